@@ -1,0 +1,287 @@
+//! The recorder configuration: every design choice of the published study
+//! (S1) is a named strategy here, so that the bench composes all its cases
+//! from the same engine, and users pick them by name on the command line.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How file space is obtained before and during a recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Alloc {
+    /// Empty file, every write appends (S1's WAPPEND): block allocation and
+    /// size updates happen inside `write()`.
+    Append,
+    /// `fallocate()` the whole file size first (S1's WPRE); the size is then
+    /// fixed while recording and truncated at the end. Writes still convert
+    /// unwritten extents at writeback.
+    Fallocate,
+    /// `fallocate(FALLOC_FL_KEEP_SIZE)`: blocks reserved, the size still grows
+    /// with every write (an inode update per write).
+    FallocateKeepSize,
+    /// Pre-allocate and write zeros once before recording (then `fdatasync`),
+    /// so no unwritten-extent conversion or allocation happens while
+    /// recording.
+    Zero,
+}
+
+/// How and when written data are pushed to storage, always from the
+/// background flush thread (never the producer's thread).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flush {
+    /// Never flush while recording; the kernel flusher decides.
+    None,
+    /// `fdatasync()` every `flush_every` bytes (S1's SALL, the NONE baseline).
+    Fdatasync,
+    /// `fsync()` every `flush_every` bytes.
+    Fsync,
+    /// `sync_file_range(WRITE)` on each new `flush_every` bytes (S1's SDATA):
+    /// starts writeback of data only, no journal commit, no waiting.
+    Sfr,
+    /// Bounded trailing window (as LTTng and RocksDB do): start writeback of
+    /// each completed chunk with `sync_file_range(WRITE)`, then for the chunk
+    /// one window older `sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER)` and
+    /// `posix_fadvise(DONTNEED)`, so dirty and cached memory stay bounded to
+    /// about two windows and the chunk the producer is filling is never
+    /// synced. WAIT_AFTER is added to the WAIT_BEFORE|WRITE so that
+    /// DONTNEED finds the pages clean and really drops them.
+    Window,
+}
+
+/// Who calls `write()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// The caller's thread copies into a pre-allocated lock-free ring and a
+    /// writer thread calls `write()`. `record()` never blocks.
+    Ring,
+    /// The caller's thread calls `write()` itself (as S1 measures it).
+    Direct,
+}
+
+/// How records are laid out in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Framing {
+    /// Header plus one CRC-checked frame per record (see `docs/format.md`).
+    Framed,
+    /// The bytes exactly as given (S1's byte stream); counters go to a
+    /// `.meta.json` sidecar since the file itself cannot hold them.
+    Raw,
+}
+
+macro_rules! named_enum {
+    ($t:ty, $what:literal, [$($v:expr => $n:literal),+ $(,)?]) => {
+        impl $t {
+            /// Every value with its name, in documentation order.
+            pub const ALL: &'static [($t, &'static str)] = &[$(($v, $n)),+];
+            /// The name used on the command line and in JSON.
+            pub fn name(self) -> &'static str {
+                Self::ALL.iter().find(|(v, _)| *v == self).map(|(_, n)| *n).unwrap_or("?")
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                Self::ALL.iter().find(|(_, n)| *n == s).map(|(v, _)| *v).ok_or_else(|| {
+                    let names: Vec<&str> = Self::ALL.iter().map(|(_, n)| *n).collect();
+                    format!("unknown {} strategy '{}' (expected one of: {})", $what, s, names.join(", "))
+                })
+            }
+        }
+    };
+}
+
+named_enum!(Alloc, "allocation", [
+    Alloc::Append => "append",
+    Alloc::Fallocate => "fallocate",
+    Alloc::FallocateKeepSize => "fallocate-keep-size",
+    Alloc::Zero => "zero",
+]);
+named_enum!(Flush, "flush", [
+    Flush::None => "none",
+    Flush::Fdatasync => "fdatasync",
+    Flush::Fsync => "fsync",
+    Flush::Sfr => "sfr",
+    Flush::Window => "window",
+]);
+named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
+named_enum!(Framing, "framing", [Framing::Framed => "framed", Framing::Raw => "raw"]);
+
+/// Real-time options (all opt-in).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtConfig {
+    /// SCHED_FIFO priority of the writer thread (ring mode); the caller sets
+    /// its own with [`crate::rt`]. `None`: normal scheduling.
+    pub writer_priority: Option<i32>,
+    /// CPU the writer thread is pinned to.
+    pub writer_cpu: Option<usize>,
+    /// CPU the flush thread is pinned to.
+    pub flusher_cpu: Option<usize>,
+}
+
+/// Everything that decides how a recording is written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    /// Who calls `write()`.
+    pub mode: Mode,
+    /// How file space is obtained.
+    pub alloc: Alloc,
+    /// How data are flushed while recording.
+    pub flush: Flush,
+    /// Flush granularity in bytes (S1: 2 MB).
+    pub flush_every: u64,
+    /// File layout.
+    pub framing: Framing,
+    /// Maximum bytes per file (pre-allocation size); a recording that grows
+    /// past it continues in the next file.
+    pub file_size: u64,
+    /// Largest record accepted by `record()`.
+    pub max_record: usize,
+    /// Capacity of the producer-to-writer ring in bytes (ring mode).
+    pub ring_bytes: usize,
+    /// How long the writer thread sleeps when the ring is empty, in µs. The
+    /// producer never wakes it (waking is a system call), so this bounds how
+    /// late data reach the page cache.
+    pub writer_poll_us: u64,
+    /// Nice value of the flush thread (lower priority than the writer).
+    pub flusher_nice: i32,
+    /// File name prefix.
+    pub prefix: String,
+    /// Keep up to this many raw `write()` latencies (for the bench).
+    pub keep_write_samples: usize,
+    /// Real-time options.
+    pub rt: RtConfig,
+}
+
+/// One mebibyte.
+pub const MIB: u64 = 1 << 20;
+
+impl Default for Config {
+    /// The best design we know: ring + zero-filled pre-allocation + window
+    /// flush every 2 MiB (the file pool replaces `zero` once it lands).
+    fn default() -> Self {
+        Config {
+            mode: Mode::Ring,
+            alloc: Alloc::Zero,
+            flush: Flush::Window,
+            flush_every: 2 * MIB,
+            framing: Framing::Framed,
+            file_size: 64 * MIB,
+            max_record: MIB as usize,
+            ring_bytes: 16 * MIB as usize,
+            writer_poll_us: 1000,
+            flusher_nice: 10,
+            prefix: "rec".into(),
+            keep_write_samples: 0,
+            rt: RtConfig::default(),
+        }
+    }
+}
+
+/// A configuration that cannot work, with the sentence to show the user.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl Config {
+    /// Bytes a record of `len` takes in the file.
+    pub fn stored_len(&self, len: usize) -> u64 {
+        match self.framing {
+            Framing::Framed => crate::format::framed_len(len) as u64,
+            Framing::Raw => len as u64,
+        }
+    }
+
+    /// Bytes of each file that records can use (header and the closing
+    /// frames are reserved).
+    pub fn usable_file_bytes(&self) -> u64 {
+        match self.framing {
+            Framing::Framed => self.file_size.saturating_sub(crate::writer::RESERVED_BYTES),
+            Framing::Raw => self.file_size,
+        }
+    }
+
+    /// Checks values against each other; no I/O.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |s: String| Err(ConfigError(s));
+        if self.flush != Flush::None && self.flush_every == 0 {
+            return err("the flush interval must be more than 0 bytes".into());
+        }
+        if self.max_record == 0 {
+            return err("the maximum record size must be more than 0 bytes".into());
+        }
+        if self.max_record as u64 > crate::format::MAX_PAYLOAD as u64 {
+            return err(format!("records larger than {} bytes are not supported", crate::format::MAX_PAYLOAD));
+        }
+        if self.stored_len(self.max_record) > self.usable_file_bytes() {
+            return err(format!(
+                "a record of {} bytes does not fit in a file of {} bytes; raise the file size or lower the record size",
+                self.max_record, self.file_size
+            ));
+        }
+        if self.mode == Mode::Ring && self.ring_bytes < crate::ring::ENTRY_HEADER_LEN + self.max_record {
+            return err(format!(
+                "the ring ({} bytes) must hold at least one record of {} bytes",
+                self.ring_bytes, self.max_record
+            ));
+        }
+        if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
+            return err("the writer poll interval must be between 1 µs and 1 s".into());
+        }
+        Ok(())
+    }
+
+    /// A 64-bit FNV-1a digest of the configuration's JSON form, stored in
+    /// every file header so a reader can tell which settings wrote it.
+    pub fn digest(&self) -> u64 {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        json.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_strategy_name_parses_back_to_itself() {
+        for (v, n) in Alloc::ALL {
+            assert_eq!(n.parse::<Alloc>().unwrap(), *v);
+        }
+        for (v, n) in Flush::ALL {
+            assert_eq!(n.parse::<Flush>().unwrap(), *v);
+        }
+        for (v, n) in Mode::ALL {
+            assert_eq!(n.parse::<Mode>().unwrap(), *v);
+        }
+    }
+
+    #[test]
+    fn an_unknown_strategy_names_the_choices() {
+        let e = "bogus".parse::<Flush>().unwrap_err();
+        assert_eq!(e, "unknown flush strategy 'bogus' (expected one of: none, fdatasync, fsync, sfr, window)");
+    }
+
+    #[test]
+    fn a_record_larger_than_the_file_is_refused() {
+        let c = Config { file_size: 1 << 20, max_record: 2 << 20, ..Config::default() };
+        assert!(c.validate().unwrap_err().0.contains("does not fit in a file"));
+    }
+
+    #[test]
+    fn the_default_configuration_is_valid_and_digests_differ() {
+        let a = Config::default();
+        a.validate().unwrap();
+        let b = Config { flush: Flush::Sfr, ..Config::default() };
+        assert_ne!(a.digest(), b.digest());
+    }
+}

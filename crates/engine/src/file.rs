@@ -1,0 +1,194 @@
+//! Recording files: naming, safe creation, allocation strategies and the
+//! closing steps. A file is prepared under a hidden temporary name
+//! (`.NAME.tmp`) and renamed into place only once its space is allocated and
+//! its header written, so an interrupted preparation never leaves a file that
+//! looks like a recording.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rtrec_sys as sys;
+
+use crate::config::{Alloc, Config, Framing};
+use crate::format::{FileHeader, HEADER_LEN};
+use crate::Error;
+
+/// A file being recorded into.
+pub(crate) struct OpenFile {
+    pub(crate) file: Arc<File>,
+    pub(crate) path: PathBuf,
+    pub(crate) header: FileHeader,
+    /// Where the next byte goes (also the file position).
+    pub(crate) offset: u64,
+}
+
+/// File extension of framed recordings.
+pub const FRAMED_EXT: &str = "rtr";
+/// File extension of raw recordings.
+pub const RAW_EXT: &str = "raw";
+
+/// Name of file `index` of recording `base`.
+pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
+    let ext = if framing == Framing::Raw { RAW_EXT } else { FRAMED_EXT };
+    format!("{base}-{index:04}.{ext}")
+}
+
+/// A recording name unused in `dir`: `PREFIX-YYYYmmddTHHMMSSZ`, with `.N`
+/// added when that exists (two recordings in the same second).
+pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
+    let stamp = utc_stamp(sys::realtime_ns() / 1_000_000_000);
+    let mut n = 0;
+    loop {
+        let base = if n == 0 { format!("{}-{stamp}", cfg.prefix) } else { format!("{}-{stamp}.{n}", cfg.prefix) };
+        if !dir.join(file_name(&base, 0, cfg.framing)).exists() {
+            return base;
+        }
+        n += 1;
+    }
+}
+
+/// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H. Hinnant).
+pub(crate) fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// Checks that `dir` is an existing, writable directory; one sentence if not.
+pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(Error::Usage(format!("the directory '{}' does not exist", dir.display())))
+        }
+        Err(e) => Err(Error::io("reading", dir, e)),
+        Ok(m) if !m.is_dir() => Err(Error::Usage(format!("'{}' is not a directory", dir.display()))),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Creates, allocates and names file `index` of recording `base`.
+pub(crate) fn prepare(dir: &Path, base: &str, index: u32, cfg: &Config, generation: u64) -> Result<OpenFile, Error> {
+    let name = file_name(base, index, cfg.framing);
+    let path = dir.join(&name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let file = sys::create_new(&tmp).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => Error::Usage(format!(
+            "'{}' already exists (rtrec never follows or replaces an existing file or symlink)",
+            tmp.display()
+        )),
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+            Error::Usage(format!("cannot create files in '{}': {}", dir.display(), e))
+        }
+        _ => Error::io("creating", &tmp, e),
+    })?;
+    let r = allocate_and_name(&file, &tmp, &path, cfg, generation, index);
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    let (header, offset) = r?;
+    Ok(OpenFile { file: Arc::new(file), path, header, offset })
+}
+
+fn allocate_and_name(
+    file: &File,
+    tmp: &Path,
+    path: &Path,
+    cfg: &Config,
+    generation: u64,
+    index: u32,
+) -> Result<(FileHeader, u64), Error> {
+    let size = cfg.file_size;
+    let nospace = |avail: u64| Error::NoSpace { dir: tmp.parent().unwrap_or(tmp).to_path_buf(), need: size, avail };
+    let enospc = |e: io::Error| {
+        if e.raw_os_error() == Some(libc::ENOSPC) {
+            nospace(sys::available_bytes(file).unwrap_or(0))
+        } else {
+            Error::io("pre-allocating", tmp, e)
+        }
+    };
+    match cfg.alloc {
+        Alloc::Append => {
+            // Nothing is reserved, so check the planned size against free
+            // space now rather than failing halfway.
+            let avail = sys::available_bytes(file).map_err(|e| Error::io("checking space for", tmp, e))?;
+            if avail < size {
+                return Err(nospace(avail));
+            }
+        }
+        Alloc::Fallocate => sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?,
+        Alloc::FallocateKeepSize => sys::fallocate(file, sys::FallocateMode::KeepSize, 0, size).map_err(enospc)?,
+        Alloc::Zero => {
+            sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?;
+            let zeros = vec![0u8; 1 << 20];
+            let mut off = 0;
+            while off < size {
+                let n = (size - off).min(zeros.len() as u64) as usize;
+                sys::pwrite_all(file, &zeros[..n], off).map_err(enospc)?;
+                off += n as u64;
+            }
+            // Commit the written extents now so the recording never waits
+            // for their conversion.
+            sys::fdatasync(file).map_err(|e| Error::io("zero-filling", tmp, e))?;
+        }
+    }
+    let header = FileHeader {
+        generation,
+        created_ns: sys::realtime_ns(),
+        created_mono_ns: sys::monotonic_ns(),
+        config_digest: cfg.digest(),
+        valid_len: 0,
+        index,
+    };
+    let offset = if cfg.framing == Framing::Framed {
+        sys::pwrite_all(file, &header.encode(), 0).map_err(|e| Error::io("writing the header of", tmp, e))?;
+        HEADER_LEN as u64
+    } else {
+        0
+    };
+    sys::seek_to(file, offset).map_err(|e| Error::io("seeking in", tmp, e))?;
+    sys::rename_noreplace(tmp, path).map_err(|e| Error::io("naming", path, e))?;
+    Ok((header, offset))
+}
+
+/// Closes a file: records its valid length in the header, truncates unused
+/// space and fsyncs (data and metadata), as S1 ends a recording.
+pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
+    if framing == Framing::Framed {
+        f.header.valid_len = f.offset;
+        sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
+    }
+    sys::ftruncate(&*f.file, f.offset)?;
+    sys::fsync(&*f.file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamp_formats_known_dates() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(1_795_299_322), "20261121T221522Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+    }
+
+    #[test]
+    fn a_failed_preparation_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config { file_size: u64::MAX / 4, alloc: Alloc::Fallocate, ..Config::default() };
+        let e = prepare(dir.path(), "x", 0, &cfg, 1).err().unwrap();
+        assert!(e.to_string().contains("space") || e.to_string().contains("pre-allocating"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

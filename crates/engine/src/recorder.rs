@@ -1,0 +1,408 @@
+//! The recorder: the public object a real-time application holds. It owns
+//! the producer end of the data path (ring mode) or the writer itself (direct
+//! mode), assigns sequence numbers and timestamps, counts every drop, and
+//! assembles the [`Summary`] at the end.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use rtrb::Producer;
+use serde::Serialize;
+
+use rtrec_sys as sys;
+
+use crate::config::{Config, Mode};
+use crate::flusher::FlushStats;
+use crate::format::LossReason;
+use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS};
+use crate::schedule::PeriodicTimer;
+use crate::stats::{Latency, LatencySummary};
+use crate::writer::{LiveStats, Writer, WriterReport};
+use crate::Error;
+
+/// Why `record()` did not store a record. The record is counted as dropped
+/// and the loss is stored in the file (never silent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The ring was full (the writer is behind): drop-newest.
+    #[error("the ring is full; the record was dropped and counted")]
+    RingFull,
+    /// The record is larger than the configured maximum.
+    #[error("the record is larger than the configured maximum; it was dropped and counted")]
+    TooLarge,
+    /// Writing failed earlier (see the summary's `error`).
+    #[error("the writer has failed; the record was dropped and counted")]
+    WriterFailed,
+}
+
+impl RecordError {
+    fn reason(self) -> LossReason {
+        match self {
+            RecordError::RingFull => LossReason::RingFull,
+            RecordError::TooLarge => LossReason::TooLarge,
+            RecordError::WriterFailed => LossReason::WriterFailed,
+        }
+    }
+}
+
+/// Drop counters by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Drops {
+    /// Ring full (writer behind).
+    pub ring_full: u64,
+    /// Larger than `max_record`.
+    pub too_large: u64,
+    /// After a write error.
+    pub writer_failed: u64,
+}
+
+impl Drops {
+    fn count(&mut self, e: RecordError) {
+        match e {
+            RecordError::RingFull => self.ring_full += 1,
+            RecordError::TooLarge => self.too_large += 1,
+            RecordError::WriterFailed => self.writer_failed += 1,
+        }
+    }
+    /// All drops.
+    pub fn total(&self) -> u64 {
+        self.ring_full + self.too_large + self.writer_failed
+    }
+}
+
+/// What a recording did. This struct is the `--json` schema of
+/// `rtrec record`; field names carry their unit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// The configuration used.
+    pub config: Config,
+    /// True when the recording ended as asked (not aborted).
+    pub complete: bool,
+    /// Why it was aborted, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abort_reason: Option<String>,
+    /// `record()` calls.
+    pub records_offered: u64,
+    /// Records stored in files.
+    pub records_written: u64,
+    /// Records dropped (all reasons); every one is stored as a loss frame.
+    pub records_dropped: u64,
+    /// Drops by reason.
+    pub drops: Drops,
+    /// Dropped records whose loss frame is in a file.
+    pub losses_stored: u64,
+    /// Payload bytes stored.
+    pub bytes_written: u64,
+    /// File bytes including headers and frames.
+    pub file_bytes: u64,
+    /// The files written, in order.
+    pub files: Vec<PathBuf>,
+    /// Periods whose release was missed (see [`PeriodicTimer`]).
+    pub missed_periods: u64,
+    /// Latency of each record's `write()`/`writev()` call, ns.
+    pub write_ns: Option<LatencySummary>,
+    /// Latency of `record()` on the caller's thread, ns.
+    pub record_ns: Option<LatencySummary>,
+    /// Lateness of each period's release against the schedule, ns.
+    pub lateness_ns: Option<LatencySummary>,
+    /// What the flush thread did.
+    pub flush: FlushStats,
+    /// Wall time from creation to the end of `finish()`, ns.
+    pub duration_ns: u64,
+    /// The first I/O error, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Raw `write()` latencies (only with `keep_write_samples`).
+    #[serde(skip)]
+    pub write_samples: Vec<u64>,
+    /// The full `write()` latency histogram (lossless export).
+    #[serde(skip)]
+    pub write_latency: Latency,
+    /// The full `record()` latency histogram.
+    #[serde(skip)]
+    pub record_latency: Latency,
+}
+
+impl Summary {
+    /// Adds the schedule's lateness and missed periods (from the caller's
+    /// periodic timer).
+    pub fn attach_schedule(&mut self, timer: &PeriodicTimer) {
+        self.lateness_ns = timer.lateness().summary();
+        self.missed_periods = timer.missed();
+    }
+}
+
+enum Inner {
+    Ring {
+        producer: Producer<u8>,
+        shared: Arc<RingShared>,
+        thread: Option<JoinHandle<WriterReport>>,
+    },
+    Direct {
+        writer: Option<Box<Writer>>,
+    },
+}
+
+/// Records periodic data into files in a directory.
+///
+/// # Real-time contract
+///
+/// In [`Mode::Ring`] (the default), once [`Recorder::create`] has returned,
+/// [`Recorder::record`] copies the record into a pre-allocated, pre-faulted
+/// ring and returns: it allocates nothing, takes no lock, makes no system
+/// call (the clock is read through the vDSO) and never waits. When the ring
+/// is full the record is dropped, counted and the loss stored in the file
+/// (drop-newest). In [`Mode::Direct`] the caller's thread calls `write()`
+/// itself, which is what the published study measures.
+///
+/// # Example
+///
+/// ```no_run
+/// let dir = std::path::Path::new("/tmp");
+/// let mut rec = rtrec_engine::Recorder::create(dir, rtrec_engine::Config::default())?;
+/// rec.record(b"sample")?;
+/// let summary = rec.finish()?;
+/// assert_eq!(summary.records_written, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Recorder {
+    cfg: Config,
+    inner: Inner,
+    next_seq: u64,
+    pending: Option<PendingLoss>,
+    drops: Drops,
+    record_lat: Latency,
+    started_ns: u64,
+    finished: bool,
+    live: Arc<LiveStats>,
+}
+
+impl Recorder {
+    /// Validates `cfg`, prepares the first file in `dir` (allocation happens
+    /// here, so too little space is found before the first record), starts
+    /// the flush thread and, in ring mode, the writer thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Usage`] for an impossible configuration or directory,
+    /// [`Error::NoSpace`] when the pre-allocation does not fit, [`Error::Io`]
+    /// for other system errors. Nothing that looks like a recording is left
+    /// behind on error.
+    pub fn create(dir: &Path, cfg: Config) -> Result<Recorder, Error> {
+        cfg.validate().map_err(|e| Error::Usage(e.0))?;
+        let started_ns = sys::monotonic_ns();
+        let live = Arc::new(LiveStats::default());
+        let writer = Writer::create(dir, &cfg, live.clone())?;
+        let inner = match cfg.mode {
+            Mode::Direct => Inner::Direct { writer: Some(Box::new(writer)) },
+            Mode::Ring => {
+                let (producer, consumer) = ring::new_prefaulted(cfg.ring_bytes);
+                let shared = Arc::new(RingShared::new());
+                let s = shared.clone();
+                let (max, poll) = (cfg.max_record, cfg.writer_poll_us);
+                let rt = cfg.rt.clone();
+                let thread = std::thread::Builder::new()
+                    .name("rtrec-writer".into())
+                    .spawn(move || {
+                        if let Some(p) = rt.writer_priority {
+                            let _ = sys::set_fifo_priority(p);
+                        }
+                        if let Some(c) = rt.writer_cpu {
+                            let _ = sys::pin_to_cpu(c);
+                        }
+                        ring::run_writer(consumer, writer, s, max, poll)
+                    })
+                    .map_err(|e| Error::io("starting the writer thread for", dir, e))?;
+                Inner::Ring { producer, shared, thread: Some(thread) }
+            }
+        };
+        Ok(Recorder {
+            cfg,
+            inner,
+            next_seq: 0,
+            pending: None,
+            drops: Drops::default(),
+            record_lat: Latency::new(),
+            started_ns,
+            finished: false,
+            live,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Counters for a progress display, readable from any thread while
+    /// recording.
+    pub fn live(&self) -> Arc<LiveStats> {
+        self.live.clone()
+    }
+
+    /// The sequence number the next record will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Records one record. See the real-time contract on [`Recorder`].
+    ///
+    /// # Errors
+    ///
+    /// The record was dropped (and counted, and the loss stored); see
+    /// [`RecordError`]. Recording goes on.
+    #[inline]
+    pub fn record(&mut self, data: &[u8]) -> Result<(), RecordError> {
+        let t0 = sys::monotonic_ns();
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let r = if data.len() > self.cfg.max_record {
+            Err(RecordError::TooLarge)
+        } else {
+            match &mut self.inner {
+                Inner::Ring { producer, shared, .. } => {
+                    if shared.failed.load(Ordering::Relaxed) {
+                        Err(RecordError::WriterFailed)
+                    } else if !Self::push_pending(producer, &mut self.pending) {
+                        Err(RecordError::RingFull)
+                    } else if ring::push(producer, ENTRY_DATA, seq, t0, data) {
+                        Ok(())
+                    } else {
+                        Err(RecordError::RingFull)
+                    }
+                }
+                Inner::Direct { writer } => match writer.as_mut() {
+                    Some(w) if !w.failed() => w.write_data(seq, t0, data).map_err(|_| RecordError::WriterFailed),
+                    _ => Err(RecordError::WriterFailed),
+                },
+            }
+        };
+        if let Err(e) = r {
+            self.drops.count(e);
+            self.live.records_dropped.fetch_add(1, Ordering::Relaxed);
+            self.note_loss(seq, t0, e);
+        }
+        self.record_lat.record(sys::monotonic_ns() - t0);
+        r
+    }
+
+    /// Pushes a pending loss entry if there is one; false if it did not fit.
+    #[inline]
+    fn push_pending(producer: &mut Producer<u8>, pending: &mut Option<PendingLoss>) -> bool {
+        match pending {
+            None => true,
+            Some(p) => {
+                if ring::push(producer, ENTRY_LOSS, p.first_seq, p.ts_ns, &p.payload()) {
+                    *pending = None;
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    /// Remembers a dropped sequence number so its loss gets stored.
+    #[inline]
+    fn note_loss(&mut self, seq: u64, ts_ns: u64, e: RecordError) {
+        match &mut self.inner {
+            Inner::Ring { .. } => match &mut self.pending {
+                // Consecutive drops merge into one loss entry (the first
+                // reason names it; the summary counts each reason exactly).
+                // A pending loss is always pushed before any later record,
+                // so drops while one is pending are always consecutive.
+                Some(p) => p.count += 1,
+                None => self.pending = Some(PendingLoss { first_seq: seq, count: 1, reason: e.reason(), ts_ns }),
+            },
+            Inner::Direct { writer } => {
+                if let Some(w) = writer.as_mut() {
+                    if !w.failed() {
+                        let loss = crate::format::LossPayload { first_seq: seq, count: 1, reason: e.reason() };
+                        let _ = w.write_loss(loss, ts_ns);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the recording: drains the ring, stores remaining losses, writes
+    /// the end frame, truncates unused space and fsyncs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Writer`] when the writer thread died; an I/O error during
+    /// the recording is reported in [`Summary::error`] instead, with the
+    /// counts of what was stored.
+    pub fn finish(mut self) -> Result<Summary, Error> {
+        self.end(true, String::new())
+    }
+
+    /// Ends the recording as aborted: the end frame says so (with `reason`),
+    /// and `rtrec verify` reports it as incomplete.
+    pub fn abort(mut self, reason: &str) -> Result<Summary, Error> {
+        self.end(false, reason.to_string())
+    }
+
+    fn end(&mut self, complete: bool, reason: String) -> Result<Summary, Error> {
+        self.finished = true;
+        let end_seq = self.next_seq;
+        let report = match &mut self.inner {
+            Inner::Ring { producer, shared, thread } => {
+                // Not real-time any more: wait for room for the pending loss.
+                while self.pending.is_some() && !shared.failed.load(Ordering::Acquire) {
+                    if !Self::push_pending(producer, &mut self.pending) {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
+                    if thread.as_ref().is_some_and(|t| t.is_finished()) {
+                        break;
+                    }
+                }
+                shared.end_seq.store(end_seq, Ordering::Release);
+                if let Ok(mut g) = shared.end.lock() {
+                    *g = (complete, reason.clone());
+                }
+                shared.stop.store(true, Ordering::Release);
+                let t = thread.take().ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
+                t.join().map_err(|_| Error::Writer("the writer thread panicked".into()))?
+            }
+            Inner::Direct { writer } => {
+                let w = writer.take().ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
+                w.finish(end_seq, complete, &reason)
+            }
+        };
+        let dropped = self.drops.total();
+        Ok(Summary {
+            config: self.cfg.clone(),
+            complete,
+            abort_reason: if complete { None } else { Some(reason) },
+            records_offered: self.next_seq,
+            records_written: report.records_written,
+            records_dropped: dropped,
+            drops: self.drops,
+            losses_stored: report.lost_stored,
+            bytes_written: report.bytes_written,
+            file_bytes: report.file_bytes,
+            files: report.files,
+            missed_periods: 0,
+            write_ns: report.write_lat.summary(),
+            record_ns: self.record_lat.summary(),
+            lateness_ns: None,
+            flush: report.flush,
+            duration_ns: sys::monotonic_ns() - self.started_ns,
+            error: report.error,
+            write_samples: report.write_samples,
+            write_latency: report.write_lat,
+            record_latency: self.record_lat.clone(),
+        })
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.end(false, "the recorder was dropped without finish()".into());
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The ring between the producer and the writer thread: a pre-allocated,
+//! pre-faulted single-producer single-consumer byte ring ([`rtrb`]) holding
+//! variable-length entries, and the writer thread's loop that drains it.
+//!
+//! Entry layout (24-byte header, then the payload), written and committed
+//! whole so the consumer never sees half an entry:
+//!
+//! ```text
+//! kind u32 | len u32 | seq u64 | ts_ns u64 | payload[len]
+//! ```
+//!
+//! Losses travel in-band: after a drop the producer keeps a pending loss
+//! (first sequence, count, reason) and pushes it as a `LOSS` entry ahead of
+//! the next record that fits, so the writer stores exactly which sequence
+//! numbers were lost and why, in order.
+//!
+//! Design choice: the producer never wakes the writer (a wake-up is a system
+//! call); the writer polls every `writer_poll_us` when the ring is empty.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rtrb::{Consumer, Producer};
+
+use crate::format::{LossPayload, LossReason};
+use crate::writer::{Writer, WriterReport};
+
+/// Size of an entry header in the ring.
+pub const ENTRY_HEADER_LEN: usize = 24;
+/// A record.
+pub(crate) const ENTRY_DATA: u32 = 1;
+/// A loss: payload is a [`LossPayload`].
+pub(crate) const ENTRY_LOSS: u32 = 2;
+
+/// State shared by producer and writer thread (atomics only on the hot path).
+pub(crate) struct RingShared {
+    /// Set by the producer once it will push nothing more.
+    pub(crate) stop: AtomicBool,
+    /// Set by the writer when writing failed.
+    pub(crate) failed: AtomicBool,
+    /// The sequence number after the last one the producer handed out.
+    pub(crate) end_seq: AtomicU64,
+    /// How the recording ended (set before `stop`).
+    pub(crate) end: Mutex<(bool, String)>,
+}
+
+impl RingShared {
+    pub(crate) fn new() -> RingShared {
+        RingShared {
+            stop: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            end_seq: AtomicU64::new(0),
+            end: Mutex::new((true, String::new())),
+        }
+    }
+}
+
+/// Allocates the ring and touches every byte once, so no page fault happens
+/// on the first laps of a recording.
+pub(crate) fn new_prefaulted(bytes: usize) -> (Producer<u8>, Consumer<u8>) {
+    let (mut p, mut c) = rtrb::RingBuffer::<u8>::new(bytes);
+    if let Ok(mut chunk) = p.write_chunk_uninit(bytes) {
+        let (a, b) = chunk.as_mut_slices();
+        a.fill(MaybeUninit::new(0));
+        b.fill(MaybeUninit::new(0));
+        // SAFETY: every slot of the chunk was initialised just above.
+        unsafe { chunk.commit_all() };
+    }
+    if let Ok(chunk) = c.read_chunk(bytes) {
+        chunk.commit_all();
+    }
+    (p, c)
+}
+
+/// Copies `parts` one after the other into the two slices of a ring chunk.
+#[inline]
+fn scatter(dst: (&mut [MaybeUninit<u8>], &mut [MaybeUninit<u8>]), parts: &[&[u8]]) {
+    let (a, b) = dst;
+    let mut pos = 0usize;
+    for part in parts {
+        let mut src: &[u8] = part;
+        while !src.is_empty() {
+            let (slice, off) = if pos < a.len() { (&mut *a, pos) } else { (&mut *b, pos - a.len()) };
+            let n = src.len().min(slice.len() - off);
+            // SAFETY: u8 and MaybeUninit<u8> have the same layout; the
+            // destination range is in bounds (n fits in slice from off).
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), slice.as_mut_ptr().add(off) as *mut u8, n);
+            }
+            src = &src[n..];
+            pos += n;
+        }
+    }
+}
+
+/// Pushes one entry if it fits; returns false (nothing written) if not.
+/// Wait-free, allocation-free, no system call.
+#[inline]
+pub(crate) fn push(p: &mut Producer<u8>, kind: u32, seq: u64, ts_ns: u64, payload: &[u8]) -> bool {
+    let need = ENTRY_HEADER_LEN + payload.len();
+    let Ok(mut chunk) = p.write_chunk_uninit(need) else {
+        return false;
+    };
+    let mut h = [0u8; ENTRY_HEADER_LEN];
+    h[0..4].copy_from_slice(&kind.to_le_bytes());
+    h[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[8..16].copy_from_slice(&seq.to_le_bytes());
+    h[16..24].copy_from_slice(&ts_ns.to_le_bytes());
+    scatter(chunk.as_mut_slices(), &[&h, payload]);
+    // SAFETY: scatter initialised all `need` slots of the chunk.
+    unsafe { chunk.commit_all() };
+    true
+}
+
+/// Copies bytes `[skip, skip + out.len())` of a chunk's two slices into `out`.
+fn gather(src: (&[u8], &[u8]), skip: usize, out: &mut [u8]) {
+    let (a, b) = src;
+    for (i, o) in out.iter_mut().enumerate() {
+        let p = skip + i;
+        *o = if p < a.len() { a[p] } else { b[p - a.len()] };
+    }
+}
+
+/// Takes the next whole entry into `stage`; returns (kind, seq, ts, len).
+fn pop(c: &mut Consumer<u8>, stage: &mut [u8]) -> Option<(u32, u64, u64, usize)> {
+    let mut h = [0u8; ENTRY_HEADER_LEN];
+    {
+        let chunk = c.read_chunk(ENTRY_HEADER_LEN).ok()?;
+        gather(chunk.as_slices(), 0, &mut h);
+        // Not committed: the whole entry is taken below.
+    }
+    let kind = u32::from_le_bytes(h[0..4].try_into().unwrap());
+    let len = u32::from_le_bytes(h[4..8].try_into().unwrap()) as usize;
+    let seq = u64::from_le_bytes(h[8..16].try_into().unwrap());
+    let ts = u64::from_le_bytes(h[16..24].try_into().unwrap());
+    // The producer commits whole entries, so the rest is there.
+    let chunk = c.read_chunk(ENTRY_HEADER_LEN + len).ok()?;
+    let (a, b) = chunk.as_slices();
+    if a.len() >= ENTRY_HEADER_LEN + len {
+        stage[..len].copy_from_slice(&a[ENTRY_HEADER_LEN..ENTRY_HEADER_LEN + len]);
+    } else {
+        gather((a, b), ENTRY_HEADER_LEN, &mut stage[..len]);
+    }
+    chunk.commit_all();
+    Some((kind, seq, ts, len))
+}
+
+fn handle(w: &mut Writer, shared: &RingShared, kind: u32, seq: u64, ts: u64, payload: &[u8]) {
+    if w.failed() {
+        return;
+    }
+    let r = match kind {
+        ENTRY_DATA => w.write_data(seq, ts, payload),
+        ENTRY_LOSS => match LossPayload::decode(payload) {
+            Some(l) => w.write_loss(l, ts),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    };
+    if r.is_err() {
+        // From now on the producer drops and counts; the writer keeps
+        // draining so the producer is never blocked by a full ring.
+        shared.failed.store(true, Ordering::Release);
+    }
+}
+
+/// The writer thread: drains the ring into `w` until the producer stops,
+/// then closes the recording.
+pub(crate) fn run_writer(mut c: Consumer<u8>, mut w: Writer, shared: Arc<RingShared>, max_record: usize, poll_us: u64) -> WriterReport {
+    let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let mut any = false;
+        while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
+            any = true;
+            handle(&mut w, &shared, kind, seq, ts, &stage[..len]);
+        }
+        if stopping {
+            break;
+        }
+        if !any {
+            std::thread::sleep(Duration::from_micros(poll_us));
+        }
+    }
+    let end_seq = shared.end_seq.load(Ordering::Acquire);
+    let (complete, reason) = shared.end.lock().map(|g| g.clone()).unwrap_or_default();
+    w.finish(end_seq, complete, &reason)
+}
+
+/// A loss the producer could not push yet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingLoss {
+    pub(crate) first_seq: u64,
+    pub(crate) count: u64,
+    pub(crate) reason: LossReason,
+    pub(crate) ts_ns: u64,
+}
+
+impl PendingLoss {
+    pub(crate) fn payload(&self) -> [u8; LossPayload::LEN] {
+        LossPayload { first_seq: self.first_seq, count: self.count, reason: self.reason }.encode()
+    }
+}

@@ -1,0 +1,40 @@
+//! Opt-in real-time helpers for the caller's thread: lock memory, SCHED_FIFO
+//! priority, CPU affinity. The writer thread gets its own from
+//! [`crate::RtConfig`]; the periodic timer is in [`crate::schedule`].
+
+use std::io;
+
+use rtrec_sys as sys;
+
+/// What to apply to the calling thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RtSetup {
+    /// `mlockall(MCL_CURRENT|MCL_FUTURE)` for the whole process.
+    pub lock_memory: bool,
+    /// SCHED_FIFO priority (1..=99).
+    pub priority: Option<i32>,
+    /// CPU to pin to.
+    pub cpu: Option<usize>,
+}
+
+/// Which parts of an [`RtSetup`] could not be applied, one sentence each
+/// (e.g. not permitted for an unprivileged user). Never fatal: the recording
+/// runs, and the caller reports these.
+pub fn apply(setup: &RtSetup) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut note = |what: &str, r: io::Result<()>| {
+        if let Err(e) = r {
+            warnings.push(format!("could not {what}: {e}"));
+        }
+    };
+    if setup.lock_memory {
+        note("lock memory (mlockall)", sys::lock_all_memory());
+    }
+    if let Some(p) = setup.priority {
+        note(&format!("set SCHED_FIFO priority {p}"), sys::set_fifo_priority(p));
+    }
+    if let Some(c) = setup.cpu {
+        note(&format!("pin to CPU {c}"), sys::pin_to_cpu(c));
+    }
+    warnings
+}

@@ -1,0 +1,267 @@
+//! The writer: turns records into frames and `write()` calls on the current
+//! file, rotates to the next file when one is full, stores every loss as a
+//! frame, times each `write()`, and feeds the flusher. In direct mode the
+//! caller's thread drives it; in ring mode the writer thread does.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rtrec_sys as sys;
+
+use crate::config::{Config, Framing};
+use crate::file::{self, OpenFile};
+use crate::flusher::{FlushStats, Flusher};
+use crate::format::{self, EndPayload, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN};
+use crate::stats::Latency;
+use crate::Error;
+
+/// Bytes kept free at the end of every framed file for the closing frames
+/// (a loss frame and the end frame with a reason).
+pub const RESERVED_BYTES: u64 = 1024;
+
+/// Counters readable while recording (progress display), updated with
+/// relaxed atomic stores: no lock, no system call.
+#[derive(Debug, Default)]
+pub struct LiveStats {
+    /// Records stored so far.
+    pub records_written: AtomicU64,
+    /// Payload bytes stored so far.
+    pub bytes_written: AtomicU64,
+    /// Largest `write()` latency so far, ns.
+    pub max_write_ns: AtomicU64,
+    /// Records dropped so far (counted by the producer).
+    pub records_dropped: AtomicU64,
+}
+
+/// What the writer did; merged into the recorder's summary.
+#[derive(Debug, Default)]
+pub(crate) struct WriterReport {
+    pub(crate) records_written: u64,
+    pub(crate) bytes_written: u64,
+    pub(crate) file_bytes: u64,
+    pub(crate) lost_stored: u64,
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) write_lat: Latency,
+    pub(crate) write_samples: Vec<u64>,
+    pub(crate) flush: FlushStats,
+    pub(crate) error: Option<String>,
+}
+
+/// See the module docs.
+pub(crate) struct Writer {
+    dir: PathBuf,
+    base: String,
+    cfg: Config,
+    cur: Option<OpenFile>,
+    flusher: Flusher,
+    hdr: [u8; FRAME_HEADER_LEN],
+    next_seq: u64,
+    dropped: u64,
+    report: WriterReport,
+    live: Arc<LiveStats>,
+}
+
+impl Writer {
+    /// Prepares the first file and starts the flusher.
+    pub(crate) fn create(dir: &Path, cfg: &Config, live: Arc<LiveStats>) -> Result<Writer, Error> {
+        file::check_dir(dir)?;
+        let base = file::recording_base(dir, cfg);
+        let first = file::prepare(dir, &base, 0, cfg, sys::realtime_ns())?;
+        let mut flusher = Flusher::start(cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
+        flusher.switch(first.file.clone());
+        let mut report = WriterReport {
+            write_samples: Vec::with_capacity(cfg.keep_write_samples),
+            files: Vec::with_capacity(16),
+            ..WriterReport::default()
+        };
+        report.files.push(first.path.clone());
+        Ok(Writer {
+            dir: dir.to_path_buf(),
+            base,
+            cfg: cfg.clone(),
+            cur: Some(first),
+            flusher,
+            hdr: [0; FRAME_HEADER_LEN],
+            next_seq: 0,
+            dropped: 0,
+            report,
+            live,
+        })
+    }
+
+    /// True once a write failed; later records are dropped and counted.
+    pub(crate) fn failed(&self) -> bool {
+        self.report.error.is_some()
+    }
+
+    /// Writes one record. Any gap before `seq` that no loss frame explained
+    /// is stored as a loss first.
+    pub(crate) fn write_data(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
+        if seq > self.next_seq {
+            let gap = LossPayload { first_seq: self.next_seq, count: seq - self.next_seq, reason: LossReason::RingFull };
+            self.write_loss(gap, ts_ns)?;
+        }
+        self.ensure_room(self.cfg.stored_len(payload.len()))?;
+        let t0 = sys::monotonic_ns();
+        let r = self.put(FrameKind::Data, seq, ts_ns, payload);
+        let dt = sys::monotonic_ns() - t0;
+        r?;
+        self.report.write_lat.record(dt);
+        if self.report.write_samples.len() < self.report.write_samples.capacity() {
+            self.report.write_samples.push(dt);
+        }
+        self.report.records_written += 1;
+        self.report.bytes_written += payload.len() as u64;
+        self.next_seq = seq + 1;
+        self.live.records_written.store(self.report.records_written, Ordering::Relaxed);
+        self.live.bytes_written.store(self.report.bytes_written, Ordering::Relaxed);
+        self.live.max_write_ns.fetch_max(dt, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Stores that `loss.count` records from `loss.first_seq` were dropped.
+    pub(crate) fn write_loss(&mut self, loss: LossPayload, ts_ns: u64) -> io::Result<()> {
+        self.dropped += loss.count;
+        self.next_seq = self.next_seq.max(loss.first_seq + loss.count);
+        if self.cfg.framing == Framing::Raw {
+            // Raw files cannot hold a loss; the sidecar stores the count.
+            self.report.lost_stored += loss.count;
+            return Ok(());
+        }
+        self.ensure_room(FRAME_HEADER_LEN as u64 + LossPayload::LEN as u64)?;
+        self.put(FrameKind::Loss, loss.first_seq, ts_ns, &loss.encode())?;
+        self.report.lost_stored += loss.count;
+        Ok(())
+    }
+
+    /// Writes a frame of another kind (the flight recorder's trigger).
+    #[allow(dead_code)]
+    pub(crate) fn write_marker(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
+        if self.cfg.framing == Framing::Raw {
+            return Ok(());
+        }
+        self.ensure_room(self.cfg.stored_len(payload.len()))?;
+        self.put(kind, seq, ts_ns, payload)
+    }
+
+    /// Rotates to the next file when `need` more bytes do not fit.
+    fn ensure_room(&mut self, need: u64) -> io::Result<()> {
+        let cur = self.cur.as_ref().ok_or_else(|| io::Error::other("the recording is closed"))?;
+        if cur.offset + need <= self.cfg.usable_file_bytes() || need > self.cfg.usable_file_bytes() {
+            return Ok(());
+        }
+        self.close_current(true, true, "")?;
+        let index = self.report.files.len() as u32;
+        let next = file::prepare(&self.dir, &self.base, index, &self.cfg, sys::realtime_ns())
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        self.flusher.switch(next.file.clone());
+        self.report.files.push(next.path.clone());
+        self.cur = Some(next);
+        Ok(())
+    }
+
+    /// One frame, one `writev()` (or `write()` for raw payloads), retried
+    /// only for short writes and EINTR.
+    fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
+        let r = self.put_inner(kind, seq, ts_ns, payload);
+        if let Err(e) = &r {
+            self.report.error.get_or_insert_with(|| e.to_string());
+        }
+        r
+    }
+
+    fn put_inner(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
+        let cur = self.cur.as_mut().ok_or_else(|| io::Error::other("the recording is closed"))?;
+        let f: &File = &cur.file;
+        let (mut head, mut body): (&[u8], &[u8]) = (&[], payload);
+        if self.cfg.framing == Framing::Framed {
+            format::encode_frame_header(&mut self.hdr, cur.header.generation, kind, seq, ts_ns, payload);
+            head = &self.hdr;
+        }
+        while !head.is_empty() || !body.is_empty() {
+            let r = if head.is_empty() { sys::write_once(f, body) } else { sys::writev2_once(f, head, body) };
+            match r {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(mut n) => {
+                    cur.offset += n as u64;
+                    let h = n.min(head.len());
+                    head = &head[h..];
+                    n -= h;
+                    body = &body[n..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.flusher.advance(cur.offset);
+        Ok(())
+    }
+
+    fn close_current(&mut self, complete: bool, continued: bool, reason: &str) -> io::Result<()> {
+        if self.cfg.framing == Framing::Framed {
+            let end = EndPayload {
+                complete,
+                continued,
+                records_written: self.report.records_written,
+                records_dropped: self.dropped,
+                bytes_written: self.report.bytes_written,
+                reason: reason.to_string(),
+            };
+            let mut bytes = end.encode();
+            bytes.truncate((RESERVED_BYTES as usize) - 2 * FRAME_HEADER_LEN - LossPayload::LEN);
+            let seq = self.next_seq;
+            self.put(FrameKind::End, seq, sys::monotonic_ns(), &bytes)?;
+        }
+        let mut cur = self.cur.take().ok_or_else(|| io::Error::other("the recording is closed"))?;
+        self.report.file_bytes += cur.offset;
+        file::close(&mut cur, self.cfg.framing)
+    }
+
+    /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
+    /// truncates, fsyncs, stops the flusher, writes the raw sidecar.
+    pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
+        if end_seq > self.next_seq && !self.failed() {
+            let gap = LossPayload { first_seq: self.next_seq, count: end_seq - self.next_seq, reason: LossReason::RingFull };
+            let _ = self.write_loss(gap, sys::monotonic_ns());
+        }
+        if end_seq > self.next_seq {
+            // Could not be stored (the file had failed): still counted.
+            self.dropped += end_seq - self.next_seq;
+            self.next_seq = end_seq;
+        }
+        let closed = if self.cur.is_some() { self.close_current(complete, false, reason) } else { Ok(()) };
+        if let Err(e) = closed {
+            self.report.error.get_or_insert_with(|| format!("closing the recording: {e}"));
+        }
+        self.report.flush = self.flusher.stop();
+        if self.cfg.framing == Framing::Raw {
+            self.write_sidecar(complete, reason);
+        }
+        self.report
+    }
+
+    fn write_sidecar(&mut self, complete: bool, reason: &str) {
+        let meta = serde_json::json!({
+            "format": "rtrec-raw-sidecar-1",
+            "files": self.report.files,
+            "complete": complete,
+            "reason": reason,
+            "records_written": self.report.records_written,
+            "records_dropped": self.dropped,
+            "bytes_written": self.report.bytes_written,
+            "config": self.cfg,
+        });
+        let path = self.dir.join(format!("{}.meta.json", self.base));
+        let r = sys::create_new(&path).and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(serde_json::to_string_pretty(&meta).unwrap_or_default().as_bytes())?;
+            sys::fsync(&f)
+        });
+        if let Err(e) = r {
+            self.report.error.get_or_insert_with(|| format!("writing '{}': {e}", path.display()));
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The real-time contract of `Recorder::record` in ring mode: once recording
+//! has started it allocates nothing, takes no lock and makes no system call.
+//!
+//! - Allocations: a counting global allocator counts per thread.
+//! - System calls (which include every lock that can sleep: a futex): the
+//!   producer thread installs a seccomp filter that kills the whole process
+//!   on *any* system call, then records. The test runs that in a child
+//!   process and requires it to exit normally. A control case proves the
+//!   filter really kills on a system call, so the test cannot pass vacuously.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rtrec_engine::{Config, Recorder};
+
+struct Counting;
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.with(|c| c.set(c.get() + 1));
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.with(|c| c.set(c.get() + 1));
+        System.realloc(p, l, n)
+    }
+}
+#[global_allocator]
+static A: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
+
+#[test]
+fn record_allocates_nothing_once_started_even_when_the_ring_overflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config { ring_bytes: 256 * 1024, max_record: 16384, ..Config::default() };
+    let mut rec = Recorder::create(dir.path(), cfg).unwrap();
+    let buf = vec![1u8; 16384];
+    let big = vec![2u8; 20000];
+    let before = allocs();
+    let mut dropped = 0;
+    for i in 0..5000 {
+        let r = if i % 1000 == 999 { rec.record(&big) } else { rec.record(&buf) };
+        dropped += r.is_err() as u64;
+    }
+    let during = allocs() - before;
+    let s = rec.finish().unwrap();
+    assert_eq!(during, 0, "record() allocated {during} times");
+    assert!(dropped >= 5, "the test must also exercise the drop path");
+    assert_eq!(s.records_dropped, dropped);
+}
+
+/// BPF program: kill the process on every system call.
+fn install_kill_all_filter() {
+    // struct sock_filter { u16 code; u8 jt; u8 jf; u32 k; }
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    const BPF_RET_K: u16 = 0x06;
+    const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+    let prog = [SockFilter { code: BPF_RET_K, jt: 0, jf: 0, k: SECCOMP_RET_KILL_PROCESS }];
+    let fprog = SockFprog { len: 1, filter: prog.as_ptr() };
+    // SAFETY: prctl/seccomp with valid arguments; the program outlives the call.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        assert_eq!(libc::syscall(libc::SYS_seccomp, 1 /* SET_MODE_FILTER */, 0, &fprog as *const SockFprog), 0);
+    }
+}
+
+/// Runs in the child: record under the filter; `control` makes one system
+/// call on purpose instead.
+fn child(control: bool) -> ! {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config { ring_bytes: 256 * 1024, max_record: 16384, ..Config::default() };
+    let rec = Recorder::create(dir.path(), cfg).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let buf = vec![1u8; 16384];
+    let t = std::thread::spawn(move || {
+        let mut rec = rec;
+        install_kill_all_filter();
+        if control {
+            // SAFETY: getppid has no preconditions; it is the syscall under test.
+            unsafe { libc::getppid() };
+        }
+        for _ in 0..20_000 {
+            let _ = rec.record(&buf);
+        }
+        // Hand the recorder back without a system call: leak it into a
+        // static-lifetime slot guarded by the flag.
+        SLOT.with_raw(rec);
+        d.store(true, Ordering::Release);
+        loop {
+            std::hint::spin_loop();
+        }
+    });
+    drop(t);
+    while !done.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let rec = SLOT.take();
+    let s = rec.finish().unwrap();
+    assert_eq!(s.records_offered, 20_000);
+    println!("child recorded {} and dropped {}", s.records_written, s.records_dropped);
+    std::process::exit(0);
+}
+
+/// A one-shot hand-over slot that needs no lock or system call to fill.
+struct Slot(std::cell::UnsafeCell<Option<Recorder>>);
+// SAFETY: written once by the producer before `done` is set (Release) and
+// read by the main thread only after it sees `done` (Acquire).
+unsafe impl Sync for Slot {}
+impl Slot {
+    fn with_raw(&self, r: Recorder) {
+        // SAFETY: see the Sync impl.
+        unsafe { std::ptr::write(self.0.get(), Some(r)) }
+    }
+    fn take(&self) -> Recorder {
+        // SAFETY: see the Sync impl.
+        unsafe { (*self.0.get()).take().unwrap() }
+    }
+}
+static SLOT: Slot = Slot(std::cell::UnsafeCell::new(None));
+
+fn run_child(mode: &str) -> std::process::Output {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "seccomp_child", "--nocapture", "--test-threads=1"])
+        .env("RTREC_SECCOMP_CHILD", mode)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn seccomp_child() {
+    match std::env::var("RTREC_SECCOMP_CHILD").as_deref() {
+        Ok("record") => child(false),
+        Ok("control") => child(true),
+        _ => {} // only meaningful as a child of the test below
+    }
+}
+
+#[test]
+fn record_makes_no_system_call_once_started() {
+    use std::os::unix::process::ExitStatusExt;
+    let control = run_child("control");
+    assert_eq!(
+        control.status.signal(),
+        Some(libc::SIGSYS),
+        "control: a system call under the filter must kill the child ({:?})",
+        control.status
+    );
+    let out = run_child("record");
+    assert!(
+        out.status.success(),
+        "record() made a system call (child ended with {:?}); stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("child recorded"));
+}
