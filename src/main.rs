@@ -1,1 +1,72 @@
-fn main(){}
+//! The `rtrec` binary: parse the command line, dispatch one command, turn
+//! the result into an exit code. All the work lives in the crates under
+//! `crates/` and the command modules here.
+//!
+//! Exit codes: 0 success; 1 the command ran and found a problem (a corrupt
+//! recording, a failed recording); 2 bad input (usage, configuration,
+//! missing directory, too little space) or an I/O error before anything was
+//! done; 130 interrupted by a signal.
+
+mod cli;
+mod record;
+mod signals;
+mod tune;
+mod units;
+mod verify;
+
+use clap::Parser;
+
+/// An error caused by what the user asked for: exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Usage {}
+
+/// Shorthand for a usage error.
+pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
+    Err(Usage(msg.into()).into())
+}
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Record(a) => record::run(&a),
+        cli::Command::Verify(a) => verify::run(&a),
+        cli::Command::Tune(a) => tune::run(&a),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    std::process::exit(0);
+                }
+            }
+            let bad_input = e.downcast_ref::<Usage>().is_some()
+                || matches!(
+                    e.downcast_ref::<rtrec_engine::Error>(),
+                    Some(rtrec_engine::Error::Usage(_) | rtrec_engine::Error::NoSpace { .. })
+                );
+            eprintln!("rtrec: {}", chain(&e));
+            if bad_input { 2 } else { 1 }
+        }
+    };
+    std::process::exit(code);
+}
+
+/// The error and its causes on one line, each cause once.
+fn chain(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}

@@ -1,0 +1,165 @@
+//! The command line, as data: one definition per flag with its help text.
+//! Values are only captured here (strings for anything with units or
+//! strategy names); the commands validate them in a second stage, so that
+//! every bad value gets one sentence of ours and exit code 2.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Record periodic data to files with bounded write() latency and no silent
+/// loss; verify recordings; measure how far a platform's write() latency is
+/// from the page-cache minimum.
+#[derive(Debug, Parser)]
+#[command(name = "rtrec", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
+    Record(RecordArgs),
+    /// Check recordings: records, sequence gaps, stored losses, torn or corrupt tails.
+    Verify(VerifyArgs),
+    /// Show, or put back, the global settings rtrec changes (sysctls, mounts, schedulers).
+    Tune(TuneArgs),
+}
+
+/// `rtrec record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Directory for the recording files [default: ./rtrec-data, created if missing].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Period of the synthetic source (e.g. 5ms, 250us).
+    #[arg(long, default_value = "5ms", allow_hyphen_values = true, value_name = "DURATION")]
+    pub period: String,
+
+    /// Size of each record (e.g. 16KiB). With --stdin, records are read in this size unless --lines.
+    #[arg(long, default_value = "16KiB", allow_hyphen_values = true, value_name = "SIZE")]
+    pub size: String,
+
+    /// Stop after this many payload bytes (e.g. 100MiB).
+    #[arg(long, conflicts_with = "count", value_name = "SIZE")]
+    pub total: Option<String>,
+
+    /// Stop after this many records.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Record what arrives on standard input instead of a synthetic source.
+    #[arg(long)]
+    pub stdin: bool,
+
+    /// With --stdin: one record per line (without its newline).
+    #[arg(long, requires = "stdin")]
+    pub lines: bool,
+
+    /// With --lines: the longest line accepted.
+    #[arg(long, default_value = "64KiB", value_name = "SIZE")]
+    pub max_line: String,
+
+    /// Write path: ring (producer never blocks) or direct (the caller calls write(), as S1 measures).
+    #[arg(long, default_value = "ring", value_name = "MODE")]
+    pub mode: String,
+
+    /// Allocation strategy: append, fallocate, fallocate-keep-size, zero.
+    #[arg(long, value_name = "STRATEGY")]
+    pub alloc: Option<String>,
+
+    /// Flush strategy: none, fdatasync, fsync, sfr, window.
+    #[arg(long, value_name = "STRATEGY")]
+    pub flush: Option<String>,
+
+    /// Flush interval.
+    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
+    pub flush_every: String,
+
+    /// Bytes per file [default: enough for the whole recording when its length is known, else 64MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub file_size: Option<String>,
+
+    /// Capacity of the ring between producer and writer [default: 16MiB, at least 4 records].
+    #[arg(long, value_name = "SIZE")]
+    pub ring: Option<String>,
+
+    /// Write the bytes exactly as given (no header or frames; counters go to a .meta.json sidecar).
+    #[arg(long)]
+    pub raw: bool,
+
+    /// Real-time helpers: mlockall, SCHED_FIFO for the caller (--priority) and the writer (one below).
+    #[arg(long)]
+    pub rt: bool,
+
+    /// SCHED_FIFO priority of the caller with --rt.
+    #[arg(long, default_value_t = 80, value_name = "1-99")]
+    pub priority: i32,
+
+    /// Pin the caller to this CPU (with --rt).
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    /// Pin the writer thread to this CPU.
+    #[arg(long, value_name = "CPU")]
+    pub writer_cpu: Option<usize>,
+
+    /// Write the summary as JSON to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// No progress display and no summary table.
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Print "written SEQ" on stdout after each record stored (tests use it).
+    #[arg(long, hide = true)]
+    pub trace_written: bool,
+}
+
+/// `rtrec verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Files or directories of recordings.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rtrec tune`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// Put back every change left by rtrec processes that are no longer running.
+    #[arg(long)]
+    pub restore: bool,
+
+    /// With --restore: also undo the changes of rtrec processes still running.
+    #[arg(long, requires = "restore")]
+    pub force: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent_and_every_flag_is_documented() {
+        Cli::command().debug_assert();
+        for sub in Cli::command().get_subcommands() {
+            for arg in sub.get_arguments() {
+                if arg.is_hide_set() {
+                    continue;
+                }
+                assert!(arg.get_help().is_some(), "{} --{:?} has no help", sub.get_name(), arg.get_long());
+            }
+        }
+    }
+}
