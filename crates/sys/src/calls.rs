@@ -17,6 +17,17 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// How many times this process called [`fallocate`] and [`ftruncate`] (all
+/// of rtrec's allocation and truncation goes through them; tests use the
+/// counts to prove that a pooled recording does neither).
+pub mod counters {
+    use std::sync::atomic::AtomicU64;
+    /// Calls of [`super::fallocate`].
+    pub static FALLOCATE: AtomicU64 = AtomicU64::new(0);
+    /// Calls of [`super::ftruncate`].
+    pub static FTRUNCATE: AtomicU64 = AtomicU64::new(0);
+}
+
 /// Turns a C return value into `io::Result`: `-1` means "look at errno".
 pub fn cvt<T: PartialEq + From<i8>>(ret: T) -> io::Result<T> {
     if ret == T::from(-1) {
@@ -51,6 +62,7 @@ pub enum FallocateMode {
 /// hold the range, which is how rtrec finds "too little space" before the
 /// first record. See fallocate(2).
 pub fn fallocate(fd: impl AsFd, mode: FallocateMode, offset: u64, len: u64) -> io::Result<()> {
+    counters::FALLOCATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let flags = match mode {
         FallocateMode::ExtendSize => 0,
         FallocateMode::KeepSize => libc::FALLOC_FL_KEEP_SIZE,
@@ -131,6 +143,7 @@ pub fn fsync(fd: impl AsFd) -> io::Result<()> {
 
 /// `ftruncate(fd, len)`. See ftruncate(2).
 pub fn ftruncate(fd: impl AsFd, len: u64) -> io::Result<()> {
+    counters::FTRUNCATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // SAFETY: plain syscall on a borrowed, open descriptor.
     cvt(unsafe { libc::ftruncate(fd.as_fd().as_raw_fd(), len as libc::off_t) })?;
     Ok(())
