@@ -25,6 +25,11 @@ pub enum Alloc {
     /// so no unwritten-extent conversion or allocation happens while
     /// recording.
     Zero,
+    /// Take files from a pool prepared while idle (zero-filled, or recycled
+    /// from finished recordings; see [`crate::pool`]): nothing is allocated
+    /// when a recording starts, nothing truncated when it ends (the header
+    /// records the valid length instead).
+    Pool,
 }
 
 /// How and when written data are pushed to storage, always from the
@@ -105,6 +110,7 @@ named_enum!(Alloc, "allocation", [
     Alloc::Fallocate => "fallocate",
     Alloc::FallocateKeepSize => "fallocate-keep-size",
     Alloc::Zero => "zero",
+    Alloc::Pool => "pool",
 ]);
 named_enum!(Flush, "flush", [
     Flush::None => "none",
@@ -115,6 +121,58 @@ named_enum!(Flush, "flush", [
 ]);
 named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
 named_enum!(Framing, "framing", [Framing::Framed => "framed", Framing::Raw => "raw"]);
+
+/// What the writer does when it needs a file and the pool has none ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnPoolEmpty {
+    /// Pre-allocate a new file with `fallocate` on the writer thread (the
+    /// S1 design), counted in the summary as a pool fallback.
+    Fallocate,
+    /// Wait (on the writer thread, never the producer's) until a prepared
+    /// file appears, e.g. from the background refiller or
+    /// `rtrec pool prepare`; the ring absorbs the wait or counts drops.
+    Wait,
+}
+
+named_enum!(OnPoolEmpty, "pool-empty", [OnPoolEmpty::Fallocate => "fallocate", OnPoolEmpty::Wait => "wait"]);
+
+/// The file pool (used when `alloc` is [`Alloc::Pool`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolConfig {
+    /// Files the pool is created with and topped up to.
+    pub files: u32,
+    /// What to do when no prepared file is ready.
+    pub on_empty: OnPoolEmpty,
+    /// Top the pool up while recording, on a nice-19, idle-I/O-class thread
+    /// (its interference is what `rtrec bench` measures). Off by default:
+    /// allocation of other files during a recording is exactly S1's open
+    /// problem.
+    pub refill_while_recording: bool,
+    /// Top the pool up in `finish()`, once the recording is closed (idle).
+    pub refill_on_finish: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig { files: 2, on_empty: OnPoolEmpty::Fallocate, refill_while_recording: false, refill_on_finish: false }
+    }
+}
+
+/// The flight recorder (fault-triggered recording, S2's use case): records
+/// are kept in a bounded pre-trigger window in memory; each trigger writes
+/// that window to a new file and then records live data until the
+/// post-trigger span has passed. One file per event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlightConfig {
+    /// Keep at most this long a span before a trigger, ns.
+    pub pre_ns: u64,
+    /// Keep at most this many bytes before a trigger (window storage,
+    /// including 24 bytes per record); the smaller bound wins.
+    pub pre_bytes: u64,
+    /// Record this long after a trigger, ns.
+    pub post_ns: u64,
+}
 
 /// Real-time options (all opt-in).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,18 +218,21 @@ pub struct Config {
     pub keep_write_samples: usize,
     /// Real-time options.
     pub rt: RtConfig,
+    /// The file pool (with [`Alloc::Pool`]).
+    pub pool: PoolConfig,
+    /// Flight-recorder mode (ring mode only); `None`: record everything.
+    pub flight: Option<FlightConfig>,
 }
 
 /// One mebibyte.
 pub const MIB: u64 = 1 << 20;
 
 impl Default for Config {
-    /// The best design we know: ring + zero-filled pre-allocation + window
-    /// flush every 2 MiB (the file pool replaces `zero` once it lands).
+    /// The best design we know: ring + file pool + window flush every 2 MiB.
     fn default() -> Self {
         Config {
             mode: Mode::Ring,
-            alloc: Alloc::Zero,
+            alloc: Alloc::Pool,
             flush: Flush::Window,
             flush_every: 2 * MIB,
             framing: Framing::Framed,
@@ -183,6 +244,8 @@ impl Default for Config {
             prefix: "rec".into(),
             keep_write_samples: 0,
             rt: RtConfig::default(),
+            pool: PoolConfig::default(),
+            flight: None,
         }
     }
 }
@@ -233,6 +296,23 @@ impl Config {
                 "the ring ({} bytes) must hold at least one record of {} bytes",
                 self.ring_bytes, self.max_record
             ));
+        }
+        if self.alloc == Alloc::Pool && self.framing == Framing::Raw {
+            return err("raw files cannot use the file pool (they have no header to record their valid length); use the zero allocation strategy".into());
+        }
+        if self.alloc == Alloc::Pool && self.pool.files == 0 {
+            return err("the pool needs at least 1 file".into());
+        }
+        if let Some(f) = &self.flight {
+            if self.mode != Mode::Ring {
+                return err("the flight recorder needs the ring mode (records wait in memory for a trigger)".into());
+            }
+            if self.framing == Framing::Raw {
+                return err("the flight recorder needs framed files (each event file stores its trigger)".into());
+            }
+            if f.pre_bytes < (crate::ring::ENTRY_HEADER_LEN + self.max_record) as u64 {
+                return err(format!("the pre-trigger window ({} bytes) must hold at least one record", f.pre_bytes));
+            }
         }
         if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
             return err("the writer poll interval must be between 1 µs and 1 s".into());

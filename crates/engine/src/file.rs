@@ -80,7 +80,30 @@ pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
 /// Creates, allocates and names file `index` of recording `base`.
 pub(crate) fn prepare(dir: &Path, base: &str, index: u32, cfg: &Config, generation: u64) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
-    let path = dir.join(&name);
+    let header = FileHeader {
+        flags: 0,
+        generation,
+        created_ns: 0,
+        created_mono_ns: 0,
+        config_digest: cfg.digest(),
+        valid_len: 0,
+        index,
+    };
+    prepare_at(dir, &name, cfg.alloc, cfg.file_size, cfg.framing, header)
+}
+
+/// Creates `dir/name` through a hidden temporary name: allocates `size`
+/// bytes with `alloc`, writes `header` (framed), renames into place without
+/// replacing anything. On error nothing is left behind.
+pub(crate) fn prepare_at(
+    dir: &Path,
+    name: &str,
+    alloc: Alloc,
+    size: u64,
+    framing: Framing,
+    header: FileHeader,
+) -> Result<OpenFile, Error> {
+    let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp"));
     let file = sys::create_new(&tmp).map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => Error::Usage(format!(
@@ -92,7 +115,7 @@ pub(crate) fn prepare(dir: &Path, base: &str, index: u32, cfg: &Config, generati
         }
         _ => Error::io("creating", &tmp, e),
     })?;
-    let r = allocate_and_name(&file, &tmp, &path, cfg, generation, index);
+    let r = allocate_and_name(&file, &tmp, &path, alloc, size, framing, header);
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -104,11 +127,11 @@ fn allocate_and_name(
     file: &File,
     tmp: &Path,
     path: &Path,
-    cfg: &Config,
-    generation: u64,
-    index: u32,
+    alloc: Alloc,
+    size: u64,
+    framing: Framing,
+    mut header: FileHeader,
 ) -> Result<(FileHeader, u64), Error> {
-    let size = cfg.file_size;
     let nospace = |avail: u64| Error::NoSpace { dir: tmp.parent().unwrap_or(tmp).to_path_buf(), need: size, avail };
     let enospc = |e: io::Error| {
         if e.raw_os_error() == Some(libc::ENOSPC) {
@@ -117,7 +140,7 @@ fn allocate_and_name(
             Error::io("pre-allocating", tmp, e)
         }
     };
-    match cfg.alloc {
+    match alloc {
         Alloc::Append => {
             // Nothing is reserved, so check the planned size against free
             // space now rather than failing halfway.
@@ -126,7 +149,10 @@ fn allocate_and_name(
                 return Err(nospace(avail));
             }
         }
-        Alloc::Fallocate => sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?,
+        // A pool fallback pre-allocates like S1 does.
+        Alloc::Fallocate | Alloc::Pool => {
+            sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?
+        }
         Alloc::FallocateKeepSize => sys::fallocate(file, sys::FallocateMode::KeepSize, 0, size).map_err(enospc)?,
         Alloc::Zero => {
             sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?;
@@ -142,15 +168,9 @@ fn allocate_and_name(
             sys::fdatasync(file).map_err(|e| Error::io("zero-filling", tmp, e))?;
         }
     }
-    let header = FileHeader {
-        generation,
-        created_ns: sys::realtime_ns(),
-        created_mono_ns: sys::monotonic_ns(),
-        config_digest: cfg.digest(),
-        valid_len: 0,
-        index,
-    };
-    let offset = if cfg.framing == Framing::Framed {
+    header.created_ns = sys::realtime_ns();
+    header.created_mono_ns = sys::monotonic_ns();
+    let offset = if framing == Framing::Framed {
         sys::pwrite_all(file, &header.encode(), 0).map_err(|e| Error::io("writing the header of", tmp, e))?;
         HEADER_LEN as u64
     } else {
@@ -163,12 +183,17 @@ fn allocate_and_name(
 
 /// Closes a file: records its valid length in the header, truncates unused
 /// space and fsyncs (data and metadata), as S1 ends a recording.
+///
+/// A pooled file (see [`crate::pool`]) is not truncated: its header's valid
+/// length is what counts, and its size stays ready for its next life.
 pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
     if framing == Framing::Framed {
         f.header.valid_len = f.offset;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }
-    sys::ftruncate(&*f.file, f.offset)?;
+    if f.header.flags & crate::format::FLAG_POOLED == 0 {
+        sys::ftruncate(&*f.file, f.offset)?;
+    }
     sys::fsync(&*f.file)
 }
 

@@ -10,7 +10,7 @@
 //!   0  magic        8  b"RTREC\0\r\n"
 //!   8  version      2  FORMAT_VERSION
 //!  10  header_len   2  64
-//!  12  flags        4  reserved, 0
+//!  12  flags        4  FLAG_POOLED | FLAG_SLOT
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
@@ -52,9 +52,18 @@ pub const FRAME_HEADER_LEN: usize = 40;
 /// treated as damage.
 pub const MAX_PAYLOAD: u32 = 1 << 30;
 
+/// Header flag: a recording in a pool file. It is never truncated; its data
+/// end at `valid_len` (or, if unfinished, at the first frame that is not of
+/// this generation).
+pub const FLAG_POOLED: u32 = 1;
+/// Header flag: an unused pool slot, not a recording.
+pub const FLAG_SLOT: u32 = 2;
+
 /// The file header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
+    /// [`FLAG_POOLED`], [`FLAG_SLOT`].
+    pub flags: u32,
     /// Changes each time the file is (re)used; frames carry its low 32 bits.
     pub generation: u64,
     /// `CLOCK_REALTIME` at creation, ns since the Unix epoch.
@@ -124,6 +133,7 @@ impl FileHeader {
         b[0..8].copy_from_slice(&FILE_MAGIC);
         b[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         b[10..12].copy_from_slice(&(HEADER_LEN as u16).to_le_bytes());
+        b[12..16].copy_from_slice(&self.flags.to_le_bytes());
         b[16..24].copy_from_slice(&self.generation.to_le_bytes());
         b[24..32].copy_from_slice(&self.created_ns.to_le_bytes());
         b[32..40].copy_from_slice(&self.created_mono_ns.to_le_bytes());
@@ -154,6 +164,7 @@ impl FileHeader {
             return Err(DecodeError::BadCrc);
         }
         Ok(FileHeader {
+            flags: u32_at(b, 12),
             generation: u64_at(b, 16),
             created_ns: u64_at(b, 24),
             created_mono_ns: u64_at(b, 32),
@@ -328,26 +339,35 @@ pub struct EndPayload {
     pub records_dropped: u64,
     /// Payload bytes written so far (all files).
     pub bytes_written: u64,
+    /// Flight recorder: span of post-trigger data captured in this event, ns
+    /// (0 otherwise).
+    pub post_ns: u64,
+    /// Flight recorder: post-trigger records captured in this event.
+    pub post_records: u64,
     /// Why the recording was aborted (empty when complete).
     pub reason: String,
 }
 
 impl EndPayload {
-    /// Encodes (32 fixed bytes, then the UTF-8 reason).
+    /// Length of the fixed part.
+    pub const FIXED_LEN: usize = 48;
+    /// Encodes (48 fixed bytes, then the UTF-8 reason).
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(32 + self.reason.len());
+        let mut b = Vec::with_capacity(Self::FIXED_LEN + self.reason.len());
         let flags = (self.complete as u32) | ((self.continued as u32) << 1);
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
         b.extend_from_slice(&self.records_written.to_le_bytes());
         b.extend_from_slice(&self.records_dropped.to_le_bytes());
         b.extend_from_slice(&self.bytes_written.to_le_bytes());
+        b.extend_from_slice(&self.post_ns.to_le_bytes());
+        b.extend_from_slice(&self.post_records.to_le_bytes());
         b.extend_from_slice(self.reason.as_bytes());
         b
     }
     /// Decodes; `None` when malformed.
     pub fn decode(b: &[u8]) -> Option<EndPayload> {
-        if b.len() < 32 {
+        if b.len() < Self::FIXED_LEN {
             return None;
         }
         let flags = u32_at(b, 0);
@@ -357,7 +377,9 @@ impl EndPayload {
             records_written: u64_at(b, 8),
             records_dropped: u64_at(b, 16),
             bytes_written: u64_at(b, 24),
-            reason: String::from_utf8_lossy(&b[32..]).into_owned(),
+            post_ns: u64_at(b, 32),
+            post_records: u64_at(b, 40),
+            reason: String::from_utf8_lossy(&b[Self::FIXED_LEN..]).into_owned(),
         })
     }
 }
@@ -413,6 +435,7 @@ mod tests {
     #[test]
     fn header_round_trips_and_detects_a_flipped_bit() {
         let h = FileHeader {
+            flags: FLAG_POOLED,
             generation: 7,
             created_ns: 1,
             created_mono_ns: 2,
@@ -449,6 +472,8 @@ mod tests {
             records_written: 1,
             records_dropped: 2,
             bytes_written: 3,
+            post_ns: 4,
+            post_records: 5,
             reason: "stdin closed".into(),
         };
         assert_eq!(EndPayload::decode(&e.encode()), Some(e));

@@ -25,7 +25,9 @@
 pub mod config;
 pub mod file;
 pub(crate) mod flusher;
+pub mod flight;
 pub mod format;
+pub mod pool;
 pub mod reader;
 pub mod recorder;
 pub mod ring;
@@ -37,7 +39,7 @@ pub mod writer;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use config::{Alloc, Config, Flush, Framing, Mode, RtConfig, MIB};
+pub use config::{Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig, MIB};
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};

@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::file::{FRAMED_EXT, RAW_EXT};
 use crate::format::{
     decode_frame, DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, LossPayload, TriggerPayload,
-    FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN,
+    FLAG_POOLED, FLAG_SLOT, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN,
 };
 
 /// The verdict on one file.
@@ -189,13 +189,22 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
     };
     r.generation = Some(header.generation);
     r.index = Some(header.index);
+    if header.flags & FLAG_SLOT != 0 {
+        r.notes.push("an unused pool slot, not a recording".into());
+        return r;
+    }
+    let pooled = header.flags & FLAG_POOLED != 0;
     let mut expected: Option<u64> = None;
     let mut seq_problem: Option<(u64, String)> = None;
     let (stop, why) = walk_frames(bytes, &header, |off, h, payload| {
-        let exp = *expected.get_or_insert(h.seq);
-        if r.first_seq.is_none() && matches!(h.kind, FrameKind::Data | FrameKind::Loss) {
-            r.first_seq = Some(h.seq);
-        }
+        // Only data and loss frames carry the record sequence.
+        let exp = match h.kind {
+            FrameKind::Data | FrameKind::Loss => {
+                r.first_seq.get_or_insert(h.seq);
+                *expected.get_or_insert(h.seq)
+            }
+            _ => expected.unwrap_or(h.seq),
+        };
         match h.kind {
             FrameKind::Data => {
                 if h.seq > exp {
@@ -249,6 +258,10 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
                 r.notes.push(format!(
                     "data missing or damaged at offset {stop}: a valid frame follows at offset {at}"
                 ));
+            } else if let (WalkEnd::Bad(_), true) = (why, pooled) {
+                // In a pool file an earlier life's bytes follow ours; a cut
+                // frame of ours cannot be told from them, and need not be.
+                r.notes.push(format!("this recording's data end at offset {stop}; older data of the pool file follow"));
             } else if let WalkEnd::Bad(e) = why {
                 let tail = &bytes[stop..];
                 let nonzero = tail.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);

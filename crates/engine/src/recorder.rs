@@ -16,10 +16,11 @@ use rtrec_sys as sys;
 use crate::config::{Config, Mode};
 use crate::flusher::FlushStats;
 use crate::format::LossReason;
-use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS};
+use crate::flight::{Flight, FlightStats};
+use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::schedule::PeriodicTimer;
 use crate::stats::{Latency, LatencySummary};
-use crate::writer::{LiveStats, Writer, WriterReport};
+use crate::writer::{LiveStats, PoolStats, Writer, WriterReport};
 use crate::Error;
 
 /// Why `record()` did not store a record. The record is counted as dropped
@@ -109,6 +110,13 @@ pub struct Summary {
     pub lateness_ns: Option<LatencySummary>,
     /// What the flush thread did.
     pub flush: FlushStats,
+    /// How the file pool served the recording.
+    pub pool: PoolStats,
+    /// What the flight recorder did (flight mode only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flight: Option<FlightStats>,
+    /// Triggers asked for with [`Recorder::trigger`].
+    pub triggers: u64,
     /// Wall time from creation to the end of `finish()`, ns.
     pub duration_ns: u64,
     /// The first I/O error, if any.
@@ -172,6 +180,8 @@ pub struct Recorder {
     inner: Inner,
     next_seq: u64,
     pending: Option<PendingLoss>,
+    pending_triggers: u64,
+    triggers: u64,
     drops: Drops,
     record_lat: Latency,
     started_ns: u64,
@@ -203,6 +213,8 @@ impl Recorder {
                 let s = shared.clone();
                 let (max, poll) = (cfg.max_record, cfg.writer_poll_us);
                 let rt = cfg.rt.clone();
+                // Allocated here, before recording starts.
+                let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
                 let thread = std::thread::Builder::new()
                     .name("rtrec-writer".into())
                     .spawn(move || {
@@ -212,7 +224,7 @@ impl Recorder {
                         if let Some(c) = rt.writer_cpu {
                             let _ = sys::pin_to_cpu(c);
                         }
-                        ring::run_writer(consumer, writer, s, max, poll)
+                        ring::run_writer(consumer, writer, s, max, poll, flight)
                     })
                     .map_err(|e| Error::io("starting the writer thread for", dir, e))?;
                 Inner::Ring { producer, shared, thread: Some(thread) }
@@ -223,6 +235,8 @@ impl Recorder {
             inner,
             next_seq: 0,
             pending: None,
+            pending_triggers: 0,
+            triggers: 0,
             drops: Drops::default(),
             record_lat: Latency::new(),
             started_ns,
@@ -265,7 +279,9 @@ impl Recorder {
                 Inner::Ring { producer, shared, .. } => {
                     if shared.failed.load(Ordering::Relaxed) {
                         Err(RecordError::WriterFailed)
-                    } else if !Self::push_pending(producer, &mut self.pending) {
+                    } else if !Self::push_pending(producer, &mut self.pending)
+                        || !Self::push_triggers(producer, &mut self.pending_triggers, seq)
+                    {
                         Err(RecordError::RingFull)
                     } else if ring::push(producer, ENTRY_DATA, seq, t0, data) {
                         Ok(())
@@ -286,6 +302,38 @@ impl Recorder {
         }
         self.record_lat.record(sys::monotonic_ns() - t0);
         r
+    }
+
+    /// Flight recorder: saves the pre-trigger window to a new event file and
+    /// records the next `post` span into it. Real-time safe like
+    /// [`Recorder::record`]: if the ring has no room for the trigger right
+    /// now, it is kept and pushed before the next record (never lost).
+    ///
+    /// # Errors
+    ///
+    /// [`RecordError::WriterFailed`] when writing failed earlier. Without a
+    /// flight configuration a trigger is counted and otherwise ignored.
+    pub fn trigger(&mut self) -> Result<(), RecordError> {
+        self.triggers += 1;
+        if let Inner::Ring { producer, shared, .. } = &mut self.inner {
+            if shared.failed.load(Ordering::Relaxed) {
+                return Err(RecordError::WriterFailed);
+            }
+            self.pending_triggers += 1;
+            Self::push_triggers(producer, &mut self.pending_triggers, self.next_seq);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn push_triggers(producer: &mut Producer<u8>, pending: &mut u64, seq: u64) -> bool {
+        while *pending > 0 {
+            if !ring::push(producer, ENTRY_TRIGGER, seq, sys::monotonic_ns(), &[]) {
+                return false;
+            }
+            *pending -= 1;
+        }
+        true
     }
 
     /// Pushes a pending loss entry if there is one; false if it did not fit.
@@ -350,9 +398,11 @@ impl Recorder {
         let end_seq = self.next_seq;
         let report = match &mut self.inner {
             Inner::Ring { producer, shared, thread } => {
-                // Not real-time any more: wait for room for the pending loss.
-                while self.pending.is_some() && !shared.failed.load(Ordering::Acquire) {
-                    if !Self::push_pending(producer, &mut self.pending) {
+                // Not real-time any more: wait for room for what is pending.
+                while (self.pending.is_some() || self.pending_triggers > 0) && !shared.failed.load(Ordering::Acquire) {
+                    let pushed = Self::push_pending(producer, &mut self.pending)
+                        && Self::push_triggers(producer, &mut self.pending_triggers, end_seq);
+                    if !pushed {
                         std::thread::sleep(std::time::Duration::from_micros(200));
                     }
                     if thread.as_ref().is_some_and(|t| t.is_finished()) {
@@ -390,6 +440,9 @@ impl Recorder {
             record_ns: self.record_lat.summary(),
             lateness_ns: None,
             flush: report.flush,
+            pool: report.pool,
+            flight: report.flight,
+            triggers: self.triggers,
             duration_ns: sys::monotonic_ns() - self.started_ns,
             error: report.error,
             write_samples: report.write_samples,

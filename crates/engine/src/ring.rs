@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use rtrb::{Consumer, Producer};
 
+use crate::flight::Flight;
 use crate::format::{LossPayload, LossReason};
 use crate::writer::{Writer, WriterReport};
 
@@ -33,6 +34,8 @@ pub const ENTRY_HEADER_LEN: usize = 24;
 pub(crate) const ENTRY_DATA: u32 = 1;
 /// A loss: payload is a [`LossPayload`].
 pub(crate) const ENTRY_LOSS: u32 = 2;
+/// A flight-recorder trigger (no payload; seq = the next record's).
+pub(crate) const ENTRY_TRIGGER: u32 = 4;
 
 /// State shared by producer and writer thread (atomics only on the hot path).
 pub(crate) struct RingShared {
@@ -147,16 +150,22 @@ fn pop(c: &mut Consumer<u8>, stage: &mut [u8]) -> Option<(u32, u64, u64, usize)>
     Some((kind, seq, ts, len))
 }
 
-fn handle(w: &mut Writer, shared: &RingShared, kind: u32, seq: u64, ts: u64, payload: &[u8]) {
+fn handle(w: &mut Writer, flight: Option<&mut Flight>, shared: &RingShared, kind: u32, seq: u64, ts: u64, payload: &[u8]) {
     if w.failed() {
         return;
     }
-    let r = match kind {
-        ENTRY_DATA => w.write_data(seq, ts, payload),
-        ENTRY_LOSS => match LossPayload::decode(payload) {
+    let r = match (flight, kind) {
+        (None, ENTRY_DATA) => w.write_data(seq, ts, payload),
+        (None, ENTRY_LOSS) => match LossPayload::decode(payload) {
             Some(l) => w.write_loss(l, ts),
             None => Ok(()),
         },
+        (Some(f), ENTRY_DATA) => f.on_data(w, seq, ts, payload),
+        (Some(f), ENTRY_LOSS) => match LossPayload::decode(payload) {
+            Some(l) => f.on_loss(w, l, ts),
+            None => Ok(()),
+        },
+        (Some(f), ENTRY_TRIGGER) => f.on_trigger(w, seq, ts),
         _ => Ok(()),
     };
     if r.is_err() {
@@ -168,25 +177,40 @@ fn handle(w: &mut Writer, shared: &RingShared, kind: u32, seq: u64, ts: u64, pay
 
 /// The writer thread: drains the ring into `w` until the producer stops,
 /// then closes the recording.
-pub(crate) fn run_writer(mut c: Consumer<u8>, mut w: Writer, shared: Arc<RingShared>, max_record: usize, poll_us: u64) -> WriterReport {
+pub(crate) fn run_writer(
+    mut c: Consumer<u8>,
+    mut w: Writer,
+    shared: Arc<RingShared>,
+    max_record: usize,
+    poll_us: u64,
+    mut flight: Option<Flight>,
+) -> WriterReport {
     let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let mut any = false;
         while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
             any = true;
-            handle(&mut w, &shared, kind, seq, ts, &stage[..len]);
+            handle(&mut w, flight.as_mut(), &shared, kind, seq, ts, &stage[..len]);
         }
         if stopping {
             break;
         }
         if !any {
+            if let Some(f) = flight.as_mut() {
+                if !w.failed() && f.tick(&mut w, rtrec_sys::monotonic_ns()).is_err() {
+                    shared.failed.store(true, Ordering::Release);
+                }
+            }
             std::thread::sleep(Duration::from_micros(poll_us));
         }
     }
     let end_seq = shared.end_seq.load(Ordering::Acquire);
     let (complete, reason) = shared.end.lock().map(|g| g.clone()).unwrap_or_default();
-    w.finish(end_seq, complete, &reason)
+    let fstats = flight.map(|mut f| f.finish(&mut w));
+    let mut report = w.finish(end_seq, complete, &reason);
+    report.flight = fstats;
+    report
 }
 
 /// A loss the producer could not push yet.

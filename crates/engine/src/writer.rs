@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use rtrec_sys as sys;
 
-use crate::config::{Config, Framing};
+use crate::config::{Alloc, Config, Framing, OnPoolEmpty};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
-use crate::format::{self, EndPayload, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN};
+use crate::format::{self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN};
+use crate::pool::{Pool, Refiller};
 use crate::stats::Latency;
 use crate::Error;
 
@@ -34,6 +35,27 @@ pub struct LiveStats {
     pub max_write_ns: AtomicU64,
     /// Records dropped so far (counted by the producer).
     pub records_dropped: AtomicU64,
+    /// Flight-recorder events started so far.
+    pub events: AtomicU64,
+}
+
+/// How the file pool served the recording.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PoolStats {
+    /// Files taken from the pool.
+    pub taken: u64,
+    /// Files pre-allocated with fallocate because the pool was empty.
+    pub fallbacks: u64,
+    /// Times the writer waited for a prepared file.
+    pub waits: u64,
+    /// Total time waited, ns.
+    pub wait_ns: u64,
+    /// Files prepared when the recording was created (the pool was empty).
+    pub prepared_at_start: u64,
+    /// Files prepared by the background refiller while recording.
+    pub refilled_while_recording: u64,
+    /// Files prepared in `finish()` after the recording was closed.
+    pub refilled_on_finish: u64,
 }
 
 /// What the writer did; merged into the recorder's summary.
@@ -47,6 +69,8 @@ pub(crate) struct WriterReport {
     pub(crate) write_lat: Latency,
     pub(crate) write_samples: Vec<u64>,
     pub(crate) flush: FlushStats,
+    pub(crate) pool: PoolStats,
+    pub(crate) flight: Option<crate::flight::FlightStats>,
     pub(crate) error: Option<String>,
 }
 
@@ -56,6 +80,10 @@ pub(crate) struct Writer {
     base: String,
     cfg: Config,
     cur: Option<OpenFile>,
+    cur_base: String,
+    cur_index: u32,
+    pool: Option<Pool>,
+    refiller: Option<Refiller>,
     flusher: Flusher,
     hdr: [u8; FRAME_HEADER_LEN],
     next_seq: u64,
@@ -65,31 +93,137 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Prepares the first file and starts the flusher.
+    /// Opens the pool (if used), prepares the first file (not in flight
+    /// mode: event files come with triggers) and starts the flusher.
     pub(crate) fn create(dir: &Path, cfg: &Config, live: Arc<LiveStats>) -> Result<Writer, Error> {
         file::check_dir(dir)?;
-        let base = file::recording_base(dir, cfg);
-        let first = file::prepare(dir, &base, 0, cfg, sys::realtime_ns())?;
-        let mut flusher = Flusher::start(cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
-        flusher.switch(first.file.clone());
+        let mut cfg = cfg.clone();
         let mut report = WriterReport {
             write_samples: Vec::with_capacity(cfg.keep_write_samples),
             files: Vec::with_capacity(16),
             ..WriterReport::default()
         };
-        report.files.push(first.path.clone());
-        Ok(Writer {
+        let mut pool = None;
+        if cfg.alloc == Alloc::Pool {
+            let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
+            // The pool's file size decides; check that records still fit.
+            cfg.file_size = p.file_size();
+            if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
+                return Err(Error::Usage(format!(
+                    "the pool's files ({} bytes) cannot hold a record of {} bytes; prepare a pool with larger files",
+                    p.file_size(),
+                    cfg.max_record
+                )));
+            }
+            if p.ready().map_err(|e| Error::io("listing", p.dir(), e))?.is_empty() {
+                // Not recording yet: preparing here is idle time.
+                p.prepare_one()?;
+                report.pool.prepared_at_start += 1;
+            }
+            pool = Some(p);
+        }
+        let base = file::recording_base(dir, &cfg);
+        let flusher = Flusher::start(&cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
+        let refiller = match &pool {
+            Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
+            _ => None,
+        };
+        let mut w = Writer {
             dir: dir.to_path_buf(),
+            cur_base: base.clone(),
             base,
-            cfg: cfg.clone(),
-            cur: Some(first),
+            cfg,
+            cur: None,
+            cur_index: 0,
+            pool,
+            refiller,
             flusher,
             hdr: [0; FRAME_HEADER_LEN],
             next_seq: 0,
             dropped: 0,
             report,
             live,
+        };
+        if w.cfg.flight.is_none() {
+            w.open_next()?;
+        }
+        Ok(w)
+    }
+
+    /// The recording's name (files are `BASE-NNNN.rtr`, events `BASE-evNNNNN-NNNN.rtr`).
+    #[allow(dead_code)]
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Gets the next file of `cur_base`: from the pool, or as the strategy
+    /// (or the pool's empty policy) says.
+    fn open_next(&mut self) -> Result<(), Error> {
+        let index = self.cur_index;
+        let f = match self.pool.clone() {
+            None => file::prepare(&self.dir, &self.cur_base, index, &self.cfg, sys::realtime_ns())?,
+            Some(pool) => {
+                let path = self.dir.join(file::file_name(&self.cur_base, index, self.cfg.framing));
+                let header = FileHeader {
+                    flags: 0,
+                    generation: 0,
+                    created_ns: 0,
+                    created_mono_ns: 0,
+                    config_digest: self.cfg.digest(),
+                    valid_len: 0,
+                    index,
+                };
+                let mut waited_since = None;
+                loop {
+                    if let Some(f) = pool.take(&path, header.clone())? {
+                        self.report.pool.taken += 1;
+                        if let Some(t0) = waited_since {
+                            self.report.pool.waits += 1;
+                            self.report.pool.wait_ns += sys::monotonic_ns() - t0;
+                        }
+                        break f;
+                    }
+                    match self.cfg.pool.on_empty {
+                        OnPoolEmpty::Fallocate => {
+                            self.report.pool.fallbacks += 1;
+                            break file::prepare(&self.dir, &self.cur_base, index, &self.cfg, sys::realtime_ns())?;
+                        }
+                        OnPoolEmpty::Wait => {
+                            // Someone must prepare: make sure the refiller runs.
+                            if self.refiller.is_none() {
+                                self.refiller = Some(pool.start_refiller());
+                            }
+                            waited_since.get_or_insert_with(sys::monotonic_ns);
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                    }
+                }
+            }
+        };
+        self.flusher.switch(f.file.clone());
+        self.report.files.push(f.path.clone());
+        self.cur = Some(f);
+        self.cur_index += 1;
+        Ok(())
+    }
+
+    /// Flight recorder: opens the first file of event `event`, whose records
+    /// start at `first_seq`.
+    pub(crate) fn begin_event(&mut self, event: u64, first_seq: u64) -> io::Result<()> {
+        self.live.events.store(event + 1, Ordering::Relaxed);
+        self.cur_base = format!("{}-ev{event:05}", self.base);
+        self.cur_index = 0;
+        self.next_seq = first_seq;
+        self.open_next().map_err(|e| {
+            let e = io::Error::other(e.to_string());
+            self.report.error.get_or_insert_with(|| e.to_string());
+            e
         })
+    }
+
+    /// Flight recorder: closes the current event's file.
+    pub(crate) fn end_event(&mut self, post_ns: u64, post_records: u64) -> io::Result<()> {
+        self.close_current(true, false, "", (post_ns, post_records))
     }
 
     /// True once a write failed; later records are dropped and counted.
@@ -153,14 +287,12 @@ impl Writer {
         if cur.offset + need <= self.cfg.usable_file_bytes() || need > self.cfg.usable_file_bytes() {
             return Ok(());
         }
-        self.close_current(true, true, "")?;
-        let index = self.report.files.len() as u32;
-        let next = file::prepare(&self.dir, &self.base, index, &self.cfg, sys::realtime_ns())
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        self.flusher.switch(next.file.clone());
-        self.report.files.push(next.path.clone());
-        self.cur = Some(next);
-        Ok(())
+        self.close_current(true, true, "", (0, 0))?;
+        self.open_next().map_err(|e| {
+            let e = io::Error::other(e.to_string());
+            self.report.error.get_or_insert_with(|| e.to_string());
+            e
+        })
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried
@@ -200,7 +332,7 @@ impl Writer {
         Ok(())
     }
 
-    fn close_current(&mut self, complete: bool, continued: bool, reason: &str) -> io::Result<()> {
+    fn close_current(&mut self, complete: bool, continued: bool, reason: &str, post: (u64, u64)) -> io::Result<()> {
         if self.cfg.framing == Framing::Framed {
             let end = EndPayload {
                 complete,
@@ -208,6 +340,8 @@ impl Writer {
                 records_written: self.report.records_written,
                 records_dropped: self.dropped,
                 bytes_written: self.report.bytes_written,
+                post_ns: post.0,
+                post_records: post.1,
                 reason: reason.to_string(),
             };
             let mut bytes = end.encode();
@@ -223,7 +357,7 @@ impl Writer {
     /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
     /// truncates, fsyncs, stops the flusher, writes the raw sidecar.
     pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
-        if end_seq > self.next_seq && !self.failed() {
+        if end_seq > self.next_seq && !self.failed() && self.cur.is_some() {
             let gap = LossPayload { first_seq: self.next_seq, count: end_seq - self.next_seq, reason: LossReason::RingFull };
             let _ = self.write_loss(gap, sys::monotonic_ns());
         }
@@ -232,11 +366,22 @@ impl Writer {
             self.dropped += end_seq - self.next_seq;
             self.next_seq = end_seq;
         }
-        let closed = if self.cur.is_some() { self.close_current(complete, false, reason) } else { Ok(()) };
+        let closed = if self.cur.is_some() { self.close_current(complete, false, reason, (0, 0)) } else { Ok(()) };
         if let Err(e) = closed {
             self.report.error.get_or_insert_with(|| format!("closing the recording: {e}"));
         }
         self.report.flush = self.flusher.stop();
+        if let Some(r) = self.refiller.take() {
+            self.report.pool.refilled_while_recording = r.stop();
+        }
+        if let (Some(pool), true) = (&self.pool, self.cfg.pool.refill_on_finish) {
+            match pool.prepare(|_, _| {}) {
+                Ok(n) => self.report.pool.refilled_on_finish = n as u64,
+                Err(e) => {
+                    self.report.error.get_or_insert_with(|| format!("refilling the pool: {e}"));
+                }
+            }
+        }
         if self.cfg.framing == Framing::Raw {
             self.write_sidecar(complete, reason);
         }

@@ -1,0 +1,331 @@
+//! The file pool: files prepared while idle (allocated and zero-filled, or
+//! recycled from finished recordings) so that starting a recording allocates
+//! nothing and finishing one truncates nothing — our answer to S1's open
+//! problem (9–121 ms `write()` maxima when other files are allocated or
+//! truncated during a recording).
+//!
+//! Layout: the pool lives in the recording directory, in the hidden
+//! subdirectory `.pool/`: `pool.json` (file size and target count) and one
+//! `slot-<id>.rtp` per ready file. A slot is a full-size, written-once file
+//! whose header has [`FLAG_SLOT`]. Taking a slot renames it to the
+//! recording's name (a metadata change, no allocation) and writes a new
+//! header with the next generation; the recording's valid length goes into
+//! the header at the end instead of a truncate. Recycling gives a finished
+//! recording a new generation and renames it back into `.pool/`.
+//!
+//! Generations only grow per file (slot: +1, taken: +1), so frames of any
+//! earlier life never carry the current generation and a reader stops at
+//! them instead of reading them as data.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+
+use rtrec_sys as sys;
+
+use crate::config::{Alloc, Framing};
+use crate::file::{self, OpenFile};
+use crate::format::{FileHeader, FLAG_POOLED, FLAG_SLOT, HEADER_LEN};
+use crate::Error;
+
+/// Name of the pool's directory inside a recording directory.
+pub const POOL_DIR: &str = ".pool";
+/// Extension of a ready slot.
+pub const SLOT_EXT: &str = "rtp";
+const META: &str = "pool.json";
+
+/// What `pool.json` holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolMeta {
+    /// Bytes per file.
+    pub file_size: u64,
+    /// Files the pool is topped up to.
+    pub files: u32,
+}
+
+/// A pool of prepared files.
+#[derive(Clone, Debug)]
+pub struct Pool {
+    dir: PathBuf,
+    meta: PoolMeta,
+}
+
+/// What `rtrec pool status` shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct PoolStatus {
+    /// The pool's directory.
+    pub dir: PathBuf,
+    /// Bytes per file.
+    pub file_size: u64,
+    /// Files the pool is topped up to.
+    pub target_files: u32,
+    /// Files ready now.
+    pub ready_files: u32,
+    /// Preparations in progress or interrupted (hidden temporary files).
+    pub preparing_files: u32,
+    /// Disk space the ready files hold.
+    pub ready_bytes: u64,
+}
+
+impl Pool {
+    /// The pool directory of recording directory `rec_dir`.
+    pub fn dir_of(rec_dir: &Path) -> PathBuf {
+        rec_dir.join(POOL_DIR)
+    }
+
+    /// Opens the pool of `rec_dir`, if there is one.
+    pub fn open(rec_dir: &Path) -> Result<Option<Pool>, Error> {
+        let dir = Self::dir_of(rec_dir);
+        let meta_path = dir.join(META);
+        match std::fs::read(&meta_path) {
+            Ok(b) => {
+                let meta: PoolMeta = serde_json::from_slice(&b).map_err(|e| {
+                    Error::Usage(format!("the pool description '{}' is damaged: {e}", meta_path.display()))
+                })?;
+                Ok(Some(Pool { dir, meta }))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("reading", &meta_path, e)),
+        }
+    }
+
+    /// Opens the pool of `rec_dir`, creating an empty one (no file prepared
+    /// yet) with `file_size` and `files` if there is none.
+    pub fn open_or_create(rec_dir: &Path, file_size: u64, files: u32) -> Result<Pool, Error> {
+        if let Some(p) = Self::open(rec_dir)? {
+            return Ok(p);
+        }
+        file::check_dir(rec_dir)?;
+        let dir = Self::dir_of(rec_dir);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io("creating the pool directory", &dir, e)),
+        }
+        let meta = PoolMeta { file_size, files };
+        let tmp = dir.join(format!(".{META}.tmp"));
+        let _ = std::fs::remove_file(&tmp);
+        let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+        std::fs::write(&tmp, json).map_err(|e| Error::io("writing", &tmp, e))?;
+        // Another process may have created it meanwhile: theirs wins.
+        match sys::rename_noreplace(&tmp, &dir.join(META)) {
+            Ok(()) => Ok(Pool { dir, meta }),
+            Err(_) => {
+                let _ = std::fs::remove_file(&tmp);
+                Self::open(rec_dir)?.ok_or_else(|| Error::Usage("the pool description vanished".into()))
+            }
+        }
+    }
+
+    /// Bytes per file.
+    pub fn file_size(&self) -> u64 {
+        self.meta.file_size
+    }
+
+    /// Files the pool is topped up to.
+    pub fn target_files(&self) -> u32 {
+        self.meta.files
+    }
+
+    /// The pool's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Ready slots, oldest name first.
+    pub fn ready(&self) -> io::Result<Vec<PathBuf>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(&self.dir)? {
+            let p = e?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with("slot-") && name.ends_with(&format!(".{SLOT_EXT}")) {
+                v.push(p);
+            }
+        }
+        v.sort();
+        Ok(v)
+    }
+
+    /// The pool's state.
+    pub fn status(&self) -> Result<PoolStatus, Error> {
+        let ready = self.ready().map_err(|e| Error::io("listing", &self.dir, e))?;
+        let preparing = std::fs::read_dir(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(".slot-")))
+            .count();
+        Ok(PoolStatus {
+            dir: self.dir.clone(),
+            file_size: self.meta.file_size,
+            target_files: self.meta.files,
+            ready_files: ready.len() as u32,
+            preparing_files: preparing as u32,
+            ready_bytes: ready.len() as u64 * self.meta.file_size,
+        })
+    }
+
+    fn slot_name() -> String {
+        format!("slot-{:020}-{}.{SLOT_EXT}", sys::realtime_ns(), std::process::id())
+    }
+
+    fn slot_header(generation: u64) -> FileHeader {
+        FileHeader {
+            flags: FLAG_SLOT,
+            generation,
+            created_ns: 0,
+            created_mono_ns: 0,
+            config_digest: 0,
+            valid_len: 0,
+            index: 0,
+        }
+    }
+
+    /// Prepares one new slot: allocate, zero-fill, commit, name.
+    pub fn prepare_one(&self) -> Result<PathBuf, Error> {
+        let name = Self::slot_name();
+        let f = file::prepare_at(&self.dir, &name, Alloc::Zero, self.meta.file_size, Framing::Framed, Self::slot_header(sys::realtime_ns()))?;
+        Ok(f.path)
+    }
+
+    /// Tops the pool up to its target; `progress(done, todo)` after each file.
+    /// Returns how many files were prepared.
+    pub fn prepare(&self, mut progress: impl FnMut(u32, u32)) -> Result<u32, Error> {
+        let have = self.ready().map_err(|e| Error::io("listing", &self.dir, e))?.len() as u32;
+        let todo = self.meta.files.saturating_sub(have);
+        for i in 0..todo {
+            self.prepare_one()?;
+            progress(i + 1, todo);
+        }
+        Ok(todo)
+    }
+
+    /// Takes a ready slot as the file `dest`: rename, new header (next
+    /// generation, [`FLAG_POOLED`]), position after the header. No
+    /// allocation, no truncation. `None` when no slot is ready.
+    pub(crate) fn take(&self, dest: &Path, mut header: FileHeader) -> Result<Option<OpenFile>, Error> {
+        let slots = self.ready().map_err(|e| Error::io("listing", &self.dir, e))?;
+        for slot in slots {
+            match sys::rename_noreplace(&slot, dest) {
+                Ok(()) => {}
+                // Taken by someone else meanwhile.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("taking a pool file as", dest, e)),
+            }
+            let file = sys::open_rw_nofollow(dest).map_err(|e| Error::io("opening", dest, e))?;
+            let old = read_header(&file).ok();
+            let size = file.metadata().map_err(|e| Error::io("reading", dest, e))?.len();
+            if size != self.meta.file_size {
+                return Err(Error::Usage(format!(
+                    "the pool file '{}' has {size} bytes, the pool's files have {}; run `rtrec pool prepare` again",
+                    slot.display(),
+                    self.meta.file_size
+                )));
+            }
+            header.flags |= FLAG_POOLED;
+            header.generation = old.map_or_else(sys::realtime_ns, |h| h.generation.wrapping_add(1));
+            header.created_ns = sys::realtime_ns();
+            header.created_mono_ns = sys::monotonic_ns();
+            header.valid_len = 0;
+            sys::pwrite_all(&file, &header.encode(), 0).map_err(|e| Error::io("writing the header of", dest, e))?;
+            sys::seek_to(&file, HEADER_LEN as u64).map_err(|e| Error::io("seeking in", dest, e))?;
+            return Ok(Some(OpenFile { file: Arc::new(file), path: dest.to_path_buf(), header, offset: HEADER_LEN as u64 }));
+        }
+        Ok(None)
+    }
+
+    /// Puts a finished recording back into the pool: its data are given up.
+    /// Refuses files of another size and, unless `force`, unfinished ones
+    /// (they may be recording right now).
+    pub fn recycle(&self, recording: &Path, force: bool) -> Result<PathBuf, Error> {
+        let file = sys::open_rw_nofollow(recording).map_err(|e| Error::io("opening", recording, e))?;
+        let size = file.metadata().map_err(|e| Error::io("reading", recording, e))?.len();
+        if size != self.meta.file_size {
+            return Err(Error::Usage(format!(
+                "'{}' has {size} bytes but the pool's files have {}; only pool-sized files can be recycled",
+                recording.display(),
+                self.meta.file_size
+            )));
+        }
+        let h = read_header(&file).map_err(|_| {
+            Error::Usage(format!("'{}' is not an rtrec recording; it was left alone", recording.display()))
+        })?;
+        if h.valid_len == 0 && !force {
+            return Err(Error::Usage(format!(
+                "'{}' is unfinished (it may be recording now); use --force to recycle it anyway",
+                recording.display()
+            )));
+        }
+        let slot = Self::slot_header(h.generation.wrapping_add(1));
+        sys::pwrite_all(&file, &slot.encode(), 0).map_err(|e| Error::io("writing the header of", recording, e))?;
+        sys::fdatasync(&file).map_err(|e| Error::io("syncing", recording, e))?;
+        let dest = self.dir.join(Self::slot_name());
+        sys::rename_noreplace(recording, &dest).map_err(|e| Error::io("moving into the pool", recording, e))?;
+        Ok(dest)
+    }
+
+    /// Starts a background thread that keeps the pool topped up, at nice 19
+    /// and in the idle I/O class, so its allocation and zero-filling yield to
+    /// the recording.
+    pub fn start_refiller(&self) -> Refiller {
+        let stop = Arc::new(AtomicBool::new(false));
+        let made = Arc::new(AtomicU64::new(0));
+        let (s, m, pool) = (stop.clone(), made.clone(), self.clone());
+        let thread = std::thread::Builder::new()
+            .name("rtrec-pool".into())
+            .spawn(move || {
+                let _ = sys::set_thread_nice(19);
+                let _ = sys::set_thread_ioprio(3, 7);
+                while !s.load(Ordering::Acquire) {
+                    let ready = pool.ready().map(|v| v.len() as u32).unwrap_or(u32::MAX);
+                    if ready < pool.meta.files && pool.prepare_one().is_ok() {
+                        m.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            })
+            .ok();
+        Refiller { stop, made, thread }
+    }
+}
+
+fn read_header(f: &File) -> io::Result<FileHeader> {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; HEADER_LEN];
+    f.read_exact_at(&mut b, 0)?;
+    FileHeader::decode(&b).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+}
+
+/// A running background refiller; stops on [`Refiller::stop`] or drop.
+pub struct Refiller {
+    stop: Arc<AtomicBool>,
+    made: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Refiller {
+    /// Stops the thread (after the file in progress) and returns how many
+    /// files it prepared.
+    pub fn stop(mut self) -> u64 {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> u64 {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.made.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Refiller {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
