@@ -1,1 +1,53 @@
-pub fn x(){}
+//! The C API of rtrec: `librtrec.so` / `librtrec.a` and `include/rtrec.h`.
+//!
+//! This crate owns the boundary between C and the engine and nothing else:
+//! every exported function is `rtrec_<object>_<verb>`, objects are opaque
+//! handles, functions return `0` (or a count) on success and `-errno` on
+//! failure and never set `errno`, and no Rust panic crosses the boundary
+//! (every exported function runs its body under `catch_unwind`; a caught
+//! panic returns `-ENOTRECOVERABLE`).
+//!
+//! # Real-time contract
+//!
+//! [`rtrec_recorder_record`] keeps the engine's contract: once
+//! [`rtrec_recorder_create`] has returned, it allocates nothing, takes no
+//! lock and makes no system call (ring mode). It therefore never sets the
+//! thread's error message either: its return value says everything.
+//!
+//! # Layout
+//!
+//! - [`error`]: `-errno` mapping, the thread's last error message, the
+//!   panic guard and the extensible-struct rule (`struct_size`).
+//! - [`config`]: `rtrec_config` and its strategy enums.
+//! - [`recorder`]: the recorder handle (create, record, finish, abort).
+//! - [`summary`]: `rtrec_summary`, what a recording did.
+//! - [`timer`]: the periodic timer that measures lateness.
+//!
+//! The header is generated from this crate by cbindgen (see
+//! `cbindgen.toml`); `tests/header.rs` fails when the committed
+//! `include/rtrec.h` differs from a fresh generation, and
+//! `RTREC_BLESS=1 cargo test -p rtrec-ffi --test header` rewrites it.
+//! Every exported item's doc comment becomes its C documentation.
+#![deny(missing_docs)]
+// The exported functions are `unsafe extern "C"`; their doc comments become
+// the C documentation and state each pointer's contract in prose (what may
+// be NULL, who frees what, which thread), as C readers expect, rather than
+// under a Rust `# Safety` heading.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod config;
+pub mod error;
+pub mod recorder;
+pub mod summary;
+pub mod timer;
+
+pub use config::{
+    rtrec_alloc, rtrec_config, rtrec_config_init, rtrec_flush, rtrec_framing, rtrec_mode,
+};
+pub use error::rtrec_last_error;
+pub use recorder::{
+    rtrec_recorder, rtrec_recorder_abort, rtrec_recorder_create, rtrec_recorder_destroy,
+    rtrec_recorder_finish, rtrec_recorder_record,
+};
+pub use summary::{rtrec_latency, rtrec_summary, rtrec_summary_attach_timer};
+pub use timer::{rtrec_timer, rtrec_timer_create, rtrec_timer_destroy, rtrec_timer_wait};

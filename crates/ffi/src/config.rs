@@ -1,0 +1,503 @@
+//! `rtrec_config`: the C mirror of [`rtrec_engine::Config`], its strategy
+//! enums, and the conversion to the engine's configuration.
+//!
+//! Enum fields are plain `int`s holding one of the `RTREC_*` values, so
+//! that a value this library does not know is an `-EINVAL`, not undefined
+//! behaviour. The values are ABI: they are never renumbered, new ones are
+//! appended.
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, CStr};
+use std::mem::{offset_of, size_of};
+
+use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, RtConfig};
+
+use crate::error::{guard, read_struct, write_struct, Extensible, Fail, WriteSize};
+
+/// Who calls `write()` (`rtrec_config.mode`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_mode {
+    /// The recording thread copies each record into a pre-allocated
+    /// lock-free ring and a writer thread calls `write()`;
+    /// `rtrec_recorder_record()` never blocks. The default.
+    RTREC_MODE_RING = 0,
+    /// The recording thread calls `write()` itself.
+    RTREC_MODE_DIRECT = 1,
+}
+
+/// How file space is obtained (`rtrec_config.alloc`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_alloc {
+    /// Empty file, every write appends (allocation happens inside `write()`).
+    RTREC_ALLOC_APPEND = 0,
+    /// `fallocate()` the whole file first; truncated at the end.
+    RTREC_ALLOC_FALLOCATE = 1,
+    /// `fallocate(FALLOC_FL_KEEP_SIZE)`: blocks reserved, the size grows
+    /// with every write.
+    RTREC_ALLOC_FALLOCATE_KEEP_SIZE = 2,
+    /// Pre-allocate and write zeros once before recording, so nothing is
+    /// allocated or converted while recording.
+    RTREC_ALLOC_ZERO = 3,
+    /// Take files from a pool prepared while idle (zero-filled, or recycled
+    /// from finished recordings): nothing is allocated when a recording
+    /// starts, nothing truncated when it ends. Framed files only. The
+    /// default.
+    RTREC_ALLOC_POOL = 4,
+}
+
+/// How written data are pushed to storage, always from a background thread
+/// (`rtrec_config.flush`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_flush {
+    /// Never flush while recording; the kernel decides.
+    RTREC_FLUSH_NONE = 0,
+    /// `fdatasync()` every `flush_every` bytes.
+    RTREC_FLUSH_FDATASYNC = 1,
+    /// `fsync()` every `flush_every` bytes.
+    RTREC_FLUSH_FSYNC = 2,
+    /// `sync_file_range(WRITE)` on each new `flush_every` bytes.
+    RTREC_FLUSH_SFR = 3,
+    /// Bounded trailing window of `sync_file_range()` and
+    /// `posix_fadvise(DONTNEED)`: dirty and cached memory stay bounded. The
+    /// default.
+    RTREC_FLUSH_WINDOW = 4,
+}
+
+/// How records are laid out in the file (`rtrec_config.framing`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_framing {
+    /// A header plus one CRC-checked frame per record; losses and the end
+    /// are stored in the file (`rtrec verify` checks it). The default.
+    RTREC_FRAMING_FRAMED = 0,
+    /// The bytes exactly as given; counters go to a `.meta.json` sidecar.
+    RTREC_FRAMING_RAW = 1,
+}
+
+/// Each C value with the engine's, in documentation order. A test checks
+/// that every engine strategy has one: a new engine strategy needs a line
+/// here and a new enum value above.
+const MODES: &[(rtrec_mode, Mode)] = &[
+    (rtrec_mode::RTREC_MODE_RING, Mode::Ring),
+    (rtrec_mode::RTREC_MODE_DIRECT, Mode::Direct),
+];
+const ALLOCS: &[(rtrec_alloc, Alloc)] = &[
+    (rtrec_alloc::RTREC_ALLOC_APPEND, Alloc::Append),
+    (rtrec_alloc::RTREC_ALLOC_FALLOCATE, Alloc::Fallocate),
+    (
+        rtrec_alloc::RTREC_ALLOC_FALLOCATE_KEEP_SIZE,
+        Alloc::FallocateKeepSize,
+    ),
+    (rtrec_alloc::RTREC_ALLOC_ZERO, Alloc::Zero),
+    (rtrec_alloc::RTREC_ALLOC_POOL, Alloc::Pool),
+];
+const FLUSHES: &[(rtrec_flush, Flush)] = &[
+    (rtrec_flush::RTREC_FLUSH_NONE, Flush::None),
+    (rtrec_flush::RTREC_FLUSH_FDATASYNC, Flush::Fdatasync),
+    (rtrec_flush::RTREC_FLUSH_FSYNC, Flush::Fsync),
+    (rtrec_flush::RTREC_FLUSH_SFR, Flush::Sfr),
+    (rtrec_flush::RTREC_FLUSH_WINDOW, Flush::Window),
+];
+const FRAMINGS: &[(rtrec_framing, Framing)] = &[
+    (rtrec_framing::RTREC_FRAMING_FRAMED, Framing::Framed),
+    (rtrec_framing::RTREC_FRAMING_RAW, Framing::Raw),
+];
+
+/// The engine value of C value `v` of field `field`.
+fn from_c<C: Copy + Into<c_int>, E: Copy>(
+    table: &[(C, E)],
+    v: c_int,
+    field: &str,
+) -> Result<E, Fail> {
+    table.iter().find(|(c, _)| (*c).into() == v).map(|(_, e)| *e).ok_or_else(|| {
+        Fail::inval(format!("rtrec_config.{field} is {v}, which is not one of the RTREC_* values of this library"))
+    })
+}
+
+/// The C value of engine value `e`.
+fn to_c<C: Copy + Into<c_int>, E: Copy + PartialEq + std::fmt::Display>(
+    table: &[(C, E)],
+    e: E,
+) -> Result<c_int, Fail> {
+    table
+        .iter()
+        .find(|(_, x)| *x == e)
+        .map(|(c, _)| (*c).into())
+        .ok_or_else(|| {
+            Fail::new(
+                libc::ENOTSUP,
+                format!("the engine strategy '{e}' has no C value in this library"),
+            )
+        })
+}
+
+macro_rules! into_c_int {
+    ($($t:ty),+) => {$(
+        impl From<$t> for c_int {
+            fn from(v: $t) -> c_int {
+                v as c_int
+            }
+        }
+    )+};
+}
+into_c_int!(rtrec_mode, rtrec_alloc, rtrec_flush, rtrec_framing);
+
+/// How a recording is written: the C mirror of the engine's configuration.
+///
+/// Fill it with `rtrec_config_init()` (which needs `struct_size` set), then
+/// change what you need:
+///
+/// ```c
+/// rtrec_config cfg = { .struct_size = sizeof cfg };
+/// rtrec_config_init(&cfg);
+/// cfg.max_record = 4096;
+/// ```
+///
+/// The struct only grows at its end; see "Struct versions" in
+/// `docs/c-api.md`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct rtrec_config {
+    /// `sizeof(rtrec_config)` as the caller was compiled: set it before
+    /// any call. The library reads and writes only this many bytes.
+    pub struct_size: usize,
+    /// Who calls `write()`: an `rtrec_mode` value.
+    pub mode: c_int,
+    /// How file space is obtained: an `rtrec_alloc` value.
+    pub alloc: c_int,
+    /// How data are flushed while recording: an `rtrec_flush` value.
+    pub flush: c_int,
+    /// File layout: an `rtrec_framing` value.
+    pub framing: c_int,
+    /// Flush granularity in bytes (must be > 0 unless `RTREC_FLUSH_NONE`).
+    pub flush_every: u64,
+    /// Maximum bytes per file (the pre-allocation size); a recording that
+    /// grows past it continues in the next file.
+    pub file_size: u64,
+    /// Largest record `rtrec_recorder_record()` accepts, in bytes.
+    pub max_record: usize,
+    /// Capacity of the ring between the recording thread and the writer
+    /// thread, in bytes (ring mode).
+    pub ring_bytes: usize,
+    /// How long the writer thread sleeps when the ring is empty, in
+    /// microseconds (1 .. 1,000,000).
+    pub writer_poll_us: u64,
+    /// SCHED_FIFO priority of the writer thread (1..99); 0: normal
+    /// scheduling.
+    pub writer_priority: c_int,
+    /// CPU the writer thread is pinned to; -1: not pinned.
+    pub writer_cpu: c_int,
+    /// CPU the flush thread is pinned to; -1: not pinned.
+    pub flusher_cpu: c_int,
+    /// Nice value of the flush thread.
+    pub flusher_nice: c_int,
+    /// File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`);
+    /// NULL: "rec". Copied by `rtrec_recorder_create()`.
+    pub prefix: *const c_char,
+}
+
+// SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
+// pointer (every bit pattern valid).
+unsafe impl Extensible for rtrec_config {
+    const NAME: &'static str = "rtrec_config";
+    const SIZE_VER0: usize = offset_of!(rtrec_config, prefix) + size_of::<*const c_char>();
+}
+
+/// `-1` for `None`, the value otherwise.
+fn cpu_to_c(cpu: Option<usize>) -> c_int {
+    cpu.map_or(-1, |c| c as c_int)
+}
+
+/// `None` for `-1`; `-EINVAL` below it.
+fn cpu_from_c(v: c_int, field: &str) -> Result<Option<usize>, Fail> {
+    match v {
+        -1 => Ok(None),
+        v if v >= 0 => Ok(Some(v as usize)),
+        v => Err(Fail::inval(format!(
+            "rtrec_config.{field} is {v}; use a CPU number, or -1 for none"
+        ))),
+    }
+}
+
+impl rtrec_config {
+    /// The C form of an engine configuration (`struct_size` is ours).
+    pub(crate) fn from_engine(c: &Config) -> Result<rtrec_config, Fail> {
+        Ok(rtrec_config {
+            struct_size: size_of::<rtrec_config>(),
+            mode: to_c(MODES, c.mode)?,
+            alloc: to_c(ALLOCS, c.alloc)?,
+            flush: to_c(FLUSHES, c.flush)?,
+            framing: to_c(FRAMINGS, c.framing)?,
+            flush_every: c.flush_every,
+            file_size: c.file_size,
+            max_record: c.max_record,
+            ring_bytes: c.ring_bytes,
+            writer_poll_us: c.writer_poll_us,
+            writer_priority: c.rt.writer_priority.unwrap_or(0),
+            writer_cpu: cpu_to_c(c.rt.writer_cpu),
+            flusher_cpu: cpu_to_c(c.rt.flusher_cpu),
+            flusher_nice: c.flusher_nice,
+            prefix: std::ptr::null(),
+        })
+    }
+
+    /// The engine configuration; fields the C struct does not carry keep
+    /// the engine's defaults. Checks each field; the engine then checks
+    /// them against each other.
+    ///
+    /// # Safety
+    ///
+    /// `prefix` is NULL or a valid C string.
+    pub(crate) unsafe fn engine_config(&self) -> Result<Config, Fail> {
+        let d = Config::default();
+        let writer_priority = match self.writer_priority {
+            0 => None,
+            p @ 1..=99 => Some(p),
+            p => {
+                return Err(Fail::inval(format!(
+                    "rtrec_config.writer_priority is {p}; use 1..99 for SCHED_FIFO, or 0 for none"
+                )))
+            }
+        };
+        let prefix = if self.prefix.is_null() {
+            d.prefix.clone()
+        } else {
+            // SAFETY: non-NULL, and a C string by the caller's contract.
+            let p = unsafe { CStr::from_ptr(self.prefix) };
+            let p = p
+                .to_str()
+                .map_err(|_| Fail::inval("rtrec_config.prefix is not valid UTF-8"))?;
+            if p.is_empty() || p.contains('/') || p.starts_with('.') {
+                return Err(Fail::inval(format!(
+                    "rtrec_config.prefix '{p}' must be a plain file name part: not empty, no '/', not starting with '.'"
+                )));
+            }
+            p.to_string()
+        };
+        let cfg = Config {
+            mode: from_c(MODES, self.mode, "mode")?,
+            alloc: from_c(ALLOCS, self.alloc, "alloc")?,
+            flush: from_c(FLUSHES, self.flush, "flush")?,
+            flush_every: self.flush_every,
+            framing: from_c(FRAMINGS, self.framing, "framing")?,
+            file_size: self.file_size,
+            max_record: self.max_record,
+            ring_bytes: self.ring_bytes,
+            writer_poll_us: self.writer_poll_us,
+            flusher_nice: self.flusher_nice,
+            prefix,
+            rt: RtConfig {
+                writer_priority,
+                writer_cpu: cpu_from_c(self.writer_cpu, "writer_cpu")?,
+                flusher_cpu: cpu_from_c(self.flusher_cpu, "flusher_cpu")?,
+            },
+            ..d
+        };
+        cfg.validate().map_err(|e| Fail::inval(e.0))?;
+        Ok(cfg)
+    }
+
+    /// Reads the caller's struct (see [`read_struct`]) and converts it.
+    ///
+    /// # Safety
+    ///
+    /// `p` is non-NULL and points to a caller's `rtrec_config`.
+    pub(crate) unsafe fn read(p: *const rtrec_config) -> Result<Config, Fail> {
+        let defaults = rtrec_config::from_engine(&Config::default())?;
+        // SAFETY: forwarded from the caller.
+        unsafe { read_struct(p, defaults)?.engine_config() }
+    }
+}
+
+/// Fills `*cfg` with the engine's defaults: ring mode, the default
+/// allocation and flush strategies, framed records, 64 MiB files, records
+/// up to 1 MiB, a 16 MiB ring, a 1 ms writer poll, no real-time settings,
+/// prefix NULL ("rec").
+///
+/// `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
+/// that many bytes are written (bytes past the fields this library knows
+/// are zeroed), and `struct_size` is kept.
+///
+/// Returns 0, or `-EINVAL` (`cfg` is NULL or `struct_size` is smaller than
+/// the first version of the struct), `-E2BIG` (`struct_size` > 4096).
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_config_init(cfg: *mut rtrec_config) -> c_int {
+    guard(|| {
+        if cfg.is_null() {
+            return Err(Fail::inval("rtrec_config_init: cfg is NULL"));
+        }
+        let d = rtrec_config::from_engine(&Config::default())?;
+        // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
+        unsafe { write_struct(cfg, &d, WriteSize::KeepCallers)? };
+        Ok(0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn init() -> rtrec_config {
+        // SAFETY: all-zero is a valid rtrec_config (integers, NULL pointer).
+        let mut c: rtrec_config = unsafe { std::mem::zeroed() };
+        c.struct_size = size_of::<rtrec_config>();
+        // SAFETY: a valid, sized struct.
+        assert_eq!(unsafe { rtrec_config_init(&mut c) }, 0);
+        c
+    }
+
+    #[test]
+    fn every_engine_strategy_has_a_c_value() {
+        for (v, n) in Mode::ALL {
+            assert!(
+                to_c(MODES, *v).is_ok(),
+                "mode {n} needs an RTREC_MODE_ value"
+            );
+        }
+        for (v, n) in Alloc::ALL {
+            assert!(
+                to_c(ALLOCS, *v).is_ok(),
+                "alloc {n} needs an RTREC_ALLOC_ value"
+            );
+        }
+        for (v, n) in Flush::ALL {
+            assert!(
+                to_c(FLUSHES, *v).is_ok(),
+                "flush {n} needs an RTREC_FLUSH_ value"
+            );
+        }
+        for (v, n) in Framing::ALL {
+            assert!(
+                to_c(FRAMINGS, *v).is_ok(),
+                "framing {n} needs an RTREC_FRAMING_ value"
+            );
+        }
+    }
+
+    #[test]
+    fn config_init_gives_the_engine_defaults_back() {
+        let c = init();
+        assert_eq!(c.struct_size, size_of::<rtrec_config>());
+        // SAFETY: prefix is NULL.
+        assert_eq!(unsafe { c.engine_config() }.unwrap(), Config::default());
+        assert_eq!(
+            (c.writer_priority, c.writer_cpu, c.flusher_cpu),
+            (0, -1, -1)
+        );
+    }
+
+    #[test]
+    fn every_c_field_reaches_the_engine() {
+        let mut c = init();
+        c.mode = rtrec_mode::RTREC_MODE_DIRECT as c_int;
+        c.alloc = rtrec_alloc::RTREC_ALLOC_FALLOCATE_KEEP_SIZE as c_int;
+        c.flush = rtrec_flush::RTREC_FLUSH_SFR as c_int;
+        c.framing = rtrec_framing::RTREC_FRAMING_RAW as c_int;
+        (
+            c.flush_every,
+            c.file_size,
+            c.max_record,
+            c.ring_bytes,
+            c.writer_poll_us,
+        ) = (4096, 1 << 22, 512, 1 << 20, 50);
+        (
+            c.writer_priority,
+            c.writer_cpu,
+            c.flusher_cpu,
+            c.flusher_nice,
+        ) = (20, 1, 2, 5);
+        c.prefix = c"cam".as_ptr();
+        // SAFETY: prefix is a C string literal.
+        let e = unsafe { c.engine_config() }.unwrap();
+        assert_eq!(
+            (e.mode, e.alloc, e.flush, e.framing),
+            (
+                Mode::Direct,
+                Alloc::FallocateKeepSize,
+                Flush::Sfr,
+                Framing::Raw
+            )
+        );
+        assert_eq!(
+            (
+                e.flush_every,
+                e.file_size,
+                e.max_record,
+                e.ring_bytes,
+                e.writer_poll_us
+            ),
+            (4096, 1 << 22, 512, 1 << 20, 50)
+        );
+        assert_eq!(
+            e.rt,
+            RtConfig {
+                writer_priority: Some(20),
+                writer_cpu: Some(1),
+                flusher_cpu: Some(2)
+            }
+        );
+        assert_eq!((e.flusher_nice, e.prefix.as_str()), (5, "cam"));
+    }
+
+    #[test]
+    fn an_unknown_enum_value_is_einval_with_the_field_name() {
+        let mut c = init();
+        c.alloc = 99;
+        // SAFETY: prefix is NULL.
+        let f = unsafe { c.engine_config() }.unwrap_err();
+        assert_eq!(f.errno, libc::EINVAL);
+        assert!(f.msg.contains("rtrec_config.alloc is 99"), "{}", f.msg);
+    }
+
+    #[test]
+    fn a_prefix_that_leaves_the_directory_is_refused() {
+        let mut c = init();
+        c.prefix = c"../x".as_ptr();
+        // SAFETY: prefix is a C string literal.
+        assert_eq!(
+            unsafe { c.engine_config() }.unwrap_err().errno,
+            libc::EINVAL
+        );
+    }
+
+    #[test]
+    fn a_struct_size_below_the_first_version_is_einval() {
+        let mut c = init();
+        c.struct_size = 8;
+        // SAFETY: a valid struct.
+        assert_eq!(unsafe { rtrec_config_init(&mut c) }, -libc::EINVAL);
+        // SAFETY: a valid struct.
+        assert_eq!(
+            unsafe { rtrec_config::read(&c) }.unwrap_err().errno,
+            libc::EINVAL
+        );
+    }
+
+    /// A caller built against a newer header: our struct plus 16 bytes.
+    #[repr(C)]
+    struct Newer {
+        cfg: rtrec_config,
+        extra: [u64; 2],
+    }
+
+    #[test]
+    fn a_newer_callers_struct_is_accepted_while_its_new_fields_are_zero() {
+        let mut n = Newer {
+            cfg: init(),
+            extra: [7, 7],
+        };
+        n.cfg.struct_size = size_of::<Newer>();
+        // SAFETY: the struct is struct_size bytes long.
+        assert_eq!(unsafe { rtrec_config_init(&mut n.cfg) }, 0);
+        assert_eq!((n.extra, n.cfg.struct_size), ([0, 0], size_of::<Newer>()));
+        // SAFETY: the struct is struct_size bytes long.
+        assert!(unsafe { rtrec_config::read(&n.cfg) }.is_ok());
+        n.extra[1] = 1;
+        // SAFETY: the struct is struct_size bytes long.
+        let f = unsafe { rtrec_config::read(&n.cfg) }.unwrap_err();
+        assert_eq!(f.errno, libc::E2BIG, "{}", f.msg);
+    }
+}

@@ -1,0 +1,416 @@
+//! `rtrec_recorder`: the recorder handle. Create it, record from one
+//! thread, then finish or abort it (which frees it).
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use libc::{EINVAL, EIO, EMSGSIZE, ENOBUFS};
+use rtrec_engine::{Config, RecordError, Recorder};
+
+use crate::config::rtrec_config;
+use crate::error::{guard, guard_rt, guard_void, Fail};
+use crate::summary::{rtrec_summary, write_summary};
+
+/// A recording in progress (opaque). One thread records; any thread may
+/// finish, abort or destroy it once recording has stopped.
+pub struct rtrec_recorder {
+    rec: Recorder,
+}
+
+// "Any thread may finish it": the handle must be movable between threads.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<rtrec_recorder>();
+};
+
+/// Starts a recording in directory `dir` and stores its handle in `*out`.
+///
+/// `dir` must exist; its name is taken as bytes (it need not be UTF-8).
+/// `cfg` is a config filled by `rtrec_config_init()` and then changed, or
+/// NULL for the defaults. Everything that can fail or block happens here:
+/// the first file is created and pre-allocated (so too little space is
+/// found now, not while recording), and the writer and flush threads start.
+/// On failure nothing that looks like a recording is left in `dir`, `*out`
+/// is not written, and `rtrec_last_error()` says what to change.
+///
+/// Returns 0, or
+/// - `-EINVAL`: `dir` or `out` is NULL, a field of `cfg` is out of range
+///   or the fields do not fit together, or a file of the recording's name
+///   exists already;
+/// - `-E2BIG`: `cfg` comes from a newer header and sets a field this
+///   library does not know;
+/// - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
+///   directory, or not writable;
+/// - `-ENOSPC`: the pre-allocation does not fit;
+/// - another `-errno`: a system call failed.
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_recorder_create(
+    dir: *const c_char,
+    cfg: *const rtrec_config,
+    out: *mut *mut rtrec_recorder,
+) -> c_int {
+    guard(|| {
+        if dir.is_null() || out.is_null() {
+            return Err(Fail::inval(
+                "rtrec_recorder_create: dir and out must not be NULL",
+            ));
+        }
+        // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+        let dir = Path::new(OsStr::from_bytes(unsafe { CStr::from_ptr(dir) }.to_bytes()));
+        let cfg = if cfg.is_null() {
+            Config::default()
+        } else {
+            // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
+            unsafe { rtrec_config::read(cfg)? }
+        };
+        let rec = Recorder::create(dir, cfg).map_err(|e| Fail::engine_in_dir(e, dir))?;
+        // SAFETY: `out` is non-NULL and writable by the caller's contract.
+        unsafe { out.write(Box::into_raw(Box::new(rtrec_recorder { rec }))) };
+        Ok(0)
+    })
+}
+
+/// Records `len` bytes from `data` (`data` may be NULL when `len` is 0).
+///
+/// Real-time: in ring mode (the default) this copies the record into a
+/// pre-allocated ring and returns at once. It allocates nothing, takes no
+/// lock, makes no system call and never waits, and it does not set
+/// `rtrec_last_error()`. A record that cannot be stored is dropped,
+/// counted in the summary and stored in the file as a loss: never silently.
+/// In direct mode it calls `write()` itself.
+///
+/// Call it from one thread at a time.
+///
+/// Returns 0 (stored), or
+/// - `-ENOBUFS`: the ring is full (the writer is behind); dropped and
+///   counted;
+/// - `-EMSGSIZE`: `len` is larger than `max_record`; dropped and counted;
+/// - `-EIO`: a write failed earlier; dropped and counted (finish to learn
+///   why);
+/// - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
+///   nothing is counted.
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_recorder_record(
+    rec: *mut rtrec_recorder,
+    data: *const c_void,
+    len: usize,
+) -> c_int {
+    guard_rt(|| {
+        // SAFETY: NULL or a live handle used by one thread (caller's
+        // contract).
+        let Some(r) = (unsafe { rec.as_mut() }) else {
+            return -EINVAL;
+        };
+        let bytes: &[u8] = if len == 0 {
+            &[]
+        } else if data.is_null() {
+            return -EINVAL;
+        } else {
+            // SAFETY: non-NULL and `len` readable bytes by the caller's
+            // contract.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+        };
+        match r.rec.record(bytes) {
+            Ok(()) => 0,
+            Err(RecordError::RingFull) => -ENOBUFS,
+            Err(RecordError::TooLarge) => -EMSGSIZE,
+            Err(RecordError::WriterFailed) => -EIO,
+        }
+    })
+}
+
+/// Ends the recording and frees the handle, in any case.
+///
+/// # Safety
+///
+/// `rec` is a live, non-NULL handle that is not used again; `out` is NULL
+/// or a caller's summary of `struct_size` bytes.
+unsafe fn end(
+    rec: *mut rtrec_recorder,
+    abort_reason: Option<String>,
+    out: *mut rtrec_summary,
+) -> Result<c_int, Fail> {
+    // SAFETY: see the function's contract.
+    let r = unsafe { Box::from_raw(rec) }.rec;
+    let s = match abort_reason {
+        None => r.finish(),
+        Some(reason) => r.abort(&reason),
+    }
+    .map_err(Fail::engine)?;
+    // SAFETY: see the function's contract.
+    unsafe { write_summary(out, &s)? };
+    match s.error {
+        Some(e) => Err(Fail::new(EIO, e)),
+        None => Ok(0),
+    }
+}
+
+/// Ends the recording as asked: waits for the writer to store every
+/// record, stores remaining losses and the end frame, truncates unused
+/// space, fsyncs, and frees `rec`, which must not be used again, whatever
+/// the result. Blocks; call it from any thread once recording has stopped.
+/// When `out` is not NULL (its `struct_size` set), the summary goes there.
+///
+/// Returns 0, or
+/// - `-EIO`: a write failed while recording (`*out` is still filled and
+///   says what was stored; `rtrec_last_error()` has the error), or the
+///   writer thread died (`*out` is not filled);
+/// - `-EINVAL`: `rec` is NULL (nothing happens), or `out->struct_size` is
+///   too small (the recording is still finished and freed);
+/// - `-E2BIG`: `out->struct_size` is more than 4096 (likewise).
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_recorder_finish(
+    rec: *mut rtrec_recorder,
+    out: *mut rtrec_summary,
+) -> c_int {
+    guard(|| {
+        if rec.is_null() {
+            return Err(Fail::inval("rtrec_recorder_finish: rec is NULL"));
+        }
+        // SAFETY: non-NULL; a live handle and a valid `out` by the caller's
+        // contract.
+        unsafe { end(rec, None, out) }
+    })
+}
+
+/// Ends the recording as aborted: like `rtrec_recorder_finish()`, but the
+/// files say the recording was aborted, with `reason` (NULL: "aborted by
+/// the application"; invalid UTF-8 is replaced), and `rtrec verify`
+/// reports them as such. Frees `rec` whatever the result.
+///
+/// Returns as `rtrec_recorder_finish()` does.
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_recorder_abort(
+    rec: *mut rtrec_recorder,
+    reason: *const c_char,
+    out: *mut rtrec_summary,
+) -> c_int {
+    guard(|| {
+        if rec.is_null() {
+            return Err(Fail::inval("rtrec_recorder_abort: rec is NULL"));
+        }
+        let reason = if reason.is_null() {
+            "aborted by the application".to_string()
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            unsafe { CStr::from_ptr(reason) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        // SAFETY: as in rtrec_recorder_finish.
+        unsafe { end(rec, Some(reason), out) }
+    })
+}
+
+/// Frees a recorder that was neither finished nor aborted, aborting the
+/// recording ("destroyed without rtrec_recorder_finish()"); for error
+/// paths. Do not call it after `rtrec_recorder_finish()` or
+/// `rtrec_recorder_abort()`, which free the handle already. NULL is
+/// ignored. Blocks like `rtrec_recorder_abort()`.
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_recorder_destroy(rec: *mut rtrec_recorder) {
+    guard_void(|| {
+        if !rec.is_null() {
+            // SAFETY: a handle from rtrec_recorder_create, not used again.
+            let r = unsafe { Box::from_raw(rec) }.rec;
+            let _ = r.abort("destroyed without rtrec_recorder_finish()");
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::rtrec_config_init;
+    use crate::error::rtrec_last_error;
+    use std::ffi::CString;
+    use std::mem::size_of;
+    use std::ptr::{null, null_mut};
+
+    fn last() -> String {
+        // SAFETY: rtrec_last_error never returns NULL.
+        unsafe { CStr::from_ptr(rtrec_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn small_config() -> rtrec_config {
+        // SAFETY: all-zero is a valid rtrec_config (integers, NULL pointer).
+        let mut c: rtrec_config = unsafe { std::mem::zeroed() };
+        c.struct_size = size_of::<rtrec_config>();
+        // SAFETY: a sized struct.
+        assert_eq!(unsafe { rtrec_config_init(&mut c) }, 0);
+        (c.file_size, c.max_record, c.ring_bytes) = (1 << 20, 1024, 1 << 16);
+        c
+    }
+
+    fn create(dir: &Path, cfg: &rtrec_config) -> *mut rtrec_recorder {
+        let d = CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let mut rec = null_mut();
+        // SAFETY: valid pointers.
+        let r = unsafe { rtrec_recorder_create(d.as_ptr(), cfg, &mut rec) };
+        assert_eq!(r, 0, "{}", last());
+        rec
+    }
+
+    #[test]
+    fn record_of_an_oversized_record_returns_emsgsize_and_counts_a_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = create(dir.path(), &small_config());
+        let big = vec![7u8; 1025];
+        let mut s = rtrec_summary {
+            struct_size: size_of::<rtrec_summary>(),
+            ..Default::default()
+        };
+        // SAFETY: a live handle, valid buffers; finish frees the handle.
+        unsafe {
+            assert_eq!(
+                rtrec_recorder_record(rec, big.as_ptr().cast(), big.len()),
+                -EMSGSIZE
+            );
+            assert_eq!(rtrec_recorder_record(rec, big.as_ptr().cast(), 1024), 0);
+            assert_eq!(rtrec_recorder_record(rec, null(), 0), 0);
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
+        }
+        assert_eq!((s.records_offered, s.records_written), (3, 2));
+        assert_eq!(
+            (s.records_dropped, s.dropped_too_large, s.losses_stored),
+            (1, 1, 1)
+        );
+        assert_eq!((s.complete, s.write_failed, s.files), (1, 0, 1));
+        assert_eq!(s.record_ns.count, 3);
+    }
+
+    #[test]
+    fn null_handles_and_pointers_return_einval() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        let mut rec = null_mut();
+        let mut s = rtrec_summary {
+            struct_size: size_of::<rtrec_summary>(),
+            ..Default::default()
+        };
+        // SAFETY: NULL where the functions check for it, valid otherwise.
+        unsafe {
+            assert_eq!(
+                rtrec_recorder_record(null_mut(), b"x".as_ptr().cast(), 1),
+                -EINVAL
+            );
+            assert_eq!(rtrec_recorder_finish(null_mut(), &mut s), -EINVAL);
+            assert_eq!(
+                rtrec_recorder_abort(null_mut(), null(), null_mut()),
+                -EINVAL
+            );
+            rtrec_recorder_destroy(null_mut());
+            assert_eq!(rtrec_recorder_create(null(), null(), &mut rec), -EINVAL);
+            assert_eq!(
+                rtrec_recorder_create(d.as_ptr(), null(), null_mut()),
+                -EINVAL
+            );
+            assert_eq!(rtrec_config_init(null_mut()), -EINVAL);
+            assert_eq!(crate::rtrec_summary_attach_timer(&mut s, null()), -EINVAL);
+        }
+        assert!(rec.is_null());
+        assert_eq!(s.records_offered, 0);
+        // A live recorder given a NULL buffer with a length counts nothing.
+        let rec = create(dir.path(), &small_config());
+        // SAFETY: a live handle; finish frees it.
+        unsafe {
+            assert_eq!(rtrec_recorder_record(rec, null(), 4), -EINVAL);
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0);
+        }
+        assert_eq!((s.records_offered, s.records_dropped), (0, 0));
+    }
+
+    #[test]
+    fn a_missing_directory_is_enoent_with_a_sentence() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = CString::new(dir.path().join("nope").as_os_str().as_bytes()).unwrap();
+        let mut rec = null_mut();
+        // SAFETY: valid pointers; cfg NULL means the defaults.
+        assert_eq!(
+            unsafe { rtrec_recorder_create(missing.as_ptr(), null(), &mut rec) },
+            -libc::ENOENT
+        );
+        assert!(rec.is_null());
+        assert!(last().contains("does not exist"), "{}", last());
+    }
+
+    #[test]
+    fn a_config_whose_fields_do_not_fit_together_is_einval_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = small_config();
+        cfg.ring_bytes = 16; // cannot hold one record
+        let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        let mut rec = null_mut();
+        // SAFETY: valid pointers.
+        assert_eq!(
+            unsafe { rtrec_recorder_create(d.as_ptr(), &cfg, &mut rec) },
+            -EINVAL
+        );
+        assert!(last().contains("ring"), "{}", last());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn abort_and_destroy_store_an_aborted_recording() {
+        use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+        for destroy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let rec = create(dir.path(), &small_config());
+            // SAFETY: a live handle; abort/destroy free it.
+            unsafe {
+                assert_eq!(rtrec_recorder_record(rec, b"x".as_ptr().cast(), 1), 0);
+                if destroy {
+                    rtrec_recorder_destroy(rec);
+                } else {
+                    let mut s = rtrec_summary {
+                        struct_size: size_of::<rtrec_summary>(),
+                        ..Default::default()
+                    };
+                    assert_eq!(
+                        rtrec_recorder_abort(rec, c"operator stop".as_ptr(), &mut s),
+                        0
+                    );
+                    assert_eq!((s.complete, s.records_written), (0, 1));
+                }
+            }
+            let files = recording_files(dir.path()).unwrap();
+            let r = verify_file(&files[0]).unwrap();
+            assert_eq!(r.status, FileStatus::Aborted, "{:?}", r.notes);
+            let why = if destroy {
+                "destroyed without"
+            } else {
+                "operator stop"
+            };
+            assert!(r.notes.iter().any(|n| n.contains(why)), "{:?}", r.notes);
+        }
+    }
+
+    #[test]
+    fn finish_without_a_summary_still_closes_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = create(dir.path(), &small_config());
+        // SAFETY: a live handle; finish frees it.
+        assert_eq!(unsafe { rtrec_recorder_finish(rec, null_mut()) }, 0);
+        let files = rtrec_engine::reader::recording_files(dir.path()).unwrap();
+        assert!(rtrec_engine::reader::verify_file(&files[0])
+            .unwrap()
+            .is_clean());
+    }
+
+    #[test]
+    fn finish_with_a_bad_summary_size_still_finishes_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = create(dir.path(), &small_config());
+        let mut s = rtrec_summary::default(); // struct_size 0
+                                              // SAFETY: a live handle; finish frees it.
+        assert_eq!(unsafe { rtrec_recorder_finish(rec, &mut s) }, -EINVAL);
+        let files = rtrec_engine::reader::recording_files(dir.path()).unwrap();
+        assert!(rtrec_engine::reader::verify_file(&files[0])
+            .unwrap()
+            .is_clean());
+    }
+}

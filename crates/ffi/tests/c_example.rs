@@ -1,0 +1,221 @@
+//! The C example (`examples/record.c`) compiles with `cc` against
+//! `include/rtrec.h` and the static library, runs, and leaves a recording
+//! that `verify` reads back complete: 1,000 records, counters in order, no
+//! gap.
+//!
+//! # Finding `librtrec.a`
+//!
+//! This test binary lives in `<target>/<profile>/deps/`. Integration tests
+//! link the library, so `cargo test` compiles it first, in one rustc call
+//! for every crate type in `[lib]` (`rlib`, `cdylib`, `staticlib`), into
+//! that same `deps/` directory: `deps/librtrec.a`, with no hash in the name
+//! (checked with `cargo test -p rtrec-ffi` and `cargo test --workspace` on
+//! an empty target directory, debug and release). It is therefore always
+//! built from the sources under test. Cargo copies it up to
+//! `<target>/<profile>/librtrec.a` only for `cargo build`, so that copy may
+//! be missing or stale during `cargo test`; it is only a fallback.
+//!
+//! The test does not run `cargo build` itself. It would work (cargo holds
+//! the build directory lock only while building, not while tests run), but
+//! without the dev-dependencies the feature set differs, so it rebuilds
+//! serde and friends (about 9 s) for a library that is already there.
+//!
+//! # Link flags
+//!
+//! `cargo rustc -p rtrec-ffi --crate-type staticlib -- --print
+//! native-static-libs` prints what the static library needs on Linux:
+//! `-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc` (see [`NATIVE_LIBS`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rtrec_engine::format::{FileHeader, FrameKind};
+use rtrec_engine::reader::{recording_files, verify_file, walk_frames, FileStatus};
+
+/// What `librtrec.a` must be linked with (rustc's `native-static-libs`).
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The static library built for this test run; see the module docs.
+fn static_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("deps/");
+    let profile_dir = deps.parent().expect("<target>/<profile>/");
+    [deps.join("librtrec.a"), profile_dir.join("librtrec.a")].into_iter().find(|p| p.is_file()).unwrap_or_else(|| {
+        panic!(
+            "no librtrec.a in {} or {}; cargo test should have built it (crate-type staticlib in crates/ffi/Cargo.toml)",
+            deps.display(),
+            profile_dir.display()
+        )
+    })
+}
+
+/// `cc` or `$CC`; `None` (the test skips) when there is none.
+fn c_compiler() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    Command::new(&cc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| cc)
+}
+
+/// Compiles `examples/record.c` into `out`, strictly (warnings are errors).
+fn compile_example(cc: &str, out: &Path) {
+    let root = repo_root();
+    let lib = static_library();
+    let o = Command::new(cc)
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Wpedantic",
+            "-Werror",
+            "-O2",
+            "-I",
+        ])
+        .arg(root.join("include"))
+        .arg(root.join("examples/record.c"))
+        .arg(&lib)
+        .args(NATIVE_LIBS)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("running the C compiler");
+    assert!(
+        o.status.success(),
+        "compiling examples/record.c against {} failed:\n{}",
+        lib.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The value of `key=` in the example's output.
+fn value(stdout: &str, key: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {key}= in the output:\n{stdout}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} is not a number in the output:\n{stdout}"))
+}
+
+#[test]
+fn the_c_example_records_1000_records_that_verify_complete_and_in_order() {
+    let Some(cc) = c_compiler() else {
+        eprintln!("skipped: no C compiler (cc or $CC) to build examples/record.c");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("record");
+    compile_example(&cc, &exe);
+
+    let dir = tmp.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    let o = Command::new(&exe)
+        .arg(&dir)
+        .output()
+        .expect("running the example");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "the example failed ({}):\n{stdout}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    assert_eq!(value(&stdout, "records_offered"), 1000);
+    assert_eq!(value(&stdout, "records_written"), 1000);
+    assert_eq!(value(&stdout, "records_dropped"), 0);
+    assert_eq!(value(&stdout, "complete"), 1);
+    assert!(value(&stdout, "max_write_ns") > 0, "{stdout}");
+    // The timer paced it, so the summary carries its lateness.
+    value(&stdout, "max_lateness_ns");
+
+    let files = recording_files(&dir).unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let report = verify_file(&files[0]).unwrap();
+    assert_eq!(report.status, FileStatus::Complete, "{:?}", report.notes);
+    assert_eq!((report.records, report.lost_records), (1000, 0));
+    assert!(report.gaps.is_empty(), "{:?}", report.gaps);
+    assert_eq!((report.first_seq, report.next_seq), (Some(0), Some(1000)));
+
+    // Each record is the example's: 4 KiB, its counter first.
+    let bytes = std::fs::read(&files[0]).unwrap();
+    let header = FileHeader::decode(&bytes).unwrap();
+    let mut counters = Vec::new();
+    walk_frames(&bytes, &header, |_, h, payload| {
+        if h.kind == FrameKind::Data {
+            assert_eq!(payload.len(), 4096);
+            counters.push(u64::from_ne_bytes(payload[..8].try_into().unwrap()));
+        }
+    });
+    assert_eq!(counters, (0..1000).collect::<Vec<u64>>());
+}
+
+#[test]
+fn the_c_example_fails_with_the_reason_when_the_directory_is_missing() {
+    let Some(cc) = c_compiler() else {
+        eprintln!("skipped: no C compiler (cc or $CC) to build examples/record.c");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("record");
+    compile_example(&cc, &exe);
+    let o = Command::new(&exe)
+        .arg(tmp.path().join("missing"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("No such file or directory") && stderr.contains("does not exist"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_header_compiles_as_cxx_when_a_cxx_compiler_is_present() {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    if Command::new(&cxx)
+        .arg("--version")
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        eprintln!("skipped: no C++ compiler ({cxx}) to check the header's cpp_compat");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("t.cpp");
+    std::fs::write(
+        &src,
+        "#include \"rtrec.h\"\nint main() { rtrec_config c = {}; c.struct_size = sizeof c; return rtrec_config_init(&c) ? 1 : 0; }\n",
+    )
+    .unwrap();
+    let o = Command::new(&cxx)
+        .args([
+            "-std=c++11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsyntax-only",
+            "-I",
+        ])
+        .arg(repo_root().join("include"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
