@@ -27,6 +27,73 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Show, or put back, the global settings rtrec changes (sysctls, mounts, schedulers).
     Tune(TuneArgs),
+    /// Manage the file pool of a recording directory (files prepared while idle).
+    Pool(PoolArgs),
+    /// Write the valid records of a recording to a plain file (framed or raw).
+    Export(ExportArgs),
+}
+
+/// `rtrec pool`.
+#[derive(Debug, Args)]
+pub struct PoolArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: PoolAction,
+}
+
+/// `rtrec pool` actions.
+#[derive(Debug, Subcommand)]
+pub enum PoolAction {
+    /// Create the pool if needed and top it up: allocate and zero-fill files now, while idle.
+    Prepare {
+        /// Recording directory (the pool lives in DIR/.pool).
+        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
+        dir: PathBuf,
+        /// Files to keep ready (for a new pool; an existing pool keeps its own).
+        #[arg(long, default_value_t = 2, value_name = "N")]
+        files: u32,
+        /// Bytes per file (for a new pool; an existing pool keeps its own).
+        #[arg(long, default_value = "64MiB", value_name = "SIZE")]
+        file_size: String,
+    },
+    /// Show the pool: file size, files ready, preparations in progress.
+    Status {
+        /// Recording directory.
+        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give finished recordings back to the pool (their data are given up).
+    Recycle {
+        /// Recording directory.
+        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
+        dir: PathBuf,
+        /// Recording files to recycle.
+        #[arg(value_name = "FILE", required_unless_present = "all")]
+        files: Vec<PathBuf>,
+        /// Recycle every finished pool-sized recording in DIR.
+        #[arg(long)]
+        all: bool,
+        /// Also recycle unfinished recordings (they may be recording right now).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// `rtrec export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The recording file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Output file (must not exist).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Write only the records' bytes, back to back.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// `rtrec record`.
@@ -107,6 +174,42 @@ pub struct RecordArgs {
     /// Pin the writer thread to this CPU.
     #[arg(long, value_name = "CPU")]
     pub writer_cpu: Option<usize>,
+
+    /// Files the pool keeps ready (with --alloc pool, the default).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub pool_files: u32,
+
+    /// When the pool has no file ready: fallocate (S1's way, counted) or wait (writer thread only).
+    #[arg(long, default_value = "fallocate", value_name = "POLICY")]
+    pub on_pool_empty: String,
+
+    /// Do not top the pool up after the recording.
+    #[arg(long)]
+    pub no_refill: bool,
+
+    /// Top the pool up while recording, on a nice-19 idle-I/O thread.
+    #[arg(long)]
+    pub refill_while_recording: bool,
+
+    /// Flight recorder: keep this span before a trigger in memory (e.g. 2s).
+    #[arg(long, value_name = "DURATION")]
+    pub pre: Option<String>,
+
+    /// Flight recorder: record this span after a trigger [default: 5s].
+    #[arg(long, value_name = "DURATION")]
+    pub post: Option<String>,
+
+    /// Flight recorder: also bound the pre-trigger window in bytes [default: what --pre needs at this rate].
+    #[arg(long, value_name = "SIZE")]
+    pub pre_bytes: Option<String>,
+
+    /// Flight recorder trigger: SIGUSR1, or stdin (each line triggers). Repeatable.
+    #[arg(long, value_name = "SOURCE")]
+    pub trigger_on: Vec<String>,
+
+    /// Flight recorder: trigger every DURATION (synthetic faults, for trying it out).
+    #[arg(long, value_name = "DURATION")]
+    pub trigger_every: Option<String>,
 
     /// Write the summary as JSON to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]

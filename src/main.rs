@@ -8,6 +8,8 @@
 //! done; 130 interrupted by a signal.
 
 mod cli;
+mod export;
+mod pool;
 mod record;
 mod signals;
 mod tune;
@@ -38,6 +40,8 @@ fn main() {
         cli::Command::Record(a) => record::run(&a),
         cli::Command::Verify(a) => verify::run(&a),
         cli::Command::Tune(a) => tune::run(&a),
+        cli::Command::Pool(a) => pool::run(&a),
+        cli::Command::Export(a) => export::run(&a),
     };
     let code = match result {
         Ok(code) => code,

@@ -12,10 +12,13 @@ use anyhow::Context;
 use rtrec_engine::format::HEADER_LEN;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::writer::RESERVED_BYTES;
-use rtrec_engine::{Alloc, Config, Flush, Framing, LatencySummary, LiveStats, Mode, PeriodicTimer, Recorder, Summary, MIB};
+use rtrec_engine::{
+    Alloc, Config, FlightConfig, Flush, Framing, LatencySummary, LiveStats, Mode, OnPoolEmpty, PeriodicTimer, Recorder,
+    Summary, MIB,
+};
 
 use crate::cli::RecordArgs;
-use crate::units::{fmt_mib, fmt_ns, parse_duration_ns, parse_size};
+use crate::units::{fmt_bytes, fmt_mib, fmt_ns, parse_duration_ns, parse_size};
 use crate::{signals, usage};
 
 /// Where records come from.
@@ -34,6 +37,9 @@ struct Plan {
     count: Option<u64>,
     cfg: Config,
     rt: Option<RtSetup>,
+    trigger_stdin: bool,
+    trigger_sigusr1: bool,
+    trigger_every: Option<u64>,
 }
 
 fn size_arg(name: &str, s: &str) -> anyhow::Result<u64> {
@@ -73,6 +79,14 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
     }
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
     cfg.framing = if a.raw { Framing::Raw } else { Framing::Framed };
+    if a.raw && a.alloc.is_none() {
+        // Raw files have no header to hold a valid length: no pool.
+        cfg.alloc = Alloc::Zero;
+    }
+    cfg.pool.files = a.pool_files;
+    cfg.pool.on_empty = a.on_pool_empty.parse::<OnPoolEmpty>().or_else(|e| usage(e))?;
+    cfg.pool.refill_on_finish = !a.no_refill;
+    cfg.pool.refill_while_recording = a.refill_while_recording;
     let record_max = if a.lines { max_line } else { size };
     cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
     cfg.file_size = match (&a.file_size, count) {
@@ -95,6 +109,48 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
         None => (16 * MIB as usize).max(4 * (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN)),
     };
+    let (mut trigger_stdin, mut trigger_sigusr1) = (false, false);
+    for t in &a.trigger_on {
+        match t.as_str() {
+            "SIGUSR1" | "sigusr1" | "USR1" => trigger_sigusr1 = true,
+            "stdin" => trigger_stdin = true,
+            other => return usage(format!("--trigger-on: unknown trigger source '{other}' (expected SIGUSR1 or stdin)")),
+        }
+    }
+    if trigger_stdin && a.stdin {
+        return usage("--trigger-on stdin cannot be used with --stdin: stdin carries the records");
+    }
+    let trigger_every = match &a.trigger_every {
+        Some(d) => Some(parse_duration_ns(d).or_else(|e| usage(format!("--trigger-every: {e}")))?),
+        None => None,
+    };
+    let flight_asked = a.pre.is_some() || a.post.is_some() || a.pre_bytes.is_some();
+    if !flight_asked && (trigger_stdin || trigger_sigusr1 || trigger_every.is_some()) {
+        return usage("triggers need the flight recorder: give --pre and --post");
+    }
+    if flight_asked {
+        let pre_ns = parse_duration_ns(a.pre.as_deref().unwrap_or("2s")).or_else(|e| usage(format!("--pre: {e}")))?;
+        let post_ns = parse_duration_ns(a.post.as_deref().unwrap_or("5s")).or_else(|e| usage(format!("--post: {e}")))?;
+        let entry = (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN) as u64;
+        let pre_bytes = match &a.pre_bytes {
+            Some(s) => size_arg("pre-bytes", s)?,
+            // What the pre span needs at the synthetic rate, plus a record.
+            None => match source {
+                Source::Synthetic { period_ns } => (pre_ns / period_ns + 2) * entry,
+                _ => 64 * MIB,
+            },
+        };
+        cfg.flight = Some(FlightConfig { pre_ns, pre_bytes, post_ns });
+        if a.file_size.is_none() {
+            // One event per file: pre + post at this rate, with room to spare.
+            let span_records = match source {
+                Source::Synthetic { period_ns } => (pre_ns + post_ns) / period_ns + 4,
+                _ => 1024,
+            };
+            let bytes = span_records * cfg.stored_len(cfg.max_record) + HEADER_LEN as u64 + RESERVED_BYTES;
+            cfg.file_size = bytes.div_ceil(4096) * 4096;
+        }
+    }
     cfg.rt.writer_cpu = a.writer_cpu;
     let rt = if a.rt {
         if !(1..=99).contains(&a.priority) {
@@ -110,7 +166,18 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         Some(d) => (d.clone(), false),
         None => (PathBuf::from("./rtrec-data"), true),
     };
-    Ok(Plan { dir, dir_is_default, source, size: size as usize, count, cfg, rt })
+    Ok(Plan {
+        dir,
+        dir_is_default,
+        source,
+        size: size as usize,
+        count,
+        cfg,
+        rt,
+        trigger_stdin,
+        trigger_sigusr1,
+        trigger_every,
+    })
 }
 
 /// Runs `rtrec record`.
@@ -125,8 +192,23 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
             eprintln!("rtrec: warning: {w} (recording without it)");
         }
     }
+    if plan.trigger_sigusr1 {
+        signals::install_trigger_on_sigusr1();
+    }
+    if plan.trigger_stdin {
+        std::thread::spawn(|| {
+            use std::io::BufRead;
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+                signals::TRIGGERS.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
     let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())?;
     let live = rec.live();
+    let rss = plan.cfg.flight.is_some().then(|| spawn_rss_monitor(live.clone()));
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
@@ -135,13 +217,20 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     let outcome = match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
-            let r = synthetic(&mut rec, &mut t, plan.size, plan.count, a.trace_written);
+            let every = plan.trigger_every.map(|e| (e / period_ns).max(1));
+            let r = synthetic(&mut rec, &mut t, plan.size, plan.count, every, a.trace_written);
             timer = Some(t);
             r
         }
         Source::StdinFixed => stdin_fixed(&mut rec, plan.size, plan.count, a.trace_written),
         Source::StdinLines => stdin_lines(&mut rec, plan.count, a.trace_written),
     };
+    // Sample memory before finish() frees the ring: the figure is the
+    // recording's, not the clean-up's.
+    let rss = rss.map(|(stop, h)| {
+        stop.store(true, Ordering::Release);
+        h.join().unwrap_or_default()
+    });
     let mut summary = match &outcome {
         Outcome::Done => rec.finish()?,
         Outcome::Aborted(reason) | Outcome::Interrupted(reason) => rec.abort(reason)?,
@@ -154,7 +243,12 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         let _ = p.join();
     }
     if let Some(path) = &a.json {
-        write_json(path, &summary)?;
+        write_json(path, &summary, rss.as_deref())?;
+    }
+    if let (Some(samples), false) = (&rss, a.quiet) {
+        for (events, bytes) in samples {
+            eprintln!("resident memory after {events} events: {}", fmt_bytes(*bytes));
+        }
     }
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
@@ -197,7 +291,25 @@ fn trace(seq: u64, on: bool) {
     }
 }
 
-fn synthetic(rec: &mut Recorder, timer: &mut PeriodicTimer, size: usize, count: Option<u64>, tr: bool) -> Outcome {
+/// Turns the trigger requests that arrived since the last call into
+/// `trigger()` calls (real-time safe).
+fn take_triggers(rec: &mut Recorder, taken: &mut u64) {
+    let asked = signals::TRIGGERS.load(Ordering::Relaxed);
+    while *taken < asked {
+        let _ = rec.trigger();
+        *taken += 1;
+    }
+}
+
+fn synthetic(
+    rec: &mut Recorder,
+    timer: &mut PeriodicTimer,
+    size: usize,
+    count: Option<u64>,
+    trigger_every: Option<u64>,
+    tr: bool,
+) -> Outcome {
+    let mut taken = 0u64;
     let mut buf = vec![0u8; size];
     // A recognisable pattern after the sequence number.
     for (i, b) in buf.iter_mut().enumerate().skip(8) {
@@ -216,8 +328,34 @@ fn synthetic(rec: &mut Recorder, timer: &mut PeriodicTimer, size: usize, count: 
             trace(seq, tr);
         }
         n += 1;
+        if trigger_every.is_some_and(|k| n % k == 0) {
+            signals::TRIGGERS.fetch_add(1, Ordering::Relaxed);
+        }
+        take_triggers(rec, &mut taken);
     }
     Outcome::Done
+}
+
+/// Samples the resident memory after the 10th event and at the end, so a
+/// flight-recorder run shows that memory does not grow with events.
+fn spawn_rss_monitor(live: Arc<LiveStats>) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let h = std::thread::spawn(move || {
+        let mut samples = Vec::new();
+        let mut took_10 = false;
+        while !s.load(Ordering::Acquire) {
+            let ev = live.events.load(Ordering::Relaxed);
+            if !took_10 && ev >= 10 {
+                samples.push((ev, rtrec_sys::resident_bytes().unwrap_or(0)));
+                took_10 = true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        samples.push((live.events.load(Ordering::Relaxed), rtrec_sys::resident_bytes().unwrap_or(0)));
+        samples
+    });
+    (stop, h)
 }
 
 /// Reads until `buf` is full or EOF; returns bytes read. Stops on a signal.
@@ -315,11 +453,13 @@ fn spawn_progress(live: Arc<LiveStats>, total: Option<u64>, done: Arc<AtomicBool
         while !done.load(Ordering::Acquire) {
             let w = live.records_written.load(Ordering::Relaxed);
             bar.set_position(w);
+            let events = live.events.load(Ordering::Relaxed);
             bar.set_message(format!(
-                "| {} | max write {} | {} dropped",
+                "| {} | max write {} | {} dropped{}",
                 fmt_mib(live.bytes_written.load(Ordering::Relaxed)),
                 fmt_ns(live.max_write_ns.load(Ordering::Relaxed)),
-                live.records_dropped.load(Ordering::Relaxed)
+                live.records_dropped.load(Ordering::Relaxed),
+                if events > 0 { format!(" | {events} events") } else { String::new() }
             ));
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -327,8 +467,13 @@ fn spawn_progress(live: Arc<LiveStats>, total: Option<u64>, done: Arc<AtomicBool
     })
 }
 
-fn write_json(path: &Path, s: &Summary) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(s)? + "\n";
+fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> anyhow::Result<()> {
+    let mut v = serde_json::to_value(s)?;
+    if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
+        let list: Vec<_> = samples.iter().map(|(e, b)| serde_json::json!({"events": e, "resident_bytes": b})).collect();
+        obj.insert("resident_after_events".into(), list.into());
+    }
+    let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
@@ -359,7 +504,7 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         [one] => one.display().to_string(),
         many => format!("{} files in {}", many.len(), many.first().and_then(|f| f.parent()).map(|p| p.display().to_string()).unwrap_or_default()),
     };
-    out += &format!("recorded {} records ({}) to {}\n", s.records_written, fmt_mib(s.bytes_written), files);
+    out += &format!("recorded {} records ({}) to {}\n", s.records_written, fmt_bytes(s.bytes_written), files);
     out += &format!(
         "mode {}, alloc {}, flush {} every {}, {}{}\n",
         c.mode,
@@ -377,6 +522,24 @@ fn print_summary(s: &Summary, to_stderr: bool) {
     out += &(row("write()", &s.write_ns) + "\n");
     out += &(row("record()", &s.record_ns) + "\n");
     out += &(row("lateness", &s.lateness_ns) + "\n");
+    if c.alloc == Alloc::Pool {
+        let p = &s.pool;
+        out += &format!(
+            "pool: {} taken, {} fallbacks to fallocate, {} waits ({}), {} prepared at start, {} refilled after\n",
+            p.taken,
+            p.fallbacks,
+            p.waits,
+            fmt_ns(p.wait_ns),
+            p.prepared_at_start,
+            p.refilled_on_finish + p.refilled_while_recording
+        );
+    }
+    if let Some(f) = &s.flight {
+        out += &format!(
+            "flight recorder: {} events ({} cut short by the next trigger), {} pre- and {} post-trigger records saved, {} overwritten unsaved\n",
+            f.events, f.events_cut_short, f.pre_records_saved, f.post_records_saved, f.overwritten_records
+        );
+    }
     out += &format!(
         "flush thread: {} flushes, {} CPU{}\n",
         s.flush.flushes,

@@ -84,6 +84,21 @@ pub fn fmt_mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
+/// Bytes with a binary unit chosen to keep 3-4 digits: `"512 B"`,
+/// `"40.0 KiB"`, `"100.0 MiB"`, `"2.0 GiB"`.
+pub fn fmt_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if bytes < 1 << 20 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else if bytes < 1 << 30 {
+        fmt_mib(bytes)
+    } else {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +140,8 @@ mod tests {
         assert_eq!(fmt_ns(12_482_000), "12.5 ms");
         assert_eq!(fmt_ns(2_400_000_000), "2.40 s");
         assert_eq!(fmt_mib(100 << 20), "100.0 MiB");
+        assert_eq!(fmt_bytes(512), "512 B");
+        assert_eq!(fmt_bytes(40 << 10), "40.0 KiB");
+        assert_eq!(fmt_bytes(2 << 30), "2.0 GiB");
     }
 }

@@ -1,0 +1,94 @@
+//! `rtrec pool`: prepare, inspect and refill the file pool of a recording
+//! directory (see `rtrec_engine::pool`). Preparing is the slow, allocating
+//! work; do it while nothing records.
+
+use std::io::IsTerminal;
+
+use rtrec_engine::pool::Pool;
+use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+
+use crate::cli::{PoolAction, PoolArgs};
+use crate::units::{fmt_bytes, parse_size};
+use crate::usage;
+
+/// Runs `rtrec pool`.
+pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
+    match &a.action {
+        PoolAction::Prepare { dir, files, file_size } => {
+            let size = parse_size(file_size).or_else(|e| usage(format!("--file-size: {e}")))?;
+            if size < 64 * 1024 {
+                return usage("--file-size: pool files must be at least 64KiB");
+            }
+            if *files == 0 {
+                return usage("--files: the pool needs at least 1 file");
+            }
+            let pool = Pool::open_or_create(dir, size, *files)?;
+            let bar = std::io::stderr().is_terminal().then(|| {
+                indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
+                    indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files").expect("valid template"),
+                )
+            });
+            let n = pool.prepare(|done, todo| {
+                if let Some(b) = &bar {
+                    b.set_length(todo as u64);
+                    b.set_position(done as u64);
+                }
+            })?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            let st = pool.status()?;
+            println!(
+                "prepared {n} file(s); {} of {} ready, {} each, in {}",
+                st.ready_files,
+                st.target_files,
+                fmt_bytes(st.file_size),
+                st.dir.display()
+            );
+            Ok(0)
+        }
+        PoolAction::Status { dir, json } => {
+            let Some(pool) = Pool::open(dir)? else {
+                return usage(format!("'{}' has no pool; create one with `rtrec pool prepare --dir {}`", dir.display(), dir.display()));
+            };
+            let st = pool.status()?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+            } else {
+                println!(
+                    "{}: {} of {} files ready ({} each, {} in all), {} in preparation",
+                    st.dir.display(),
+                    st.ready_files,
+                    st.target_files,
+                    fmt_bytes(st.file_size),
+                    fmt_bytes(st.ready_bytes),
+                    st.preparing_files
+                );
+            }
+            Ok(0)
+        }
+        PoolAction::Recycle { dir, files, all, force } => {
+            let Some(pool) = Pool::open(dir)? else {
+                return usage(format!("'{}' has no pool to recycle into", dir.display()));
+            };
+            let mut targets = files.clone();
+            if *all {
+                for f in recording_files(dir)? {
+                    // Only finished, pool-sized recordings; others are left alone.
+                    let finished = verify_file(&f).map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted)).unwrap_or(false);
+                    let sized = std::fs::metadata(&f).map(|m| m.len() == pool.file_size()).unwrap_or(false);
+                    if finished && sized {
+                        targets.push(f);
+                    }
+                }
+            }
+            for f in &targets {
+                let slot = pool.recycle(f, *force)?;
+                println!("recycled {} -> {}", f.display(), slot.display());
+            }
+            let st = pool.status()?;
+            println!("{} of {} files ready", st.ready_files, st.target_files);
+            Ok(0)
+        }
+    }
+}
