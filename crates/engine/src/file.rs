@@ -36,13 +36,22 @@ pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
 }
 
 /// A recording name unused in `dir`: `PREFIX-YYYYmmddTHHMMSSZ`, with `.N`
-/// added when that exists (two recordings in the same second).
+/// added when any file of that name exists (two recordings in the same
+/// second; flight-recorder events add `-evNNNNN` to the name, so every entry
+/// starting with `NAME-` counts).
 pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
     let stamp = utc_stamp(sys::realtime_ns() / 1_000_000_000);
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
     let mut n = 0;
     loop {
         let base = if n == 0 { format!("{}-{stamp}", cfg.prefix) } else { format!("{}-{stamp}.{n}", cfg.prefix) };
-        if !dir.join(file_name(&base, 0, cfg.framing)).exists() {
+        let taken = |name: &String| {
+            let name = name.strip_prefix('.').unwrap_or(name);
+            name.strip_prefix(&base).is_some_and(|rest| rest.starts_with('-'))
+        };
+        if !names.iter().any(taken) {
             return base;
         }
         n += 1;
@@ -133,9 +142,12 @@ fn allocate_and_name(
     mut header: FileHeader,
 ) -> Result<(FileHeader, u64), Error> {
     let nospace = |avail: u64| Error::NoSpace { dir: tmp.parent().unwrap_or(tmp).to_path_buf(), need: size, avail };
+    // Measured before allocating: a failed fallocate may have taken what
+    // was free by the time it fails.
+    let avail_before = sys::available_bytes(file).unwrap_or(0);
     let enospc = |e: io::Error| {
         if e.raw_os_error() == Some(libc::ENOSPC) {
-            nospace(sys::available_bytes(file).unwrap_or(0))
+            nospace(avail_before)
         } else {
             Error::io("pre-allocating", tmp, e)
         }
@@ -144,9 +156,8 @@ fn allocate_and_name(
         Alloc::Append => {
             // Nothing is reserved, so check the planned size against free
             // space now rather than failing halfway.
-            let avail = sys::available_bytes(file).map_err(|e| Error::io("checking space for", tmp, e))?;
-            if avail < size {
-                return Err(nospace(avail));
+            if avail_before < size {
+                return Err(nospace(avail_before));
             }
         }
         // A pool fallback pre-allocates like S1 does.
@@ -206,6 +217,17 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101T000000Z");
         assert_eq!(utc_stamp(1_795_299_322), "20261121T221522Z");
         assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+    }
+
+    #[test]
+    fn a_second_recording_in_the_same_second_gets_another_name_even_after_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config::default();
+        let a = recording_base(dir.path(), &cfg);
+        std::fs::write(dir.path().join(format!("{a}-ev00000-0000.rtr")), b"").unwrap();
+        let b = recording_base(dir.path(), &cfg);
+        assert_ne!(a, b);
+        assert!(b.starts_with(&a[..a.len() - 1]), "{a} {b}");
     }
 
     #[test]

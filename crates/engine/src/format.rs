@@ -98,6 +98,9 @@ pub enum DecodeError {
     BadLength,
     /// The checksum does not match.
     BadCrc,
+    /// Reserved bytes are not zero (they are outside the checksum, so they
+    /// are checked for zero instead).
+    Reserved,
 }
 
 impl fmt::Display for DecodeError {
@@ -111,6 +114,7 @@ impl fmt::Display for DecodeError {
             DecodeError::BadKind(_) => "unknown frame kind",
             DecodeError::BadLength => "impossible length",
             DecodeError::BadCrc => "checksum mismatch",
+            DecodeError::Reserved => "reserved bytes set",
         };
         f.write_str(s)
     }
@@ -269,6 +273,9 @@ pub fn decode_frame(b: &[u8], generation: u64) -> Result<(FrameHeader, &[u8]), D
     let crc = crc32c::crc32c_append(crc32c::crc32c(&h[0..32]), payload);
     if crc != u32_at(h, 32) {
         return Err(DecodeError::BadCrc);
+    }
+    if u32_at(h, 36) != 0 {
+        return Err(DecodeError::Reserved);
     }
     Ok((FrameHeader { kind, len, seq: u64_at(h, 16), ts_ns: u64_at(h, 24) }, payload))
 }

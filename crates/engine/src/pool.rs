@@ -96,22 +96,40 @@ impl Pool {
 
     /// Opens the pool of `rec_dir`, creating an empty one (no file prepared
     /// yet) with `file_size` and `files` if there is none.
+    ///
+    /// A pool with no file ready and none in preparation holds nothing, so
+    /// it takes the new size and count (a failed first preparation must not
+    /// pin a size on later recordings).
     pub fn open_or_create(rec_dir: &Path, file_size: u64, files: u32) -> Result<Pool, Error> {
-        if let Some(p) = Self::open(rec_dir)? {
-            return Ok(p);
+        let existing = Self::open(rec_dir)?;
+        if let Some(p) = &existing {
+            let st = p.status()?;
+            if st.ready_files > 0 || st.preparing_files > 0 || p.meta == (PoolMeta { file_size, files }) {
+                return Ok(p.clone());
+            }
         }
         file::check_dir(rec_dir)?;
         let dir = Self::dir_of(rec_dir);
+        let refused = |what: &'static str, path: &Path, e: io::Error| match e.kind() {
+            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+                Error::Usage(format!("cannot create the file pool in '{}': {e}", rec_dir.display()))
+            }
+            _ => Error::io(what, path, e),
+        };
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io("creating the pool directory", &dir, e)),
+            Err(e) => return Err(refused("creating the pool directory", &dir, e)),
         }
         let meta = PoolMeta { file_size, files };
         let tmp = dir.join(format!(".{META}.tmp"));
         let _ = std::fs::remove_file(&tmp);
         let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-        std::fs::write(&tmp, json).map_err(|e| Error::io("writing", &tmp, e))?;
+        std::fs::write(&tmp, json).map_err(|e| refused("writing", &tmp, e))?;
+        if existing.is_some() {
+            std::fs::rename(&tmp, dir.join(META)).map_err(|e| Error::io("writing", &dir.join(META), e))?;
+            return Ok(Pool { dir, meta });
+        }
         // Another process may have created it meanwhile: theirs wins.
         match sys::rename_noreplace(&tmp, &dir.join(META)) {
             Ok(()) => Ok(Pool { dir, meta }),
@@ -157,7 +175,7 @@ impl Pool {
         let preparing = std::fs::read_dir(&self.dir)
             .map_err(|e| Error::io("listing", &self.dir, e))?
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(".slot-")))
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(".slot-") && n.ends_with(".tmp")))
             .count();
         Ok(PoolStatus {
             dir: self.dir.clone(),

@@ -214,15 +214,27 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
                 }
                 r.records += 1;
                 r.bytes += payload.len() as u64;
-                expected = Some(h.seq.max(exp) + 1);
+                match h.seq.max(exp).checked_add(1) {
+                    Some(n) => expected = Some(n),
+                    None => {
+                        seq_problem.get_or_insert((off, "a sequence number is out of range".into()));
+                    }
+                }
             }
             FrameKind::Loss => match LossPayload::decode(payload) {
                 Some(l) => {
                     if l.first_seq > exp {
                         r.gaps.push(Gap { first_seq: exp, count: l.first_seq - exp });
                     }
-                    r.lost_records += l.count;
-                    expected = Some((l.first_seq + l.count).max(exp));
+                    match (l.first_seq.checked_add(l.count), r.lost_records.checked_add(l.count)) {
+                        (Some(end), Some(lost)) => {
+                            r.lost_records = lost;
+                            expected = Some(end.max(exp));
+                        }
+                        _ => {
+                            seq_problem.get_or_insert((off, "a loss frame's count is out of range".into()));
+                        }
+                    }
                 }
                 None => {
                     seq_problem.get_or_insert((off, "a loss frame is malformed".into()));
@@ -331,29 +343,59 @@ pub fn recording_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// Checks that consecutive files of one recording (same name before
-/// `-NNNN.rtr`) continue each other's sequence numbers; marks the later file
-/// corrupt where they do not.
+/// Checks the files of each recording (same name before `-NNNN.rtr`)
+/// against each other: the first file (index 0) must be there, indexes must
+/// have no holes, each file must continue the previous one's sequence
+/// numbers, and a recording whose last file says "continued" lost its next
+/// file (a kill during rotation leaves exactly this: unfinished). Reports are
+/// expected in name order, as [`recording_files`] gives them.
 pub fn check_continuity(reports: &mut [FileReport]) {
-    fn base(p: &Path) -> Option<(String, u32)> {
+    fn split(p: &Path) -> Option<(String, u32)> {
         let stem = p.file_stem()?.to_str()?;
         let (b, n) = stem.rsplit_once('-')?;
+        if n.len() != 4 {
+            return None;
+        }
         Some((b.to_string(), n.parse().ok()?))
     }
-    for i in 1..reports.len() {
-        let (a, b) = (base(&reports[i - 1].path), base(&reports[i].path));
-        let (Some((ba, ia)), Some((bb, ib))) = (a, b) else { continue };
-        if ba != bb || ib != ia + 1 {
+    let keys: Vec<Option<(String, u32)>> = reports.iter().map(|r| split(&r.path)).collect();
+    let mut i = 0;
+    while i < reports.len() {
+        let Some((base, _)) = keys[i].clone() else {
+            i += 1;
             continue;
+        };
+        let mut j = i;
+        while j < reports.len() && keys[j].as_ref().is_some_and(|(b, _)| *b == base) {
+            j += 1;
         }
-        let continued = reports[i - 1].stored.as_ref().is_some_and(|e| e.continued);
-        if let (true, Some(prev_end), Some(first)) = (continued, reports[i - 1].next_seq, reports[i].first_seq) {
-            if first > prev_end {
-                let r = &mut reports[i];
-                r.gaps.push(Gap { first_seq: prev_end, count: first - prev_end });
-                r.notes.push(format!("{} record(s) from sequence {prev_end} are missing between files", first - prev_end));
+        let group = &mut reports[i..j];
+        let idx: Vec<u32> = keys[i..j].iter().map(|k| k.as_ref().map_or(0, |k| k.1)).collect();
+        if idx[0] != 0 {
+            let r = &mut group[0];
+            r.notes.push(format!("the recording's first {} file(s) are missing", idx[0]));
+            r.status = FileStatus::Corrupt;
+        }
+        for k in 1..group.len() {
+            let (prev_end, prev_continued) =
+                (group[k - 1].next_seq, group[k - 1].stored.as_ref().is_some_and(|e| e.continued));
+            let r = &mut group[k];
+            if idx[k] != idx[k - 1] + 1 {
+                r.notes.push(format!("file(s) {} to {} of this recording are missing", idx[k - 1] + 1, idx[k] - 1));
                 r.status = FileStatus::Corrupt;
+            } else if let (true, Some(prev_end), Some(first)) = (prev_continued, prev_end, r.first_seq) {
+                if first > prev_end {
+                    r.gaps.push(Gap { first_seq: prev_end, count: first - prev_end });
+                    r.notes.push(format!("{} record(s) from sequence {prev_end} are missing between files", first - prev_end));
+                    r.status = FileStatus::Corrupt;
+                }
             }
         }
+        let last = &mut group[group.len() - 1];
+        if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete {
+            last.notes.push("the recording continues in a file that does not exist: it was interrupted while changing files".into());
+            last.status = FileStatus::Unfinished;
+        }
+        i = j;
     }
 }
