@@ -206,7 +206,8 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
             }
         });
     }
-    let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())?;
+    // Nothing has been recorded if this fails: exit 2, as for bad input.
+    let mut rec = Recorder::create(&plan.dir, plan.cfg.clone()).map_err(|e| crate::Usage(e.to_string()))?;
     let live = rec.live();
     let rss = plan.cfg.flight.is_some().then(|| spawn_rss_monitor(live.clone()));
     let show = !a.quiet && std::io::stderr().is_terminal();
