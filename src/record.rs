@@ -254,6 +254,9 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
     }
+    for w in &summary.warnings {
+        eprintln!("rtrec: warning: {w}");
+    }
     Ok(match outcome {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {

@@ -279,6 +279,21 @@ impl Config {
         if self.flush != Flush::None && self.flush_every == 0 {
             return err("the flush interval must be more than 0 bytes".into());
         }
+        if self.prefix.is_empty()
+            || self.prefix.starts_with('.')
+            || self.prefix.contains(['/', '\0'])
+            || !self.prefix.chars().all(|c| c.is_ascii_graphic())
+        {
+            return err(format!(
+                "the file name prefix '{}' must be printable ASCII without '/' and must not start with '.'",
+                self.prefix.escape_debug()
+            ));
+        }
+        if let Some(p) = self.rt.writer_priority {
+            if !(1..=99).contains(&p) {
+                return err(format!("the writer's SCHED_FIFO priority {p} is outside 1-99"));
+            }
+        }
         if self.max_record == 0 {
             return err("the maximum record size must be more than 0 bytes".into());
         }
@@ -349,6 +364,14 @@ mod tests {
     fn an_unknown_strategy_names_the_choices() {
         let e = "bogus".parse::<Flush>().unwrap_err();
         assert_eq!(e, "unknown flush strategy 'bogus' (expected one of: none, fdatasync, fsync, sfr, window)");
+    }
+
+    #[test]
+    fn a_prefix_that_could_leave_or_hide_from_the_directory_is_refused() {
+        for bad in ["../x", "a/b", ".hidden", ""] {
+            let c = Config { prefix: bad.into(), ..Config::default() };
+            assert!(c.validate().is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -122,6 +122,10 @@ pub struct Summary {
     /// The first I/O error, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Settings that could not be applied (e.g. real-time priority without
+    /// the privilege); the recording ran without them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Raw `write()` latencies (only with `keep_write_samples`).
     #[serde(skip)]
     pub write_samples: Vec<u64>,
@@ -218,13 +222,20 @@ impl Recorder {
                 let thread = std::thread::Builder::new()
                     .name("rtrec-writer".into())
                     .spawn(move || {
+                        let mut warnings = Vec::new();
                         if let Some(p) = rt.writer_priority {
-                            let _ = sys::set_fifo_priority(p);
+                            if let Err(e) = sys::set_fifo_priority(p) {
+                                warnings.push(format!("the writer thread could not get SCHED_FIFO priority {p}: {e}"));
+                            }
                         }
                         if let Some(c) = rt.writer_cpu {
-                            let _ = sys::pin_to_cpu(c);
+                            if let Err(e) = sys::pin_to_cpu(c) {
+                                warnings.push(format!("the writer thread could not be pinned to CPU {c}: {e}"));
+                            }
                         }
-                        ring::run_writer(consumer, writer, s, max, poll, flight)
+                        let mut report = ring::run_writer(consumer, writer, s, max, poll, flight);
+                        report.warnings.extend(warnings);
+                        report
                     })
                     .map_err(|e| Error::io("starting the writer thread for", dir, e))?;
                 Inner::Ring { producer, shared, thread: Some(thread) }
@@ -445,6 +456,7 @@ impl Recorder {
             triggers: self.triggers,
             duration_ns: sys::monotonic_ns() - self.started_ns,
             error: report.error,
+            warnings: report.warnings,
             write_samples: report.write_samples,
             write_latency: report.write_lat,
             record_latency: self.record_lat.clone(),

@@ -72,6 +72,7 @@ pub(crate) struct WriterReport {
     pub(crate) pool: PoolStats,
     pub(crate) flight: Option<crate::flight::FlightStats>,
     pub(crate) error: Option<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// See the module docs.
