@@ -16,9 +16,9 @@
  * only, no inline functions and no macros besides the include guard, so
  * everything a program calls is a symbol of the library.
  *
- * Struct versions: rtrec_config and rtrec_summary start with
- * size_t struct_size, which the caller sets to sizeof the struct it was
- * compiled with; they only ever grow at the end. See docs/c-api.md.
+ * Struct versions: rtrec_config, rtrec_summary and rtrec_pool_state start
+ * with size_t struct_size, which the caller sets to sizeof the struct it
+ * was compiled with; they only ever grow at the end. See docs/c-api.md.
  *
  * Link: cc ... -lrtrec   (shared), or
  *       cc ... librtrec.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
@@ -122,6 +122,25 @@ typedef enum rtrec_framing {
 } rtrec_framing;
 
 /**
+ * What the writer does when it needs a file and the pool has none ready
+ * (`rtrec_config.pool_on_empty`).
+ */
+typedef enum rtrec_pool_empty {
+    /**
+     * Pre-allocate a new file with `fallocate()` on the writer thread,
+     * counted in `rtrec_summary.pool_fallbacks`. The default.
+     */
+    RTREC_POOL_EMPTY_FALLOCATE = 0,
+    /**
+     * Wait on the writer thread (never the recording thread) until a
+     * prepared file appears (a background refiller is started if none
+     * runs); the ring absorbs the wait or counts drops. Counted in
+     * `rtrec_summary.pool_waits` and `pool_wait_ns`.
+     */
+    RTREC_POOL_EMPTY_WAIT = 1,
+} rtrec_pool_empty;
+
+/**
  * A recording in progress (opaque). One thread records; any thread may
  * finish, abort or destroy it once recording has stopped.
  */
@@ -210,11 +229,100 @@ typedef struct rtrec_config {
      */
     int flusher_nice;
     /**
-     * File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`);
+     * File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`;
+     * flight-recorder events `PREFIX-YYYYmmddTHHMMSSZ-evNNNNN-NNNN.rtr`);
      * NULL: "rec". Copied by `rtrec_recorder_create()`.
      */
     const char *prefix;
+    /**
+     * Files the pool of the recording directory is created with and
+     * topped up to (`RTREC_ALLOC_POOL`; at least 1). Default 2. An
+     * existing pool keeps its own count and file size.
+     */
+    uint32_t pool_files;
+    /**
+     * What to do when the pool has no file ready: an `rtrec_pool_empty`
+     * value. Default `RTREC_POOL_EMPTY_FALLOCATE`.
+     */
+    int pool_on_empty;
+    /**
+     * 1: top the pool up while recording, on a nice-19, idle-I/O-class
+     * thread; 0 (the default): not while recording.
+     */
+    int pool_refill_while_recording;
+    /**
+     * 1: top the pool up in `rtrec_recorder_finish()` / `abort()`, once
+     * the recording is closed; 0 (the default): no.
+     */
+    int pool_refill_on_finish;
+    /**
+     * 1: flight recorder (ring mode, framed files): records wait in a
+     * bounded pre-trigger window in memory and only
+     * `rtrec_recorder_trigger()` writes them, one file per event; 0 (the
+     * default): record everything. The `flight_*` fields below are used
+     * only when this is 1.
+     */
+    int flight_enabled;
+    /**
+     * Reserved: must be 0 (it keeps the struct free of hidden padding).
+     */
+    uint32_t reserved0;
+    /**
+     * Flight recorder: keep at most this long a span before a trigger, ns.
+     */
+    uint64_t flight_pre_ns;
+    /**
+     * Flight recorder: keep at most this many bytes before a trigger
+     * (window storage, including 24 bytes per record; it must hold one
+     * record of `max_record` bytes); the smaller bound wins. Allocated
+     * once by `rtrec_recorder_create()`.
+     */
+    uint64_t flight_pre_bytes;
+    /**
+     * Flight recorder: record this long after a trigger, ns.
+     */
+    uint64_t flight_post_ns;
 } rtrec_config;
+
+/**
+ * The state of a directory's file pool, filled by `rtrec_pool_status()`.
+ * (Not named `rtrec_pool_status`: in C a typedef and a function cannot
+ * share a name.)
+ *
+ * Set `struct_size` to `sizeof(rtrec_pool_state)` before passing it:
+ *
+ * ```c
+ * rtrec_pool_state st = { .struct_size = sizeof st };
+ * int r = rtrec_pool_status(dir, &st);
+ * ```
+ *
+ * The library fills `min(struct_size, its own size)` bytes, zeroes the
+ * rest, and sets `struct_size` to the number of bytes it filled.
+ */
+typedef struct rtrec_pool_state {
+    /**
+     * `sizeof(rtrec_pool_state)` as the caller was compiled; on return,
+     * the bytes the library filled.
+     */
+    size_t struct_size;
+    /**
+     * Bytes per pool file (the file size of every recording that takes
+     * its files from this pool).
+     */
+    uint64_t file_size;
+    /**
+     * Files the pool is topped up to.
+     */
+    uint64_t target_files;
+    /**
+     * Files ready now.
+     */
+    uint64_t ready_files;
+    /**
+     * Preparations in progress, or interrupted (hidden temporary files).
+     */
+    uint64_t preparing_files;
+} rtrec_pool_state;
 
 /**
  * A latency distribution, all values in ns. `count` is 0 (and every other
@@ -342,6 +450,43 @@ typedef struct rtrec_summary {
      * `rtrec_summary_attach_timer()`; count 0 without a timer).
      */
     struct rtrec_latency lateness_ns;
+    /**
+     * Files taken from the pool (`RTREC_ALLOC_POOL`).
+     */
+    uint64_t pool_taken;
+    /**
+     * Files pre-allocated with `fallocate()` because the pool had none
+     * ready (`RTREC_POOL_EMPTY_FALLOCATE`).
+     */
+    uint64_t pool_fallbacks;
+    /**
+     * Times the writer thread waited for a prepared file
+     * (`RTREC_POOL_EMPTY_WAIT`).
+     */
+    uint64_t pool_waits;
+    /**
+     * Total time the writer thread waited for prepared files, ns.
+     */
+    uint64_t pool_wait_ns;
+    /**
+     * `rtrec_recorder_trigger()` calls that were accepted (also without
+     * the flight recorder, where they do nothing else).
+     */
+    uint64_t triggers;
+    /**
+     * Flight recorder: events saved (one file or more each). 0 without
+     * the flight recorder.
+     */
+    uint64_t flight_events;
+    /**
+     * Flight recorder: records that left the pre-trigger window without
+     * being saved in any event (drop-oldest; not counted as drops).
+     */
+    uint64_t flight_overwritten_records;
+    /**
+     * Flight recorder: events ended early by the next trigger.
+     */
+    uint64_t flight_events_cut_short;
 } rtrec_summary;
 
 #ifdef __cplusplus
@@ -352,7 +497,9 @@ extern "C" {
  * Fills `*cfg` with the engine's defaults: ring mode, the default
  * allocation and flush strategies, framed records, 64 MiB files, records
  * up to 1 MiB, a 16 MiB ring, a 1 ms writer poll, no real-time settings,
- * prefix NULL ("rec").
+ * prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
+ * and is not refilled by the recorder, no flight recorder (the `flight_*`
+ * spans 0: set them when enabling it).
  *
  * `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
  * that many bytes are written (bytes past the fields this library knows
@@ -376,13 +523,59 @@ int rtrec_config_init(struct rtrec_config *cfg);
 const char *rtrec_last_error(void);
 
 /**
+ * Opens the pool of recording directory `dir`, creating it with
+ * `file_size` bytes per file and a target of `files` files if there is
+ * none, and tops it up to its target: each missing file is allocated,
+ * zero-filled and synced, so that a recording later takes it without
+ * allocating anything. Slow and I/O-heavy: call it while nothing records
+ * (e.g. at start-up, before `rtrec_recorder_create()`). It is safe to call
+ * again; it prepares only what is missing. `dir` must exist; the pool
+ * lives in its hidden subdirectory `.pool/`.
+ *
+ * Returns the number of files prepared by this call (0 when the pool was
+ * full already), or
+ * - `-EINVAL`: `dir` is NULL, `files` is 0 or above `INT_MAX`, or
+ *   `file_size` is below 64 KiB;
+ * - `-EEXIST`: `dir` has a pool that holds files, with another file size
+ *   or target (such a pool keeps the ones it was created with;
+ *   `rtrec_last_error()` gives them): use those, or remove `dir/.pool`;
+ * - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
+ *   directory, or not writable;
+ * - `-ENOSPC`: a file does not fit;
+ * - another `-errno`: a system call failed.
+ *
+ * Files prepared before a failure stay ready.
+ */
+int rtrec_pool_prepare(const char *dir, uint64_t file_size, uint32_t files);
+
+/**
+ * Fills `*out` with the state of the file pool of recording directory
+ * `dir`: its file size and target, and how many files are ready or being
+ * prepared. Reads the directory only; changes nothing.
+ *
+ * Returns 0, or
+ * - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is smaller
+ *   than the first version of the struct;
+ * - `-E2BIG`: `out->struct_size` is more than 4096;
+ * - `-ENOENT`: `dir` has no pool (or does not exist; the message says
+ *   which);
+ * - `-ENOTDIR`, `-EACCES`: `dir` is not a directory, or not readable;
+ * - another `-errno`: a system call failed.
+ */
+int rtrec_pool_status(const char *dir, struct rtrec_pool_state *out);
+
+/**
  * Starts a recording in directory `dir` and stores its handle in `*out`.
  *
  * `dir` must exist; its name is taken as bytes (it need not be UTF-8).
  * `cfg` is a config filled by `rtrec_config_init()` and then changed, or
  * NULL for the defaults. Everything that can fail or block happens here:
- * the first file is created and pre-allocated (so too little space is
- * found now, not while recording), and the writer and flush threads start.
+ * the first file is created and pre-allocated, or taken from the pool
+ * (with `RTREC_ALLOC_POOL`, the default; when the pool has no file ready,
+ * one is prepared now), so too little space is found now, not while
+ * recording; and the writer and flush threads start. The flight recorder
+ * creates no file here (each trigger takes one) but allocates its
+ * pre-trigger window.
  * On failure nothing that looks like a recording is left in `dir`, `*out`
  * is not written, and `rtrec_last_error()` says what to change.
  *
@@ -423,6 +616,28 @@ int rtrec_recorder_create(const char *dir,
  *   nothing is counted.
  */
 int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t len);
+
+/**
+ * Flight recorder: saves the pre-trigger window to a new event file and
+ * records the next `flight_post_ns` into it (one file per event; a
+ * trigger during an event ends that event early and starts the next).
+ *
+ * Real-time, like `rtrec_recorder_record()`: it allocates nothing, takes
+ * no lock, makes no system call, never waits and does not set
+ * `rtrec_last_error()`. When the ring has no room for the trigger right
+ * now it is kept and pushed before the next record: a trigger is never
+ * lost. Call it from the thread that records.
+ *
+ * Every call with a live `rec` is counted in `rtrec_summary.triggers`.
+ * Without the flight recorder (`flight_enabled` 0) a trigger does nothing
+ * else.
+ *
+ * Returns 0 (accepted), or
+ * - `-EIO`: a write failed earlier; no event is saved (finish to learn
+ *   why);
+ * - `-EINVAL`: `rec` is NULL; nothing is counted.
+ */
+int rtrec_recorder_trigger(struct rtrec_recorder *rec);
 
 /**
  * Ends the recording as asked: waits for the writer to store every

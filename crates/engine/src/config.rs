@@ -174,6 +174,13 @@ pub struct FlightConfig {
     pub post_ns: u64,
 }
 
+impl Default for FlightConfig {
+    /// 2 s before, 5 s after a trigger, at most 16 MiB of window.
+    fn default() -> Self {
+        FlightConfig { pre_ns: 2_000_000_000, pre_bytes: 16 * MIB, post_ns: 5_000_000_000 }
+    }
+}
+
 /// Real-time options (all opt-in).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RtConfig {

@@ -98,19 +98,24 @@ impl Flight {
         self.window.drain(..ENTRY_HEADER_LEN + len);
     }
 
+    /// Pushes out entries older than `pre_ns` before `now`.
+    fn trim_to(&mut self, now: u64) {
+        while !self.window.is_empty() {
+            let (_, _, _, oldest_ts) = entry_header(&self.window, 0);
+            if now.saturating_sub(oldest_ts) <= self.cfg.pre_ns {
+                break;
+            }
+            self.pop_oldest();
+        }
+    }
+
     /// Adds an entry, pushing out the oldest to respect both bounds.
     fn remember(&mut self, kind: u32, seq: u64, ts: u64, payload: &[u8]) {
         let need = ENTRY_HEADER_LEN + payload.len();
         while !self.window.is_empty() && self.window.len() + need > self.cap {
             self.pop_oldest();
         }
-        while !self.window.is_empty() {
-            let (_, _, _, oldest_ts) = entry_header(&self.window, 0);
-            if ts.saturating_sub(oldest_ts) <= self.cfg.pre_ns {
-                break;
-            }
-            self.pop_oldest();
-        }
+        self.trim_to(ts);
         if need > self.cap {
             return;
         }
@@ -166,6 +171,8 @@ impl Flight {
             self.stats.events_cut_short += 1;
             self.end_event(w)?;
         }
+        // The pre-trigger span is measured back from the trigger itself.
+        self.trim_to(ts);
         let event = self.stats.events;
         self.stats.events += 1;
         let (first_seq, oldest_ts) = if self.window.is_empty() {

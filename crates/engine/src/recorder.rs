@@ -325,13 +325,15 @@ impl Recorder {
     /// [`RecordError::WriterFailed`] when writing failed earlier. Without a
     /// flight configuration a trigger is counted and otherwise ignored.
     pub fn trigger(&mut self) -> Result<(), RecordError> {
-        self.triggers += 1;
         if let Inner::Ring { producer, shared, .. } = &mut self.inner {
             if shared.failed.load(Ordering::Relaxed) {
                 return Err(RecordError::WriterFailed);
             }
+            self.triggers += 1;
             self.pending_triggers += 1;
             Self::push_triggers(producer, &mut self.pending_triggers, self.next_seq);
+        } else {
+            self.triggers += 1;
         }
         Ok(())
     }

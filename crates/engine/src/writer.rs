@@ -378,9 +378,9 @@ impl Writer {
         if let (Some(pool), true) = (&self.pool, self.cfg.pool.refill_on_finish) {
             match pool.prepare(|_, _| {}) {
                 Ok(n) => self.report.pool.refilled_on_finish = n as u64,
-                Err(e) => {
-                    self.report.error.get_or_insert_with(|| format!("refilling the pool: {e}"));
-                }
+                // Every record is stored; only the next recording's start is
+                // affected, so this is a warning, not a recording error.
+                Err(e) => self.report.warnings.push(format!("the pool could not be refilled: {e}")),
             }
         }
         if self.cfg.framing == Framing::Raw {

@@ -8,37 +8,17 @@
 //!   process and requires it to exit normally. A control case proves the
 //!   filter really kills on a system call, so the test cannot pass vacuously.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rtrec_engine::{Config, Recorder};
 
-struct Counting;
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        System.realloc(p, l, n)
-    }
-}
 #[global_allocator]
-static A: Counting = Counting;
+static A: rtrec_sys::testing::CountingAllocator = rtrec_sys::testing::CountingAllocator;
 
 fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
+    rtrec_sys::testing::thread_allocations()
 }
 
 #[test]

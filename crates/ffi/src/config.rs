@@ -10,7 +10,11 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::mem::{offset_of, size_of};
 
-use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, RtConfig};
+use libc::E2BIG;
+
+use rtrec_engine::{
+    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig,
+};
 
 use crate::error::{guard, read_struct, write_struct, Extensible, Fail, WriteSize};
 
@@ -77,6 +81,21 @@ pub enum rtrec_framing {
     RTREC_FRAMING_RAW = 1,
 }
 
+/// What the writer does when it needs a file and the pool has none ready
+/// (`rtrec_config.pool_on_empty`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_pool_empty {
+    /// Pre-allocate a new file with `fallocate()` on the writer thread,
+    /// counted in `rtrec_summary.pool_fallbacks`. The default.
+    RTREC_POOL_EMPTY_FALLOCATE = 0,
+    /// Wait on the writer thread (never the recording thread) until a
+    /// prepared file appears (a background refiller is started if none
+    /// runs); the ring absorbs the wait or counts drops. Counted in
+    /// `rtrec_summary.pool_waits` and `pool_wait_ns`.
+    RTREC_POOL_EMPTY_WAIT = 1,
+}
+
 /// Each C value with the engine's, in documentation order. A test checks
 /// that every engine strategy has one: a new engine strategy needs a line
 /// here and a new enum value above.
@@ -104,6 +123,13 @@ const FLUSHES: &[(rtrec_flush, Flush)] = &[
 const FRAMINGS: &[(rtrec_framing, Framing)] = &[
     (rtrec_framing::RTREC_FRAMING_FRAMED, Framing::Framed),
     (rtrec_framing::RTREC_FRAMING_RAW, Framing::Raw),
+];
+const POOL_EMPTIES: &[(rtrec_pool_empty, OnPoolEmpty)] = &[
+    (
+        rtrec_pool_empty::RTREC_POOL_EMPTY_FALLOCATE,
+        OnPoolEmpty::Fallocate,
+    ),
+    (rtrec_pool_empty::RTREC_POOL_EMPTY_WAIT, OnPoolEmpty::Wait),
 ];
 
 /// The engine value of C value `v` of field `field`.
@@ -143,7 +169,13 @@ macro_rules! into_c_int {
         }
     )+};
 }
-into_c_int!(rtrec_mode, rtrec_alloc, rtrec_flush, rtrec_framing);
+into_c_int!(
+    rtrec_mode,
+    rtrec_alloc,
+    rtrec_flush,
+    rtrec_framing,
+    rtrec_pool_empty
+);
 
 /// How a recording is written: the C mirror of the engine's configuration.
 ///
@@ -194,9 +226,40 @@ pub struct rtrec_config {
     pub flusher_cpu: c_int,
     /// Nice value of the flush thread.
     pub flusher_nice: c_int,
-    /// File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`);
+    /// File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`;
+    /// flight-recorder events `PREFIX-YYYYmmddTHHMMSSZ-evNNNNN-NNNN.rtr`);
     /// NULL: "rec". Copied by `rtrec_recorder_create()`.
     pub prefix: *const c_char,
+    /// Files the pool of the recording directory is created with and
+    /// topped up to (`RTREC_ALLOC_POOL`; at least 1). Default 2. An
+    /// existing pool keeps its own count and file size.
+    pub pool_files: u32,
+    /// What to do when the pool has no file ready: an `rtrec_pool_empty`
+    /// value. Default `RTREC_POOL_EMPTY_FALLOCATE`.
+    pub pool_on_empty: c_int,
+    /// 1: top the pool up while recording, on a nice-19, idle-I/O-class
+    /// thread; 0 (the default): not while recording.
+    pub pool_refill_while_recording: c_int,
+    /// 1: top the pool up in `rtrec_recorder_finish()` / `abort()`, once
+    /// the recording is closed; 0 (the default): no.
+    pub pool_refill_on_finish: c_int,
+    /// 1: flight recorder (ring mode, framed files): records wait in a
+    /// bounded pre-trigger window in memory and only
+    /// `rtrec_recorder_trigger()` writes them, one file per event; 0 (the
+    /// default): record everything. The `flight_*` fields below are used
+    /// only when this is 1.
+    pub flight_enabled: c_int,
+    /// Reserved: must be 0 (it keeps the struct free of hidden padding).
+    pub reserved0: u32,
+    /// Flight recorder: keep at most this long a span before a trigger, ns.
+    pub flight_pre_ns: u64,
+    /// Flight recorder: keep at most this many bytes before a trigger
+    /// (window storage, including 24 bytes per record; it must hold one
+    /// record of `max_record` bytes); the smaller bound wins. Allocated
+    /// once by `rtrec_recorder_create()`.
+    pub flight_pre_bytes: u64,
+    /// Flight recorder: record this long after a trigger, ns.
+    pub flight_post_ns: u64,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
@@ -206,9 +269,28 @@ unsafe impl Extensible for rtrec_config {
     const SIZE_VER0: usize = offset_of!(rtrec_config, prefix) + size_of::<*const c_char>();
 }
 
+/// Size of the second version (pool and flight-recorder fields). Every
+/// version ends on an 8-byte boundary with no padding inside, so that
+/// `sizeof` tells the versions apart.
+#[cfg(test)]
+pub(crate) const CONFIG_SIZE_VER1: usize =
+    offset_of!(rtrec_config, flight_post_ns) + size_of::<u64>();
+
 /// `-1` for `None`, the value otherwise.
 fn cpu_to_c(cpu: Option<usize>) -> c_int {
     cpu.map_or(-1, |c| c as c_int)
+}
+
+/// A C flag (`0` or `1`) as a bool; `-EINVAL` for any other value (kept
+/// free for a later meaning).
+fn flag_from_c(v: c_int, field: &str) -> Result<bool, Fail> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        v => Err(Fail::inval(format!(
+            "rtrec_config.{field} is {v}; use 1 or 0"
+        ))),
+    }
 }
 
 /// `None` for `-1`; `-EINVAL` below it.
@@ -241,6 +323,17 @@ impl rtrec_config {
             flusher_cpu: cpu_to_c(c.rt.flusher_cpu),
             flusher_nice: c.flusher_nice,
             prefix: std::ptr::null(),
+            pool_files: c.pool.files,
+            pool_on_empty: to_c(POOL_EMPTIES, c.pool.on_empty)?,
+            pool_refill_while_recording: c.pool.refill_while_recording as c_int,
+            pool_refill_on_finish: c.pool.refill_on_finish as c_int,
+            flight_enabled: c.flight.is_some() as c_int,
+            reserved0: 0,
+            // The engine has no flight defaults: 0 until the caller sets
+            // them.
+            flight_pre_ns: c.flight.as_ref().map_or(0, |f| f.pre_ns),
+            flight_pre_bytes: c.flight.as_ref().map_or(0, |f| f.pre_bytes),
+            flight_post_ns: c.flight.as_ref().map_or(0, |f| f.post_ns),
         })
     }
 
@@ -277,6 +370,29 @@ impl rtrec_config {
             }
             p.to_string()
         };
+        if self.reserved0 != 0 {
+            return Err(Fail::new(
+                E2BIG,
+                format!(
+                    "rtrec_config.reserved0 is {}; this library does not know that field, leave it 0",
+                    self.reserved0
+                ),
+            ));
+        }
+        let pool = PoolConfig {
+            files: self.pool_files,
+            on_empty: from_c(POOL_EMPTIES, self.pool_on_empty, "pool_on_empty")?,
+            refill_while_recording: flag_from_c(
+                self.pool_refill_while_recording,
+                "pool_refill_while_recording",
+            )?,
+            refill_on_finish: flag_from_c(self.pool_refill_on_finish, "pool_refill_on_finish")?,
+        };
+        let flight = flag_from_c(self.flight_enabled, "flight_enabled")?.then_some(FlightConfig {
+            pre_ns: self.flight_pre_ns,
+            pre_bytes: self.flight_pre_bytes,
+            post_ns: self.flight_post_ns,
+        });
         let cfg = Config {
             mode: from_c(MODES, self.mode, "mode")?,
             alloc: from_c(ALLOCS, self.alloc, "alloc")?,
@@ -294,6 +410,8 @@ impl rtrec_config {
                 writer_cpu: cpu_from_c(self.writer_cpu, "writer_cpu")?,
                 flusher_cpu: cpu_from_c(self.flusher_cpu, "flusher_cpu")?,
             },
+            pool,
+            flight,
             ..d
         };
         cfg.validate().map_err(|e| Fail::inval(e.0))?;
@@ -315,7 +433,9 @@ impl rtrec_config {
 /// Fills `*cfg` with the engine's defaults: ring mode, the default
 /// allocation and flush strategies, framed records, 64 MiB files, records
 /// up to 1 MiB, a 16 MiB ring, a 1 ms writer poll, no real-time settings,
-/// prefix NULL ("rec").
+/// prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
+/// and is not refilled by the recorder, no flight recorder (the `flight_*`
+/// spans 0: set them when enabling it).
 ///
 /// `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
 /// that many bytes are written (bytes past the fields this library knows
@@ -375,6 +495,133 @@ mod tests {
                 "framing {n} needs an RTREC_FRAMING_ value"
             );
         }
+        for (v, n) in OnPoolEmpty::ALL {
+            assert!(
+                to_c(POOL_EMPTIES, *v).is_ok(),
+                "pool-empty policy {n} needs an RTREC_POOL_EMPTY_ value"
+            );
+        }
+    }
+
+    #[test]
+    fn every_version_of_the_struct_is_free_of_padding() {
+        // sizeof must tell the versions apart: no tail padding a later
+        // field could slip into, no hole a caller might leave unset.
+        assert_eq!(rtrec_config::SIZE_VER0, 88);
+        assert_eq!(CONFIG_SIZE_VER1, size_of::<rtrec_config>());
+        assert_eq!(CONFIG_SIZE_VER1, rtrec_config::SIZE_VER0 + 48);
+    }
+
+    #[test]
+    fn an_older_callers_struct_gets_the_defaults_of_the_new_fields() {
+        // A caller compiled before the pool and flight fields: its struct
+        // ends at `prefix`; whatever follows in memory is not its.
+        let mut c = init();
+        c.struct_size = rtrec_config::SIZE_VER0;
+        c.max_record = 4096;
+        (c.pool_files, c.pool_on_empty, c.flight_enabled, c.reserved0) = (0, 77, 5, 9);
+        // SAFETY: the struct is larger than struct_size.
+        let e = unsafe { rtrec_config::read(&c) }.unwrap();
+        assert_eq!(e.max_record, 4096);
+        assert_eq!(
+            (e.pool, e.flight),
+            (PoolConfig::default(), None),
+            "the fields past struct_size are not read"
+        );
+        // rtrec_config_init writes only struct_size bytes.
+        // SAFETY: a sized struct.
+        assert_eq!(unsafe { rtrec_config_init(&mut c) }, 0);
+        assert_eq!((c.pool_files, c.pool_on_empty, c.reserved0), (0, 77, 9));
+        assert_eq!(c.struct_size, rtrec_config::SIZE_VER0);
+    }
+
+    #[test]
+    fn the_pool_and_flight_fields_reach_the_engine() {
+        let mut c = init();
+        (
+            c.pool_files,
+            c.pool_on_empty,
+            c.pool_refill_while_recording,
+            c.pool_refill_on_finish,
+        ) = (5, rtrec_pool_empty::RTREC_POOL_EMPTY_WAIT as c_int, 1, 1);
+        (
+            c.flight_enabled,
+            c.flight_pre_ns,
+            c.flight_pre_bytes,
+            c.flight_post_ns,
+        ) = (1, 50_000_000, 1 << 21, 20_000_000);
+        // SAFETY: prefix is NULL.
+        let e = unsafe { c.engine_config() }.unwrap();
+        assert_eq!(
+            e.pool,
+            PoolConfig {
+                files: 5,
+                on_empty: OnPoolEmpty::Wait,
+                refill_while_recording: true,
+                refill_on_finish: true
+            }
+        );
+        assert_eq!(
+            e.flight,
+            Some(FlightConfig {
+                pre_ns: 50_000_000,
+                pre_bytes: 1 << 21,
+                post_ns: 20_000_000
+            })
+        );
+        // And back: from_engine is the inverse.
+        let back = rtrec_config::from_engine(&e).unwrap();
+        assert_eq!(
+            (back.pool_files, back.pool_on_empty, back.flight_enabled),
+            (5, 1, 1)
+        );
+        assert_eq!(
+            (
+                back.flight_pre_ns,
+                back.flight_pre_bytes,
+                back.flight_post_ns
+            ),
+            (50_000_000, 1 << 21, 20_000_000)
+        );
+        // Disabled: the spans are ignored.
+        c.flight_enabled = 0;
+        // SAFETY: prefix is NULL.
+        assert_eq!(unsafe { c.engine_config() }.unwrap().flight, None);
+    }
+
+    #[test]
+    fn bad_pool_and_flight_fields_are_einval_with_the_field_name() {
+        type Case = (fn(&mut rtrec_config), &'static str);
+        let cases: [Case; 6] = [
+            (|c| c.pool_on_empty = 2, "rtrec_config.pool_on_empty is 2"),
+            (
+                |c| c.pool_refill_while_recording = 2,
+                "rtrec_config.pool_refill_while_recording is 2",
+            ),
+            (
+                |c| c.pool_refill_on_finish = -1,
+                "rtrec_config.pool_refill_on_finish is -1",
+            ),
+            (|c| c.flight_enabled = 7, "rtrec_config.flight_enabled is 7"),
+            (|c| c.pool_files = 0, "at least 1 file"),
+            (
+                // Enabled without a window that holds one record.
+                |c| c.flight_enabled = 1,
+                "pre-trigger window",
+            ),
+        ];
+        for (set, msg) in cases {
+            let mut c = init();
+            set(&mut c);
+            // SAFETY: prefix is NULL.
+            let f = unsafe { c.engine_config() }.unwrap_err();
+            assert_eq!(f.errno, libc::EINVAL, "{}", f.msg);
+            assert!(f.msg.contains(msg), "{}", f.msg);
+        }
+        let mut c = init();
+        c.reserved0 = 1;
+        // SAFETY: prefix is NULL.
+        assert_eq!(unsafe { c.engine_config() }.unwrap_err().errno, E2BIG);
     }
 
     #[test]

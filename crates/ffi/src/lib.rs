@@ -12,16 +12,19 @@
 //! [`rtrec_recorder_record`] keeps the engine's contract: once
 //! [`rtrec_recorder_create`] has returned, it allocates nothing, takes no
 //! lock and makes no system call (ring mode). It therefore never sets the
-//! thread's error message either: its return value says everything.
+//! thread's error message either: its return value says everything. The
+//! same holds for [`rtrec_recorder_trigger`].
 //!
 //! # Layout
 //!
 //! - [`error`]: `-errno` mapping, the thread's last error message, the
 //!   panic guard and the extensible-struct rule (`struct_size`).
 //! - [`config`]: `rtrec_config` and its strategy enums.
-//! - [`recorder`]: the recorder handle (create, record, finish, abort).
+//! - [`recorder`]: the recorder handle (create, record, trigger, finish,
+//!   abort).
 //! - [`summary`]: `rtrec_summary`, what a recording did.
 //! - [`timer`]: the periodic timer that measures lateness.
+//! - [`pool`]: the file pool of a recording directory (prepare, status).
 //!
 //! The header is generated from this crate by cbindgen (see
 //! `cbindgen.toml`); `tests/header.rs` fails when the committed
@@ -37,17 +40,20 @@
 
 pub mod config;
 pub mod error;
+pub mod pool;
 pub mod recorder;
 pub mod summary;
 pub mod timer;
 
 pub use config::{
     rtrec_alloc, rtrec_config, rtrec_config_init, rtrec_flush, rtrec_framing, rtrec_mode,
+    rtrec_pool_empty,
 };
 pub use error::rtrec_last_error;
+pub use pool::{rtrec_pool_prepare, rtrec_pool_state, rtrec_pool_status};
 pub use recorder::{
     rtrec_recorder, rtrec_recorder_abort, rtrec_recorder_create, rtrec_recorder_destroy,
-    rtrec_recorder_finish, rtrec_recorder_record,
+    rtrec_recorder_finish, rtrec_recorder_record, rtrec_recorder_trigger,
 };
 pub use summary::{rtrec_latency, rtrec_summary, rtrec_summary_attach_timer};
 pub use timer::{rtrec_timer, rtrec_timer_create, rtrec_timer_destroy, rtrec_timer_wait};

@@ -30,8 +30,12 @@ const _: fn() = || {
 /// `dir` must exist; its name is taken as bytes (it need not be UTF-8).
 /// `cfg` is a config filled by `rtrec_config_init()` and then changed, or
 /// NULL for the defaults. Everything that can fail or block happens here:
-/// the first file is created and pre-allocated (so too little space is
-/// found now, not while recording), and the writer and flush threads start.
+/// the first file is created and pre-allocated, or taken from the pool
+/// (with `RTREC_ALLOC_POOL`, the default; when the pool has no file ready,
+/// one is prepared now), so too little space is found now, not while
+/// recording; and the writer and flush threads start. The flight recorder
+/// creates no file here (each trigger takes one) but allocates its
+/// pre-trigger window.
 /// On failure nothing that looks like a recording is left in `dir`, `*out`
 /// is not written, and `rtrec_last_error()` says what to change.
 ///
@@ -117,6 +121,39 @@ pub unsafe extern "C" fn rtrec_recorder_record(
             Err(RecordError::RingFull) => -ENOBUFS,
             Err(RecordError::TooLarge) => -EMSGSIZE,
             Err(RecordError::WriterFailed) => -EIO,
+        }
+    })
+}
+
+/// Flight recorder: saves the pre-trigger window to a new event file and
+/// records the next `flight_post_ns` into it (one file per event; a
+/// trigger during an event ends that event early and starts the next).
+///
+/// Real-time, like `rtrec_recorder_record()`: it allocates nothing, takes
+/// no lock, makes no system call, never waits and does not set
+/// `rtrec_last_error()`. When the ring has no room for the trigger right
+/// now it is kept and pushed before the next record: a trigger is never
+/// lost. Call it from the thread that records.
+///
+/// Every call with a live `rec` is counted in `rtrec_summary.triggers`.
+/// Without the flight recorder (`flight_enabled` 0) a trigger does nothing
+/// else.
+///
+/// Returns 0 (accepted), or
+/// - `-EIO`: a write failed earlier; no event is saved (finish to learn
+///   why);
+/// - `-EINVAL`: `rec` is NULL; nothing is counted.
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_int {
+    guard_rt(|| {
+        // SAFETY: NULL or a live handle used by one thread (caller's
+        // contract).
+        let Some(r) = (unsafe { rec.as_mut() }) else {
+            return -EINVAL;
+        };
+        match r.rec.trigger() {
+            Ok(()) => 0,
+            Err(_) => -EIO,
         }
     })
 }
@@ -281,6 +318,79 @@ mod tests {
         );
         assert_eq!((s.complete, s.write_failed, s.files), (1, 0, 1));
         assert_eq!(s.record_ns.count, 3);
+    }
+
+    fn summary() -> rtrec_summary {
+        rtrec_summary {
+            struct_size: size_of::<rtrec_summary>(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn triggers_save_one_event_file_each_and_reach_the_summary() {
+        use rtrec_engine::format::{decode_frame, FileHeader, FrameKind, HEADER_LEN};
+        use rtrec_engine::reader::{verify_file, FileStatus};
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = small_config();
+        (
+            cfg.flight_enabled,
+            cfg.flight_pre_ns,
+            cfg.flight_pre_bytes,
+            cfg.flight_post_ns,
+        ) = (1, 1_000_000_000, 8 * (1024 + 24), 1_000_000_000);
+        cfg.pool_files = 3;
+        let rec = create(dir.path(), &cfg);
+        let buf = [5u8; 1024];
+        let mut s = summary();
+        // SAFETY: a live handle and valid buffers; finish frees the handle.
+        unsafe {
+            for i in 0..60 {
+                if i % 20 == 10 {
+                    assert_eq!(rtrec_recorder_trigger(rec), 0);
+                }
+                assert_eq!(
+                    rtrec_recorder_record(rec, buf.as_ptr().cast(), buf.len()),
+                    0
+                );
+            }
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
+        }
+        assert_eq!((s.triggers, s.flight_events, s.files), (3, 3, 3));
+        // The post span (1 s) never ends: each trigger cuts the event
+        // before it short, but the last one, which finish closes.
+        assert_eq!(s.flight_events_cut_short, 2);
+        // Records 0..2 leave the 8-record window before the first trigger.
+        assert_eq!(s.flight_overwritten_records, 2);
+        // The pool had one file ready (prepared at create); two fell back.
+        assert_eq!((s.pool_taken, s.pool_fallbacks, s.pool_waits), (1, 2, 0));
+        let files = rtrec_engine::reader::recording_files(dir.path()).unwrap();
+        assert_eq!(files.len(), 3);
+        for f in &files {
+            let r = verify_file(f).unwrap();
+            assert_eq!(r.status, FileStatus::Complete, "{:?}", r.notes);
+            assert_eq!(r.triggers.len(), 1);
+            let bytes = std::fs::read(f).unwrap();
+            let h = FileHeader::decode(&bytes).unwrap();
+            let (fh, _) = decode_frame(&bytes[HEADER_LEN..], h.generation).unwrap();
+            assert_eq!(fh.kind, FrameKind::Trigger);
+        }
+    }
+
+    #[test]
+    fn a_trigger_without_the_flight_recorder_is_counted_and_does_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = create(dir.path(), &small_config());
+        let mut s = summary();
+        // SAFETY: a live handle; finish frees it.
+        unsafe {
+            assert_eq!(rtrec_recorder_record(rec, b"x".as_ptr().cast(), 1), 0);
+            assert_eq!(rtrec_recorder_trigger(rec), 0);
+            assert_eq!(rtrec_recorder_trigger(null_mut()), -EINVAL);
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
+        }
+        assert_eq!((s.triggers, s.flight_events, s.files), (1, 0, 1));
+        assert_eq!((s.records_written, s.pool_taken), (1, 1));
     }
 
     #[test]

@@ -101,6 +101,27 @@ pub struct rtrec_summary {
     /// Lateness of each timer release against the schedule, ns (from
     /// `rtrec_summary_attach_timer()`; count 0 without a timer).
     pub lateness_ns: rtrec_latency,
+    /// Files taken from the pool (`RTREC_ALLOC_POOL`).
+    pub pool_taken: u64,
+    /// Files pre-allocated with `fallocate()` because the pool had none
+    /// ready (`RTREC_POOL_EMPTY_FALLOCATE`).
+    pub pool_fallbacks: u64,
+    /// Times the writer thread waited for a prepared file
+    /// (`RTREC_POOL_EMPTY_WAIT`).
+    pub pool_waits: u64,
+    /// Total time the writer thread waited for prepared files, ns.
+    pub pool_wait_ns: u64,
+    /// `rtrec_recorder_trigger()` calls that were accepted (also without
+    /// the flight recorder, where they do nothing else).
+    pub triggers: u64,
+    /// Flight recorder: events saved (one file or more each). 0 without
+    /// the flight recorder.
+    pub flight_events: u64,
+    /// Flight recorder: records that left the pre-trigger window without
+    /// being saved in any event (drop-oldest; not counted as drops).
+    pub flight_overwritten_records: u64,
+    /// Flight recorder: events ended early by the next trigger.
+    pub flight_events_cut_short: u64,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, integers only.
@@ -130,6 +151,14 @@ impl From<&Summary> for rtrec_summary {
             write_ns: s.write_ns.into(),
             record_ns: s.record_ns.into(),
             lateness_ns: s.lateness_ns.into(),
+            pool_taken: s.pool.taken,
+            pool_fallbacks: s.pool.fallbacks,
+            pool_waits: s.pool.waits,
+            pool_wait_ns: s.pool.wait_ns,
+            triggers: s.triggers,
+            flight_events: s.flight.as_ref().map_or(0, |f| f.events),
+            flight_overwritten_records: s.flight.as_ref().map_or(0, |f| f.overwritten_records),
+            flight_events_cut_short: s.flight.as_ref().map_or(0, |f| f.events_cut_short),
         }
     }
 }
@@ -188,6 +217,43 @@ pub(crate) unsafe fn write_summary(out: *mut rtrec_summary, s: &Summary) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_version_of_the_summary_is_free_of_padding() {
+        assert_eq!(rtrec_summary::SIZE_VER0, 280);
+        assert_eq!(
+            size_of::<rtrec_summary>(),
+            offset_of!(rtrec_summary, flight_events_cut_short) + size_of::<u64>()
+        );
+        assert_eq!(size_of::<rtrec_summary>(), rtrec_summary::SIZE_VER0 + 64);
+    }
+
+    /// A caller compiled before the pool and flight fields.
+    #[test]
+    fn an_older_callers_summary_gets_only_its_fields() {
+        #[repr(C)]
+        struct Older {
+            s: rtrec_summary,
+        }
+        let mut o = Older {
+            s: rtrec_summary {
+                struct_size: rtrec_summary::SIZE_VER0,
+                pool_taken: 99,
+                ..Default::default()
+            },
+        };
+        let value = rtrec_summary {
+            records_written: 5,
+            pool_taken: 3,
+            ..rtrec_summary::default()
+        };
+        // SAFETY: the struct is larger than struct_size.
+        unsafe { write_struct(&mut o.s, &value, WriteSize::Filled) }.unwrap();
+        assert_eq!(
+            (o.s.records_written, o.s.pool_taken, o.s.struct_size),
+            (5, 99, rtrec_summary::SIZE_VER0)
+        );
+    }
 
     #[test]
     fn a_latency_without_samples_is_all_zero() {

@@ -1,7 +1,7 @@
-//! The C example (`examples/record.c`) compiles with `cc` against
-//! `include/rtrec.h` and the static library, runs, and leaves a recording
-//! that `verify` reads back complete: 1,000 records, counters in order, no
-//! gap.
+//! The C examples compile with `cc` against `include/rtrec.h` and the
+//! static library, run, and leave recordings that `verify` reads back
+//! complete: `examples/record.c` 1,000 records, counters in order, no gap;
+//! `examples/flight.c` 10 event files, each opening with its trigger.
 //!
 //! # Finding `librtrec.a`
 //!
@@ -29,7 +29,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rtrec_engine::format::{FileHeader, FrameKind};
+use rtrec_engine::format::{decode_frame, FileHeader, FrameKind, HEADER_LEN};
 use rtrec_engine::reader::{recording_files, verify_file, walk_frames, FileStatus};
 
 /// What `librtrec.a` must be linked with (rustc's `native-static-libs`).
@@ -72,8 +72,8 @@ fn c_compiler() -> Option<String> {
         .map(|_| cc)
 }
 
-/// Compiles `examples/record.c` into `out`, strictly (warnings are errors).
-fn compile_example(cc: &str, out: &Path) {
+/// Compiles `examples/<name>.c` into `out`, strictly (warnings are errors).
+fn compile_example(cc: &str, name: &str, out: &Path) {
     let root = repo_root();
     let lib = static_library();
     let o = Command::new(cc)
@@ -87,7 +87,7 @@ fn compile_example(cc: &str, out: &Path) {
             "-I",
         ])
         .arg(root.join("include"))
-        .arg(root.join("examples/record.c"))
+        .arg(root.join(format!("examples/{name}.c")))
         .arg(&lib)
         .args(NATIVE_LIBS)
         .arg("-o")
@@ -96,7 +96,7 @@ fn compile_example(cc: &str, out: &Path) {
         .expect("running the C compiler");
     assert!(
         o.status.success(),
-        "compiling examples/record.c against {} failed:\n{}",
+        "compiling examples/{name}.c against {} failed:\n{}",
         lib.display(),
         String::from_utf8_lossy(&o.stderr)
     );
@@ -120,7 +120,7 @@ fn the_c_example_records_1000_records_that_verify_complete_and_in_order() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join("record");
-    compile_example(&cc, &exe);
+    compile_example(&cc, "record", &exe);
 
     let dir = tmp.path().join("rec");
     std::fs::create_dir(&dir).unwrap();
@@ -173,7 +173,7 @@ fn the_c_example_fails_with_the_reason_when_the_directory_is_missing() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join("record");
-    compile_example(&cc, &exe);
+    compile_example(&cc, "record", &exe);
     let o = Command::new(&exe)
         .arg(tmp.path().join("missing"))
         .output()
@@ -218,4 +218,115 @@ fn the_header_compiles_as_cxx_when_a_cxx_compiler_is_present() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn the_flight_example_saves_10_complete_event_files_that_open_with_their_trigger() {
+    let Some(cc) = c_compiler() else {
+        eprintln!("skipped: no C compiler (cc or $CC) to build examples/flight.c");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("flight");
+    compile_example(&cc, "flight", &exe);
+
+    let dir = tmp.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    let o = Command::new(&exe)
+        .arg(&dir)
+        .output()
+        .expect("running the example");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "the example failed ({}):\n{stdout}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    assert_eq!(value(&stdout, "pool_prepared"), 12);
+    assert_eq!(value(&stdout, "records_offered"), 2000);
+    assert_eq!(value(&stdout, "records_dropped"), 0);
+    assert_eq!(value(&stdout, "triggers"), 10);
+    assert_eq!(value(&stdout, "events"), 10);
+    assert_eq!(value(&stdout, "events_cut_short"), 0);
+    assert_eq!(value(&stdout, "files"), 10);
+    // Every event file came from the prepared pool; two are left.
+    assert_eq!(value(&stdout, "pool_taken"), 10);
+    assert_eq!(value(&stdout, "pool_fallbacks"), 0);
+    assert_eq!(value(&stdout, "pool_ready"), 2);
+    // Samples between events were never saved.
+    assert!(value(&stdout, "overwritten_records") > 0, "{stdout}");
+    assert_eq!(value(&stdout, "complete"), 1);
+
+    let files = recording_files(&dir).unwrap();
+    assert_eq!(files.len(), 10, "one file per event: {files:?}");
+    let mut first_seqs = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.contains(&format!("-ev{i:05}-")),
+            "event {i} is in {name}"
+        );
+        let r = verify_file(f).unwrap();
+        assert_eq!(r.status, FileStatus::Complete, "{name}: {:?}", r.notes);
+        assert!(
+            r.gaps.is_empty() && r.lost_records == 0,
+            "{name}: {:?}",
+            r.notes
+        );
+
+        // The first frame after the header is the trigger.
+        let bytes = std::fs::read(f).unwrap();
+        let header = FileHeader::decode(&bytes).unwrap();
+        let (first, payload) = decode_frame(&bytes[HEADER_LEN..], header.generation).unwrap();
+        assert_eq!(
+            first.kind,
+            FrameKind::Trigger,
+            "{name} opens with its trigger frame"
+        );
+        assert_eq!(r.triggers.len(), 1, "{name}");
+        let t = r.triggers[0];
+        assert_eq!(
+            rtrec_engine::format::TriggerPayload::decode(payload),
+            Some(t)
+        );
+        // Triggered before sample 100 + 200 i, with samples before and
+        // after it.
+        assert_eq!(t.trigger_seq, 100 + 200 * i as u64, "{name}");
+        assert!(t.pre_records >= 1, "{name}: {t:?}");
+        let (first_seq, next_seq) = (r.first_seq.unwrap(), r.next_seq.unwrap());
+        assert_eq!(first_seq + t.pre_records, t.trigger_seq, "{name}: {t:?}");
+        assert!(
+            next_seq > t.trigger_seq,
+            "{name}: no sample after the trigger"
+        );
+        first_seqs.push(first_seq);
+
+        // The samples are the example's: 1 KiB, their counter first, in
+        // order.
+        let (mut counters, mut pre_ts) = (Vec::new(), Vec::new());
+        walk_frames(&bytes, &header, |_, h, p| {
+            if h.kind == FrameKind::Data {
+                assert_eq!(p.len(), 1024);
+                assert_eq!(h.seq, u64::from_ne_bytes(p[..8].try_into().unwrap()));
+                counters.push(h.seq);
+                if h.seq < t.trigger_seq {
+                    pre_ts.push(h.ts_ns);
+                }
+            }
+        });
+        assert_eq!(
+            counters,
+            (first_seq..next_seq).collect::<Vec<u64>>(),
+            "{name}"
+        );
+        // The pre-trigger window spans at most 50 ms of samples (the window
+        // is bounded by the samples' time stamps, so the trigger itself,
+        // up to a period after the last sample, may be a bit more than
+        // 50 ms after the first: `t.pre_ns`).
+        let span = pre_ts.last().unwrap() - pre_ts.first().unwrap();
+        assert!(span <= 50_000_000, "{name}: {span} ns, {t:?}");
+    }
+    assert!(first_seqs.windows(2).all(|w| w[0] < w[1]));
 }

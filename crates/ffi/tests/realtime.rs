@@ -1,47 +1,29 @@
-//! `rtrec_recorder_record()` keeps the engine's real-time contract through
-//! the C boundary: the panic guard, the pointer checks and the errno
-//! mapping allocate nothing, on the stored path and on every drop path.
+//! `rtrec_recorder_record()` and `rtrec_recorder_trigger()` keep the
+//! engine's real-time contract through the C boundary: the panic guard, the
+//! pointer checks and the errno mapping allocate nothing, on the stored
+//! path and on every drop path, with and without the flight recorder.
 //! (That `Recorder::record` makes no system call is held by the engine's
 //! own seccomp test; this wrapper adds none.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::ptr::null_mut;
 
 use rtrec::{
     rtrec_config, rtrec_config_init, rtrec_recorder_create, rtrec_recorder_finish,
-    rtrec_recorder_record, rtrec_summary,
+    rtrec_recorder_record, rtrec_recorder_trigger, rtrec_summary,
 };
 
-struct Counting;
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        System.alloc(l)
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l)
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        System.realloc(p, l, n)
-    }
-}
 #[global_allocator]
-static A: Counting = Counting;
+static A: rtrec_sys::testing::CountingAllocator = rtrec_sys::testing::CountingAllocator;
 
 fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
+    rtrec_sys::testing::thread_allocations()
 }
 
-#[test]
-fn record_through_the_c_api_allocates_nothing_even_when_it_drops() {
+/// Records 5,000 records of 16 KiB through the C API, with a trigger every
+/// 100 records and every kind of drop, counting allocations on this thread.
+fn record_and_trigger_allocate_nothing(flight: bool) {
     let dir = tempfile::tempdir().unwrap();
     let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
     // SAFETY: all-zero is a valid rtrec_config (integers, NULL pointer).
@@ -52,13 +34,31 @@ fn record_through_the_c_api_allocates_nothing_even_when_it_drops() {
     unsafe {
         assert_eq!(rtrec_config_init(&mut cfg), 0);
         (cfg.max_record, cfg.ring_bytes, cfg.file_size) = (16384, 256 * 1024, 64 << 20);
+        if flight {
+            // Every trigger opens an event file: keep them small.
+            cfg.file_size = 1 << 20;
+            (
+                cfg.flight_enabled,
+                cfg.flight_pre_ns,
+                cfg.flight_pre_bytes,
+                cfg.flight_post_ns,
+            ) = (1, 5_000_000, 256 * 1024, 1_000_000);
+        }
         assert_eq!(rtrec_recorder_create(d.as_ptr(), &cfg, &mut rec), 0);
     }
     let buf = vec![1u8; 16384];
     let big = vec![2u8; 20000];
-    let (mut full, mut too_large, mut invalid) = (0u64, 0u64, 0u64);
+    let (mut full, mut too_large, mut invalid, mut triggers) = (0u64, 0u64, 0u64, 0u64);
     let before = allocs();
     for i in 0..5000 {
+        if i % 100 == 50 {
+            // SAFETY: a live handle, or NULL, which is checked.
+            unsafe {
+                assert_eq!(rtrec_recorder_trigger(rec), 0);
+                assert_eq!(rtrec_recorder_trigger(null_mut()), -libc::EINVAL);
+            }
+            triggers += 1;
+        }
         // SAFETY: a live handle and valid buffers (or NULL, which is checked).
         let r = unsafe {
             match i % 1000 {
@@ -84,7 +84,7 @@ fn record_through_the_c_api_allocates_nothing_even_when_it_drops() {
     assert_eq!(unsafe { rtrec_recorder_finish(rec, &mut s) }, 0);
     assert_eq!(
         during, 0,
-        "rtrec_recorder_record() allocated {during} times"
+        "rtrec_recorder_record() / rtrec_recorder_trigger() allocated {during} times (flight: {flight})"
     );
     assert_eq!(
         (too_large, invalid),
@@ -96,4 +96,20 @@ fn record_through_the_c_api_allocates_nothing_even_when_it_drops() {
         (too_large, full)
     );
     assert_eq!(s.records_offered, 4995);
+    assert_eq!(s.triggers, triggers);
+    if flight {
+        assert_eq!(s.flight_events, triggers, "every trigger saved an event");
+    } else {
+        assert_eq!(s.flight_events, 0);
+    }
+}
+
+#[test]
+fn record_and_trigger_through_the_c_api_allocate_nothing_even_when_they_drop() {
+    record_and_trigger_allocate_nothing(false);
+}
+
+#[test]
+fn record_and_trigger_allocate_nothing_with_the_flight_recorder() {
+    record_and_trigger_allocate_nothing(true);
 }

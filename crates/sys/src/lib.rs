@@ -11,5 +11,6 @@ pub mod calls;
 pub mod loopfs;
 pub mod state;
 pub mod sysctl;
+pub mod testing;
 
 pub use calls::*;

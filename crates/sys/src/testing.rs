@@ -1,0 +1,40 @@
+//! Test support shared by the workspace's tests: a global allocator that
+//! counts allocations per thread, which the real-time tests use to prove
+//! that `record()` allocates nothing.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Forwards to the system allocator and counts `alloc` and `realloc` calls
+/// of the calling thread. Install it in a test binary with
+/// `#[global_allocator] static A: CountingAllocator = CountingAllocator;`.
+pub struct CountingAllocator;
+
+// SAFETY: forwards every call to the system allocator unchanged; the
+// counter is a const-initialised thread-local, which never allocates.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller upholds alloc's contract.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: the caller upholds dealloc's contract.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller upholds realloc's contract.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+/// Allocations made so far on the calling thread (with [`CountingAllocator`]
+/// installed; always 0 otherwise).
+pub fn thread_allocations() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
