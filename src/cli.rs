@@ -22,7 +22,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
     /// Check recordings: records, sequence gaps, stored losses, torn or corrupt tails.
     Verify(VerifyArgs),
     /// Show, or put back, the global settings rtrec changes (sysctls, mounts, schedulers).
@@ -31,6 +31,15 @@ pub enum Command {
     Pool(PoolArgs),
     /// Write the valid records of a recording to a plain file (framed or raw).
     Export(ExportArgs),
+    /// Reproduce the published studies on this machine, published figure beside measured.
+    Bench(Box<rtrec_bench::BenchArgs>),
+    /// A background load of the bench (run by `rtrec bench` itself).
+    #[command(name = "__bgload", hide = true)]
+    BgLoad {
+        /// The load's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `rtrec pool`.

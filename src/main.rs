@@ -42,6 +42,8 @@ fn main() {
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        cli::Command::Bench(a) => rtrec_bench::run(&a),
+        cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };
     let code = match result {
         Ok(code) => code,

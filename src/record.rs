@@ -69,13 +69,12 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         (true, false) => Source::StdinFixed,
         (true, true) => Source::StdinLines,
     };
-    let mut cfg = Config::default();
-    cfg.mode = a.mode.parse::<Mode>().or_else(|e| usage(e))?;
+    let mut cfg = Config { mode: a.mode.parse::<Mode>().or_else(usage)?, ..Config::default() };
     if let Some(s) = &a.alloc {
-        cfg.alloc = s.parse::<Alloc>().or_else(|e| usage(e))?;
+        cfg.alloc = s.parse::<Alloc>().or_else(usage)?;
     }
     if let Some(s) = &a.flush {
-        cfg.flush = s.parse::<Flush>().or_else(|e| usage(e))?;
+        cfg.flush = s.parse::<Flush>().or_else(usage)?;
     }
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
     cfg.framing = if a.raw { Framing::Raw } else { Framing::Framed };
@@ -84,7 +83,7 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         cfg.alloc = Alloc::Zero;
     }
     cfg.pool.files = a.pool_files;
-    cfg.pool.on_empty = a.on_pool_empty.parse::<OnPoolEmpty>().or_else(|e| usage(e))?;
+    cfg.pool.on_empty = a.on_pool_empty.parse::<OnPoolEmpty>().or_else(usage)?;
     cfg.pool.refill_on_finish = !a.no_refill;
     cfg.pool.refill_while_recording = a.refill_while_recording;
     let record_max = if a.lines { max_line } else { size };

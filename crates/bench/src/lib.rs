@@ -1,1 +1,423 @@
-pub fn x(){}
+//! `rtrec bench`: the published studies (S1, S2; see `STUDIES.md`) run on
+//! the user's own machine, the published figure beside the measured one.
+//!
+//! This crate owns:
+//! - [`scenario`]: the cases as one table of data — every recording case a
+//!   composition of the engine's strategies ([`rtrec_engine::Config`]);
+//! - [`protocol`]: how many sets of how many calls, the period and sizes;
+//! - [`benchmark`]: what runs and how it is timed;
+//! - [`bgload`]: the background loads, as separate processes
+//!   (`rtrec __bgload`, entry point [`bgload_main`]);
+//! - [`target`]: the filesystem under test (our own loop-mounted ext4 by
+//!   default) and the environment;
+//! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
+//! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
+//!   [`output`]: tables, progress bars and warnings.
+//!
+//! Global state the bench changes — `vm.dirty_*`, a mount, a loop device —
+//! is journaled before it is changed and put back on every exit path,
+//! including Ctrl-C and panics; after SIGKILL the next rtrec run does it.
+#![deny(missing_docs)]
+
+pub mod benchmark;
+pub mod bgload;
+pub mod export;
+pub mod flusher;
+pub mod output;
+pub mod protocol;
+pub mod report;
+pub mod scenario;
+pub mod signal;
+pub mod target;
+pub mod units;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+
+pub use bgload::{bgload_main, Launcher};
+
+use crate::benchmark::Context as RunContext;
+use crate::export::{Exporter, Exports, JsonExporter, SvgExporter};
+use crate::flusher::FlusherControl;
+use crate::output::table;
+use crate::protocol::{Overrides, Protocol};
+use crate::report::{BenchReport, SCHEMA_VERSION};
+use crate::scenario::{Scenario, SCENARIOS};
+use crate::target::Target;
+
+/// The options of `rtrec bench`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BenchArgs {
+    /// Print the table of cases (strategies, loads, published figures) and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Run only these cases, comma-separated (names as in --list).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    pub cases: Vec<String>,
+
+    /// The studies' full protocol: 5 sets of 10,000 writes per case (S2's cases: 1 × 8,000), about 1.5 hours.
+    #[arg(long)]
+    pub paper: bool,
+
+    /// Sets per case (default 2; the reported set is the one with the largest maximum).
+    #[arg(long, value_name = "N")]
+    pub sets: Option<u32>,
+
+    /// Timed calls per set (default 2,000).
+    #[arg(long, value_name = "N")]
+    pub writes: Option<u64>,
+
+    /// Period of the timed calls (default 5ms).
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration)]
+    pub period: Option<Duration>,
+
+    /// Bytes per write (default 16K).
+    #[arg(long, value_name = "BYTES", value_parser = units::parse_size)]
+    pub size: Option<u64>,
+
+    /// Run on this existing directory instead of our own ext4 image (warns about each of the study's conditions it does not meet).
+    #[arg(long, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+
+    /// Where to put the ext4 image (default: the system's temporary directory).
+    #[arg(long, value_name = "PATH", conflicts_with = "dir")]
+    pub image_dir: Option<PathBuf>,
+
+    /// Write the results as JSON to FILE, again after every case (schema: docs/bench-schema.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Draw the latency of every case as an SVG to FILE.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
+    #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
+    pub compare: Option<Vec<PathBuf>>,
+}
+
+#[derive(Parser)]
+struct ArgsOnly {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+impl BenchArgs {
+    /// Parses `words` (without a program name) as `rtrec bench` would.
+    ///
+    /// # Errors
+    /// The clap error for a bad command line.
+    pub fn try_from_words<I, S>(words: I) -> Result<BenchArgs, clap::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString> + Clone,
+    {
+        let all = std::iter::once(std::ffi::OsString::from("bench"))
+            .chain(words.into_iter().map(Into::into));
+        ArgsOnly::try_parse_from(all).map(|a| a.bench)
+    }
+}
+
+/// The resolved plan: which cases, each with its protocol. Built without
+/// any I/O.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The cases in run order.
+    pub cases: Vec<(&'static Scenario, Protocol)>,
+}
+
+impl Plan {
+    /// Validates the arguments.
+    ///
+    /// # Errors
+    /// One sentence naming the bad value.
+    pub fn from_args(a: &BenchArgs) -> Result<Plan, String> {
+        for name in &a.cases {
+            if scenario::find(name).is_none() {
+                let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                return Err(format!(
+                    "unknown case '{name}' (expected one of: {})",
+                    names.join(", ")
+                ));
+            }
+        }
+        if a.sets == Some(0) {
+            return Err("--sets must be at least 1".into());
+        }
+        if a.writes == Some(0) {
+            return Err("--writes must be at least 1".into());
+        }
+        if a.size.is_some_and(|s| s > protocol::FILE_BYTES / 2) {
+            return Err(format!(
+                "--size must be at most {} bytes",
+                protocol::FILE_BYTES / 2
+            ));
+        }
+        let o = Overrides {
+            paper: a.paper,
+            sets: a.sets,
+            writes: a.writes,
+            period_ns: a.period.map(|d| d.as_nanos() as u64),
+            record_bytes: a.size,
+        };
+        let cases = SCENARIOS
+            .iter()
+            .filter(|s| a.cases.is_empty() || a.cases.iter().any(|c| c == s.name))
+            .map(|s| (s, Protocol::for_study(s.study, &o)))
+            .collect::<Vec<_>>();
+        for (s, p) in &cases {
+            if let Some(cfg) = s.config(p) {
+                cfg.validate().map_err(|e| format!("{}: {e}", s.name))?;
+            }
+        }
+        Ok(Plan { cases })
+    }
+
+    /// Expected time of the timed loops, ns.
+    pub fn loop_ns(&self) -> u64 {
+        self.cases.iter().map(|(_, p)| p.loop_ns()).sum()
+    }
+}
+
+/// Options of a run that are not on the command line.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// How to start background loads (default: `current_exe() __bgload`).
+    pub launcher: Option<Launcher>,
+}
+
+/// Runs `rtrec bench` and returns the exit code: 0, 1 when a case failed,
+/// 130 when interrupted.
+///
+/// # Errors
+/// Setting up failed (bad arguments are [`rtrec_engine::Error::Usage`]).
+pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
+    run_with(args, &RunOptions::default())
+}
+
+fn usage(msg: String) -> anyhow::Error {
+    rtrec_engine::Error::Usage(msg).into()
+}
+
+fn read_report(path: &std::path::Path) -> anyhow::Result<BenchReport> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading '{}'", path.display()))?;
+    let r: BenchReport = serde_json::from_slice(&bytes).map_err(|e| {
+        usage(format!(
+            "'{}' is not an rtrec bench --json result: {e}",
+            path.display()
+        ))
+    })?;
+    if r.schema_version != SCHEMA_VERSION {
+        return Err(usage(format!(
+            "'{}' has schema version {} (this rtrec reads {SCHEMA_VERSION})",
+            path.display(),
+            r.schema_version
+        )));
+    }
+    Ok(r)
+}
+
+/// [`run`] with options.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
+    if args.list {
+        print!("{}", table::render_list());
+        return Ok(0);
+    }
+    if let Some(files) = &args.compare {
+        let (old, new) = (read_report(&files[0])?, read_report(&files[1])?);
+        print!("{}", table::render_compare(&old, &new));
+        return Ok(0);
+    }
+    let plan = Plan::from_args(args).map_err(usage)?;
+    let launcher = match &opts.launcher {
+        Some(l) => l.clone(),
+        None => Launcher::current_exe()
+            .context("finding the rtrec executable to start background loads")?,
+    };
+    let _signals = signal::Guard::install();
+
+    // What dead rtrec processes left behind goes back first.
+    match rtrec_sys::state::restore_stale() {
+        Ok(r) => r
+            .restored
+            .iter()
+            .for_each(|l| eprintln!("rtrec bench: put back {l}")),
+        Err(e) => eprintln!("rtrec bench: could not check for settings left by earlier runs: {e}"),
+    }
+    let privileged = rtrec_sys::loopfs::privileged().is_ok();
+    let mut restored = Vec::new();
+    let mut flusher = FlusherControl::new(privileged, &mut restored)?;
+    restored
+        .iter()
+        .for_each(|l| eprintln!("rtrec bench: put back {l}"));
+    let mut warnings = Vec::new();
+    let target = Target::prepare(
+        args.dir.as_deref(),
+        args.image_dir.as_deref(),
+        &mut warnings,
+    )?;
+
+    let mut exports = Exports::default();
+    if let Some(p) = &args.json {
+        exports.add(Box::new(JsonExporter) as Box<dyn Exporter>, p.clone());
+    }
+    if let Some(p) = &args.plot {
+        exports.add(Box::new(SvgExporter), p.clone());
+    }
+    let mut report = BenchReport {
+        schema_version: SCHEMA_VERSION,
+        environment: target::environment(&target, flusher.found(), flusher.can_switch()),
+        warnings: Vec::new(),
+        complete: false,
+        interrupted: false,
+        cases: Vec::new(),
+    };
+    let env = &report.environment;
+    eprintln!(
+        "rtrec bench: {} cases on {} ({}, {}, {}); timed loops take about {} (plus setup)",
+        plan.cases.len(),
+        env.path,
+        env.filesystem,
+        env.mount_options,
+        env.device,
+        units::duration_human(plan.loop_ns())
+    );
+    for w in &warnings {
+        eprintln!("rtrec bench: warning: {w}");
+    }
+    let mut failed = false;
+    for (i, (s, p)) in plan.cases.iter().enumerate() {
+        if signal::interrupted() {
+            break;
+        }
+        let warned = warnings.len();
+        let mut ctx = RunContext {
+            work: &target.work,
+            launcher: &launcher,
+            flusher: &mut flusher,
+            warnings: &mut warnings,
+        };
+        let r = benchmark::run_case(s, p, &mut ctx);
+        for w in &warnings[warned..] {
+            eprintln!("rtrec bench: warning: {w}");
+        }
+        eprintln!(
+            "rtrec bench: [{}/{}] {}",
+            i + 1,
+            plan.cases.len(),
+            case_line(&r)
+        );
+        failed |= r.error.is_some();
+        report.cases.push(r);
+        report.warnings = warnings.iter().map(ToString::to_string).collect();
+        if let Err(e) = exports.write_all(&report) {
+            eprintln!("rtrec bench: {e:#}");
+        }
+    }
+    report.interrupted = signal::interrupted();
+    report.complete = !report.interrupted && report.cases.len() == plan.cases.len();
+    // FON: the values found at start, which must now be in force again.
+    let restored = flusher.set(scenario::Flusher::On).map(|_| ());
+    if let Some((found, now)) = flusher.changed() {
+        warnings.push(output::Warning::DirtySettingsChanged { found, now });
+    }
+    let restored = restored.and(flusher.finish());
+    let removed = target.remove();
+    report.warnings = warnings.iter().map(ToString::to_string).collect();
+    let exported = exports.write_all(&report);
+    print!("{}", table::render_results(&report));
+    if !warnings.is_empty() {
+        println!();
+        for w in &warnings {
+            println!("warning: {w}");
+        }
+    }
+    restored?;
+    removed?;
+    exported?;
+    Ok(if report.interrupted {
+        130
+    } else if failed {
+        1
+    } else {
+        0
+    })
+}
+
+/// One line for the log after each case.
+fn case_line(c: &report::CaseResult) -> String {
+    match (&c.error, c.write_ns) {
+        (Some(e), _) => format!("{}: FAILED: {e}", c.name),
+        (None, Some(w)) => format!(
+            "{}: {} sets, max {} µs, p99.9 {} µs, mean {} µs, missed {}",
+            c.name,
+            c.sets.len(),
+            units::us(w.max),
+            units::us(w.p999),
+            units::us(w.mean),
+            c.missed_periods
+        ),
+        (None, None) => format!(
+            "{}: no measurement{}",
+            c.name,
+            if c.interrupted { " (interrupted)" } else { "" }
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_flag_is_documented_and_the_definition_is_consistent() {
+        let cmd = ArgsOnly::command();
+        cmd.clone().debug_assert();
+        for a in cmd.get_arguments().filter(|a| a.get_id() != "help") {
+            assert!(a.get_help().is_some(), "--{} has no help", a.get_id());
+        }
+    }
+
+    #[test]
+    fn the_command_line_parses_cases_durations_sizes_and_compare() {
+        let a = BenchArgs::try_from_words([
+            "--cases", "NONE,ALL", "--period", "2ms", "--size", "4K", "--writes", "10",
+        ])
+        .unwrap();
+        assert_eq!(a.cases, ["NONE", "ALL"]);
+        assert_eq!(a.period, Some(Duration::from_millis(2)));
+        assert_eq!(a.size, Some(4096));
+        let plan = Plan::from_args(&a).unwrap();
+        assert_eq!(plan.cases.len(), 2);
+        assert_eq!(plan.cases[0].1.period_ns, 2_000_000);
+        assert_eq!(plan.loop_ns(), 2 * 2 * 10 * 2_000_000);
+        let c = BenchArgs::try_from_words(["--compare", "a.json", "b.json"]).unwrap();
+        assert_eq!(c.compare.unwrap().len(), 2);
+        assert!(BenchArgs::try_from_words(["--compare", "a.json"]).is_err());
+        assert!(BenchArgs::try_from_words(["--dir", "/x", "--image-dir", "/y"]).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_refused_before_anything_runs() {
+        let e = Plan::from_args(&BenchArgs::try_from_words(["--cases", "NONE,BOGUS"]).unwrap())
+            .unwrap_err();
+        assert!(
+            e.starts_with("unknown case 'BOGUS' (expected one of: NOISE-FLOOR, NONE,"),
+            "{e}"
+        );
+        let e = Plan::from_args(&BenchArgs::try_from_words(["--sets", "0"]).unwrap()).unwrap_err();
+        assert_eq!(e, "--sets must be at least 1");
+        let e = Plan::from_args(&BenchArgs::try_from_words(["--size", "1G"]).unwrap()).unwrap_err();
+        assert!(e.starts_with("--size must be at most"), "{e}");
+        let all = Plan::from_args(&BenchArgs::default()).unwrap();
+        assert_eq!(all.cases.len(), SCENARIOS.len());
+    }
+}

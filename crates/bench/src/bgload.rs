@@ -1,0 +1,698 @@
+//! Background loads: separate processes that work on other files of the
+//! filesystem under test while a set is measured. The bench starts them
+//! with [`spawn`] (by default `rtrec __bgload KIND …`, the hidden
+//! subcommand whose entry point is [`bgload_main`]), waits until each says
+//! it is ready, and stops them after the set with SIGTERM, then SIGKILL.
+//!
+//! The loads, as the studies describe them (see `docs/bench.md`):
+//! - `trunc` (S1 BGTRUNC): from a 100 MB file, `ftruncate()` 256 KiB off
+//!   every period; when it is empty, `fallocate()` it back to 100 MB.
+//! - `falloc` (the other half of S1 BGALL): every period, `fallocate()`
+//!   100 MB into a fresh file and remove the previous one.
+//! - `read` (S1 Table 3): read another 100 MB file sequentially in 2 MiB
+//!   records, as fast as it goes, dropping its cached pages
+//!   (`posix_fadvise(DONTNEED)`) before each pass so reads reach the device;
+//!   reports the bytes read and the time taken.
+//! - `trunc-sync` (S2): as `trunc`, with an `fsync()` after each
+//!   `ftruncate()`.
+//!
+//! A load never outlives the bench: it asks the kernel for SIGKILL when its
+//! parent dies (`prctl(PR_SET_PDEATHSIG)`), checks that the parent did not
+//! die before that, runs in its own process group (so a Ctrl-C on the
+//! terminal reaches only the bench, which then stops it in order), and
+//! removes its files when it ends.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use clap::Parser;
+use rtrec_engine::PeriodicTimer;
+use rtrec_sys as sys;
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{FILE_BYTES, PERIOD_NS};
+use crate::scenario::Load;
+
+/// The line a load prints once it is set up and about to start.
+pub const READY_LINE: &str = "rtrec-bgload: ready";
+/// The prefix of the line with a load's result (JSON), printed as it ends.
+pub const RESULT_PREFIX: &str = "rtrec-bgload: result ";
+/// How long a load may take to set up (the reader writes 100 MB first).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a load has to end after SIGTERM before it gets SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Bytes cut off per `ftruncate()` (S1: 256 KB).
+pub const TRUNC_BYTES: u64 = 256 << 10;
+/// Bytes per `read()` of the reader (S1: 2 MB records).
+pub const READ_BYTES: u64 = 2 << 20;
+
+/// The command line of `rtrec __bgload`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rtrec __bgload",
+    about = "A background load of rtrec bench (internal; started and stopped by the bench)"
+)]
+struct LoadArgs {
+    /// trunc, falloc, read or trunc-sync.
+    kind: String,
+    /// Directory for the load's files (on the filesystem under test).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Period of the load, ns.
+    #[arg(long, default_value_t = PERIOD_NS)]
+    period_ns: u64,
+    /// Size of the load's file, bytes.
+    #[arg(long, default_value_t = FILE_BYTES)]
+    file_bytes: u64,
+    /// Bytes cut off per ftruncate().
+    #[arg(long, default_value_t = TRUNC_BYTES)]
+    trunc_bytes: u64,
+    /// Bytes per read().
+    #[arg(long, default_value_t = READ_BYTES)]
+    read_bytes: u64,
+    /// Pid of the bench; the load exits at once if its parent is another.
+    #[arg(long)]
+    parent: Option<u32>,
+}
+
+/// What a load reports when it ends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// Operations done (truncations, allocations, reads).
+    pub ops: u64,
+    /// Bytes read (reader only).
+    pub bytes_read: u64,
+    /// Time from ready to stop, ns.
+    pub elapsed_ns: u64,
+    /// Times the truncated file was refilled.
+    pub refills: u64,
+}
+
+impl LoadResult {
+    /// Read throughput, bytes per second (reader only).
+    pub fn read_bytes_per_s(&self) -> Option<f64> {
+        (self.bytes_read > 0 && self.elapsed_ns > 0)
+            .then(|| self.bytes_read as f64 * 1e9 / self.elapsed_ns as f64)
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn stopping() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Entry point of `rtrec __bgload KIND --dir DIR …`: runs one load until
+/// SIGTERM or SIGINT, then removes its files, prints its result line and
+/// returns the exit code (0, 1 on an error while running, 2 for a bad
+/// command line, checked before anything is changed).
+///
+/// `args` are the words after `__bgload` (a leading `__bgload` is skipped).
+pub fn bgload_main(args: &[String]) -> i32 {
+    let args = match args.first() {
+        Some(a) if a == "__bgload" => &args[1..],
+        _ => args,
+    };
+    let parsed = match LoadArgs::try_parse_from(
+        std::iter::once("rtrec __bgload".to_string()).chain(args.iter().cloned()),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return 2;
+        }
+    };
+    let load = match validate(&parsed) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rtrec __bgload: {e}");
+            return 2;
+        }
+    };
+    // SAFETY: prctl with integer arguments; getppid cannot fail.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if let Some(p) = parsed.parent {
+            if libc::getppid() as u32 != p {
+                eprintln!("rtrec __bgload: the bench (pid {p}) is gone; not starting");
+                return 1;
+            }
+        }
+    }
+    install_stop_handler();
+    match run_load(load, &parsed) {
+        Ok(result) => {
+            println!(
+                "{RESULT_PREFIX}{}",
+                serde_json::to_string(&result).unwrap_or_default()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("rtrec __bgload {}: {e:#}", parsed.kind);
+            1
+        }
+    }
+}
+
+fn install_stop_handler() {
+    // SAFETY: the handler only stores to an atomic; the sigaction struct is
+    // fully initialised.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_stop as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+    }
+}
+
+fn ready() {
+    println!("{READY_LINE}");
+}
+
+/// Checks the command line; no side effects.
+fn validate(a: &LoadArgs) -> anyhow::Result<Load> {
+    let load = Load::from_name(&a.kind).ok_or_else(|| {
+        let names: Vec<&str> = Load::ALL.iter().map(|(_, n)| *n).collect();
+        anyhow!(
+            "unknown load '{}' (expected one of: {})",
+            a.kind,
+            names.join(", ")
+        )
+    })?;
+    if a.period_ns == 0 || a.file_bytes == 0 || a.trunc_bytes == 0 || a.read_bytes == 0 {
+        bail!("period and sizes must be more than 0");
+    }
+    Ok(load)
+}
+
+fn run_load(load: Load, a: &LoadArgs) -> anyhow::Result<LoadResult> {
+    fs::create_dir_all(&a.dir).with_context(|| format!("creating '{}'", a.dir.display()))?;
+    match load {
+        Load::Trunc => truncate_loop(a, false),
+        Load::TruncSync => truncate_loop(a, true),
+        Load::Falloc => fallocate_loop(a),
+        Load::Read => read_loop(a),
+    }
+}
+
+/// Creates (or replaces) `path` and allocates `len` bytes.
+fn fresh_allocated(path: &Path, len: u64) -> anyhow::Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .with_context(|| format!("creating '{}'", path.display()))?;
+    sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, len)
+        .with_context(|| format!("allocating {len} bytes for '{}'", path.display()))?;
+    Ok(f)
+}
+
+fn truncate_loop(a: &LoadArgs, sync: bool) -> anyhow::Result<LoadResult> {
+    let path = a
+        .dir
+        .join(if sync { "trunc-sync.dat" } else { "trunc.dat" });
+    let f = fresh_allocated(&path, a.file_bytes)?;
+    sys::fsync(&f).context("fsync of the file to truncate")?;
+    let mut size = a.file_bytes;
+    let mut r = LoadResult::default();
+    ready();
+    let start = Instant::now();
+    let mut timer = PeriodicTimer::new(a.period_ns);
+    let result = (|| -> anyhow::Result<()> {
+        while !stopping() {
+            timer.wait();
+            if size == 0 {
+                sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, a.file_bytes)
+                    .context("refilling")?;
+                size = a.file_bytes;
+                r.refills += 1;
+            } else {
+                size -= a.trunc_bytes.min(size);
+                sys::ftruncate(&f, size).context("ftruncate")?;
+            }
+            if sync {
+                sys::fsync(&f).context("fsync")?;
+            }
+            r.ops += 1;
+        }
+        Ok(())
+    })();
+    r.elapsed_ns = start.elapsed().as_nanos() as u64;
+    drop(f);
+    let _ = fs::remove_file(&path);
+    result.map(|()| r)
+}
+
+fn fallocate_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
+    let mut r = LoadResult::default();
+    let mut previous: Option<PathBuf> = None;
+    ready();
+    let start = Instant::now();
+    let mut timer = PeriodicTimer::new(a.period_ns);
+    let result = (|| -> anyhow::Result<()> {
+        while !stopping() {
+            timer.wait();
+            let path = a.dir.join(format!("falloc-{}.dat", r.ops % 2));
+            drop(fresh_allocated(&path, a.file_bytes)?);
+            if let Some(old) = previous.replace(path) {
+                fs::remove_file(&old).with_context(|| format!("removing '{}'", old.display()))?;
+            }
+            r.ops += 1;
+        }
+        Ok(())
+    })();
+    r.elapsed_ns = start.elapsed().as_nanos() as u64;
+    if let Some(p) = previous {
+        let _ = fs::remove_file(p);
+    }
+    result.map(|()| r)
+}
+
+/// The reader's file: kept between runs of the load (writing 100 MB per
+/// set would be a load of its own), rewritten when its size is wrong.
+fn reader_file(a: &LoadArgs) -> anyhow::Result<PathBuf> {
+    let path = a.dir.join("read.dat");
+    if fs::metadata(&path)
+        .map(|m| m.len() == a.file_bytes)
+        .unwrap_or(false)
+    {
+        return Ok(path);
+    }
+    let tmp = a.dir.join(".read.dat.tmp");
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .with_context(|| format!("creating '{}'", tmp.display()))?;
+    let chunk: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    let mut off = 0;
+    while off < a.file_bytes {
+        if stopping() {
+            drop(f);
+            let _ = fs::remove_file(&tmp);
+            bail!("stopped while writing the file to read");
+        }
+        let n = (a.file_bytes - off).min(chunk.len() as u64) as usize;
+        sys::pwrite_all(&f, &chunk[..n], off).context("writing the file to read")?;
+        off += n as u64;
+    }
+    sys::fdatasync(&f).context("syncing the file to read")?;
+    fs::rename(&tmp, &path).context("naming the file to read")?;
+    Ok(path)
+}
+
+fn read_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
+    let path = reader_file(a)?;
+    let mut buf = vec![0u8; a.read_bytes as usize];
+    let mut r = LoadResult::default();
+    ready();
+    let start = Instant::now();
+    'passes: while !stopping() {
+        let mut f = File::open(&path).with_context(|| format!("opening '{}'", path.display()))?;
+        // Clean pages only: the file was synced when it was written.
+        sys::fadvise_dontneed(&f, 0, 0).context("dropping the cache of the file to read")?;
+        let _ = sys::fadvise_sequential(&f);
+        loop {
+            if stopping() {
+                break 'passes;
+            }
+            let n = match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("reading"),
+            };
+            r.bytes_read += n as u64;
+            r.ops += 1;
+        }
+    }
+    r.elapsed_ns = start.elapsed().as_nanos() as u64;
+    Ok(r)
+}
+
+/// How to start a load process.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    program: PathBuf,
+    prefix: Vec<OsString>,
+    env_var: Option<String>,
+}
+
+impl Launcher {
+    /// `current_exe() __bgload KIND …`: the rtrec binary running the bench.
+    ///
+    /// # Errors
+    /// The path of the running executable cannot be found.
+    pub fn current_exe() -> io::Result<Launcher> {
+        Ok(Launcher {
+            program: std::env::current_exe()?,
+            prefix: vec!["__bgload".into()],
+            env_var: None,
+        })
+    }
+
+    /// `PROGRAM PREFIX…` with the load's words in environment variable
+    /// `env_var`, separated by `\x1f`: for test binaries, whose own
+    /// command line cannot carry them (see `tests/bgload.rs`).
+    pub fn via_env(program: PathBuf, prefix: Vec<OsString>, env_var: &str) -> Launcher {
+        Launcher {
+            program,
+            prefix,
+            env_var: Some(env_var.to_string()),
+        }
+    }
+
+    fn command(&self, words: &[String]) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.prefix);
+        match &self.env_var {
+            Some(var) => {
+                c.env(var, words.join("\x1f"));
+            }
+            None => {
+                c.args(words);
+            }
+        }
+        c
+    }
+}
+
+/// The words of a load in the environment variable of
+/// [`Launcher::via_env`], if it is set.
+pub fn words_from_env(var: &str) -> Option<Vec<String>> {
+    std::env::var(var)
+        .ok()
+        .map(|v| v.split('\x1f').map(str::to_string).collect())
+}
+
+/// One load to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadSpec {
+    /// Which load.
+    pub load: Load,
+    /// Its directory (created by the load).
+    pub dir: PathBuf,
+    /// Its period, ns.
+    pub period_ns: u64,
+    /// Its file size, bytes.
+    pub file_bytes: u64,
+}
+
+impl LoadSpec {
+    /// The study's load: 5 ms period, 100 MB files.
+    pub fn new(load: Load, dir: PathBuf) -> LoadSpec {
+        LoadSpec {
+            load,
+            dir,
+            period_ns: PERIOD_NS,
+            file_bytes: FILE_BYTES,
+        }
+    }
+
+    /// The words after `__bgload`.
+    pub fn words(&self) -> Vec<String> {
+        vec![
+            self.load.name().to_string(),
+            "--dir".into(),
+            self.dir.to_string_lossy().into_owned(),
+            "--period-ns".into(),
+            self.period_ns.to_string(),
+            "--file-bytes".into(),
+            self.file_bytes.to_string(),
+            "--parent".into(),
+            std::process::id().to_string(),
+        ]
+    }
+}
+
+/// A running load. Dropping it kills it (SIGKILL) and waits for it, so a
+/// panic or an early return never leaves one behind; [`LoadProcess::stop`]
+/// ends it in order and collects its result.
+#[derive(Debug)]
+pub struct LoadProcess {
+    load: Load,
+    child: Option<Child>,
+    lines: Receiver<String>,
+    stdout: Option<JoinHandle<()>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+/// How a load ended.
+#[derive(Clone, Debug)]
+pub struct LoadReport {
+    /// Which load.
+    pub load: Load,
+    /// Its result line, when it printed one.
+    pub result: Option<LoadResult>,
+    /// True when it ended on SIGTERM; false when it needed SIGKILL.
+    pub clean: bool,
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// What it printed on stderr.
+    pub stderr: String,
+}
+
+/// Starts a load and waits until it is ready.
+///
+/// # Errors
+/// It could not be started, or it ended or took longer than
+/// [`READY_TIMEOUT`] before saying it was ready (the error has its stderr).
+pub fn spawn(launcher: &Launcher, spec: &LoadSpec) -> anyhow::Result<LoadProcess> {
+    let mut cmd = launcher.command(&spec.words());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "starting the {} load ({})",
+            spec.load.name(),
+            launcher.program.display()
+        )
+    })?;
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let (tx, lines) = mpsc::channel();
+    let stdout = thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let stderr = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = BufReader::new(err).read_to_string(&mut s);
+        s
+    });
+    let mut p = LoadProcess {
+        load: spec.load,
+        child: Some(child),
+        lines,
+        stdout: Some(stdout),
+        stderr: Some(stderr),
+    };
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        match p
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            // A test harness may print on the same line before it.
+            Ok(line) if line.ends_with(READY_LINE) => return Ok(p),
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                let report = p.kill_and_collect()?;
+                bail!(
+                    "the {} load was not ready after {:?}: {}",
+                    spec.load.name(),
+                    READY_TIMEOUT,
+                    report.stderr.trim()
+                );
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let report = p.kill_and_collect()?;
+                bail!(
+                    "the {} load ended before it was ready ({}): {}",
+                    spec.load.name(),
+                    report.status,
+                    report.stderr.trim()
+                );
+            }
+        }
+    }
+}
+
+impl LoadProcess {
+    /// Which load this is.
+    pub fn load(&self) -> Load {
+        self.load
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// True while the process runs.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Ends the load: SIGTERM, up to [`STOP_GRACE`] to finish, then
+    /// SIGKILL; returns how it ended and its result.
+    ///
+    /// # Errors
+    /// Waiting for it failed.
+    pub fn stop(mut self) -> anyhow::Result<LoadReport> {
+        let Some(child) = self.child.as_mut() else {
+            bail!("the load was already stopped")
+        };
+        let pid = child.id() as libc::pid_t;
+        let mut clean = true;
+        if child.try_wait()?.is_none() {
+            // SAFETY: kill with our own child's pid (not yet reaped, so the
+            // pid cannot have been reused).
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = Instant::now() + STOP_GRACE;
+            while child.try_wait()?.is_none() {
+                if Instant::now() >= deadline {
+                    clean = false;
+                    let _ = child.kill();
+                    break;
+                }
+                thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let mut report = self.collect()?;
+        report.clean = clean;
+        Ok(report)
+    }
+
+    fn kill_and_collect(&mut self) -> anyhow::Result<LoadReport> {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+        }
+        let mut r = self.collect()?;
+        r.clean = false;
+        Ok(r)
+    }
+
+    fn collect(&mut self) -> anyhow::Result<LoadReport> {
+        let mut child = self
+            .child
+            .take()
+            .ok_or_else(|| anyhow!("the load was already stopped"))?;
+        let status = child.wait()?;
+        if let Some(t) = self.stdout.take() {
+            let _ = t.join();
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        let result = self
+            .lines
+            .try_iter()
+            .filter_map(|l| {
+                l.split_once(RESULT_PREFIX)
+                    .and_then(|(_, j)| serde_json::from_str(j).ok())
+            })
+            .last();
+        Ok(LoadReport {
+            load: self.load,
+            result,
+            clean: true,
+            status,
+            stderr,
+        })
+    }
+}
+
+impl Drop for LoadProcess {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The loads of one set, started together and stopped together.
+#[derive(Debug, Default)]
+pub struct LoadSet {
+    running: Vec<LoadProcess>,
+}
+
+impl LoadSet {
+    /// Starts every load of `specs` in order; on an error the ones already
+    /// started are killed.
+    ///
+    /// # Errors
+    /// As [`spawn`].
+    pub fn start(launcher: &Launcher, specs: &[LoadSpec]) -> anyhow::Result<LoadSet> {
+        let mut set = LoadSet::default();
+        for s in specs {
+            set.running.push(spawn(launcher, s)?);
+        }
+        Ok(set)
+    }
+
+    /// Names of loads that died while they should be running.
+    pub fn dead(&mut self) -> Vec<&'static str> {
+        self.running
+            .iter_mut()
+            .filter_map(|p| (!p.running()).then(|| p.load().name()))
+            .collect()
+    }
+
+    /// Stops every load (see [`LoadProcess::stop`]).
+    ///
+    /// # Errors
+    /// Waiting for one failed (the others are still stopped).
+    pub fn stop(self) -> anyhow::Result<Vec<LoadReport>> {
+        let mut reports = Vec::new();
+        let mut first_err = None;
+        for p in self.running {
+            match p.stop() {
+                Ok(r) => reports.push(r),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(reports),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Exports of the results, each behind one small trait: `--json` (the
+//! schema of [`crate::report`]) and `--plot` (an SVG of the latency
+//! distribution of every case). Every export is written again after every
+//! case, atomically (temporary file, then rename), so a late failure loses
+//! nothing.
+
+mod json;
+mod svg;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+pub use json::JsonExporter;
+pub use svg::SvgExporter;
+
+use crate::report::BenchReport;
+
+/// One output format.
+pub trait Exporter {
+    /// The file's content for `report`.
+    ///
+    /// # Errors
+    /// The report cannot be rendered in this format.
+    fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>>;
+}
+
+/// The exports asked for, with their files.
+#[derive(Default)]
+pub struct Exports {
+    targets: Vec<(Box<dyn Exporter>, PathBuf)>,
+}
+
+impl Exports {
+    /// Adds an export to `path`.
+    pub fn add(&mut self, exporter: Box<dyn Exporter>, path: PathBuf) {
+        self.targets.push((exporter, path));
+    }
+
+    /// Writes every export.
+    ///
+    /// # Errors
+    /// One could not be rendered or written (the others still are).
+    pub fn write_all(&self, report: &BenchReport) -> anyhow::Result<()> {
+        let mut first = None;
+        for (e, path) in &self.targets {
+            let r = e
+                .serialize(report)
+                .and_then(|bytes| write_atomic(path, &bytes));
+            if let Err(err) = r {
+                first.get_or_insert(err.context(format!("writing '{}'", path.display())));
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    fs::write(&tmp, bytes).with_context(|| format!("writing '{}'", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("renaming '{}'", tmp.display()))?;
+    Ok(())
+}

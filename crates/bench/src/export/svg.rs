@@ -1,0 +1,146 @@
+//! `--plot`: an SVG with one row per case on a logarithmic µs axis — a
+//! line from min to max, markers at p50, p99.9 and max, and the published
+//! maximum beside them — because a person would rather look at that than
+//! read a table.
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+
+use crate::report::{BenchReport, CaseResult};
+
+use super::Exporter;
+
+/// Draws the per-case latency rows.
+pub struct SvgExporter;
+
+const ROW_PX: u32 = 30;
+/// Empty rows above the first case, where the legend goes.
+const LEGEND_ROWS: i32 = 3;
+
+impl Exporter for SvgExporter {
+    fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>> {
+        Ok(render(report)
+            .map_err(|e| anyhow::anyhow!("drawing the plot: {e}"))?
+            .into_bytes())
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+/// `0.1 µs`, `10 µs`, `1 ms`, `100 ms`, `10 s`.
+fn axis_label(v: f64) -> String {
+    let (x, unit) = if v >= 1e6 {
+        (v / 1e6, "s")
+    } else if v >= 1e3 {
+        (v / 1e3, "ms")
+    } else {
+        (v, "µs")
+    };
+    let s = format!("{x:.1}");
+    format!("{} {unit}", s.trim_end_matches(".0"))
+}
+
+fn render(report: &BenchReport) -> Result<String, Box<dyn std::error::Error>> {
+    let cases: Vec<&CaseResult> = report
+        .cases
+        .iter()
+        .filter(|c| c.write_ns.is_some())
+        .collect();
+    let n = cases.len().max(1) as i32;
+    let mut lo = f64::MAX;
+    let mut hi: f64 = 10.0;
+    for c in &cases {
+        let w = c.write_ns.expect("filtered");
+        lo = lo.min(us(w.min.max(1)));
+        hi = hi.max(us(w.max));
+        if let Some(m) = c.published.as_ref().and_then(|p| p.max_us) {
+            hi = hi.max(m as f64);
+        }
+    }
+    if lo == f64::MAX {
+        lo = 0.1;
+    }
+    let lo = 10f64.powf(lo.log10().floor());
+    let hi = 10f64.powf(hi.log10().ceil());
+    let mut svg = String::new();
+    {
+        let height = 100 + ROW_PX * (n + LEGEND_ROWS) as u32;
+        let root = SVGBackend::with_string(&mut svg, (1100, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let names: Vec<String> = cases.iter().map(|c| c.name.clone()).collect();
+        // The first case at the top.
+        let row = |i: usize| SegmentValue::CenterOf(n - 1 - i as i32);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "rtrec bench: latency of the timed call per case",
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(200)
+            .build_cartesian_2d(
+                (lo..hi).log_scale(),
+                (0..n + LEGEND_ROWS - 1).into_segmented(),
+            )?;
+        chart
+            .configure_mesh()
+            .y_labels((n + LEGEND_ROWS) as usize)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) if *i < n => names
+                    .get((n - 1 - *i) as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_desc("latency (log scale)")
+            .x_label_formatter(&|v| axis_label(*v))
+            .draw()?;
+        let grey = RGBColor(150, 150, 150);
+        chart.draw_series(cases.iter().enumerate().map(|(i, c)| {
+            let w = c.write_ns.expect("filtered");
+            PathElement::new(
+                vec![(us(w.min.max(1)), row(i)), (us(w.max), row(i))],
+                grey.stroke_width(2),
+            )
+        }))?;
+        chart
+            .draw_series(cases.iter().enumerate().map(|(i, c)| {
+                Circle::new((us(c.write_ns.unwrap().p50), row(i)), 4, BLUE.filled())
+            }))?
+            .label("p50")
+            .legend(|(x, y)| Circle::new((x, y), 4, BLUE.filled()));
+        chart
+            .draw_series(cases.iter().enumerate().map(|(i, c)| {
+                TriangleMarker::new((us(c.write_ns.unwrap().p999), row(i)), 6, GREEN.filled())
+            }))?
+            .label("p99.9")
+            .legend(|(x, y)| TriangleMarker::new((x, y), 6, GREEN.filled()));
+        chart
+            .draw_series(cases.iter().enumerate().map(|(i, c)| {
+                Cross::new(
+                    (us(c.write_ns.unwrap().max), row(i)),
+                    6,
+                    BLACK.stroke_width(2),
+                )
+            }))?
+            .label("max (measured here)")
+            .legend(|(x, y)| Cross::new((x, y), 6, BLACK.stroke_width(2)));
+        chart
+            .draw_series(cases.iter().enumerate().filter_map(|(i, c)| {
+                let m = c.published.as_ref()?.max_us?;
+                Some(Circle::new((m as f64, row(i)), 6, RED.stroke_width(2)))
+            }))?
+            .label("max published (1 GHz ARM, eMMC)")
+            .legend(|(x, y)| Circle::new((x, y), 6, RED.stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}

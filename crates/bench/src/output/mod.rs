@@ -1,0 +1,9 @@
+//! What a person sees: the warnings (an enum whose text says what to do),
+//! one factory for the per-case progress bars, the terminal tables of
+//! results, of `--list` and of `--compare`.
+
+pub mod progress;
+pub mod table;
+mod warnings;
+
+pub use warnings::Warning;

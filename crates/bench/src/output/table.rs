@@ -1,0 +1,285 @@
+//! The terminal tables: results (published beside measured, with ratios),
+//! the scenario list of `--list`, and the comparison of `--compare`.
+//! Plain text, fixed columns; every number goes through [`crate::units`].
+
+use std::fmt::Write as _;
+
+use crate::report::{BenchReport, CaseResult};
+use crate::scenario::{self, Flusher, SCENARIOS};
+use crate::units::{self, div, ratio};
+
+/// The protocol lines above the table: how many calls, of what, how often.
+pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for c in &report.cases {
+        let p = &c.protocol;
+        let line = format!(
+            "{} set{} × {} calls every {}, records of {}, flush every {}, files of {}{}",
+            p.sets,
+            if p.sets == 1 { "" } else { "s" },
+            units::thousands(p.writes),
+            units::duration_human(p.period_ns),
+            units::bytes_human(p.record_bytes),
+            units::bytes_human(p.flush_every_bytes),
+            units::bytes_human(p.file_bytes),
+            if p.paper {
+                " (the study's own protocol)"
+            } else {
+                ""
+            }
+        );
+        if !seen.contains(&line) {
+            seen.push(line);
+        }
+    }
+    seen
+}
+
+fn published_max_ratio(c: &CaseResult) -> Option<f64> {
+    let s = scenario::find(&c.name)?;
+    let r = scenario::find(s.reference?)?;
+    div(
+        s.published?.max_us.map(|v| v as f64),
+        r.published?.max_us.map(|v| v as f64),
+    )
+}
+
+fn measured_max_ratio(report: &BenchReport, c: &CaseResult) -> Option<f64> {
+    let r = report.case(scenario::find(&c.name)?.reference?)?;
+    div(c.max_ns().map(|v| v as f64), r.max_ns().map(|v| v as f64))
+}
+
+fn floor_ratio(report: &BenchReport, c: &CaseResult) -> Option<f64> {
+    let f = report.case("NOISE-FLOOR")?;
+    div(c.max_ns().map(|v| v as f64), f.max_ns().map(|v| v as f64))
+}
+
+fn flusher_text(c: &CaseResult) -> &'static str {
+    match (c.flusher.requested, c.flusher.applied) {
+        (Flusher::Off, Flusher::Off) => "off",
+        (Flusher::Off, Flusher::On) => "ON!",
+        _ => "on",
+    }
+}
+
+/// The results table, one row per case, then one note per case where
+/// there is more to say (reader throughput, `record()` latency, errors).
+pub fn render_results(report: &BenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Each row: the set with the largest maximum; latencies of the timed call in µs."
+    );
+    for l in protocol_lines(report) {
+        let _ = writeln!(out, "Measured here: {l}.");
+    }
+    let _ = writeln!(
+        out,
+        "Published figures come from a 1 GHz dual-core ARM board with eMMC (Linux 4.4): compare ratios and shapes, \
+         not absolute times."
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<24} {:>4} | {:>30} | {:>43} {:>6} {:>6} | {:>27} | {:>7}",
+        "", "", "PUBLISHED (ARM, eMMC)", "MEASURED HERE", "", "", "max ÷ reference max", "max ÷"
+    );
+    let _ = writeln!(
+        out,
+        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>6} | {:<11} {:>7} {:>7} | {:>7}",
+        "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "missed", "dirtyM", "reference", "pub", "here",
+        "floor"
+    );
+    let mut notes = Vec::new();
+    for c in &report.cases {
+        let p = c.published.as_ref();
+        let w = c.write_ns;
+        let reference = scenario::find(&c.name)
+            .and_then(|s| s.reference)
+            .unwrap_or("-");
+        let _ = writeln!(
+            out,
+            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>6} | {:<11} {:>7} {:>7} | {:>7}",
+            c.name,
+            flusher_text(c),
+            units::published_us(p.and_then(|p| p.min_us)),
+            units::published_us(p.and_then(|p| p.avg_us)),
+            units::published_us(p.and_then(|p| p.max_us)),
+            w.map(|w| units::us(w.min)).unwrap_or_else(|| "-".into()),
+            w.map(|w| units::us(w.mean)).unwrap_or_else(|| "-".into()),
+            w.map(|w| units::us(w.p999)).unwrap_or_else(|| "-".into()),
+            w.map(|w| units::us(w.max)).unwrap_or_else(|| "-".into()),
+            if w.is_some() { units::thousands(c.missed_periods) } else { "-".into() },
+            if w.is_some() { units::mib(c.dirty_peak_bytes) } else { "-".into() },
+            reference,
+            ratio(published_max_ratio(c)),
+            ratio(measured_max_ratio(report, c)),
+            ratio(floor_ratio(report, c)),
+        );
+        if let Some(r) = &c.reader {
+            let published = p
+                .and_then(|p| p.reader_throughput_pct)
+                .map(|v| format!(" (published {v} %)"))
+                .unwrap_or_default();
+            notes.push(format!(
+                "{}: the reader ran at {} of its throughput alone{} ({:.0} MB/s alone)",
+                c.name,
+                r.during_pct
+                    .map(|v| format!("{v:.0} %"))
+                    .unwrap_or_else(|| "?".into()),
+                published,
+                r.alone_bytes_per_s / 1e6
+            ));
+        }
+        if let Some(r) = c.record_ns {
+            notes.push(format!(
+                "{}: record() on the producer took {} µs at most (p99.9 {} µs); the row is write() on the writer thread",
+                c.name,
+                units::us(r.max),
+                units::us(r.p999)
+            ));
+        }
+        if c.records_dropped > 0 {
+            notes.push(format!(
+                "{}: {} records dropped (ring full), counted",
+                c.name,
+                units::thousands(c.records_dropped)
+            ));
+        }
+        if let Some(e) = &c.error {
+            notes.push(format!("{}: FAILED: {e}", c.name));
+        }
+        if c.interrupted {
+            notes.push(format!(
+                "{}: interrupted; only the sets completed before are shown",
+                c.name
+            ));
+        }
+        if let Some(e) = c.sets.iter().find_map(|s| s.error.as_ref()) {
+            notes.push(format!("{}: the engine reported an I/O error: {e}", c.name));
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "fl.: kernel flusher during the case (off = FOFF applied, ON! = FOFF asked but not applied); missed: periods \
+         whose release was missed; dirtyM: peak Dirty+Writeback, MiB; reference: the case this one's max is divided by."
+    );
+    for n in notes {
+        let _ = writeln!(out, "  {n}");
+    }
+    out
+}
+
+/// The scenario table of `--list`.
+pub fn render_list() -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<8} {:<4} {:<12} {:>8} {:>8} {:>9}  strategies",
+        "case", "study", "fl.", "loads", "pub min", "pub avg", "pub max"
+    );
+    for s in SCENARIOS {
+        let p = s.published;
+        let _ = writeln!(
+            out,
+            "{:<24} {:<8} {:<4} {:<12} {:>8} {:>8} {:>9}  {}",
+            s.name,
+            s.study.label(),
+            match s.flusher {
+                Flusher::On => "on",
+                Flusher::Off => "off",
+            },
+            s.loads_text(),
+            units::published_us(p.and_then(|p| p.min_us)),
+            units::published_us(p.and_then(|p| p.avg_us)),
+            units::published_us(p.and_then(|p| p.max_us)),
+            s.strategies_text()
+        );
+        let _ = writeln!(out, "{:<24} {}", "", s.description);
+    }
+    let _ = writeln!(
+        out,
+        "\nPublished figures (µs) come from a 1 GHz dual-core ARM board with eMMC (S1 Table 1 and 3, S2 Table 1)."
+    );
+    out
+}
+
+/// Per-case ratios NEW ÷ OLD of `--compare`.
+pub fn render_compare(old: &BenchReport, new: &BenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} | {:>9} {:>9} {:>6} | {:>9} {:>9} {:>6} | {:>10} {:>10} {:>6} | {:>13}",
+        "case",
+        "mean old",
+        "new",
+        "×",
+        "p99.9 old",
+        "new",
+        "×",
+        "max old",
+        "new",
+        "×",
+        "missed old→new"
+    );
+    for n in &new.cases {
+        let Some(o) = old.case(&n.name) else {
+            let _ = writeln!(out, "{:<24} | only in the new report", n.name);
+            continue;
+        };
+        let (Some(a), Some(b)) = (o.write_ns, n.write_ns) else {
+            let _ = writeln!(out, "{:<24} | no measurement in one of the reports", n.name);
+            continue;
+        };
+        let r = |x: u64, y: u64| ratio(div(Some(y as f64), Some(x as f64)));
+        let _ = writeln!(
+            out,
+            "{:<24} | {:>9} {:>9} {:>6} | {:>9} {:>9} {:>6} | {:>10} {:>10} {:>6} | {:>13}",
+            n.name,
+            units::us(a.mean),
+            units::us(b.mean),
+            r(a.mean, b.mean),
+            units::us(a.p999),
+            units::us(b.p999),
+            r(a.p999, b.p999),
+            units::us(a.max),
+            units::us(b.max),
+            r(a.max, b.max),
+            format!("{}→{}", o.missed_periods, n.missed_periods)
+        );
+    }
+    for o in &old.cases {
+        if new.case(&o.name).is_none() {
+            let _ = writeln!(out, "{:<24} | only in the old report", o.name);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n×: new ÷ old (below 1: faster now). Latencies in µs."
+    );
+    let where_ = |e: &crate::report::Environment| {
+        // Loop device numbers change from run to run; the disk under them does not.
+        let sched: Vec<&str> = e
+            .io_scheduler
+            .split("; ")
+            .filter(|s| !s.starts_with("loop"))
+            .collect();
+        format!(
+            "{}, {} {} ({}), {}",
+            e.kernel,
+            e.target,
+            e.filesystem,
+            e.mount_options,
+            sched.join("; ")
+        )
+    };
+    let (o, n) = (where_(&old.environment), where_(&new.environment));
+    if o != n || old.environment.cpu != new.environment.cpu {
+        let _ = writeln!(
+            out,
+            "Note: the reports come from different environments (old: {o}; new: {n})."
+        );
+    }
+    out
+}

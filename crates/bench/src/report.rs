@@ -1,0 +1,276 @@
+//! The result schema: one set of serde structs *is* the `--json` output,
+//! documented field by field in `docs/bench-schema.md` (a test checks that
+//! every field the JSON holds is documented there, and the reverse). Field
+//! names carry their unit (`_ns`, `_s`, `_bytes`, `_us`, `_pct`); optional
+//! fields are null when they do not apply.
+
+use rtrec_engine::{Config, LatencySummary};
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::Protocol;
+use crate::scenario::{Flusher, Load, Published, Scenario, Study};
+
+/// Version of this schema; raised on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole `--json` document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Where it ran.
+    pub environment: Environment,
+    /// Warnings about conditions that differ from the study's, one sentence
+    /// each, saying what to do.
+    pub warnings: Vec<String>,
+    /// True once every selected case has run (false while running, after
+    /// an interrupt or a failure).
+    pub complete: bool,
+    /// True when Ctrl-C or SIGTERM stopped the run.
+    pub interrupted: bool,
+    /// The cases run so far, in order.
+    pub cases: Vec<CaseResult>,
+}
+
+/// The machine, filesystem and settings the bench ran on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Environment {
+    /// `uname -r`.
+    pub kernel: String,
+    /// CPU model name.
+    pub cpu: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// `MemTotal`, bytes.
+    pub memory_bytes: u64,
+    /// `loop-ext4` (our own image), `dir` (`--dir`) or `temp-dir`
+    /// (fallback when not root).
+    pub target: String,
+    /// Directory the cases wrote in.
+    pub path: String,
+    /// Filesystem type (`ext4`).
+    pub filesystem: String,
+    /// Block device and what is under it (`loop0 (image … on vda, direct
+    /// I/O on)`).
+    pub device: String,
+    /// Mount options as `/proc/mounts` shows them.
+    pub mount_options: String,
+    /// I/O scheduler of each device in the stack (`loop0: none; vda:
+    /// mq-deadline`).
+    pub io_scheduler: String,
+    /// Size of the ext4 journal, bytes, when it could be read.
+    pub journal_bytes: Option<u64>,
+    /// The `vm.dirty_*` values found at start (the FON values).
+    pub vm_dirty: VmDirty,
+    /// True when the FOFF cases could change the sysctls (root).
+    pub flusher_control: bool,
+    /// rtrec version.
+    pub rtrec_version: String,
+    /// The exact command line, one word per element.
+    pub command_line: Vec<String>,
+    /// Start of the run, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+}
+
+/// The kernel's write-back settings (`vm.dirty_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmDirty {
+    /// `vm.dirty_ratio`, %.
+    pub dirty_ratio_pct: u64,
+    /// `vm.dirty_background_ratio`, %.
+    pub dirty_background_ratio_pct: u64,
+    /// `vm.dirty_expire_centisecs`, 1/100 s.
+    pub dirty_expire_centisecs: u64,
+    /// `vm.dirty_writeback_centisecs`, 1/100 s.
+    pub dirty_writeback_centisecs: u64,
+    /// `vm.dirty_bytes` (0 when the ratio is in force).
+    pub dirty_bytes: u64,
+    /// `vm.dirty_background_bytes` (0 when the ratio is in force).
+    pub dirty_background_bytes: u64,
+}
+
+impl From<rtrec_sys::sysctl::DirtySettings> for VmDirty {
+    fn from(d: rtrec_sys::sysctl::DirtySettings) -> Self {
+        VmDirty {
+            dirty_ratio_pct: d.dirty_ratio,
+            dirty_background_ratio_pct: d.dirty_background_ratio,
+            dirty_expire_centisecs: d.dirty_expire_centisecs,
+            dirty_writeback_centisecs: d.dirty_writeback_centisecs,
+            dirty_bytes: d.dirty_bytes,
+            dirty_background_bytes: d.dirty_background_bytes,
+        }
+    }
+}
+
+/// A published figure as exported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishedFigure {
+    /// Where it is published (`S1 Table 1`).
+    pub source: String,
+    /// Minimum, µs (null when not published).
+    pub min_us: Option<u64>,
+    /// Average, µs.
+    pub avg_us: Option<u64>,
+    /// Maximum, µs.
+    pub max_us: Option<u64>,
+    /// The background reader's throughput during the case, % of alone.
+    pub reader_throughput_pct: Option<u32>,
+}
+
+impl From<Published> for PublishedFigure {
+    fn from(p: Published) -> Self {
+        PublishedFigure {
+            source: p.source.to_string(),
+            min_us: p.min_us,
+            avg_us: p.avg_us,
+            max_us: p.max_us,
+            reader_throughput_pct: p.reader_throughput_pct,
+        }
+    }
+}
+
+/// What the flusher was during a case.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlusherSetting {
+    /// What the case asks for (FON / FOFF).
+    pub requested: Flusher,
+    /// What was in force: differs from `requested` when FOFF was skipped
+    /// (not root).
+    pub applied: Flusher,
+}
+
+/// One set of one case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetResult {
+    /// 0-based.
+    pub index: u32,
+    /// Latency of the timed call (see `timed_call`), ns.
+    pub write_ns: Option<LatencySummary>,
+    /// Latency of `record()` on the producer (ring mode only), ns.
+    pub record_ns: Option<LatencySummary>,
+    /// Lateness of each period's release against the schedule, ns.
+    pub lateness_ns: Option<LatencySummary>,
+    /// Periods whose release was missed.
+    pub missed_periods: u64,
+    /// CPU time of the engine's flush thread, s (recording cases).
+    pub flush_cpu_s: Option<f64>,
+    /// Largest Dirty + Writeback memory seen during the set, bytes.
+    pub dirty_peak_bytes: u64,
+    /// Records the engine dropped (ring full), counted.
+    pub records_dropped: u64,
+    /// The background reader's throughput during the set, bytes/s.
+    pub reader_bytes_per_s: Option<f64>,
+    /// Wall time of the timed loop, s.
+    pub duration_s: f64,
+    /// An I/O error the engine reported, if any.
+    pub error: Option<String>,
+}
+
+/// The background reader's throughput (S1 Fig. 5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReaderResult {
+    /// Alone (before the case), bytes/s.
+    pub alone_bytes_per_s: f64,
+    /// During the reported set, bytes/s.
+    pub during_bytes_per_s: Option<f64>,
+    /// `during / alone`, %.
+    pub during_pct: Option<f64>,
+}
+
+/// One case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Name, as published where it is.
+    pub name: String,
+    /// The study it reproduces.
+    pub study: Study,
+    /// One sentence.
+    pub description: String,
+    /// What `write_ns` times: `write`, `fallocate` or `memcpy`.
+    pub timed_call: String,
+    /// The engine configuration (recording cases only).
+    pub strategies: Option<Config>,
+    /// Background loads.
+    pub loads: Vec<Load>,
+    /// FON / FOFF.
+    pub flusher: FlusherSetting,
+    /// How it was measured.
+    pub protocol: Protocol,
+    /// The published figure, if any.
+    pub published: Option<PublishedFigure>,
+    /// One summary per set, in order.
+    pub sets: Vec<SetResult>,
+    /// Index of the reported set (the one with the largest maximum).
+    pub reported_set: Option<u32>,
+    /// Reported set: latency of the timed call, ns.
+    pub write_ns: Option<LatencySummary>,
+    /// Reported set: latency of `record()` on the producer (ring mode), ns.
+    pub record_ns: Option<LatencySummary>,
+    /// Reported set: lateness against the planned schedule, ns.
+    pub lateness_ns: Option<LatencySummary>,
+    /// Reported set: missed periods.
+    pub missed_periods: u64,
+    /// Reported set: CPU time of the flush thread, s.
+    pub flush_cpu_s: Option<f64>,
+    /// Reported set: peak Dirty + Writeback memory, bytes.
+    pub dirty_peak_bytes: u64,
+    /// Reported set: records dropped by the engine.
+    pub records_dropped: u64,
+    /// The background reader, for the reader cases.
+    pub reader: Option<ReaderResult>,
+    /// Reported set: every latency of the timed call, ns, in call order.
+    pub write_samples_ns: Vec<u64>,
+    /// Reported set: the latency histogram, HdrHistogram V2 serialised and
+    /// base64-encoded (1 ns .. 100 s, 3 significant digits).
+    pub write_histogram_v2_base64: Option<String>,
+    /// Why the case did not complete, if it did not.
+    pub error: Option<String>,
+    /// True when an interrupt cut the case short.
+    pub interrupted: bool,
+}
+
+impl CaseResult {
+    /// An empty result for `scenario`, filled in as sets run.
+    pub fn new(s: &Scenario, protocol: &Protocol, applied: Flusher) -> CaseResult {
+        CaseResult {
+            name: s.name.to_string(),
+            study: s.study,
+            description: s.description.to_string(),
+            timed_call: s.timed.call_name().to_string(),
+            strategies: s.config(protocol),
+            loads: s.loads.to_vec(),
+            flusher: FlusherSetting {
+                requested: s.flusher,
+                applied,
+            },
+            protocol: protocol.clone(),
+            published: s.published.map(PublishedFigure::from),
+            sets: Vec::new(),
+            reported_set: None,
+            write_ns: None,
+            record_ns: None,
+            lateness_ns: None,
+            missed_periods: 0,
+            flush_cpu_s: None,
+            dirty_peak_bytes: 0,
+            records_dropped: 0,
+            reader: None,
+            write_samples_ns: Vec::new(),
+            write_histogram_v2_base64: None,
+            error: None,
+            interrupted: false,
+        }
+    }
+
+    /// The reported maximum, ns.
+    pub fn max_ns(&self) -> Option<u64> {
+        self.write_ns.map(|w| w.max)
+    }
+}
+
+impl BenchReport {
+    /// The case named `name`.
+    pub fn case(&self, name: &str) -> Option<&CaseResult> {
+        self.cases.iter().find(|c| c.name == name)
+    }
+}

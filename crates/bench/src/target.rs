@@ -1,0 +1,470 @@
+//! Where the cases write: by default our own ext4 (an image file formatted
+//! with a 128 MB journal and loop-mounted `noatime,lazytime,delalloc,
+//! nodiscard`, data=ordered, as S1's recording partition), else `--dir` on
+//! an existing filesystem, else (not root) a temporary directory. Also
+//! reads what the environment is — mount options, device stack, I/O
+//! schedulers, journal size — and says which of S1's conditions a target
+//! does not meet.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+use rtrec_sys::loopfs::{self, LoopFs, LoopFsOptions};
+
+use crate::output::Warning;
+use crate::report::Environment;
+
+/// Size of the default image (sparse: it costs only what is written).
+pub const IMAGE_BYTES: u64 = 2 << 30;
+
+/// The filesystem under test, removed (unmounted, detached, deleted) when
+/// dropped.
+#[derive(Debug)]
+pub struct Target {
+    /// `loop-ext4`, `dir` or `temp-dir`.
+    pub kind: &'static str,
+    /// The directory the bench works in (created by us, removed after).
+    pub work: PathBuf,
+    // Declared before `loopfs` so the work directory goes first.
+    cleanup: WorkDir,
+    loopfs: Option<LoopFs>,
+}
+
+#[derive(Debug)]
+struct WorkDir(Option<PathBuf>);
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = fs::remove_dir_all(&p);
+        }
+    }
+}
+
+/// Makes a fresh private directory `parent/rtrec-bench-<pid>-<n>`.
+fn make_work_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+    for n in 0.. {
+        let p = parent.join(format!("rtrec-bench-{}-{n}", std::process::id()));
+        match fs::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating '{}'", p.display())),
+        }
+    }
+    unreachable!()
+}
+
+impl Target {
+    /// Prepares the target. `dir`: `--dir`; `image_dir`: `--image-dir`.
+    /// Warnings about unmet conditions are appended to `warnings`.
+    ///
+    /// # Errors
+    /// The directory cannot be used, or making the image failed.
+    pub fn prepare(
+        dir: Option<&Path>,
+        image_dir: Option<&Path>,
+        warnings: &mut Vec<Warning>,
+    ) -> anyhow::Result<Target> {
+        if let Some(d) = dir {
+            let d = d
+                .canonicalize()
+                .with_context(|| format!("the directory '{}' cannot be used", d.display()))?;
+            anyhow::ensure!(d.is_dir(), "'{}' is not a directory", d.display());
+            if let Err(reason) = loopfs::privileged() {
+                warnings.push(Warning::NotRoot {
+                    reason,
+                    fallback: false,
+                });
+            }
+            let work = make_work_dir(&d)?;
+            warnings.extend(conditions(&work));
+            return Ok(Target {
+                kind: "dir",
+                work: work.clone(),
+                cleanup: WorkDir(Some(work)),
+                loopfs: None,
+            });
+        }
+        match loopfs::privileged() {
+            Ok(()) => {
+                let opts = LoopFsOptions {
+                    size: IMAGE_BYTES,
+                    parent: image_dir.map(Path::to_path_buf),
+                    ..LoopFsOptions::default()
+                };
+                let fs = LoopFs::create(&opts).context(
+                    "making the ext4 image to run on (use --dir to run on an existing filesystem)",
+                )?;
+                if let Err(e) = set_direct_io(fs.device()) {
+                    warnings.push(Warning::LoopDirectIo(e));
+                }
+                let work = make_work_dir(fs.path())?;
+                warnings.extend(conditions(&work));
+                Ok(Target {
+                    kind: "loop-ext4",
+                    work: work.clone(),
+                    cleanup: WorkDir(Some(work)),
+                    loopfs: Some(fs),
+                })
+            }
+            Err(reason) => {
+                warnings.push(Warning::NotRoot {
+                    reason,
+                    fallback: true,
+                });
+                let parent = image_dir
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(std::env::temp_dir);
+                let work = make_work_dir(&parent)?;
+                warnings.extend(conditions(&work));
+                Ok(Target {
+                    kind: "temp-dir",
+                    work: work.clone(),
+                    cleanup: WorkDir(Some(work)),
+                    loopfs: None,
+                })
+            }
+        }
+    }
+
+    /// The loop device of our own image, if that is the target.
+    pub fn loop_device(&self) -> Option<&Path> {
+        self.loopfs.as_ref().map(|f| f.device())
+    }
+
+    /// Removes everything now, reporting failures (dropping only prints).
+    ///
+    /// # Errors
+    /// The image could not be unmounted, detached or deleted; what is left
+    /// stays in the journal for the next rtrec run or `rtrec tune --restore`.
+    pub fn remove(mut self) -> anyhow::Result<()> {
+        if let Some(p) = self.cleanup.0.take() {
+            let _ = fs::remove_dir_all(p);
+        }
+        if let Some(fs) = self.loopfs.take() {
+            fs.remove().context("removing the ext4 image")?;
+        }
+        Ok(())
+    }
+}
+
+/// `losetup --direct-io=on DEV`: the loop device reads and writes its image
+/// with O_DIRECT, so I/O reaches the disk under it instead of stopping in
+/// the page cache of the image file (which would hide device latency and
+/// cache everything twice).
+fn set_direct_io(dev: &Path) -> Result<(), String> {
+    let out = Command::new("losetup")
+        .arg("--direct-io=on")
+        .arg(dev)
+        .output()
+        .map_err(|e| format!("running losetup: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// A line of `/proc/self/mounts`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MountEntry {
+    /// Device or source.
+    pub source: String,
+    /// Mount point.
+    pub target: PathBuf,
+    /// Filesystem type.
+    pub fstype: String,
+    /// Options.
+    pub options: String,
+}
+
+fn unescape(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parses the text of `/proc/mounts`.
+pub fn parse_mounts(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            Some(MountEntry {
+                source: unescape(f.next()?),
+                target: PathBuf::from(unescape(f.next()?)),
+                fstype: f.next()?.to_string(),
+                options: f.next()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The mount holding `path` (canonical): the last entry whose mount point
+/// is the longest prefix of it.
+pub fn mount_of(path: &Path, mounts: &[MountEntry]) -> Option<MountEntry> {
+    let mut best: Option<&MountEntry> = None;
+    for m in mounts {
+        if path.starts_with(&m.target)
+            && best.is_none_or(|b| m.target.as_os_str().len() >= b.target.as_os_str().len())
+        {
+            best = Some(m);
+        }
+    }
+    best.cloned()
+}
+
+/// S1's conditions checked against a mount: one warning per condition not
+/// met (`journal_bytes` when known).
+pub fn unmet_conditions(m: &MountEntry, journal_bytes: Option<u64>) -> Vec<Warning> {
+    let opts: Vec<&str> = m.options.split(',').collect();
+    let has = |o: &str| opts.contains(&o);
+    let mut w = Vec::new();
+    let mut unmet = |what: &'static str, found: String| w.push(Warning::Condition { what, found });
+    if m.fstype != "ext4" {
+        unmet("filesystem ext4", m.fstype.clone());
+    }
+    if !has("noatime") {
+        let atime = opts
+            .iter()
+            .find(|o| o.ends_with("atime"))
+            .map_or("relatime (the default)", |o| *o);
+        unmet("mount option noatime", atime.to_string());
+    }
+    if !has("lazytime") {
+        unmet("mount option lazytime", "no lazytime".into());
+    }
+    if m.fstype == "ext4" {
+        if has("nodelalloc") {
+            unmet("mount option delalloc", "nodelalloc".into());
+        }
+        if has("discard") {
+            unmet("mount option nodiscard", "discard".into());
+        }
+        if let Some(mode) = opts.iter().find_map(|o| o.strip_prefix("data=")) {
+            if mode != "ordered" {
+                unmet("journal mode data=ordered", format!("data={mode}"));
+            }
+        }
+        match journal_bytes {
+            Some(b) if b != 128 << 20 => unmet("a 128 MB journal", format!("{} MiB", b >> 20)),
+            _ => {}
+        }
+    }
+    w
+}
+
+fn conditions(path: &Path) -> Vec<Warning> {
+    let mounts = parse_mounts(&fs::read_to_string("/proc/self/mounts").unwrap_or_default());
+    match mount_of(path, &mounts) {
+        Some(m) => unmet_conditions(&m, journal_bytes(&m)),
+        None => vec![Warning::Condition {
+            what: "a known mount",
+            found: "not in /proc/self/mounts".into(),
+        }],
+    }
+}
+
+/// The journal size from `dumpe2fs -h` (root, ext4 on a block device);
+/// `None` when it cannot be read.
+fn journal_bytes(m: &MountEntry) -> Option<u64> {
+    if m.fstype != "ext4" || !m.source.starts_with("/dev/") {
+        return None;
+    }
+    let out = Command::new("dumpe2fs")
+        .arg("-h")
+        .arg(&m.source)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "Journal size:" (older e2fsprogs) or "Total journal size:".
+    let v = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Total journal size:")
+                .or_else(|| l.strip_prefix("Journal size:"))
+        })?
+        .trim();
+    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: u64 = num.parse().ok()?;
+    Some(match unit.trim() {
+        "k" | "K" => n << 10,
+        "M" => n << 20,
+        "G" => n << 30,
+        _ => n,
+    })
+}
+
+/// The whole-disk block device name holding `path` (`loop0`, `vda`).
+fn block_device_of(path: &Path) -> Option<String> {
+    let dev = fs::metadata(path).ok()?.dev();
+    // SAFETY: major/minor are pure arithmetic on the dev_t.
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    Some(disk.file_name()?.to_string_lossy().into_owned())
+}
+
+fn scheduler(dev: &str) -> String {
+    rtrec_sys::sysctl::read_scheduler(dev).unwrap_or_else(|_| "?".into())
+}
+
+fn first_line(path: &str) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// Reads what the bench runs on. `vm_dirty` are the values found at
+/// start.
+pub fn environment(
+    target: &Target,
+    vm_dirty: crate::report::VmDirty,
+    flusher_control: bool,
+) -> Environment {
+    let mounts = parse_mounts(&fs::read_to_string("/proc/self/mounts").unwrap_or_default());
+    let m = mount_of(&target.work, &mounts).unwrap_or_default();
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "?".into());
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory_bytes = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024;
+    let (device, io_scheduler) = match block_device_of(&target.work) {
+        Some(dev) if dev.starts_with("loop") => {
+            let backing =
+                first_line(&format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
+            let dio = first_line(&format!("/sys/block/{dev}/loop/dio"))
+                .map(|d| d == "1")
+                .unwrap_or(false);
+            let under = block_device_of(Path::new(&backing));
+            let desc = format!(
+                "{dev} (image {backing}{}, direct I/O {})",
+                under
+                    .as_ref()
+                    .map(|u| format!(" on {u}"))
+                    .unwrap_or_default(),
+                if dio { "on" } else { "off" }
+            );
+            let mut sched = format!("{dev}: {}", scheduler(&dev));
+            if let Some(u) = under {
+                sched.push_str(&format!("; {u}: {}", scheduler(&u)));
+            }
+            (desc, sched)
+        }
+        Some(dev) => (
+            format!("{dev} ({})", m.source),
+            format!("{dev}: {}", scheduler(&dev)),
+        ),
+        None => (m.source.clone(), "?".into()),
+    };
+    Environment {
+        kernel: first_line("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        cpu,
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        memory_bytes,
+        target: target.kind.to_string(),
+        path: target.work.display().to_string(),
+        filesystem: m.fstype.clone(),
+        device,
+        mount_options: m.options.clone(),
+        io_scheduler,
+        journal_bytes: journal_bytes(&m),
+        vm_dirty,
+        flusher_control,
+        rtrec_version: env!("CARGO_PKG_VERSION").to_string(),
+        command_line: std::env::args().collect(),
+        started_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTS: &str = "/dev/vda / ext4 rw,relatime,discard 0 0\n\
+        tmpfs /tmp tmpfs rw 0 0\n\
+        /dev/loop0 /tmp/rtrec-loopfs-1-0/mnt ext4 rw,noatime,lazytime,data=ordered 0 0\n\
+        /dev/loop1 /tmp/a\\040b ext4 rw,noatime,lazytime,data=writeback,nodelalloc 0 0\n";
+
+    #[test]
+    fn the_mount_of_a_path_is_the_longest_prefix() {
+        let m = parse_mounts(MOUNTS);
+        assert_eq!(
+            mount_of(Path::new("/tmp/rtrec-loopfs-1-0/mnt/x"), &m)
+                .unwrap()
+                .source,
+            "/dev/loop0"
+        );
+        assert_eq!(
+            mount_of(Path::new("/tmp/other"), &m).unwrap().fstype,
+            "tmpfs"
+        );
+        assert_eq!(mount_of(Path::new("/home"), &m).unwrap().source, "/dev/vda");
+        assert_eq!(
+            mount_of(Path::new("/tmp/a b/c"), &m).unwrap().source,
+            "/dev/loop1"
+        );
+    }
+
+    #[test]
+    fn our_own_mount_meets_every_condition_and_others_are_named() {
+        let m = parse_mounts(MOUNTS);
+        assert!(unmet_conditions(&m[2], Some(128 << 20)).is_empty());
+        let root: Vec<String> = unmet_conditions(&m[0], Some(64 << 20))
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        assert_eq!(root.len(), 4, "{root:?}");
+        assert!(root.iter().any(|w| w.contains("noatime")));
+        assert!(root.iter().any(|w| w.contains("nodiscard")));
+        assert!(root
+            .iter()
+            .any(|w| w.contains("128 MB journal") && w.contains("64 MiB")));
+        let other: Vec<String> = unmet_conditions(&m[3], None)
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        assert!(other.iter().any(|w| w.contains("data=writeback")));
+        assert!(other.iter().any(|w| w.contains("nodelalloc")));
+        let tmp = unmet_conditions(&m[1], None);
+        assert!(tmp
+            .iter()
+            .any(|w| w.to_string().contains("filesystem ext4")));
+    }
+}

@@ -1,0 +1,140 @@
+//! Checks a `--json` result against `docs/bench-schema.md`, both ways:
+//! every field in the JSON is documented with a matching type, and every
+//! documented field is in the JSON (unless an ancestor is null or an
+//! array is empty).
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// Documented fields: path → type.
+pub fn documented() -> BTreeMap<String, String> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench-schema.md");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let path = cells[1].trim_matches('`').to_string();
+        assert!(
+            out.insert(path.clone(), cells[2].to_string()).is_none(),
+            "{path} documented twice"
+        );
+    }
+    assert!(out.len() > 50, "too few fields parsed from {}", p.display());
+    out
+}
+
+const LATENCY_KEYS: [&str; 7] = ["count", "min", "mean", "p50", "p99", "p999", "max"];
+
+fn type_ok(ty: &str, v: &Value) -> bool {
+    let (base, nullable) = match ty.strip_suffix(" or null") {
+        Some(b) => (b, true),
+        None => (ty, false),
+    };
+    match v {
+        Value::Null => nullable,
+        Value::Bool(_) => base == "boolean",
+        Value::Number(n) => base == "number" || (base == "integer" && n.is_u64()),
+        Value::String(_) => base == "string",
+        Value::Array(a) => match base {
+            "array of strings" => a.iter().all(Value::is_string),
+            "array of integers" => a.iter().all(Value::is_u64),
+            "array of objects" => a.iter().all(Value::is_object),
+            _ => false,
+        },
+        Value::Object(o) => match base {
+            "object" | "config" => true,
+            "latency" => {
+                o.len() == LATENCY_KEYS.len()
+                    && LATENCY_KEYS
+                        .iter()
+                        .all(|k| o.get(*k).is_some_and(Value::is_u64))
+            }
+            _ => false,
+        },
+    }
+}
+
+struct Walk<'a> {
+    doc: &'a BTreeMap<String, String>,
+    seen: BTreeSet<String>,
+    /// Paths whose value was null or an empty array: their descendants
+    /// need not appear.
+    cut: BTreeSet<String>,
+    errors: Vec<String>,
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, path: &str, v: &Value) {
+        let Some(ty) = self.doc.get(path) else {
+            self.errors
+                .push(format!("{path} is in the JSON but not documented"));
+            return;
+        };
+        self.seen.insert(path.to_string());
+        if !type_ok(ty, v) {
+            self.errors
+                .push(format!("{path}: documented as {ty}, found {v}"));
+            return;
+        }
+        let base = ty.trim_end_matches(" or null");
+        match v {
+            Value::Null => {
+                self.cut.insert(path.to_string());
+            }
+            Value::Object(o) if base == "object" => {
+                for (k, child) in o {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    self.visit(&p, child);
+                }
+            }
+            Value::Array(a) if ty == "array of objects" => {
+                if a.is_empty() {
+                    self.cut.insert(format!("{path}[]"));
+                }
+                for child in a {
+                    for (k, c) in child.as_object().unwrap() {
+                        self.visit(&format!("{path}[].{k}"), c);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Panics with every mismatch between `json` and the documented schema.
+pub fn check(json: &Value) {
+    let doc = documented();
+    let mut w = Walk {
+        doc: &doc,
+        seen: BTreeSet::new(),
+        cut: BTreeSet::new(),
+        errors: Vec::new(),
+    };
+    for (k, v) in json.as_object().expect("an object") {
+        w.visit(k, v);
+    }
+    for path in doc.keys() {
+        let under_cut = w
+            .cut
+            .iter()
+            .any(|c| path.starts_with(&format!("{c}.")) || path.starts_with(&format!("{c}[]")));
+        if !w.seen.contains(path) && !under_cut {
+            w.errors
+                .push(format!("{path} is documented but not in the JSON"));
+        }
+    }
+    assert!(
+        w.errors.is_empty(),
+        "the JSON does not match docs/bench-schema.md:\n{}",
+        w.errors.join("\n")
+    );
+}

@@ -1,0 +1,132 @@
+//! A real run on the default target (our own loop-mounted ext4): NONE and
+//! ALL with a few hundred writes. Checks the JSON against the documented
+//! schema, and that every setting was put back: `vm.dirty_*` as before, no
+//! mount, no loop device, no journal entry left. Asserts no timing.
+//! Needs root (skips with the reason otherwise; fails under
+//! RTREC_REQUIRE_PRIVILEGED=1).
+
+mod common;
+
+use std::path::Path;
+
+use rtrec_bench::report::BenchReport;
+use rtrec_bench::scenario::Flusher;
+use rtrec_bench::{run_with, BenchArgs, Launcher, RunOptions};
+use rtrec_sys::sysctl::DirtySettings;
+
+fn loop_backing_files() -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
+            out.push(b.trim().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
+    if !rtrec_sys::loopfs::require_privileged(
+        "none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back",
+    ) {
+        return;
+    }
+    let ours = format!("rtrec-loopfs-{}-", std::process::id());
+    let before = DirtySettings::read().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("bench.json");
+    let plot = out.path().join("bench.svg");
+    let args = BenchArgs::try_from_words([
+        "--cases".as_ref(),
+        "NONE,ALL".as_ref(),
+        "--sets".as_ref(),
+        "1".as_ref(),
+        "--writes".as_ref(),
+        "300".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+        "--plot".as_ref(),
+        plot.as_os_str(),
+    ] as [&std::ffi::OsStr; 10])
+    .unwrap();
+    // These cases have no background load; the launcher would run this
+    // test binary, which has no load to run.
+    let launcher = Launcher::via_env(
+        std::env::current_exe().unwrap(),
+        vec![],
+        "RTREC_BENCH_SMOKE_UNUSED",
+    );
+    let code = run_with(
+        &args,
+        &RunOptions {
+            launcher: Some(launcher),
+        },
+    )
+    .unwrap();
+    assert_eq!(code, 0);
+
+    let bytes = std::fs::read(&json).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    common::check(&v);
+    let r: BenchReport = serde_json::from_slice(&bytes).unwrap();
+    assert!(r.complete && !r.interrupted);
+    assert_eq!(r.environment.target, "loop-ext4");
+    assert_eq!(r.environment.filesystem, "ext4");
+    assert_eq!(r.environment.journal_bytes, Some(128 << 20));
+    assert!(
+        r.warnings.is_empty(),
+        "our own image meets every condition: {:?}",
+        r.warnings
+    );
+    let names: Vec<&str> = r.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["NONE", "ALL"]);
+    for c in &r.cases {
+        assert_eq!(c.error, None, "{}", c.name);
+        assert_eq!(
+            c.write_samples_ns.len(),
+            300,
+            "{}: every write() is kept",
+            c.name
+        );
+        assert_eq!(c.write_ns.unwrap().count, 300);
+        assert!(c.write_histogram_v2_base64.is_some());
+        assert_eq!(c.flusher.applied, c.flusher.requested, "{}", c.name);
+    }
+    assert_eq!(r.cases[1].flusher.applied, Flusher::Off);
+    assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+
+    assert_eq!(
+        DirtySettings::read().unwrap(),
+        before,
+        "vm.dirty_* were not put back"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains(&ours),
+        "a mount was left behind:\n{mounts}"
+    );
+    let loops = loop_backing_files();
+    assert!(
+        !loops.iter().any(|b| b.contains(&ours)),
+        "a loop device was left behind: {loops:?}"
+    );
+    let dir = rtrec_sys::state::state_dir();
+    let journal_prefix = format!("owner-{}-", std::process::id());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !left.iter().any(|n| n.starts_with(&journal_prefix)),
+        "journal entries left in {}: {left:?}",
+        dir.display()
+    );
+    assert!(!Path::new(&std::env::temp_dir())
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(&ours)));
+}
