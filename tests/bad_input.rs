@@ -319,24 +319,9 @@ fn too_little_space_for_the_preallocation_is_found_before_the_first_record() {
     fs.remove().unwrap();
 }
 
-/// `YYYYmmddTHHMMSSZ` for `secs` since the epoch, as rtrec names files.
+/// `YYYYmmddTHHMMSSZ` for `secs` since the epoch: the engine's own naming rule.
 fn utc_stamp(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    rtrec_engine::file::utc_stamp(secs as u64)
 }
 
 #[test]

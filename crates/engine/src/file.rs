@@ -58,8 +58,9 @@ pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
     }
 }
 
-/// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H. Hinnant).
-pub(crate) fn utc_stamp(secs: u64) -> String {
+/// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H.
+/// Hinnant): the time stamp in recording names.
+pub fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;

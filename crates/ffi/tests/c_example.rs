@@ -102,6 +102,29 @@ fn compile_example(cc: &str, name: &str, out: &Path) {
     );
 }
 
+/// Compiles `examples/NAME.c`, runs it on a fresh directory and requires
+/// success; returns the temporary directory (kept alive), the recording
+/// directory and the example's stdout.
+fn build_and_run(cc: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join(name);
+    compile_example(cc, name, &exe);
+    let dir = tmp.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    let o = Command::new(&exe)
+        .arg(&dir)
+        .output()
+        .expect("running the example");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "the example failed ({}):\n{stdout}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (tmp, dir, stdout)
+}
+
 /// The value of `key=` in the example's output.
 fn value(stdout: &str, key: &str) -> u64 {
     stdout
@@ -118,23 +141,7 @@ fn the_c_example_records_1000_records_that_verify_complete_and_in_order() {
         eprintln!("skipped: no C compiler (cc or $CC) to build examples/record.c");
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let exe = tmp.path().join("record");
-    compile_example(&cc, "record", &exe);
-
-    let dir = tmp.path().join("rec");
-    std::fs::create_dir(&dir).unwrap();
-    let o = Command::new(&exe)
-        .arg(&dir)
-        .output()
-        .expect("running the example");
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "the example failed ({}):\n{stdout}{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (_tmp, dir, stdout) = build_and_run(&cc, "record");
 
     assert_eq!(value(&stdout, "records_offered"), 1000);
     assert_eq!(value(&stdout, "records_written"), 1000);
@@ -226,23 +233,7 @@ fn the_flight_example_saves_10_complete_event_files_that_open_with_their_trigger
         eprintln!("skipped: no C compiler (cc or $CC) to build examples/flight.c");
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let exe = tmp.path().join("flight");
-    compile_example(&cc, "flight", &exe);
-
-    let dir = tmp.path().join("rec");
-    std::fs::create_dir(&dir).unwrap();
-    let o = Command::new(&exe)
-        .arg(&dir)
-        .output()
-        .expect("running the example");
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "the example failed ({}):\n{stdout}{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (_tmp, dir, stdout) = build_and_run(&cc, "flight");
 
     assert_eq!(value(&stdout, "pool_prepared"), 12);
     assert_eq!(value(&stdout, "records_offered"), 2000);
