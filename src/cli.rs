@@ -113,11 +113,21 @@ pub struct RecordArgs {
     pub dir: Option<PathBuf>,
 
     /// Period of the synthetic source (e.g. 5ms, 250us).
-    #[arg(long, default_value = "5ms", allow_hyphen_values = true, value_name = "DURATION")]
+    #[arg(
+        long,
+        default_value = "5ms",
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
     pub period: String,
 
     /// Size of each record (e.g. 16KiB). With --stdin, records are read in this size unless --lines.
-    #[arg(long, default_value = "16KiB", allow_hyphen_values = true, value_name = "SIZE")]
+    #[arg(
+        long,
+        default_value = "16KiB",
+        allow_hyphen_values = true,
+        value_name = "SIZE"
+    )]
     pub size: String,
 
     /// Stop after this many payload bytes (e.g. 100MiB).
@@ -270,7 +280,12 @@ mod tests {
                 if arg.is_hide_set() {
                     continue;
                 }
-                assert!(arg.get_help().is_some(), "{} --{:?} has no help", sub.get_name(), arg.get_long());
+                assert!(
+                    arg.get_help().is_some(),
+                    "{} --{:?} has no help",
+                    sub.get_name(),
+                    arg.get_long()
+                );
             }
         }
     }

@@ -13,7 +13,8 @@ use crate::usage;
 
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
-    let bytes = std::fs::read(&a.file).or_else(|e| usage(format!("cannot read '{}': {e}", a.file.display())))?;
+    let bytes = std::fs::read(&a.file)
+        .or_else(|e| usage(format!("cannot read '{}': {e}", a.file.display())))?;
     let Ok(header) = FileHeader::decode(&bytes) else {
         return usage(format!("'{}' is not an rtrec recording", a.file.display()));
     };
@@ -41,10 +42,15 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
         framed.extend_from_slice(&out_bytes);
         out_bytes = framed;
     }
-    let mut f = rtrec_sys::create_new(&a.output).or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?;
+    let mut f = rtrec_sys::create_new(&a.output)
+        .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?;
     f.write_all(&out_bytes)?;
     rtrec_sys::fsync(&f)?;
-    println!("exported {records} records ({} bytes) to {}", out_bytes.len(), a.output.display());
+    println!(
+        "exported {records} records ({} bytes) to {}",
+        out_bytes.len(),
+        a.output.display()
+    );
     if !ended {
         eprintln!("rtrec: warning: '{}' has no end frame (the recording was interrupted); exported its intact prefix", a.file.display());
     }

@@ -59,7 +59,11 @@ fn main() {
                     Some(rtrec_engine::Error::Usage(_) | rtrec_engine::Error::NoSpace { .. })
                 );
             eprintln!("rtrec: {}", chain(&e));
-            if bad_input { 2 } else { 1 }
+            if bad_input {
+                2
+            } else {
+                1
+            }
         }
     };
     std::process::exit(code);

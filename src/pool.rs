@@ -14,7 +14,11 @@ use crate::usage;
 /// Runs `rtrec pool`.
 pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
     match &a.action {
-        PoolAction::Prepare { dir, files, file_size } => {
+        PoolAction::Prepare {
+            dir,
+            files,
+            file_size,
+        } => {
             let size = parse_size(file_size).or_else(|e| usage(format!("--file-size: {e}")))?;
             if size < 64 * 1024 {
                 return usage("--file-size: pool files must be at least 64KiB");
@@ -25,7 +29,8 @@ pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
             let pool = Pool::open_or_create(dir, size, *files)?;
             let bar = std::io::stderr().is_terminal().then(|| {
                 indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
-                    indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files").expect("valid template"),
+                    indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files")
+                        .expect("valid template"),
                 )
             });
             let n = pool.prepare(|done, todo| {
@@ -49,7 +54,11 @@ pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
         }
         PoolAction::Status { dir, json } => {
             let Some(pool) = Pool::open(dir)? else {
-                return usage(format!("'{}' has no pool; create one with `rtrec pool prepare --dir {}`", dir.display(), dir.display()));
+                return usage(format!(
+                    "'{}' has no pool; create one with `rtrec pool prepare --dir {}`",
+                    dir.display(),
+                    dir.display()
+                ));
             };
             let st = pool.status()?;
             if *json {
@@ -67,7 +76,12 @@ pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        PoolAction::Recycle { dir, files, all, force } => {
+        PoolAction::Recycle {
+            dir,
+            files,
+            all,
+            force,
+        } => {
             let Some(pool) = Pool::open(dir)? else {
                 return usage(format!("'{}' has no pool to recycle into", dir.display()));
             };
@@ -75,8 +89,12 @@ pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
             if *all {
                 for f in recording_files(dir)? {
                     // Only finished, pool-sized recordings; others are left alone.
-                    let finished = verify_file(&f).map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted)).unwrap_or(false);
-                    let sized = std::fs::metadata(&f).map(|m| m.len() == pool.file_size()).unwrap_or(false);
+                    let finished = verify_file(&f)
+                        .map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted))
+                        .unwrap_or(false);
+                    let sized = std::fs::metadata(&f)
+                        .map(|m| m.len() == pool.file_size())
+                        .unwrap_or(false);
                     if finished && sized {
                         targets.push(f);
                     }

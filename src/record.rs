@@ -13,8 +13,8 @@ use rtrec_engine::format::HEADER_LEN;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::writer::RESERVED_BYTES;
 use rtrec_engine::{
-    Alloc, Config, FlightConfig, Flush, Framing, LatencySummary, LiveStats, Mode, OnPoolEmpty, PeriodicTimer, Recorder,
-    Summary, MIB,
+    Alloc, Config, FlightConfig, Flush, Framing, LatencySummary, LiveStats, Mode, OnPoolEmpty,
+    PeriodicTimer, Recorder, Summary, MIB,
 };
 
 use crate::cli::RecordArgs;
@@ -69,7 +69,10 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         (true, false) => Source::StdinFixed,
         (true, true) => Source::StdinLines,
     };
-    let mut cfg = Config { mode: a.mode.parse::<Mode>().or_else(usage)?, ..Config::default() };
+    let mut cfg = Config {
+        mode: a.mode.parse::<Mode>().or_else(usage)?,
+        ..Config::default()
+    };
     if let Some(s) = &a.alloc {
         cfg.alloc = s.parse::<Alloc>().or_else(usage)?;
     }
@@ -93,7 +96,9 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         // One file for the whole recording, as S1 records (sized exactly, so
         // the pre-allocation matches what is written).
         (None, Some(n)) if !a.lines => {
-            let bytes = n.saturating_mul(cfg.stored_len(cfg.max_record)) + HEADER_LEN as u64 + RESERVED_BYTES;
+            let bytes = n.saturating_mul(cfg.stored_len(cfg.max_record))
+                + HEADER_LEN as u64
+                + RESERVED_BYTES;
             bytes.div_ceil(4096) * 4096
         }
         _ => 64 * MIB,
@@ -106,14 +111,20 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
     }
     cfg.ring_bytes = match &a.ring {
         Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
-        None => (16 * MIB as usize).max(4 * (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN)),
+        None => {
+            (16 * MIB as usize).max(4 * (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN))
+        }
     };
     let (mut trigger_stdin, mut trigger_sigusr1) = (false, false);
     for t in &a.trigger_on {
         match t.as_str() {
             "SIGUSR1" | "sigusr1" | "USR1" => trigger_sigusr1 = true,
             "stdin" => trigger_stdin = true,
-            other => return usage(format!("--trigger-on: unknown trigger source '{other}' (expected SIGUSR1 or stdin)")),
+            other => {
+                return usage(format!(
+                    "--trigger-on: unknown trigger source '{other}' (expected SIGUSR1 or stdin)"
+                ))
+            }
         }
     }
     if trigger_stdin && a.stdin {
@@ -128,8 +139,10 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         return usage("triggers need the flight recorder: give --pre and --post");
     }
     if flight_asked {
-        let pre_ns = parse_duration_ns(a.pre.as_deref().unwrap_or("2s")).or_else(|e| usage(format!("--pre: {e}")))?;
-        let post_ns = parse_duration_ns(a.post.as_deref().unwrap_or("5s")).or_else(|e| usage(format!("--post: {e}")))?;
+        let pre_ns = parse_duration_ns(a.pre.as_deref().unwrap_or("2s"))
+            .or_else(|e| usage(format!("--pre: {e}")))?;
+        let post_ns = parse_duration_ns(a.post.as_deref().unwrap_or("5s"))
+            .or_else(|e| usage(format!("--post: {e}")))?;
         let entry = (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN) as u64;
         let pre_bytes = match &a.pre_bytes {
             Some(s) => size_arg("pre-bytes", s)?,
@@ -139,24 +152,36 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
                 _ => 64 * MIB,
             },
         };
-        cfg.flight = Some(FlightConfig { pre_ns, pre_bytes, post_ns });
+        cfg.flight = Some(FlightConfig {
+            pre_ns,
+            pre_bytes,
+            post_ns,
+        });
         if a.file_size.is_none() {
             // One event per file: pre + post at this rate, with room to spare.
             let span_records = match source {
                 Source::Synthetic { period_ns } => (pre_ns + post_ns) / period_ns + 4,
                 _ => 1024,
             };
-            let bytes = span_records * cfg.stored_len(cfg.max_record) + HEADER_LEN as u64 + RESERVED_BYTES;
+            let bytes =
+                span_records * cfg.stored_len(cfg.max_record) + HEADER_LEN as u64 + RESERVED_BYTES;
             cfg.file_size = bytes.div_ceil(4096) * 4096;
         }
     }
     cfg.rt.writer_cpu = a.writer_cpu;
     let rt = if a.rt {
         if !(1..=99).contains(&a.priority) {
-            return usage(format!("--priority: {} is outside SCHED_FIFO's range 1-99", a.priority));
+            return usage(format!(
+                "--priority: {} is outside SCHED_FIFO's range 1-99",
+                a.priority
+            ));
         }
         cfg.rt.writer_priority = Some((a.priority - 1).max(1));
-        Some(RtSetup { lock_memory: true, priority: Some(a.priority), cpu: a.cpu })
+        Some(RtSetup {
+            lock_memory: true,
+            priority: Some(a.priority),
+            cpu: a.cpu,
+        })
     } else {
         None
     };
@@ -183,7 +208,8 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
 pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     let plan = resolve(a)?;
     if plan.dir_is_default && !plan.dir.exists() {
-        std::fs::create_dir_all(&plan.dir).with_context(|| format!("creating '{}'", plan.dir.display()))?;
+        std::fs::create_dir_all(&plan.dir)
+            .with_context(|| format!("creating '{}'", plan.dir.display()))?;
     }
     signals::install();
     if let Some(setup) = &plan.rt {
@@ -206,9 +232,14 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         });
     }
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let mut rec = Recorder::create(&plan.dir, plan.cfg.clone()).map_err(|e| crate::Usage(e.to_string()))?;
+    let mut rec =
+        Recorder::create(&plan.dir, plan.cfg.clone()).map_err(|e| crate::Usage(e.to_string()))?;
     let live = rec.live();
-    let rss = plan.cfg.flight.is_some().then(|| spawn_rss_monitor(live.clone()));
+    let rss = plan
+        .cfg
+        .flight
+        .is_some()
+        .then(|| spawn_rss_monitor(live.clone()));
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
@@ -218,7 +249,14 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
             let every = plan.trigger_every.map(|e| (e / period_ns).max(1));
-            let r = synthetic(&mut rec, &mut t, plan.size, plan.count, every, a.trace_written);
+            let r = synthetic(
+                &mut rec,
+                &mut t,
+                plan.size,
+                plan.count,
+                every,
+                a.trace_written,
+            );
             timer = Some(t);
             r
         }
@@ -247,7 +285,10 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     }
     if let (Some(samples), false) = (&rss, a.quiet) {
         for (events, bytes) in samples {
-            eprintln!("resident memory after {events} events: {}", fmt_bytes(*bytes));
+            eprintln!(
+                "resident memory after {events} events: {}",
+                fmt_bytes(*bytes)
+            );
         }
     }
     if !a.quiet {
@@ -259,7 +300,10 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     Ok(match outcome {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {
-            eprintln!("rtrec: the recording failed: {}", summary.error.as_deref().unwrap_or("unknown error"));
+            eprintln!(
+                "rtrec: the recording failed: {}",
+                summary.error.as_deref().unwrap_or("unknown error")
+            );
             1
         }
         Outcome::Aborted(reason) => {
@@ -280,7 +324,11 @@ enum Outcome {
 }
 
 fn interrupted(sig: i32, n: u64, count: Option<u64>) -> Outcome {
-    let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
+    let name = if sig == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
     match count {
         Some(c) => Outcome::Interrupted(format!("interrupted by {name} after {n} of {c} records")),
         // An open-ended recording ends normally on Ctrl-C: that is how it is stopped.
@@ -341,7 +389,9 @@ fn synthetic(
 
 /// Samples the resident memory after the 10th event and at the end, so a
 /// flight-recorder run shows that memory does not grow with events.
-fn spawn_rss_monitor(live: Arc<LiveStats>) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>) {
+fn spawn_rss_monitor(
+    live: Arc<LiveStats>,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>) {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let h = std::thread::spawn(move || {
@@ -355,7 +405,10 @@ fn spawn_rss_monitor(live: Arc<LiveStats>) -> (Arc<AtomicBool>, std::thread::Joi
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        samples.push((live.events.load(Ordering::Relaxed), rtrec_sys::resident_bytes().unwrap_or(0)));
+        samples.push((
+            live.events.load(Ordering::Relaxed),
+            rtrec_sys::resident_bytes().unwrap_or(0),
+        ));
         samples
     });
     (stop, h)
@@ -386,14 +439,18 @@ fn stdin_fixed(rec: &mut Recorder, size: usize, count: Option<u64>, tr: bool) ->
     while count.is_none_or(|c| n < c) {
         let got = match read_full(&mut input, &mut buf) {
             Ok(g) => g,
-            Err(e) => return Outcome::Aborted(format!("reading stdin failed after {n} records: {e}")),
+            Err(e) => {
+                return Outcome::Aborted(format!("reading stdin failed after {n} records: {e}"))
+            }
         };
         if let Some(sig) = signals::caught() {
             return interrupted(sig, n, count);
         }
         if got == 0 {
             return match count {
-                Some(c) => Outcome::Aborted(format!("stdin closed early: {n} of {c} records received")),
+                Some(c) => {
+                    Outcome::Aborted(format!("stdin closed early: {n} of {c} records received"))
+                }
                 None => Outcome::Done,
             };
         }
@@ -421,12 +478,16 @@ fn stdin_lines(rec: &mut Recorder, count: Option<u64>, tr: bool) -> Outcome {
         match input.read_until(b'\n', &mut line) {
             Ok(0) => {
                 return match count {
-                    Some(c) => Outcome::Aborted(format!("stdin closed early: {n} of {c} lines received")),
+                    Some(c) => {
+                        Outcome::Aborted(format!("stdin closed early: {n} of {c} lines received"))
+                    }
                     None => Outcome::Done,
                 };
             }
             Ok(_) => {}
-            Err(e) => return Outcome::Aborted(format!("reading stdin failed after {n} records: {e}")),
+            Err(e) => {
+                return Outcome::Aborted(format!("reading stdin failed after {n} records: {e}"))
+            }
         }
         if let Some(sig) = signals::caught() {
             return interrupted(sig, n, count);
@@ -444,14 +505,21 @@ fn stdin_lines(rec: &mut Recorder, count: Option<u64>, tr: bool) -> Outcome {
     Outcome::Done
 }
 
-fn spawn_progress(live: Arc<LiveStats>, total: Option<u64>, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn spawn_progress(
+    live: Arc<LiveStats>,
+    total: Option<u64>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let bar = match total {
             Some(t) => indicatif::ProgressBar::new(t).with_style(
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} records {msg}").expect("valid template"),
+                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} records {msg}")
+                    .expect("valid template"),
             ),
-            None => indicatif::ProgressBar::new_spinner()
-                .with_style(indicatif::ProgressStyle::with_template("{spinner} {pos} records {msg}").expect("valid template")),
+            None => indicatif::ProgressBar::new_spinner().with_style(
+                indicatif::ProgressStyle::with_template("{spinner} {pos} records {msg}")
+                    .expect("valid template"),
+            ),
         };
         while !done.load(Ordering::Acquire) {
             let w = live.records_written.load(Ordering::Relaxed);
@@ -462,7 +530,11 @@ fn spawn_progress(live: Arc<LiveStats>, total: Option<u64>, done: Arc<AtomicBool
                 fmt_mib(live.bytes_written.load(Ordering::Relaxed)),
                 fmt_ns(live.max_write_ns.load(Ordering::Relaxed)),
                 live.records_dropped.load(Ordering::Relaxed),
-                if events > 0 { format!(" | {events} events") } else { String::new() }
+                if events > 0 {
+                    format!(" | {events} events")
+                } else {
+                    String::new()
+                }
             ));
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -473,7 +545,10 @@ fn spawn_progress(live: Arc<LiveStats>, total: Option<u64>, done: Arc<AtomicBool
 fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> anyhow::Result<()> {
     let mut v = serde_json::to_value(s)?;
     if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
-        let list: Vec<_> = samples.iter().map(|(e, b)| serde_json::json!({"events": e, "resident_bytes": b})).collect();
+        let list: Vec<_> = samples
+            .iter()
+            .map(|(e, b)| serde_json::json!({"events": e, "resident_bytes": b}))
+            .collect();
         obj.insert("resident_after_events".into(), list.into());
     }
     let text = serde_json::to_string_pretty(&v)? + "\n";
@@ -505,9 +580,21 @@ fn print_summary(s: &Summary, to_stderr: bool) {
     let mut out = String::new();
     let files = match s.files.as_slice() {
         [one] => one.display().to_string(),
-        many => format!("{} files in {}", many.len(), many.first().and_then(|f| f.parent()).map(|p| p.display().to_string()).unwrap_or_default()),
+        many => format!(
+            "{} files in {}",
+            many.len(),
+            many.first()
+                .and_then(|f| f.parent())
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
     };
-    out += &format!("recorded {} records ({}) to {}\n", s.records_written, fmt_bytes(s.bytes_written), files);
+    out += &format!(
+        "recorded {} records ({}) to {}\n",
+        s.records_written,
+        fmt_bytes(s.bytes_written),
+        files
+    );
     out += &format!(
         "mode {}, alloc {}, flush {} every {}, {}{}\n",
         c.mode,
@@ -515,13 +602,20 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         c.flush,
         fmt_mib(c.flush_every),
         c.framing,
-        if s.complete { String::new() } else { format!(", INCOMPLETE ({})", s.abort_reason.as_deref().unwrap_or("")) }
+        if s.complete {
+            String::new()
+        } else {
+            format!(", INCOMPLETE ({})", s.abort_reason.as_deref().unwrap_or(""))
+        }
     );
     out += &format!(
         "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames), missed periods {}\n",
         s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored, s.missed_periods
     );
-    out += &format!("{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "", "min", "mean", "p50", "p99", "p99.9", "max");
+    out += &format!(
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "", "min", "mean", "p50", "p99", "p99.9", "max"
+    );
     out += &(row("write()", &s.write_ns) + "\n");
     out += &(row("record()", &s.record_ns) + "\n");
     out += &(row("lateness", &s.lateness_ns) + "\n");
@@ -547,7 +641,11 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         "flush thread: {} flushes, {} CPU{}\n",
         s.flush.flushes,
         fmt_ns(s.flush.cpu_ns),
-        s.flush.error.as_ref().map(|e| format!(", first error: {e}")).unwrap_or_default()
+        s.flush
+            .error
+            .as_ref()
+            .map(|e| format!(", first error: {e}"))
+            .unwrap_or_default()
     );
     if to_stderr {
         eprint!("{out}");

@@ -14,7 +14,11 @@ use crate::cli::TuneArgs;
 /// Runs `rtrec tune`.
 pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     if a.restore {
-        let report = if a.force { state::restore_all_forced()? } else { state::restore_stale()? };
+        let report = if a.force {
+            state::restore_all_forced()?
+        } else {
+            state::restore_stale()?
+        };
         if report.is_empty() {
             println!("nothing to restore: no rtrec process left changes behind");
         } else {

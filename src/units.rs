@@ -8,7 +8,9 @@
 /// Parses a byte size; one sentence on error.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: u64 = match unit.trim() {
         "" | "B" | "b" => 1,
@@ -18,9 +20,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "KB" | "kB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("'{s}' is not a size: unknown unit '{u}' (use B, KiB, MiB, GiB, KB, MB or GB)")),
+        u => {
+            return Err(format!(
+                "'{s}' is not a size: unknown unit '{u}' (use B, KiB, MiB, GiB, KB, MB or GB)"
+            ))
+        }
     };
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a size (expected a number and a unit, like 16KiB)"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (expected a number and a unit, like 16KiB)"))?;
     let bytes = v * mult as f64;
     if !bytes.is_finite() || bytes > u64::MAX as f64 {
         return Err(format!("'{s}' is too large"));
@@ -36,7 +44,9 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     if t.starts_with('-') {
         return Err(format!("'{s}' is negative; the duration must be positive"));
     }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: f64 = match unit.trim() {
         "ns" => 1.0,
@@ -44,9 +54,15 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "" => return Err(format!("'{s}' needs a unit (ns, us, ms or s), like 5ms")),
-        u => return Err(format!("'{s}' is not a duration: unknown unit '{u}' (use ns, us, ms or s)")),
+        u => {
+            return Err(format!(
+                "'{s}' is not a duration: unknown unit '{u}' (use ns, us, ms or s)"
+            ))
+        }
     };
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (expected a number and a unit, like 5ms)"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (expected a number and a unit, like 5ms)"))?;
     let ns = (v * mult).round();
     if ns < 1.0 {
         return Err(format!("'{s}' is zero; the duration must be positive"));
@@ -120,7 +136,10 @@ mod tests {
             parse_size("16XB").unwrap_err(),
             "'16XB' is not a size: unknown unit 'XB' (use B, KiB, MiB, GiB, KB, MB or GB)"
         );
-        assert_eq!(parse_size("abc").unwrap_err(), "'abc' is not a size: unknown unit 'abc' (use B, KiB, MiB, GiB, KB, MB or GB)");
+        assert_eq!(
+            parse_size("abc").unwrap_err(),
+            "'abc' is not a size: unknown unit 'abc' (use B, KiB, MiB, GiB, KB, MB or GB)"
+        );
     }
 
     #[test]
@@ -128,9 +147,18 @@ mod tests {
         assert_eq!(parse_duration_ns("5ms"), Ok(5_000_000));
         assert_eq!(parse_duration_ns("250us"), Ok(250_000));
         assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
-        assert_eq!(parse_duration_ns("0ms").unwrap_err(), "'0ms' is zero; the duration must be positive");
-        assert_eq!(parse_duration_ns("-5ms").unwrap_err(), "'-5ms' is negative; the duration must be positive");
-        assert_eq!(parse_duration_ns("5").unwrap_err(), "'5' needs a unit (ns, us, ms or s), like 5ms");
+        assert_eq!(
+            parse_duration_ns("0ms").unwrap_err(),
+            "'0ms' is zero; the duration must be positive"
+        );
+        assert_eq!(
+            parse_duration_ns("-5ms").unwrap_err(),
+            "'-5ms' is negative; the duration must be positive"
+        );
+        assert_eq!(
+            parse_duration_ns("5").unwrap_err(),
+            "'5' needs a unit (ns, us, ms or s), like 5ms"
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@
 
 use std::path::PathBuf;
 
-use rtrec_engine::reader::{check_continuity, recording_files, verify_file, FileReport, FileStatus};
+use rtrec_engine::reader::{
+    check_continuity, recording_files, verify_file, FileReport, FileStatus,
+};
 use serde::Serialize;
 
 use crate::cli::VerifyArgs;
@@ -38,9 +40,13 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
             Err(e) => return usage(format!("cannot read '{}': {e}", p.display())),
         };
         if meta.is_dir() {
-            let found = recording_files(p).map_err(|e| crate::Usage(format!("cannot list '{}': {e}", p.display())))?;
+            let found = recording_files(p)
+                .map_err(|e| crate::Usage(format!("cannot list '{}': {e}", p.display())))?;
             if found.is_empty() {
-                return usage(format!("'{}' holds no recordings (*.rtr or *.raw files)", p.display()));
+                return usage(format!(
+                    "'{}' holds no recordings (*.rtr or *.raw files)",
+                    p.display()
+                ));
             }
             paths.extend(found);
         } else {
@@ -49,7 +55,10 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
     }
     let mut files = Vec::with_capacity(paths.len());
     for p in &paths {
-        files.push(verify_file(p).map_err(|e| crate::Usage(format!("cannot read '{}': {e}", p.display())))?);
+        files.push(
+            verify_file(p)
+                .map_err(|e| crate::Usage(format!("cannot read '{}': {e}", p.display())))?,
+        );
     }
     check_continuity(&mut files);
     let report = Report {

@@ -11,7 +11,10 @@ fn rtrec() -> Command {
 }
 
 fn strace_available() -> bool {
-    Command::new("strace").arg("-V").output().is_ok_and(|o| o.status.success())
+    Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Runs `rtrec record ARGS` under strace; returns the traced calls.
@@ -22,11 +25,26 @@ fn traced_record(dir: &Path, log: &Path, extra: &[&str]) -> String {
         .arg(env!("CARGO_BIN_EXE_rtrec"))
         .args(["record", "--dir"])
         .arg(dir)
-        .args(["--period", "1ms", "--size", "4KiB", "--count", "100", "--file-size", "1MiB", "--no-refill", "--quiet"])
+        .args([
+            "--period",
+            "1ms",
+            "--size",
+            "4KiB",
+            "--count",
+            "100",
+            "--file-size",
+            "1MiB",
+            "--no-refill",
+            "--quiet",
+        ])
         .args(extra)
         .output()
         .unwrap();
-    assert!(out.status.success(), "rtrec record failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "rtrec record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::read_to_string(log).unwrap()
 }
 
@@ -47,14 +65,28 @@ fn a_pooled_recording_makes_no_fallocate_or_ftruncate_call_and_the_s1_design_doe
         .args(["--files", "2", "--file-size", "1MiB"])
         .output()
         .unwrap();
-    assert!(prep.status.success(), "{}", String::from_utf8_lossy(&prep.stderr));
+    assert!(
+        prep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&prep.stderr)
+    );
 
     let pooled = traced_record(dir.path(), &dir.path().join("pooled.log"), &[]);
-    let calls: Vec<&str> = pooled.lines().filter(|l| l.contains("fallocate(") || l.contains("ftruncate(")).collect();
+    let calls: Vec<&str> = pooled
+        .lines()
+        .filter(|l| l.contains("fallocate(") || l.contains("ftruncate("))
+        .collect();
     assert!(calls.is_empty(), "a pooled recording called: {calls:?}");
 
-    let s1 = traced_record(dir.path(), &dir.path().join("s1.log"), &["--alloc", "fallocate"]);
-    assert!(s1.contains("fallocate(") && s1.contains("ftruncate("), "control saw no calls: {s1}");
+    let s1 = traced_record(
+        dir.path(),
+        &dir.path().join("s1.log"),
+        &["--alloc", "fallocate"],
+    );
+    assert!(
+        s1.contains("fallocate(") && s1.contains("ftruncate("),
+        "control saw no calls: {s1}"
+    );
 
     let v = rtrec().arg("verify").arg(dir.path()).output().unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));

@@ -155,7 +155,12 @@ pub struct PoolConfig {
 
 impl Default for PoolConfig {
     fn default() -> Self {
-        PoolConfig { files: 2, on_empty: OnPoolEmpty::Fallocate, refill_while_recording: false, refill_on_finish: false }
+        PoolConfig {
+            files: 2,
+            on_empty: OnPoolEmpty::Fallocate,
+            refill_while_recording: false,
+            refill_on_finish: false,
+        }
     }
 }
 
@@ -177,7 +182,11 @@ pub struct FlightConfig {
 impl Default for FlightConfig {
     /// 2 s before, 5 s after a trigger, at most 16 MiB of window.
     fn default() -> Self {
-        FlightConfig { pre_ns: 2_000_000_000, pre_bytes: 16 * MIB, post_ns: 5_000_000_000 }
+        FlightConfig {
+            pre_ns: 2_000_000_000,
+            pre_bytes: 16 * MIB,
+            post_ns: 5_000_000_000,
+        }
     }
 }
 
@@ -298,14 +307,19 @@ impl Config {
         }
         if let Some(p) = self.rt.writer_priority {
             if !(1..=99).contains(&p) {
-                return err(format!("the writer's SCHED_FIFO priority {p} is outside 1-99"));
+                return err(format!(
+                    "the writer's SCHED_FIFO priority {p} is outside 1-99"
+                ));
             }
         }
         if self.max_record == 0 {
             return err("the maximum record size must be more than 0 bytes".into());
         }
         if self.max_record as u64 > crate::format::MAX_PAYLOAD as u64 {
-            return err(format!("records larger than {} bytes are not supported", crate::format::MAX_PAYLOAD));
+            return err(format!(
+                "records larger than {} bytes are not supported",
+                crate::format::MAX_PAYLOAD
+            ));
         }
         if self.stored_len(self.max_record) > self.usable_file_bytes() {
             return err(format!(
@@ -313,7 +327,9 @@ impl Config {
                 self.max_record, self.file_size
             ));
         }
-        if self.mode == Mode::Ring && self.ring_bytes < crate::ring::ENTRY_HEADER_LEN + self.max_record {
+        if self.mode == Mode::Ring
+            && self.ring_bytes < crate::ring::ENTRY_HEADER_LEN + self.max_record
+        {
             return err(format!(
                 "the ring ({} bytes) must hold at least one record of {} bytes",
                 self.ring_bytes, self.max_record
@@ -330,10 +346,16 @@ impl Config {
                 return err("the flight recorder needs the ring mode (records wait in memory for a trigger)".into());
             }
             if self.framing == Framing::Raw {
-                return err("the flight recorder needs framed files (each event file stores its trigger)".into());
+                return err(
+                    "the flight recorder needs framed files (each event file stores its trigger)"
+                        .into(),
+                );
             }
             if f.pre_bytes < (crate::ring::ENTRY_HEADER_LEN + self.max_record) as u64 {
-                return err(format!("the pre-trigger window ({} bytes) must hold at least one record", f.pre_bytes));
+                return err(format!(
+                    "the pre-trigger window ({} bytes) must hold at least one record",
+                    f.pre_bytes
+                ));
             }
         }
         if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
@@ -346,7 +368,9 @@ impl Config {
     /// every file header so a reader can tell which settings wrote it.
     pub fn digest(&self) -> u64 {
         let json = serde_json::to_vec(self).unwrap_or_default();
-        json.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+        json.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        })
     }
 }
 
@@ -370,28 +394,45 @@ mod tests {
     #[test]
     fn an_unknown_strategy_names_the_choices() {
         let e = "bogus".parse::<Flush>().unwrap_err();
-        assert_eq!(e, "unknown flush strategy 'bogus' (expected one of: none, fdatasync, fsync, sfr, window)");
+        assert_eq!(
+            e,
+            "unknown flush strategy 'bogus' (expected one of: none, fdatasync, fsync, sfr, window)"
+        );
     }
 
     #[test]
     fn a_prefix_that_could_leave_or_hide_from_the_directory_is_refused() {
         for bad in ["../x", "a/b", ".hidden", ""] {
-            let c = Config { prefix: bad.into(), ..Config::default() };
+            let c = Config {
+                prefix: bad.into(),
+                ..Config::default()
+            };
             assert!(c.validate().is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn a_record_larger_than_the_file_is_refused() {
-        let c = Config { file_size: 1 << 20, max_record: 2 << 20, ..Config::default() };
-        assert!(c.validate().unwrap_err().0.contains("does not fit in a file"));
+        let c = Config {
+            file_size: 1 << 20,
+            max_record: 2 << 20,
+            ..Config::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .0
+            .contains("does not fit in a file"));
     }
 
     #[test]
     fn the_default_configuration_is_valid_and_digests_differ() {
         let a = Config::default();
         a.validate().unwrap();
-        let b = Config { flush: Flush::Sfr, ..Config::default() };
+        let b = Config {
+            flush: Flush::Sfr,
+            ..Config::default()
+        };
         assert_ne!(a.digest(), b.digest());
     }
 }

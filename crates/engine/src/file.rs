@@ -31,7 +31,11 @@ pub const RAW_EXT: &str = "raw";
 
 /// Name of file `index` of recording `base`.
 pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
-    let ext = if framing == Framing::Raw { RAW_EXT } else { FRAMED_EXT };
+    let ext = if framing == Framing::Raw {
+        RAW_EXT
+    } else {
+        FRAMED_EXT
+    };
     format!("{base}-{index:04}.{ext}")
 }
 
@@ -42,14 +46,22 @@ pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
 pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
     let stamp = utc_stamp(sys::realtime_ns() / 1_000_000_000);
     let names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
         .unwrap_or_default();
     let mut n = 0;
     loop {
-        let base = if n == 0 { format!("{}-{stamp}", cfg.prefix) } else { format!("{}-{stamp}.{n}", cfg.prefix) };
+        let base = if n == 0 {
+            format!("{}-{stamp}", cfg.prefix)
+        } else {
+            format!("{}-{stamp}.{n}", cfg.prefix)
+        };
         let taken = |name: &String| {
             let name = name.strip_prefix('.').unwrap_or(name);
-            name.strip_prefix(&base).is_some_and(|rest| rest.starts_with('-'))
+            name.strip_prefix(&base)
+                .is_some_and(|rest| rest.starts_with('-'))
         };
         if !names.iter().any(taken) {
             return base;
@@ -72,23 +84,38 @@ pub fn utc_stamp(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// Checks that `dir` is an existing, writable directory; one sentence if not.
 pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
     match std::fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            Err(Error::Usage(format!("the directory '{}' does not exist", dir.display())))
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::Usage(format!(
+            "the directory '{}' does not exist",
+            dir.display()
+        ))),
         Err(e) => Err(Error::io("reading", dir, e)),
-        Ok(m) if !m.is_dir() => Err(Error::Usage(format!("'{}' is not a directory", dir.display()))),
+        Ok(m) if !m.is_dir() => Err(Error::Usage(format!(
+            "'{}' is not a directory",
+            dir.display()
+        ))),
         Ok(_) => Ok(()),
     }
 }
 
 /// Creates, allocates and names file `index` of recording `base`.
-pub(crate) fn prepare(dir: &Path, base: &str, index: u32, cfg: &Config, generation: u64) -> Result<OpenFile, Error> {
+pub(crate) fn prepare(
+    dir: &Path,
+    base: &str,
+    index: u32,
+    cfg: &Config,
+    generation: u64,
+) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
     let header = FileHeader {
         flags: 0,
@@ -130,7 +157,12 @@ pub(crate) fn prepare_at(
         let _ = std::fs::remove_file(&tmp);
     }
     let (header, offset) = r?;
-    Ok(OpenFile { file: Arc::new(file), path, header, offset })
+    Ok(OpenFile {
+        file: Arc::new(file),
+        path,
+        header,
+        offset,
+    })
 }
 
 fn allocate_and_name(
@@ -142,7 +174,11 @@ fn allocate_and_name(
     framing: Framing,
     mut header: FileHeader,
 ) -> Result<(FileHeader, u64), Error> {
-    let nospace = |avail: u64| Error::NoSpace { dir: tmp.parent().unwrap_or(tmp).to_path_buf(), need: size, avail };
+    let nospace = |avail: u64| Error::NoSpace {
+        dir: tmp.parent().unwrap_or(tmp).to_path_buf(),
+        need: size,
+        avail,
+    };
     // Measured before allocating: a failed fallocate may have taken what
     // was free by the time it fails.
     let avail_before = sys::available_bytes(file).unwrap_or(0);
@@ -165,7 +201,9 @@ fn allocate_and_name(
         Alloc::Fallocate | Alloc::Pool => {
             sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?
         }
-        Alloc::FallocateKeepSize => sys::fallocate(file, sys::FallocateMode::KeepSize, 0, size).map_err(enospc)?,
+        Alloc::FallocateKeepSize => {
+            sys::fallocate(file, sys::FallocateMode::KeepSize, 0, size).map_err(enospc)?
+        }
         Alloc::Zero => {
             sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?;
             let zeros = vec![0u8; 1 << 20];
@@ -183,7 +221,8 @@ fn allocate_and_name(
     header.created_ns = sys::realtime_ns();
     header.created_mono_ns = sys::monotonic_ns();
     let offset = if framing == Framing::Framed {
-        sys::pwrite_all(file, &header.encode(), 0).map_err(|e| Error::io("writing the header of", tmp, e))?;
+        sys::pwrite_all(file, &header.encode(), 0)
+            .map_err(|e| Error::io("writing the header of", tmp, e))?;
         HEADER_LEN as u64
     } else {
         0
@@ -234,9 +273,16 @@ mod tests {
     #[test]
     fn a_failed_preparation_leaves_no_file() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = Config { file_size: u64::MAX / 4, alloc: Alloc::Fallocate, ..Config::default() };
+        let cfg = Config {
+            file_size: u64::MAX / 4,
+            alloc: Alloc::Fallocate,
+            ..Config::default()
+        };
         let e = prepare(dir.path(), "x", 0, &cfg, 1).err().unwrap();
-        assert!(e.to_string().contains("space") || e.to_string().contains("pre-allocating"), "{e}");
+        assert!(
+            e.to_string().contains("space") || e.to_string().contains("pre-allocating"),
+            "{e}"
+        );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -85,7 +85,10 @@ impl Flight {
             saved_upto_seq: 0,
             scratch: vec![0u8; max_record.max(LossPayload::LEN)],
             active: None,
-            stats: FlightStats { window_bytes: cap as u64, ..FlightStats::default() },
+            stats: FlightStats {
+                window_bytes: cap as u64,
+                ..FlightStats::default()
+            },
             cfg,
         }
     }
@@ -145,7 +148,13 @@ impl Flight {
         Ok(())
     }
 
-    pub(crate) fn on_data(&mut self, w: &mut Writer, seq: u64, ts: u64, payload: &[u8]) -> io::Result<()> {
+    pub(crate) fn on_data(
+        &mut self,
+        w: &mut Writer,
+        seq: u64,
+        ts: u64,
+        payload: &[u8],
+    ) -> io::Result<()> {
         self.tick(w, ts)?;
         if let Some(a) = &mut self.active {
             a.post_records += 1;
@@ -189,7 +198,12 @@ impl Flight {
             at += ENTRY_HEADER_LEN + len;
         }
         w.begin_event(event, first_seq)?;
-        let t = TriggerPayload { trigger_ns: ts, trigger_seq: seq, pre_ns: ts.saturating_sub(oldest_ts), pre_records };
+        let t = TriggerPayload {
+            trigger_ns: ts,
+            trigger_seq: seq,
+            pre_ns: ts.saturating_sub(oldest_ts),
+            pre_records,
+        };
         w.write_marker(FrameKind::Trigger, first_seq, ts, &t.encode())?;
         let mut at = 0;
         while at < self.window.len() {
@@ -210,7 +224,12 @@ impl Flight {
         }
         self.stats.pre_records_saved += pre_records;
         self.saved_upto_seq = self.saved_upto_seq.max(seq);
-        self.active = Some(Active { trigger_ts: ts, deadline: ts + self.cfg.post_ns, post_records: 0, last_ts: ts });
+        self.active = Some(Active {
+            trigger_ts: ts,
+            deadline: ts + self.cfg.post_ns,
+            post_records: 0,
+            last_ts: ts,
+        });
         Ok(())
     }
 

@@ -61,17 +61,26 @@ impl Flusher {
         } else {
             let s = shared.clone();
             let (strategy, nice, cpu) = (cfg.flush, cfg.flusher_nice, cfg.rt.flusher_cpu);
-            Some(thread::Builder::new().name("rtrec-flush".into()).spawn(move || {
-                // Lower priority than the writer: best effort, errors ignored
-                // (an unprivileged user may not lower a nice value it raised).
-                let _ = sys::set_thread_nice(nice);
-                if let Some(c) = cpu {
-                    let _ = sys::pin_to_cpu(c);
-                }
-                run(&s, strategy, every)
-            })?)
+            Some(
+                thread::Builder::new()
+                    .name("rtrec-flush".into())
+                    .spawn(move || {
+                        // Lower priority than the writer: best effort, errors ignored
+                        // (an unprivileged user may not lower a nice value it raised).
+                        let _ = sys::set_thread_nice(nice);
+                        if let Some(c) = cpu {
+                            let _ = sys::pin_to_cpu(c);
+                        }
+                        run(&s, strategy, every)
+                    })?,
+            )
         };
-        Ok(Flusher { shared, every, next_wake: every, thread })
+        Ok(Flusher {
+            shared,
+            every,
+            next_wake: every,
+            thread,
+        })
     }
 
     /// Points the flusher at a new file (offsets restart at 0).

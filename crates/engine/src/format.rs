@@ -277,7 +277,15 @@ pub fn decode_frame(b: &[u8], generation: u64) -> Result<(FrameHeader, &[u8]), D
     if u32_at(h, 36) != 0 {
         return Err(DecodeError::Reserved);
     }
-    Ok((FrameHeader { kind, len, seq: u64_at(h, 16), ts_ns: u64_at(h, 24) }, payload))
+    Ok((
+        FrameHeader {
+            kind,
+            len,
+            seq: u64_at(h, 16),
+            ts_ns: u64_at(h, 24),
+        },
+        payload,
+    ))
 }
 
 /// Payload of a [`FrameKind::Loss`] frame: `count` records starting at
@@ -329,7 +337,11 @@ impl LossPayload {
             4 => LossReason::Overwritten,
             _ => return None,
         };
-        Some(LossPayload { first_seq: u64_at(b, 0), count: u64_at(b, 8), reason })
+        Some(LossPayload {
+            first_seq: u64_at(b, 0),
+            count: u64_at(b, 8),
+            reason,
+        })
     }
 }
 
@@ -463,15 +475,28 @@ mod tests {
         let mut b = h.to_vec();
         b.extend_from_slice(b"hello");
         let (fh, p) = decode_frame(&b, 0x1_0000_0009).unwrap();
-        assert_eq!((fh.kind, fh.seq, fh.ts_ns, p), (FrameKind::Data, 42, 99, &b"hello"[..]));
-        assert_eq!(decode_frame(&b, 8).unwrap_err(), DecodeError::StaleGeneration);
+        assert_eq!(
+            (fh.kind, fh.seq, fh.ts_ns, p),
+            (FrameKind::Data, 42, 99, &b"hello"[..])
+        );
+        assert_eq!(
+            decode_frame(&b, 8).unwrap_err(),
+            DecodeError::StaleGeneration
+        );
         b[FRAME_HEADER_LEN] ^= 0x20;
-        assert_eq!(decode_frame(&b, 0x1_0000_0009).unwrap_err(), DecodeError::BadCrc);
+        assert_eq!(
+            decode_frame(&b, 0x1_0000_0009).unwrap_err(),
+            DecodeError::BadCrc
+        );
     }
 
     #[test]
     fn payloads_round_trip() {
-        let l = LossPayload { first_seq: 3, count: 9, reason: LossReason::RingFull };
+        let l = LossPayload {
+            first_seq: 3,
+            count: 9,
+            reason: LossReason::RingFull,
+        };
         assert_eq!(LossPayload::decode(&l.encode()), Some(l));
         let e = EndPayload {
             complete: false,
@@ -484,7 +509,12 @@ mod tests {
             reason: "stdin closed".into(),
         };
         assert_eq!(EndPayload::decode(&e.encode()), Some(e));
-        let t = TriggerPayload { trigger_ns: 1, trigger_seq: 2, pre_ns: 3, pre_records: 4 };
+        let t = TriggerPayload {
+            trigger_ns: 1,
+            trigger_seq: 2,
+            pre_ns: 3,
+            pre_records: 4,
+        };
         assert_eq!(TriggerPayload::decode(&t.encode()), Some(t));
     }
 }

@@ -24,8 +24,8 @@
 
 pub mod config;
 pub mod file;
-pub(crate) mod flusher;
 pub mod flight;
+pub(crate) mod flusher;
 pub mod format;
 pub mod pool;
 pub mod reader;
@@ -39,7 +39,9 @@ pub mod writer;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use config::{Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig, MIB};
+pub use config::{
+    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig, MIB,
+};
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
@@ -80,6 +82,10 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(action: &'static str, path: &Path, source: io::Error) -> Error {
-        Error::Io { action, path: path.to_path_buf(), source }
+        Error::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

@@ -85,7 +85,10 @@ impl Pool {
         match std::fs::read(&meta_path) {
             Ok(b) => {
                 let meta: PoolMeta = serde_json::from_slice(&b).map_err(|e| {
-                    Error::Usage(format!("the pool description '{}' is damaged: {e}", meta_path.display()))
+                    Error::Usage(format!(
+                        "the pool description '{}' is damaged: {e}",
+                        meta_path.display()
+                    ))
                 })?;
                 Ok(Some(Pool { dir, meta }))
             }
@@ -104,7 +107,10 @@ impl Pool {
         let existing = Self::open(rec_dir)?;
         if let Some(p) = &existing {
             let st = p.status()?;
-            if st.ready_files > 0 || st.preparing_files > 0 || p.meta == (PoolMeta { file_size, files }) {
+            if st.ready_files > 0
+                || st.preparing_files > 0
+                || p.meta == (PoolMeta { file_size, files })
+            {
                 return Ok(p.clone());
             }
         }
@@ -112,7 +118,10 @@ impl Pool {
         let dir = Self::dir_of(rec_dir);
         let refused = |what: &'static str, path: &Path, e: io::Error| match e.kind() {
             io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
-                Error::Usage(format!("cannot create the file pool in '{}': {e}", rec_dir.display()))
+                Error::Usage(format!(
+                    "cannot create the file pool in '{}': {e}",
+                    rec_dir.display()
+                ))
             }
             _ => Error::io(what, path, e),
         };
@@ -127,7 +136,8 @@ impl Pool {
         let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
         std::fs::write(&tmp, json).map_err(|e| refused("writing", &tmp, e))?;
         if existing.is_some() {
-            std::fs::rename(&tmp, dir.join(META)).map_err(|e| Error::io("writing", &dir.join(META), e))?;
+            std::fs::rename(&tmp, dir.join(META))
+                .map_err(|e| Error::io("writing", &dir.join(META), e))?;
             return Ok(Pool { dir, meta });
         }
         // Another process may have created it meanwhile: theirs wins.
@@ -135,7 +145,8 @@ impl Pool {
             Ok(()) => Ok(Pool { dir, meta }),
             Err(_) => {
                 let _ = std::fs::remove_file(&tmp);
-                Self::open(rec_dir)?.ok_or_else(|| Error::Usage("the pool description vanished".into()))
+                Self::open(rec_dir)?
+                    .ok_or_else(|| Error::Usage("the pool description vanished".into()))
             }
         }
     }
@@ -171,11 +182,17 @@ impl Pool {
 
     /// The pool's state.
     pub fn status(&self) -> Result<PoolStatus, Error> {
-        let ready = self.ready().map_err(|e| Error::io("listing", &self.dir, e))?;
+        let ready = self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?;
         let preparing = std::fs::read_dir(&self.dir)
             .map_err(|e| Error::io("listing", &self.dir, e))?
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(".slot-") && n.ends_with(".tmp")))
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(".slot-") && n.ends_with(".tmp"))
+            })
             .count();
         Ok(PoolStatus {
             dir: self.dir.clone(),
@@ -188,7 +205,11 @@ impl Pool {
     }
 
     fn slot_name() -> String {
-        format!("slot-{:020}-{}.{SLOT_EXT}", sys::realtime_ns(), std::process::id())
+        format!(
+            "slot-{:020}-{}.{SLOT_EXT}",
+            sys::realtime_ns(),
+            std::process::id()
+        )
     }
 
     fn slot_header(generation: u64) -> FileHeader {
@@ -206,14 +227,24 @@ impl Pool {
     /// Prepares one new slot: allocate, zero-fill, commit, name.
     pub fn prepare_one(&self) -> Result<PathBuf, Error> {
         let name = Self::slot_name();
-        let f = file::prepare_at(&self.dir, &name, Alloc::Zero, self.meta.file_size, Framing::Framed, Self::slot_header(sys::realtime_ns()))?;
+        let f = file::prepare_at(
+            &self.dir,
+            &name,
+            Alloc::Zero,
+            self.meta.file_size,
+            Framing::Framed,
+            Self::slot_header(sys::realtime_ns()),
+        )?;
         Ok(f.path)
     }
 
     /// Tops the pool up to its target; `progress(done, todo)` after each file.
     /// Returns how many files were prepared.
     pub fn prepare(&self, mut progress: impl FnMut(u32, u32)) -> Result<u32, Error> {
-        let have = self.ready().map_err(|e| Error::io("listing", &self.dir, e))?.len() as u32;
+        let have = self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+            .len() as u32;
         let todo = self.meta.files.saturating_sub(have);
         for i in 0..todo {
             self.prepare_one()?;
@@ -225,8 +256,14 @@ impl Pool {
     /// Takes a ready slot as the file `dest`: rename, new header (next
     /// generation, [`FLAG_POOLED`]), position after the header. No
     /// allocation, no truncation. `None` when no slot is ready.
-    pub(crate) fn take(&self, dest: &Path, mut header: FileHeader) -> Result<Option<OpenFile>, Error> {
-        let slots = self.ready().map_err(|e| Error::io("listing", &self.dir, e))?;
+    pub(crate) fn take(
+        &self,
+        dest: &Path,
+        mut header: FileHeader,
+    ) -> Result<Option<OpenFile>, Error> {
+        let slots = self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?;
         for slot in slots {
             match sys::rename_noreplace(&slot, dest) {
                 Ok(()) => {}
@@ -236,7 +273,10 @@ impl Pool {
             }
             let file = sys::open_rw_nofollow(dest).map_err(|e| Error::io("opening", dest, e))?;
             let old = read_header(&file).ok();
-            let size = file.metadata().map_err(|e| Error::io("reading", dest, e))?.len();
+            let size = file
+                .metadata()
+                .map_err(|e| Error::io("reading", dest, e))?
+                .len();
             if size != self.meta.file_size {
                 return Err(Error::Usage(format!(
                     "the pool file '{}' has {size} bytes, the pool's files have {}; run `rtrec pool prepare` again",
@@ -249,9 +289,15 @@ impl Pool {
             header.created_ns = sys::realtime_ns();
             header.created_mono_ns = sys::monotonic_ns();
             header.valid_len = 0;
-            sys::pwrite_all(&file, &header.encode(), 0).map_err(|e| Error::io("writing the header of", dest, e))?;
+            sys::pwrite_all(&file, &header.encode(), 0)
+                .map_err(|e| Error::io("writing the header of", dest, e))?;
             sys::seek_to(&file, HEADER_LEN as u64).map_err(|e| Error::io("seeking in", dest, e))?;
-            return Ok(Some(OpenFile { file: Arc::new(file), path: dest.to_path_buf(), header, offset: HEADER_LEN as u64 }));
+            return Ok(Some(OpenFile {
+                file: Arc::new(file),
+                path: dest.to_path_buf(),
+                header,
+                offset: HEADER_LEN as u64,
+            }));
         }
         Ok(None)
     }
@@ -260,8 +306,12 @@ impl Pool {
     /// Refuses files of another size and, unless `force`, unfinished ones
     /// (they may be recording right now).
     pub fn recycle(&self, recording: &Path, force: bool) -> Result<PathBuf, Error> {
-        let file = sys::open_rw_nofollow(recording).map_err(|e| Error::io("opening", recording, e))?;
-        let size = file.metadata().map_err(|e| Error::io("reading", recording, e))?.len();
+        let file =
+            sys::open_rw_nofollow(recording).map_err(|e| Error::io("opening", recording, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| Error::io("reading", recording, e))?
+            .len();
         if size != self.meta.file_size {
             return Err(Error::Usage(format!(
                 "'{}' has {size} bytes but the pool's files have {}; only pool-sized files can be recycled",
@@ -270,7 +320,10 @@ impl Pool {
             )));
         }
         let h = read_header(&file).map_err(|_| {
-            Error::Usage(format!("'{}' is not an rtrec recording; it was left alone", recording.display()))
+            Error::Usage(format!(
+                "'{}' is not an rtrec recording; it was left alone",
+                recording.display()
+            ))
         })?;
         if h.valid_len == 0 && !force {
             return Err(Error::Usage(format!(
@@ -279,10 +332,12 @@ impl Pool {
             )));
         }
         let slot = Self::slot_header(h.generation.wrapping_add(1));
-        sys::pwrite_all(&file, &slot.encode(), 0).map_err(|e| Error::io("writing the header of", recording, e))?;
+        sys::pwrite_all(&file, &slot.encode(), 0)
+            .map_err(|e| Error::io("writing the header of", recording, e))?;
         sys::fdatasync(&file).map_err(|e| Error::io("syncing", recording, e))?;
         let dest = self.dir.join(Self::slot_name());
-        sys::rename_noreplace(recording, &dest).map_err(|e| Error::io("moving into the pool", recording, e))?;
+        sys::rename_noreplace(recording, &dest)
+            .map_err(|e| Error::io("moving into the pool", recording, e))?;
         Ok(dest)
     }
 

@@ -21,8 +21,8 @@ use serde::Serialize;
 
 use crate::file::{FRAMED_EXT, RAW_EXT};
 use crate::format::{
-    decode_frame, DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, LossPayload, TriggerPayload,
-    FLAG_POOLED, FLAG_SLOT, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN,
+    decode_frame, DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, LossPayload,
+    TriggerPayload, FLAG_POOLED, FLAG_SLOT, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN,
 };
 
 /// The verdict on one file.
@@ -138,8 +138,16 @@ pub enum WalkEnd {
 /// Walks the frames of a framed file's bytes (header included), calling `f`
 /// for each valid frame in order. Returns the offset where the walk stopped
 /// and why. Stops at `header.valid_len` when it is set.
-pub fn walk_frames(bytes: &[u8], header: &FileHeader, mut f: impl FnMut(u64, &FrameHeader, &[u8])) -> (u64, WalkEnd) {
-    let limit = if header.valid_len > 0 { (header.valid_len as usize).min(bytes.len()) } else { bytes.len() };
+pub fn walk_frames(
+    bytes: &[u8],
+    header: &FileHeader,
+    mut f: impl FnMut(u64, &FrameHeader, &[u8]),
+) -> (u64, WalkEnd) {
+    let limit = if header.valid_len > 0 {
+        (header.valid_len as usize).min(bytes.len())
+    } else {
+        bytes.len()
+    };
     let mut off = HEADER_LEN;
     while off < limit {
         match decode_frame(&bytes[off..limit], header.generation) {
@@ -150,7 +158,9 @@ pub fn walk_frames(bytes: &[u8], header: &FileHeader, mut f: impl FnMut(u64, &Fr
                     return (off as u64, WalkEnd::EndFrame);
                 }
             }
-            Err(DecodeError::Zero) | Err(DecodeError::StaleGeneration) => return (off as u64, WalkEnd::Clean),
+            Err(DecodeError::Zero) | Err(DecodeError::StaleGeneration) => {
+                return (off as u64, WalkEnd::Clean)
+            }
             Err(e) => return (off as u64, WalkEnd::Bad(e)),
         }
     }
@@ -179,11 +189,13 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
         Err(DecodeError::BadCrc) => {
             r.status = FileStatus::Corrupt;
             r.corrupt_at = Some(0);
-            r.notes.push("the file header is damaged (checksum mismatch)".into());
+            r.notes
+                .push("the file header is damaged (checksum mismatch)".into());
             return r;
         }
         Err(e) => {
-            r.notes.push(format!("not an rtrec recording ({e} at the start)"));
+            r.notes
+                .push(format!("not an rtrec recording ({e} at the start)"));
             return r;
         }
     };
@@ -208,31 +220,47 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
         match h.kind {
             FrameKind::Data => {
                 if h.seq > exp {
-                    r.gaps.push(Gap { first_seq: exp, count: h.seq - exp });
+                    r.gaps.push(Gap {
+                        first_seq: exp,
+                        count: h.seq - exp,
+                    });
                 } else if h.seq < exp && seq_problem.is_none() {
-                    seq_problem = Some((off, format!("record {} appears again or out of order", h.seq)));
+                    seq_problem = Some((
+                        off,
+                        format!("record {} appears again or out of order", h.seq),
+                    ));
                 }
                 r.records += 1;
                 r.bytes += payload.len() as u64;
                 match h.seq.max(exp).checked_add(1) {
                     Some(n) => expected = Some(n),
                     None => {
-                        seq_problem.get_or_insert((off, "a sequence number is out of range".into()));
+                        seq_problem
+                            .get_or_insert((off, "a sequence number is out of range".into()));
                     }
                 }
             }
             FrameKind::Loss => match LossPayload::decode(payload) {
                 Some(l) => {
                     if l.first_seq > exp {
-                        r.gaps.push(Gap { first_seq: exp, count: l.first_seq - exp });
+                        r.gaps.push(Gap {
+                            first_seq: exp,
+                            count: l.first_seq - exp,
+                        });
                     }
-                    match (l.first_seq.checked_add(l.count), r.lost_records.checked_add(l.count)) {
+                    match (
+                        l.first_seq.checked_add(l.count),
+                        r.lost_records.checked_add(l.count),
+                    ) {
                         (Some(end), Some(lost)) => {
                             r.lost_records = lost;
                             expected = Some(end.max(exp));
                         }
                         _ => {
-                            seq_problem.get_or_insert((off, "a loss frame's count is out of range".into()));
+                            seq_problem.get_or_insert((
+                                off,
+                                "a loss frame's count is out of range".into(),
+                            ));
                         }
                     }
                 }
@@ -284,17 +312,27 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
     }
     if header.valid_len > 0 && header.valid_len as usize > bytes.len() {
         r.corrupt_at.get_or_insert(bytes.len() as u64);
-        r.notes.push(format!("the file is shorter ({}) than its recorded valid length {}", bytes.len(), header.valid_len));
+        r.notes.push(format!(
+            "the file is shorter ({}) than its recorded valid length {}",
+            bytes.len(),
+            header.valid_len
+        ));
     }
     if let Some((off, msg)) = seq_problem {
         r.corrupt_at.get_or_insert(off);
         r.notes.push(msg);
     }
     for g in &r.gaps {
-        r.notes.push(format!("{} record(s) from sequence {} are missing and no loss frame explains them", g.count, g.first_seq));
+        r.notes.push(format!(
+            "{} record(s) from sequence {} are missing and no loss frame explains them",
+            g.count, g.first_seq
+        ));
     }
     if r.lost_records > 0 {
-        r.notes.push(format!("{} record(s) were dropped while recording; each loss is stored", r.lost_records));
+        r.notes.push(format!(
+            "{} record(s) were dropped while recording; each loss is stored",
+            r.lost_records
+        ));
     }
     r.status = if r.corrupt_at.is_some() || !r.gaps.is_empty() {
         FileStatus::Corrupt
@@ -302,11 +340,13 @@ pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
         match &r.stored {
             Some(e) if e.complete => FileStatus::Complete,
             Some(e) => {
-                r.notes.push(format!("the recording was aborted: {}", e.reason));
+                r.notes
+                    .push(format!("the recording was aborted: {}", e.reason));
                 FileStatus::Aborted
             }
             None => {
-                r.notes.push("no end frame: the recording was interrupted".into());
+                r.notes
+                    .push("no end frame: the recording was interrupted".into());
                 FileStatus::Unfinished
             }
         }
@@ -320,7 +360,9 @@ pub fn verify_file(path: &Path) -> io::Result<FileReport> {
         let mut r = FileReport::new(path);
         r.status = FileStatus::Raw;
         r.bytes = std::fs::metadata(path)?.len();
-        r.notes.push("raw recording: no frames to check; counters are in the .meta.json sidecar".into());
+        r.notes.push(
+            "raw recording: no frames to check; counters are in the .meta.json sidecar".into(),
+        );
         return Ok(r);
     }
     let bytes = std::fs::read(path)?;
@@ -370,29 +412,50 @@ pub fn check_continuity(reports: &mut [FileReport]) {
             j += 1;
         }
         let group = &mut reports[i..j];
-        let idx: Vec<u32> = keys[i..j].iter().map(|k| k.as_ref().map_or(0, |k| k.1)).collect();
+        let idx: Vec<u32> = keys[i..j]
+            .iter()
+            .map(|k| k.as_ref().map_or(0, |k| k.1))
+            .collect();
         if idx[0] != 0 {
             let r = &mut group[0];
-            r.notes.push(format!("the recording's first {} file(s) are missing", idx[0]));
+            r.notes.push(format!(
+                "the recording's first {} file(s) are missing",
+                idx[0]
+            ));
             r.status = FileStatus::Corrupt;
         }
         for k in 1..group.len() {
-            let (prev_end, prev_continued) =
-                (group[k - 1].next_seq, group[k - 1].stored.as_ref().is_some_and(|e| e.continued));
+            let (prev_end, prev_continued) = (
+                group[k - 1].next_seq,
+                group[k - 1].stored.as_ref().is_some_and(|e| e.continued),
+            );
             let r = &mut group[k];
             if idx[k] != idx[k - 1] + 1 {
-                r.notes.push(format!("file(s) {} to {} of this recording are missing", idx[k - 1] + 1, idx[k] - 1));
+                r.notes.push(format!(
+                    "file(s) {} to {} of this recording are missing",
+                    idx[k - 1] + 1,
+                    idx[k] - 1
+                ));
                 r.status = FileStatus::Corrupt;
-            } else if let (true, Some(prev_end), Some(first)) = (prev_continued, prev_end, r.first_seq) {
+            } else if let (true, Some(prev_end), Some(first)) =
+                (prev_continued, prev_end, r.first_seq)
+            {
                 if first > prev_end {
-                    r.gaps.push(Gap { first_seq: prev_end, count: first - prev_end });
-                    r.notes.push(format!("{} record(s) from sequence {prev_end} are missing between files", first - prev_end));
+                    r.gaps.push(Gap {
+                        first_seq: prev_end,
+                        count: first - prev_end,
+                    });
+                    r.notes.push(format!(
+                        "{} record(s) from sequence {prev_end} are missing between files",
+                        first - prev_end
+                    ));
                     r.status = FileStatus::Corrupt;
                 }
             }
         }
         let last = &mut group[group.len() - 1];
-        if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete {
+        if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete
+        {
             last.notes.push("the recording continues in a file that does not exist: it was interrupted while changing files".into());
             last.status = FileStatus::Unfinished;
         }

@@ -14,9 +14,9 @@ use serde::Serialize;
 use rtrec_sys as sys;
 
 use crate::config::{Config, Mode};
+use crate::flight::{Flight, FlightStats};
 use crate::flusher::FlushStats;
 use crate::format::LossReason;
-use crate::flight::{Flight, FlightStats};
 use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::schedule::PeriodicTimer;
 use crate::stats::{Latency, LatencySummary};
@@ -210,7 +210,9 @@ impl Recorder {
         let live = Arc::new(LiveStats::default());
         let writer = Writer::create(dir, &cfg, live.clone())?;
         let inner = match cfg.mode {
-            Mode::Direct => Inner::Direct { writer: Some(Box::new(writer)) },
+            Mode::Direct => Inner::Direct {
+                writer: Some(Box::new(writer)),
+            },
             Mode::Ring => {
                 let (producer, consumer) = ring::new_prefaulted(cfg.ring_bytes);
                 let shared = Arc::new(RingShared::new());
@@ -225,12 +227,16 @@ impl Recorder {
                         let mut warnings = Vec::new();
                         if let Some(p) = rt.writer_priority {
                             if let Err(e) = sys::set_fifo_priority(p) {
-                                warnings.push(format!("the writer thread could not get SCHED_FIFO priority {p}: {e}"));
+                                warnings.push(format!(
+                                    "the writer thread could not get SCHED_FIFO priority {p}: {e}"
+                                ));
                             }
                         }
                         if let Some(c) = rt.writer_cpu {
                             if let Err(e) = sys::pin_to_cpu(c) {
-                                warnings.push(format!("the writer thread could not be pinned to CPU {c}: {e}"));
+                                warnings.push(format!(
+                                    "the writer thread could not be pinned to CPU {c}: {e}"
+                                ));
                             }
                         }
                         let mut report = ring::run_writer(consumer, writer, s, max, poll, flight);
@@ -238,7 +244,11 @@ impl Recorder {
                         report
                     })
                     .map_err(|e| Error::io("starting the writer thread for", dir, e))?;
-                Inner::Ring { producer, shared, thread: Some(thread) }
+                Inner::Ring {
+                    producer,
+                    shared,
+                    thread: Some(thread),
+                }
             }
         };
         Ok(Recorder {
@@ -287,7 +297,9 @@ impl Recorder {
             Err(RecordError::TooLarge)
         } else {
             match &mut self.inner {
-                Inner::Ring { producer, shared, .. } => {
+                Inner::Ring {
+                    producer, shared, ..
+                } => {
                     if shared.failed.load(Ordering::Relaxed) {
                         Err(RecordError::WriterFailed)
                     } else if !Self::push_pending(producer, &mut self.pending)
@@ -301,7 +313,9 @@ impl Recorder {
                     }
                 }
                 Inner::Direct { writer } => match writer.as_mut() {
-                    Some(w) if !w.failed() => w.write_data(seq, t0, data).map_err(|_| RecordError::WriterFailed),
+                    Some(w) if !w.failed() => w
+                        .write_data(seq, t0, data)
+                        .map_err(|_| RecordError::WriterFailed),
                     _ => Err(RecordError::WriterFailed),
                 },
             }
@@ -325,7 +339,10 @@ impl Recorder {
     /// [`RecordError::WriterFailed`] when writing failed earlier. Without a
     /// flight configuration a trigger is counted and otherwise ignored.
     pub fn trigger(&mut self) -> Result<(), RecordError> {
-        if let Inner::Ring { producer, shared, .. } = &mut self.inner {
+        if let Inner::Ring {
+            producer, shared, ..
+        } = &mut self.inner
+        {
             if shared.failed.load(Ordering::Relaxed) {
                 return Err(RecordError::WriterFailed);
             }
@@ -375,12 +392,23 @@ impl Recorder {
                 // A pending loss is always pushed before any later record,
                 // so drops while one is pending are always consecutive.
                 Some(p) => p.count += 1,
-                None => self.pending = Some(PendingLoss { first_seq: seq, count: 1, reason: e.reason(), ts_ns }),
+                None => {
+                    self.pending = Some(PendingLoss {
+                        first_seq: seq,
+                        count: 1,
+                        reason: e.reason(),
+                        ts_ns,
+                    })
+                }
             },
             Inner::Direct { writer } => {
                 if let Some(w) = writer.as_mut() {
                     if !w.failed() {
-                        let loss = crate::format::LossPayload { first_seq: seq, count: 1, reason: e.reason() };
+                        let loss = crate::format::LossPayload {
+                            first_seq: seq,
+                            count: 1,
+                            reason: e.reason(),
+                        };
                         let _ = w.write_loss(loss, ts_ns);
                     }
                 }
@@ -410,9 +438,15 @@ impl Recorder {
         self.finished = true;
         let end_seq = self.next_seq;
         let report = match &mut self.inner {
-            Inner::Ring { producer, shared, thread } => {
+            Inner::Ring {
+                producer,
+                shared,
+                thread,
+            } => {
                 // Not real-time any more: wait for room for what is pending.
-                while (self.pending.is_some() || self.pending_triggers > 0) && !shared.failed.load(Ordering::Acquire) {
+                while (self.pending.is_some() || self.pending_triggers > 0)
+                    && !shared.failed.load(Ordering::Acquire)
+                {
                     let pushed = Self::push_pending(producer, &mut self.pending)
                         && Self::push_triggers(producer, &mut self.pending_triggers, end_seq);
                     if !pushed {
@@ -427,11 +461,16 @@ impl Recorder {
                     *g = (complete, reason.clone());
                 }
                 shared.stop.store(true, Ordering::Release);
-                let t = thread.take().ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
-                t.join().map_err(|_| Error::Writer("the writer thread panicked".into()))?
+                let t = thread
+                    .take()
+                    .ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
+                t.join()
+                    .map_err(|_| Error::Writer("the writer thread panicked".into()))?
             }
             Inner::Direct { writer } => {
-                let w = writer.take().ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
+                let w = writer
+                    .take()
+                    .ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
                 w.finish(end_seq, complete, &reason)
             }
         };

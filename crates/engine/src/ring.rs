@@ -85,12 +85,20 @@ fn scatter(dst: (&mut [MaybeUninit<u8>], &mut [MaybeUninit<u8>]), parts: &[&[u8]
     for part in parts {
         let mut src: &[u8] = part;
         while !src.is_empty() {
-            let (slice, off) = if pos < a.len() { (&mut *a, pos) } else { (&mut *b, pos - a.len()) };
+            let (slice, off) = if pos < a.len() {
+                (&mut *a, pos)
+            } else {
+                (&mut *b, pos - a.len())
+            };
             let n = src.len().min(slice.len() - off);
             // SAFETY: u8 and MaybeUninit<u8> have the same layout; the
             // destination range is in bounds (n fits in slice from off).
             unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), slice.as_mut_ptr().add(off) as *mut u8, n);
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr(),
+                    slice.as_mut_ptr().add(off) as *mut u8,
+                    n,
+                );
             }
             src = &src[n..];
             pos += n;
@@ -150,7 +158,15 @@ fn pop(c: &mut Consumer<u8>, stage: &mut [u8]) -> Option<(u32, u64, u64, usize)>
     Some((kind, seq, ts, len))
 }
 
-fn handle(w: &mut Writer, flight: Option<&mut Flight>, shared: &RingShared, kind: u32, seq: u64, ts: u64, payload: &[u8]) {
+fn handle(
+    w: &mut Writer,
+    flight: Option<&mut Flight>,
+    shared: &RingShared,
+    kind: u32,
+    seq: u64,
+    ts: u64,
+    payload: &[u8],
+) {
     if w.failed() {
         return;
     }
@@ -191,7 +207,15 @@ pub(crate) fn run_writer(
         let mut any = false;
         while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
             any = true;
-            handle(&mut w, flight.as_mut(), &shared, kind, seq, ts, &stage[..len]);
+            handle(
+                &mut w,
+                flight.as_mut(),
+                &shared,
+                kind,
+                seq,
+                ts,
+                &stage[..len],
+            );
         }
         if stopping {
             break;
@@ -224,6 +248,11 @@ pub(crate) struct PendingLoss {
 
 impl PendingLoss {
     pub(crate) fn payload(&self) -> [u8; LossPayload::LEN] {
-        LossPayload { first_seq: self.first_seq, count: self.count, reason: self.reason }.encode()
+        LossPayload {
+            first_seq: self.first_seq,
+            count: self.count,
+            reason: self.reason,
+        }
+        .encode()
     }
 }

@@ -31,7 +31,10 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
         note("lock memory (mlockall)", sys::lock_all_memory());
     }
     if let Some(p) = setup.priority {
-        note(&format!("set SCHED_FIFO priority {p}"), sys::set_fifo_priority(p));
+        note(
+            &format!("set SCHED_FIFO priority {p}"),
+            sys::set_fifo_priority(p),
+        );
     }
     if let Some(c) = setup.cpu {
         note(&format!("pin to CPU {c}"), sys::pin_to_cpu(c));

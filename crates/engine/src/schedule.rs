@@ -45,7 +45,13 @@ impl PeriodicTimer {
     /// When `period_ns` is 0 (the CLI rejects that before).
     pub fn new(period_ns: u64) -> PeriodicTimer {
         assert!(period_ns > 0, "period must be positive");
-        PeriodicTimer { period_ns, next_ns: sys::monotonic_ns() + period_ns, lateness: Latency::new(), missed: 0, periods: 0 }
+        PeriodicTimer {
+            period_ns,
+            next_ns: sys::monotonic_ns() + period_ns,
+            lateness: Latency::new(),
+            missed: 0,
+            periods: 0,
+        }
     }
 
     /// Sleeps until the next planned release and returns it. Allocation-free.
@@ -60,7 +66,12 @@ impl PeriodicTimer {
         let index = self.periods;
         self.periods += 1 + skipped;
         self.next_ns = planned + (1 + skipped) * self.period_ns;
-        Tick { index: index + skipped, planned_ns: planned, lateness_ns: late, missed: skipped }
+        Tick {
+            index: index + skipped,
+            planned_ns: planned,
+            lateness_ns: late,
+            missed: skipped,
+        }
     }
 
     /// Lateness of every release so far.

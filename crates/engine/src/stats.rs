@@ -28,9 +28,15 @@ impl Latency {
     /// A recorder for 1 ns .. 100 s with 3 significant digits (about 0.1 %
     /// error); allocates here, never in [`Latency::record`].
     pub fn new() -> Self {
-        let mut hist = Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("valid histogram bounds");
+        let mut hist =
+            Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("valid histogram bounds");
         hist.auto(false);
-        Latency { hist, min: u64::MAX, max: 0, sum: 0 }
+        Latency {
+            hist,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+        }
     }
 
     /// Records one value. Exact min, max and mean are kept beside the
@@ -109,7 +115,10 @@ mod tests {
             l.record(v);
         }
         let s = l.summary().unwrap();
-        assert_eq!((s.count, s.min, s.max, s.mean), (4, 100, 1_000_001, 250_150));
+        assert_eq!(
+            (s.count, s.min, s.max, s.mean),
+            (4, 100, 1_000_001, 250_150)
+        );
         assert!(s.p50 >= 199 && s.p50 <= 201, "{}", s.p50);
     }
 

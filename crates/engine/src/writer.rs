@@ -14,7 +14,9 @@ use rtrec_sys as sys;
 use crate::config::{Alloc, Config, Framing, OnPoolEmpty};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
-use crate::format::{self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN};
+use crate::format::{
+    self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN,
+};
 use crate::pool::{Pool, Refiller};
 use crate::stats::Latency;
 use crate::Error;
@@ -116,7 +118,10 @@ impl Writer {
                     cfg.max_record
                 )));
             }
-            if p.ready().map_err(|e| Error::io("listing", p.dir(), e))?.is_empty() {
+            if p.ready()
+                .map_err(|e| Error::io("listing", p.dir(), e))?
+                .is_empty()
+            {
                 // Not recording yet: preparing here is idle time.
                 p.prepare_one()?;
                 report.pool.prepared_at_start += 1;
@@ -124,7 +129,8 @@ impl Writer {
             pool = Some(p);
         }
         let base = file::recording_base(dir, &cfg);
-        let flusher = Flusher::start(&cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
+        let flusher =
+            Flusher::start(&cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
         let refiller = match &pool {
             Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
             _ => None,
@@ -162,9 +168,17 @@ impl Writer {
     fn open_next(&mut self) -> Result<(), Error> {
         let index = self.cur_index;
         let f = match self.pool.clone() {
-            None => file::prepare(&self.dir, &self.cur_base, index, &self.cfg, sys::realtime_ns())?,
+            None => file::prepare(
+                &self.dir,
+                &self.cur_base,
+                index,
+                &self.cfg,
+                sys::realtime_ns(),
+            )?,
             Some(pool) => {
-                let path = self.dir.join(file::file_name(&self.cur_base, index, self.cfg.framing));
+                let path = self
+                    .dir
+                    .join(file::file_name(&self.cur_base, index, self.cfg.framing));
                 let header = FileHeader {
                     flags: 0,
                     generation: 0,
@@ -187,7 +201,13 @@ impl Writer {
                     match self.cfg.pool.on_empty {
                         OnPoolEmpty::Fallocate => {
                             self.report.pool.fallbacks += 1;
-                            break file::prepare(&self.dir, &self.cur_base, index, &self.cfg, sys::realtime_ns())?;
+                            break file::prepare(
+                                &self.dir,
+                                &self.cur_base,
+                                index,
+                                &self.cfg,
+                                sys::realtime_ns(),
+                            )?;
                         }
                         OnPoolEmpty::Wait => {
                             // Someone must prepare: make sure the refiller runs.
@@ -236,7 +256,11 @@ impl Writer {
     /// is stored as a loss first.
     pub(crate) fn write_data(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
         if seq > self.next_seq {
-            let gap = LossPayload { first_seq: self.next_seq, count: seq - self.next_seq, reason: LossReason::RingFull };
+            let gap = LossPayload {
+                first_seq: self.next_seq,
+                count: seq - self.next_seq,
+                reason: LossReason::RingFull,
+            };
             self.write_loss(gap, ts_ns)?;
         }
         self.ensure_room(self.cfg.stored_len(payload.len()))?;
@@ -251,8 +275,12 @@ impl Writer {
         self.report.records_written += 1;
         self.report.bytes_written += payload.len() as u64;
         self.next_seq = seq + 1;
-        self.live.records_written.store(self.report.records_written, Ordering::Relaxed);
-        self.live.bytes_written.store(self.report.bytes_written, Ordering::Relaxed);
+        self.live
+            .records_written
+            .store(self.report.records_written, Ordering::Relaxed);
+        self.live
+            .bytes_written
+            .store(self.report.bytes_written, Ordering::Relaxed);
         self.live.max_write_ns.fetch_max(dt, Ordering::Relaxed);
         Ok(())
     }
@@ -274,7 +302,13 @@ impl Writer {
 
     /// Writes a frame of another kind (the flight recorder's trigger).
     #[allow(dead_code)]
-    pub(crate) fn write_marker(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_marker(
+        &mut self,
+        kind: FrameKind,
+        seq: u64,
+        ts_ns: u64,
+        payload: &[u8],
+    ) -> io::Result<()> {
         if self.cfg.framing == Framing::Raw {
             return Ok(());
         }
@@ -284,8 +318,12 @@ impl Writer {
 
     /// Rotates to the next file when `need` more bytes do not fit.
     fn ensure_room(&mut self, need: u64) -> io::Result<()> {
-        let cur = self.cur.as_ref().ok_or_else(|| io::Error::other("the recording is closed"))?;
-        if cur.offset + need <= self.cfg.usable_file_bytes() || need > self.cfg.usable_file_bytes() {
+        let cur = self
+            .cur
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the recording is closed"))?;
+        if cur.offset + need <= self.cfg.usable_file_bytes() || need > self.cfg.usable_file_bytes()
+        {
             return Ok(());
         }
         self.close_current(true, true, "", (0, 0))?;
@@ -306,16 +344,36 @@ impl Writer {
         r
     }
 
-    fn put_inner(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
-        let cur = self.cur.as_mut().ok_or_else(|| io::Error::other("the recording is closed"))?;
+    fn put_inner(
+        &mut self,
+        kind: FrameKind,
+        seq: u64,
+        ts_ns: u64,
+        payload: &[u8],
+    ) -> io::Result<()> {
+        let cur = self
+            .cur
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the recording is closed"))?;
         let f: &File = &cur.file;
         let (mut head, mut body): (&[u8], &[u8]) = (&[], payload);
         if self.cfg.framing == Framing::Framed {
-            format::encode_frame_header(&mut self.hdr, cur.header.generation, kind, seq, ts_ns, payload);
+            format::encode_frame_header(
+                &mut self.hdr,
+                cur.header.generation,
+                kind,
+                seq,
+                ts_ns,
+                payload,
+            );
             head = &self.hdr;
         }
         while !head.is_empty() || !body.is_empty() {
-            let r = if head.is_empty() { sys::write_once(f, body) } else { sys::writev2_once(f, head, body) };
+            let r = if head.is_empty() {
+                sys::write_once(f, body)
+            } else {
+                sys::writev2_once(f, head, body)
+            };
             match r {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(mut n) => {
@@ -333,7 +391,13 @@ impl Writer {
         Ok(())
     }
 
-    fn close_current(&mut self, complete: bool, continued: bool, reason: &str, post: (u64, u64)) -> io::Result<()> {
+    fn close_current(
+        &mut self,
+        complete: bool,
+        continued: bool,
+        reason: &str,
+        post: (u64, u64),
+    ) -> io::Result<()> {
         if self.cfg.framing == Framing::Framed {
             let end = EndPayload {
                 complete,
@@ -350,7 +414,10 @@ impl Writer {
             let seq = self.next_seq;
             self.put(FrameKind::End, seq, sys::monotonic_ns(), &bytes)?;
         }
-        let mut cur = self.cur.take().ok_or_else(|| io::Error::other("the recording is closed"))?;
+        let mut cur = self
+            .cur
+            .take()
+            .ok_or_else(|| io::Error::other("the recording is closed"))?;
         self.report.file_bytes += cur.offset;
         file::close(&mut cur, self.cfg.framing)
     }
@@ -359,7 +426,11 @@ impl Writer {
     /// truncates, fsyncs, stops the flusher, writes the raw sidecar.
     pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
         if end_seq > self.next_seq && !self.failed() && self.cur.is_some() {
-            let gap = LossPayload { first_seq: self.next_seq, count: end_seq - self.next_seq, reason: LossReason::RingFull };
+            let gap = LossPayload {
+                first_seq: self.next_seq,
+                count: end_seq - self.next_seq,
+                reason: LossReason::RingFull,
+            };
             let _ = self.write_loss(gap, sys::monotonic_ns());
         }
         if end_seq > self.next_seq {
@@ -367,9 +438,15 @@ impl Writer {
             self.dropped += end_seq - self.next_seq;
             self.next_seq = end_seq;
         }
-        let closed = if self.cur.is_some() { self.close_current(complete, false, reason, (0, 0)) } else { Ok(()) };
+        let closed = if self.cur.is_some() {
+            self.close_current(complete, false, reason, (0, 0))
+        } else {
+            Ok(())
+        };
         if let Err(e) = closed {
-            self.report.error.get_or_insert_with(|| format!("closing the recording: {e}"));
+            self.report
+                .error
+                .get_or_insert_with(|| format!("closing the recording: {e}"));
         }
         self.report.flush = self.flusher.stop();
         if let Some(r) = self.refiller.take() {
@@ -380,7 +457,10 @@ impl Writer {
                 Ok(n) => self.report.pool.refilled_on_finish = n as u64,
                 // Every record is stored; only the next recording's start is
                 // affected, so this is a warning, not a recording error.
-                Err(e) => self.report.warnings.push(format!("the pool could not be refilled: {e}")),
+                Err(e) => self
+                    .report
+                    .warnings
+                    .push(format!("the pool could not be refilled: {e}")),
             }
         }
         if self.cfg.framing == Framing::Raw {
@@ -403,11 +483,17 @@ impl Writer {
         let path = self.dir.join(format!("{}.meta.json", self.base));
         let r = sys::create_new(&path).and_then(|mut f| {
             use std::io::Write;
-            f.write_all(serde_json::to_string_pretty(&meta).unwrap_or_default().as_bytes())?;
+            f.write_all(
+                serde_json::to_string_pretty(&meta)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            )?;
             sys::fsync(&f)
         });
         if let Err(e) = r {
-            self.report.error.get_or_insert_with(|| format!("writing '{}': {e}", path.display()));
+            self.report
+                .error
+                .get_or_insert_with(|| format!("writing '{}': {e}", path.display()));
         }
     }
 }

@@ -16,7 +16,11 @@ fn trigger_of(path: &std::path::Path) -> TriggerPayload {
     let bytes = std::fs::read(path).unwrap();
     let h = FileHeader::decode(&bytes).unwrap();
     let (fh, p) = decode_frame(&bytes[HEADER_LEN..], h.generation).unwrap();
-    assert_eq!(fh.kind, FrameKind::Trigger, "an event file opens with its trigger frame");
+    assert_eq!(
+        fh.kind,
+        FrameKind::Trigger,
+        "an event file opens with its trigger frame"
+    );
     TriggerPayload::decode(p).unwrap()
 }
 
@@ -53,7 +57,10 @@ fn back_to_back_triggers_make_one_complete_file_per_event_with_bounded_memory() 
         if event == 4 {
             let deadline = std::time::Instant::now() + Duration::from_secs(30);
             while live.events.load(Ordering::Relaxed) < 5 {
-                assert!(std::time::Instant::now() < deadline, "the writer never started event 5");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the writer never started event 5"
+                );
                 std::thread::sleep(Duration::from_millis(1));
             }
             rss_after_5 = rtrec_sys::resident_bytes().unwrap();
@@ -69,15 +76,34 @@ fn back_to_back_triggers_make_one_complete_file_per_event_with_bounded_memory() 
     for (i, path) in s.files.iter().enumerate() {
         let r = verify_file(path).unwrap();
         assert_eq!(r.status, FileStatus::Complete, "event {i}: {:?}", r.notes);
-        assert!(r.gaps.is_empty(), "event {i}: sequence numbers are contiguous");
+        assert!(
+            r.gaps.is_empty(),
+            "event {i}: sequence numbers are contiguous"
+        );
         let t = trigger_of(path);
-        assert_eq!(t.pre_records, PRE_RECORDS, "event {i}: the whole pre-trigger window");
+        assert_eq!(
+            t.pre_records, PRE_RECORDS,
+            "event {i}: the whole pre-trigger window"
+        );
         let (first, next) = (r.first_seq.unwrap(), r.next_seq.unwrap());
-        assert_eq!(first + PRE_RECORDS, t.trigger_seq, "event {i}: the window ends just before the trigger");
-        assert!(next > t.trigger_seq, "event {i}: records after the trigger are saved");
+        assert_eq!(
+            first + PRE_RECORDS,
+            t.trigger_seq,
+            "event {i}: the window ends just before the trigger"
+        );
+        assert!(
+            next > t.trigger_seq,
+            "event {i}: records after the trigger are saved"
+        );
         let end = r.stored.unwrap();
-        assert!(end.post_records >= 1 && end.post_records == next - t.trigger_seq, "event {i}: {end:?}");
+        assert!(
+            end.post_records >= 1 && end.post_records == next - t.trigger_seq,
+            "event {i}: {end:?}"
+        );
     }
     let growth = rss_after_50 as f64 / rss_after_5 as f64;
-    assert!(growth < 1.10, "resident memory grew from {rss_after_5} to {rss_after_50} bytes");
+    assert!(
+        growth < 1.10,
+        "resident memory grew from {rss_after_5} to {rss_after_50} bytes"
+    );
 }

@@ -7,7 +7,13 @@ use rtrec_engine::reader::{verify_file, FileStatus};
 use rtrec_engine::{Alloc, Config, Mode, OnPoolEmpty, PoolConfig, Recorder, MIB};
 
 fn cfg(mode: Mode) -> Config {
-    Config { mode, alloc: Alloc::Pool, file_size: 2 * MIB, max_record: 1024, ..Config::default() }
+    Config {
+        mode,
+        alloc: Alloc::Pool,
+        file_size: 2 * MIB,
+        max_record: 1024,
+        ..Config::default()
+    }
 }
 
 fn record(dir: &std::path::Path, c: Config, n: u64) -> rtrec_engine::Summary {
@@ -33,7 +39,12 @@ fn a_recycled_file_yields_only_its_new_records() {
     let again = record(dir.path(), cfg(Mode::Ring), 10);
     assert_eq!(again.pool.taken, 1);
     let r = verify_file(&again.files[0]).unwrap();
-    assert_eq!((r.status, r.records, r.next_seq), (FileStatus::Complete, 10, Some(10)), "{:?}", r.notes);
+    assert_eq!(
+        (r.status, r.records, r.next_seq),
+        (FileStatus::Complete, 10, Some(10)),
+        "{:?}",
+        r.notes
+    );
 
     // Unfinished (the process dies mid-recording): the generation bounds it.
     pool.recycle(&again.files[0], false).unwrap();
@@ -48,7 +59,12 @@ fn a_recycled_file_yields_only_its_new_records() {
         .unwrap();
     std::mem::forget(rec); // as if killed: no end frame, no valid length
     let r = verify_file(&path).unwrap();
-    assert_eq!((r.status, r.records), (FileStatus::Unfinished, 7), "{:?}", r.notes);
+    assert_eq!(
+        (r.status, r.records),
+        (FileStatus::Unfinished, 7),
+        "{:?}",
+        r.notes
+    );
     assert!(r.gaps.is_empty() && r.corrupt_at.is_none());
 }
 
@@ -57,9 +73,22 @@ fn an_empty_pool_falls_back_to_fallocate_and_counts_it() {
     let dir = tempfile::tempdir().unwrap();
     // 2 MiB files hold ~2000 records of 1 KiB: 5000 need three files; the
     // pool prepares one at start and has none for the rotations.
-    let s = record(dir.path(), Config { pool: PoolConfig { files: 1, ..PoolConfig::default() }, ..cfg(Mode::Ring) }, 5000);
+    let s = record(
+        dir.path(),
+        Config {
+            pool: PoolConfig {
+                files: 1,
+                ..PoolConfig::default()
+            },
+            ..cfg(Mode::Ring)
+        },
+        5000,
+    );
     assert_eq!(s.files.len(), 3);
-    assert_eq!((s.pool.prepared_at_start, s.pool.taken, s.pool.fallbacks), (1, 1, 2));
+    assert_eq!(
+        (s.pool.prepared_at_start, s.pool.taken, s.pool.fallbacks),
+        (1, 1, 2)
+    );
     let mut reports: Vec<_> = s.files.iter().map(|f| verify_file(f).unwrap()).collect();
     rtrec_engine::reader::check_continuity(&mut reports);
     assert!(reports.iter().all(|r| r.status == FileStatus::Complete));
@@ -70,7 +99,11 @@ fn an_empty_pool_falls_back_to_fallocate_and_counts_it() {
 fn with_the_wait_policy_the_writer_waits_for_the_refiller_and_the_producer_does_not() {
     let dir = tempfile::tempdir().unwrap();
     let c = Config {
-        pool: PoolConfig { files: 1, on_empty: OnPoolEmpty::Wait, ..PoolConfig::default() },
+        pool: PoolConfig {
+            files: 1,
+            on_empty: OnPoolEmpty::Wait,
+            ..PoolConfig::default()
+        },
         ring_bytes: 16 * MIB as usize,
         ..cfg(Mode::Ring)
     };
@@ -88,7 +121,10 @@ fn status_counts_ready_files_and_recycle_refuses_foreign_sizes() {
     let pool = Pool::open_or_create(dir.path(), MIB, 2).unwrap();
     pool.prepare(|_, _| {}).unwrap();
     let st = pool.status().unwrap();
-    assert_eq!((st.ready_files, st.target_files, st.ready_bytes), (2, 2, 2 * MIB));
+    assert_eq!(
+        (st.ready_files, st.target_files, st.ready_bytes),
+        (2, 2, 2 * MIB)
+    );
     let other = dir.path().join("other.bin");
     std::fs::write(&other, vec![0u8; 1000]).unwrap();
     let e = pool.recycle(&other, false).unwrap_err().to_string();
@@ -96,6 +132,12 @@ fn status_counts_ready_files_and_recycle_refuses_foreign_sizes() {
     // Slots are not recordings.
     let slot = &pool.ready().unwrap()[0];
     let r = verify_file(slot).unwrap();
-    assert!(r.notes.iter().any(|n| n.contains("pool slot")), "{:?}", r.notes);
-    assert!(rtrec_engine::reader::recording_files(dir.path()).unwrap().is_empty());
+    assert!(
+        r.notes.iter().any(|n| n.contains("pool slot")),
+        "{:?}",
+        r.notes
+    );
+    assert!(rtrec_engine::reader::recording_files(dir.path())
+        .unwrap()
+        .is_empty());
 }

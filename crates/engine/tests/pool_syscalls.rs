@@ -11,11 +11,19 @@ use rtrec_engine::{Alloc, Config, Recorder, MIB};
 use rtrec_sys::counters::{FALLOCATE, FTRUNCATE};
 
 fn counts() -> (u64, u64) {
-    (FALLOCATE.load(Ordering::SeqCst), FTRUNCATE.load(Ordering::SeqCst))
+    (
+        FALLOCATE.load(Ordering::SeqCst),
+        FTRUNCATE.load(Ordering::SeqCst),
+    )
 }
 
 fn record(dir: &std::path::Path, alloc: Alloc) -> rtrec_engine::Summary {
-    let cfg = Config { alloc, file_size: 2 * MIB, max_record: 4096, ..Config::default() };
+    let cfg = Config {
+        alloc,
+        file_size: 2 * MIB,
+        max_record: 4096,
+        ..Config::default()
+    };
     let mut rec = Recorder::create(dir, cfg).unwrap();
     for _ in 0..100 {
         rec.record(&[5u8; 4096]).unwrap();
@@ -34,7 +42,10 @@ fn pooled_recordings_neither_allocate_nor_truncate_while_the_control_does() {
     let a = record(dir.path(), Alloc::Pool);
     let b = record(dir.path(), Alloc::Pool);
     let after = counts();
-    assert_eq!(after, before, "a pooled start or finish called fallocate or ftruncate");
+    assert_eq!(
+        after, before,
+        "a pooled start or finish called fallocate or ftruncate"
+    );
     assert_eq!((a.pool.taken, b.pool.taken, a.pool.fallbacks), (1, 1, 0));
     for f in a.files.iter().chain(&b.files) {
         assert_eq!(verify_file(f).unwrap().status, FileStatus::Complete);
@@ -43,5 +54,8 @@ fn pooled_recordings_neither_allocate_nor_truncate_while_the_control_does() {
     // Control: the counters do see the S1 design's calls.
     record(dir.path(), Alloc::Fallocate);
     let control = counts();
-    assert!(control.0 > after.0 && control.1 > after.1, "{control:?} vs {after:?}");
+    assert!(
+        control.0 > after.0 && control.1 > after.1,
+        "{control:?} vs {after:?}"
+    );
 }

@@ -24,14 +24,22 @@ fn allocs() -> u64 {
 #[test]
 fn record_allocates_nothing_once_started_even_when_the_ring_overflows() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = Config { ring_bytes: 256 * 1024, max_record: 16384, ..Config::default() };
+    let cfg = Config {
+        ring_bytes: 256 * 1024,
+        max_record: 16384,
+        ..Config::default()
+    };
     let mut rec = Recorder::create(dir.path(), cfg).unwrap();
     let buf = vec![1u8; 16384];
     let big = vec![2u8; 20000];
     let before = allocs();
     let mut dropped = 0;
     for i in 0..5000 {
-        let r = if i % 1000 == 999 { rec.record(&big) } else { rec.record(&buf) };
+        let r = if i % 1000 == 999 {
+            rec.record(&big)
+        } else {
+            rec.record(&buf)
+        };
         dropped += r.is_err() as u64;
     }
     let during = allocs() - before;
@@ -58,12 +66,28 @@ fn install_kill_all_filter() {
     }
     const BPF_RET_K: u16 = 0x06;
     const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-    let prog = [SockFilter { code: BPF_RET_K, jt: 0, jf: 0, k: SECCOMP_RET_KILL_PROCESS }];
-    let fprog = SockFprog { len: 1, filter: prog.as_ptr() };
+    let prog = [SockFilter {
+        code: BPF_RET_K,
+        jt: 0,
+        jf: 0,
+        k: SECCOMP_RET_KILL_PROCESS,
+    }];
+    let fprog = SockFprog {
+        len: 1,
+        filter: prog.as_ptr(),
+    };
     // SAFETY: prctl/seccomp with valid arguments; the program outlives the call.
     unsafe {
         assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-        assert_eq!(libc::syscall(libc::SYS_seccomp, 1 /* SET_MODE_FILTER */, 0, &fprog as *const SockFprog), 0);
+        assert_eq!(
+            libc::syscall(
+                libc::SYS_seccomp,
+                1, /* SET_MODE_FILTER */
+                0,
+                &fprog as *const SockFprog
+            ),
+            0
+        );
     }
 }
 
@@ -71,7 +95,11 @@ fn install_kill_all_filter() {
 /// call on purpose instead.
 fn child(control: bool) -> ! {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = Config { ring_bytes: 256 * 1024, max_record: 16384, ..Config::default() };
+    let cfg = Config {
+        ring_bytes: 256 * 1024,
+        max_record: 16384,
+        ..Config::default()
+    };
     let rec = Recorder::create(dir.path(), cfg).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
@@ -101,7 +129,10 @@ fn child(control: bool) -> ! {
     let rec = SLOT.take();
     let s = rec.finish().unwrap();
     assert_eq!(s.records_offered, 20_000);
-    println!("child recorded {} and dropped {}", s.records_written, s.records_dropped);
+    println!(
+        "child recorded {} and dropped {}",
+        s.records_written, s.records_dropped
+    );
     std::process::exit(0);
 }
 
@@ -124,7 +155,12 @@ static SLOT: Slot = Slot(std::cell::UnsafeCell::new(None));
 
 fn run_child(mode: &str) -> std::process::Output {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "seccomp_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "seccomp_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("RTREC_SECCOMP_CHILD", mode)
         .output()
         .unwrap()

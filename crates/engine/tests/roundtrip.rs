@@ -35,11 +35,23 @@ fn every_allocation_and_flush_strategy_round_trips_in_both_modes() {
                     ..Config::default()
                 };
                 let (dir, s) = record_n(cfg, 300, 4096);
-                assert_eq!((s.records_written, s.records_dropped), (300, 0), "{mode} {alloc} {flush}");
+                assert_eq!(
+                    (s.records_written, s.records_dropped),
+                    (300, 0),
+                    "{mode} {alloc} {flush}"
+                );
                 assert_eq!(s.files.len(), 1);
                 let r = verify_file(&s.files[0]).unwrap();
-                assert_eq!(r.status, FileStatus::Complete, "{mode} {alloc} {flush}: {:?}", r.notes);
-                assert_eq!((r.records, r.first_seq, r.next_seq), (300, Some(0), Some(300)));
+                assert_eq!(
+                    r.status,
+                    FileStatus::Complete,
+                    "{mode} {alloc} {flush}: {:?}",
+                    r.notes
+                );
+                assert_eq!(
+                    (r.records, r.first_seq, r.next_seq),
+                    (300, Some(0), Some(300))
+                );
                 let len = std::fs::metadata(&s.files[0]).unwrap().len();
                 if *alloc == Alloc::Pool {
                     // Pool files keep their size; the header says what is valid.
@@ -57,22 +69,37 @@ fn every_allocation_and_flush_strategy_round_trips_in_both_modes() {
 
 #[test]
 fn a_recording_larger_than_one_file_continues_in_the_next() {
-    let cfg = Config { file_size: MIB, max_record: 16384, ring_bytes: 8 * MIB as usize, ..Config::default() };
+    let cfg = Config {
+        file_size: MIB,
+        max_record: 16384,
+        ring_bytes: 8 * MIB as usize,
+        ..Config::default()
+    };
     let (_dir, s) = record_n(cfg, 200, 16384);
     assert!(s.files.len() >= 3, "{:?}", s.files);
     let mut reports: Vec<_> = s.files.iter().map(|f| verify_file(f).unwrap()).collect();
     rtrec_engine::reader::check_continuity(&mut reports);
     let total: u64 = reports.iter().map(|r| r.records).sum();
     assert_eq!(total, 200);
-    assert!(reports.iter().all(|r| r.status == FileStatus::Complete), "{reports:?}");
-    assert!(reports[..reports.len() - 1].iter().all(|r| r.stored.as_ref().unwrap().continued));
+    assert!(
+        reports.iter().all(|r| r.status == FileStatus::Complete),
+        "{reports:?}"
+    );
+    assert!(reports[..reports.len() - 1]
+        .iter()
+        .all(|r| r.stored.as_ref().unwrap().continued));
 }
 
 #[test]
 fn record_when_ring_full_counts_a_drop_and_stores_the_loss() {
     // A ring that holds two records and a writer that polls rarely: a burst
     // must overflow it.
-    let cfg = Config { ring_bytes: 2 * (4096 + 24) + 100, max_record: 4096, writer_poll_us: 200_000, ..Config::default() };
+    let cfg = Config {
+        ring_bytes: 2 * (4096 + 24) + 100,
+        max_record: 4096,
+        writer_poll_us: 200_000,
+        ..Config::default()
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut rec = Recorder::create(dir.path(), cfg).unwrap();
     let buf = [7u8; 4096];
@@ -99,16 +126,28 @@ fn record_when_ring_full_counts_a_drop_and_stores_the_loss() {
 #[test]
 fn a_too_large_record_is_refused_counted_and_stored() {
     for mode in [Mode::Ring, Mode::Direct] {
-        let cfg = Config { mode, max_record: 100, ..Config::default() };
+        let cfg = Config {
+            mode,
+            max_record: 100,
+            ..Config::default()
+        };
         let dir = tempfile::tempdir().unwrap();
         let mut rec = Recorder::create(dir.path(), cfg).unwrap();
         rec.record(b"ok").unwrap();
-        assert_eq!(rec.record(&[0u8; 101]), Err(rtrec_engine::RecordError::TooLarge));
+        assert_eq!(
+            rec.record(&[0u8; 101]),
+            Err(rtrec_engine::RecordError::TooLarge)
+        );
         rec.record(b"ok again").unwrap();
         let s = rec.finish().unwrap();
         assert_eq!((s.records_written, s.drops.too_large), (2, 1));
         let r = verify_file(&s.files[0]).unwrap();
-        assert_eq!((r.status, r.records, r.lost_records), (FileStatus::Complete, 2, 1), "{mode}: {:?}", r.notes);
+        assert_eq!(
+            (r.status, r.records, r.lost_records),
+            (FileStatus::Complete, 2, 1),
+            "{mode}: {:?}",
+            r.notes
+        );
     }
 }
 
@@ -122,31 +161,51 @@ fn an_aborted_recording_is_not_accepted_as_complete() {
     let r = verify_file(&s.files[0]).unwrap();
     assert_eq!(r.status, FileStatus::Aborted);
     assert!(!r.is_clean());
-    assert!(r.notes.iter().any(|n| n.contains("stdin closed")), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("stdin closed")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]
 fn raw_framing_writes_exactly_the_bytes_given_and_a_sidecar() {
-    let cfg = Config { framing: Framing::Raw, alloc: Alloc::Fallocate, ..Config::default() };
+    let cfg = Config {
+        framing: Framing::Raw,
+        alloc: Alloc::Fallocate,
+        ..Config::default()
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut rec = Recorder::create(dir.path(), cfg).unwrap();
     rec.record(b"abc").unwrap();
     rec.record(b"defg").unwrap();
     let s = rec.finish().unwrap();
     assert_eq!(std::fs::read(&s.files[0]).unwrap(), b"abcdefg");
-    let side: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(|e| {
-        let p = e.unwrap().path();
-        p.to_str().unwrap().ends_with(".meta.json").then_some(p)
-    }).collect();
-    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&side[0]).unwrap()).unwrap();
+    let side: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            p.to_str().unwrap().ends_with(".meta.json").then_some(p)
+        })
+        .collect();
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&side[0]).unwrap()).unwrap();
     assert_eq!(meta["records_written"], 2);
     assert_eq!(meta["records_dropped"], 0);
 }
 
 #[test]
 fn a_missing_directory_is_one_sentence() {
-    let e = Recorder::create(std::path::Path::new("/nonexistent/rtrec"), Config::default()).err().unwrap();
-    assert_eq!(e.to_string(), "the directory '/nonexistent/rtrec' does not exist");
+    let e = Recorder::create(
+        std::path::Path::new("/nonexistent/rtrec"),
+        Config::default(),
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        e.to_string(),
+        "the directory '/nonexistent/rtrec' does not exist"
+    );
 }
 
 #[test]

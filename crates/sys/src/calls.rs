@@ -69,7 +69,12 @@ pub fn fallocate(fd: impl AsFd, mode: FallocateMode, offset: u64, len: u64) -> i
     };
     // SAFETY: plain syscall on a borrowed, open descriptor.
     cvt(unsafe {
-        libc::fallocate(fd.as_fd().as_raw_fd(), flags, offset as libc::off_t, len as libc::off_t)
+        libc::fallocate(
+            fd.as_fd().as_raw_fd(),
+            flags,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
     })?;
     Ok(())
 }
@@ -154,9 +159,7 @@ pub fn ftruncate(fd: impl AsFd, len: u64) -> io::Result<()> {
 /// caller can time exactly one call. See write(2).
 pub fn write_once(fd: impl AsFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: buf is a valid readable slice for its length.
-    let n = cvt(unsafe {
-        libc::write(fd.as_fd().as_raw_fd(), buf.as_ptr().cast(), buf.len())
-    })?;
+    let n = cvt(unsafe { libc::write(fd.as_fd().as_raw_fd(), buf.as_ptr().cast(), buf.len()) })?;
     Ok(n as usize)
 }
 
@@ -164,8 +167,14 @@ pub fn write_once(fd: impl AsFd, buf: &[u8]) -> io::Result<usize> {
 /// payload), returning how much was written (may be short). See writev(2).
 pub fn writev2_once(fd: impl AsFd, a: &[u8], b: &[u8]) -> io::Result<usize> {
     let iov = [
-        libc::iovec { iov_base: a.as_ptr() as *mut _, iov_len: a.len() },
-        libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() },
+        libc::iovec {
+            iov_base: a.as_ptr() as *mut _,
+            iov_len: a.len(),
+        },
+        libc::iovec {
+            iov_base: b.as_ptr() as *mut _,
+            iov_len: b.len(),
+        },
     ];
     // SAFETY: both iovecs point at valid readable slices that outlive the call.
     let n = cvt(unsafe { libc::writev(fd.as_fd().as_raw_fd(), iov.as_ptr(), 2) })?;
@@ -195,7 +204,13 @@ pub fn pwrite_all(fd: impl AsFd, mut buf: &[u8], mut offset: u64) -> io::Result<
 /// `lseek(fd, offset, SEEK_SET)`. See lseek(2).
 pub fn seek_to(fd: impl AsFd, offset: u64) -> io::Result<()> {
     // SAFETY: plain syscall on a borrowed, open descriptor.
-    cvt(unsafe { libc::lseek(fd.as_fd().as_raw_fd(), offset as libc::off_t, libc::SEEK_SET) })?;
+    cvt(unsafe {
+        libc::lseek(
+            fd.as_fd().as_raw_fd(),
+            offset as libc::off_t,
+            libc::SEEK_SET,
+        )
+    })?;
     Ok(())
 }
 
@@ -229,7 +244,13 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     let t = CString::new(to.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
     // SAFETY: both are valid NUL-terminated strings.
     cvt(unsafe {
-        libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE)
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
     })?;
     Ok(())
 }
@@ -258,7 +279,10 @@ pub fn fs_magic(fd: impl AsFd) -> io::Result<i64> {
 pub const EXT4_SUPER_MAGIC: i64 = 0xEF53;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer; these clocks always exist on Linux,
     // so the call cannot fail. On x86_64 and aarch64 CLOCK_MONOTONIC and
     // CLOCK_REALTIME are answered by the vDSO without entering the kernel.
@@ -295,7 +319,12 @@ pub fn sleep_until_monotonic(deadline_ns: u64) {
         // SAFETY: ts is a valid timespec; the remaining-time pointer may be
         // null with TIMER_ABSTIME.
         let r = unsafe {
-            libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
         };
         if r != libc::EINTR {
             return;
@@ -320,7 +349,9 @@ pub fn lock_all_memory() -> io::Result<()> {
 /// `sched_setscheduler(0, SCHED_FIFO, {priority})` for the calling thread.
 /// Needs `CAP_SYS_NICE` (or an RLIMIT_RTPRIO). See sched_setscheduler(2).
 pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
-    let p = libc::sched_param { sched_priority: priority };
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: p is a valid sched_param; pid 0 is the calling thread.
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) })?;
     Ok(())
@@ -344,7 +375,11 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        cvt(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set))?;
+        cvt(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))?;
     }
     Ok(())
 }
@@ -355,7 +390,14 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 pub fn set_thread_ioprio(class: u32, level: u32) -> io::Result<()> {
     let prio = ((class & 0x7) << 13) | (level & 0x7);
     // SAFETY: plain syscall with integer arguments.
-    cvt(unsafe { libc::syscall(libc::SYS_ioprio_set, 1 as libc::c_long, gettid() as libc::c_long, prio as libc::c_long) })?;
+    cvt(unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            1 as libc::c_long,
+            gettid() as libc::c_long,
+            prio as libc::c_long,
+        )
+    })?;
     Ok(())
 }
 
@@ -416,7 +458,10 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(create_new(&link).is_err());
-        assert_eq!(create_new(&target).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            create_new(&target).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
     }
 
     #[test]
