@@ -51,6 +51,7 @@ fn main() {
                 }
             }
             let bad_input = e.downcast_ref::<Usage>().is_some()
+                || e.downcast_ref::<rtrec_bench::Error>().is_some()
                 || matches!(
                     e.downcast_ref::<rtrec_engine::Error>(),
                     Some(rtrec_engine::Error::Usage(_) | rtrec_engine::Error::NoSpace { .. })
