@@ -112,7 +112,9 @@ fn the_results_table_puts_published_beside_measured_with_ratios() {
     let none = t.lines().find(|l| l.starts_with("NONE ")).unwrap();
     // Published 141 / 259 / 4,454 µs (4.45 ms); measured max 500 µs; ALL's
     // max 250 µs (×2.0 here, ×14 published); NOISE-FLOOR's max 5 µs (×100).
-    for cell in ["141", "259", "4.45", "ms", "500", "µs", "ALL", "14", "2.0", "100"] {
+    for cell in [
+        "141", "259", "4.45", "ms", "500", "µs", "ALL", "14", "2.0", "100",
+    ] {
         assert!(
             none.split_whitespace().any(|w| w == cell),
             "'{cell}' missing from: {none}"
