@@ -1,11 +1,52 @@
 //! The command line, as data: one definition per flag with its help text.
-//! Values are only captured here (strings for anything with units or
-//! strategy names); the commands validate them in a second stage, so that
-//! every bad value gets one sentence of ours and exit code 2.
+//!
+//! Design choices:
+//! - Strategy flags are typed with the engine's own enums (`clap::ValueEnum`
+//!   from the engine's `clap` feature), and their defaults are read from
+//!   `Config::default()`: `--help` lists every value with the variant's
+//!   documentation and shows `[default: …]`, and neither can drift from the
+//!   engine.
+//! - Sizes and durations are captured as strings and parsed by the command
+//!   with `rtrec-units` in a second stage (no I/O), so each error names the
+//!   flag in one sentence of ours.
+//! - Every clap error is printed as one line `rtrec: …` and exit code 2
+//!   ([`parse`]), as every other bad input is.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, OnPoolEmpty, PoolConfig};
+
+/// Parses the command line; on a bad command line prints one line
+/// (`rtrec: ` and clap's message with its hints, without the usage block)
+/// and exits with code 2. `--help` and `--version` print and exit 0.
+pub fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            eprintln!("rtrec: {}", one_line(&e));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Clap's message on one line: without the `error: ` prefix, the usage
+/// block and the pointer to `--help`.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:"))
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect();
+    let joined = parts.join(" ");
+    joined
+        .strip_prefix("error: ")
+        .unwrap_or(&joined)
+        .to_string()
+}
 
 /// Record periodic data to files with bounded write() latency and no silent
 /// loss; verify recordings; measure how far a platform's write() latency is
@@ -150,17 +191,24 @@ pub struct RecordArgs {
     #[arg(long, default_value = "64KiB", value_name = "SIZE")]
     pub max_line: String,
 
-    /// Write path: ring (producer never blocks) or direct (the caller calls write(), as S1 measures).
-    #[arg(long, default_value = "ring", value_name = "MODE")]
-    pub mode: String,
+    /// Write path: who calls write().
+    #[arg(long, value_enum, default_value_t = Config::default().mode, value_name = "MODE")]
+    pub mode: Mode,
 
-    /// Allocation strategy: append, fallocate, fallocate-keep-size, zero.
-    #[arg(long, value_name = "STRATEGY")]
-    pub alloc: Option<String>,
+    /// Allocation strategy: how file space is obtained (zero when the framing is raw and --alloc is not given).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = Config::default().alloc,
+        default_value_if("raw", "true", "zero"),
+        default_value_if("framing", "raw", "zero"),
+        value_name = "STRATEGY"
+    )]
+    pub alloc: Alloc,
 
-    /// Flush strategy: none, fdatasync, fsync, sfr, window.
-    #[arg(long, value_name = "STRATEGY")]
-    pub flush: Option<String>,
+    /// Flush strategy: how and when written data are pushed to storage (on the flush thread).
+    #[arg(long, value_enum, default_value_t = Config::default().flush, value_name = "STRATEGY")]
+    pub flush: Flush,
 
     /// Flush interval.
     #[arg(long, default_value = "2MiB", value_name = "SIZE")]
@@ -174,8 +222,12 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SIZE")]
     pub ring: Option<String>,
 
-    /// Write the bytes exactly as given (no header or frames; counters go to a .meta.json sidecar).
-    #[arg(long)]
+    /// File layout.
+    #[arg(long, value_enum, default_value_t = Config::default().framing, value_name = "FRAMING")]
+    pub framing: Framing,
+
+    /// Same as --framing raw: the bytes exactly as given (counters go to a .meta.json sidecar).
+    #[arg(long, conflicts_with = "framing")]
     pub raw: bool,
 
     /// Real-time helpers: mlockall, SCHED_FIFO for the caller (--priority) and the writer (one below).
@@ -198,9 +250,9 @@ pub struct RecordArgs {
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub pool_files: u32,
 
-    /// When the pool has no file ready: fallocate (S1's way, counted) or wait (writer thread only).
-    #[arg(long, default_value = "fallocate", value_name = "POLICY")]
-    pub on_pool_empty: String,
+    /// When the pool has no file ready.
+    #[arg(long, value_enum, default_value_t = PoolConfig::default().on_empty, value_name = "POLICY")]
+    pub on_pool_empty: OnPoolEmpty,
 
     /// Do not top the pool up after the recording.
     #[arg(long)]
@@ -270,23 +322,115 @@ pub struct TuneArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, ValueEnum};
+
+    /// Every command and subcommand, depth first, with its path.
+    fn commands() -> Vec<(String, clap::Command)> {
+        fn walk(prefix: String, c: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+            out.push((prefix.clone(), c.clone()));
+            for sub in c.get_subcommands() {
+                walk(format!("{prefix} {}", sub.get_name()), sub, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk("rtrec".into(), &Cli::command(), &mut out);
+        out
+    }
 
     #[test]
     fn the_command_line_definition_is_consistent_and_every_flag_is_documented() {
         Cli::command().debug_assert();
-        for sub in Cli::command().get_subcommands() {
-            for arg in sub.get_arguments() {
-                if arg.is_hide_set() {
-                    continue;
-                }
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
                 assert!(
                     arg.get_help().is_some(),
-                    "{} --{:?} has no help",
-                    sub.get_name(),
-                    arg.get_long()
+                    "{path} {:?} has no help",
+                    arg.get_id()
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_enum_valued_flag_lists_all_its_values_and_its_default() {
+        let mut checked = 0;
+        for (path, mut cmd) in commands() {
+            let help = cmd.render_long_help().to_string();
+            for arg in cmd
+                .get_arguments()
+                .filter(|a| a.get_action().takes_values())
+            {
+                let values = arg.get_possible_values();
+                if values.is_empty() {
+                    continue;
+                }
+                let id = arg.get_id();
+                let default = arg.get_default_values();
+                assert_eq!(default.len(), 1, "{path} {id:?} has no single default");
+                let default = default[0].to_string_lossy();
+                assert!(
+                    help.contains(&format!("[default: {default}]")),
+                    "{path} {id:?}: [default: {default}] not in --help"
+                );
+                for v in values.iter().filter(|v| !v.is_hide_set()) {
+                    assert!(
+                        help.contains(&format!("- {}", v.get_name())),
+                        "{path} {id:?}: value {} not in --help",
+                        v.get_name()
+                    );
+                    assert!(
+                        v.get_help().is_some(),
+                        "{path} {id:?}: {} has no help",
+                        v.get_name()
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert_eq!(
+            checked, 5,
+            "--mode, --alloc, --flush, --framing, --on-pool-empty"
+        );
+    }
+
+    #[test]
+    fn command_line_names_are_the_engines_names() {
+        fn same<T: ValueEnum + std::fmt::Display>() {
+            for v in T::value_variants() {
+                let name = v.to_possible_value().unwrap().get_name().to_string();
+                assert_eq!(name, v.to_string());
+            }
+        }
+        same::<Alloc>();
+        same::<Flush>();
+        same::<Mode>();
+        same::<Framing>();
+        same::<OnPoolEmpty>();
+    }
+
+    fn record(words: &[&str]) -> RecordArgs {
+        let all = ["rtrec", "record"].iter().chain(words);
+        match Cli::try_parse_from(all).unwrap().command {
+            Command::Record(a) => *a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn raw_framing_defaults_to_zero_allocation_unless_alloc_is_given() {
+        assert_eq!(record(&[]).alloc, Alloc::Pool);
+        assert_eq!(record(&["--raw"]).alloc, Alloc::Zero);
+        assert_eq!(record(&["--framing", "raw"]).alloc, Alloc::Zero);
+        assert_eq!(record(&["--raw", "--alloc", "append"]).alloc, Alloc::Append);
+    }
+
+    #[test]
+    fn a_bad_value_is_one_line_with_the_choices() {
+        let e = Cli::try_parse_from(["rtrec", "record", "--flush", "bogus"]).unwrap_err();
+        assert_eq!(
+            one_line(&e),
+            "invalid value 'bogus' for '--flush <STRATEGY>' \
+             [possible values: none, fdatasync, fsync, sfr, window]"
+        );
     }
 }

@@ -13,10 +13,7 @@ mod pool;
 mod record;
 mod signals;
 mod tune;
-mod units;
 mod verify;
-
-use clap::Parser;
 
 /// An error caused by what the user asked for: exit code 2.
 #[derive(Debug)]
@@ -35,7 +32,7 @@ pub fn usage<T>(msg: impl Into<String>) -> anyhow::Result<T> {
 }
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
         cli::Command::Verify(a) => verify::run(&a),
@@ -54,6 +51,7 @@ fn main() {
                 }
             }
             let bad_input = e.downcast_ref::<Usage>().is_some()
+                || e.downcast_ref::<rtrec_bench::Error>().is_some()
                 || matches!(
                     e.downcast_ref::<rtrec_engine::Error>(),
                     Some(rtrec_engine::Error::Usage(_) | rtrec_engine::Error::NoSpace { .. })

@@ -8,8 +8,8 @@ use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 
 use crate::cli::{PoolAction, PoolArgs};
-use crate::units::{fmt_bytes, parse_size};
 use crate::usage;
+use rtrec_units::{format_size, parse_size};
 
 /// Runs `rtrec pool`.
 pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
@@ -47,7 +47,7 @@ pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
                 "prepared {n} file(s); {} of {} ready, {} each, in {}",
                 st.ready_files,
                 st.target_files,
-                fmt_bytes(st.file_size),
+                format_size(st.file_size),
                 st.dir.display()
             );
             Ok(0)
@@ -69,8 +69,8 @@ pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
                     st.dir.display(),
                     st.ready_files,
                     st.target_files,
-                    fmt_bytes(st.file_size),
-                    fmt_bytes(st.ready_bytes),
+                    format_size(st.file_size),
+                    format_size(st.ready_bytes),
                     st.preparing_files
                 );
             }

@@ -13,13 +13,13 @@ use rtrec_engine::format::HEADER_LEN;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::writer::RESERVED_BYTES;
 use rtrec_engine::{
-    Alloc, Config, FlightConfig, Flush, Framing, LatencySummary, LiveStats, Mode, OnPoolEmpty,
-    PeriodicTimer, Recorder, Summary, MIB,
+    Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, PeriodicTimer, Recorder,
+    Summary, MIB,
 };
 
 use crate::cli::RecordArgs;
-use crate::units::{fmt_bytes, fmt_mib, fmt_ns, parse_duration_ns, parse_size};
 use crate::{signals, usage};
+use rtrec_units::{format_duration, format_size, parse_duration, parse_size};
 
 /// Where records come from.
 enum Source {
@@ -46,8 +46,20 @@ fn size_arg(name: &str, s: &str) -> anyhow::Result<u64> {
     parse_size(s).or_else(|e| usage(format!("--{name}: {e}")))
 }
 
+/// A duration flag: the units grammar, and more than zero (every duration
+/// `record` takes is a period or a span).
+fn duration_arg(name: &str, s: &str) -> anyhow::Result<u64> {
+    match parse_duration(s) {
+        Ok(0) => usage(format!(
+            "--{name}: '{s}' is zero; the duration must be positive"
+        )),
+        Ok(ns) => Ok(ns),
+        Err(e) => usage(format!("--{name}: {e}")),
+    }
+}
+
 fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
-    let period_ns = parse_duration_ns(&a.period).or_else(|e| usage(format!("--period: {e}")))?;
+    let period_ns = duration_arg("period", &a.period)?;
     let size = size_arg("size", &a.size)?;
     if size == 0 {
         return usage("--size: the record size must be more than 0 bytes");
@@ -69,24 +81,18 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         (true, false) => Source::StdinFixed,
         (true, true) => Source::StdinLines,
     };
+    // Strategies are typed by the command line (raw framing's default
+    // allocation is `zero` there: raw files have no header for the pool).
     let mut cfg = Config {
-        mode: a.mode.parse::<Mode>().or_else(usage)?,
+        mode: a.mode,
+        alloc: a.alloc,
+        flush: a.flush,
+        framing: if a.raw { Framing::Raw } else { a.framing },
         ..Config::default()
     };
-    if let Some(s) = &a.alloc {
-        cfg.alloc = s.parse::<Alloc>().or_else(usage)?;
-    }
-    if let Some(s) = &a.flush {
-        cfg.flush = s.parse::<Flush>().or_else(usage)?;
-    }
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
-    cfg.framing = if a.raw { Framing::Raw } else { Framing::Framed };
-    if a.raw && a.alloc.is_none() {
-        // Raw files have no header to hold a valid length: no pool.
-        cfg.alloc = Alloc::Zero;
-    }
     cfg.pool.files = a.pool_files;
-    cfg.pool.on_empty = a.on_pool_empty.parse::<OnPoolEmpty>().or_else(usage)?;
+    cfg.pool.on_empty = a.on_pool_empty;
     cfg.pool.refill_on_finish = !a.no_refill;
     cfg.pool.refill_while_recording = a.refill_while_recording;
     let record_max = if a.lines { max_line } else { size };
@@ -131,7 +137,7 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         return usage("--trigger-on stdin cannot be used with --stdin: stdin carries the records");
     }
     let trigger_every = match &a.trigger_every {
-        Some(d) => Some(parse_duration_ns(d).or_else(|e| usage(format!("--trigger-every: {e}")))?),
+        Some(d) => Some(duration_arg("trigger-every", d)?),
         None => None,
     };
     let flight_asked = a.pre.is_some() || a.post.is_some() || a.pre_bytes.is_some();
@@ -139,10 +145,8 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         return usage("triggers need the flight recorder: give --pre and --post");
     }
     if flight_asked {
-        let pre_ns = parse_duration_ns(a.pre.as_deref().unwrap_or("2s"))
-            .or_else(|e| usage(format!("--pre: {e}")))?;
-        let post_ns = parse_duration_ns(a.post.as_deref().unwrap_or("5s"))
-            .or_else(|e| usage(format!("--post: {e}")))?;
+        let pre_ns = duration_arg("pre", a.pre.as_deref().unwrap_or("2s"))?;
+        let post_ns = duration_arg("post", a.post.as_deref().unwrap_or("5s"))?;
         let entry = (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN) as u64;
         let pre_bytes = match &a.pre_bytes {
             Some(s) => size_arg("pre-bytes", s)?,
@@ -287,7 +291,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         for (events, bytes) in samples {
             eprintln!(
                 "resident memory after {events} events: {}",
-                fmt_bytes(*bytes)
+                format_size(*bytes)
             );
         }
     }
@@ -527,8 +531,8 @@ fn spawn_progress(
             let events = live.events.load(Ordering::Relaxed);
             bar.set_message(format!(
                 "| {} | max write {} | {} dropped{}",
-                fmt_mib(live.bytes_written.load(Ordering::Relaxed)),
-                fmt_ns(live.max_write_ns.load(Ordering::Relaxed)),
+                format_size(live.bytes_written.load(Ordering::Relaxed)),
+                format_duration(live.max_write_ns.load(Ordering::Relaxed)),
                 live.records_dropped.load(Ordering::Relaxed),
                 if events > 0 {
                     format!(" | {events} events")
@@ -565,12 +569,12 @@ fn row(name: &str, l: &Option<LatencySummary>) -> String {
         None => format!("{name:<10} {:>9}", "-"),
         Some(l) => format!(
             "{name:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            fmt_ns(l.min),
-            fmt_ns(l.mean),
-            fmt_ns(l.p50),
-            fmt_ns(l.p99),
-            fmt_ns(l.p999),
-            fmt_ns(l.max)
+            format_duration(l.min),
+            format_duration(l.mean),
+            format_duration(l.p50),
+            format_duration(l.p99),
+            format_duration(l.p999),
+            format_duration(l.max)
         ),
     }
 }
@@ -592,7 +596,7 @@ fn print_summary(s: &Summary, to_stderr: bool) {
     out += &format!(
         "recorded {} records ({}) to {}\n",
         s.records_written,
-        fmt_bytes(s.bytes_written),
+        format_size(s.bytes_written),
         files
     );
     out += &format!(
@@ -600,7 +604,7 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         c.mode,
         c.alloc,
         c.flush,
-        fmt_mib(c.flush_every),
+        format_size(c.flush_every),
         c.framing,
         if s.complete {
             String::new()
@@ -626,7 +630,7 @@ fn print_summary(s: &Summary, to_stderr: bool) {
             p.taken,
             p.fallbacks,
             p.waits,
-            fmt_ns(p.wait_ns),
+            format_duration(p.wait_ns),
             p.prepared_at_start,
             p.refilled_on_finish + p.refilled_while_recording
         );
@@ -640,7 +644,7 @@ fn print_summary(s: &Summary, to_stderr: bool) {
     out += &format!(
         "flush thread: {} flushes, {} CPU{}\n",
         s.flush.flushes,
-        fmt_ns(s.flush.cpu_ns),
+        format_duration(s.flush.cpu_ns),
         s.flush
             .error
             .as_ref()

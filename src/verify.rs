@@ -13,8 +13,8 @@ use rtrec_engine::reader::{
 use serde::Serialize;
 
 use crate::cli::VerifyArgs;
-use crate::units::fmt_mib;
 use crate::usage;
+use rtrec_units::format_size;
 
 /// The `--json` document.
 #[derive(Serialize)]
@@ -99,7 +99,7 @@ fn print_text(r: &Report) {
             f.path.display(),
             status_word(f.status),
             f.records,
-            fmt_mib(f.bytes),
+            format_size(f.bytes),
             f.lost_records,
             gaps
         );

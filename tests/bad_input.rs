@@ -482,7 +482,7 @@ fn a_dangling_symlink_at_the_final_name_is_skipped_or_refused_as_bad_input() {
     dangling_symlinks_are_never_followed(Planted::FinalAndTemporary);
 }
 
-/// Records from stdin with `--size 16 --count 10`, given `input`.
+/// Records from stdin with `--size 16B --count 10`, given `input`.
 fn record_stdin(input: &[u8]) -> (tempfile::TempDir, PathBuf, Output) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
@@ -492,7 +492,7 @@ fn record_stdin(input: &[u8]) -> (tempfile::TempDir, PathBuf, Output) {
         "--quiet",
         "--stdin",
         "--size",
-        "16",
+        "16B",
         "--count",
         "10",
         "--dir",

@@ -4,6 +4,8 @@
 //! This crate owns:
 //! - [`scenario`]: the cases as one table of data — every recording case a
 //!   composition of the engine's strategies ([`rtrec_engine::Config`]);
+//! - [`study`]: the published studies and their own protocols, below both
+//!   [`scenario`] and [`protocol`];
 //! - [`protocol`]: how many sets of how many calls, the period and sizes;
 //! - [`benchmark`]: what runs and how it is timed;
 //! - [`bgload`]: the background loads, as separate processes
@@ -12,7 +14,11 @@
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
-//!   [`output`]: tables, progress bars and warnings.
+//!   [`output`]: tables, progress bars and warnings;
+//! - [`Error`]: what the bench refuses before it runs (exit code 2).
+//!
+//! Sizes and durations on its command line and in its tables follow
+//! rtrec's one grammar (`rtrec-units`): `16KiB`, `5ms`.
 //!
 //! Global state the bench changes — `vm.dirty_*`, a mount, a loop device —
 //! is journaled before it is changed and put back on every exit path,
@@ -21,6 +27,7 @@
 
 pub mod benchmark;
 pub mod bgload;
+mod error;
 pub mod export;
 pub mod flusher;
 pub mod output;
@@ -28,8 +35,8 @@ pub mod protocol;
 pub mod report;
 pub mod scenario;
 pub mod signal;
+pub mod study;
 pub mod target;
-pub mod units;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,6 +45,7 @@ use anyhow::Context;
 use clap::Parser;
 
 pub use bgload::{bgload_main, Launcher};
+pub use error::Error;
 
 use crate::benchmark::Context as RunContext;
 use crate::export::{Exporter, Exports, JsonExporter, SvgExporter};
@@ -55,7 +63,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Run only these cases, comma-separated (names as in --list).
+    /// Run only these cases, in this order, comma-separated (names as in --list, in any letter case).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub cases: Vec<String>,
 
@@ -72,11 +80,11 @@ pub struct BenchArgs {
     pub writes: Option<u64>,
 
     /// Period of the timed calls (default 5ms).
-    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_period)]
     pub period: Option<Duration>,
 
-    /// Bytes per write (default 16K).
-    #[arg(long, value_name = "BYTES", value_parser = units::parse_size)]
+    /// Bytes per write (default 16KiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_record_size)]
     pub size: Option<u64>,
 
     /// Run on this existing directory instead of our own ext4 image (warns about each of the study's conditions it does not meet).
@@ -98,6 +106,25 @@ pub struct BenchArgs {
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
+}
+
+/// `--period`: the units grammar, from 1 ns to 1 hour.
+fn parse_period(s: &str) -> Result<Duration, String> {
+    match rtrec_units::parse_duration(s) {
+        Ok(ns) if (1..=3_600_000_000_000).contains(&ns) => Ok(Duration::from_nanos(ns)),
+        Ok(_) => Err(format!("'{s}' is out of range (1ns to 1h)")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `--size`: the units grammar, at least one byte (the upper bound depends
+/// on the file size and is checked by [`Plan::from_args`]).
+fn parse_record_size(s: &str) -> Result<u64, String> {
+    match rtrec_units::parse_size(s) {
+        Ok(0) => Err(format!("'{s}' is zero; a write needs at least 1B")),
+        Ok(b) => Ok(b),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[derive(Parser)]
@@ -134,28 +161,27 @@ impl Plan {
     /// Validates the arguments.
     ///
     /// # Errors
-    /// One sentence naming the bad value.
-    pub fn from_args(a: &BenchArgs) -> Result<Plan, String> {
-        for name in &a.cases {
-            if scenario::find(name).is_none() {
-                let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-                return Err(format!(
-                    "unknown case '{name}' (expected one of: {})",
-                    names.join(", ")
-                ));
-            }
-        }
+    /// [`Error`]: one sentence naming the bad value.
+    pub fn from_args(a: &BenchArgs) -> Result<Plan, Error> {
+        let selected = select_cases(&a.cases)?;
+        let at_least_1 = |flag| Error::OutOfRange {
+            flag,
+            requirement: "at least 1".into(),
+        };
         if a.sets == Some(0) {
-            return Err("--sets must be at least 1".into());
+            return Err(at_least_1("--sets"));
         }
         if a.writes == Some(0) {
-            return Err("--writes must be at least 1".into());
+            return Err(at_least_1("--writes"));
         }
         if a.size.is_some_and(|s| s > protocol::FILE_BYTES / 2) {
-            return Err(format!(
-                "--size must be at most {} bytes",
-                protocol::FILE_BYTES / 2
-            ));
+            return Err(Error::OutOfRange {
+                flag: "--size",
+                requirement: format!(
+                    "at most {} (half a file)",
+                    rtrec_units::format_size(protocol::FILE_BYTES / 2)
+                ),
+            });
         }
         let o = Overrides {
             paper: a.paper,
@@ -164,14 +190,16 @@ impl Plan {
             period_ns: a.period.map(|d| d.as_nanos() as u64),
             record_bytes: a.size,
         };
-        let cases = SCENARIOS
-            .iter()
-            .filter(|s| a.cases.is_empty() || a.cases.iter().any(|c| c == s.name))
+        let cases = selected
+            .into_iter()
             .map(|s| (s, Protocol::for_study(s.study, &o)))
             .collect::<Vec<_>>();
         for (s, p) in &cases {
             if let Some(cfg) = s.config(p) {
-                cfg.validate().map_err(|e| format!("{}: {e}", s.name))?;
+                cfg.validate().map_err(|e| Error::InvalidCase {
+                    case: s.name,
+                    reason: e.to_string(),
+                })?;
             }
         }
         Ok(Plan { cases })
@@ -180,6 +208,50 @@ impl Plan {
     /// Expected time of the timed loops, ns.
     pub fn loop_ns(&self) -> u64 {
         self.cases.iter().map(|(_, p)| p.loop_ns()).sum()
+    }
+}
+
+/// The cases of `--cases` in the order given, each name matched whatever
+/// its letter case; every case in table order when none is given.
+///
+/// Design choice: a name given twice is refused rather than run twice, since
+/// a second run of the same case on a warmer cache is not what anybody
+/// means; an unknown name gets the closest name (Jaro-Winkler, as clap
+/// suggests flags) or, when none is close, the list.
+fn select_cases(names: &[String]) -> Result<Vec<&'static Scenario>, Error> {
+    if names.is_empty() {
+        return Ok(SCENARIOS.iter().collect());
+    }
+    let mut out: Vec<&'static Scenario> = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(s) = SCENARIOS.iter().find(|s| s.name.eq_ignore_ascii_case(name)) else {
+            return Err(unknown_case(name));
+        };
+        if out.iter().any(|o| o.name == s.name) {
+            return Err(Error::DuplicateCase(s.name.to_string()));
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn unknown_case(name: &str) -> Error {
+    let upper = name.to_ascii_uppercase();
+    let closest = SCENARIOS
+        .iter()
+        .map(|s| (strsim::jaro_winkler(&upper, s.name), s.name))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .filter(|(score, _)| *score > 0.8);
+    let hint = match closest {
+        Some((_, n)) => format!("did you mean {n}? (rtrec bench --list shows every case)"),
+        None => {
+            let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+            format!("expected one of {}", names.join(", "))
+        }
+    };
+    Error::UnknownCase {
+        name: name.to_string(),
+        hint,
     }
 }
 
@@ -194,29 +266,25 @@ pub struct RunOptions {
 /// 130 when interrupted.
 ///
 /// # Errors
-/// Setting up failed (bad arguments are [`rtrec_engine::Error::Usage`]).
+/// Bad arguments or `--compare` files are an [`Error`]; setting up or
+/// restoring the environment failed otherwise.
 pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
     run_with(args, &RunOptions::default())
 }
 
-fn usage(msg: String) -> anyhow::Error {
-    rtrec_engine::Error::Usage(msg).into()
-}
-
 fn read_report(path: &std::path::Path) -> anyhow::Result<BenchReport> {
     let bytes = std::fs::read(path).with_context(|| format!("reading '{}'", path.display()))?;
-    let r: BenchReport = serde_json::from_slice(&bytes).map_err(|e| {
-        usage(format!(
-            "'{}' is not an rtrec bench --json result: {e}",
-            path.display()
-        ))
+    let r: BenchReport = serde_json::from_slice(&bytes).map_err(|e| Error::NotAReport {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
     })?;
     if r.schema_version != SCHEMA_VERSION {
-        return Err(usage(format!(
-            "'{}' has schema version {} (this rtrec reads {SCHEMA_VERSION})",
-            path.display(),
-            r.schema_version
-        )));
+        return Err(Error::SchemaVersion {
+            path: path.to_path_buf(),
+            found: r.schema_version,
+            expected: SCHEMA_VERSION,
+        }
+        .into());
     }
     Ok(r)
 }
@@ -235,7 +303,7 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
         print!("{}", table::render_compare(&old, &new));
         return Ok(0);
     }
-    let plan = Plan::from_args(args).map_err(usage)?;
+    let plan = Plan::from_args(args)?;
     let launcher = match &opts.launcher {
         Some(l) => l.clone(),
         None => Launcher::current_exe()
@@ -287,7 +355,7 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
         env.filesystem,
         env.mount_options,
         env.device,
-        units::duration_human(plan.loop_ns())
+        rtrec_units::format_duration(plan.loop_ns())
     );
     for w in &warnings {
         eprintln!("rtrec bench: warning: {w}");
@@ -356,12 +424,12 @@ fn case_line(c: &report::CaseResult) -> String {
     match (&c.error, c.write_ns) {
         (Some(e), _) => format!("{}: FAILED: {e}", c.name),
         (None, Some(w)) => format!(
-            "{}: {} sets, max {} µs, p99.9 {} µs, mean {} µs, missed {}",
+            "{}: {} sets, max {}, p99.9 {}, mean {}, missed {}",
             c.name,
             c.sets.len(),
-            units::us(w.max),
-            units::us(w.p999),
-            units::us(w.mean),
+            rtrec_units::format_duration(w.max),
+            rtrec_units::format_duration(w.p999),
+            rtrec_units::format_duration(w.mean),
             c.missed_periods
         ),
         (None, None) => format!(
@@ -389,7 +457,7 @@ mod tests {
     #[test]
     fn the_command_line_parses_cases_durations_sizes_and_compare() {
         let a = BenchArgs::try_from_words([
-            "--cases", "NONE,ALL", "--period", "2ms", "--size", "4K", "--writes", "10",
+            "--cases", "NONE,ALL", "--period", "2ms", "--size", "4KiB", "--writes", "10",
         ])
         .unwrap();
         assert_eq!(a.cases, ["NONE", "ALL"]);
@@ -406,17 +474,48 @@ mod tests {
     }
 
     #[test]
+    fn sizes_and_durations_follow_the_one_grammar() {
+        let err = |w: [&str; 2]| BenchArgs::try_from_words(w).unwrap_err().to_string();
+        assert!(err(["--period", "5"]).contains("'5' needs a unit: did you mean 5ms?"));
+        assert!(err(["--period", "0ms"]).contains("'0ms' is out of range (1ns to 1h)"));
+        assert!(err(["--size", "16K"]).contains("'16K' is ambiguous"));
+        assert!(err(["--size", "0B"]).contains("'0B' is zero"));
+        let a = BenchArgs::try_from_words(["--size", "2MB"]).unwrap();
+        assert_eq!(a.size, Some(2_000_000));
+    }
+
+    fn plan(words: &[&str]) -> Result<Plan, Error> {
+        Plan::from_args(&BenchArgs::try_from_words(words).unwrap())
+    }
+
+    #[test]
+    fn cases_run_in_the_order_given_whatever_their_letter_case() {
+        let p = plan(&["--cases", "all,Noise-Floor,NONE"]).unwrap();
+        let names: Vec<&str> = p.cases.iter().map(|(s, _)| s.name).collect();
+        assert_eq!(names, ["ALL", "NOISE-FLOOR", "NONE"]);
+    }
+
+    #[test]
     fn bad_values_are_refused_before_anything_runs() {
-        let e = Plan::from_args(&BenchArgs::try_from_words(["--cases", "NONE,BOGUS"]).unwrap())
-            .unwrap_err();
+        let e = plan(&["--cases", "NONE,BOGUS"]).unwrap_err().to_string();
         assert!(
-            e.starts_with("unknown case 'BOGUS' (expected one of: NOISE-FLOOR, NONE,"),
+            e.starts_with("unknown case 'BOGUS': expected one of NOISE-FLOOR, NONE,"),
             "{e}"
         );
-        let e = Plan::from_args(&BenchArgs::try_from_words(["--sets", "0"]).unwrap()).unwrap_err();
-        assert_eq!(e, "--sets must be at least 1");
-        let e = Plan::from_args(&BenchArgs::try_from_words(["--size", "1G"]).unwrap()).unwrap_err();
-        assert!(e.starts_with("--size must be at most"), "{e}");
+        let e = plan(&["--cases", "NONE,WPRE-SDATA-FON-BGAL"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown case 'WPRE-SDATA-FON-BGAL': did you mean WPRE-SDATA-FON-BGALL? (rtrec bench --list shows every case)"
+        );
+        let e = plan(&["--cases", "NONE,none"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "case 'NONE' is given twice in --cases; give each case once"
+        );
+        let e = plan(&["--sets", "0"]).unwrap_err();
+        assert_eq!(e.to_string(), "--sets must be at least 1");
+        let e = plan(&["--size", "1GiB"]).unwrap_err();
+        assert_eq!(e.to_string(), "--size must be at most 50 MiB (half a file)");
         let all = Plan::from_args(&BenchArgs::default()).unwrap();
         assert_eq!(all.cases.len(), SCENARIOS.len());
     }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::Study;
+use crate::study::Study;
 
 /// S1's workload: 16 KB every 5 ms, flush every 2 MB, files of 100 MB
 /// (binary units: the paper's sizes are powers of two).

@@ -8,7 +8,8 @@ use rtrec_engine::{Config, LatencySummary};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::Protocol;
-use crate::scenario::{Flusher, Load, Published, Scenario, Study};
+use crate::scenario::{Flusher, Load, Published, Scenario};
+use crate::study::Study;
 
 /// Version of this schema; raised on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -5,9 +5,9 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use rtrec_bench::output::numbers::thousands;
 use rtrec_bench::protocol::{Overrides, Protocol};
 use rtrec_bench::scenario::{self, Load, Study, Timed, S1_TABLE1_NAMES, SCENARIOS};
-use rtrec_bench::units::thousands;
 
 fn shared_file(rel: &str) -> Option<String> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

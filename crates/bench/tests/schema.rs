@@ -110,9 +110,11 @@ fn the_histogram_export_is_lossless_hdr_v2() {
 fn the_results_table_puts_published_beside_measured_with_ratios() {
     let t = table::render_results(&fake_report());
     let none = t.lines().find(|l| l.starts_with("NONE ")).unwrap();
-    // Published 141 / 259 / 4,454; measured max 500 µs; ALL's max 250 µs
-    // (×2.0 here, ×14 published); NOISE-FLOOR's max 5 µs (×100).
-    for cell in ["141", "259", "4,454", "500", "ALL", "14", "2.0", "100"] {
+    // Published 141 / 259 / 4,454 µs (4.45 ms); measured max 500 µs; ALL's
+    // max 250 µs (×2.0 here, ×14 published); NOISE-FLOOR's max 5 µs (×100).
+    for cell in [
+        "141", "259", "4.45", "ms", "500", "µs", "ALL", "14", "2.0", "100",
+    ] {
         assert!(
             none.split_whitespace().any(|w| w == cell),
             "'{cell}' missing from: {none}"
@@ -134,7 +136,7 @@ fn compare_prints_new_over_old_per_case() {
     let t = table::render_compare(&old, &new);
     let none = t.lines().find(|l| l.starts_with("NONE ")).unwrap();
     assert!(none.contains("3.0"), "{none}");
-    assert!(none.contains("1,500"), "{none}");
+    assert!(none.contains("1.5 ms"), "{none}");
 }
 
 #[test]
@@ -149,7 +151,7 @@ fn the_list_names_every_case_with_its_published_figure() {
     }
     assert!(t
         .lines()
-        .any(|l| l.starts_with("WPRE-SDATA-FON-BGALL") && l.contains("121,756")));
+        .any(|l| l.starts_with("WPRE-SDATA-FON-BGALL") && l.contains("122 ms")));
     assert!(t
         .lines()
         .any(|l| l.starts_with("ALL ") && l.contains(" off ")));

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// How file space is obtained before and during a recording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Alloc {
     /// Empty file, every write appends (S1's WAPPEND): block allocation and
@@ -35,6 +36,7 @@ pub enum Alloc {
 /// How and when written data are pushed to storage, always from the
 /// background flush thread (never the producer's thread).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Flush {
     /// Never flush while recording; the kernel flusher decides.
@@ -58,6 +60,7 @@ pub enum Flush {
 
 /// Who calls `write()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// The caller's thread copies into a pre-allocated lock-free ring and a
@@ -69,6 +72,7 @@ pub enum Mode {
 
 /// How records are laid out in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Framing {
     /// Header plus one CRC-checked frame per record (see `docs/format.md`).
@@ -124,6 +128,7 @@ named_enum!(Framing, "framing", [Framing::Framed => "framed", Framing::Raw => "r
 
 /// What the writer does when it needs a file and the pool has none ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum OnPoolEmpty {
     /// Pre-allocate a new file with `fallocate` on the writer thread (the

@@ -29,17 +29,9 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
 
-/// `0.1 µs`, `10 µs`, `1 ms`, `100 ms`, `10 s`.
+/// An axis value (µs) as every duration prints: `100 ns`, `10 µs`, `1 ms`.
 fn axis_label(v: f64) -> String {
-    let (x, unit) = if v >= 1e6 {
-        (v / 1e6, "s")
-    } else if v >= 1e3 {
-        (v / 1e3, "ms")
-    } else {
-        (v, "µs")
-    };
-    let s = format!("{x:.1}");
-    format!("{} {unit}", s.trim_end_matches(".0"))
+    rtrec_units::format_duration((v * 1e3).round() as u64)
 }
 
 fn render(report: &BenchReport) -> Result<String, Box<dyn std::error::Error>> {

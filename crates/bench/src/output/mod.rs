@@ -1,7 +1,8 @@
 //! What a person sees: the warnings (an enum whose text says what to do),
 //! one factory for the per-case progress bars, the terminal tables of
-//! results, of `--list` and of `--compare`.
+//! results, of `--list` and of `--compare`, and their plain numbers.
 
+pub mod numbers;
 pub mod progress;
 pub mod table;
 mod warnings;

@@ -1,12 +1,27 @@
 //! The terminal tables: results (published beside measured, with ratios),
 //! the scenario list of `--list`, and the comparison of `--compare`.
-//! Plain text, fixed columns; every number goes through [`crate::units`].
+//! Plain text, fixed columns; durations and sizes print through
+//! `rtrec-units` (a unit in every cell, as everywhere in rtrec), counts and
+//! ratios through [`super::numbers`].
 
 use std::fmt::Write as _;
 
+use rtrec_units::{format_duration, format_size};
+
+use super::numbers::{div, ratio, thousands};
 use crate::report::{BenchReport, CaseResult};
 use crate::scenario::{self, Flusher, SCENARIOS};
-use crate::units::{self, div, ratio};
+
+/// A measured latency for a cell; `-` when there is none.
+fn latency(ns: Option<u64>) -> String {
+    ns.map(format_duration).unwrap_or_else(|| "-".into())
+}
+
+/// A published latency (whole µs, as printed in the study); `-` when not
+/// published.
+fn published(us: Option<u64>) -> String {
+    latency(us.map(|us| us.saturating_mul(1000)))
+}
 
 /// The protocol lines above the table: how many calls, of what, how often.
 pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
@@ -17,11 +32,11 @@ pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
             "{} set{} × {} calls every {}, records of {}, flush every {}, files of {}{}",
             p.sets,
             if p.sets == 1 { "" } else { "s" },
-            units::thousands(p.writes),
-            units::duration_human(p.period_ns),
-            units::bytes_human(p.record_bytes),
-            units::bytes_human(p.flush_every_bytes),
-            units::bytes_human(p.file_bytes),
+            thousands(p.writes),
+            format_duration(p.period_ns),
+            format_size(p.record_bytes),
+            format_size(p.flush_every_bytes),
+            format_size(p.file_bytes),
             if p.paper {
                 " (the study's own protocol)"
             } else {
@@ -68,7 +83,7 @@ pub fn render_results(report: &BenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Each row: the set with the largest maximum; latencies of the timed call in µs."
+        "Each row: the set with the largest maximum; latencies of the timed call."
     );
     for l in protocol_lines(report) {
         let _ = writeln!(out, "Measured here: {l}.");
@@ -81,13 +96,13 @@ pub fn render_results(report: &BenchReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>30} | {:>43} {:>6} {:>6} | {:>27} | {:>7}",
+        "{:<24} {:>4} | {:>30} | {:>43} {:>6} {:>9} | {:>27} | {:>7}",
         "", "", "PUBLISHED (ARM, eMMC)", "MEASURED HERE", "", "", "max ÷ reference max", "max ÷"
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>6} | {:<11} {:>7} {:>7} | {:>7}",
-        "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "missed", "dirtyM", "reference", "pub", "here",
+        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}",
+        "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "missed", "dirty", "reference", "pub", "here",
         "floor"
     );
     let mut notes = Vec::new();
@@ -99,18 +114,18 @@ pub fn render_results(report: &BenchReport) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             out,
-            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>6} | {:<11} {:>7} {:>7} | {:>7}",
+            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}",
             c.name,
             flusher_text(c),
-            units::published_us(p.and_then(|p| p.min_us)),
-            units::published_us(p.and_then(|p| p.avg_us)),
-            units::published_us(p.and_then(|p| p.max_us)),
-            w.map(|w| units::us(w.min)).unwrap_or_else(|| "-".into()),
-            w.map(|w| units::us(w.mean)).unwrap_or_else(|| "-".into()),
-            w.map(|w| units::us(w.p999)).unwrap_or_else(|| "-".into()),
-            w.map(|w| units::us(w.max)).unwrap_or_else(|| "-".into()),
-            if w.is_some() { units::thousands(c.missed_periods) } else { "-".into() },
-            if w.is_some() { units::mib(c.dirty_peak_bytes) } else { "-".into() },
+            published(p.and_then(|p| p.min_us)),
+            published(p.and_then(|p| p.avg_us)),
+            published(p.and_then(|p| p.max_us)),
+            latency(w.map(|w| w.min)),
+            latency(w.map(|w| w.mean)),
+            latency(w.map(|w| w.p999)),
+            latency(w.map(|w| w.max)),
+            if w.is_some() { thousands(c.missed_periods) } else { "-".into() },
+            if w.is_some() { format_size(c.dirty_peak_bytes) } else { "-".into() },
             reference,
             ratio(published_max_ratio(c)),
             ratio(measured_max_ratio(report, c)),
@@ -133,17 +148,17 @@ pub fn render_results(report: &BenchReport) -> String {
         }
         if let Some(r) = c.record_ns {
             notes.push(format!(
-                "{}: record() on the producer took {} µs at most (p99.9 {} µs); the row is write() on the writer thread",
+                "{}: record() on the producer took {} at most (p99.9 {}); the row is write() on the writer thread",
                 c.name,
-                units::us(r.max),
-                units::us(r.p999)
+                format_duration(r.max),
+                format_duration(r.p999)
             ));
         }
         if c.records_dropped > 0 {
             notes.push(format!(
                 "{}: {} records dropped (ring full), counted",
                 c.name,
-                units::thousands(c.records_dropped)
+                thousands(c.records_dropped)
             ));
         }
         if let Some(e) = &c.error {
@@ -163,7 +178,7 @@ pub fn render_results(report: &BenchReport) -> String {
     let _ = writeln!(
         out,
         "fl.: kernel flusher during the case (off = FOFF applied, ON! = FOFF asked but not applied); missed: periods \
-         whose release was missed; dirtyM: peak Dirty+Writeback, MiB; reference: the case this one's max is divided by."
+         whose release was missed; dirty: peak Dirty+Writeback; reference: the case this one's max is divided by."
     );
     for n in notes {
         let _ = writeln!(out, "  {n}");
@@ -191,16 +206,16 @@ pub fn render_list() -> String {
                 Flusher::Off => "off",
             },
             s.loads_text(),
-            units::published_us(p.and_then(|p| p.min_us)),
-            units::published_us(p.and_then(|p| p.avg_us)),
-            units::published_us(p.and_then(|p| p.max_us)),
+            published(p.and_then(|p| p.min_us)),
+            published(p.and_then(|p| p.avg_us)),
+            published(p.and_then(|p| p.max_us)),
             s.strategies_text()
         );
         let _ = writeln!(out, "{:<24} {}", "", s.description);
     }
     let _ = writeln!(
         out,
-        "\nPublished figures (µs) come from a 1 GHz dual-core ARM board with eMMC (S1 Table 1 and 3, S2 Table 1)."
+        "\nPublished figures come from a 1 GHz dual-core ARM board with eMMC (S1 Table 1 and 3, S2 Table 1)."
     );
     out
 }
@@ -237,14 +252,14 @@ pub fn render_compare(old: &BenchReport, new: &BenchReport) -> String {
             out,
             "{:<24} | {:>9} {:>9} {:>6} | {:>9} {:>9} {:>6} | {:>10} {:>10} {:>6} | {:>13}",
             n.name,
-            units::us(a.mean),
-            units::us(b.mean),
+            format_duration(a.mean),
+            format_duration(b.mean),
             r(a.mean, b.mean),
-            units::us(a.p999),
-            units::us(b.p999),
+            format_duration(a.p999),
+            format_duration(b.p999),
             r(a.p999, b.p999),
-            units::us(a.max),
-            units::us(b.max),
+            format_duration(a.max),
+            format_duration(b.max),
             r(a.max, b.max),
             format!("{}→{}", o.missed_periods, n.missed_periods)
         );
@@ -254,10 +269,7 @@ pub fn render_compare(old: &BenchReport, new: &BenchReport) -> String {
             let _ = writeln!(out, "{:<24} | only in the old report", o.name);
         }
     }
-    let _ = writeln!(
-        out,
-        "\n×: new ÷ old (below 1: faster now). Latencies in µs."
-    );
+    let _ = writeln!(out, "\n×: new ÷ old (below 1: faster now).");
     let where_ = |e: &crate::report::Environment| {
         // Loop device numbers change from run to run; the disk under them does not.
         let sched: Vec<&str> = e
