@@ -16,7 +16,7 @@
 //!
 //! producer ([`recorder`]) → `ring` → `writer_thread` (→ `flight`) →
 //! `writer` → `file` (or one from the [`pool`]) → `flusher`; on disk as
-//! [`format`] describes; read back by [`reader`]. How big the files, the
+//! [`format`](mod@format) describes; read back by [`reader`]. How big the files, the
 //! ring and the flight recorder's window are is decided by [`sizing`];
 //! every failure is an [`Error`] or, while recording, a [`Failure`] in the
 //! [`Summary`].
