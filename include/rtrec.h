@@ -194,7 +194,9 @@ typedef struct rtrec_config {
     uint64_t flush_every;
     /**
      * Maximum bytes per file (the pre-allocation size); a recording that
-     * grows past it continues in the next file.
+     * grows past it continues in the next file. 0 (the default): sized by
+     * the engine's rules, as `rtrec record` sizes it (64 MiB; in flight
+     * mode, one event of 1024 records).
      */
     uint64_t file_size;
     /**
@@ -203,7 +205,9 @@ typedef struct rtrec_config {
     size_t max_record;
     /**
      * Capacity of the ring between the recording thread and the writer
-     * thread, in bytes (ring mode).
+     * thread, in bytes (ring mode). 0 (the default): sized by the engine's
+     * rules, as `rtrec record` sizes it (4 records of `max_record`, at
+     * least 16 MiB).
      */
     size_t ring_bytes;
     /**
@@ -275,7 +279,8 @@ typedef struct rtrec_config {
      * Flight recorder: keep at most this many bytes before a trigger
      * (window storage, including 24 bytes per record; it must hold one
      * record of `max_record` bytes); the smaller bound wins. Allocated
-     * once by `rtrec_recorder_create()`.
+     * once by `rtrec_recorder_create()`. 0: sized by the engine's rules
+     * (64 MiB, as `rtrec record` sizes it when the rate is unknown).
      */
     uint64_t flight_pre_bytes;
     /**
@@ -495,11 +500,14 @@ extern "C" {
 
 /**
  * Fills `*cfg` with the engine's defaults: ring mode, the default
- * allocation and flush strategies, framed records, 64 MiB files, records
- * up to 1 MiB, a 16 MiB ring, a 1 ms writer poll, no real-time settings,
+ * allocation and flush strategies, framed records, file size and ring 0
+ * (sized by the engine's rules when the recorder is created: 64 MiB files
+ * and a 16 MiB ring for records up to 1 MiB, as `rtrec record` sizes
+ * them), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
  * prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
  * and is not refilled by the recorder, no flight recorder (the `flight_*`
- * spans 0: set them when enabling it).
+ * spans 0: set them when enabling it; a window of 0 bytes is sized by
+ * the engine).
  *
  * `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
  * that many bytes are written (bytes past the fields this library knows
@@ -647,9 +655,10 @@ int rtrec_recorder_trigger(struct rtrec_recorder *rec);
  * When `out` is not NULL (its `struct_size` set), the summary goes there.
  *
  * Returns 0, or
- * - `-EIO`: a write failed while recording (`*out` is still filled and
- *   says what was stored; `rtrec_last_error()` has the error), or the
- *   writer thread died (`*out` is not filled);
+ * - the errno of the first failure while recording (`-ENOSPC` when the
+ *   disk filled up, `-EIO` when the failure has no errno; `*out` is still
+ *   filled and says what was stored; `rtrec_last_error()` has the error);
+ * - `-EIO`: the writer thread died (`*out` is not filled);
  * - `-EINVAL`: `rec` is NULL (nothing happens), or `out->struct_size` is
  *   too small (the recording is still finished and freed);
  * - `-E2BIG`: `out->struct_size` is more than 4096 (likewise).

@@ -50,12 +50,12 @@ fn main() {
                     std::process::exit(0);
                 }
             }
+            // The engine's error type says itself whether it is bad input
+            // (`Error::is_bad_input`); the binary does not list variants.
             let bad_input = e.downcast_ref::<Usage>().is_some()
                 || e.downcast_ref::<rtrec_bench::Error>().is_some()
-                || matches!(
-                    e.downcast_ref::<rtrec_engine::Error>(),
-                    Some(rtrec_engine::Error::Usage(_) | rtrec_engine::Error::NoSpace { .. })
-                );
+                || e.downcast_ref::<rtrec_engine::Error>()
+                    .is_some_and(rtrec_engine::Error::is_bad_input);
             eprintln!("rtrec: {}", chain(&e));
             if bad_input {
                 2

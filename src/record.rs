@@ -9,12 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use rtrec_engine::format::HEADER_LEN;
 use rtrec_engine::rt::{self, RtSetup};
-use rtrec_engine::writer::RESERVED_BYTES;
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, PeriodicTimer, Recorder,
-    Summary, MIB,
+    Summary, Workload,
 };
 
 use crate::cli::RecordArgs;
@@ -97,29 +95,14 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
     cfg.pool.refill_while_recording = a.refill_while_recording;
     let record_max = if a.lines { max_line } else { size };
     cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
-    cfg.file_size = match (&a.file_size, count) {
-        (Some(s), _) => size_arg("file-size", s)?,
-        // One file for the whole recording, as S1 records (sized exactly, so
-        // the pre-allocation matches what is written).
-        (None, Some(n)) if !a.lines => {
-            let bytes = n.saturating_mul(cfg.stored_len(cfg.max_record))
-                + HEADER_LEN as u64
-                + RESERVED_BYTES;
-            bytes.div_ceil(4096) * 4096
-        }
-        _ => 64 * MIB,
-    };
-    if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
-        return usage(format!(
-            "a record of {} bytes does not fit in a file of {} bytes; raise --file-size or lower --size",
-            cfg.max_record, cfg.file_size
-        ));
-    }
-    cfg.ring_bytes = match &a.ring {
-        Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
-        None => {
-            (16 * MIB as usize).max(4 * (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN))
-        }
+    // What the engine's sizing rules need to know about the source.
+    let workload = Workload {
+        period_ns: match source {
+            Source::Synthetic { period_ns } => Some(period_ns),
+            _ => None,
+        },
+        records: count,
+        fixed_size: !a.lines,
     };
     let (mut trigger_stdin, mut trigger_sigusr1) = (false, false);
     for t in &a.trigger_on {
@@ -147,30 +130,35 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
     if flight_asked {
         let pre_ns = duration_arg("pre", a.pre.as_deref().unwrap_or("2s"))?;
         let post_ns = duration_arg("post", a.post.as_deref().unwrap_or("5s"))?;
-        let entry = (cfg.max_record + rtrec_engine::ring::ENTRY_HEADER_LEN) as u64;
         let pre_bytes = match &a.pre_bytes {
             Some(s) => size_arg("pre-bytes", s)?,
-            // What the pre span needs at the synthetic rate, plus a record.
-            None => match source {
-                Source::Synthetic { period_ns } => (pre_ns / period_ns + 2) * entry,
-                _ => 64 * MIB,
-            },
+            None => 0, // sized below
         };
         cfg.flight = Some(FlightConfig {
             pre_ns,
             pre_bytes,
             post_ns,
         });
-        if a.file_size.is_none() {
-            // One event per file: pre + post at this rate, with room to spare.
-            let span_records = match source {
-                Source::Synthetic { period_ns } => (pre_ns + post_ns) / period_ns + 4,
-                _ => 1024,
-            };
-            let bytes =
-                span_records * cfg.stored_len(cfg.max_record) + HEADER_LEN as u64 + RESERVED_BYTES;
-            cfg.file_size = bytes.div_ceil(4096) * 4096;
-        }
+    }
+    // The engine sizes what the user did not set, by the same rules as the
+    // C API (see `rtrec_engine::sizing`).
+    let sizes = cfg.sizes_for(&workload);
+    cfg.file_size = match &a.file_size {
+        Some(s) => size_arg("file-size", s)?,
+        None => sizes.file_size,
+    };
+    if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
+        return usage(format!(
+            "a record of {} bytes does not fit in a file of {} bytes; raise --file-size or lower --size",
+            cfg.max_record, cfg.file_size
+        ));
+    }
+    cfg.ring_bytes = match &a.ring {
+        Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
+        None => sizes.ring_bytes,
+    };
+    if let Some(f) = cfg.flight.as_mut().filter(|_| a.pre_bytes.is_none()) {
+        f.pre_bytes = sizes.pre_bytes;
     }
     cfg.rt.writer_cpu = a.writer_cpu;
     let rt = if a.rt {
@@ -189,7 +177,7 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
     } else {
         None
     };
-    cfg.validate().or_else(|e| usage(e.0))?;
+    cfg.validate().or_else(|e| usage(e.to_string()))?;
     let (dir, dir_is_default) = match &a.dir {
         Some(d) => (d.clone(), false),
         None => (PathBuf::from("./rtrec-data"), true),
@@ -306,7 +294,10 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         Outcome::Done => {
             eprintln!(
                 "rtrec: the recording failed: {}",
-                summary.error.as_deref().unwrap_or("unknown error")
+                summary
+                    .error
+                    .as_ref()
+                    .map_or("unknown error", |f| f.message.as_str())
             );
             1
         }

@@ -321,7 +321,7 @@ fn too_little_space_for_the_preallocation_is_found_before_the_first_record() {
 
 /// `YYYYmmddTHHMMSSZ` for `secs` since the epoch: the engine's own naming rule.
 fn utc_stamp(secs: i64) -> String {
-    rtrec_engine::file::utc_stamp(secs as u64)
+    rtrec_engine::utc_stamp(secs as u64)
 }
 
 #[test]

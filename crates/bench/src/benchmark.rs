@@ -310,7 +310,7 @@ fn record_loop(
     o.record = ring.then_some(summary.record_latency);
     o.flush_cpu_ns = Some(summary.flush.cpu_ns);
     o.dropped = summary.records_dropped;
-    o.error = summary.error.or(summary.flush.error);
+    o.error = summary.error.or(summary.flush.error).map(|f| f.message);
     Ok(o)
 }
 

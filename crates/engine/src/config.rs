@@ -7,6 +7,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ConfigError;
+use crate::format::{framed_len, MAX_PAYLOAD};
+use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
+
 /// How file space is obtained before and during a recording.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -245,9 +249,6 @@ pub struct Config {
     pub flight: Option<FlightConfig>,
 }
 
-/// One mebibyte.
-pub const MIB: u64 = 1 << 20;
-
 impl Default for Config {
     /// The best design we know: ring + file pool + window flush every 2 MiB.
     fn default() -> Self {
@@ -257,9 +258,9 @@ impl Default for Config {
             flush: Flush::Window,
             flush_every: 2 * MIB,
             framing: Framing::Framed,
-            file_size: 64 * MIB,
+            file_size: sizing::DEFAULT_FILE_SIZE,
             max_record: MIB as usize,
-            ring_bytes: 16 * MIB as usize,
+            ring_bytes: sizing::MIN_RING_BYTES,
             writer_poll_us: 1000,
             flusher_nice: 10,
             prefix: "rec".into(),
@@ -271,16 +272,11 @@ impl Default for Config {
     }
 }
 
-/// A configuration that cannot work, with the sentence to show the user.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
 impl Config {
     /// Bytes a record of `len` takes in the file.
     pub fn stored_len(&self, len: usize) -> u64 {
         match self.framing {
-            Framing::Framed => crate::format::framed_len(len) as u64,
+            Framing::Framed => framed_len(len) as u64,
             Framing::Raw => len as u64,
         }
     }
@@ -289,82 +285,91 @@ impl Config {
     /// frames are reserved).
     pub fn usable_file_bytes(&self) -> u64 {
         match self.framing {
-            Framing::Framed => self.file_size.saturating_sub(crate::writer::RESERVED_BYTES),
+            Framing::Framed => self.file_size.saturating_sub(RESERVED_BYTES),
             Framing::Raw => self.file_size,
         }
     }
 
+    /// What the sizing rules give for this configuration and `workload`
+    /// (see [`crate::sizing`]): file size, ring capacity and, with the
+    /// flight recorder, the pre-trigger window. The caller decides which of
+    /// its fields to take; `rtrec record` and the C API take each one the
+    /// user did not set.
+    pub fn sizes_for(&self, workload: &Workload) -> Sizes {
+        let spans = self.flight.as_ref().map(|f| Spans {
+            pre_ns: f.pre_ns,
+            post_ns: f.post_ns,
+        });
+        sizing::sizes(
+            workload,
+            self.max_record,
+            self.stored_len(self.max_record),
+            spans,
+        )
+    }
+
     /// Checks values against each other; no I/O.
+    ///
+    /// # Errors
+    ///
+    /// The first rule broken, as a [`ConfigError`] variant.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let err = |s: String| Err(ConfigError(s));
         if self.flush != Flush::None && self.flush_every == 0 {
-            return err("the flush interval must be more than 0 bytes".into());
+            return Err(ConfigError::FlushEveryZero);
         }
         if self.prefix.is_empty()
             || self.prefix.starts_with('.')
             || self.prefix.contains(['/', '\0'])
             || !self.prefix.chars().all(|c| c.is_ascii_graphic())
         {
-            return err(format!(
-                "the file name prefix '{}' must be printable ASCII without '/' and must not start with '.'",
-                self.prefix.escape_debug()
+            return Err(ConfigError::BadPrefix(
+                self.prefix.escape_debug().to_string(),
             ));
         }
         if let Some(p) = self.rt.writer_priority {
             if !(1..=99).contains(&p) {
-                return err(format!(
-                    "the writer's SCHED_FIFO priority {p} is outside 1-99"
-                ));
+                return Err(ConfigError::BadPriority(p));
             }
         }
         if self.max_record == 0 {
-            return err("the maximum record size must be more than 0 bytes".into());
+            return Err(ConfigError::MaxRecordZero);
         }
-        if self.max_record as u64 > crate::format::MAX_PAYLOAD as u64 {
-            return err(format!(
-                "records larger than {} bytes are not supported",
-                crate::format::MAX_PAYLOAD
-            ));
+        if self.max_record as u64 > MAX_PAYLOAD as u64 {
+            return Err(ConfigError::RecordTooLarge {
+                max: MAX_PAYLOAD as u64,
+            });
         }
         if self.stored_len(self.max_record) > self.usable_file_bytes() {
-            return err(format!(
-                "a record of {} bytes does not fit in a file of {} bytes; raise the file size or lower the record size",
-                self.max_record, self.file_size
-            ));
+            return Err(ConfigError::RecordOverFile {
+                max_record: self.max_record,
+                file_size: self.file_size,
+            });
         }
-        if self.mode == Mode::Ring
-            && self.ring_bytes < crate::ring::ENTRY_HEADER_LEN + self.max_record
-        {
-            return err(format!(
-                "the ring ({} bytes) must hold at least one record of {} bytes",
-                self.ring_bytes, self.max_record
-            ));
+        if self.mode == Mode::Ring && self.ring_bytes < ENTRY_HEADER_LEN + self.max_record {
+            return Err(ConfigError::RingTooSmall {
+                ring_bytes: self.ring_bytes,
+                max_record: self.max_record,
+            });
         }
         if self.alloc == Alloc::Pool && self.framing == Framing::Raw {
-            return err("raw files cannot use the file pool (they have no header to record their valid length); use the zero allocation strategy".into());
+            return Err(ConfigError::RawWithPool);
         }
         if self.alloc == Alloc::Pool && self.pool.files == 0 {
-            return err("the pool needs at least 1 file".into());
+            return Err(ConfigError::EmptyPool);
         }
         if let Some(f) = &self.flight {
             if self.mode != Mode::Ring {
-                return err("the flight recorder needs the ring mode (records wait in memory for a trigger)".into());
+                return Err(ConfigError::FlightNeedsRing);
             }
             if self.framing == Framing::Raw {
-                return err(
-                    "the flight recorder needs framed files (each event file stores its trigger)"
-                        .into(),
-                );
+                return Err(ConfigError::FlightNeedsFraming);
             }
-            if f.pre_bytes < (crate::ring::ENTRY_HEADER_LEN + self.max_record) as u64 {
-                return err(format!(
-                    "the pre-trigger window ({} bytes) must hold at least one record",
-                    f.pre_bytes
-                ));
+            if f.pre_bytes < (ENTRY_HEADER_LEN + self.max_record) as u64 {
+                return Err(ConfigError::WindowTooSmall(f.pre_bytes));
             }
         }
         if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
-            return err("the writer poll interval must be between 1 µs and 1 s".into());
+            return Err(ConfigError::BadPollInterval);
         }
         Ok(())
     }
@@ -423,11 +428,10 @@ mod tests {
             max_record: 2 << 20,
             ..Config::default()
         };
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .0
-            .contains("does not fit in a file"));
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::RecordOverFile { .. })
+        ));
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use rtrec_sys as sys;
 
 use crate::config::{Alloc, Config, Framing};
+use crate::error::Error;
 use crate::format::{FileHeader, HEADER_LEN};
-use crate::Error;
 
 /// A file being recorded into.
 pub(crate) struct OpenFile {
@@ -95,15 +95,15 @@ pub fn utc_stamp(secs: u64) -> String {
 /// Checks that `dir` is an existing, writable directory; one sentence if not.
 pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
     match std::fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::Usage(format!(
-            "the directory '{}' does not exist",
-            dir.display()
-        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::path(
+            format!("the directory '{}' does not exist", dir.display()),
+            &e,
+        )),
         Err(e) => Err(Error::io("reading", dir, e)),
-        Ok(m) if !m.is_dir() => Err(Error::Usage(format!(
-            "'{}' is not a directory",
-            dir.display()
-        ))),
+        Ok(m) if !m.is_dir() => Err(Error::Path {
+            message: format!("'{}' is not a directory", dir.display()),
+            errno: libc::ENOTDIR,
+        }),
         Ok(_) => Ok(()),
     }
 }
@@ -143,13 +143,17 @@ pub(crate) fn prepare_at(
     let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp"));
     let file = sys::create_new(&tmp).map_err(|e| match e.kind() {
-        io::ErrorKind::AlreadyExists => Error::Usage(format!(
-            "'{}' already exists (rtrec never follows or replaces an existing file or symlink)",
-            tmp.display()
-        )),
-        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
-            Error::Usage(format!("cannot create files in '{}': {}", dir.display(), e))
-        }
+        io::ErrorKind::AlreadyExists => Error::path(
+            format!(
+                "'{}' already exists (rtrec never follows or replaces an existing file or symlink)",
+                tmp.display()
+            ),
+            &e,
+        ),
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => Error::path(
+            format!("cannot create files in '{}': {}", dir.display(), e),
+            &e,
+        ),
         _ => Error::io("creating", &tmp, e),
     })?;
     let r = allocate_and_name(&file, &tmp, &path, alloc, size, framing, header);

@@ -18,14 +18,14 @@
 //!   frames in the event whose span they fall into.
 
 use std::collections::VecDeque;
-use std::io;
 
 use serde::Serialize;
 
 use crate::config::FlightConfig;
 use crate::format::{FrameKind, LossPayload, TriggerPayload};
-use crate::ring::{ENTRY_DATA, ENTRY_HEADER_LEN, ENTRY_LOSS};
-use crate::writer::Writer;
+use crate::ring::{ENTRY_DATA, ENTRY_LOSS};
+use crate::sizing::ENTRY_HEADER_LEN;
+use crate::writer::{Step, Writer};
 
 /// What the flight recorder did.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -133,14 +133,14 @@ impl Flight {
     }
 
     /// Ends the active event if its post-trigger span is over at `now`.
-    pub(crate) fn tick(&mut self, w: &mut Writer, now: u64) -> io::Result<()> {
+    pub(crate) fn tick(&mut self, w: &mut Writer, now: u64) -> Step {
         if self.active.as_ref().is_some_and(|a| now >= a.deadline) {
             self.end_event(w)?;
         }
         Ok(())
     }
 
-    fn end_event(&mut self, w: &mut Writer) -> io::Result<()> {
+    fn end_event(&mut self, w: &mut Writer) -> Step {
         if let Some(a) = self.active.take() {
             self.stats.post_records_saved += a.post_records;
             w.end_event(a.last_ts.saturating_sub(a.trigger_ts), a.post_records)?;
@@ -148,13 +148,7 @@ impl Flight {
         Ok(())
     }
 
-    pub(crate) fn on_data(
-        &mut self,
-        w: &mut Writer,
-        seq: u64,
-        ts: u64,
-        payload: &[u8],
-    ) -> io::Result<()> {
+    pub(crate) fn on_data(&mut self, w: &mut Writer, seq: u64, ts: u64, payload: &[u8]) -> Step {
         self.tick(w, ts)?;
         if let Some(a) = &mut self.active {
             a.post_records += 1;
@@ -166,7 +160,7 @@ impl Flight {
         Ok(())
     }
 
-    pub(crate) fn on_loss(&mut self, w: &mut Writer, loss: LossPayload, ts: u64) -> io::Result<()> {
+    pub(crate) fn on_loss(&mut self, w: &mut Writer, loss: LossPayload, ts: u64) -> Step {
         self.tick(w, ts)?;
         if self.active.is_some() {
             w.write_loss(loss, ts)?;
@@ -175,7 +169,7 @@ impl Flight {
         Ok(())
     }
 
-    pub(crate) fn on_trigger(&mut self, w: &mut Writer, seq: u64, ts: u64) -> io::Result<()> {
+    pub(crate) fn on_trigger(&mut self, w: &mut Writer, seq: u64, ts: u64) -> Step {
         if self.active.is_some() {
             self.stats.events_cut_short += 1;
             self.end_event(w)?;

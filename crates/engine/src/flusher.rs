@@ -16,6 +16,7 @@ use std::time::Duration;
 use rtrec_sys as sys;
 
 use crate::config::{Config, Flush};
+use crate::error::Failure;
 use crate::stats::{Latency, LatencySummary};
 
 struct Shared {
@@ -34,8 +35,10 @@ pub struct FlushStats {
     pub cpu_ns: u64,
     /// Latency of each flush step (one chunk), ns.
     pub flush_ns: Option<LatencySummary>,
-    /// First flush error, if any (flushing goes on; the final fsync decides).
-    pub error: Option<String>,
+    /// First flush failure, if any, with its errno (flushing goes on; the
+    /// final fsync decides whether the recording failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Failure>,
 }
 
 /// Handle to the flush thread.
@@ -149,7 +152,7 @@ fn run(s: &Shared, strategy: Flush, every: u64) -> FlushStats {
                 lat.record(sys::monotonic_ns() - t0);
                 stats.flushes += 1;
                 if let Err(err) = r {
-                    stats.error.get_or_insert_with(|| err.to_string());
+                    stats.error.get_or_insert_with(|| Failure::from_io(&err));
                 }
                 flushed += every;
                 if matches!(strategy, Flush::Fdatasync | Flush::Fsync) {

@@ -14,78 +14,57 @@
 //!
 //! # Data path
 //!
-//! producer ([`recorder`]) → [`ring`] → [`writer`] → [`file`] → [`flusher`];
-//! on disk as [`format`] describes; read back by [`reader`].
+//! producer ([`recorder`]) → `ring` → `writer_thread` (→ `flight`) →
+//! `writer` → `file` (or one from the [`pool`]) → `flusher`; on disk as
+//! [`format`](mod@format) describes; read back by [`reader`]. How big the files, the
+//! ring and the flight recorder's window are is decided by [`sizing`];
+//! every failure is an [`Error`] or, while recording, a [`Failure`] in the
+//! [`Summary`].
+//!
+//! Only what a library user needs is public: the ring, the writer, its
+//! thread, the file and flush steps are crate-private.
 //!
 //! Every design choice of the published study is a named strategy in
 //! [`Config`] ([`Alloc`], [`Flush`], [`Mode`], [`Framing`]) so that the bench
 //! composes all its cases from this one engine.
 #![deny(missing_docs)]
 
+// The modules in the order of the data path. Each imports only modules
+// listed before it (`use crate::` lines), so no two import each other.
+//
+// Base types: they import nothing above them.
 pub mod config;
-pub mod file;
-pub mod flight;
-pub(crate) mod flusher;
+pub mod error;
 pub mod format;
-pub mod pool;
-pub mod reader;
-pub mod recorder;
-pub mod ring;
+pub mod sizing;
+pub mod stats;
+// Timing of the caller's thread.
 pub mod rt;
 pub mod schedule;
-pub mod stats;
-pub mod writer;
-
-use std::io;
-use std::path::{Path, PathBuf};
+// The data path: ring (transport) -> file, pool -> flusher -> writer (one
+// recording's files) -> flight (in front of the writer) -> the writer
+// thread's loop -> recorder (the producer's handle).
+mod file;
+mod flight;
+mod flusher;
+pub mod pool;
+pub mod recorder;
+mod ring;
+mod writer;
+mod writer_thread;
+// Independent of the recording side: reads files back (format only, and
+// the file name extensions).
+pub mod reader;
 
 pub use config::{
-    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig, MIB,
+    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig,
 };
+pub use error::{ConfigError, Error, Failure, FailureKind};
+pub use file::{utc_stamp, FRAMED_EXT, RAW_EXT};
+pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
+pub use sizing::{Sizes, Workload, MIB};
 pub use stats::{Latency, LatencySummary};
-pub use writer::LiveStats;
-
-/// Errors of the engine, each one sentence for the user.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The request cannot work as given (bad configuration, directory,
-    /// existing file); the text says what to change.
-    #[error("{0}")]
-    Usage(String),
-    /// The pre-allocation does not fit on the filesystem.
-    #[error("not enough space in '{}': a file of {need} bytes is needed, {avail} bytes are available", dir.display())]
-    NoSpace {
-        /// Directory of the recording.
-        dir: PathBuf,
-        /// Bytes needed.
-        need: u64,
-        /// Bytes available.
-        avail: u64,
-    },
-    /// A system call failed.
-    #[error("{action} '{}': {source}", path.display())]
-    Io {
-        /// What we were doing ("pre-allocating").
-        action: &'static str,
-        /// On what.
-        path: PathBuf,
-        /// The system's error.
-        source: io::Error,
-    },
-    /// The writer thread stopped unexpectedly.
-    #[error("{0}")]
-    Writer(String),
-}
-
-impl Error {
-    pub(crate) fn io(action: &'static str, path: &Path, source: io::Error) -> Error {
-        Error::Io {
-            action,
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-}
+pub use writer::{LiveStats, PoolStats};

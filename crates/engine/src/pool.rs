@@ -29,9 +29,9 @@ use serde::{Deserialize, Serialize};
 use rtrec_sys as sys;
 
 use crate::config::{Alloc, Framing};
+use crate::error::Error;
 use crate::file::{self, OpenFile};
 use crate::format::{FileHeader, FLAG_POOLED, FLAG_SLOT, HEADER_LEN};
-use crate::Error;
 
 /// Name of the pool's directory inside a recording directory.
 pub const POOL_DIR: &str = ".pool";
@@ -117,12 +117,13 @@ impl Pool {
         file::check_dir(rec_dir)?;
         let dir = Self::dir_of(rec_dir);
         let refused = |what: &'static str, path: &Path, e: io::Error| match e.kind() {
-            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
-                Error::Usage(format!(
+            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => Error::path(
+                format!(
                     "cannot create the file pool in '{}': {e}",
                     rec_dir.display()
-                ))
-            }
+                ),
+                &e,
+            ),
             _ => Error::io(what, path, e),
         };
         match std::fs::create_dir(&dir) {

@@ -14,14 +14,15 @@ use serde::Serialize;
 use rtrec_sys as sys;
 
 use crate::config::{Config, Mode};
+use crate::error::{Error, Failure};
 use crate::flight::{Flight, FlightStats};
 use crate::flusher::FlushStats;
-use crate::format::LossReason;
+use crate::format::{LossPayload, LossReason};
 use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::schedule::PeriodicTimer;
 use crate::stats::{Latency, LatencySummary};
-use crate::writer::{LiveStats, PoolStats, Writer, WriterReport};
-use crate::Error;
+use crate::writer::{LiveStats, PoolStats, Writer};
+use crate::writer_thread::{self, ThreadReport};
 
 /// Why `record()` did not store a record. The record is counted as dropped
 /// and the loss is stored in the file (never silent).
@@ -119,9 +120,11 @@ pub struct Summary {
     pub triggers: u64,
     /// Wall time from creation to the end of `finish()`, ns.
     pub duration_ns: u64,
-    /// The first I/O error, if any.
+    /// The first failure while recording, if any: its kind, errno and
+    /// sentence (`"error": {"kind", "errno", "message"}` in JSON). Records
+    /// after it were dropped and counted as `writer_failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<Failure>,
     /// Settings that could not be applied (e.g. real-time priority without
     /// the privilege); the recording ran without them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -150,7 +153,7 @@ enum Inner {
     Ring {
         producer: Producer<u8>,
         shared: Arc<RingShared>,
-        thread: Option<JoinHandle<WriterReport>>,
+        thread: Option<JoinHandle<ThreadReport>>,
     },
     Direct {
         writer: Option<Box<Writer>>,
@@ -200,12 +203,13 @@ impl Recorder {
     ///
     /// # Errors
     ///
-    /// [`Error::Usage`] for an impossible configuration or directory,
+    /// [`Error::Config`] for an impossible configuration, [`Error::Usage`]
+    /// for an unusable directory,
     /// [`Error::NoSpace`] when the pre-allocation does not fit, [`Error::Io`]
     /// for other system errors. Nothing that looks like a recording is left
     /// behind on error.
     pub fn create(dir: &Path, cfg: Config) -> Result<Recorder, Error> {
-        cfg.validate().map_err(|e| Error::Usage(e.0))?;
+        cfg.validate()?;
         let started_ns = sys::monotonic_ns();
         let live = Arc::new(LiveStats::default());
         let writer = Writer::create(dir, &cfg, live.clone())?;
@@ -239,8 +243,9 @@ impl Recorder {
                                 ));
                             }
                         }
-                        let mut report = ring::run_writer(consumer, writer, s, max, poll, flight);
-                        report.warnings.extend(warnings);
+                        let mut report =
+                            writer_thread::run_writer(consumer, writer, s, max, poll, flight);
+                        report.writer.warnings.extend(warnings);
                         report
                     })
                     .map_err(|e| Error::io("starting the writer thread for", dir, e))?;
@@ -404,7 +409,7 @@ impl Recorder {
             Inner::Direct { writer } => {
                 if let Some(w) = writer.as_mut() {
                     if !w.failed() {
-                        let loss = crate::format::LossPayload {
+                        let loss = LossPayload {
                             first_seq: seq,
                             count: 1,
                             reason: e.reason(),
@@ -421,7 +426,8 @@ impl Recorder {
     ///
     /// # Errors
     ///
-    /// [`Error::Writer`] when the writer thread died; an I/O error during
+    /// [`Error::WriterPanicked`] when the writer thread died,
+    /// [`Error::AlreadyFinished`] on a second call; an I/O error during
     /// the recording is reported in [`Summary::error`] instead, with the
     /// counts of what was stored.
     pub fn finish(mut self) -> Result<Summary, Error> {
@@ -437,7 +443,7 @@ impl Recorder {
     fn end(&mut self, complete: bool, reason: String) -> Result<Summary, Error> {
         self.finished = true;
         let end_seq = self.next_seq;
-        let report = match &mut self.inner {
+        let (report, flight) = match &mut self.inner {
             Inner::Ring {
                 producer,
                 shared,
@@ -461,17 +467,13 @@ impl Recorder {
                     *g = (complete, reason.clone());
                 }
                 shared.stop.store(true, Ordering::Release);
-                let t = thread
-                    .take()
-                    .ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
-                t.join()
-                    .map_err(|_| Error::Writer("the writer thread panicked".into()))?
+                let t = thread.take().ok_or(Error::AlreadyFinished)?;
+                let r = t.join().map_err(|_| Error::WriterPanicked)?;
+                (r.writer, r.flight)
             }
             Inner::Direct { writer } => {
-                let w = writer
-                    .take()
-                    .ok_or_else(|| Error::Writer("the recording was already finished".into()))?;
-                w.finish(end_seq, complete, &reason)
+                let w = writer.take().ok_or(Error::AlreadyFinished)?;
+                (w.finish(end_seq, complete, &reason), None)
             }
         };
         let dropped = self.drops.total();
@@ -493,7 +495,7 @@ impl Recorder {
             lateness_ns: None,
             flush: report.flush,
             pool: report.pool,
-            flight: report.flight,
+            flight,
             triggers: self.triggers,
             duration_ns: sys::monotonic_ns() - self.started_ns,
             error: report.error,

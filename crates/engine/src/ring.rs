@@ -1,8 +1,12 @@
 //! The ring between the producer and the writer thread: a pre-allocated,
 //! pre-faulted single-producer single-consumer byte ring ([`rtrb`]) holding
-//! variable-length entries, and the writer thread's loop that drains it.
+//! variable-length entries, the entry kinds, and the state both ends share.
+//! Transport only: the writer thread's loop that drains it is
+//! [`crate::writer_thread`].
 //!
-//! Entry layout (24-byte header, then the payload), written and committed
+//! Entry layout ([`ENTRY_HEADER_LEN`] bytes of header, then the payload; the
+//! length lives in [`crate::sizing`] because the configuration checks and
+//! the sizing rules need it too), written and committed
 //! whole so the consumer never sees half an entry:
 //!
 //! ```text
@@ -18,18 +22,13 @@
 //! call); the writer polls every `writer_poll_us` when the ring is empty.
 
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
 
 use rtrb::{Consumer, Producer};
 
-use crate::flight::Flight;
 use crate::format::{LossPayload, LossReason};
-use crate::writer::{Writer, WriterReport};
-
-/// Size of an entry header in the ring.
-pub const ENTRY_HEADER_LEN: usize = 24;
+use crate::sizing::ENTRY_HEADER_LEN;
 /// A record.
 pub(crate) const ENTRY_DATA: u32 = 1;
 /// A loss: payload is a [`LossPayload`].
@@ -135,7 +134,7 @@ fn gather(src: (&[u8], &[u8]), skip: usize, out: &mut [u8]) {
 }
 
 /// Takes the next whole entry into `stage`; returns (kind, seq, ts, len).
-fn pop(c: &mut Consumer<u8>, stage: &mut [u8]) -> Option<(u32, u64, u64, usize)> {
+pub(crate) fn pop(c: &mut Consumer<u8>, stage: &mut [u8]) -> Option<(u32, u64, u64, usize)> {
     let mut h = [0u8; ENTRY_HEADER_LEN];
     {
         let chunk = c.read_chunk(ENTRY_HEADER_LEN).ok()?;
@@ -156,85 +155,6 @@ fn pop(c: &mut Consumer<u8>, stage: &mut [u8]) -> Option<(u32, u64, u64, usize)>
     }
     chunk.commit_all();
     Some((kind, seq, ts, len))
-}
-
-fn handle(
-    w: &mut Writer,
-    flight: Option<&mut Flight>,
-    shared: &RingShared,
-    kind: u32,
-    seq: u64,
-    ts: u64,
-    payload: &[u8],
-) {
-    if w.failed() {
-        return;
-    }
-    let r = match (flight, kind) {
-        (None, ENTRY_DATA) => w.write_data(seq, ts, payload),
-        (None, ENTRY_LOSS) => match LossPayload::decode(payload) {
-            Some(l) => w.write_loss(l, ts),
-            None => Ok(()),
-        },
-        (Some(f), ENTRY_DATA) => f.on_data(w, seq, ts, payload),
-        (Some(f), ENTRY_LOSS) => match LossPayload::decode(payload) {
-            Some(l) => f.on_loss(w, l, ts),
-            None => Ok(()),
-        },
-        (Some(f), ENTRY_TRIGGER) => f.on_trigger(w, seq, ts),
-        _ => Ok(()),
-    };
-    if r.is_err() {
-        // From now on the producer drops and counts; the writer keeps
-        // draining so the producer is never blocked by a full ring.
-        shared.failed.store(true, Ordering::Release);
-    }
-}
-
-/// The writer thread: drains the ring into `w` until the producer stops,
-/// then closes the recording.
-pub(crate) fn run_writer(
-    mut c: Consumer<u8>,
-    mut w: Writer,
-    shared: Arc<RingShared>,
-    max_record: usize,
-    poll_us: u64,
-    mut flight: Option<Flight>,
-) -> WriterReport {
-    let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
-    loop {
-        let stopping = shared.stop.load(Ordering::Acquire);
-        let mut any = false;
-        while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
-            any = true;
-            handle(
-                &mut w,
-                flight.as_mut(),
-                &shared,
-                kind,
-                seq,
-                ts,
-                &stage[..len],
-            );
-        }
-        if stopping {
-            break;
-        }
-        if !any {
-            if let Some(f) = flight.as_mut() {
-                if !w.failed() && f.tick(&mut w, rtrec_sys::monotonic_ns()).is_err() {
-                    shared.failed.store(true, Ordering::Release);
-                }
-            }
-            std::thread::sleep(Duration::from_micros(poll_us));
-        }
-    }
-    let end_seq = shared.end_seq.load(Ordering::Acquire);
-    let (complete, reason) = shared.end.lock().map(|g| g.clone()).unwrap_or_default();
-    let fstats = flight.map(|mut f| f.finish(&mut w));
-    let mut report = w.finish(end_seq, complete, &reason);
-    report.flight = fstats;
-    report
 }
 
 /// A loss the producer could not push yet.

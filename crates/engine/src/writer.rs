@@ -12,18 +12,19 @@ use std::sync::Arc;
 use rtrec_sys as sys;
 
 use crate::config::{Alloc, Config, Framing, OnPoolEmpty};
+use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
 use crate::format::{
     self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN,
 };
 use crate::pool::{Pool, Refiller};
+use crate::sizing::END_PAYLOAD_MAX;
 use crate::stats::Latency;
-use crate::Error;
 
-/// Bytes kept free at the end of every framed file for the closing frames
-/// (a loss frame and the end frame with a reason).
-pub const RESERVED_BYTES: u64 = 1024;
+/// What the writer's steps return: a failure is also kept in the report
+/// (the first one wins), typed, for the summary.
+pub(crate) type Step = Result<(), Failure>;
 
 /// Counters readable while recording (progress display), updated with
 /// relaxed atomic stores: no lock, no system call.
@@ -72,8 +73,7 @@ pub(crate) struct WriterReport {
     pub(crate) write_samples: Vec<u64>,
     pub(crate) flush: FlushStats,
     pub(crate) pool: PoolStats,
-    pub(crate) flight: Option<crate::flight::FlightStats>,
-    pub(crate) error: Option<String>,
+    pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -230,20 +230,29 @@ impl Writer {
 
     /// Flight recorder: opens the first file of event `event`, whose records
     /// start at `first_seq`.
-    pub(crate) fn begin_event(&mut self, event: u64, first_seq: u64) -> io::Result<()> {
+    pub(crate) fn begin_event(&mut self, event: u64, first_seq: u64) -> Step {
         self.live.events.store(event + 1, Ordering::Relaxed);
         self.cur_base = format!("{}-ev{event:05}", self.base);
         self.cur_index = 0;
         self.next_seq = first_seq;
-        self.open_next().map_err(|e| {
-            let e = io::Error::other(e.to_string());
-            self.report.error.get_or_insert_with(|| e.to_string());
-            e
-        })
+        self.open_next_or_fail()
+    }
+
+    /// [`Writer::open_next`] while recording: a failure (e.g. no space for
+    /// the next file) is kept typed, with its errno.
+    fn open_next_or_fail(&mut self) -> Step {
+        self.open_next()
+            .map_err(|e| self.fail(Failure::from_error(&e)))
+    }
+
+    /// Keeps the first failure for the summary and hands it back.
+    fn fail(&mut self, f: Failure) -> Failure {
+        self.report.error.get_or_insert_with(|| f.clone());
+        f
     }
 
     /// Flight recorder: closes the current event's file.
-    pub(crate) fn end_event(&mut self, post_ns: u64, post_records: u64) -> io::Result<()> {
+    pub(crate) fn end_event(&mut self, post_ns: u64, post_records: u64) -> Step {
         self.close_current(true, false, "", (post_ns, post_records))
     }
 
@@ -254,7 +263,7 @@ impl Writer {
 
     /// Writes one record. Any gap before `seq` that no loss frame explained
     /// is stored as a loss first.
-    pub(crate) fn write_data(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_data(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
         if seq > self.next_seq {
             let gap = LossPayload {
                 first_seq: self.next_seq,
@@ -286,7 +295,7 @@ impl Writer {
     }
 
     /// Stores that `loss.count` records from `loss.first_seq` were dropped.
-    pub(crate) fn write_loss(&mut self, loss: LossPayload, ts_ns: u64) -> io::Result<()> {
+    pub(crate) fn write_loss(&mut self, loss: LossPayload, ts_ns: u64) -> Step {
         self.dropped += loss.count;
         self.next_seq = self.next_seq.max(loss.first_seq + loss.count);
         if self.cfg.framing == Framing::Raw {
@@ -308,7 +317,7 @@ impl Writer {
         seq: u64,
         ts_ns: u64,
         payload: &[u8],
-    ) -> io::Result<()> {
+    ) -> Step {
         if self.cfg.framing == Framing::Raw {
             return Ok(());
         }
@@ -317,44 +326,27 @@ impl Writer {
     }
 
     /// Rotates to the next file when `need` more bytes do not fit.
-    fn ensure_room(&mut self, need: u64) -> io::Result<()> {
-        let cur = self
-            .cur
-            .as_ref()
-            .ok_or_else(|| io::Error::other("the recording is closed"))?;
+    fn ensure_room(&mut self, need: u64) -> Step {
+        let Some(cur) = self.cur.as_ref() else {
+            return Err(self.fail(Failure::closed()));
+        };
         if cur.offset + need <= self.cfg.usable_file_bytes() || need > self.cfg.usable_file_bytes()
         {
             return Ok(());
         }
         self.close_current(true, true, "", (0, 0))?;
-        self.open_next().map_err(|e| {
-            let e = io::Error::other(e.to_string());
-            self.report.error.get_or_insert_with(|| e.to_string());
-            e
-        })
+        self.open_next_or_fail()
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried
     /// only for short writes and EINTR.
-    fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> io::Result<()> {
-        let r = self.put_inner(kind, seq, ts_ns, payload);
-        if let Err(e) = &r {
-            self.report.error.get_or_insert_with(|| e.to_string());
-        }
-        r
+    fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
+        self.put_inner(kind, seq, ts_ns, payload)
+            .map_err(|e| self.fail(e))
     }
 
-    fn put_inner(
-        &mut self,
-        kind: FrameKind,
-        seq: u64,
-        ts_ns: u64,
-        payload: &[u8],
-    ) -> io::Result<()> {
-        let cur = self
-            .cur
-            .as_mut()
-            .ok_or_else(|| io::Error::other("the recording is closed"))?;
+    fn put_inner(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
+        let cur = self.cur.as_mut().ok_or_else(Failure::closed)?;
         let f: &File = &cur.file;
         let (mut head, mut body): (&[u8], &[u8]) = (&[], payload);
         if self.cfg.framing == Framing::Framed {
@@ -375,7 +367,7 @@ impl Writer {
                 sys::writev2_once(f, head, body)
             };
             match r {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
                 Ok(mut n) => {
                     cur.offset += n as u64;
                     let h = n.min(head.len());
@@ -384,7 +376,7 @@ impl Writer {
                     body = &body[n..];
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         self.flusher.advance(cur.offset);
@@ -397,7 +389,7 @@ impl Writer {
         continued: bool,
         reason: &str,
         post: (u64, u64),
-    ) -> io::Result<()> {
+    ) -> Step {
         if self.cfg.framing == Framing::Framed {
             let end = EndPayload {
                 complete,
@@ -410,16 +402,18 @@ impl Writer {
                 reason: reason.to_string(),
             };
             let mut bytes = end.encode();
-            bytes.truncate((RESERVED_BYTES as usize) - 2 * FRAME_HEADER_LEN - LossPayload::LEN);
+            bytes.truncate(END_PAYLOAD_MAX);
             let seq = self.next_seq;
             self.put(FrameKind::End, seq, sys::monotonic_ns(), &bytes)?;
         }
-        let mut cur = self
-            .cur
-            .take()
-            .ok_or_else(|| io::Error::other("the recording is closed"))?;
+        let Some(mut cur) = self.cur.take() else {
+            return Err(self.fail(Failure::closed()));
+        };
         self.report.file_bytes += cur.offset;
-        file::close(&mut cur, self.cfg.framing)
+        file::close(&mut cur, self.cfg.framing).map_err(|e| {
+            let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
+            self.fail(f)
+        })
     }
 
     /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
@@ -444,9 +438,8 @@ impl Writer {
             Ok(())
         };
         if let Err(e) = closed {
-            self.report
-                .error
-                .get_or_insert_with(|| format!("closing the recording: {e}"));
+            // Already kept when it was the first failure.
+            self.fail(e);
         }
         self.report.flush = self.flusher.stop();
         if let Some(r) = self.refiller.take() {
@@ -491,9 +484,7 @@ impl Writer {
             sys::fsync(&f)
         });
         if let Err(e) = r {
-            self.report
-                .error
-                .get_or_insert_with(|| format!("writing '{}': {e}", path.display()));
+            self.fail(Failure::from_io(&e).context(&format!("writing '{}'", path.display())));
         }
     }
 }

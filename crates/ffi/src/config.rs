@@ -13,7 +13,7 @@ use std::mem::{offset_of, size_of};
 use libc::E2BIG;
 
 use rtrec_engine::{
-    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig,
+    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig, Workload,
 };
 
 use crate::error::{guard, read_struct, write_struct, Extensible, Fail, WriteSize};
@@ -207,12 +207,16 @@ pub struct rtrec_config {
     /// Flush granularity in bytes (must be > 0 unless `RTREC_FLUSH_NONE`).
     pub flush_every: u64,
     /// Maximum bytes per file (the pre-allocation size); a recording that
-    /// grows past it continues in the next file.
+    /// grows past it continues in the next file. 0 (the default): sized by
+    /// the engine's rules, as `rtrec record` sizes it (64 MiB; in flight
+    /// mode, one event of 1024 records).
     pub file_size: u64,
     /// Largest record `rtrec_recorder_record()` accepts, in bytes.
     pub max_record: usize,
     /// Capacity of the ring between the recording thread and the writer
-    /// thread, in bytes (ring mode).
+    /// thread, in bytes (ring mode). 0 (the default): sized by the engine's
+    /// rules, as `rtrec record` sizes it (4 records of `max_record`, at
+    /// least 16 MiB).
     pub ring_bytes: usize,
     /// How long the writer thread sleeps when the ring is empty, in
     /// microseconds (1 .. 1,000,000).
@@ -256,7 +260,8 @@ pub struct rtrec_config {
     /// Flight recorder: keep at most this many bytes before a trigger
     /// (window storage, including 24 bytes per record; it must hold one
     /// record of `max_record` bytes); the smaller bound wins. Allocated
-    /// once by `rtrec_recorder_create()`.
+    /// once by `rtrec_recorder_create()`. 0: sized by the engine's rules
+    /// (64 MiB, as `rtrec record` sizes it when the rate is unknown).
     pub flight_pre_bytes: u64,
     /// Flight recorder: record this long after a trigger, ns.
     pub flight_post_ns: u64,
@@ -337,6 +342,16 @@ impl rtrec_config {
         })
     }
 
+    /// What `rtrec_config_init()` writes: the engine's defaults, with the
+    /// sized fields (`file_size`, `ring_bytes`, `flight_pre_bytes`) 0, so
+    /// that the engine sizes them from the rest when the recorder is
+    /// created.
+    fn defaults() -> Result<rtrec_config, Fail> {
+        let mut d = rtrec_config::from_engine(&Config::default())?;
+        (d.file_size, d.ring_bytes, d.flight_pre_bytes) = (0, 0, 0);
+        Ok(d)
+    }
+
     /// The engine configuration; fields the C struct does not carry keep
     /// the engine's defaults. Checks each field; the engine then checks
     /// them against each other.
@@ -393,7 +408,7 @@ impl rtrec_config {
             pre_bytes: self.flight_pre_bytes,
             post_ns: self.flight_post_ns,
         });
-        let cfg = Config {
+        let mut cfg = Config {
             mode: from_c(MODES, self.mode, "mode")?,
             alloc: from_c(ALLOCS, self.alloc, "alloc")?,
             flush: from_c(FLUSHES, self.flush, "flush")?,
@@ -414,7 +429,20 @@ impl rtrec_config {
             flight,
             ..d
         };
-        cfg.validate().map_err(|e| Fail::inval(e.0))?;
+        // 0 asks for the engine's sizing: the same rules `rtrec record`
+        // applies, here with an unknown workload (the C API is not told
+        // the rate or the count).
+        let sizes = cfg.sizes_for(&Workload::UNKNOWN);
+        if cfg.file_size == 0 {
+            cfg.file_size = sizes.file_size;
+        }
+        if cfg.ring_bytes == 0 {
+            cfg.ring_bytes = sizes.ring_bytes;
+        }
+        if let Some(f) = cfg.flight.as_mut().filter(|f| f.pre_bytes == 0) {
+            f.pre_bytes = sizes.pre_bytes;
+        }
+        cfg.validate().map_err(|e| Fail::inval(e.to_string()))?;
         Ok(cfg)
     }
 
@@ -424,18 +452,21 @@ impl rtrec_config {
     ///
     /// `p` is non-NULL and points to a caller's `rtrec_config`.
     pub(crate) unsafe fn read(p: *const rtrec_config) -> Result<Config, Fail> {
-        let defaults = rtrec_config::from_engine(&Config::default())?;
+        let defaults = rtrec_config::defaults()?;
         // SAFETY: forwarded from the caller.
         unsafe { read_struct(p, defaults)?.engine_config() }
     }
 }
 
 /// Fills `*cfg` with the engine's defaults: ring mode, the default
-/// allocation and flush strategies, framed records, 64 MiB files, records
-/// up to 1 MiB, a 16 MiB ring, a 1 ms writer poll, no real-time settings,
+/// allocation and flush strategies, framed records, file size and ring 0
+/// (sized by the engine's rules when the recorder is created: 64 MiB files
+/// and a 16 MiB ring for records up to 1 MiB, as `rtrec record` sizes
+/// them), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
 /// prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
 /// and is not refilled by the recorder, no flight recorder (the `flight_*`
-/// spans 0: set them when enabling it).
+/// spans 0: set them when enabling it; a window of 0 bytes is sized by
+/// the engine).
 ///
 /// `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
 /// that many bytes are written (bytes past the fields this library knows
@@ -449,7 +480,7 @@ pub unsafe extern "C" fn rtrec_config_init(cfg: *mut rtrec_config) -> c_int {
         if cfg.is_null() {
             return Err(Fail::inval("rtrec_config_init: cfg is NULL"));
         }
-        let d = rtrec_config::from_engine(&Config::default())?;
+        let d = rtrec_config::defaults()?;
         // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
         unsafe { write_struct(cfg, &d, WriteSize::KeepCallers)? };
         Ok(0)
@@ -605,8 +636,8 @@ mod tests {
             (|c| c.flight_enabled = 7, "rtrec_config.flight_enabled is 7"),
             (|c| c.pool_files = 0, "at least 1 file"),
             (
-                // Enabled without a window that holds one record.
-                |c| c.flight_enabled = 1,
+                // Enabled with a window that cannot hold one record.
+                |c| (c.flight_enabled, c.flight_pre_bytes) = (1, 1),
                 "pre-trigger window",
             ),
         ];

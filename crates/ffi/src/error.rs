@@ -8,9 +8,8 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CString};
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
 
-use libc::{E2BIG, EINVAL, EIO, ENOSPC, ENOTDIR, ENOTRECOVERABLE};
+use libc::{E2BIG, EINVAL, EIO, ENOTRECOVERABLE};
 
 /// A failed call: the errno to return (positive) and the sentence for
 /// [`rtrec_last_error`].
@@ -33,48 +32,21 @@ impl Fail {
         Fail::new(EINVAL, msg)
     }
 
-    /// An engine error; its errno as documented in `docs/c-api.md`.
+    /// An engine error: the errno its type carries ([`rtrec_engine::Error::errno`]),
+    /// else `EINVAL` for bad input and `EIO` for the rest, as documented in
+    /// `docs/c-api.md`. Nothing is looked up again: the engine keeps the
+    /// system's errno in the error.
     pub(crate) fn engine(e: rtrec_engine::Error) -> Fail {
-        use rtrec_engine::Error;
-        let errno = match &e {
-            Error::Usage(_) => EINVAL,
-            Error::NoSpace { .. } => ENOSPC,
-            Error::Io { source, .. } => source.raw_os_error().unwrap_or(EIO),
-            Error::Writer(_) => EIO,
-        };
+        let errno = e
+            .errno()
+            .unwrap_or(if e.is_bad_input() { EINVAL } else { EIO });
         Fail::new(errno, e.to_string())
     }
 
-    /// An engine error from creating a recording in `dir`. The engine
-    /// reports a missing or unusable directory as a usage error (no errno);
-    /// C callers expect `-ENOENT` / `-ENOTDIR` / `-EACCES`, so the directory
-    /// is looked at again to pick the errno. The message stays the engine's.
-    pub(crate) fn engine_in_dir(e: rtrec_engine::Error, dir: &Path) -> Fail {
-        let mut f = Fail::engine(e);
-        if f.errno == EINVAL {
-            if let Some(errno) = dir_errno(dir) {
-                f.errno = errno;
-            }
-        }
-        f
-    }
-}
-
-/// Why `dir` cannot hold a recording, as an errno; `None` when it looks
-/// usable.
-fn dir_errno(dir: &Path) -> Option<c_int> {
-    use std::os::unix::ffi::OsStrExt;
-    match std::fs::metadata(dir) {
-        Err(e) => e.raw_os_error(),
-        Ok(m) if !m.is_dir() => Some(ENOTDIR),
-        Ok(_) => {
-            let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-            // SAFETY: `c` is a valid NUL-terminated string for the call.
-            let r = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) };
-            (r != 0)
-                .then(|| std::io::Error::last_os_error().raw_os_error())
-                .flatten()
-        }
+    /// A failure kept in a recording's summary: its errno (e.g. `ENOSPC`
+    /// when the disk filled up mid-recording), `EIO` when it has none.
+    pub(crate) fn failure(f: &rtrec_engine::Failure) -> Fail {
+        Fail::new(f.errno.unwrap_or(EIO), f.message.clone())
     }
 }
 
@@ -327,18 +299,27 @@ mod tests {
     fn engine_errors_map_to_their_errno() {
         use rtrec_engine::Error;
         assert_eq!(Fail::engine(Error::Usage("x".into())).errno, EINVAL);
+        let cfg = rtrec_engine::ConfigError::EmptyPool;
+        assert_eq!(Fail::engine(Error::Config(cfg)).errno, EINVAL);
+        let missing = Error::Path {
+            message: "the directory '/x' does not exist".into(),
+            errno: libc::ENOENT,
+        };
+        assert_eq!(Fail::engine(missing).errno, libc::ENOENT);
         let nospace = Error::NoSpace {
             dir: "/d".into(),
             need: 2,
             avail: 1,
         };
-        assert_eq!(Fail::engine(nospace).errno, ENOSPC);
+        assert_eq!(Fail::engine(nospace).errno, libc::ENOSPC);
         let io = Error::Io {
             action: "writing",
             path: "/p".into(),
             source: std::io::Error::from_raw_os_error(libc::EROFS),
         };
         assert_eq!(Fail::engine(io).errno, libc::EROFS);
-        assert_eq!(Fail::engine(Error::Writer("w".into())).errno, EIO);
+        assert_eq!(Fail::engine(Error::WriterPanicked).errno, EIO);
+        let full = rtrec_engine::Failure::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(Fail::failure(&full).errno, libc::ENOSPC);
     }
 }

@@ -109,8 +109,7 @@ pub unsafe extern "C" fn rtrec_pool_prepare(
                 "rtrec_pool_prepare: file_size is {file_size}; pool files must be at least {MIN_FILE_SIZE} bytes (64 KiB)"
             )));
         }
-        let pool =
-            Pool::open_or_create(dir, file_size, files).map_err(|e| Fail::engine_in_dir(e, dir))?;
+        let pool = Pool::open_or_create(dir, file_size, files).map_err(Fail::engine)?;
         if (pool.file_size(), pool.target_files()) != (file_size, files) {
             return Err(Fail::new(
                 EEXIST,
@@ -152,7 +151,7 @@ pub unsafe extern "C" fn rtrec_pool_status(
         if out.is_null() {
             return Err(Fail::inval("rtrec_pool_status: out is NULL"));
         }
-        let Some(pool) = Pool::open(dir).map_err(|e| Fail::engine_in_dir(e, dir))? else {
+        let Some(pool) = Pool::open(dir).map_err(Fail::engine)? else {
             return Err(match std::fs::metadata(dir) {
                 Err(e) => Fail::new(
                     e.raw_os_error().unwrap_or(ENOENT),

@@ -69,7 +69,7 @@ pub unsafe extern "C" fn rtrec_recorder_create(
             // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
             unsafe { rtrec_config::read(cfg)? }
         };
-        let rec = Recorder::create(dir, cfg).map_err(|e| Fail::engine_in_dir(e, dir))?;
+        let rec = Recorder::create(dir, cfg).map_err(Fail::engine)?;
         // SAFETY: `out` is non-NULL and writable by the caller's contract.
         unsafe { out.write(Box::into_raw(Box::new(rtrec_recorder { rec }))) };
         Ok(0)
@@ -178,8 +178,8 @@ unsafe fn end(
     .map_err(Fail::engine)?;
     // SAFETY: see the function's contract.
     unsafe { write_summary(out, &s)? };
-    match s.error {
-        Some(e) => Err(Fail::new(EIO, e)),
+    match &s.error {
+        Some(f) => Err(Fail::failure(f)),
         None => Ok(0),
     }
 }
@@ -191,9 +191,10 @@ unsafe fn end(
 /// When `out` is not NULL (its `struct_size` set), the summary goes there.
 ///
 /// Returns 0, or
-/// - `-EIO`: a write failed while recording (`*out` is still filled and
-///   says what was stored; `rtrec_last_error()` has the error), or the
-///   writer thread died (`*out` is not filled);
+/// - the errno of the first failure while recording (`-ENOSPC` when the
+///   disk filled up, `-EIO` when the failure has no errno; `*out` is still
+///   filled and says what was stored; `rtrec_last_error()` has the error);
+/// - `-EIO`: the writer thread died (`*out` is not filled);
 /// - `-EINVAL`: `rec` is NULL (nothing happens), or `out->struct_size` is
 ///   too small (the recording is still finished and freed);
 /// - `-E2BIG`: `out->struct_size` is more than 4096 (likewise).

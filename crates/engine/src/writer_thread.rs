@@ -1,0 +1,112 @@
+//! The writer thread's loop: drains the [`crate::ring`] entry by entry into
+//! the [`Writer`] (through the [`Flight`] recorder in flight mode), sleeps
+//! `writer_poll_us` when the ring is empty, and closes the recording once
+//! the producer stops.
+//!
+//! It sits above the ring (transport), the writer (one recording's files)
+//! and the flight recorder, and below the [`crate::recorder`] that spawns
+//! it: none of those imports it back.
+//!
+//! Design choice: after a write failure the loop keeps draining and
+//! discarding, so the producer is never blocked by a full ring; the
+//! producer sees `failed` and counts its drops.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rtrb::Consumer;
+
+use crate::flight::{Flight, FlightStats};
+use crate::format::LossPayload;
+use crate::ring::{pop, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
+use crate::writer::{Writer, WriterReport};
+
+/// What the writer thread hands back when it ends.
+pub(crate) struct ThreadReport {
+    /// The writer's counters, files and failure.
+    pub(crate) writer: WriterReport,
+    /// The flight recorder's counters (flight mode only).
+    pub(crate) flight: Option<FlightStats>,
+}
+
+/// Hands one entry to the writer (or the flight recorder in front of it).
+fn handle(
+    w: &mut Writer,
+    flight: Option<&mut Flight>,
+    shared: &RingShared,
+    kind: u32,
+    seq: u64,
+    ts: u64,
+    payload: &[u8],
+) {
+    if w.failed() {
+        return;
+    }
+    let r = match (flight, kind) {
+        (None, ENTRY_DATA) => w.write_data(seq, ts, payload),
+        (None, ENTRY_LOSS) => match LossPayload::decode(payload) {
+            Some(l) => w.write_loss(l, ts),
+            None => Ok(()),
+        },
+        (Some(f), ENTRY_DATA) => f.on_data(w, seq, ts, payload),
+        (Some(f), ENTRY_LOSS) => match LossPayload::decode(payload) {
+            Some(l) => f.on_loss(w, l, ts),
+            None => Ok(()),
+        },
+        (Some(f), ENTRY_TRIGGER) => f.on_trigger(w, seq, ts),
+        _ => Ok(()),
+    };
+    if r.is_err() {
+        // From now on the producer drops and counts; the writer keeps
+        // draining so the producer is never blocked by a full ring.
+        shared.failed.store(true, Ordering::Release);
+    }
+}
+
+/// The writer thread: drains the ring into `w` until the producer stops,
+/// then closes the recording.
+pub(crate) fn run_writer(
+    mut c: Consumer<u8>,
+    mut w: Writer,
+    shared: Arc<RingShared>,
+    max_record: usize,
+    poll_us: u64,
+    mut flight: Option<Flight>,
+) -> ThreadReport {
+    let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let mut any = false;
+        while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
+            any = true;
+            handle(
+                &mut w,
+                flight.as_mut(),
+                &shared,
+                kind,
+                seq,
+                ts,
+                &stage[..len],
+            );
+        }
+        if stopping {
+            break;
+        }
+        if !any {
+            if let Some(f) = flight.as_mut() {
+                if !w.failed() && f.tick(&mut w, rtrec_sys::monotonic_ns()).is_err() {
+                    shared.failed.store(true, Ordering::Release);
+                }
+            }
+            std::thread::sleep(Duration::from_micros(poll_us));
+        }
+    }
+    let end_seq = shared.end_seq.load(Ordering::Acquire);
+    let (complete, reason) = shared.end.lock().map(|g| g.clone()).unwrap_or_default();
+    let flight = flight.map(|mut f| f.finish(&mut w));
+    ThreadReport {
+        writer: w.finish(end_seq, complete, &reason),
+        flight,
+    }
+}
