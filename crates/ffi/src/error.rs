@@ -63,18 +63,10 @@ impl Fail {
 /// Why `dir` cannot hold a recording, as an errno; `None` when it looks
 /// usable.
 fn dir_errno(dir: &Path) -> Option<c_int> {
-    use std::os::unix::ffi::OsStrExt;
     match std::fs::metadata(dir) {
         Err(e) => e.raw_os_error(),
         Ok(m) if !m.is_dir() => Some(ENOTDIR),
-        Ok(_) => {
-            let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-            // SAFETY: `c` is a valid NUL-terminated string for the call.
-            let r = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) };
-            (r != 0)
-                .then(|| std::io::Error::last_os_error().raw_os_error())
-                .flatten()
-        }
+        Ok(_) => rtrec_sys::access_writable_dir(dir).err()?.raw_os_error(),
     }
 }
 
