@@ -203,14 +203,14 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         std::fs::create_dir_all(&plan.dir)
             .with_context(|| format!("creating '{}'", plan.dir.display()))?;
     }
-    signals::install();
+    let _stop_signals = signals::install()?;
     if let Some(setup) = &plan.rt {
         for w in rt::apply(setup) {
             eprintln!("rtrec: warning: {w} (recording without it)");
         }
     }
     if plan.trigger_sigusr1 {
-        signals::install_trigger_on_sigusr1();
+        signals::install_trigger_on_sigusr1()?;
     }
     if plan.trigger_stdin {
         std::thread::spawn(|| {
@@ -319,11 +319,7 @@ enum Outcome {
 }
 
 fn interrupted(sig: i32, n: u64, count: Option<u64>) -> Outcome {
-    let name = if sig == libc::SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
-    };
+    let name = rtrec_host::signals::name(sig);
     match count {
         Some(c) => Outcome::Interrupted(format!("interrupted by {name} after {n} of {c} records")),
         // An open-ended recording ends normally on Ctrl-C: that is how it is stopped.

@@ -6,8 +6,8 @@
 //! the manual way to undo what a killed rtrec left behind (the next rtrec
 //! run that takes the global lock does it too).
 
-use rtrec_sys::state;
-use rtrec_sys::sysctl::DirtySettings;
+use rtrec_host::sysctl::DirtySettings;
+use rtrec_host::{restore_all_forced, restore_stale, state_dir};
 
 use crate::cli::TuneArgs;
 
@@ -15,9 +15,9 @@ use crate::cli::TuneArgs;
 pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     if a.restore {
         let report = if a.force {
-            state::restore_all_forced()?
+            restore_all_forced()?
         } else {
-            state::restore_stale()?
+            restore_stale()?
         };
         if report.is_empty() {
             println!("nothing to restore: no rtrec process left changes behind");
@@ -28,6 +28,6 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
     }
     let d = DirtySettings::read()?;
     println!("{}", serde_json::to_string_pretty(&d)?);
-    println!("journal directory: {}", state::state_dir().display());
+    println!("journal directory: {}", state_dir().display());
     Ok(0)
 }

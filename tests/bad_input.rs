@@ -9,7 +9,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use rtrec_sys::loopfs::{require_privileged, LoopFs, LoopFsOptions};
+use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 
 /// `rtrec ARGS`, run in a scratch working directory (so that a forgotten
 /// `--dir` can never create `./rtrec-data` in the source tree), with `input`

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use rtrec_sys::loopfs::{require_privileged, LoopFs, LoopFsOptions};
+use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 use serde_json::Value;
 
 /// Kills per run.

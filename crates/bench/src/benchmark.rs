@@ -15,7 +15,6 @@
 
 use std::fs::{self, File};
 use std::hint::black_box;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -198,10 +197,7 @@ fn reader_throughput_alone(
 /// dirty data of ours (S2: "all dirty pages were flushed at the beginning
 /// of each test").
 fn syncfs(dir: &Path) -> std::io::Result<()> {
-    let f = File::open(dir)?;
-    // SAFETY: plain syscall on an open descriptor.
-    sys::cvt(unsafe { libc::syncfs(f.as_raw_fd()) })?;
-    Ok(())
+    sys::syncfs(File::open(dir)?)
 }
 
 fn run_set(

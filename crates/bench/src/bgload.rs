@@ -28,7 +28,6 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -36,6 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use clap::Parser;
 use rtrec_engine::PeriodicTimer;
+use rtrec_host::signals::{self, Repeat, StopSignals};
 use rtrec_sys as sys;
 use serde::{Deserialize, Serialize};
 
@@ -106,15 +106,9 @@ impl LoadResult {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    STOP.store(true, Ordering::Relaxed);
-}
-
+/// True once SIGTERM or SIGINT asked the load to end.
 fn stopping() -> bool {
-    STOP.load(Ordering::Relaxed)
+    signals::caught().is_some()
 }
 
 /// Entry point of `rtrec __bgload KIND --dir DIR …`: runs one load until
@@ -144,23 +138,24 @@ pub fn bgload_main(args: &[String]) -> i32 {
             return 2;
         }
     };
-    // SAFETY: prctl with integer arguments; getppid cannot fail.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        if let Some(p) = parsed.parent {
-            if libc::getppid() as u32 != p {
-                eprintln!("rtrec __bgload: the bench (pid {p}) is gone; not starting");
-                return 1;
-            }
+    if let Err(e) = sys::die_with_parent() {
+        eprintln!("rtrec __bgload: asking to end with the bench: {e}");
+        return 1;
+    }
+    if let Some(p) = parsed.parent {
+        if sys::parent_pid() != p {
+            eprintln!("rtrec __bgload: the bench (pid {p}) is gone; not starting");
+            return 1;
         }
     }
-    install_stop_handler();
+    // Held until the load returns; SIGTERM or SIGINT then makes it stop.
+    let _stop = match StopSignals::install(Repeat::Records) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("rtrec __bgload: {e}");
+            return 1;
+        }
+    };
     match run_load(load, &parsed) {
         Ok(result) => {
             println!(
@@ -173,19 +168,6 @@ pub fn bgload_main(args: &[String]) -> i32 {
             eprintln!("rtrec __bgload {}: {e:#}", parsed.kind);
             1
         }
-    }
-}
-
-fn install_stop_handler() {
-    // SAFETY: the handler only stores to an atomic; the sigaction struct is
-    // fully initialised.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_stop as *const () as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
     }
 }
 
@@ -304,27 +286,20 @@ fn reader_file(a: &LoadArgs) -> anyhow::Result<PathBuf> {
     {
         return Ok(path);
     }
-    let tmp = a.dir.join(".read.dat.tmp");
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .with_context(|| format!("creating '{}'", tmp.display()))?;
     let chunk: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
-    let mut off = 0;
-    while off < a.file_bytes {
-        if stopping() {
-            drop(f);
-            let _ = fs::remove_file(&tmp);
-            bail!("stopped while writing the file to read");
+    sys::replace_atomic(&path, 0o644, |f| {
+        let mut off = 0;
+        while off < a.file_bytes {
+            if stopping() {
+                return Err(std::io::Error::other("stopped"));
+            }
+            let n = (a.file_bytes - off).min(chunk.len() as u64) as usize;
+            sys::pwrite_all(&*f, &chunk[..n], off)?;
+            off += n as u64;
         }
-        let n = (a.file_bytes - off).min(chunk.len() as u64) as usize;
-        sys::pwrite_all(&f, &chunk[..n], off).context("writing the file to read")?;
-        off += n as u64;
-    }
-    sys::fdatasync(&f).context("syncing the file to read")?;
-    fs::rename(&tmp, &path).context("naming the file to read")?;
+        Ok(())
+    })
+    .with_context(|| format!("writing the file to read, '{}'", path.display()))?;
     Ok(path)
 }
 
@@ -576,12 +551,11 @@ impl LoadProcess {
         let Some(child) = self.child.as_mut() else {
             bail!("the load was already stopped")
         };
-        let pid = child.id() as libc::pid_t;
+        let pid = child.id();
         let mut clean = true;
         if child.try_wait()?.is_none() {
-            // SAFETY: kill with our own child's pid (not yet reaped, so the
-            // pid cannot have been reused).
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            // Our own child, not yet reaped: its pid cannot have been reused.
+            let _ = sys::terminate(pid);
             let deadline = Instant::now() + STOP_GRACE;
             while child.try_wait()?.is_none() {
                 if Instant::now() >= deadline {

@@ -1,6 +1,6 @@
 //! The kernel flusher per case (S1's FON / FOFF). FOFF applies
 //! `vm.dirty_ratio=100`, `vm.dirty_background_ratio=100` and
-//! `vm.dirty_expire_centisecs=300000` through `rtrec_sys::sysctl`, which
+//! `vm.dirty_expire_centisecs=300000` through `rtrec_host::sysctl`, which
 //! journals each old value before it writes the new one; FON puts back the
 //! values found at start. The machine-wide [`GlobalLock`] is held for the
 //! whole run, and dropping this control (also while a panic unwinds) puts
@@ -8,8 +8,8 @@
 //! rtrec run (or `rtrec tune --restore`) does it from the journal.
 
 use anyhow::Context;
-use rtrec_sys::state::{EntryId, GlobalLock};
-use rtrec_sys::sysctl::{self, DirtySettings};
+use rtrec_host::sysctl::{self, DirtySettings};
+use rtrec_host::{EntryId, GlobalLock};
 
 use crate::report::VmDirty;
 use crate::scenario::Flusher;

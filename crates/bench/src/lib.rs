@@ -309,17 +309,17 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
         None => Launcher::current_exe()
             .context("finding the rtrec executable to start background loads")?,
     };
-    let _signals = signal::Guard::install();
+    let _signals = signal::install()?;
 
     // What dead rtrec processes left behind goes back first.
-    match rtrec_sys::state::restore_stale() {
+    match rtrec_host::restore_stale() {
         Ok(r) => r
             .restored
             .iter()
             .for_each(|l| eprintln!("rtrec bench: put back {l}")),
         Err(e) => eprintln!("rtrec bench: could not check for settings left by earlier runs: {e}"),
     }
-    let privileged = rtrec_sys::loopfs::privileged().is_ok();
+    let privileged = rtrec_host::loopfs::privileged().is_ok();
     let mut restored = Vec::new();
     let mut flusher = FlusherControl::new(privileged, &mut restored)?;
     restored

@@ -90,8 +90,8 @@ pub struct VmDirty {
     pub dirty_background_bytes: u64,
 }
 
-impl From<rtrec_sys::sysctl::DirtySettings> for VmDirty {
-    fn from(d: rtrec_sys::sysctl::DirtySettings) -> Self {
+impl From<rtrec_host::sysctl::DirtySettings> for VmDirty {
+    fn from(d: rtrec_host::sysctl::DirtySettings) -> Self {
         VmDirty {
             dirty_ratio_pct: d.dirty_ratio,
             dirty_background_ratio_pct: d.dirty_background_ratio,

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
-use rtrec_sys::loopfs::{self, LoopFs, LoopFsOptions};
+use rtrec_host::loopdev;
+use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions};
+use rtrec_host::mounts::{mount_of, read_mounts, MountEntry};
 
 use crate::output::Warning;
 use crate::report::Environment;
@@ -98,8 +100,8 @@ impl Target {
                 let fs = LoopFs::create(&opts).context(
                     "making the ext4 image to run on (use --dir to run on an existing filesystem)",
                 )?;
-                if let Err(e) = set_direct_io(fs.device()) {
-                    warnings.push(Warning::LoopDirectIo(e));
+                if let Err(e) = loopdev::set_direct_io(fs.device()) {
+                    warnings.push(Warning::LoopDirectIo(e.to_string()));
                 }
                 let work = make_work_dir(fs.path())?;
                 warnings.extend(conditions(&work));
@@ -151,84 +153,6 @@ impl Target {
     }
 }
 
-/// `losetup --direct-io=on DEV`: the loop device reads and writes its image
-/// with O_DIRECT, so I/O reaches the disk under it instead of stopping in
-/// the page cache of the image file (which would hide device latency and
-/// cache everything twice).
-fn set_direct_io(dev: &Path) -> Result<(), String> {
-    let out = Command::new("losetup")
-        .arg("--direct-io=on")
-        .arg(dev)
-        .output()
-        .map_err(|e| format!("running losetup: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
-}
-
-/// A line of `/proc/self/mounts`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MountEntry {
-    /// Device or source.
-    pub source: String,
-    /// Mount point.
-    pub target: PathBuf,
-    /// Filesystem type.
-    pub fstype: String,
-    /// Options.
-    pub options: String,
-}
-
-fn unescape(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parses the text of `/proc/mounts`.
-pub fn parse_mounts(text: &str) -> Vec<MountEntry> {
-    text.lines()
-        .filter_map(|l| {
-            let mut f = l.split(' ');
-            Some(MountEntry {
-                source: unescape(f.next()?),
-                target: PathBuf::from(unescape(f.next()?)),
-                fstype: f.next()?.to_string(),
-                options: f.next()?.to_string(),
-            })
-        })
-        .collect()
-}
-
-/// The mount holding `path` (canonical): the last entry whose mount point
-/// is the longest prefix of it.
-pub fn mount_of(path: &Path, mounts: &[MountEntry]) -> Option<MountEntry> {
-    let mut best: Option<&MountEntry> = None;
-    for m in mounts {
-        if path.starts_with(&m.target)
-            && best.is_none_or(|b| m.target.as_os_str().len() >= b.target.as_os_str().len())
-        {
-            best = Some(m);
-        }
-    }
-    best.cloned()
-}
-
 /// S1's conditions checked against a mount: one warning per condition not
 /// met (`journal_bytes` when known).
 pub fn unmet_conditions(m: &MountEntry, journal_bytes: Option<u64>) -> Vec<Warning> {
@@ -270,7 +194,7 @@ pub fn unmet_conditions(m: &MountEntry, journal_bytes: Option<u64>) -> Vec<Warni
 }
 
 fn conditions(path: &Path) -> Vec<Warning> {
-    let mounts = parse_mounts(&fs::read_to_string("/proc/self/mounts").unwrap_or_default());
+    let mounts = read_mounts().unwrap_or_default();
     match mount_of(path, &mounts) {
         Some(m) => unmet_conditions(&m, journal_bytes(&m)),
         None => vec![Warning::Condition {
@@ -314,8 +238,7 @@ fn journal_bytes(m: &MountEntry) -> Option<u64> {
 /// The whole-disk block device name holding `path` (`loop0`, `vda`).
 fn block_device_of(path: &Path) -> Option<String> {
     let dev = fs::metadata(path).ok()?.dev();
-    // SAFETY: major/minor are pure arithmetic on the dev_t.
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let (maj, min) = rtrec_sys::major_minor(dev);
     let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
     let disk = if sys.join("partition").exists() {
         sys.parent()?.to_path_buf()
@@ -326,7 +249,7 @@ fn block_device_of(path: &Path) -> Option<String> {
 }
 
 fn scheduler(dev: &str) -> String {
-    rtrec_sys::sysctl::read_scheduler(dev).unwrap_or_else(|_| "?".into())
+    rtrec_host::iosched::read_scheduler(dev).unwrap_or_else(|_| "?".into())
 }
 
 fn first_line(path: &str) -> Option<String> {
@@ -342,7 +265,7 @@ pub fn environment(
     vm_dirty: crate::report::VmDirty,
     flusher_control: bool,
 ) -> Environment {
-    let mounts = parse_mounts(&fs::read_to_string("/proc/self/mounts").unwrap_or_default());
+    let mounts = read_mounts().unwrap_or_default();
     let m = mount_of(&target.work, &mounts).unwrap_or_default();
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
@@ -416,31 +339,12 @@ pub fn environment(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrec_host::mounts::parse_mounts;
 
     const MOUNTS: &str = "/dev/vda / ext4 rw,relatime,discard 0 0\n\
         tmpfs /tmp tmpfs rw 0 0\n\
         /dev/loop0 /tmp/rtrec-loopfs-1-0/mnt ext4 rw,noatime,lazytime,data=ordered 0 0\n\
         /dev/loop1 /tmp/a\\040b ext4 rw,noatime,lazytime,data=writeback,nodelalloc 0 0\n";
-
-    #[test]
-    fn the_mount_of_a_path_is_the_longest_prefix() {
-        let m = parse_mounts(MOUNTS);
-        assert_eq!(
-            mount_of(Path::new("/tmp/rtrec-loopfs-1-0/mnt/x"), &m)
-                .unwrap()
-                .source,
-            "/dev/loop0"
-        );
-        assert_eq!(
-            mount_of(Path::new("/tmp/other"), &m).unwrap().fstype,
-            "tmpfs"
-        );
-        assert_eq!(mount_of(Path::new("/home"), &m).unwrap().source, "/dev/vda");
-        assert_eq!(
-            mount_of(Path::new("/tmp/a b/c"), &m).unwrap().source,
-            "/dev/loop1"
-        );
-    }
 
     #[test]
     fn our_own_mount_meets_every_condition_and_others_are_named() {

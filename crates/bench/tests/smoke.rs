@@ -12,7 +12,7 @@ use std::path::Path;
 use rtrec_bench::report::BenchReport;
 use rtrec_bench::scenario::Flusher;
 use rtrec_bench::{run_with, BenchArgs, Launcher, RunOptions};
-use rtrec_sys::sysctl::DirtySettings;
+use rtrec_host::sysctl::DirtySettings;
 
 fn loop_backing_files() -> Vec<String> {
     let mut out = Vec::new();
@@ -26,7 +26,7 @@ fn loop_backing_files() -> Vec<String> {
 
 #[test]
 fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
-    if !rtrec_sys::loopfs::require_privileged(
+    if !rtrec_host::loopfs::require_privileged(
         "none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back",
     ) {
         return;
@@ -110,7 +110,7 @@ fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
         !loops.iter().any(|b| b.contains(&ours)),
         "a loop device was left behind: {loops:?}"
     );
-    let dir = rtrec_sys::state::state_dir();
+    let dir = rtrec_host::state_dir();
     let journal_prefix = format!("owner-{}-", std::process::id());
     let left: Vec<String> = std::fs::read_dir(&dir)
         .map(|d| {

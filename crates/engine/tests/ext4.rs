@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use rtrec_engine::format::FileHeader;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 use rtrec_engine::{Alloc, Config, Error, Flush, Mode, Recorder, MIB};
-use rtrec_sys::loopfs::{require_privileged, LoopFs, LoopFsOptions};
+use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 
 const FILE_SIZE: u64 = 8 * MIB;
 const RECORD: usize = 4096;
@@ -214,8 +214,7 @@ fn the_no_space_error_reports_the_space_that_was_free() {
         std::fs::create_dir(&dir).unwrap();
         // ext4 frees a deleted file's blocks at the next journal commit:
         // commit now, or free space may still grow after it is measured.
-        // SAFETY: sync() has no preconditions.
-        unsafe { libc::sync() };
+        rtrec_sys::sync_all_filesystems();
         let free = free_bytes(&dir);
         match Recorder::create(&dir, too_large(*alloc, 200 * MIB)) {
             // Not what was left once fallocate() had taken all it could.

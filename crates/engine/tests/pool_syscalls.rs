@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{verify_file, FileStatus};
 use rtrec_engine::{Alloc, Config, Recorder, MIB};
-use rtrec_sys::counters::{FALLOCATE, FTRUNCATE};
+use rtrec_sys::testing::{FALLOCATE, FTRUNCATE};
 
 fn counts() -> (u64, u64) {
     (

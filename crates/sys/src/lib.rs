@@ -1,16 +1,84 @@
-//! Safe wrappers for the Linux calls rtrec uses, and the persisted journal of
-//! the global state (sysctls, mounts, loop devices, I/O schedulers) that rtrec
-//! changes and always puts back.
+//! Thin, safe wrappers for the Linux calls rtrec makes: the engine, the C
+//! library, the bench and the binary reach the kernel only through here.
 //!
-//! Each wrapper takes `impl AsFd` (or plain values), returns `io::Result`, and
-//! its doc opens with the C form it wraps. Raw calls stay private behind one
-//! errno-to-Result helper, [`cvt`].
+//! **Owns**: one safe function per system call (or small fixed sequence of
+//! calls, like [`replace_atomic`]), taking `impl AsFd` or plain values and
+//! returning `io::Result`, its doc opening with the C form it wraps.
+//!
+//! **Must not depend on**: the engine, or any state of the machine beyond
+//! the call at hand — the journal of global changes, sysctls and loop
+//! filesystems live in `rtrec-host`, which builds on this crate.
+//!
+//! Modules, by concern: [`file`](mod@file) (create, allocate, write, rename, lock),
+//! [`flush`] (write-back and durability), [`replace`] (atomic replacement of
+//! a file), [`time`] (clocks and sleeps), [`sched`] (real-time scheduling of
+//! a thread), [`process`] (signals to and from processes, ids, memory),
+//! [`mount`] (unmounting, device numbers). Everything is re-exported at the
+//! crate root.
+//!
+//! Design choices:
+//! - Calls that `rustix` covers go through it; `libc` is used directly only
+//!   where rustix has no call (`sync_file_range` flags, `sched_setscheduler`,
+//!   `ioprio_set`, `CLOCK_THREAD_CPUTIME_ID`), behind [`cvt`], the one
+//!   errno-to-`Result` helper. No other crate of the workspace calls `libc`.
+//! - The error type is `std::io::Error`, not a crate error enum: every
+//!   failure here is one errno, and callers add the context (which file,
+//!   which step).
+//! - Test support (a counting allocator, counters of `fallocate` and
+//!   `ftruncate` calls) is in `testing`, behind the `testing` cargo feature,
+//!   so it is in no library or binary, only in test builds that ask for it.
 #![deny(missing_docs)]
 
-pub mod calls;
-pub mod loopfs;
-pub mod state;
-pub mod sysctl;
+pub mod file;
+pub mod flush;
+pub mod mount;
+pub mod process;
+pub mod replace;
+pub mod sched;
+#[cfg(feature = "testing")]
 pub mod testing;
+pub mod time;
 
-pub use calls::*;
+use std::io;
+
+pub use file::*;
+pub use flush::*;
+pub use mount::*;
+pub use process::*;
+pub use replace::*;
+pub use sched::*;
+pub use time::*;
+
+/// Turns a C return value into `io::Result`: `-1` means "look at errno".
+///
+/// # Errors
+/// The calling thread's errno when `ret` is `-1`.
+pub fn cvt<T: PartialEq + From<i8>>(ret: T) -> io::Result<T> {
+    if ret == T::from(-1) {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Like [`cvt`], but for calls (`posix_fadvise` style) that return the error
+/// number instead of setting errno.
+pub(crate) fn cvt_errno(ret: libc::c_int) -> io::Result<()> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(ret))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cvt_maps_minus_one_to_the_errno() {
+        // SAFETY: closing an invalid fd only sets errno.
+        let r = cvt(unsafe { libc::close(-1) });
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF));
+    }
+}

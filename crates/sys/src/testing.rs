@@ -1,9 +1,18 @@
-//! Test support shared by the workspace's tests: a global allocator that
+//! Test support shared by the workspace's tests (cargo feature `testing`,
+//! off by default, so in no library or binary): a global allocator that
 //! counts allocations per thread, which the real-time tests use to prove
-//! that `record()` allocates nothing.
+//! that `record()` allocates nothing, and counters of the real `fallocate`
+//! and `ftruncate` calls, which prove that a pooled recording makes neither.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
+
+/// Calls of [`crate::fallocate`] made by this process so far.
+pub static FALLOCATE: AtomicU64 = AtomicU64::new(0);
+
+/// Calls of [`crate::ftruncate`] made by this process so far.
+pub static FTRUNCATE: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static ALLOCS: Cell<u64> = const { Cell::new(0) };

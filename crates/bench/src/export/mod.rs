@@ -7,7 +7,6 @@
 mod json;
 mod svg;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -56,13 +55,10 @@ impl Exports {
     }
 }
 
+/// Replaces `path` with `bytes` durably and atomically (see
+/// [`rtrec_sys::replace_atomic`]): a reader, or a crash, sees the previous
+/// export or the new one, never half of one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    fs::write(&tmp, bytes).with_context(|| format!("writing '{}'", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("renaming '{}'", tmp.display()))?;
-    Ok(())
+    rtrec_sys::write_atomic(path, bytes, 0o644)
+        .with_context(|| format!("replacing '{}'", path.display()))
 }

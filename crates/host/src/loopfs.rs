@@ -1,30 +1,28 @@
 //! Scratch ext4 file systems on loop devices, for benchmarks and tests: an
 //! image file in a private directory, formatted and loop-mounted the way the
 //! study mounts its recording partition, and removed again without a trace —
-//! on drop, during a panic, and (through the [`state`](crate::state)
-//! journal) after the owner was killed.
+//! on drop, during a panic, and (through the [`journal`](crate::journal))
+//! after the owner was killed.
 //!
 //! Also the privilege probe every crate's tests use to skip, with a reason,
 //! on machines where they cannot run: [`privileged`], [`require_privileged`].
 //!
 //! Mounting goes through the `mount -o loop` command: it attaches the loop
 //! device *and* marks it auto-clear in one step, so the kernel detaches it at
-//! the last unmount, whatever happens to us in between. Unmounting uses
-//! `libc::umount2` directly, whose errno tells "not mounted" from "busy"
-//! without parsing the messages of `umount(8)`; detaching uses `losetup -d`.
+//! the last unmount, whatever happens to us in between. Unmounting is
+//! [`crate::mounts`]'s, detaching (`losetup -d`) [`crate::loopdev`]'s.
 
-use std::ffi::{CString, OsStr};
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread;
-use std::time::Duration;
 
-use crate::state::{io_err, Change, Error, Journal, Result};
+use crate::change::Change;
+use crate::error::{io_err, Error, Result};
+use crate::journal::Journal;
+use crate::loopdev::run;
+use crate::mounts::{mount_at, MOUNTS_FILE};
 
 /// Default size of the image: 1 GiB (sparse, so it costs only what is
 /// written).
@@ -84,7 +82,7 @@ static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 
 impl LoopFs {
     /// Creates, formats and mounts an image, journaling in this process's
-    /// journal of [`state_dir`](crate::state::state_dir).
+    /// journal of [`state_dir`](crate::journal::state_dir).
     ///
     /// # Errors
     /// A step failed (I/O, or [`Error::Command`] from `mkfs.ext4` or
@@ -187,9 +185,9 @@ impl LoopFs {
         // it. Being newer, this entry is undone before the unmount; on a
         // device still in use `losetup -d` only marks it auto-clear (again),
         // and the unmount then detaches it.
-        let device = mount_entry(&fs.mount_point)
-            .map_err(io_err("reading /proc/self/mounts"))?
-            .map(|(source, _)| source)
+        let device = mount_at(&fs.mount_point)
+            .map_err(io_err(format_args!("reading {MOUNTS_FILE}")))?
+            .map(|m| m.source)
             .filter(|source| source.starts_with("/dev/loop"))
             .map(PathBuf::from)
             .ok_or_else(|| Error::Io {
@@ -226,8 +224,8 @@ impl LoopFs {
     /// `NotFound` if it is not mounted; the error of reading
     /// `/proc/self/mounts`.
     pub fn mount_options(&self) -> io::Result<String> {
-        mount_entry(&self.mount_point)?
-            .map(|(_, options)| options)
+        mount_at(&self.mount_point)?
+            .map(|m| m.options)
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "not mounted"))
     }
 
@@ -251,149 +249,13 @@ impl Drop for LoopFs {
     }
 }
 
-/// Source and options of the last mount on `mount_point` in
-/// `/proc/self/mounts`.
-fn mount_entry(mount_point: &Path) -> io::Result<Option<(String, String)>> {
-    let mounts = fs::read_to_string("/proc/self/mounts")?;
-    Ok(mounts.lines().rev().find_map(|line| {
-        let mut fields = line.split(' ');
-        let source = fields.next()?;
-        let target = fields.next()?;
-        let options = fields.nth(1)?;
-        (Path::new(OsStr::from_bytes(&unescape(target))) == mount_point).then(|| {
-            (
-                String::from_utf8_lossy(&unescape(source)).into_owned(),
-                options.to_string(),
-            )
-        })
-    }))
-}
-
-/// Undoes the octal escapes (`\040` for a space) of `/proc/self/mounts`.
-fn unescape(field: &str) -> Vec<u8> {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (bytes[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-/// Runs `program args…`, turning a failure into [`Error::Command`].
-fn run(program: &str, args: &[&OsStr]) -> Result<()> {
-    let output = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(io_err(format_args!("running {program}")))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let mut command = program.to_string();
-    for arg in args {
-        command.push(' ');
-        command.push_str(&arg.to_string_lossy());
-    }
-    Err(Error::Command {
-        command,
-        status: output.status,
-        stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-    })
-}
-
-/// Undoes [`Change::Mount`]: unmounts `target`. Nothing mounted there is
-/// fine. A busy file system is retried for about half a second, then
-/// detached lazily (`MNT_DETACH`: gone from the tree at once, freed — with its
-/// loop device — when its last user closes it).
-pub(crate) fn unmount(target: &Path) -> Result<()> {
-    let what = || format!("unmounting {}", target.display());
-    let c_target = CString::new(target.as_os_str().as_bytes()).map_err(|e| Error::Io {
-        what: what(),
-        source: io::Error::new(io::ErrorKind::InvalidInput, e),
-    })?;
-    let umount2 = |flags| {
-        // SAFETY: `c_target` is a valid NUL-terminated path that outlives the
-        // call; umount2 does not keep the pointer.
-        if unsafe { libc::umount2(c_target.as_ptr(), flags) } == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    };
-    let mut delay = Duration::from_millis(20);
-    for _ in 0..5 {
-        match umount2(0) {
-            Ok(()) => return Ok(()),
-            Err(e) => match e.raw_os_error() {
-                // Not a mount point (never mounted, or already unmounted).
-                Some(libc::EINVAL) | Some(libc::ENOENT) => return Ok(()),
-                Some(libc::EBUSY) | Some(libc::EINTR) => {
-                    thread::sleep(delay);
-                    delay *= 2;
-                }
-                _ => return Err(io_err(what())(e)),
-            },
-        }
-    }
-    match umount2(libc::MNT_DETACH) {
-        Ok(()) => {
-            eprintln!(
-                "rtrec: {} was busy; detached it lazily (it goes away when its last user closes it)",
-                target.display()
-            );
-            Ok(())
-        }
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
-        Err(e) => Err(io_err(what())(e)),
-    }
-}
-
-/// The backing file of loop device `device`, `None` when it is detached.
-fn backing_file(device: &Path) -> Option<PathBuf> {
-    let name = device.file_name()?;
-    let path = Path::new("/sys/block").join(name).join("loop/backing_file");
-    let text = fs::read_to_string(path).ok()?;
-    let text = text.trim_end_matches('\n');
-    Some(PathBuf::from(
-        text.strip_suffix(" (deleted)").unwrap_or(text),
-    ))
-}
-
-/// Undoes [`Change::LoopDevice`]: detaches `device` if it is still backed by
-/// `image`; a detached device, or one now serving another file, is left
-/// alone.
-pub(crate) fn detach(device: &Path, image: &Path) -> Result<()> {
-    if backing_file(device).as_deref() != Some(image) {
-        return Ok(());
-    }
-    match run("losetup", &["-d".as_ref(), device.as_os_str()]) {
-        // It may have been auto-cleared between the check and the call.
-        Err(_) if backing_file(device).as_deref() != Some(image) => Ok(()),
-        result => result,
-    }
-}
-
 /// Whether this process can make a [`LoopFs`]: root, `/dev/loop-control`,
 /// and `mkfs.ext4`, `mount` and `losetup` on `PATH`.
 ///
 /// # Errors
 /// The first missing requirement, as a reason to print.
 pub fn privileged() -> Result<(), String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rtrec_sys::effective_uid();
     if euid != 0 {
         return Err(format!("not root (euid {euid})"));
     }
@@ -421,7 +283,7 @@ pub fn privileged() -> Result<(), String> {
 /// ```no_run
 /// #[test]
 /// fn flusher_off_is_put_back() {
-///     if !rtrec_sys::loopfs::require_privileged("flusher_off_is_put_back") {
+///     if !rtrec_host::loopfs::require_privileged("flusher_off_is_put_back") {
 ///         return;
 ///     }
 ///     // ...
@@ -444,17 +306,5 @@ pub fn require_privileged(test: &str) -> bool {
             eprintln!("skipped {test}: {reason}");
             false
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mount_table_escapes_are_undone() {
-        assert_eq!(unescape(r"/tmp/a\040b\134c"), b"/tmp/a b\\c");
-        assert_eq!(unescape(r"/x\0"), b"/x\\0");
-        assert_eq!(unescape("/plain"), b"/plain");
     }
 }

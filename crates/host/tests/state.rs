@@ -8,11 +8,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::*;
-use rtrec_sys::loopfs::require_privileged;
-use rtrec_sys::state::{
+use rtrec_host::loopfs::require_privileged;
+use rtrec_host::{
     restore_all_forced_in, restore_stale_in, Change, Error, GlobalLock, Journal, Restorer,
 };
-use rtrec_sys::sysctl;
+use rtrec_host::{sysctl, tracefs};
 
 /// Writes the journal of a dead owner: our pid with a start time we did not
 /// have (as if our pid had belonged to an earlier process).
@@ -102,8 +102,8 @@ fn undoing_an_entry_first_undoes_newer_changes_to_the_same_file() {
     let lock = GlobalLock::acquire_in(state.path()).unwrap();
     let journal = lock.journal();
 
-    let first = sysctl::set_trace_file(journal, &knob, "b").unwrap();
-    sysctl::set_trace_file(journal, &knob, "c").unwrap();
+    let first = tracefs::set_trace_file(journal, &knob, "b").unwrap();
+    tracefs::set_trace_file(journal, &knob, "c").unwrap();
     assert_eq!(fs::read_to_string(&knob).unwrap(), "c");
 
     journal.undo(first).unwrap();

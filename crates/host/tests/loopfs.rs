@@ -7,9 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use rtrec_sys::loopfs::{require_privileged, LoopFs, LoopFsOptions};
-use rtrec_sys::state::{restore_stale_in, GlobalLock};
-use rtrec_sys::sysctl;
+use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
+use rtrec_host::{iosched, restore_stale_in, GlobalLock};
 
 /// Small and quick to format.
 fn small() -> LoopFsOptions {
@@ -194,16 +193,16 @@ fn the_io_scheduler_of_a_loop_device_is_put_back() {
     let fs = LoopFs::create_with(shared_journal(), &small()).unwrap();
     let device = fs.device().to_str().unwrap();
     let lock = GlobalLock::acquire_in(&shared_state_dir()).unwrap();
-    let found = sysctl::read_scheduler(device).unwrap();
+    let found = iosched::read_scheduler(device).unwrap();
     let other = if found == "mq-deadline" {
         "none"
     } else {
         "mq-deadline"
     };
 
-    sysctl::set_scheduler(lock.journal(), device, other).unwrap();
-    assert_eq!(sysctl::read_scheduler(device).unwrap(), other);
+    iosched::set_scheduler(lock.journal(), device, other).unwrap();
+    assert_eq!(iosched::read_scheduler(device).unwrap(), other);
 
     lock.journal().undo_all().unwrap();
-    assert_eq!(sysctl::read_scheduler(device).unwrap(), found);
+    assert_eq!(iosched::read_scheduler(device).unwrap(), found);
 }

@@ -14,19 +14,19 @@ pub const CHILD_ENV: &str = "RTREC_TEST_CHILD";
 /// every test binary of this crate: one directory, so one global lock, so
 /// such tests never interleave (and never touch /run/rtrec).
 pub fn shared_state_dir() -> PathBuf {
-    std::env::temp_dir().join("rtrec-sys-tests")
+    std::env::temp_dir().join("rtrec-host-tests")
 }
 
 /// A journal in [`shared_state_dir`], after putting back what dead test
 /// processes left there (a test binary killed mid-test leaves its mounts).
 /// For tests whose leftovers matter: mounts, loop devices.
-pub fn shared_journal() -> rtrec_sys::state::Journal {
+pub fn shared_journal() -> rtrec_host::Journal {
     let dir = shared_state_dir();
-    let report = rtrec_sys::state::restore_stale_in(&dir).unwrap();
+    let report = rtrec_host::restore_stale_in(&dir).unwrap();
     if !report.is_empty() {
         eprint!("left by earlier test processes:\n{report}");
     }
-    rtrec_sys::state::Journal::open_in(&dir).unwrap()
+    rtrec_host::Journal::open_in(&dir).unwrap()
 }
 
 /// A fresh private state directory (mode 0700, removed when dropped).
@@ -109,7 +109,7 @@ impl Child {
     pub fn kill(mut self) -> ExitStatus {
         self.child.kill().unwrap();
         let status = self.child.wait().unwrap();
-        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+        assert_eq!(status.signal(), Some(9) /* SIGKILL */, "{status}");
         status
     }
 }

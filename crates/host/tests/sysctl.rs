@@ -6,9 +6,9 @@
 mod common;
 
 use common::shared_state_dir;
-use rtrec_sys::loopfs::require_privileged;
-use rtrec_sys::state::{GlobalLock, Journal, Restorer};
-use rtrec_sys::sysctl::{self, DirtySettings, FLUSHER_OFF};
+use rtrec_host::loopfs::require_privileged;
+use rtrec_host::sysctl::{self, DirtySettings, FLUSHER_OFF};
+use rtrec_host::{GlobalLock, Journal, Restorer};
 
 const MIB: u64 = 1 << 20;
 

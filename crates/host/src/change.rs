@@ -1,0 +1,126 @@
+//! What the journal stores: one [`Change`] to machine state, described by
+//! how to put it back, and the [`EntryId`] of its entry. Plain data; how a
+//! change is undone is the business of the private `undo` module.
+//!
+//! The serialized form (`{"kind":"sysctl","name":…,"old":…}`) is the journal
+//! file format: variants and fields keep their names, so that a journal left
+//! by an older rtrec still restores.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One change to machine state, described by how to put it back.
+///
+/// Its `Display` says what undoing it does ("vm.dirty_ratio = 20",
+/// "unmount /tmp/x/mnt"); [`RestoreReport`](crate::restore::RestoreReport) lines are built from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// A sysctl (`name` like `vm.dirty_ratio`, file `/proc/sys/vm/dirty_ratio`)
+    /// to set back to `old`.
+    Sysctl {
+        /// Dotted name.
+        name: String,
+        /// Value to write back.
+        old: String,
+    },
+    /// The I/O scheduler of a block device (`device` like `vda`) to set back
+    /// to `old` (the bracketed name in `/sys/block/DEV/queue/scheduler`).
+    Scheduler {
+        /// Block device name, without `/dev/`.
+        device: String,
+        /// Scheduler to write back.
+        old: String,
+    },
+    /// A file system mounted on `target`, to unmount.
+    Mount {
+        /// The mount point.
+        target: PathBuf,
+    },
+    /// A loop device to detach, if it is still backed by `image` (a loop
+    /// device freed by its owner may since serve someone else's image).
+    LoopDevice {
+        /// `/dev/loopN`.
+        device: PathBuf,
+        /// Its backing file.
+        image: PathBuf,
+    },
+    /// A file rtrec created, to delete.
+    RemoveFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// An (empty) directory rtrec created, to delete. Never removed
+    /// recursively: a failed unmount must not turn into deleting the
+    /// contents of the mounted file system.
+    RemoveDir {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A tracefs file (`tracing_on`, `events/*/enable`, `set_event`, …) whose
+    /// `old` content is written back, as `echo OLD > FILE` would.
+    TraceFile {
+        /// The file.
+        path: PathBuf,
+        /// Content to write back.
+        old: String,
+    },
+}
+
+impl Change {
+    /// Whether this change is to state shared by the whole machine (sysctl,
+    /// scheduler, tracefs), which is changed and restored only under the
+    /// [`GlobalLock`](crate::lock::GlobalLock).
+    pub fn is_global(&self) -> bool {
+        matches!(
+            self,
+            Change::Sysctl { .. } | Change::Scheduler { .. } | Change::TraceFile { .. }
+        )
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Sysctl { name, old } => write!(f, "{name} = {old}"),
+            Change::Scheduler { device, old } => write!(f, "I/O scheduler of {device} = {old}"),
+            Change::TraceFile { path, old } => write!(f, "{} = {old:?}", path.display()),
+            Change::Mount { target } => write!(f, "unmount {}", target.display()),
+            Change::LoopDevice { device, image } => {
+                write!(f, "detach {} ({})", device.display(), image.display())
+            }
+            Change::RemoveFile { path } => write!(f, "remove file {}", path.display()),
+            Change::RemoveDir { path } => write!(f, "remove directory {}", path.display()),
+        }
+    }
+}
+
+/// Identifies one entry of a process's journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EntryId(pub u64);
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_stored_tagged_by_kind() {
+        let json = serde_json::to_string(&Change::Sysctl {
+            name: "vm.dirty_ratio".into(),
+            old: "20".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"sysctl","name":"vm.dirty_ratio","old":"20"}"#
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! The state of the machine that rtrec changes and always puts back —
+//! `vm.dirty_*` sysctls, I/O schedulers, tracefs switches, loop-mounted ext4
+//! images — through a persisted journal; the mount table; and the process's
+//! signal handling.
+//!
+//! **Owns**: the journal of global changes and its global lock, restoring
+//! what dead rtrec processes left, the kernel knobs changed through it, loop
+//! filesystems, the one `/proc/self/mounts` parser ([`mounts`]), the one
+//! place `losetup` runs ([`loopdev`]), the one signal-handling module
+//! ([`signals`]).
+//!
+//! **Must not depend on**: the engine (a recording never changes global
+//! state), or `libc` (every system call goes through `rtrec-sys`). Used by
+//! the bench and the binary, never by the engine or the C library.
+//!
+//! Modules, lowest first; each imports only modules above it in this list,
+//! so no two import each other:
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`change`] | what a journal entry says: a [`Change`] and its [`EntryId`] |
+//! | [`error`] | the crate's one [`Error`] |
+//! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
+//! | [`mounts`] | the mount table, unmounting |
+//! | [`loopdev`] | `losetup`, backing files of loop devices |
+//! | `undo` | how each kind of change is put back (dispatch) |
+//! | `lockfile` | `flock`ed lock files; which locks this process holds |
+//! | [`journal`] | the persisted journal of one process, [`Journal`], [`Restorer`] |
+//! | [`restore`] | putting back what dead owners left |
+//! | [`lock`] | the machine-wide [`GlobalLock`] |
+//! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
+//! | [`loopfs`] | loop-mounted ext4 images |
+//! | [`signals`] | SIGINT/SIGTERM as a flag; counting signals |
+//!
+//! Design choice: the undo of each kind of change is one `match` in `undo`,
+//! below the journal, and the journaled setters (`sysctl::set`, …) sit above
+//! it. The journal thus undoes any change without knowing sysctls or loop
+//! devices, and the modules that know them record through the journal
+//! without the journal importing them back.
+#![deny(missing_docs)]
+
+pub mod change;
+pub mod error;
+pub mod iosched;
+pub mod journal;
+mod kernfs;
+pub mod lock;
+mod lockfile;
+pub mod loopdev;
+pub mod loopfs;
+pub mod mounts;
+pub mod restore;
+pub mod signals;
+pub mod sysctl;
+pub mod tracefs;
+mod undo;
+
+pub use change::{Change, EntryId};
+pub use error::{Error, Result};
+pub use journal::{state_dir, Journal, Restorer, DEFAULT_STATE_DIR, STATE_DIR_ENV};
+pub use lock::GlobalLock;
+pub use restore::{
+    restore_all_forced, restore_all_forced_in, restore_stale, restore_stale_in, RestoreReport,
+};

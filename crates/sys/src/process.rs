@@ -1,0 +1,101 @@
+//! Processes: signals to a child (`kill`), dying with the parent
+//! (`prctl(PR_SET_PDEATHSIG)`), process ids, and memory figures of this
+//! process and of the machine.
+
+use std::io;
+
+use rustix::process::{Pid, Signal};
+
+/// `kill(pid, SIGTERM)`: ask process `pid` to end. See kill(2).
+///
+/// Only for a child not yet reaped, whose pid cannot have been reused.
+///
+/// # Errors
+/// `InvalidInput` for pid 0 (which would signal our own process group); the
+/// errno of `kill` (`ESRCH` when it is gone).
+pub fn terminate(pid: u32) -> io::Result<()> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or(io::ErrorKind::InvalidInput)?;
+    rustix::process::kill_process(pid, Signal::TERM)?;
+    Ok(())
+}
+
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`: the kernel kills the calling process
+/// when the thread that forked it ends. Check [`parent_pid`] afterwards: a
+/// parent that died before this call is not covered. See prctl(2).
+///
+/// # Errors
+/// The errno of `prctl`.
+pub fn die_with_parent() -> io::Result<()> {
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+    Ok(())
+}
+
+/// `getppid()`: the parent's pid (0 when the parent is outside our pid
+/// namespace). See getppid(2).
+pub fn parent_pid() -> u32 {
+    rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as u32)
+}
+
+/// `geteuid()`: the effective user id. See geteuid(2).
+pub fn effective_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Resident set size of this process in bytes, from `/proc/self/statm`.
+///
+/// # Errors
+/// The file cannot be read or has no second field.
+pub fn resident_bytes() -> io::Result<u64> {
+    let s = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: u64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .ok_or(io::ErrorKind::InvalidData)?;
+    Ok(pages * rustix::param::page_size() as u64)
+}
+
+/// Dirty + Writeback memory of the machine in bytes, from `/proc/meminfo`.
+///
+/// # Errors
+/// The file cannot be read.
+pub fn dirty_writeback_bytes() -> io::Result<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo")?;
+    let mut total = 0;
+    for line in s.lines() {
+        let mut it = line.split_whitespace();
+        if let (Some(k), Some(v)) = (it.next(), it.next()) {
+            if k == "Dirty:" || k == "Writeback:" {
+                total += v.parse::<u64>().unwrap_or(0) * 1024;
+            }
+        }
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminate_refuses_pid_zero() {
+        assert_eq!(
+            terminate(0).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+    }
+
+    #[test]
+    fn terminate_ends_a_child() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        terminate(child.id()).unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
+    }
+}
