@@ -461,6 +461,58 @@ impl<'s, S: ?Sized + ByteSource> FrameWalker<'s, S> {
     }
 }
 
+/// How a [`walk_frames`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// At the end frame.
+    EndFrame,
+    /// At the end of the bytes, or at zeros / another generation's frames.
+    Clean,
+    /// At a frame that is not valid, with its error.
+    Bad(DecodeError),
+    /// At a frame valid on its own that does not link to the one before.
+    ChainBroken,
+}
+
+/// Walks the chained frames of a framed file held in memory (header
+/// included), calling `f` with each frame's offset, header and payload, in
+/// order, up to the first frame that is not valid or not chained. Returns
+/// the offset where it stopped and why. Stops at `header.valid_len` when it
+/// is set. For files on disk, [`FrameWalker`] does the same in constant
+/// memory and resynchronises after damage.
+pub fn walk_frames(
+    bytes: &[u8],
+    header: &FileHeader,
+    mut f: impl FnMut(u64, &FrameHeader, &[u8]),
+) -> (u64, WalkEnd) {
+    let limit = if header.valid_len > 0 {
+        usize::try_from(header.valid_len)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len())
+    } else {
+        bytes.len()
+    };
+    let (mut off, mut chain) = (HEADER_LEN, chain_seed(header));
+    while off < limit {
+        match crate::format::decode_frame(&bytes[off..limit], header.generation) {
+            Ok((h, _)) if h.prev != chain => return (off as u64, WalkEnd::ChainBroken),
+            Ok((h, payload)) => {
+                f(off as u64, &h, payload);
+                off += FRAME_HEADER_LEN + h.len as usize;
+                chain = h.crc;
+                if h.kind == FrameKind::End {
+                    return (off as u64, WalkEnd::EndFrame);
+                }
+            }
+            Err(DecodeError::Zero | DecodeError::StaleGeneration) => {
+                return (off as u64, WalkEnd::Clean)
+            }
+            Err(e) => return (off as u64, WalkEnd::Bad(e)),
+        }
+    }
+    (off as u64, WalkEnd::Clean)
+}
+
 /// The verdict on one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
