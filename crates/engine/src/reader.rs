@@ -967,7 +967,6 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
         }
     }
     let next = c.exp;
-    drop(c);
     r.next_seq = next;
     if r.lost_records > 0 {
         r.note(format!(
