@@ -138,12 +138,16 @@ pub struct ExportArgs {
     /// The recording file.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Output file (must not exist).
+    /// Output file (must not exist); `-` writes to stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
     /// Write only the records' bytes, back to back.
     #[arg(long)]
     pub raw: bool,
+    /// Export the records that can be saved from a corrupt file (exit code
+    /// stays 1: the input is corrupt).
+    #[arg(long)]
+    pub salvage: bool,
 }
 
 /// `rtrec record`.

@@ -1,58 +1,107 @@
 //! `rtrec export`: write the valid records of a recording to a plain file —
 //! framed (header and frames up to the valid end, no pool flag: a file any
 //! reader and `rtrec verify` accept without knowing about pools) or raw (the
-//! records' bytes back to back). The output is created new, never replaced.
+//! records' bytes back to back). The output is created new, never replaced;
+//! `-` writes to stdout.
+//!
+//! The input is verified first (one streaming pass), then copied (a
+//! second), both in constant memory. A corrupt input is refused with exit 1;
+//! `--salvage` writes every frame that is valid on its own and still exits
+//! 1, so a script never mistakes a salvage for a clean export. Design
+//! choice: salvaged frames are copied verbatim, chain links included, so a
+//! framed salvage still verifies as corrupt where frames are missing: the
+//! damage never disappears.
 
 use std::io::Write;
 
-use rtrec_engine::format::{FileHeader, FrameKind, FLAG_POOLED, FRAME_HEADER_LEN, HEADER_LEN};
-use rtrec_engine::reader::walk_frames;
+use rtrec_engine::format::{FrameKind, FLAG_POOLED, HEADER_LEN};
+use rtrec_engine::reader::{
+    open_regular, read_header, verify_source, FileStatus, FrameWalker, Step,
+};
 
 use crate::cli::ExportArgs;
 use crate::usage;
 
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
-    let bytes = std::fs::read(&a.file)
-        .or_else(|e| usage(format!("cannot read '{}': {e}", a.file.display())))?;
-    let Ok(header) = FileHeader::decode(&bytes) else {
-        return usage(format!("'{}' is not an rtrec recording", a.file.display()));
-    };
-    let mut out_bytes = Vec::new();
-    let mut records = 0u64;
-    let mut ended = false;
-    let (end, _) = walk_frames(&bytes, &header, |off, h, payload| {
-        records += (h.kind == FrameKind::Data) as u64;
-        ended |= h.kind == FrameKind::End;
-        if a.raw {
-            if h.kind == FrameKind::Data {
-                out_bytes.extend_from_slice(payload);
-            }
-        } else {
-            let o = off as usize;
-            out_bytes.extend_from_slice(&bytes[o..o + FRAME_HEADER_LEN + payload.len()]);
+    let name = a.file.display();
+    let src = open_regular(&a.file).or_else(|e| usage(format!("cannot read '{name}': {e}")))?;
+    let report = verify_source(&a.file, &src)?;
+    let header = match read_header(&src)? {
+        Ok(h) if report.status != FileStatus::NotRtrec => h,
+        _ => {
+            let why = report.notes.first().cloned().unwrap_or_default();
+            return usage(format!("'{name}' is not an rtrec recording ({why})"));
         }
-    });
+    };
+    let corrupt = report.status == FileStatus::Corrupt;
+    if corrupt && !a.salvage {
+        let why = report.notes.first().cloned().unwrap_or_default();
+        eprintln!(
+            "rtrec: '{name}' is corrupt ({why}); nothing was exported: `--salvage` writes the {} intact records",
+            report.records
+        );
+        return Ok(1);
+    }
+    let to_stdout = a.output.as_os_str() == "-";
+    let mut out: Box<dyn Write> = if to_stdout {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    } else {
+        let f = rtrec_sys::create_new(&a.output)
+            .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?;
+        Box::new(std::io::BufWriter::new(f))
+    };
+    let ended = report.stored.is_some();
+    let mut written = 0u64;
     if !a.raw {
         let mut h = header.clone();
         h.flags &= !FLAG_POOLED;
-        h.valid_len = if ended { end } else { 0 };
-        let mut framed = h.encode().to_vec();
-        debug_assert_eq!(framed.len(), HEADER_LEN);
-        framed.extend_from_slice(&out_bytes);
-        out_bytes = framed;
+        h.valid_len = if ended {
+            HEADER_LEN as u64 + report.frame_bytes
+        } else {
+            0
+        };
+        out.write_all(&h.encode())?;
+        written += HEADER_LEN as u64;
     }
-    let mut f = rtrec_sys::create_new(&a.output)
-        .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?;
-    f.write_all(&out_bytes)?;
-    rtrec_sys::fsync(&f)?;
-    println!(
-        "exported {records} records ({} bytes) to {}",
-        out_bytes.len(),
-        a.output.display()
+    let mut walker = FrameWalker::new(&src, &header)?;
+    let mut records = 0u64;
+    while let Some(step) = walker.next_step()? {
+        let Step::Frame(f) = step else { continue };
+        records += (f.header.kind == FrameKind::Data) as u64;
+        if a.raw {
+            if f.header.kind == FrameKind::Data {
+                walker.copy_payload(&f, &mut out)?;
+                written += f.header.len as u64;
+            }
+        } else {
+            walker.copy_range(f.off, f.end() - f.off, &mut out)?;
+            written += f.end() - f.off;
+        }
+    }
+    out.flush()?;
+    drop(out);
+    if !to_stdout {
+        let f = std::fs::File::open(&a.output)?;
+        rtrec_sys::fsync(&f)?;
+    }
+    eprintln!(
+        "exported {records} records ({written} bytes) to {}",
+        if to_stdout {
+            "stdout".into()
+        } else {
+            a.output.display().to_string()
+        }
     );
+    if corrupt {
+        eprintln!(
+            "rtrec: '{name}' is corrupt: {} damaged byte range(s) were skipped; the export holds the records that could be saved",
+            report.damaged_ranges
+        );
+        return Ok(1);
+    }
     if !ended {
-        eprintln!("rtrec: warning: '{}' has no end frame (the recording was interrupted); exported its intact prefix", a.file.display());
+        eprintln!("rtrec: warning: '{name}' has no end frame (the recording was interrupted); exported its intact prefix");
     }
     Ok(0)
 }

@@ -1,9 +1,12 @@
 //! `rtrec verify`: check recordings and report, per file, the records,
-//! sequence gaps, stored losses, and a torn or corrupt tail.
+//! sequence gaps, stored losses, damaged byte ranges (with the records that
+//! can be salvaged after them) and a torn tail. The rules are the engine
+//! reader's (`rtrec_engine::reader`); files are read in constant memory.
 //!
 //! Exit codes: 0 every file complete and clean; 1 a file is corrupt, has
-//! missing data, was aborted, or is unfinished (interrupted: its intact
-//! prefix is reported); 2 usage or I/O errors.
+//! missing data, was aborted, is unfinished (interrupted: its intact prefix
+//! is reported), or is a raw file that cannot be checked (no sidecar);
+//! 2 usage or I/O errors (a FIFO, device or socket is refused).
 
 use std::path::PathBuf;
 
@@ -25,8 +28,14 @@ struct Report {
     records: u64,
     /// Dropped records stored as loss frames in all files.
     lost_records: u64,
-    /// Records missing without a loss frame, in all files.
+    /// Records missing without a loss frame, in all files (missing files
+    /// included when their neighbours tell how many they held).
     missing_records: u64,
+    /// Records found after damage (what `rtrec export --salvage` saves
+    /// beyond the intact prefix).
+    salvageable_records: u64,
+    /// Damaged byte ranges in all files.
+    damaged_ranges: u64,
     /// True when every file is complete and clean (exit code 0).
     clean: bool,
 }
@@ -64,7 +73,9 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
     let report = Report {
         records: files.iter().map(|f| f.records).sum(),
         lost_records: files.iter().map(|f| f.lost_records).sum(),
-        missing_records: files.iter().flat_map(|f| &f.gaps).map(|g| g.count).sum(),
+        missing_records: files.iter().map(|f| f.missing_records).sum(),
+        salvageable_records: files.iter().map(|f| f.salvageable_records).sum(),
+        damaged_ranges: files.iter().map(|f| f.damaged_ranges).sum(),
         clean: files.iter().all(|f| f.is_clean()),
         files,
     };
@@ -83,7 +94,8 @@ fn status_word(s: FileStatus) -> &'static str {
         FileStatus::Unfinished => "UNFINISHED",
         FileStatus::Corrupt => "CORRUPT",
         FileStatus::NotRtrec => "NOT AN RTREC FILE",
-        FileStatus::Raw => "raw",
+        FileStatus::Raw => "raw, matches its sidecar",
+        FileStatus::Unverifiable => "UNVERIFIABLE",
     }
 }
 
@@ -93,26 +105,37 @@ fn print_text(r: &Report) {
             (Some(a), Some(b)) if b > a => format!(", sequence {a}..{}", b - 1),
             _ => String::new(),
         };
-        let gaps: u64 = f.gaps.iter().map(|g| g.count).sum();
+        let salvage = if f.salvageable_records > 0 {
+            format!(
+                " ({} of them after damage, salvageable)",
+                f.salvageable_records
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "{}: {} - {} records ({}){seq}, {} lost (stored), {} missing",
+            "{}: {} - {} records{salvage} ({}){seq}, {} lost (stored), {} missing",
             f.path.display(),
             status_word(f.status),
             f.records,
             format_size(f.bytes),
             f.lost_records,
-            gaps
+            f.missing_records
         );
         for n in &f.notes {
             println!("  {n}");
         }
+        if f.notes_omitted > 0 {
+            println!("  ... and {} more finding(s) (see --json)", f.notes_omitted);
+        }
     }
     println!(
-        "{} file(s), {} records, {} lost (stored), {} missing: {}",
+        "{} file(s), {} records, {} lost (stored), {} missing, {} damaged range(s): {}",
         r.files.len(),
         r.records,
         r.lost_records,
         r.missing_records,
+        r.damaged_ranges,
         if r.clean { "clean" } else { "NOT CLEAN" }
     );
 }

@@ -115,6 +115,7 @@ pub(crate) fn prepare(
     index: u32,
     cfg: &Config,
     generation: u64,
+    recording_id: u64,
 ) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
     let header = FileHeader {
@@ -124,6 +125,7 @@ pub(crate) fn prepare(
         created_mono_ns: 0,
         config_digest: cfg.digest(),
         valid_len: 0,
+        recording_id,
         index,
     };
     prepare_at(dir, &name, cfg.alloc, cfg.file_size, cfg.framing, header)
@@ -282,7 +284,7 @@ mod tests {
             alloc: Alloc::Fallocate,
             ..Config::default()
         };
-        let e = prepare(dir.path(), "x", 0, &cfg, 1).err().unwrap();
+        let e = prepare(dir.path(), "x", 0, &cfg, 1, 1).err().unwrap();
         assert!(
             e.to_string().contains("space") || e.to_string().contains("pre-allocating"),
             "{e}"

@@ -6,18 +6,19 @@
 //! `docs/format.md`; change both together and bump [`FORMAT_VERSION`].
 //!
 //! ```text
-//! file header (64 bytes, at offset 0)
+//! file header (72 bytes, at offset 0)
 //!   0  magic        8  b"RTREC\0\r\n"
 //!   8  version      2  FORMAT_VERSION
-//!  10  header_len   2  64
+//!  10  header_len   2  72
 //!  12  flags        4  FLAG_POOLED | FLAG_SLOT
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
 //!  40  config       8  digest of the recorder configuration
 //!  48  valid_len    8  end of the last frame once the file is finished, 0 before
-//!  56  index        4  position of this file in its recording (0, 1, ...)
-//!  60  crc          4  CRC32C of bytes 0..60
+//!  56  recording_id 8  random, shared by every file of one recording
+//!  64  index        4  position of this file in its recording (0, 1, ...)
+//!  68  crc          4  CRC32C of bytes 0..68
 //!
 //! frame header (40 bytes) followed by `len` payload bytes
 //!   0  magic        4  b"RFRM"
@@ -27,14 +28,24 @@
 //!  12  len          4  payload length
 //!  16  seq          8  record sequence number (data), next sequence (others)
 //!  24  ts_ns        8  CLOCK_MONOTONIC when record() was called
-//!  32  crc          4  CRC32C of frame bytes 0..32 then the payload
-//!  36  reserved     4  0
+//!  32  prev         4  CRC of the previous frame of this file ([`chain_seed`] for the first)
+//!  36  crc          4  CRC32C of frame bytes 0..36 then the payload
 //! ```
 //!
 //! Design choices: the generation in every frame makes stale frames left in a
 //! recycled file (an earlier life) recognisable as "not ours" rather than as
 //! corruption; the CRC covers the header so a torn header is caught; 40 bytes
-//! keeps payloads 8-byte aligned when the previous payload is.
+//! keeps payloads 8-byte aligned when the previous payload is (and 72 header
+//! bytes keep the first one aligned).
+//!
+//! Chaining (as PostgreSQL's `xl_prev`): each frame stores the CRC of the
+//! frame before it, and its own CRC covers that field. A frame that is valid
+//! on its own but reordered, duplicated, deleted around, or spliced in from
+//! another file or recording breaks the chain. The link is stored rather
+//! than folded into the CRC seed so a reader can still check a frame on its
+//! own after damage (resynchronisation) and see exactly where the chain
+//! breaks. The first frame links to [`chain_seed`] of the header (recording
+//! id, generation, index), so a frame moved between files breaks it too.
 
 use std::fmt;
 
@@ -42,15 +53,20 @@ use std::fmt;
 pub const FILE_MAGIC: [u8; 8] = *b"RTREC\0\r\n";
 /// Bytes that open every frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"RFRM";
-/// Current format version.
-pub const FORMAT_VERSION: u16 = 1;
+/// Current format version. Version 1 (no recording id, no frame chain) is
+/// not read: its files get one sentence naming both versions.
+pub const FORMAT_VERSION: u16 = 2;
 /// Size of the file header.
-pub const HEADER_LEN: usize = 64;
+pub const HEADER_LEN: usize = 72;
 /// Size of a frame header.
 pub const FRAME_HEADER_LEN: usize = 40;
 /// The largest payload a frame may carry (1 GiB); a longer length field is
 /// treated as damage.
 pub const MAX_PAYLOAD: u32 = 1 << 30;
+/// The largest payload of a loss, end or trigger frame; a longer one is
+/// treated as damage (the writer's end frame is under 1 KiB), so a reader
+/// holds at most this much of a payload in memory.
+pub const MAX_MARKER_PAYLOAD: u32 = 4096;
 
 /// Header flag: a recording in a pool file. It is never truncated; its data
 /// end at `valid_len` (or, if unfinished, at the first frame that is not of
@@ -75,6 +91,9 @@ pub struct FileHeader {
     /// Offset just past the last frame once the file is finished; 0 while
     /// recording (or after a crash).
     pub valid_len: u64,
+    /// Random, shared by every file of one recording (each flight-recorder
+    /// event is a recording of its own); 0 in an unused pool slot.
+    pub recording_id: u64,
     /// Position of this file within its recording.
     pub index: u32,
 }
@@ -98,9 +117,6 @@ pub enum DecodeError {
     BadLength,
     /// The checksum does not match.
     BadCrc,
-    /// Reserved bytes are not zero (they are outside the checksum, so they
-    /// are checked for zero instead).
-    Reserved,
 }
 
 impl fmt::Display for DecodeError {
@@ -114,7 +130,6 @@ impl fmt::Display for DecodeError {
             DecodeError::BadKind(_) => "unknown frame kind",
             DecodeError::BadLength => "impossible length",
             DecodeError::BadCrc => "checksum mismatch",
-            DecodeError::Reserved => "reserved bytes set",
         };
         f.write_str(s)
     }
@@ -143,9 +158,10 @@ impl FileHeader {
         b[32..40].copy_from_slice(&self.created_mono_ns.to_le_bytes());
         b[40..48].copy_from_slice(&self.config_digest.to_le_bytes());
         b[48..56].copy_from_slice(&self.valid_len.to_le_bytes());
-        b[56..60].copy_from_slice(&self.index.to_le_bytes());
-        let crc = crc32c::crc32c(&b[0..60]);
-        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b[56..64].copy_from_slice(&self.recording_id.to_le_bytes());
+        b[64..68].copy_from_slice(&self.index.to_le_bytes());
+        let crc = crc32c::crc32c(&b[0..68]);
+        b[68..72].copy_from_slice(&crc.to_le_bytes());
         b
     }
 
@@ -164,7 +180,7 @@ impl FileHeader {
         if v != FORMAT_VERSION || u16_at(b, 10) as usize != HEADER_LEN {
             return Err(DecodeError::Version(v));
         }
-        if crc32c::crc32c(&b[0..60]) != u32_at(b, 60) {
+        if crc32c::crc32c(&b[0..68]) != u32_at(b, 68) {
             return Err(DecodeError::BadCrc);
         }
         Ok(FileHeader {
@@ -174,9 +190,34 @@ impl FileHeader {
             created_mono_ns: u64_at(b, 32),
             config_digest: u64_at(b, 40),
             valid_len: u64_at(b, 48),
-            index: u32_at(b, 56),
+            recording_id: u64_at(b, 56),
+            index: u32_at(b, 64),
         })
     }
+}
+
+/// The link the first frame of a file stores as `prev`: a CRC32C of the
+/// header's recording id, generation and index (fields that never change
+/// while the file is written, unlike `valid_len`).
+pub fn chain_seed(h: &FileHeader) -> u32 {
+    let mut b = [0u8; 20];
+    b[0..8].copy_from_slice(&h.recording_id.to_le_bytes());
+    b[8..16].copy_from_slice(&h.generation.to_le_bytes());
+    b[16..20].copy_from_slice(&h.index.to_le_bytes());
+    crc32c::crc32c(&b)
+}
+
+/// A new random recording id. Design choice: the standard library's
+/// randomly keyed hasher (seeded from the OS once per process, with a
+/// per-instance counter) mixed with both clocks and the process id, so no
+/// extra dependency and no file to open; never 0.
+pub fn new_recording_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(rtrec_sys::realtime_ns());
+    h.write_u64(rtrec_sys::monotonic_ns());
+    h.write_u32(std::process::id());
+    h.finish().max(1)
 }
 
 /// What a frame carries.
@@ -216,18 +257,26 @@ pub struct FrameHeader {
     pub seq: u64,
     /// `CLOCK_MONOTONIC` ns.
     pub ts_ns: u64,
+    /// The stored link: CRC of the previous frame of the file, or
+    /// [`chain_seed`] for the first.
+    pub prev: u32,
+    /// This frame's own CRC (what the next frame links to).
+    pub crc: u32,
 }
 
 /// Encodes a frame header for `payload` into `out` (exactly
-/// [`FRAME_HEADER_LEN`] bytes). Allocation-free: used on the write path.
+/// [`FRAME_HEADER_LEN`] bytes), linked to `prev` (the previous frame's CRC,
+/// or [`chain_seed`] for a file's first frame). Returns the frame's CRC, the
+/// next frame's `prev`. Allocation-free: used on the write path.
 pub fn encode_frame_header(
     out: &mut [u8; FRAME_HEADER_LEN],
     generation: u64,
     kind: FrameKind,
     seq: u64,
     ts_ns: u64,
+    prev: u32,
     payload: &[u8],
-) {
+) -> u32 {
     out[0..4].copy_from_slice(&FRAME_MAGIC);
     out[4..8].copy_from_slice(&(generation as u32).to_le_bytes());
     out[8..10].copy_from_slice(&(kind as u16).to_le_bytes());
@@ -235,21 +284,21 @@ pub fn encode_frame_header(
     out[12..16].copy_from_slice(&(payload.len() as u32).to_le_bytes());
     out[16..24].copy_from_slice(&seq.to_le_bytes());
     out[24..32].copy_from_slice(&ts_ns.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[0..32]), payload);
-    out[32..36].copy_from_slice(&crc.to_le_bytes());
-    out[36..40].copy_from_slice(&0u32.to_le_bytes());
+    out[32..36].copy_from_slice(&prev.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[0..36]), payload);
+    out[36..40].copy_from_slice(&crc.to_le_bytes());
+    crc
 }
 
-/// Decodes the frame at the start of `b` (header and payload must both be
-/// in `b`) for a file of `generation`. Returns the header and the payload.
-pub fn decode_frame(b: &[u8], generation: u64) -> Result<(FrameHeader, &[u8]), DecodeError> {
-    if b.len() < FRAME_HEADER_LEN {
-        if b.iter().all(|&x| x == 0) {
-            return Err(DecodeError::Zero);
-        }
-        return Err(DecodeError::Short);
-    }
-    let h = &b[..FRAME_HEADER_LEN];
+/// Decodes the fixed part of a frame header for a file of `generation`,
+/// without its payload: checks the magic, generation, kind and length
+/// (at most [`MAX_PAYLOAD`], [`MAX_MARKER_PAYLOAD`] for all but data). The
+/// caller checks the CRC: start with [`frame_crc_start`], append the
+/// payload, compare with the returned header's `crc`.
+pub fn decode_frame_header(
+    h: &[u8; FRAME_HEADER_LEN],
+    generation: u64,
+) -> Result<FrameHeader, DecodeError> {
     if h.iter().all(|&x| x == 0) {
         return Err(DecodeError::Zero);
     }
@@ -262,30 +311,48 @@ pub fn decode_frame(b: &[u8], generation: u64) -> Result<(FrameHeader, &[u8]), D
     let kind_raw = u16_at(h, 8);
     let kind = FrameKind::from_u16(kind_raw).ok_or(DecodeError::BadKind(kind_raw))?;
     let len = u32_at(h, 12);
-    if len > MAX_PAYLOAD {
+    let max = if kind == FrameKind::Data {
+        MAX_PAYLOAD
+    } else {
+        MAX_MARKER_PAYLOAD
+    };
+    if len > max || u16_at(h, 10) != 0 {
         return Err(DecodeError::BadLength);
     }
-    let end = FRAME_HEADER_LEN + len as usize;
-    if b.len() < end {
+    Ok(FrameHeader {
+        kind,
+        len,
+        seq: u64_at(h, 16),
+        ts_ns: u64_at(h, 24),
+        prev: u32_at(h, 32),
+        crc: u32_at(h, 36),
+    })
+}
+
+/// The CRC of a frame header's covered bytes (0..36), to which the payload
+/// is appended with `crc32c::crc32c_append`.
+pub fn frame_crc_start(h: &[u8; FRAME_HEADER_LEN]) -> u32 {
+    crc32c::crc32c(&h[0..36])
+}
+
+/// Decodes the frame at the start of `b` (header and payload must both be
+/// in `b`) for a file of `generation`. Returns the header and the payload.
+/// It checks the frame on its own; the chain (`prev`) is the reader's.
+pub fn decode_frame(b: &[u8], generation: u64) -> Result<(FrameHeader, &[u8]), DecodeError> {
+    let Some(h) = b.get(..FRAME_HEADER_LEN) else {
+        if b.iter().all(|&x| x == 0) {
+            return Err(DecodeError::Zero);
+        }
         return Err(DecodeError::Short);
-    }
-    let payload = &b[FRAME_HEADER_LEN..end];
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&h[0..32]), payload);
-    if crc != u32_at(h, 32) {
+    };
+    let h: &[u8; FRAME_HEADER_LEN] = h.try_into().map_err(|_| DecodeError::Short)?;
+    let fh = decode_frame_header(h, generation)?;
+    let end = FRAME_HEADER_LEN + fh.len as usize;
+    let payload = b.get(FRAME_HEADER_LEN..end).ok_or(DecodeError::Short)?;
+    if crc32c::crc32c_append(frame_crc_start(h), payload) != fh.crc {
         return Err(DecodeError::BadCrc);
     }
-    if u32_at(h, 36) != 0 {
-        return Err(DecodeError::Reserved);
-    }
-    Ok((
-        FrameHeader {
-            kind,
-            len,
-            seq: u64_at(h, 16),
-            ts_ns: u64_at(h, 24),
-        },
-        payload,
-    ))
+    Ok((fh, payload))
 }
 
 /// Payload of a [`FrameKind::Loss`] frame: `count` records starting at
@@ -447,6 +514,62 @@ pub const fn framed_len(len: usize) -> usize {
     FRAME_HEADER_LEN + len
 }
 
+/// Bytes per checksummed chunk of a raw file (1 MiB); the last chunk of a
+/// file may be shorter.
+pub const RAW_CHUNK: u64 = 1 << 20;
+
+/// What a raw recording's sidecar stores about one of its files so that
+/// `verify` can check it: its length and the CRC32C of each [`RAW_CHUNK`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RawFileSums {
+    /// The file's name (no directory).
+    pub name: String,
+    /// Bytes written to it.
+    pub len: u64,
+    /// CRC32C of each chunk, in order.
+    pub chunk_crcs: Vec<u32>,
+}
+
+/// Checksums a raw file's bytes chunk by chunk as they are written (or
+/// read back). Design choice: the writer sums what it wrote rather than
+/// reading the files again at the end, so finishing stays quick and the
+/// sums are of the bytes given; the vector grows by one `u32` per MiB on the
+/// writer thread, never in `record()`.
+#[derive(Debug, Default)]
+pub struct RawSummer {
+    sums: RawFileSums,
+    in_chunk: u64,
+    crc: u32,
+}
+
+impl RawSummer {
+    /// Adds the next bytes of the current file.
+    pub fn update(&mut self, mut b: &[u8]) {
+        while !b.is_empty() {
+            let n = ((RAW_CHUNK - self.in_chunk) as usize).min(b.len());
+            self.crc = crc32c::crc32c_append(self.crc, &b[..n]);
+            self.in_chunk += n as u64;
+            self.sums.len += n as u64;
+            b = &b[n..];
+            if self.in_chunk == RAW_CHUNK {
+                self.sums.chunk_crcs.push(self.crc);
+                (self.in_chunk, self.crc) = (0, 0);
+            }
+        }
+    }
+
+    /// Ends the current file, named `name`, and returns its sums; the next
+    /// bytes start a new file.
+    pub fn finish_file(&mut self, name: String) -> RawFileSums {
+        if self.in_chunk > 0 {
+            self.sums.chunk_crcs.push(self.crc);
+        }
+        let mut s = std::mem::take(self);
+        s.sums.name = name;
+        s.sums
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,6 +583,7 @@ mod tests {
             created_mono_ns: 2,
             config_digest: 3,
             valid_len: 4,
+            recording_id: 6,
             index: 5,
         };
         let mut b = h.encode();
@@ -471,13 +595,13 @@ mod tests {
     #[test]
     fn frame_round_trips_and_a_stale_generation_is_not_ours() {
         let mut h = [0u8; FRAME_HEADER_LEN];
-        encode_frame_header(&mut h, 0x1_0000_0009, FrameKind::Data, 42, 99, b"hello");
+        let crc = encode_frame_header(&mut h, 0x1_0000_0009, FrameKind::Data, 42, 99, 7, b"hello");
         let mut b = h.to_vec();
         b.extend_from_slice(b"hello");
         let (fh, p) = decode_frame(&b, 0x1_0000_0009).unwrap();
         assert_eq!(
-            (fh.kind, fh.seq, fh.ts_ns, p),
-            (FrameKind::Data, 42, 99, &b"hello"[..])
+            (fh.kind, fh.seq, fh.ts_ns, fh.prev, fh.crc, p),
+            (FrameKind::Data, 42, 99, 7, crc, &b"hello"[..])
         );
         assert_eq!(
             decode_frame(&b, 8).unwrap_err(),
@@ -487,6 +611,25 @@ mod tests {
         assert_eq!(
             decode_frame(&b, 0x1_0000_0009).unwrap_err(),
             DecodeError::BadCrc
+        );
+    }
+
+    #[test]
+    fn raw_sums_split_at_chunk_boundaries_however_the_bytes_arrive() {
+        let data: Vec<u8> = (0..(2 * RAW_CHUNK + 5)).map(|i| (i % 251) as u8).collect();
+        let mut a = RawSummer::default();
+        a.update(&data);
+        let mut b = RawSummer::default();
+        for piece in data.chunks(4093) {
+            b.update(piece);
+        }
+        let (a, b) = (a.finish_file("x".into()), b.finish_file("x".into()));
+        assert_eq!(a, b);
+        assert_eq!(a.len, data.len() as u64);
+        assert_eq!(a.chunk_crcs.len(), 3);
+        assert_eq!(
+            a.chunk_crcs[2],
+            crc32c::crc32c(&data[2 * RAW_CHUNK as usize..])
         );
     }
 

@@ -221,6 +221,7 @@ impl Pool {
             created_mono_ns: 0,
             config_digest: 0,
             valid_len: 0,
+            recording_id: 0,
             index: 0,
         }
     }

@@ -1,19 +1,37 @@
-//! Reading recordings back: walking the frames of a file, and `verify`'s
-//! judgement of each file and of a whole recording.
+//! Reading recordings back: a streaming walk over the frames of a file in
+//! constant memory, and `verify`'s judgement of each file and of a whole
+//! recording. Nothing read is trusted: every rule below is checked.
 //!
-//! Rules (also in `docs/format.md`):
-//! - A finished file records its valid length in the header; every byte up
-//!   to it must be valid frames, ending with the end frame.
-//! - An unfinished file (crash or kill while recording) ends at the first
-//!   frame that is not valid. If that bad region is followed by a valid
-//!   frame anywhere later, data in the middle are damaged: **corrupt**.
-//!   Otherwise the bad region is a **torn tail** (a write cut short) and the
-//!   records before it are intact.
-//! - Zeros (unwritten pre-allocated space) and frames of an earlier
-//!   generation (a recycled file) mark the end of this file's data.
-//! - Sequence numbers must run on without gaps; a gap is fine only when a
-//!   loss frame covers it exactly.
+//! Rules (also in `docs/format.md`, "How a reader decides"):
+//! - Every frame must be valid on its own (magic, generation, kind, length,
+//!   CRC) **and** link to the frame before it (`prev`, the chain): a frame
+//!   moved, duplicated, deleted around or spliced in breaks the chain.
+//! - A finished file (header `valid_len > 0`) holds valid, chained frames up
+//!   to exactly `valid_len`, the last one the end frame.
+//! - An unfinished file (crash or kill) ends at zeros (unwritten space) or a
+//!   frame of an earlier generation (a recycled file), or at a torn tail:
+//!   bad bytes that no valid frame of ours follows.
+//! - After bad bytes that a valid frame of ours *does* follow, the reader
+//!   resynchronises at that frame (its own header and CRC check out), reports
+//!   the damaged byte range, and counts the records after it as salvageable.
+//! - Sequence numbers rise by exactly one per data record; a loss frame
+//!   accounts for a gap exactly; file 0 starts at sequence 0 (a flight
+//!   recorder event's file 0 opens with its trigger frame instead);
+//!   data timestamps never go back; the end frame's sequence is the next one
+//!   and its counters match the records read.
+//! - Files of one recording share a random recording id (never grouped by
+//!   name or across directories), have indexes 0, 1, ... without holes or
+//!   doubles, and continue each other's sequence numbers and counters.
+//!
+//! Design choices: the walk reads through one fixed window ([`READ_BUF`])
+//! with positioned reads, so memory does not grow with the file or a frame
+//! (payloads are checksummed chunk by chunk; only loss, end and trigger
+//! payloads, at most [`MAX_MARKER_PAYLOAD`](crate::format::MAX_MARKER_PAYLOAD)
+//! bytes, are held); lists in a
+//! report (gaps, damaged ranges, notes) stop growing at [`MAX_LISTED`]
+//! entries while their totals keep counting.
 
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -21,27 +39,501 @@ use serde::Serialize;
 
 use crate::file::{FRAMED_EXT, RAW_EXT};
 use crate::format::{
-    decode_frame, DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, LossPayload,
-    TriggerPayload, FLAG_POOLED, FLAG_SLOT, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN,
+    chain_seed, decode_frame_header, frame_crc_start, DecodeError, EndPayload, FileHeader,
+    FrameHeader, FrameKind, LossPayload, RawFileSums, TriggerPayload, FLAG_POOLED, FLAG_SLOT,
+    FORMAT_VERSION, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN, RAW_CHUNK,
 };
+
+/// Size of the reader's one buffer (1 MiB): the memory a walk uses,
+/// whatever the size of the file.
+pub const READ_BUF: usize = 1 << 20;
+/// Entries kept in each list of a [`FileReport`]; totals count on.
+pub const MAX_LISTED: usize = 64;
+
+/// Bytes a reader can read at any offset: a file (positioned reads) or a
+/// slice in memory.
+pub trait ByteSource {
+    /// Total length in bytes.
+    fn size(&self) -> io::Result<u64>;
+    /// Reads up to `buf.len()` bytes at `off`; 0 at the end.
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+impl ByteSource for [u8] {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let start = usize::try_from(off).unwrap_or(usize::MAX).min(self.len());
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+impl ByteSource for File {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, off)
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file: a FIFO would
+/// block forever and a device or socket is no recording, so each gets one
+/// sentence. Opened with `O_NONBLOCK` and checked again after opening, so a
+/// file swapped for a FIFO in between cannot hang the reader either.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    fn check(m: &std::fs::Metadata) -> io::Result<()> {
+        use std::os::unix::fs::FileTypeExt;
+        let t = m.file_type();
+        let what = if t.is_file() {
+            return Ok(());
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {what}; rtrec reads recordings from regular files only"),
+        ))
+    }
+    check(&std::fs::metadata(path)?)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    check(&f.metadata()?)?;
+    Ok(f)
+}
+
+/// A fixed window over a [`ByteSource`].
+struct Window<'s, S: ?Sized> {
+    src: &'s S,
+    size: u64,
+    buf: Vec<u8>,
+    at: u64,
+    len: usize,
+}
+
+impl<'s, S: ?Sized + ByteSource> Window<'s, S> {
+    fn new(src: &'s S) -> io::Result<Self> {
+        Ok(Window {
+            src,
+            size: src.size()?,
+            buf: vec![0; READ_BUF],
+            at: 0,
+            len: 0,
+        })
+    }
+
+    /// The bytes from `off` on that the window holds, refilled from `off`
+    /// when it holds fewer than `min` (≤ [`READ_BUF`]); fewer only at the
+    /// end of the source.
+    fn peek(&mut self, off: u64, min: usize) -> io::Result<&[u8]> {
+        let min = min.min(READ_BUF) as u64;
+        let covered = off >= self.at && off <= self.at + self.len as u64;
+        let have = if covered {
+            self.at + self.len as u64 - off
+        } else {
+            0
+        };
+        if !covered || (have < min && off + have < self.size) {
+            self.at = off;
+            self.len = 0;
+            let want = self.size.saturating_sub(off).min(READ_BUF as u64) as usize;
+            while self.len < want {
+                match self
+                    .src
+                    .read_at(off + self.len as u64, &mut self.buf[self.len..want])
+                {
+                    Ok(0) => break,
+                    Ok(n) => self.len += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let from = (off - self.at) as usize;
+        Ok(&self.buf[from..self.len])
+    }
+
+    /// Exactly `n` bytes at `off`, or fewer at the end of the source.
+    fn get(&mut self, off: u64, n: usize) -> io::Result<&[u8]> {
+        let b = self.peek(off, n)?;
+        Ok(&b[..n.min(b.len())])
+    }
+
+    /// Checks the frame at `off` on its own (not its chain link); it must
+    /// end by `limit`. Holds the payload only for loss, end and trigger
+    /// frames.
+    fn frame(
+        &mut self,
+        off: u64,
+        limit: u64,
+        generation: u64,
+    ) -> io::Result<Result<Frame, DecodeError>> {
+        let avail = limit.saturating_sub(off);
+        if avail < FRAME_HEADER_LEN as u64 {
+            let b = self.get(off, avail as usize)?;
+            let zero = b.iter().all(|&x| x == 0);
+            return Ok(Err(if zero {
+                DecodeError::Zero
+            } else {
+                DecodeError::Short
+            }));
+        }
+        let mut h = [0u8; FRAME_HEADER_LEN];
+        let b = self.get(off, FRAME_HEADER_LEN)?;
+        if b.len() < FRAME_HEADER_LEN {
+            return Ok(Err(DecodeError::Short));
+        }
+        h.copy_from_slice(b);
+        let header = match decode_frame_header(&h, generation) {
+            Ok(fh) => fh,
+            Err(e) => return Ok(Err(e)),
+        };
+        let end = off + FRAME_HEADER_LEN as u64 + header.len as u64;
+        if end > limit {
+            return Ok(Err(DecodeError::Short));
+        }
+        let mut crc = frame_crc_start(&h);
+        let mut payload = Vec::new();
+        let mut pos = off + FRAME_HEADER_LEN as u64;
+        while pos < end {
+            let chunk = self.get(pos, (end - pos).min(READ_BUF as u64) as usize)?;
+            if chunk.is_empty() {
+                return Ok(Err(DecodeError::Short));
+            }
+            crc = crc32c::crc32c_append(crc, chunk);
+            if header.kind != FrameKind::Data {
+                payload.extend_from_slice(chunk);
+            }
+            pos += chunk.len() as u64;
+        }
+        if crc != header.crc {
+            return Ok(Err(DecodeError::BadCrc));
+        }
+        Ok(Ok(Frame {
+            off,
+            header,
+            payload,
+            linked: true,
+        }))
+    }
+
+    /// Offset of the first frame of `generation` at or after `from` that is
+    /// valid on its own and ends by `limit`.
+    fn next_valid_frame(
+        &mut self,
+        from: u64,
+        limit: u64,
+        generation: u64,
+    ) -> io::Result<Option<u64>> {
+        let mut pos = from;
+        while pos + FRAME_HEADER_LEN as u64 <= limit {
+            let b = self.peek(pos, FRAME_HEADER_LEN)?;
+            let b = &b[..b.len().min((limit - pos) as usize)];
+            if b.len() < FRAME_MAGIC.len() {
+                break;
+            }
+            match b.windows(FRAME_MAGIC.len()).position(|w| w == FRAME_MAGIC) {
+                Some(i) => {
+                    let at = pos + i as u64;
+                    if self.frame(at, limit, generation)?.is_ok() {
+                        return Ok(Some(at));
+                    }
+                    pos = at + 1;
+                }
+                None => pos += (b.len() + 1 - FRAME_MAGIC.len()) as u64,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Bytes up to the last non-zero one in `from..limit`.
+    fn nonzero_len(&mut self, from: u64, limit: u64) -> io::Result<u64> {
+        let (mut pos, mut last) = (from, from);
+        while pos < limit {
+            let b = self.peek(pos, READ_BUF)?;
+            let b = &b[..b.len().min((limit - pos) as usize)];
+            if b.is_empty() {
+                break;
+            }
+            if let Some(p) = b.iter().rposition(|&x| x != 0) {
+                last = pos + p as u64 + 1;
+            }
+            pos += b.len() as u64;
+        }
+        Ok(last - from)
+    }
+}
+
+/// A frame that is valid on its own.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Where it starts.
+    pub off: u64,
+    /// Its header.
+    pub header: FrameHeader,
+    /// Its payload for loss, end and trigger frames; empty for data (read
+    /// it with [`FrameWalker::copy_payload`]).
+    pub payload: Vec<u8>,
+    /// False when it does not link to the frame before it (the chain is
+    /// broken: reordered, duplicated, deleted around or spliced in), or
+    /// when it is where reading resumed after damage.
+    pub linked: bool,
+}
+
+impl Frame {
+    /// The offset just past it.
+    pub fn end(&self) -> u64 {
+        self.off + FRAME_HEADER_LEN as u64 + self.header.len as u64
+    }
+}
+
+/// Why a walk stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Just after the end frame.
+    EndFrame,
+    /// At the end of the file (or of its valid length).
+    Eof,
+    /// At zeros (unwritten space) or a frame of an earlier generation, with
+    /// no valid frame of ours after it.
+    Unwritten,
+    /// At bytes that are not a valid frame, with no valid frame of ours
+    /// after them: a torn tail of this many non-zero bytes.
+    Torn(DecodeError, u64),
+}
+
+/// One step of a walk.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A frame valid on its own, in file order.
+    Frame(Frame),
+    /// Bytes `start..end` are not valid frames, and a valid frame of ours
+    /// starts at `end`: the walk resumes there.
+    Damage {
+        /// First damaged byte.
+        start: u64,
+        /// Where reading resumed.
+        end: u64,
+        /// What was wrong at `start`.
+        error: DecodeError,
+    },
+    /// The walk ended at this offset.
+    Stop(u64, Stop),
+}
+
+/// Walks the frames of a framed file in order, in constant memory,
+/// resynchronising after damage. Up to `valid_len` when the header has one.
+pub struct FrameWalker<'s, S: ?Sized> {
+    win: Window<'s, S>,
+    generation: u64,
+    limit: u64,
+    off: u64,
+    chain: u32,
+    resumed: bool,
+    done: bool,
+}
+
+/// Reads the header of a framed file.
+pub fn read_header<S: ?Sized + ByteSource>(src: &S) -> io::Result<Result<FileHeader, DecodeError>> {
+    let mut b = [0u8; HEADER_LEN];
+    let mut n = 0;
+    while n < HEADER_LEN {
+        match src.read_at(n as u64, &mut b[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(FileHeader::decode(&b[..n]))
+}
+
+impl<'s, S: ?Sized + ByteSource> FrameWalker<'s, S> {
+    /// A walk over `src`, whose header is `header`.
+    pub fn new(src: &'s S, header: &FileHeader) -> io::Result<Self> {
+        let win = Window::new(src)?;
+        let limit = if header.valid_len > 0 {
+            header.valid_len.min(win.size)
+        } else {
+            win.size
+        };
+        Ok(FrameWalker {
+            win,
+            generation: header.generation,
+            limit,
+            off: HEADER_LEN as u64,
+            chain: chain_seed(header),
+            resumed: false,
+            done: false,
+        })
+    }
+
+    /// The next step, `None` after [`Step::Stop`].
+    pub fn next_step(&mut self) -> io::Result<Option<Step>> {
+        if self.done {
+            return Ok(None);
+        }
+        if self.off >= self.limit {
+            self.done = true;
+            return Ok(Some(Step::Stop(self.off, Stop::Eof)));
+        }
+        match self.win.frame(self.off, self.limit, self.generation)? {
+            Ok(mut f) => {
+                f.linked = !self.resumed && f.header.prev == self.chain;
+                self.resumed = false;
+                self.chain = f.header.crc;
+                self.off = f.end();
+                if f.header.kind == FrameKind::End {
+                    // Nothing after the end frame is read; the caller checks
+                    // that it ends where the header says.
+                    self.limit = self.off;
+                    self.done = true;
+                }
+                Ok(Some(Step::Frame(f)))
+            }
+            Err(error) => {
+                let start = self.off;
+                match self
+                    .win
+                    .next_valid_frame(start + 1, self.limit, self.generation)?
+                {
+                    Some(end) => {
+                        self.off = end;
+                        self.resumed = true;
+                        Ok(Some(Step::Damage { start, end, error }))
+                    }
+                    None => {
+                        self.done = true;
+                        let stop = match error {
+                            DecodeError::Zero | DecodeError::StaleGeneration => Stop::Unwritten,
+                            e => Stop::Torn(e, self.win.nonzero_len(start, self.limit)?),
+                        };
+                        Ok(Some(Step::Stop(start, stop)))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where the walk ends at the latest (the header's valid length, or
+    /// the file's size).
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Writes the bytes `off..off+len` of the source to `out`, through the
+    /// walker's window (for copying a frame [`Step::Frame`] returned).
+    pub fn copy_range(&mut self, off: u64, len: u64, out: &mut dyn io::Write) -> io::Result<()> {
+        let mut pos = off;
+        while pos < off + len {
+            let b = self
+                .win
+                .get(pos, (off + len - pos).min(READ_BUF as u64) as usize)?;
+            if b.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file became shorter while it was read",
+                ));
+            }
+            out.write_all(b)?;
+            pos += b.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Writes the payload of data frame `f` to `out`.
+    pub fn copy_payload(&mut self, f: &Frame, out: &mut dyn io::Write) -> io::Result<()> {
+        self.copy_range(f.off + FRAME_HEADER_LEN as u64, f.header.len as u64, out)
+    }
+}
+
+/// How a [`walk_frames`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// At the end frame.
+    EndFrame,
+    /// At the end of the bytes, or at zeros / another generation's frames.
+    Clean,
+    /// At a frame that is not valid, with its error.
+    Bad(DecodeError),
+    /// At a frame valid on its own that does not link to the one before.
+    ChainBroken,
+}
+
+/// Walks the chained frames of a framed file held in memory (header
+/// included), calling `f` with each frame's offset, header and payload, in
+/// order, up to the first frame that is not valid or not chained. Returns
+/// the offset where it stopped and why. Stops at `header.valid_len` when it
+/// is set. For files on disk, [`FrameWalker`] does the same in constant
+/// memory and resynchronises after damage.
+pub fn walk_frames(
+    bytes: &[u8],
+    header: &FileHeader,
+    mut f: impl FnMut(u64, &FrameHeader, &[u8]),
+) -> (u64, WalkEnd) {
+    let limit = if header.valid_len > 0 {
+        usize::try_from(header.valid_len)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len())
+    } else {
+        bytes.len()
+    };
+    let (mut off, mut chain) = (HEADER_LEN, chain_seed(header));
+    while off < limit {
+        match crate::format::decode_frame(&bytes[off..limit], header.generation) {
+            Ok((h, _)) if h.prev != chain => return (off as u64, WalkEnd::ChainBroken),
+            Ok((h, payload)) => {
+                f(off as u64, &h, payload);
+                off += FRAME_HEADER_LEN + h.len as usize;
+                chain = h.crc;
+                if h.kind == FrameKind::End {
+                    return (off as u64, WalkEnd::EndFrame);
+                }
+            }
+            Err(DecodeError::Zero | DecodeError::StaleGeneration) => {
+                return (off as u64, WalkEnd::Clean)
+            }
+            Err(e) => return (off as u64, WalkEnd::Bad(e)),
+        }
+    }
+    (off as u64, WalkEnd::Clean)
+}
 
 /// The verdict on one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileStatus {
-    /// Ended as asked, every frame valid, no unexplained gap.
+    /// Ended as asked, every frame valid and chained, no unexplained gap,
+    /// counters matching.
     Complete,
     /// Ended by the recorder as aborted (the end frame gives the reason).
     Aborted,
     /// No end frame: the recording was interrupted; the valid prefix is
     /// intact (a torn tail may follow it).
     Unfinished,
-    /// Damaged or missing data inside the valid prefix.
+    /// Damaged, misplaced or missing data.
     Corrupt,
-    /// Not an rtrec file.
+    /// Not an rtrec file (or one of another format version).
     NotRtrec,
-    /// A raw recording (no frames to check); the sidecar gives the counters.
+    /// A raw recording whose bytes match its sidecar's checksums.
     Raw,
+    /// A raw recording without a sidecar (or one without checksums):
+    /// nothing to check it against.
+    Unverifiable,
 }
 
 /// Records missing without a loss frame that explains them.
@@ -53,6 +545,17 @@ pub struct Gap {
     pub count: u64,
 }
 
+/// Bytes of a file that are damaged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ByteRange {
+    /// First damaged byte.
+    pub start: u64,
+    /// Just past the last one.
+    pub end: u64,
+    /// What is wrong there.
+    pub what: String,
+}
+
 /// What `verify` found in one file.
 #[derive(Clone, Debug, Serialize)]
 pub struct FileReport {
@@ -60,40 +563,63 @@ pub struct FileReport {
     pub path: PathBuf,
     /// The verdict.
     pub status: FileStatus,
-    /// The header, when it could be read.
+    /// The header's generation, when it could be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<u64>,
+    /// The recording this file belongs to (header), when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recording_id: Option<u64>,
     /// Position in its recording.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<u32>,
-    /// Data records found intact.
+    /// Data records found intact (before and after any damage).
     pub records: u64,
-    /// Their payload bytes.
+    /// Of these, the records found after damage: they can be saved
+    /// (`rtrec export --salvage`), but the recording around them is broken.
+    pub salvageable_records: u64,
+    /// Payload bytes of the intact records.
     pub bytes: u64,
-    /// First data or loss sequence number in the file.
+    /// Sequence number of the file's first frame.
     pub first_seq: Option<u64>,
     /// The sequence number after the last one accounted for.
     pub next_seq: Option<u64>,
     /// Dropped records stored as loss frames.
     pub lost_records: u64,
-    /// Gaps no loss frame explains (missing data).
+    /// Records missing without a loss frame (in this file, or in missing
+    /// files before it).
+    pub missing_records: u64,
+    /// Where they are missing (the first [`MAX_LISTED`] gaps).
     pub gaps: Vec<Gap>,
+    /// Records the end frame counts as dropped that no loss frame stores
+    /// (the writer had failed).
+    pub unstored_drops: u64,
     /// Counters stored in the end frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stored: Option<EndPayload>,
+    /// True when the file opens with a flight-recorder trigger frame.
+    pub opens_with_trigger: bool,
     /// Flight-recorder triggers in the file.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<TriggerPayload>,
-    /// End of the valid frames.
+    /// End of the last valid frame.
     pub valid_len: u64,
+    /// Bytes of all valid frames (what an export copies after the header).
+    pub frame_bytes: u64,
     /// Bytes after the valid frames that are neither zeros nor another
     /// generation's frames (a write cut short).
     pub torn_tail_bytes: u64,
-    /// Where the data are damaged, and how.
+    /// The first damaged or misplaced offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt_at: Option<u64>,
-    /// Human-readable findings, one sentence each.
+    /// Damaged byte ranges (the first [`MAX_LISTED`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<ByteRange>,
+    /// How many damaged ranges there are in all.
+    pub damaged_ranges: u64,
+    /// Findings, one sentence each (the first [`MAX_LISTED`]).
     pub notes: Vec<String>,
+    /// Findings left out of `notes`.
+    pub notes_omitted: u64,
 }
 
 impl FileReport {
@@ -102,19 +628,28 @@ impl FileReport {
             path: path.to_path_buf(),
             status: FileStatus::NotRtrec,
             generation: None,
+            recording_id: None,
             index: None,
             records: 0,
+            salvageable_records: 0,
             bytes: 0,
             first_seq: None,
             next_seq: None,
             lost_records: 0,
+            missing_records: 0,
             gaps: Vec::new(),
+            unstored_drops: 0,
             stored: None,
+            opens_with_trigger: false,
             triggers: Vec::new(),
             valid_len: 0,
+            frame_bytes: 0,
             torn_tail_bytes: 0,
             corrupt_at: None,
+            damaged: Vec::new(),
+            damaged_ranges: 0,
             notes: Vec::new(),
+            notes_omitted: 0,
         }
     }
 
@@ -122,251 +657,473 @@ impl FileReport {
     pub fn is_clean(&self) -> bool {
         matches!(self.status, FileStatus::Complete | FileStatus::Raw)
     }
+
+    /// Adds a finding.
+    fn note(&mut self, s: String) {
+        if self.notes.len() < MAX_LISTED {
+            self.notes.push(s);
+        } else {
+            self.notes_omitted += 1;
+        }
+    }
+
+    /// Marks the file corrupt at `off` with a finding.
+    fn corrupt(&mut self, off: u64, s: String) {
+        self.corrupt_at.get_or_insert(off);
+        self.status = FileStatus::Corrupt;
+        self.note(s);
+    }
+
+    /// Records `count` missing records from `first_seq`.
+    fn missing(&mut self, first_seq: u64, count: u64, where_: &str) {
+        self.missing_records = self.missing_records.saturating_add(count);
+        if self.gaps.len() < MAX_LISTED {
+            self.gaps.push(Gap { first_seq, count });
+        }
+        self.note(format!(
+            "{count} record(s) from sequence {first_seq} are missing{where_} and no loss frame explains them"
+        ));
+    }
+
+    fn damage(&mut self, start: u64, end: u64, what: String) {
+        self.damaged_ranges += 1;
+        if self.damaged.len() < MAX_LISTED {
+            self.damaged.push(ByteRange {
+                start,
+                end,
+                what: what.clone(),
+            });
+        }
+        self.corrupt(start, format!("bytes {start}..{end} are damaged: {what}"));
+    }
 }
 
-/// How a walk over the frames ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WalkEnd {
-    /// At the end frame.
-    EndFrame,
-    /// At the end of the bytes, or at zeros / another generation's frames.
-    Clean,
-    /// At a frame that is not valid, with its error.
-    Bad(DecodeError),
+/// The per-frame rules of one file (see the module docs).
+struct FileCheck<'r> {
+    r: &'r mut FileReport,
+    header: FileHeader,
+    exp: Option<u64>,
+    last_ts: Option<u64>,
+    damaged: bool,
 }
 
-/// Walks the frames of a framed file's bytes (header included), calling `f`
-/// for each valid frame in order. Returns the offset where the walk stopped
-/// and why. Stops at `header.valid_len` when it is set.
-pub fn walk_frames(
-    bytes: &[u8],
-    header: &FileHeader,
-    mut f: impl FnMut(u64, &FrameHeader, &[u8]),
-) -> (u64, WalkEnd) {
-    let limit = if header.valid_len > 0 {
-        (header.valid_len as usize).min(bytes.len())
-    } else {
-        bytes.len()
-    };
-    let mut off = HEADER_LEN;
-    while off < limit {
-        match decode_frame(&bytes[off..limit], header.generation) {
-            Ok((h, payload)) => {
-                f(off as u64, &h, payload);
-                off += FRAME_HEADER_LEN + h.len as usize;
-                if h.kind == FrameKind::End {
-                    return (off as u64, WalkEnd::EndFrame);
+impl FileCheck<'_> {
+    /// Checks that `seq` is the next expected one: a jump ahead is missing
+    /// data, a step back a reordered or duplicated frame.
+    fn sequence(&mut self, off: u64, seq: u64, what: &str) {
+        let exp = *self.exp.get_or_insert(seq);
+        if seq > exp {
+            self.r.missing(exp, seq - exp, "");
+        } else if seq < exp {
+            self.r.corrupt(
+                off,
+                format!("the {what} frame at offset {off} has sequence {seq}, {exp} was expected (out of order or a duplicate)"),
+            );
+        }
+    }
+
+    fn advance(&mut self, off: u64, seq: u64, count: u64) {
+        match seq.checked_add(count) {
+            Some(n) => self.exp = Some(n),
+            None => self.r.corrupt(
+                off,
+                format!("a sequence number at offset {off} is out of range"),
+            ),
+        }
+    }
+
+    fn frame(&mut self, f: &Frame) {
+        let (off, h) = (f.off, &f.header);
+        self.r.frame_bytes += f.end() - f.off;
+        self.r.valid_len = f.end();
+        if !f.linked && !self.damaged {
+            self.damaged = true;
+            self.r.damage(
+                off,
+                off,
+                "the frame here does not follow the frame before it (frames reordered, duplicated, deleted or spliced in)".into(),
+            );
+        }
+        let first = self.r.first_seq.is_none();
+        if first {
+            self.r.first_seq = Some(h.seq);
+            self.r.opens_with_trigger = h.kind == FrameKind::Trigger;
+            if self.header.index == 0 && h.kind != FrameKind::Trigger {
+                // A recording starts at sequence 0.
+                self.exp = Some(0);
+            }
+        }
+        match h.kind {
+            FrameKind::Data => {
+                self.sequence(off, h.seq, "data");
+                if self.last_ts.is_some_and(|t| h.ts_ns < t) {
+                    self.r.corrupt(off, format!("the timestamp of the record at offset {off} goes back in time"));
                 }
+                self.last_ts = Some(h.ts_ns);
+                self.r.records += 1;
+                if self.damaged {
+                    self.r.salvageable_records += 1;
+                }
+                self.r.bytes += h.len as u64;
+                self.advance(off, h.seq, 1);
             }
-            Err(DecodeError::Zero) | Err(DecodeError::StaleGeneration) => {
-                return (off as u64, WalkEnd::Clean)
-            }
-            Err(e) => return (off as u64, WalkEnd::Bad(e)),
+            FrameKind::Loss => match LossPayload::decode(&f.payload) {
+                Some(l) if l.first_seq == h.seq && l.count > 0 => {
+                    self.sequence(off, h.seq, "loss");
+                    self.r.lost_records = self.r.lost_records.saturating_add(l.count);
+                    self.advance(off, h.seq, l.count);
+                }
+                _ => self
+                    .r
+                    .corrupt(off, format!("the loss frame at offset {off} is malformed")),
+            },
+            FrameKind::Trigger => match TriggerPayload::decode(&f.payload) {
+                Some(t) if first && self.header.index == 0 && t.trigger_seq >= h.seq => {
+                    self.exp = Some(h.seq);
+                    if self.r.triggers.len() < MAX_LISTED {
+                        self.r.triggers.push(t);
+                    }
+                }
+                Some(_) => self.r.corrupt(
+                    off,
+                    format!("a trigger frame at offset {off}: only the first frame of an event's first file can be one"),
+                ),
+                None => self
+                    .r
+                    .corrupt(off, format!("the trigger frame at offset {off} is malformed")),
+            },
+            FrameKind::End => self.end(f),
         }
     }
-    (off as u64, WalkEnd::Clean)
-}
 
-/// Offset of the first valid frame of `generation` at or after `from`.
-fn next_valid_frame(bytes: &[u8], from: usize, generation: u64) -> Option<usize> {
-    let mut i = from;
-    while i + FRAME_HEADER_LEN <= bytes.len() {
-        let rel = bytes[i..].windows(4).position(|w| w == FRAME_MAGIC)?;
-        let at = i + rel;
-        if decode_frame(&bytes[at..], generation).is_ok() {
-            return Some(at);
+    fn end(&mut self, f: &Frame) {
+        let (off, h) = (f.off, &f.header);
+        let Some(e) = EndPayload::decode(&f.payload) else {
+            return self
+                .r
+                .corrupt(off, format!("the end frame at offset {off} is malformed"));
+        };
+        let exp = *self.exp.get_or_insert(h.seq);
+        if h.seq < exp {
+            self.r.corrupt(
+                off,
+                format!(
+                    "the end frame says the next sequence is {}, but records up to {} were read",
+                    h.seq,
+                    exp - 1
+                ),
+            );
+        } else if h.seq > exp {
+            if e.complete {
+                self.r.missing(exp, h.seq - exp, " before the end frame");
+            } else {
+                // The writer failed: it counted drops it could not store.
+                self.r.unstored_drops = h.seq - exp;
+                self.r.note(format!("{} record(s) from sequence {exp} were dropped after the writer failed; the end frame counts them", h.seq - exp));
+            }
         }
-        i = at + 1;
+        if self.last_ts.is_some_and(|t| h.ts_ns < t) {
+            self.r.corrupt(
+                off,
+                format!("the end frame at offset {off} is older than the records before it"),
+            );
+        }
+        if self.header.valid_len > 0 && f.end() != self.header.valid_len {
+            self.r.corrupt(
+                off,
+                format!(
+                    "the end frame ends at offset {}, the header's valid length is {}",
+                    f.end(),
+                    self.header.valid_len
+                ),
+            );
+        }
+        if e.records_written < self.r.records
+            || e.bytes_written < self.r.bytes
+            || e.records_dropped < self.r.lost_records
+        {
+            self.r.corrupt(
+                off,
+                "the end frame counts fewer records, bytes or drops than this file holds".into(),
+            );
+        }
+        self.exp = Some(h.seq);
+        self.r.stored = Some(e);
     }
-    None
 }
 
-/// Verifies one framed file held in `bytes`.
-pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
+/// Verifies one framed file read from `src`, in constant memory.
+pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result<FileReport> {
     let mut r = FileReport::new(path);
-    let header = match FileHeader::decode(bytes) {
+    let header = match read_header(src)? {
         Ok(h) => h,
         Err(DecodeError::BadCrc) => {
-            r.status = FileStatus::Corrupt;
-            r.corrupt_at = Some(0);
-            r.notes
-                .push("the file header is damaged (checksum mismatch)".into());
-            return r;
+            r.corrupt(0, "the file header is damaged (checksum mismatch)".into());
+            return Ok(r);
+        }
+        Err(DecodeError::Version(v)) => {
+            let who = if v < FORMAT_VERSION {
+                "an older"
+            } else {
+                "a newer"
+            };
+            r.note(format!(
+                "written by {who} rtrec: format version {v}, this rtrec reads {FORMAT_VERSION}"
+            ));
+            return Ok(r);
         }
         Err(e) => {
-            r.notes
-                .push(format!("not an rtrec recording ({e} at the start)"));
-            return r;
+            r.note(format!("not an rtrec recording ({e} at the start)"));
+            return Ok(r);
         }
     };
     r.generation = Some(header.generation);
+    r.recording_id = Some(header.recording_id);
     r.index = Some(header.index);
     if header.flags & FLAG_SLOT != 0 {
-        r.notes.push("an unused pool slot, not a recording".into());
-        return r;
+        r.note("an unused pool slot, not a recording".into());
+        return Ok(r);
+    }
+    // Unknown until the end: Corrupt is set as soon as something is found.
+    r.status = FileStatus::Unfinished;
+    r.valid_len = HEADER_LEN as u64;
+    let size = src.size()?;
+    if header.valid_len > 0 && header.valid_len > size {
+        r.corrupt(
+            size,
+            format!(
+                "the file is shorter ({size}) than its recorded valid length {}",
+                header.valid_len
+            ),
+        );
+    }
+    if header.valid_len > 0 && header.valid_len < HEADER_LEN as u64 {
+        r.corrupt(
+            0,
+            format!(
+                "the header's valid length {} is inside the header",
+                header.valid_len
+            ),
+        );
     }
     let pooled = header.flags & FLAG_POOLED != 0;
-    let mut expected: Option<u64> = None;
-    let mut seq_problem: Option<(u64, String)> = None;
-    let (stop, why) = walk_frames(bytes, &header, |off, h, payload| {
-        // Only data and loss frames carry the record sequence.
-        let exp = match h.kind {
-            FrameKind::Data | FrameKind::Loss => {
-                r.first_seq.get_or_insert(h.seq);
-                *expected.get_or_insert(h.seq)
+    let finished = header.valid_len > 0;
+    let mut walker = FrameWalker::new(src, &header)?;
+    let mut c = FileCheck {
+        r: &mut r,
+        header: header.clone(),
+        exp: None,
+        last_ts: None,
+        damaged: false,
+    };
+    while let Some(step) = walker.next_step()? {
+        match step {
+            Step::Frame(f) => c.frame(&f),
+            Step::Damage { start, end, error } => {
+                c.damaged = true;
+                c.r.damage(
+                    start,
+                    end,
+                    format!("{error}; reading resumed at the next valid frame"),
+                );
+                // The next frame's place in the sequence is unknown: the
+                // damaged bytes held an unknown number of records.
             }
-            _ => expected.unwrap_or(h.seq),
-        };
-        match h.kind {
-            FrameKind::Data => {
-                if h.seq > exp {
-                    r.gaps.push(Gap {
-                        first_seq: exp,
-                        count: h.seq - exp,
-                    });
-                } else if h.seq < exp && seq_problem.is_none() {
-                    seq_problem = Some((
-                        off,
-                        format!("record {} appears again or out of order", h.seq),
-                    ));
+            Step::Stop(at, stop) => match stop {
+                Stop::EndFrame => {}
+                Stop::Eof if finished => c.r.corrupt(
+                    at,
+                    format!(
+                        "no end frame inside the recorded valid length {}",
+                        header.valid_len
+                    ),
+                ),
+                Stop::Eof => {}
+                Stop::Unwritten if finished => {
+                    let limit = walker.limit();
+                    c.r.damage(
+                        at,
+                        limit,
+                        "unwritten or stale bytes inside the recorded valid length".into(),
+                    );
                 }
-                r.records += 1;
-                r.bytes += payload.len() as u64;
-                match h.seq.max(exp).checked_add(1) {
-                    Some(n) => expected = Some(n),
-                    None => {
-                        seq_problem
-                            .get_or_insert((off, "a sequence number is out of range".into()));
-                    }
+                Stop::Unwritten => {}
+                Stop::Torn(e, _) if finished => {
+                    let limit = walker.limit();
+                    c.r.damage(at, limit, format!("{e}, inside the recorded valid length"));
                 }
-            }
-            FrameKind::Loss => match LossPayload::decode(payload) {
-                Some(l) => {
-                    if l.first_seq > exp {
-                        r.gaps.push(Gap {
-                            first_seq: exp,
-                            count: l.first_seq - exp,
-                        });
-                    }
-                    match (
-                        l.first_seq.checked_add(l.count),
-                        r.lost_records.checked_add(l.count),
-                    ) {
-                        (Some(end), Some(lost)) => {
-                            r.lost_records = lost;
-                            expected = Some(end.max(exp));
-                        }
-                        _ => {
-                            seq_problem.get_or_insert((
-                                off,
-                                "a loss frame's count is out of range".into(),
-                            ));
-                        }
-                    }
+                Stop::Torn(e, tail) if pooled => {
+                    // In a pool file an earlier life's bytes follow ours; a
+                    // cut frame of ours cannot be told from them, and need
+                    // not be.
+                    let _ = (e, tail);
+                    c.r.note(format!("this recording's data end at offset {at}; older data of the pool file follow"));
                 }
-                None => {
-                    seq_problem.get_or_insert((off, "a loss frame is malformed".into()));
+                Stop::Torn(e, tail) => {
+                    c.r.torn_tail_bytes = tail;
+                    c.r.note(format!("torn tail of {tail} bytes at offset {at} ({e}); the records before it are intact"));
                 }
             },
-            FrameKind::End => r.stored = EndPayload::decode(payload),
-            FrameKind::Trigger => {
-                if let Some(t) = TriggerPayload::decode(payload) {
-                    r.triggers.push(t);
-                }
-            }
-        }
-    });
-    r.next_seq = expected;
-    r.valid_len = stop;
-    let stop = stop as usize;
-    match why {
-        WalkEnd::EndFrame => {}
-        WalkEnd::Clean | WalkEnd::Bad(_) if header.valid_len > 0 => {
-            let what = match why {
-                WalkEnd::Bad(e) => e.to_string(),
-                _ => "no end frame".into(),
-            };
-            r.corrupt_at = Some(stop as u64);
-            r.notes.push(format!(
-                "damaged inside the recorded valid length {} at offset {stop}: {what}",
-                header.valid_len
-            ));
-        }
-        WalkEnd::Clean | WalkEnd::Bad(_) => {
-            if let Some(at) = next_valid_frame(bytes, stop + 1, header.generation) {
-                r.corrupt_at = Some(stop as u64);
-                r.notes.push(format!(
-                    "data missing or damaged at offset {stop}: a valid frame follows at offset {at}"
-                ));
-            } else if let (WalkEnd::Bad(_), true) = (why, pooled) {
-                // In a pool file an earlier life's bytes follow ours; a cut
-                // frame of ours cannot be told from them, and need not be.
-                r.notes.push(format!("this recording's data end at offset {stop}; older data of the pool file follow"));
-            } else if let WalkEnd::Bad(e) = why {
-                let tail = &bytes[stop..];
-                let nonzero = tail.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                r.torn_tail_bytes = nonzero as u64;
-                r.notes.push(format!("torn tail of {nonzero} bytes at offset {stop} ({e}); the records before it are intact"));
-            }
         }
     }
-    if header.valid_len > 0 && header.valid_len as usize > bytes.len() {
-        r.corrupt_at.get_or_insert(bytes.len() as u64);
-        r.notes.push(format!(
-            "the file is shorter ({}) than its recorded valid length {}",
-            bytes.len(),
-            header.valid_len
-        ));
-    }
-    if let Some((off, msg)) = seq_problem {
-        r.corrupt_at.get_or_insert(off);
-        r.notes.push(msg);
-    }
-    for g in &r.gaps {
-        r.notes.push(format!(
-            "{} record(s) from sequence {} are missing and no loss frame explains them",
-            g.count, g.first_seq
-        ));
-    }
+    let next = c.exp;
+    r.next_seq = next;
     if r.lost_records > 0 {
-        r.notes.push(format!(
+        r.note(format!(
             "{} record(s) were dropped while recording; each loss is stored",
             r.lost_records
         ));
     }
-    r.status = if r.corrupt_at.is_some() || !r.gaps.is_empty() {
-        FileStatus::Corrupt
-    } else {
-        match &r.stored {
-            Some(e) if e.complete => FileStatus::Complete,
-            Some(e) => {
-                r.notes
-                    .push(format!("the recording was aborted: {}", e.reason));
-                FileStatus::Aborted
-            }
-            None => {
-                r.notes
-                    .push("no end frame: the recording was interrupted".into());
-                FileStatus::Unfinished
-            }
+    if r.status == FileStatus::Corrupt {
+        return Ok(r);
+    }
+    r.status = match &r.stored {
+        Some(_) if r.missing_records > 0 => FileStatus::Corrupt,
+        Some(e) if e.complete => FileStatus::Complete,
+        Some(e) => {
+            let reason = e.reason.clone();
+            r.note(format!("the recording was aborted: {reason}"));
+            FileStatus::Aborted
+        }
+        None if r.missing_records > 0 => FileStatus::Corrupt,
+        None => {
+            r.note("no end frame: the recording was interrupted".into());
+            FileStatus::Unfinished
         }
     };
-    r
+    Ok(r)
 }
 
-/// Verifies one file on disk.
+/// Verifies one framed file held in `bytes`.
+pub fn verify_bytes(path: &Path, bytes: &[u8]) -> FileReport {
+    match verify_source(path, bytes) {
+        Ok(r) => r,
+        // Reading a slice cannot fail; say so rather than panic if it did.
+        Err(e) => {
+            let mut r = FileReport::new(path);
+            r.note(format!("cannot be read: {e}"));
+            r
+        }
+    }
+}
+
+/// Verifies one file on disk: a framed file by its frames, a raw file
+/// against its sidecar.
 pub fn verify_file(path: &Path) -> io::Result<FileReport> {
+    let f = open_regular(path)?;
     if path.extension().and_then(|e| e.to_str()) == Some(RAW_EXT) {
-        let mut r = FileReport::new(path);
-        r.status = FileStatus::Raw;
-        r.bytes = std::fs::metadata(path)?.len();
-        r.notes.push(
-            "raw recording: no frames to check; counters are in the .meta.json sidecar".into(),
+        return verify_raw(path, &f);
+    }
+    verify_source(path, &f)
+}
+
+/// The sidecar of raw file `BASE-NNNN.raw`: `BASE.meta.json` beside it.
+pub fn raw_sidecar(path: &Path) -> Option<PathBuf> {
+    let stem = path.file_stem()?.to_str()?;
+    let (base, n) = stem.rsplit_once('-')?;
+    (n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| path.with_file_name(format!("{base}.meta.json")))
+}
+
+/// The largest sidecar read (16 MiB: 4 bytes per MiB of recording, so it
+/// covers recordings of terabytes).
+const MAX_SIDECAR: u64 = 16 << 20;
+
+/// Checks a raw file against the chunk checksums in its sidecar.
+fn verify_raw(path: &Path, f: &File) -> io::Result<FileReport> {
+    let mut r = FileReport::new(path);
+    r.status = FileStatus::Unverifiable;
+    let size = f.size()?;
+    r.bytes = size;
+    let Some(side) = raw_sidecar(path) else {
+        r.note(
+            "a raw file without a recording's name: no sidecar to check it against (unverifiable)"
+                .into(),
+        );
+        return Ok(r);
+    };
+    let side_name = side.display().to_string();
+    let meta: serde_json::Value = match open_regular(&side).and_then(|s| {
+        if s.size()? > MAX_SIDECAR {
+            return Err(io::Error::other("it is too large to be a sidecar"));
+        }
+        serde_json::from_reader(io::BufReader::new(s)).map_err(io::Error::other)
+    }) {
+        Ok(v) => v,
+        Err(e) => {
+            r.note(format!("raw recording whose sidecar '{side_name}' cannot be read ({e}): nothing to check it against (unverifiable)"));
+            return Ok(r);
+        }
+    };
+    let sums: Option<Vec<RawFileSums>> = (meta.get("chunk_bytes").and_then(|v| v.as_u64())
+        == Some(RAW_CHUNK))
+    .then(|| meta.get("file_sums").cloned())
+    .flatten()
+    .and_then(|v| serde_json::from_value(v).ok());
+    let Some(sums) = sums else {
+        r.note(format!("the sidecar '{side_name}' holds no checksums (written by an older rtrec): unverifiable"));
+        return Ok(r);
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some(mine) = sums.iter().find(|s| s.name == name) else {
+        r.note(format!(
+            "the sidecar '{side_name}' does not list this file: unverifiable"
+        ));
+        return Ok(r);
+    };
+    r.status = FileStatus::Raw;
+    for s in &sums {
+        if !path.with_file_name(&s.name).exists() {
+            r.corrupt(
+                0,
+                format!("file '{}' of this raw recording is missing", s.name),
+            );
+        }
+    }
+    if size != mine.len {
+        r.corrupt(
+            size.min(mine.len),
+            format!("the file has {size} bytes, its sidecar says {}", mine.len),
+        );
+    }
+    let chunks = mine.len.div_ceil(RAW_CHUNK);
+    if mine.chunk_crcs.len() as u64 != chunks {
+        r.corrupt(
+            0,
+            format!("the sidecar '{side_name}' is malformed (chunk count)"),
         );
         return Ok(r);
     }
-    let bytes = std::fs::read(path)?;
-    Ok(verify_bytes(path, &bytes))
+    let mut win = Window::new(f)?;
+    for (i, want) in mine.chunk_crcs.iter().enumerate() {
+        let start = i as u64 * RAW_CHUNK;
+        let end = (start + RAW_CHUNK).min(mine.len).min(size);
+        if start >= end {
+            break;
+        }
+        let b = win.get(start, (end - start) as usize)?;
+        let full = b.len() as u64 == (start + RAW_CHUNK).min(mine.len) - start;
+        if !full || crc32c::crc32c(b) != *want {
+            r.damage(start, end, "checksum mismatch against the sidecar".into());
+        }
+    }
+    let complete = meta
+        .get("complete")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if r.status == FileStatus::Raw && !complete {
+        let reason = meta
+            .get("reason")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        r.note(format!("the recording was aborted: {reason}"));
+        r.status = FileStatus::Aborted;
+    }
+    Ok(r)
 }
 
 /// The recording files in `dir` (`*.rtr`, `*.raw`), sorted by name; hidden
@@ -385,80 +1142,145 @@ pub fn recording_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// Checks the files of each recording (same name before `-NNNN.rtr`)
-/// against each other: the first file (index 0) must be there, indexes must
-/// have no holes, each file must continue the previous one's sequence
-/// numbers, and a recording whose last file says "continued" lost its next
-/// file (a kill during rotation leaves exactly this: unfinished). Reports are
-/// expected in name order, as [`recording_files`] gives them.
+/// Checks the files of each recording against each other. Files belong to
+/// one recording when they sit in the same directory and carry the same
+/// recording id (names are not trusted). The first file (index 0) must be
+/// there, indexes must have no holes and no doubles (a missing file is
+/// reported with the sequence range it held), each file must follow a file
+/// whose end frame says "continued" and continue its sequence numbers, its
+/// end frame's counters must grow by exactly what the file holds, and a
+/// recording whose last file says "continued" lost its next file (a kill
+/// during rotation leaves exactly this: unfinished).
 pub fn check_continuity(reports: &mut [FileReport]) {
-    fn split(p: &Path) -> Option<(String, u32)> {
-        let stem = p.file_stem()?.to_str()?;
-        let (b, n) = stem.rsplit_once('-')?;
-        if n.len() != 4 {
-            return None;
+    let mut order: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
+        .collect();
+    let key = |r: &FileReport| {
+        (
+            r.path.parent().map(Path::to_path_buf),
+            r.recording_id,
+            r.index,
+        )
+    };
+    order.sort_by_key(|&i| key(&reports[i]));
+    let mut start = 0;
+    while start < order.len() {
+        let (dir, id, _) = key(&reports[order[start]]);
+        let mut end = start;
+        while end < order.len() && {
+            let (d, i, _) = key(&reports[order[end]]);
+            d == dir && i == id
+        } {
+            end += 1;
         }
-        Some((b.to_string(), n.parse().ok()?))
+        check_group(reports, &order[start..end]);
+        start = end;
     }
-    let keys: Vec<Option<(String, u32)>> = reports.iter().map(|r| split(&r.path)).collect();
-    let mut i = 0;
-    while i < reports.len() {
-        let Some((base, _)) = keys[i].clone() else {
-            i += 1;
-            continue;
+}
+
+/// [`check_continuity`] for the files of one recording, in index order.
+fn check_group(reports: &mut [FileReport], group: &[usize]) {
+    let first = &mut reports[group[0]];
+    let idx0 = first.index.unwrap_or(0);
+    if idx0 != 0 {
+        let held = match (first.opens_with_trigger, first.first_seq) {
+            (false, Some(s)) if s > 0 => {
+                first.missing_records = first.missing_records.saturating_add(s);
+                format!("; they held sequence 0..{}", s - 1)
+            }
+            _ => String::new(),
         };
-        let mut j = i;
-        while j < reports.len() && keys[j].as_ref().is_some_and(|(b, _)| *b == base) {
-            j += 1;
-        }
-        let group = &mut reports[i..j];
-        let idx: Vec<u32> = keys[i..j]
-            .iter()
-            .map(|k| k.as_ref().map_or(0, |k| k.1))
-            .collect();
-        if idx[0] != 0 {
-            let r = &mut group[0];
-            r.notes.push(format!(
-                "the recording's first {} file(s) are missing",
-                idx[0]
-            ));
-            r.status = FileStatus::Corrupt;
-        }
-        for k in 1..group.len() {
-            let (prev_end, prev_continued) = (
-                group[k - 1].next_seq,
-                group[k - 1].stored.as_ref().is_some_and(|e| e.continued),
-            );
-            let r = &mut group[k];
-            if idx[k] != idx[k - 1] + 1 {
-                r.notes.push(format!(
-                    "file(s) {} to {} of this recording are missing",
-                    idx[k - 1] + 1,
-                    idx[k] - 1
-                ));
-                r.status = FileStatus::Corrupt;
-            } else if let (true, Some(prev_end), Some(first)) =
-                (prev_continued, prev_end, r.first_seq)
+        first.corrupt(
+            0,
+            format!("the recording's first {idx0} file(s) are missing{held}"),
+        );
+    } else if !first.opens_with_trigger && first.status != FileStatus::Corrupt {
+        // File 0 of a recording: the end frame's counters are absolute.
+        if let Some(e) = &first.stored {
+            if (e.records_written, e.bytes_written, e.records_dropped)
+                != (
+                    first.records,
+                    first.bytes,
+                    first.lost_records + first.unstored_drops,
+                )
             {
-                if first > prev_end {
-                    r.gaps.push(Gap {
-                        first_seq: prev_end,
-                        count: first - prev_end,
-                    });
-                    r.notes.push(format!(
-                        "{} record(s) from sequence {prev_end} are missing between files",
-                        first - prev_end
-                    ));
-                    r.status = FileStatus::Corrupt;
-                }
+                first.corrupt(
+                    first.valid_len,
+                    "the end frame's counters do not match the records, bytes and drops read"
+                        .into(),
+                );
             }
         }
-        let last = &mut group[group.len() - 1];
-        if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete
-        {
-            last.notes.push("the recording continues in a file that does not exist: it was interrupted while changing files".into());
-            last.status = FileStatus::Unfinished;
+    }
+    for k in 1..group.len() {
+        let p = &reports[group[k - 1]];
+        let (p_idx, p_next, p_stored) = (p.index.unwrap_or(0), p.next_seq, p.stored.clone());
+        let r = &mut reports[group[k]];
+        let idx = r.index.unwrap_or(0);
+        if idx == p_idx {
+            r.corrupt(
+                0,
+                format!("another file of this recording also claims to be file {idx}"),
+            );
+            continue;
         }
-        i = j;
+        if idx != p_idx + 1 {
+            let held = match (p_next, r.first_seq) {
+                (Some(a), Some(b)) if b > a => {
+                    r.missing_records = r.missing_records.saturating_add(b - a);
+                    if r.gaps.len() < MAX_LISTED {
+                        r.gaps.push(Gap {
+                            first_seq: a,
+                            count: b - a,
+                        });
+                    }
+                    format!("; they held sequence {a}..{}", b - 1)
+                }
+                _ => String::new(),
+            };
+            r.corrupt(
+                0,
+                format!(
+                    "file(s) {} to {} of this recording are missing{held}",
+                    p_idx + 1,
+                    idx - 1
+                ),
+            );
+            continue;
+        }
+        if !p_stored.as_ref().is_some_and(|e| e.continued) {
+            r.corrupt(
+                0,
+                format!("file {idx} follows a file that did not say the recording continues"),
+            );
+        }
+        if let (Some(a), Some(b)) = (p_next, r.first_seq) {
+            if b > a {
+                r.missing(a, b - a, " between files");
+                r.status = FileStatus::Corrupt;
+            } else if b < a {
+                r.corrupt(
+                    0,
+                    format!("the file starts at sequence {b}, the file before it ended at {a}"),
+                );
+            }
+        }
+        if let (Some(pe), Some(e), false) = (&p_stored, &r.stored, r.status == FileStatus::Corrupt)
+        {
+            let delta = (
+                e.records_written.wrapping_sub(pe.records_written),
+                e.bytes_written.wrapping_sub(pe.bytes_written),
+                e.records_dropped.wrapping_sub(pe.records_dropped),
+            );
+            if delta != (r.records, r.bytes, r.lost_records + r.unstored_drops) {
+                let at = r.valid_len;
+                r.corrupt(at, "the end frame's counters do not grow by the records, bytes and drops of this file".into());
+            }
+        }
+    }
+    let last = &mut reports[group[group.len() - 1]];
+    if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete {
+        last.note("the recording continues in a file that does not exist: it was interrupted while changing files".into());
+        last.status = FileStatus::Unfinished;
     }
 }

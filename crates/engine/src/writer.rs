@@ -16,7 +16,7 @@ use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
 use crate::format::{
-    self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN,
+    self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN, HEADER_LEN,
 };
 use crate::pool::{Pool, Refiller};
 use crate::sizing::END_PAYLOAD_MAX;
@@ -89,6 +89,13 @@ pub(crate) struct Writer {
     refiller: Option<Refiller>,
     flusher: Flusher,
     hdr: [u8; FRAME_HEADER_LEN],
+    /// The recording id stored in each file header (new for each event).
+    recording_id: u64,
+    /// CRC of the last frame written: the next frame's link.
+    chain: u32,
+    /// Raw framing: chunk sums of the current file, and of the closed ones.
+    raw_sum: format::RawSummer,
+    raw_sums: Vec<format::RawFileSums>,
     next_seq: u64,
     dropped: u64,
     report: WriterReport,
@@ -146,6 +153,10 @@ impl Writer {
             refiller,
             flusher,
             hdr: [0; FRAME_HEADER_LEN],
+            recording_id: format::new_recording_id(),
+            chain: 0,
+            raw_sum: format::RawSummer::default(),
+            raw_sums: Vec::new(),
             next_seq: 0,
             dropped: 0,
             report,
@@ -174,6 +185,7 @@ impl Writer {
                 index,
                 &self.cfg,
                 sys::realtime_ns(),
+                self.recording_id,
             )?,
             Some(pool) => {
                 let path = self
@@ -186,6 +198,7 @@ impl Writer {
                     created_mono_ns: 0,
                     config_digest: self.cfg.digest(),
                     valid_len: 0,
+                    recording_id: self.recording_id,
                     index,
                 };
                 let mut waited_since = None;
@@ -207,6 +220,7 @@ impl Writer {
                                 index,
                                 &self.cfg,
                                 sys::realtime_ns(),
+                                self.recording_id,
                             )?;
                         }
                         OnPoolEmpty::Wait => {
@@ -234,6 +248,7 @@ impl Writer {
         self.live.events.store(event + 1, Ordering::Relaxed);
         self.cur_base = format!("{}-ev{event:05}", self.base);
         self.cur_index = 0;
+        self.recording_id = format::new_recording_id();
         self.next_seq = first_seq;
         self.open_next_or_fail()
     }
@@ -350,12 +365,20 @@ impl Writer {
         let f: &File = &cur.file;
         let (mut head, mut body): (&[u8], &[u8]) = (&[], payload);
         if self.cfg.framing == Framing::Framed {
-            format::encode_frame_header(
+            // A file's first frame links to the header, every later one to
+            // the frame before it (see the format module's chaining).
+            let prev = if cur.offset == HEADER_LEN as u64 {
+                format::chain_seed(&cur.header)
+            } else {
+                self.chain
+            };
+            self.chain = format::encode_frame_header(
                 &mut self.hdr,
                 cur.header.generation,
                 kind,
                 seq,
                 ts_ns,
+                prev,
                 payload,
             );
             head = &self.hdr;
@@ -373,6 +396,9 @@ impl Writer {
                     let h = n.min(head.len());
                     head = &head[h..];
                     n -= h;
+                    if self.cfg.framing == Framing::Raw {
+                        self.raw_sum.update(&body[..n]);
+                    }
                     body = &body[n..];
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -410,6 +436,14 @@ impl Writer {
             return Err(self.fail(Failure::closed()));
         };
         self.report.file_bytes += cur.offset;
+        if self.cfg.framing == Framing::Raw {
+            let name = cur
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            let sums = self.raw_sum.finish_file(name.unwrap_or_default());
+            self.raw_sums.push(sums);
+        }
         file::close(&mut cur, self.cfg.framing).map_err(|e| {
             let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
             self.fail(f)
@@ -464,8 +498,10 @@ impl Writer {
 
     fn write_sidecar(&mut self, complete: bool, reason: &str) {
         let meta = serde_json::json!({
-            "format": "rtrec-raw-sidecar-1",
+            "format": "rtrec-raw-sidecar-2",
             "files": self.report.files,
+            "chunk_bytes": format::RAW_CHUNK,
+            "file_sums": self.raw_sums,
             "complete": complete,
             "reason": reason,
             "records_written": self.report.records_written,

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use rtrec_engine::format::{
-    decode_frame, encode_frame_header, EndPayload, FileHeader, FrameKind, LossPayload, LossReason,
-    FLAG_POOLED, FRAME_HEADER_LEN, HEADER_LEN,
+    chain_seed, decode_frame, encode_frame_header, EndPayload, FileHeader, FrameKind, LossPayload,
+    LossReason, FLAG_POOLED, FRAME_HEADER_LEN, HEADER_LEN,
 };
 use rtrec_engine::reader::{verify_bytes, FileReport, FileStatus};
 use rtrec_engine::{Alloc, Config, Flush, Mode, RecordError, Recorder, MIB};
@@ -136,6 +136,7 @@ fn foreign_frames(generation: u64, n: usize) -> Vec<u8> {
             generation,
             FrameKind::Data,
             1000 + i as u64,
+            0,
             0,
             &payload,
         );
@@ -327,6 +328,7 @@ proptest! {
         let s = sample();
         let mut h = FileHeader::decode(&s.bytes).unwrap();
         let mut body = Vec::new();
+        let mut prev = chain_seed(&h);
         for (kind, seq, a, b, raw) in &frames {
             let kind = match kind { 1 => FrameKind::Data, 2 => FrameKind::Loss, 3 => FrameKind::End, _ => FrameKind::Trigger };
             let payload = match kind {
@@ -344,7 +346,7 @@ proptest! {
                 _ => raw.clone(),
             };
             let mut fh = [0u8; FRAME_HEADER_LEN];
-            encode_frame_header(&mut fh, h.generation, kind, *seq, 0, &payload);
+            prev = encode_frame_header(&mut fh, h.generation, kind, *seq, 0, prev, &payload);
             body.extend_from_slice(&fh);
             body.extend_from_slice(&payload);
         }
@@ -366,7 +368,7 @@ fn one_frame_file(kind: FrameKind, seq: u64, payload: &[u8]) -> Vec<u8> {
     .encode()
     .to_vec();
     let mut fh = [0u8; FRAME_HEADER_LEN];
-    encode_frame_header(&mut fh, h.generation, kind, seq, 0, payload);
+    encode_frame_header(&mut fh, h.generation, kind, seq, 0, chain_seed(&h), payload);
     b.extend_from_slice(&fh);
     b.extend_from_slice(payload);
     b
@@ -399,18 +401,20 @@ fn a_loss_frame_whose_range_overflows_does_not_panic_verify_and_is_not_clean() {
 }
 
 #[test]
-fn a_flipped_reserved_byte_of_a_frame_header_is_not_accepted() {
-    // Bytes 36..40 of a frame header are "reserved, 0" (format.rs) but
-    // neither covered by the checksum nor checked: damage there passes.
+fn a_flipped_byte_of_a_frame_headers_chain_link_or_crc_is_not_accepted() {
+    // Bytes 32..40 of a frame header are its link to the frame before and
+    // its own CRC (format.rs); version 1 left 36..40 unchecked.
     let s = sample();
     let f = &s.frames[s.frames.len() / 2];
-    let mut b = s.bytes.clone();
-    b[f.start + 37] ^= 0x10;
-    let r = verify(&b);
-    assert_ne!(
-        r.status,
-        FileStatus::Complete,
-        "a damaged frame header was accepted: {:?}",
-        r.notes
-    );
+    for at in [33, 37] {
+        let mut b = s.bytes.clone();
+        b[f.start + at] ^= 0x10;
+        let r = verify(&b);
+        assert_eq!(
+            r.status,
+            FileStatus::Corrupt,
+            "a damaged frame header (byte {at}) was accepted: {:?}",
+            r.notes
+        );
+    }
 }
