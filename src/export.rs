@@ -23,7 +23,7 @@ use crate::cli::ExportArgs;
 use crate::usage;
 
 /// Runs `rtrec export`.
-pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
+pub fn run(a: &ExportArgs) -> crate::Result<i32> {
     let name = a.file.display();
     let src = open_regular(&a.file).or_else(|e| usage(format!("cannot read '{name}': {e}")))?;
     let report = verify_source(&a.file, &src)?;

@@ -12,7 +12,7 @@ use crate::usage;
 use rtrec_units::{format_size, parse_size};
 
 /// Runs `rtrec pool`.
-pub fn run(a: &PoolArgs) -> anyhow::Result<i32> {
+pub fn run(a: &PoolArgs) -> crate::Result<i32> {
     match &a.action {
         PoolAction::Prepare {
             dir,

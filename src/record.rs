@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::Context;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, PeriodicTimer, Recorder,
@@ -40,13 +40,13 @@ struct Plan {
     trigger_every: Option<u64>,
 }
 
-fn size_arg(name: &str, s: &str) -> anyhow::Result<u64> {
+fn size_arg(name: &str, s: &str) -> crate::Result<u64> {
     parse_size(s).or_else(|e| usage(format!("--{name}: {e}")))
 }
 
 /// A duration flag: the units grammar, and more than zero (every duration
 /// `record` takes is a period or a span).
-fn duration_arg(name: &str, s: &str) -> anyhow::Result<u64> {
+fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
     match parse_duration(s) {
         Ok(0) => usage(format!(
             "--{name}: '{s}' is zero; the duration must be positive"
@@ -56,7 +56,7 @@ fn duration_arg(name: &str, s: &str) -> anyhow::Result<u64> {
     }
 }
 
-fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
+fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     let period_ns = duration_arg("period", &a.period)?;
     let size = size_arg("size", &a.size)?;
     if size == 0 {
@@ -197,11 +197,10 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
 }
 
 /// Runs `rtrec record`.
-pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
+pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     let plan = resolve(a)?;
     if plan.dir_is_default && !plan.dir.exists() {
-        std::fs::create_dir_all(&plan.dir)
-            .with_context(|| format!("creating '{}'", plan.dir.display()))?;
+        std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
     let _stop_signals = signals::install()?;
     if let Some(setup) = &plan.rt {
@@ -224,8 +223,8 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         });
     }
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let mut rec =
-        Recorder::create(&plan.dir, plan.cfg.clone()).map_err(|e| crate::Usage(e.to_string()))?;
+    let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())
+        .map_err(|e| crate::Error::Usage(e.to_string()))?;
     let live = rec.live();
     let rss = plan
         .cfg
@@ -533,7 +532,7 @@ fn spawn_progress(
     })
 }
 
-fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> anyhow::Result<()> {
+fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> crate::Result<()> {
     let mut v = serde_json::to_value(s)?;
     if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
         let list: Vec<_> = samples
@@ -546,7 +545,7 @@ fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> anyhow::R
     if path == Path::new("-") {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
-        std::fs::write(path, text).with_context(|| format!("writing '{}'", path.display()))?;
+        std::fs::write(path, text).context(format!("writing '{}'", path.display()))?;
     }
     Ok(())
 }

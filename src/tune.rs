@@ -12,7 +12,7 @@ use rtrec_host::{restore_all_forced, restore_stale, state_dir};
 use crate::cli::TuneArgs;
 
 /// Runs `rtrec tune`.
-pub fn run(a: &TuneArgs) -> anyhow::Result<i32> {
+pub fn run(a: &TuneArgs) -> crate::Result<i32> {
     if a.restore {
         let report = if a.force {
             restore_all_forced()?

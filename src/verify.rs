@@ -41,7 +41,7 @@ struct Report {
 }
 
 /// Runs `rtrec verify`.
-pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
+pub fn run(a: &VerifyArgs) -> crate::Result<i32> {
     let mut paths: Vec<PathBuf> = Vec::new();
     for p in &a.paths {
         let meta = match std::fs::metadata(p) {
@@ -50,7 +50,7 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
         };
         if meta.is_dir() {
             let found = recording_files(p)
-                .map_err(|e| crate::Usage(format!("cannot list '{}': {e}", p.display())))?;
+                .map_err(|e| crate::Error::Usage(format!("cannot list '{}': {e}", p.display())))?;
             if found.is_empty() {
                 return usage(format!(
                     "'{}' holds no recordings (*.rtr or *.raw files)",
@@ -66,7 +66,7 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
     for p in &paths {
         files.push(
             verify_file(p)
-                .map_err(|e| crate::Usage(format!("cannot read '{}': {e}", p.display())))?,
+                .map_err(|e| crate::Error::Usage(format!("cannot read '{}': {e}", p.display())))?,
         );
     }
     check_continuity(&mut files);

@@ -1,15 +1,28 @@
 //! The bench's one error type: everything `rtrec bench` refuses before it
-//! runs anything (bad arguments, a file that is not a bench result). Each
-//! message is one sentence that says what to give instead; the binary maps
-//! this type to exit code 2, as it does every other bad input. Failures
-//! while setting up or running a case are not here: they are the
-//! environment's, not the user's input.
+//! runs anything (bad arguments, a file that is not a bench result), each
+//! message one sentence that says what to give instead, and one variant,
+//! [`Error::Failed`], for a failure while setting up or running the cases
+//! (the environment's, not the user's input). The binary maps the first
+//! kind to exit code 2 and the second to 1 through [`Error::is_bad_input`].
 
 use std::path::PathBuf;
 
-/// What `rtrec bench` refuses.
+/// What `rtrec bench` refuses, and — as the one variant that is not the
+/// user's input — [`Error::Failed`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A `--compare` file that cannot be read.
+    #[error("cannot read '{}': {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// Setting up, running a case, exporting or putting the machine back
+    /// failed: the environment's failure, with its context chain.
+    #[error("{0:#}")]
+    Failed(anyhow::Error),
     /// `--cases` names a case that is not in the table.
     #[error("unknown case '{name}': {hint}")]
     UnknownCase {
@@ -55,4 +68,12 @@ pub enum Error {
         /// The version this build reads and writes.
         expected: u32,
     },
+}
+
+impl Error {
+    /// True for what the user gave (arguments, files): exit code 2. False
+    /// only for [`Error::Failed`] (exit code 1).
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, Error::Failed(_))
+    }
 }

@@ -266,14 +266,18 @@ pub struct RunOptions {
 /// 130 when interrupted.
 ///
 /// # Errors
-/// Bad arguments or `--compare` files are an [`Error`]; setting up or
-/// restoring the environment failed otherwise.
-pub fn run(args: &BenchArgs) -> anyhow::Result<i32> {
+/// Bad arguments or `--compare` files are refused before anything runs
+/// ([`Error::is_bad_input`]); a failure while setting up, running or
+/// restoring the environment is [`Error::Failed`].
+pub fn run(args: &BenchArgs) -> Result<i32, Error> {
     run_with(args, &RunOptions::default())
 }
 
-fn read_report(path: &std::path::Path) -> anyhow::Result<BenchReport> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading '{}'", path.display()))?;
+fn read_report(path: &std::path::Path) -> Result<BenchReport, Error> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let r: BenchReport = serde_json::from_slice(&bytes).map_err(|e| Error::NotAReport {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -283,8 +287,7 @@ fn read_report(path: &std::path::Path) -> anyhow::Result<BenchReport> {
             path: path.to_path_buf(),
             found: r.schema_version,
             expected: SCHEMA_VERSION,
-        }
-        .into());
+        });
     }
     Ok(r)
 }
@@ -293,7 +296,10 @@ fn read_report(path: &std::path::Path) -> anyhow::Result<BenchReport> {
 ///
 /// # Errors
 /// As [`run`].
-pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
+pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
+    // Two stages, as ripgrep does: first everything the user gave is
+    // checked (typed, exit 2), then the plan runs (its failures are the
+    // environment's, exit 1).
     if args.list {
         print!("{}", table::render_list());
         return Ok(0);
@@ -304,6 +310,12 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let plan = Plan::from_args(args)?;
+    run_plan(args, opts, &plan).map_err(Error::Failed)
+}
+
+/// The second stage of [`run_with`]: sets up the target, runs every case
+/// of `plan`, exports and puts the machine back.
+fn run_plan(args: &BenchArgs, opts: &RunOptions, plan: &Plan) -> anyhow::Result<i32> {
     let launcher = match &opts.launcher {
         Some(l) => l.clone(),
         None => Launcher::current_exe()
