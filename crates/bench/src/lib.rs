@@ -1,6 +1,10 @@
 //! `rtrec bench`: the published studies (S1, S2; see `STUDIES.md`) run on
 //! the user's own machine, the published figure beside the measured one.
 //!
+//! **Must not depend on**: the binary. It records through the engine, reaches
+//! the kernel through `rtrec-sys` and changes machine-wide state only through
+//! `rtrec-host`'s journal.
+//!
 //! This crate owns:
 //! - [`scenario`]: the cases as one table of data — every recording case a
 //!   composition of the engine's strategies ([`rtrec_engine::Config`]);
@@ -15,7 +19,8 @@
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
-//! - [`Error`]: what the bench refuses before it runs (exit code 2).
+//! - [`Error`]: what the bench refuses before it runs (exit code 2), and
+//!   [`Error::Failed`] for what fails while it runs (exit code 1).
 //!
 //! Sizes and durations on its command line and in its tables follow
 //! rtrec's one grammar (`rtrec-units`): `16KiB`, `5ms`.

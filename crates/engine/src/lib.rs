@@ -1,6 +1,14 @@
 //! rtrec's recorder engine: records periodic data to files so that the
 //! producer is never late and nothing is lost silently.
 //!
+//! **Owns**: the recording — its configuration and sizing, the producer's
+//! ring, the writer and flush threads, files and the file pool, the flight
+//! recorder, the on-disk format and its reader.
+//!
+//! **Must not depend on**: `rtrec-host` (a recording never changes
+//! machine-wide state), the bench or the binary; it reaches the kernel only
+//! through `rtrec-sys`.
+//!
 //! # Real-time contract
 //!
 //! In ring mode (the default) [`Recorder::record`] copies the record into a

@@ -1,5 +1,8 @@
 //! The C API of rtrec: `librtrec.so` / `librtrec.a` and `include/rtrec.h`.
 //!
+//! **Must not depend on**: anything but the engine and `rtrec-sys` — no
+//! machine-wide state (`rtrec-host`), no bench, no command line.
+//!
 //! This crate owns the boundary between C and the engine and nothing else:
 //! every exported function is `rtrec_<object>_<verb>`, objects are opaque
 //! handles, functions return `0` (or a count) on success and `-errno` on

@@ -1,6 +1,9 @@
 //! rtrec's one grammar for sizes and durations, used by every command and
 //! flag, and the one way rtrec prints them.
 //!
+//! **Must not depend on**: anything — no other crate of the workspace and no
+//! external crate, so every crate can use it.
+//!
 //! # Grammar
 //!
 //! A value is a decimal number (`16`, `1.5`), optional spaces, and a unit.
