@@ -50,6 +50,12 @@ fn main() {
                     std::process::exit(0);
                 }
             }
+            // A stop signal while waiting for the global lock: nothing was
+            // done yet, and the exit code says how it ended.
+            if let Some(rtrec_host::Error::Interrupted { .. }) = e.downcast_ref() {
+                eprintln!("rtrec: {}", chain(&e));
+                std::process::exit(130);
+            }
             // The engine's error type says itself whether it is bad input
             // (`Error::is_bad_input`); the binary does not list variants.
             let bad_input = e.downcast_ref::<Usage>().is_some()

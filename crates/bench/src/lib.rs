@@ -103,6 +103,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
+    /// Give up waiting for another rtrec that holds the global lock (it names the holder) after this long (default 5m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
+    pub lock_timeout: Option<Duration>,
+
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
@@ -113,6 +117,15 @@ fn parse_period(s: &str) -> Result<Duration, String> {
     match rtrec_units::parse_duration(s) {
         Ok(ns) if (1..=3_600_000_000_000).contains(&ns) => Ok(Duration::from_nanos(ns)),
         Ok(_) => Err(format!("'{s}' is out of range (1ns to 1h)")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `--lock-timeout`: the units grammar, from 0 (do not wait) to 1 day.
+pub fn parse_lock_timeout(s: &str) -> Result<Duration, String> {
+    match rtrec_units::parse_duration(s) {
+        Ok(ns) if ns <= 86_400_000_000_000 => Ok(Duration::from_nanos(ns)),
+        Ok(_) => Err(format!("'{s}' is out of range (0s to 24h)")),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -321,7 +334,14 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
     }
     let privileged = rtrec_host::loopfs::privileged().is_ok();
     let mut restored = Vec::new();
-    let mut flusher = FlusherControl::new(privileged, &mut restored)?;
+    let wait = rtrec_host::Wait {
+        timeout: Some(
+            args.lock_timeout
+                .unwrap_or(rtrec_host::DEFAULT_LOCK_TIMEOUT),
+        ),
+        ..rtrec_host::Wait::default()
+    };
+    let mut flusher = FlusherControl::new(privileged, &wait, &mut restored)?;
     restored
         .iter()
         .for_each(|l| eprintln!("rtrec bench: put back {l}"));
