@@ -546,7 +546,10 @@ fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> anyhow::R
     if path == Path::new("-") {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
-        std::fs::write(path, text).with_context(|| format!("writing '{}'", path.display()))?;
+        // Replaced atomically relative to its directory: a symlink planted
+        // at the name is replaced, never written through.
+        rtrec_sys::write_atomic(path, text.as_bytes(), 0o644)
+            .with_context(|| format!("writing '{}'", path.display()))?;
     }
     Ok(())
 }

@@ -95,7 +95,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", conflicts_with = "dir")]
     pub image_dir: Option<PathBuf>,
 
-    /// Write the results as JSON to FILE, again after every case (schema: docs/bench-schema.md).
+    /// Write the results as JSON to FILE, again after every case (schema: docs/bench-schema.md); `-` is stdout, at the end.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
@@ -420,12 +420,18 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> anyhow::Result<i32> {
     let removed = target.remove();
     report.warnings = warnings.iter().map(ToString::to_string).collect();
     let exported = exports.write_all(&report);
-    print!("{}", table::render_results(&report));
+    // With `--json -` the JSON is stdout's; the table goes to stderr.
+    let mut text = table::render_results(&report);
     if !warnings.is_empty() {
-        println!();
+        text.push('\n');
         for w in &warnings {
-            println!("warning: {w}");
+            text.push_str(&format!("warning: {w}\n"));
         }
+    }
+    if exports.uses_stdout() {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
     }
     restored?;
     removed?;
