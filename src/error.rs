@@ -40,8 +40,19 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// The process exit code for this error: 2 for bad input, 1 otherwise.
+    /// The process exit code for this error: 130 when a stop signal ended a
+    /// wait, 2 for bad input, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
+        // A stop signal while waiting for the global lock: nothing was done,
+        // and 130 says how it ended.
+        let interrupted = match self {
+            Error::Host(e) => matches!(e, rtrec_host::Error::Interrupted { .. }),
+            Error::Bench(e) => e.is_interrupted(),
+            _ => false,
+        };
+        if interrupted {
+            return 130;
+        }
         let bad_input = match self {
             Error::Usage(_) => true,
             Error::Engine(e) => e.is_bad_input(),

@@ -44,12 +44,19 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
         return Ok(1);
     }
     let to_stdout = a.output.as_os_str() == "-";
-    let mut out: Box<dyn Write> = if to_stdout {
-        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
+    // name or a planted symlink is refused, never followed or truncated.
+    let file = if to_stdout {
+        None
     } else {
-        let f = rtrec_sys::create_new(&a.output)
-            .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?;
-        Box::new(std::io::BufWriter::new(f))
+        Some(
+            rtrec_sys::create_new(&a.output)
+                .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?,
+        )
+    };
+    let mut out: Box<dyn Write + '_> = match &file {
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        Some(f) => Box::new(std::io::BufWriter::new(f)),
     };
     let ended = report.stored.is_some();
     let mut written = 0u64;
@@ -81,9 +88,8 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
     }
     out.flush()?;
     drop(out);
-    if !to_stdout {
-        let f = std::fs::File::open(&a.output)?;
-        rtrec_sys::fsync(&f)?;
+    if let Some(f) = &file {
+        rtrec_sys::fsync(f)?;
     }
     eprintln!(
         "exported {records} records ({written} bytes) to {}",

@@ -545,7 +545,10 @@ fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> crate::Re
     if path == Path::new("-") {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
-        std::fs::write(path, text).context(format!("writing '{}'", path.display()))?;
+        // Replaced atomically relative to its directory: a symlink planted
+        // at the name is replaced, never written through.
+        rtrec_sys::write_atomic(path, text.as_bytes(), 0o644)
+            .context(format!("writing '{}'", path.display()))?;
     }
     Ok(())
 }

@@ -19,6 +19,11 @@ pub enum Error {
         /// The system's error.
         source: std::io::Error,
     },
+    /// Taking the global lock or installing signal handlers failed: a
+    /// timeout, a stop signal while waiting (exit code 130), or the
+    /// journal's own error.
+    #[error(transparent)]
+    Host(#[from] rtrec_host::Error),
     /// Setting up, running a case, exporting or putting the machine back
     /// failed: the environment's failure, with its context chain.
     #[error("{0:#}")]
@@ -72,8 +77,14 @@ pub enum Error {
 
 impl Error {
     /// True for what the user gave (arguments, files): exit code 2. False
-    /// only for [`Error::Failed`] (exit code 1).
+    /// for [`Error::Failed`] and [`Error::Host`].
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, Error::Failed(_))
+        !matches!(self, Error::Failed(_) | Error::Host(_))
+    }
+
+    /// True when a stop signal ended the wait for the global lock (exit
+    /// code 130: nothing was done).
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Error::Host(rtrec_host::Error::Interrupted { .. }))
     }
 }

@@ -9,7 +9,7 @@
 
 use anyhow::Context;
 use rtrec_host::sysctl::{self, DirtySettings};
-use rtrec_host::{EntryId, GlobalLock};
+use rtrec_host::{EntryId, GlobalLock, Wait};
 
 use crate::report::VmDirty;
 use crate::scenario::Flusher;
@@ -24,18 +24,27 @@ pub struct FlusherControl {
 
 impl FlusherControl {
     /// Takes the global lock when `privileged` (waiting for another rtrec
-    /// that holds it, after saying so) and reads the values in force.
+    /// that holds it as `wait` says, after naming it) and reads the values
+    /// in force.
     /// `restored` gets what acquiring the lock put back for dead owners.
     ///
     /// # Errors
     /// The lock or the sysctls cannot be read.
-    pub fn new(privileged: bool, restored: &mut Vec<String>) -> anyhow::Result<FlusherControl> {
+    pub fn new(
+        privileged: bool,
+        wait: &Wait,
+        restored: &mut Vec<String>,
+    ) -> rtrec_host::Result<FlusherControl> {
         let lock = if privileged {
-            let lock = match GlobalLock::try_acquire().context("taking rtrec's global lock")? {
+            let lock = match GlobalLock::try_acquire()? {
                 Some(l) => l,
                 None => {
-                    eprintln!("rtrec bench: another rtrec process is changing kernel settings; waiting for it to finish");
-                    GlobalLock::acquire().context("taking rtrec's global lock")?
+                    let dir = rtrec_host::state_dir();
+                    eprintln!(
+                        "rtrec bench: {} is changing kernel settings; waiting for it to finish",
+                        GlobalLock::holder_in(&dir)
+                    );
+                    GlobalLock::acquire_with(&dir, wait)?
                 }
             };
             restored.extend(lock.restored().restored.iter().cloned());

@@ -100,13 +100,17 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", conflicts_with = "dir")]
     pub image_dir: Option<PathBuf>,
 
-    /// Write the results as JSON to FILE, again after every case (schema: docs/bench-schema.md).
+    /// Write the results as JSON to FILE, again after every case (schema: docs/bench-schema.md); `-` is stdout, at the end.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// Draw the latency of every case as an SVG to FILE.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+
+    /// Give up waiting for another rtrec that holds the global lock (it names the holder) after this long (default 5m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
+    pub lock_timeout: Option<Duration>,
 
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
@@ -118,6 +122,15 @@ fn parse_period(s: &str) -> Result<Duration, String> {
     match rtrec_units::parse_duration(s) {
         Ok(ns) if (1..=3_600_000_000_000).contains(&ns) => Ok(Duration::from_nanos(ns)),
         Ok(_) => Err(format!("'{s}' is out of range (1ns to 1h)")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `--lock-timeout`: the units grammar, from 0 (do not wait) to 1 day.
+pub fn parse_lock_timeout(s: &str) -> Result<Duration, String> {
+    match rtrec_units::parse_duration(s) {
+        Ok(ns) if ns <= 86_400_000_000_000 => Ok(Duration::from_nanos(ns)),
+        Ok(_) => Err(format!("'{s}' is out of range (0s to 24h)")),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -315,19 +328,9 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
         return Ok(0);
     }
     let plan = Plan::from_args(args)?;
-    run_plan(args, opts, &plan).map_err(Error::Failed)
-}
-
-/// The second stage of [`run_with`]: sets up the target, runs every case
-/// of `plan`, exports and puts the machine back.
-fn run_plan(args: &BenchArgs, opts: &RunOptions, plan: &Plan) -> anyhow::Result<i32> {
-    let launcher = match &opts.launcher {
-        Some(l) => l.clone(),
-        None => Launcher::current_exe()
-            .context("finding the rtrec executable to start background loads")?,
-    };
+    // Waiting for the global lock can end by a stop signal or a timeout:
+    // typed host errors (exit 130 / 1), taken before anything runs.
     let _signals = signal::install()?;
-
     // What dead rtrec processes left behind goes back first.
     match rtrec_host::restore_stale() {
         Ok(r) => r
@@ -338,7 +341,32 @@ fn run_plan(args: &BenchArgs, opts: &RunOptions, plan: &Plan) -> anyhow::Result<
     }
     let privileged = rtrec_host::loopfs::privileged().is_ok();
     let mut restored = Vec::new();
-    let mut flusher = FlusherControl::new(privileged, &mut restored)?;
+    let wait = rtrec_host::Wait {
+        timeout: Some(
+            args.lock_timeout
+                .unwrap_or(rtrec_host::DEFAULT_LOCK_TIMEOUT),
+        ),
+        ..rtrec_host::Wait::default()
+    };
+    let flusher = FlusherControl::new(privileged, &wait, &mut restored)?;
+    run_plan(args, opts, &plan, flusher, &restored).map_err(Error::Failed)
+}
+
+/// The second stage of [`run_with`]: sets up the target, runs every case
+/// of `plan` with the global lock held (in `flusher`), exports and puts the
+/// machine back.
+fn run_plan(
+    args: &BenchArgs,
+    opts: &RunOptions,
+    plan: &Plan,
+    mut flusher: FlusherControl,
+    restored: &[String],
+) -> anyhow::Result<i32> {
+    let launcher = match &opts.launcher {
+        Some(l) => l.clone(),
+        None => Launcher::current_exe()
+            .context("finding the rtrec executable to start background loads")?,
+    };
     restored
         .iter()
         .for_each(|l| eprintln!("rtrec bench: put back {l}"));
@@ -417,12 +445,18 @@ fn run_plan(args: &BenchArgs, opts: &RunOptions, plan: &Plan) -> anyhow::Result<
     let removed = target.remove();
     report.warnings = warnings.iter().map(ToString::to_string).collect();
     let exported = exports.write_all(&report);
-    print!("{}", table::render_results(&report));
+    // With `--json -` the JSON is stdout's; the table goes to stderr.
+    let mut text = table::render_results(&report);
     if !warnings.is_empty() {
-        println!();
+        text.push('\n');
         for w in &warnings {
-            println!("warning: {w}");
+            text.push_str(&format!("warning: {w}\n"));
         }
+    }
+    if exports.uses_stdout() {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
     }
     restored?;
     removed?;

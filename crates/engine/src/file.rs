@@ -134,6 +134,11 @@ pub(crate) fn prepare(
 /// Creates `dir/name` through a hidden temporary name: allocates `size`
 /// bytes with `alloc`, writes `header` (framed), renames into place without
 /// replacing anything. On error nothing is left behind.
+///
+/// Every name is relative to one descriptor of `dir` (opened without
+/// following a symlink, see [`sys::Dir`]): the temporary file is created
+/// with `O_EXCL|O_NOFOLLOW` and renamed with `RENAME_NOREPLACE`, so nothing
+/// planted in a shared directory is ever followed or replaced.
 pub(crate) fn prepare_at(
     dir: &Path,
     name: &str,
@@ -143,8 +148,9 @@ pub(crate) fn prepare_at(
     header: FileHeader,
 ) -> Result<OpenFile, Error> {
     let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let file = sys::create_new(&tmp).map_err(|e| match e.kind() {
+    let tmp_name = format!(".{name}.tmp");
+    let tmp = dir.join(&tmp_name);
+    let refused = |e: io::Error| match e.kind() {
         io::ErrorKind::AlreadyExists => Error::path(
             format!(
                 "'{}' already exists (rtrec never follows or replaces an existing file or symlink)",
@@ -156,11 +162,22 @@ pub(crate) fn prepare_at(
             format!("cannot create files in '{}': {}", dir.display(), e),
             &e,
         ),
+        _ if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) => {
+            Error::path(
+                format!(
+                    "'{}' is a symlink or not a directory; rtrec writes only into real directories",
+                    dir.display()
+                ),
+                &e,
+            )
+        }
         _ => Error::io("creating", &tmp, e),
-    })?;
-    let r = allocate_and_name(&file, &tmp, &path, alloc, size, framing, header);
+    };
+    let d = sys::Dir::open_nofollow(dir).map_err(refused)?;
+    let file = d.create_excl(&tmp_name, 0o644).map_err(refused)?;
+    let r = allocate_and_name(&file, &d, &tmp_name, name, alloc, size, framing, header);
     if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = d.remove_file(&tmp_name);
     }
     let (header, offset) = r?;
     Ok(OpenFile {
@@ -171,15 +188,18 @@ pub(crate) fn prepare_at(
     })
 }
 
+#[allow(clippy::too_many_arguments)] // the steps of prepare_at, in its order
 fn allocate_and_name(
     file: &File,
-    tmp: &Path,
-    path: &Path,
+    dir: &sys::Dir,
+    tmp_name: &str,
+    name: &str,
     alloc: Alloc,
     size: u64,
     framing: Framing,
     mut header: FileHeader,
 ) -> Result<(FileHeader, u64), Error> {
+    let tmp = &dir.join(tmp_name);
     let nospace = |avail: u64| Error::NoSpace {
         dir: tmp.parent().unwrap_or(tmp).to_path_buf(),
         need: size,
@@ -234,7 +254,8 @@ fn allocate_and_name(
         0
     };
     sys::seek_to(file, offset).map_err(|e| Error::io("seeking in", tmp, e))?;
-    sys::rename_noreplace(tmp, path).map_err(|e| Error::io("naming", path, e))?;
+    dir.rename_noreplace(tmp_name, dir, name)
+        .map_err(|e| Error::io("naming", &dir.join(name), e))?;
     Ok((header, offset))
 }
 

@@ -79,10 +79,25 @@ impl Pool {
     }
 
     /// Opens the pool of `rec_dir`, if there is one.
+    ///
+    /// # Errors
+    /// `.pool` is a symlink, not a directory, or not owned by this user;
+    /// `pool.json` is damaged or unreadable.
     pub fn open(rec_dir: &Path) -> Result<Option<Pool>, Error> {
         let dir = Self::dir_of(rec_dir);
         let meta_path = dir.join(META);
-        match std::fs::read(&meta_path) {
+        let d = match Self::checked_dir(&dir) {
+            Ok(d) => d,
+            Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        let read = d.open_existing_nofollow(META, false).and_then(|mut f| {
+            let mut b = Vec::new();
+            io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+        });
+        match read {
             Ok(b) => {
                 let meta: PoolMeta = serde_json::from_slice(&b).map_err(|e| {
                     Error::Usage(format!(
@@ -95,6 +110,41 @@ impl Pool {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io("reading", &meta_path, e)),
         }
+    }
+
+    /// The pool directory `dir`, opened without following a symlink and
+    /// checked to be a real directory owned by this process's user: a
+    /// `.pool` planted by someone else in a shared directory would let them
+    /// pick the files root writes into.
+    fn checked_dir(dir: &Path) -> Result<sys::Dir, Error> {
+        let d = sys::Dir::open_nofollow(dir).map_err(|e| match e.raw_os_error() {
+            Some(errno @ (libc::ELOOP | libc::ENOTDIR)) => Error::Path {
+                message: format!(
+                    "'{}' is a symlink or not a directory; rtrec uses only a real pool directory (remove it)",
+                    dir.display()
+                ),
+                errno,
+            },
+            _ => Error::io("opening", dir, e),
+        })?;
+        let info = d.info().map_err(|e| Error::io("reading", dir, e))?;
+        let me = sys::effective_uid();
+        if info.uid != me {
+            return Err(Error::Path {
+                message: format!(
+                    "'{}' belongs to uid {}, not to this user (uid {me}); rtrec uses only a pool directory of its own (remove it)",
+                    dir.display(),
+                    info.uid
+                ),
+                errno: libc::EPERM,
+            });
+        }
+        Ok(d)
+    }
+
+    /// This pool's directory, opened and checked as [`Pool::open`] does.
+    fn open_dir(&self) -> Result<sys::Dir, Error> {
+        Self::checked_dir(&self.dir)
     }
 
     /// Opens the pool of `rec_dir`, creating an empty one (no file prepared
@@ -126,26 +176,34 @@ impl Pool {
             ),
             _ => Error::io(what, path, e),
         };
-        match std::fs::create_dir(&dir) {
+        let rec = sys::Dir::open_nofollow(rec_dir)
+            .map_err(|e| refused("opening the recording directory", rec_dir, e))?;
+        match rec.create_dir(POOL_DIR, 0o755) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(refused("creating the pool directory", &dir, e)),
         }
+        let d = Self::checked_dir(&dir)?;
         let meta = PoolMeta { file_size, files };
-        let tmp = dir.join(format!(".{META}.tmp"));
-        let _ = std::fs::remove_file(&tmp);
+        let tmp = format!(".{META}.tmp");
         let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-        std::fs::write(&tmp, json).map_err(|e| refused("writing", &tmp, e))?;
+        // A leftover (or a planted symlink) is removed, never followed; the
+        // new file is ours (O_EXCL|O_NOFOLLOW).
+        d.remove_file(&tmp)
+            .map_err(|e| Error::io("removing", &dir.join(&tmp), e))?;
+        d.create_excl(&tmp, 0o644)
+            .and_then(|mut f| io::Write::write_all(&mut f, &json))
+            .map_err(|e| refused("writing", &dir.join(&tmp), e))?;
         if existing.is_some() {
-            std::fs::rename(&tmp, dir.join(META))
+            d.rename_replace(&tmp, META)
                 .map_err(|e| Error::io("writing", &dir.join(META), e))?;
             return Ok(Pool { dir, meta });
         }
         // Another process may have created it meanwhile: theirs wins.
-        match sys::rename_noreplace(&tmp, &dir.join(META)) {
+        match d.rename_noreplace(&tmp, &d, META) {
             Ok(()) => Ok(Pool { dir, meta }),
             Err(_) => {
-                let _ = std::fs::remove_file(&tmp);
+                let _ = d.remove_file(&tmp);
                 Self::open(rec_dir)?
                     .ok_or_else(|| Error::Usage("the pool description vanished".into()))
             }
@@ -266,14 +324,32 @@ impl Pool {
         let slots = self
             .ready()
             .map_err(|e| Error::io("listing", &self.dir, e))?;
+        if slots.is_empty() {
+            return Ok(None);
+        }
+        let pool = self.open_dir()?;
+        let (rec, dest_name) =
+            sys::Dir::of_file(dest).map_err(|e| Error::io("opening the directory of", dest, e))?;
         for slot in slots {
-            match sys::rename_noreplace(&slot, dest) {
+            let slot_name = slot.file_name().unwrap_or_default();
+            match pool.stat(slot_name) {
+                Ok(info) => check_slot(&slot, &info)?,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("reading", &slot, e)),
+            }
+            match pool.rename_noreplace(slot_name, &rec, dest_name) {
                 Ok(()) => {}
                 // Taken by someone else meanwhile.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::io("taking a pool file as", dest, e)),
             }
-            let file = sys::open_rw_nofollow(dest).map_err(|e| Error::io("opening", dest, e))?;
+            let file = rec
+                .open_existing_nofollow(dest_name, true)
+                .map_err(|e| Error::io("opening", dest, e))?;
+            // Again on the open file: a link made between the check and
+            // the rename shows here.
+            let info = sys::file_info(&file).map_err(|e| Error::io("reading", dest, e))?;
+            check_slot(dest, &info)?;
             let old = read_header(&file).ok();
             let size = file
                 .metadata()
@@ -308,12 +384,14 @@ impl Pool {
     /// Refuses files of another size and, unless `force`, unfinished ones
     /// (they may be recording right now).
     pub fn recycle(&self, recording: &Path, force: bool) -> Result<PathBuf, Error> {
-        let file =
-            sys::open_rw_nofollow(recording).map_err(|e| Error::io("opening", recording, e))?;
-        let size = file
-            .metadata()
-            .map_err(|e| Error::io("reading", recording, e))?
-            .len();
+        let (rec, rec_name) = sys::Dir::of_file(recording)
+            .map_err(|e| Error::io("opening the directory of", recording, e))?;
+        let file = rec
+            .open_existing_nofollow(rec_name, true)
+            .map_err(|e| Error::io("opening", recording, e))?;
+        let info = sys::file_info(&file).map_err(|e| Error::io("reading", recording, e))?;
+        check_slot(recording, &info)?;
+        let size = info.size;
         if size != self.meta.file_size {
             return Err(Error::Usage(format!(
                 "'{}' has {size} bytes but the pool's files have {}; only pool-sized files can be recycled",
@@ -337,10 +415,11 @@ impl Pool {
         sys::pwrite_all(&file, &slot.encode(), 0)
             .map_err(|e| Error::io("writing the header of", recording, e))?;
         sys::fdatasync(&file).map_err(|e| Error::io("syncing", recording, e))?;
-        let dest = self.dir.join(Self::slot_name());
-        sys::rename_noreplace(recording, &dest)
+        let pool = self.open_dir()?;
+        let name = Self::slot_name();
+        rec.rename_noreplace(rec_name, &pool, &name)
             .map_err(|e| Error::io("moving into the pool", recording, e))?;
-        Ok(dest)
+        Ok(self.dir.join(name))
     }
 
     /// Starts a background thread that keeps the pool topped up, at nice 19
@@ -367,6 +446,32 @@ impl Pool {
             .ok();
         Refiller { stop, made, thread }
     }
+}
+
+/// Refuses a pool file that is not a regular file of this user with one
+/// link: a second link (made by whoever can write the directory) would have
+/// root overwrite the file behind it, wherever it is.
+fn check_slot(path: &Path, info: &sys::FileInfo) -> Result<(), Error> {
+    let me = sys::effective_uid();
+    let why = if !info.is_file {
+        "is not a regular file".to_string()
+    } else if info.nlink != 1 {
+        format!(
+            "has {} hard links (another name points at the same file)",
+            info.nlink
+        )
+    } else if info.uid != me {
+        format!("belongs to uid {}, not to this user (uid {me})", info.uid)
+    } else {
+        return Ok(());
+    };
+    Err(Error::Path {
+        message: format!(
+            "'{}' {why}; rtrec refuses to write into it (remove it)",
+            path.display()
+        ),
+        errno: libc::EPERM,
+    })
 }
 
 fn read_header(f: &File) -> io::Result<FileHeader> {

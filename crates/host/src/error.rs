@@ -52,6 +52,24 @@ pub enum Error {
     /// forever.
     #[error("this thread already holds the global lock of {dir}; acquiring it again would deadlock", dir = .0.display())]
     WouldDeadlock(PathBuf),
+    /// Waiting for the [`GlobalLock`](crate::lock::GlobalLock) took longer
+    /// than allowed.
+    #[error("gave up after {}s waiting for rtrec's global lock, held by {holder}; let it finish, stop it, or raise --lock-timeout", waited.as_secs())]
+    LockTimeout {
+        /// How long it waited.
+        waited: std::time::Duration,
+        /// Who holds it ("pid 1234 (rtrec bench)").
+        holder: String,
+    },
+    /// A stop signal ended the wait for the
+    /// [`GlobalLock`](crate::lock::GlobalLock).
+    #[error("interrupted by {signal} while waiting for rtrec's global lock, held by {holder}")]
+    Interrupted {
+        /// The signal's name ("SIGTERM").
+        signal: &'static str,
+        /// Who holds the lock.
+        holder: String,
+    },
     /// No entry with this id is in the journal (already undone?).
     #[error("journal entry {0} not found (already undone?)")]
     NoSuchEntry(EntryId),

@@ -22,15 +22,16 @@
 //! | [`error`] | the crate's one [`Error`] |
 //! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
 //! | [`mounts`] | the mount table, unmounting |
+//! | [`allowlist`] | which journal entries of other processes a restore obeys |
 //! | [`loopdev`] | `losetup`, backing files of loop devices |
 //! | `undo` | how each kind of change is put back (dispatch) |
 //! | `lockfile` | `flock`ed lock files; which locks this process holds |
 //! | [`journal`] | the persisted journal of one process, [`Journal`], [`Restorer`] |
 //! | [`restore`] | putting back what dead owners left |
-//! | [`lock`] | the machine-wide [`GlobalLock`] |
+//! | [`signals`] | SIGINT/SIGTERM/SIGHUP as a flag; counting signals |
+//! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
 //! | [`loopfs`] | loop-mounted ext4 images |
-//! | [`signals`] | SIGINT/SIGTERM as a flag; counting signals |
 //!
 //! Design choice: the undo of each kind of change is one `match` in `undo`,
 //! below the journal, and the journaled setters (`sysctl::set`, …) sit above
@@ -39,6 +40,7 @@
 //! without the journal importing them back.
 #![deny(missing_docs)]
 
+pub mod allowlist;
 pub mod change;
 pub mod error;
 pub mod iosched;
@@ -55,10 +57,12 @@ pub mod sysctl;
 pub mod tracefs;
 mod undo;
 
+pub use allowlist::Allowlist;
 pub use change::{Change, EntryId};
 pub use error::{Error, Result};
 pub use journal::{state_dir, Journal, Restorer, DEFAULT_STATE_DIR, STATE_DIR_ENV};
-pub use lock::GlobalLock;
+pub use lock::{GlobalLock, Wait, DEFAULT_LOCK_TIMEOUT};
 pub use restore::{
-    restore_all_forced, restore_all_forced_in, restore_stale, restore_stale_in, RestoreReport,
+    restore_all_forced, restore_all_forced_in, restore_all_forced_in_with, restore_stale,
+    restore_stale_in, restore_stale_in_with, RestoreReport,
 };

@@ -7,11 +7,48 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::thread;
+use std::time::{Duration, Instant};
 
+use crate::allowlist::Allowlist;
 use crate::error::{Error, Result};
 use crate::journal::{ensure_dir, state_dir, Journal, NEXT_HANDLE};
-use crate::lockfile::{held_by_thread, lock_file, unpoisoned as lock, GLOBAL_LOCK, HELD};
+use crate::lockfile::{
+    held_by_thread, lock_file, lock_holder, unpoisoned as lock, GLOBAL_LOCK, HELD,
+};
 use crate::restore::{restore, RestoreReport, Scope};
+use crate::signals;
+
+/// How long [`GlobalLock::acquire_with`] waits by default: long enough for
+/// another rtrec's short change of settings, short enough that a forgotten
+/// benchmark in another terminal is noticed.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How often a waiter tries the lock again. `flock` itself cannot time out
+/// and restarts after a signal, so waiting is polling.
+const POLL: Duration = Duration::from_millis(50);
+
+/// How to wait for the global lock: see [`GlobalLock::acquire_with`].
+#[derive(Debug, Clone)]
+pub struct Wait {
+    /// Give up after this long; `None` waits for ever.
+    pub timeout: Option<Duration>,
+    /// Stop waiting when a stop signal is caught
+    /// ([`signals::caught`]; needs a [`signals::StopSignals`] guard, without
+    /// which a stop signal ends the process anyway).
+    pub interruptible: bool,
+    /// What to obey when restoring the changes of dead owners.
+    pub allow: Allowlist,
+}
+
+impl Default for Wait {
+    fn default() -> Wait {
+        Wait {
+            timeout: Some(DEFAULT_LOCK_TIMEOUT),
+            interruptible: true,
+            allow: Allowlist::rtrec(),
+        }
+    }
+}
 
 /// The machine-wide lock for changing sysctls, I/O schedulers and tracefs:
 /// `flock(LOCK_EX)` on `<dir>/global.lock`.
@@ -65,7 +102,47 @@ impl GlobalLock {
             return Err(Error::WouldDeadlock(dir));
         }
         let file = lock_file(&dir, GLOBAL_LOCK, true)?.expect("blocking lock");
-        GlobalLock::locked(dir, file)
+        GlobalLock::locked(dir, file, &Allowlist::rtrec())
+    }
+
+    /// Waits for the global lock of `dir` as `wait` says: polling, so that
+    /// a stop signal ends the wait ([`Error::Interrupted`]) and a timeout
+    /// gives up ([`Error::LockTimeout`]), both naming the holder.
+    ///
+    /// # Errors
+    /// As [`acquire`](GlobalLock::acquire), and the two above.
+    pub fn acquire_with(dir: &Path, wait: &Wait) -> Result<GlobalLock> {
+        let dir = ensure_dir(dir)?;
+        if held_by_thread(&dir) {
+            return Err(Error::WouldDeadlock(dir));
+        }
+        let start = Instant::now();
+        loop {
+            if let Some(file) = lock_file(&dir, GLOBAL_LOCK, false)? {
+                return GlobalLock::locked(dir, file, &wait.allow);
+            }
+            if wait.interruptible {
+                if let Some(signal) = signals::caught() {
+                    return Err(Error::Interrupted {
+                        signal: signals::name(signal),
+                        holder: lock_holder(&dir),
+                    });
+                }
+            }
+            if wait.timeout.is_some_and(|t| start.elapsed() >= t) {
+                return Err(Error::LockTimeout {
+                    waited: start.elapsed(),
+                    holder: lock_holder(&dir),
+                });
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Who holds the global lock of `dir`, for messages: "pid 1234
+    /// (rtrec bench --paper)", or "another process" when it cannot be told.
+    pub fn holder_in(dir: &Path) -> String {
+        lock_holder(dir)
     }
 
     /// Takes the global lock of [`state_dir`] if it is free; `None` if
@@ -85,12 +162,12 @@ impl GlobalLock {
     pub fn try_acquire_in(dir: &Path) -> Result<Option<GlobalLock>> {
         let dir = ensure_dir(dir)?;
         match lock_file(&dir, GLOBAL_LOCK, false)? {
-            Some(file) => GlobalLock::locked(dir, file).map(Some),
+            Some(file) => GlobalLock::locked(dir, file, &Allowlist::rtrec()).map(Some),
             None => Ok(None),
         }
     }
 
-    fn locked(dir: PathBuf, mut file: File) -> Result<GlobalLock> {
+    fn locked(dir: PathBuf, mut file: File, allow: &Allowlist) -> Result<GlobalLock> {
         // Say who holds it, for the messages of those who wait.
         let _ = file
             .set_len(0)
@@ -105,7 +182,7 @@ impl GlobalLock {
             token,
             _file: file,
         };
-        lock.restored = restore(&dir, Scope::StaleGlobal)?;
+        lock.restored = restore(&dir, Scope::StaleGlobal, allow)?;
         Ok(lock)
     }
 

@@ -52,14 +52,25 @@ pub(crate) fn lock_file(dir: &Path, name: &str, blocking: bool) -> Result<Option
     }
 }
 
-/// Who holds the global lock, as its holder wrote it ("pid 1234"), for
-/// messages.
+/// Who holds the global lock, for messages: the pid its holder wrote in it
+/// and that process's command line ("pid 1234 (rtrec bench --paper)").
 pub(crate) fn lock_holder(dir: &Path) -> String {
     let mut s = String::new();
     let _ = File::open(dir.join(GLOBAL_LOCK)).and_then(|mut f| f.read_to_string(&mut s));
-    match s.trim() {
-        "" => "another process".to_string(),
-        pid => format!("pid {pid}"),
+    let pid = s.trim();
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return "another process".to_string();
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let words: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    if words.is_empty() {
+        format!("pid {pid}")
+    } else {
+        format!("pid {pid} ({})", words.join(" "))
     }
 }
 

@@ -18,6 +18,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::allowlist::{LOOPFS_DIR_PREFIX, LOOPFS_IMAGE, LOOPFS_MOUNT};
 use crate::change::Change;
 use crate::error::{io_err, Error, Result};
 use crate::journal::Journal;
@@ -104,7 +105,7 @@ impl LoopFs {
             .map_err(io_err(format_args!("resolving {}", parent.display())))?;
         let dir = loop {
             let dir = parent.join(format!(
-                "rtrec-loopfs-{}-{}",
+                "{LOOPFS_DIR_PREFIX}{}-{}",
                 std::process::id(),
                 NEXT_DIR.fetch_add(1, Ordering::Relaxed)
             ));
@@ -124,8 +125,8 @@ impl LoopFs {
         // steps taken so far.
         let mut fs = LoopFs {
             journal,
-            mount_point: dir.join("mnt"),
-            image: dir.join("image.ext4"),
+            mount_point: dir.join(LOOPFS_MOUNT),
+            image: dir.join(LOOPFS_IMAGE),
             device: None,
         };
 

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::allowlist::Allowlist;
 use crate::change::Change;
 use crate::error::{io_err, Result};
 use crate::journal::{
@@ -95,8 +96,17 @@ pub fn restore_stale() -> Result<RestoreReport> {
 /// # Errors
 /// As [`restore_stale`].
 pub fn restore_stale_in(dir: &Path) -> Result<RestoreReport> {
+    restore_stale_in_with(dir, &Allowlist::rtrec())
+}
+
+/// [`restore_stale_in`] obeying only the entries `allow` accepts (the
+/// others are reported in [`RestoreReport::failed`] and dropped).
+///
+/// # Errors
+/// As [`restore_stale`].
+pub fn restore_stale_in_with(dir: &Path, allow: &Allowlist) -> Result<RestoreReport> {
     match existing_dir(dir)? {
-        Some(dir) => restore(&dir, Scope::Stale),
+        Some(dir) => restore(&dir, Scope::Stale, allow),
         None => Ok(RestoreReport::default()),
     }
 }
@@ -121,13 +131,21 @@ pub fn restore_all_forced() -> Result<RestoreReport> {
 /// # Errors
 /// As [`restore_stale`].
 pub fn restore_all_forced_in(dir: &Path) -> Result<RestoreReport> {
+    restore_all_forced_in_with(dir, &Allowlist::rtrec())
+}
+
+/// [`restore_all_forced_in`] obeying only the entries `allow` accepts.
+///
+/// # Errors
+/// As [`restore_stale`].
+pub fn restore_all_forced_in_with(dir: &Path, allow: &Allowlist) -> Result<RestoreReport> {
     match existing_dir(dir)? {
-        Some(dir) => restore(&dir, Scope::Forced),
+        Some(dir) => restore(&dir, Scope::Forced, allow),
         None => Ok(RestoreReport::default()),
     }
 }
 
-pub(crate) fn restore(dir: &Path, scope: Scope) -> Result<RestoreReport> {
+pub(crate) fn restore(dir: &Path, scope: Scope, allow: &Allowlist) -> Result<RestoreReport> {
     // For Stale, take the global lock only for this restore, if it is free.
     let mut _global = None;
     let global_allowed = match scope {
@@ -186,6 +204,7 @@ pub(crate) fn restore(dir: &Path, scope: Scope) -> Result<RestoreReport> {
             scope,
             global_allowed,
             dir,
+            allow,
         ));
     }
     Ok(report)
@@ -202,6 +221,7 @@ fn restore_file(
     scope: Scope,
     global_allowed: bool,
     dir: &Path,
+    allow: &Allowlist,
 ) -> RestoreReport {
     let mut report = RestoreReport::default();
     let pid = file.pid;
@@ -214,6 +234,12 @@ fn restore_file(
         let file_kind = matches!(change, Change::RemoveFile { .. } | Change::RemoveDir { .. });
         if scope == Scope::StaleGlobal && !change.is_global() {
             // Not this restore's business; restore_stale does it.
+        } else if let Err(reason) = allow.check(change) {
+            // Never obeyed, so never kept: see crate::allowlist.
+            report.failed.push(format!(
+                "refused {change} (left by pid {pid}): {reason}; the entry was dropped"
+            ));
+            continue;
         } else if rebooted && !file_kind {
             report.restored.push(format!(
                 "{change} (left by pid {pid} before the last reboot, which reset it)"

@@ -1,5 +1,5 @@
 //! Signal handling, the one module of rtrec that installs handlers (on
-//! `signal-hook`): SIGINT and SIGTERM become a flag that long-running work
+//! `signal-hook`): SIGINT, SIGTERM and SIGHUP become a flag that long-running work
 //! polls, so it stops at a safe point and goes through its normal clean-up
 //! (closing the recording, stopping loads, putting global state back)
 //! instead of dying mid-way; and a signal such as SIGUSR1 can count requests
@@ -20,12 +20,14 @@
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-pub use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
+pub use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 
 use crate::error::{Error, Result};
 
-/// The stop signals: Ctrl-C and `kill`.
-const STOP_SIGNALS: [i32; 2] = [SIGINT, SIGTERM];
+/// The stop signals: Ctrl-C, `kill`, and the hang-up of the terminal or
+/// SSH session the command runs in (which must end a recording cleanly,
+/// with its end frame, rather than kill it mid-file).
+const STOP_SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
 /// No guard: a stop signal takes its default action.
 const INACTIVE: u8 = 0;
@@ -47,7 +49,7 @@ pub enum Repeat {
     Kills,
 }
 
-/// SIGINT and SIGTERM set [`caught`] while this lives; when it is dropped
+/// SIGINT, SIGTERM and SIGHUP set [`caught`] while this lives; when it is dropped
 /// they take their default action again.
 #[derive(Debug)]
 pub struct StopSignals {
@@ -55,7 +57,7 @@ pub struct StopSignals {
 }
 
 impl StopSignals {
-    /// Clears [`caught`] and makes SIGINT and SIGTERM set it.
+    /// Clears [`caught`] and makes SIGINT, SIGTERM and SIGHUP set it.
     ///
     /// # Errors
     /// [`Error::Signal`] if a handler cannot be installed (it can only fail
@@ -78,7 +80,7 @@ impl Drop for StopSignals {
     }
 }
 
-/// The stop signal (SIGINT or SIGTERM) caught since the last
+/// The stop signal (SIGINT, SIGTERM or SIGHUP) caught since the last
 /// [`StopSignals::install`], if any.
 pub fn caught() -> Option<i32> {
     match CAUGHT.load(Ordering::Relaxed) {
@@ -92,6 +94,7 @@ pub fn name(signal: i32) -> &'static str {
     match signal {
         SIGINT => "SIGINT",
         SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
         SIGUSR1 => "SIGUSR1",
         _ => "a signal",
     }

@@ -10,9 +10,16 @@ use std::process::{Command, Stdio};
 use common::*;
 use rtrec_host::loopfs::require_privileged;
 use rtrec_host::{
-    restore_all_forced_in, restore_stale_in, Change, Error, GlobalLock, Journal, Restorer,
+    restore_all_forced_in_with, restore_stale_in_with, Allowlist, Change, Error, GlobalLock,
+    Journal, Restorer, Wait,
 };
 use rtrec_host::{sysctl, tracefs};
+
+/// The restore's allowlist widened to the test's own files under `work`
+/// (rtrec itself obeys only what it could have changed).
+fn allowing(work: &tempfile::TempDir) -> Allowlist {
+    Allowlist::rtrec().with_root(work.path())
+}
 
 /// Writes the journal of a dead owner: our pid with a start time we did not
 /// have (as if our pid had belonged to an earlier process).
@@ -183,7 +190,7 @@ fn restore_stale_undoes_a_dead_owners_entries_newest_first_and_deletes_its_journ
         ],
     );
 
-    let report = restore_stale_in(state.path()).unwrap();
+    let report = restore_stale_in_with(state.path(), &allowing(&work)).unwrap();
 
     // The directory could only go after the file in it: newest first.
     assert!(!dir.exists() && !single.exists());
@@ -205,7 +212,9 @@ fn restore_stale_undoes_a_dead_owners_entries_newest_first_and_deletes_its_journ
         "{report}"
     );
     // Nothing left: a second restore finds nothing.
-    assert!(restore_stale_in(state.path()).unwrap().is_empty());
+    assert!(restore_stale_in_with(state.path(), &allowing(&work))
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -229,7 +238,7 @@ fn a_journal_from_an_earlier_boot_only_has_its_files_removed() {
         ],
     );
 
-    let report = restore_stale_in(state.path()).unwrap();
+    let report = restore_stale_in_with(state.path(), &allowing(&work)).unwrap();
 
     assert!(!single.exists());
     assert_eq!(fs::read_to_string(&knob).unwrap(), "set since boot");
@@ -295,7 +304,7 @@ fn a_dead_owners_machine_wide_changes_wait_while_another_process_holds_the_globa
     .unwrap();
     assert_eq!(line, "locked\n");
 
-    let report = restore_stale_in(state.path());
+    let report = restore_stale_in_with(state.path(), &allowing(&work));
     holder.kill().unwrap();
     holder.wait().unwrap();
     let report = report.unwrap();
@@ -311,7 +320,11 @@ fn a_dead_owners_machine_wide_changes_wait_while_another_process_holds_the_globa
     assert!(journal.exists());
 
     // The next holder of the lock puts the rest back.
-    let lock = GlobalLock::acquire_in(state.path()).unwrap();
+    let wait = Wait {
+        allow: allowing(&work),
+        ..Wait::default()
+    };
+    let lock = GlobalLock::acquire_with(state.path(), &wait).unwrap();
     assert_eq!(fs::read_to_string(&knob).unwrap(), "orig");
     assert_eq!(lock.restored().restored.len(), 1, "{}", lock.restored());
     assert!(!journal.exists());
@@ -340,10 +353,12 @@ fn a_live_owners_changes_are_left_alone_unless_the_restore_is_forced() {
     fs::write(&file, "").unwrap();
     let child = spawn_child(RECORD_CHILD, state.path(), &[("RTREC_TEST_FILE", &file)]);
 
-    assert!(restore_stale_in(state.path()).unwrap().is_empty());
+    assert!(restore_stale_in_with(state.path(), &allowing(&work))
+        .unwrap()
+        .is_empty());
     assert!(file.exists());
 
-    let report = restore_all_forced_in(state.path()).unwrap();
+    let report = restore_all_forced_in_with(state.path(), &allowing(&work)).unwrap();
     assert!(!file.exists());
     assert_eq!(
         report.restored,

@@ -6,10 +6,11 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use rustix::fs::{FlockOperation, RenameFlags, CWD};
+
+use crate::dir::Dir;
 
 /// How `fallocate` should treat the file size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,34 +103,29 @@ pub fn seek_to(fd: impl AsFd, offset: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// `open(path, O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0644)`: create a
-/// new file, refusing to follow a symlink or to reuse an existing name.
-/// See open(2).
+/// `openat(dir, name, O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0644)`
+/// relative to the directory of `path` (opened with `O_NOFOLLOW`, see
+/// [`Dir`]): create a new file, refusing to follow a symlink or to reuse an
+/// existing name. See open(2).
 ///
 /// # Errors
 /// `AlreadyExists` for an existing name (a symlink included); the errno of
 /// `open` otherwise.
 pub fn create_new(path: &Path) -> io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o644)
-        .open(path)
+    let (dir, name) = Dir::of_file(path)?;
+    dir.create_excl(name, 0o644)
 }
 
-/// `open(path, O_RDWR|O_NOFOLLOW|O_CLOEXEC)`: open an existing regular file
-/// for reading and writing without following a symlink. See open(2).
+/// `openat(dir, name, O_RDWR|O_NOFOLLOW|O_CLOEXEC)` relative to the
+/// directory of `path`: open an existing regular file for reading and
+/// writing without following a symlink (see [`Dir::open_existing_nofollow`]).
 ///
 /// # Errors
-/// `ELOOP` for a symlink; the errno of `open` otherwise.
+/// `ELOOP` for a symlink, `InvalidInput` for anything but a regular file;
+/// the errno of `open` otherwise.
 pub fn open_rw_nofollow(path: &Path) -> io::Result<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+    let (dir, name) = Dir::of_file(path)?;
+    dir.open_existing_nofollow(name, true)
 }
 
 /// `renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)`: rename

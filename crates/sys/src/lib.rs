@@ -9,7 +9,9 @@
 //! the call at hand — the journal of global changes, sysctls and loop
 //! filesystems live in `rtrec-host`, which builds on this crate.
 //!
-//! Modules, by concern: [`file`](mod@file) (create, allocate, write, rename, lock),
+//! Modules, by concern: [`dir`] (directory handles: creating, opening and
+//! renaming files relative to a directory, never through a symlink),
+//! [`file`](mod@file) (create, allocate, write, rename, lock),
 //! [`flush`] (write-back and durability), [`replace`] (atomic replacement of
 //! a file), [`time`] (clocks and sleeps), [`sched`] (real-time scheduling of
 //! a thread), [`process`] (signals to and from processes, ids, memory),
@@ -29,6 +31,7 @@
 //!   so it is in no library or binary, only in test builds that ask for it.
 #![deny(missing_docs)]
 
+pub mod dir;
 pub mod file;
 pub mod flush;
 pub mod mount;
@@ -41,6 +44,7 @@ pub mod time;
 
 use std::io;
 
+pub use dir::*;
 pub use file::*;
 pub use flush::*;
 pub use mount::*;

@@ -24,55 +24,50 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use crate::dir::Dir;
 
 /// Replaces `path` with what `write` puts in a fresh temporary file (created
 /// with permission bits `mode`), durably and atomically (see the module
 /// doc). The temporary file is removed when `write` or a later step fails.
 ///
 /// # Errors
-/// `InvalidInput` for a path without a file name; otherwise the error of the
-/// failing step (`write`'s own included), and `path` is left as it was.
+/// `InvalidInput` for a path without a file name; `ELOOP`/`ENOTDIR` when
+/// its directory is a symlink; otherwise the error of the failing step
+/// (`write`'s own included), and `path` is left as it was.
 pub fn replace_atomic(
     path: &Path,
     mode: u32,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let name = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp_name = name.to_owned();
+    let (dir, name) = Dir::of_file(path)?;
+    replace_atomic_in(&dir, name, mode, write)
+}
+
+/// [`replace_atomic`] of `name` in the open directory `dir`.
+///
+/// # Errors
+/// As [`replace_atomic`].
+pub fn replace_atomic_in(
+    dir: &Dir,
+    name: impl AsRef<Path>,
+    mode: u32,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = name.as_ref();
+    let mut tmp_name = name.as_os_str().to_owned();
     tmp_name.push(".tmp");
     let tmp_name = Path::new(&tmp_name);
 
-    let dir = rustix::fs::openat(
-        CWD,
-        parent,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    match rustix::fs::unlinkat(&dir, tmp_name, AtFlags::empty()) {
-        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let fd = rustix::fs::openat(
-        &dir,
-        tmp_name,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode),
-    )?;
-    let mut file = File::from(fd);
+    dir.remove_file(tmp_name)?;
+    let mut file = dir.create_excl(tmp_name, mode)?;
     let result = write(&mut file)
         .and_then(|()| file.sync_all())
-        .and_then(|()| Ok(rustix::fs::renameat(&dir, tmp_name, &dir, name)?));
+        .and_then(|()| dir.rename_replace(tmp_name, name));
     if let Err(e) = result {
-        let _ = rustix::fs::unlinkat(&dir, tmp_name, AtFlags::empty());
+        let _ = dir.remove_file(tmp_name);
         return Err(e);
     }
-    rustix::fs::fsync(&dir)?;
-    Ok(())
+    dir.sync()
 }
 
 /// [`replace_atomic`] with `bytes` as the new content.
@@ -139,8 +134,20 @@ mod tests {
     }
 
     fn umask() -> u32 {
+        use rustix::fs::Mode;
         let old = rustix::process::umask(Mode::empty());
         rustix::process::umask(old);
         old.as_raw_mode()
+    }
+
+    #[test]
+    fn a_symlink_planted_as_the_target_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("out.json")).unwrap();
+        write_atomic(&dir.path().join("out.json"), b"new", 0o644).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(dir.path().join("out.json")).unwrap(), b"new");
     }
 }

@@ -2,7 +2,7 @@
 //! schema of [`crate::report`]) and `--plot` (an SVG of the latency
 //! distribution of every case). Every export is written again after every
 //! case, atomically (temporary file, then rename), so a late failure loses
-//! nothing.
+//! nothing. A target `-` is standard output, written once, at the end.
 
 mod json;
 mod svg;
@@ -31,7 +31,15 @@ pub struct Exports {
     targets: Vec<(Box<dyn Exporter>, PathBuf)>,
 }
 
+/// The target that means standard output.
+pub const STDOUT: &str = "-";
+
 impl Exports {
+    /// Whether an export goes to standard output (so tables must not).
+    pub fn uses_stdout(&self) -> bool {
+        self.targets.iter().any(|(_, p)| p.as_os_str() == STDOUT)
+    }
+
     /// Adds an export to `path`.
     pub fn add(&mut self, exporter: Box<dyn Exporter>, path: PathBuf) {
         self.targets.push((exporter, path));
@@ -44,9 +52,19 @@ impl Exports {
     pub fn write_all(&self, report: &BenchReport) -> anyhow::Result<()> {
         let mut first = None;
         for (e, path) in &self.targets {
-            let r = e
-                .serialize(report)
-                .and_then(|bytes| write_atomic(path, &bytes));
+            let r = if path.as_os_str() == STDOUT {
+                // Stdout cannot be replaced: only the final report goes there.
+                if !(report.complete || report.interrupted) {
+                    continue;
+                }
+                e.serialize(report).and_then(|bytes| {
+                    std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)
+                        .context("writing to stdout")
+                })
+            } else {
+                e.serialize(report)
+                    .and_then(|bytes| write_atomic(path, &bytes))
+            };
             if let Err(err) = r {
                 first.get_or_insert(err.context(format!("writing '{}'", path.display())));
             }

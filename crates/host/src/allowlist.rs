@@ -1,0 +1,258 @@
+//! What a restore obeys in a journal it did not write itself: only the
+//! changes rtrec could have made. A journal is a file; whoever could write
+//! it (a wrong `RTREC_STATE_DIR`, a bug, a tampered file) must not turn
+//! `rtrec tune --restore`, run as root, into "write this file, delete that
+//! one, unmount this, set that sysctl".
+//!
+//! [`Allowlist::rtrec`] accepts, per kind of [`Change`]:
+//!
+//! | kind | accepted |
+//! |---|---|
+//! | `sysctl` | `vm.dirty_*` only (the flusher settings) |
+//! | `scheduler` | a block device name (the file is always `/sys/block/DEV/queue/scheduler`) |
+//! | `trace_file` | a file under a mount of type `tracefs` |
+//! | `mount` | a loop mount on `…/rtrec-loopfs-*/mnt`, or nothing mounted there |
+//! | `loop_device` | `/dev/loopN` backed by `…/rtrec-loopfs-*/image.ext4` |
+//! | `remove_file` | `…/rtrec-loopfs-*/image.ext4` |
+//! | `remove_dir` | `…/rtrec-loopfs-*` and its `mnt` |
+//!
+//! Every path must be absolute, with no `.` or `..` component, so that the
+//! names checked are the names acted on.
+//!
+//! Design choices: the journal of this very process is not checked (its
+//! entries come from its own memory, never from the file); rtrec makes no
+//! cgroups, so none is accepted. A refused entry is reported and dropped
+//! from its journal: it can never be undone, and keeping it would repeat
+//! the refusal forever. Tests that journal files of their own under a
+//! private directory widen the list with [`Allowlist::with_root`]; the
+//! binary never does.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::change::Change;
+use crate::kernfs::{device_name, sysctl_path};
+use crate::mounts::{mount_at, mount_of, read_mounts};
+
+/// The prefix of the private directories of loop filesystems
+/// ([`crate::loopfs`]).
+pub(crate) const LOOPFS_DIR_PREFIX: &str = "rtrec-loopfs-";
+/// The image file in such a directory.
+pub(crate) const LOOPFS_IMAGE: &str = "image.ext4";
+/// The mount point in such a directory.
+pub(crate) const LOOPFS_MOUNT: &str = "mnt";
+
+/// What a restore accepts from another process's journal (see the module
+/// doc).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Allowlist {
+    roots: Vec<PathBuf>,
+}
+
+impl Allowlist {
+    /// The changes rtrec makes, and nothing else.
+    pub fn rtrec() -> Allowlist {
+        Allowlist::default()
+    }
+
+    /// Also accepts trace files to write back and files and directories to
+    /// remove under `root` (for tests that journal files of their own).
+    #[must_use]
+    pub fn with_root(mut self, root: impl Into<PathBuf>) -> Allowlist {
+        self.roots.push(root.into());
+        self
+    }
+
+    /// `Ok` when `change` is one rtrec could have made; otherwise why not,
+    /// as the end of a sentence ("not a vm.dirty_* sysctl").
+    ///
+    /// # Errors
+    /// The reason the change is refused.
+    pub fn check(&self, change: &Change) -> Result<(), String> {
+        match change {
+            Change::Sysctl { name, .. } => {
+                if name.starts_with("vm.dirty_") && sysctl_path(name).is_some() {
+                    Ok(())
+                } else {
+                    Err("rtrec changes only the vm.dirty_* sysctls".into())
+                }
+            }
+            Change::Scheduler { device, .. } => device_name(device)
+                .map(|_| ())
+                .map_err(|_| "not a block device name".into()),
+            Change::TraceFile { path, .. } => {
+                plain(path)?;
+                if self.under_root(path) {
+                    return Ok(());
+                }
+                let mounts = read_mounts().map_err(|e| format!("reading the mount table: {e}"))?;
+                match mount_of(path, &mounts) {
+                    Some(m) if m.fstype == "tracefs" => Ok(()),
+                    _ => Err("not a file under the tracefs mount".into()),
+                }
+            }
+            Change::RemoveFile { path } => {
+                plain(path)?;
+                if self.under_root(path) || is_loopfs_child(path, LOOPFS_IMAGE) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "rtrec removes only the {LOOPFS_IMAGE} of its own {LOOPFS_DIR_PREFIX}* directories"
+                    ))
+                }
+            }
+            Change::RemoveDir { path } => {
+                plain(path)?;
+                if self.under_root(path)
+                    || is_loopfs_dir(path)
+                    || is_loopfs_child(path, LOOPFS_MOUNT)
+                {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "rtrec removes only its own {LOOPFS_DIR_PREFIX}* directories"
+                    ))
+                }
+            }
+            Change::Mount { target } => {
+                plain(target)?;
+                let mounted =
+                    mount_at(target).map_err(|e| format!("reading the mount table: {e}"))?;
+                match mounted {
+                    // Nothing mounted there: the undo has nothing to do.
+                    None => Ok(()),
+                    Some(m)
+                        if m.source.starts_with("/dev/loop")
+                            && is_loopfs_child(target, LOOPFS_MOUNT) =>
+                    {
+                        Ok(())
+                    }
+                    Some(m) => Err(format!(
+                        "'{}' ({}) is not a loop mount rtrec made",
+                        m.source, m.fstype
+                    )),
+                }
+            }
+            Change::LoopDevice { device, image } => {
+                plain(image)?;
+                let loop_name = device
+                    .to_str()
+                    .and_then(|d| d.strip_prefix("/dev/loop"))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                if !loop_name {
+                    Err("not a /dev/loopN device".into())
+                } else if is_loopfs_child(image, LOOPFS_IMAGE) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "its image is not the {LOOPFS_IMAGE} of an {LOOPFS_DIR_PREFIX}* directory"
+                    ))
+                }
+            }
+        }
+    }
+
+    fn under_root(&self, path: &Path) -> bool {
+        self.roots.iter().any(|r| path.starts_with(r) && path != r)
+    }
+}
+
+/// An absolute path with only normal components.
+fn plain(path: &Path) -> Result<(), String> {
+    let normal = path
+        .components()
+        .skip(1)
+        .all(|c| matches!(c, Component::Normal(_)));
+    if path.is_absolute() && normal {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{}' is not an absolute path without . or ..",
+            path.display()
+        ))
+    }
+}
+
+fn is_loopfs_dir(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(LOOPFS_DIR_PREFIX))
+}
+
+fn is_loopfs_child(path: &Path, name: &str) -> bool {
+    path.file_name().is_some_and(|n| n == name) && path.parent().is_some_and(is_loopfs_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(c: Change) -> String {
+        Allowlist::rtrec().check(&c).unwrap_err()
+    }
+
+    #[test]
+    fn only_what_rtrec_changes_is_accepted() {
+        let ok = |c: Change| Allowlist::rtrec().check(&c).unwrap();
+        ok(Change::Sysctl {
+            name: "vm.dirty_ratio".into(),
+            old: "20".into(),
+        });
+        ok(Change::Scheduler {
+            device: "vda".into(),
+            old: "none".into(),
+        });
+        ok(Change::RemoveFile {
+            path: "/tmp/rtrec-loopfs-1-0/image.ext4".into(),
+        });
+        ok(Change::RemoveDir {
+            path: "/tmp/rtrec-loopfs-1-0/mnt".into(),
+        });
+        ok(Change::LoopDevice {
+            device: "/dev/loop7".into(),
+            image: "/tmp/rtrec-loopfs-1-0/image.ext4".into(),
+        });
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_a_reason() {
+        assert!(refused(Change::Sysctl {
+            name: "kernel.core_pattern".into(),
+            old: "|/bin/sh".into()
+        })
+        .contains("vm.dirty_*"));
+        assert!(refused(Change::RemoveFile {
+            path: "/etc/shadow".into()
+        })
+        .contains("image.ext4"));
+        refused(Change::RemoveFile {
+            path: "/tmp/rtrec-loopfs-1/../../etc/image.ext4".into(),
+        });
+        refused(Change::RemoveDir {
+            path: "/home".into(),
+        });
+        refused(Change::TraceFile {
+            path: "/etc/passwd".into(),
+            old: String::new(),
+        });
+        refused(Change::LoopDevice {
+            device: "/dev/sda".into(),
+            image: "/tmp/rtrec-loopfs-1/image.ext4".into(),
+        });
+        // The root file system is mounted, and is no loop mount of ours.
+        refused(Change::Mount { target: "/".into() });
+    }
+
+    #[test]
+    fn a_root_widens_the_list_for_files_below_it_only() {
+        let list = Allowlist::rtrec().with_root("/tmp/t");
+        list.check(&Change::RemoveFile {
+            path: "/tmp/t/a".into(),
+        })
+        .unwrap();
+        assert!(list
+            .check(&Change::RemoveDir {
+                path: "/tmp/t".into()
+            })
+            .is_err());
+    }
+}
