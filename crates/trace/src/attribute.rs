@@ -171,8 +171,8 @@ pub fn attribute(events: &[Event], opts: &Options) -> Explanation {
             r
         })
         .collect();
-    causes.sort_by(|a, b| b.total_ns.cmp(&a.total_ns));
-    slow.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns));
+    causes.sort_by_key(|r| std::cmp::Reverse(r.total_ns));
+    slow.sort_by_key(|c| std::cmp::Reverse(c.duration_ns));
     let slow_calls = slow.len() as u64;
     slow.truncate(KEEP_SLOWEST);
     Explanation {
@@ -194,7 +194,7 @@ fn timed_calls(events: &[Event], opts: &Options) -> Vec<(i32, u64, u64, String)>
     let mut open: HashMap<i32, (u64, &str)> = HashMap::new();
     let mut out = Vec::new();
     for e in events {
-        if !opts.timed_tids.contains(&e.tid) || !opts.calls.iter().any(|c| *c == e.name) {
+        if !opts.timed_tids.contains(&e.tid) || !opts.calls.contains(&e.name) {
             continue;
         }
         if e.body.starts_with("->") {
@@ -282,7 +282,7 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
         State::Runnable(d) => add(Cause::Preempted, b - last, d, Vec::new()),
         State::Blocked { cause, stack } => add(cause, b - last, None, stack),
     }
-    parts.sort_by(|x, y| y.ns.cmp(&x.ns));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
     SlowCall {
         call: call.to_string(),
         tid,
@@ -306,7 +306,7 @@ fn blocked_detail(events: &[Event], cause: Cause, t0: u64, t1: u64, wake: &Event
                     || e.name == "jbd2_end_commit"
             });
             let Some(p) = phase else {
-                return format!("transaction locked for commit; {waker}");
+                return format!("journal busy with a commit; {waker}");
             };
             let i = events[..upto]
                 .iter()
@@ -322,7 +322,7 @@ fn blocked_detail(events: &[Event], cause: Cause, t0: u64, t1: u64, wake: &Event
                 .map(|e| format!("{}-{}", e.comm, e.tid))
                 .unwrap_or_else(|| "the jbd2 thread (timer)".to_string());
             format!(
-                "transaction locked for commit (last phase {}), commit started by {starter}; {waker}",
+                "journal commit in phase {}, started by {starter}; {waker}",
                 p.name.trim_start_matches("jbd2_")
             )
         }
@@ -410,7 +410,7 @@ mod tests {
         assert_eq!(ns(Cause::JbdHandle), Some(900_000));
         assert_eq!(ns(Cause::OnCpu), Some(200_000));
         let d = c.parts[0].detail.as_deref().unwrap();
-        assert!(d.contains("last phase commit_flushing"), "{d}");
+        assert!(d.contains("in phase commit_flushing"), "{d}");
         assert!(d.contains("woken by jbd2/loop0-8-50"), "{d}");
         assert_eq!(
             c.parts[0].stack,

@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Cause {
-    /// Blocked starting a jbd2 handle: the running transaction is locked
-    /// for commit (`wait_transaction_locked`, `start_this_handle`).
+    /// Blocked on the jbd2 journal: starting a handle while the running
+    /// transaction is locked for commit (`wait_transaction_locked`,
+    /// `start_this_handle`), or getting write access to a metadata buffer
+    /// the commit is writing (`do_get_write_access`).
     JbdHandle,
     /// Blocked waiting for a page under writeback (`folio_wait_writeback`,
     /// stable pages).
@@ -67,7 +69,7 @@ impl Cause {
     /// Name in tables and JSON.
     pub fn name(self) -> &'static str {
         match self {
-            Cause::JbdHandle => "jbd2 handle wait",
+            Cause::JbdHandle => "jbd2 journal wait",
             Cause::PageWriteback => "page writeback wait",
             Cause::InodeRwsem => "i_rwsem",
             Cause::DataSem => "i_data_sem",
