@@ -126,6 +126,7 @@ pub fn classify(stack: &[String]) -> Cause {
         "start_this_handle",
         "jbd2_log_wait_commit",
         "jbd2_journal_lock_updates",
+        "do_get_write_access",
     ]) {
         Cause::JbdHandle
     } else if has(&["balance_dirty_pages"]) {
@@ -235,6 +236,16 @@ mod tests {
             "ext4_dirty_inode",
         ]);
         assert_eq!(classify(&jbd), Cause::JbdHandle);
+        let shadow = st(&[
+            "__schedule",
+            "io_schedule",
+            "bit_wait_io",
+            "__wait_on_bit",
+            "out_of_line_wait_on_bit",
+            "do_get_write_access",
+            "jbd2_journal_get_write_access",
+        ]);
+        assert_eq!(classify(&shadow), Cause::JbdHandle);
         let data_sem = st(&[
             "__schedule",
             "schedule",
