@@ -54,6 +54,8 @@ pub struct Context<'a> {
     pub flusher: &'a mut FlusherControl,
     /// Warnings found while running.
     pub warnings: &'a mut Vec<Warning>,
+    /// `--explain`: the tracing session, when it could start.
+    pub tracer: Option<&'a mut crate::explain::Tracer>,
 }
 
 /// Everything one set measured, before it is summarised.
@@ -68,6 +70,7 @@ struct Outcome {
     error: Option<String>,
     duration_ns: u64,
     interrupted: bool,
+    explain: Option<rtrec_trace::Explanation>,
 }
 
 impl Outcome {
@@ -83,6 +86,7 @@ impl Outcome {
             error: None,
             duration_ns: 0,
             interrupted: false,
+            explain: None,
         }
     }
 
@@ -163,6 +167,7 @@ pub fn run_case(s: &Scenario, protocol: &Protocol, ctx: &mut Context<'_>) -> Cas
         }
         result.write_histogram_v2_base64 = histogram_base64(&o.write);
         result.write_samples_ns = o.samples;
+        result.explain = o.explain;
     }
     result
 }
@@ -219,16 +224,39 @@ fn run_set(
     let mut loads = LoadSet::start(ctx.launcher, &specs)?;
     let counter = Arc::new(AtomicU64::new(0));
     let sampler = Sampler::start(counter.clone(), bar.clone(), index as u64 * protocol.writes);
+    let load_pids: Vec<i32> = loads.pids();
+    let mut trace = ctx.tracer.as_deref_mut().map(|t| SetTrace {
+        tracer: t,
+        loads: load_pids,
+        dir: set_dir.clone(),
+        name: format!("{}-set{index}", s.name),
+        started: false,
+        failed: None,
+    });
     let measured = match s.timed {
-        Timed::Write(_) => record_loop(s, protocol, &set_dir, &counter),
-        Timed::Fallocate => fallocate_loop(protocol, &set_dir, &counter),
+        Timed::Write(_) => record_loop(s, protocol, &set_dir, &counter, trace.as_mut()),
+        Timed::Fallocate => {
+            if let Some(t) = trace.as_mut() {
+                t.start(vec![sys::gettid()]);
+            }
+            fallocate_loop(protocol, &set_dir, &counter)
+        }
         Timed::Memcpy => Ok(memcpy_loop(protocol, &counter)),
     };
+    let explained = trace.map(SetTrace::finish);
     let dirty_peak_bytes = sampler.stop();
     let dead = loads.dead();
     let reports = loads.stop()?;
     let _ = fs::remove_dir_all(&set_dir);
-    let o = measured?;
+    let mut o = measured?;
+    match explained {
+        Some(Ok(x)) => o.explain = x,
+        Some(Err(e)) => ctx.warnings.push(Warning::Explain {
+            case: s.name.to_string(),
+            reason: e,
+        }),
+        None => {}
+    }
     if let Some(r) = reports.iter().find(|r| dead.contains(&r.load.name())) {
         bail!(
             "the {} load stopped during the set ({}): {}",
@@ -269,17 +297,60 @@ fn record_bytes(len: u64) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
+/// The tracing of one set: started once the timed threads exist.
+struct SetTrace<'a> {
+    tracer: &'a mut crate::explain::Tracer,
+    loads: Vec<i32>,
+    dir: std::path::PathBuf,
+    name: String,
+    started: bool,
+    failed: Option<String>,
+}
+
+impl SetTrace<'_> {
+    fn start(&mut self, timed: Vec<i32>) {
+        match self.tracer.start(timed, &self.loads, &self.dir) {
+            Ok(()) => self.started = true,
+            Err(e) => self.failed = Some(format!("starting the trace: {e}")),
+        }
+    }
+
+    /// The explanation (none for a loop with no timed system call).
+    fn finish(self) -> Result<Option<rtrec_trace::Explanation>, String> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        if !self.started {
+            return Ok(None);
+        }
+        self.tracer
+            .stop(&self.name)
+            .map(Some)
+            .map_err(|e| format!("reading the trace: {e}"))
+    }
+}
+
 fn record_loop(
     s: &Scenario,
     protocol: &Protocol,
     dir: &Path,
     counter: &AtomicU64,
+    trace: Option<&mut SetTrace<'_>>,
 ) -> anyhow::Result<Outcome> {
     let cfg = s.config(protocol).expect("a recording case");
     let ring = cfg.mode == Mode::Ring;
     let mut o = Outcome::new(protocol.writes);
     let data = record_bytes(protocol.record_bytes);
     let mut rec = Recorder::create(dir, cfg).context("starting the recording")?;
+    if let Some(t) = trace {
+        // Ring mode: write() runs on the engine's writer thread.
+        let writer = rtrec_trace::threads_named("rtrec-writer");
+        t.start(if ring && !writer.is_empty() {
+            writer
+        } else {
+            vec![sys::gettid()]
+        });
+    }
     let start = sys::monotonic_ns();
     let mut timer = PeriodicTimer::new(protocol.period_ns);
     for i in 0..protocol.writes {

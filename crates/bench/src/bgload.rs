@@ -641,6 +641,15 @@ impl LoadSet {
         Ok(set)
     }
 
+    /// The process ids of the running loads.
+    pub fn pids(&self) -> Vec<i32> {
+        self.running
+            .iter()
+            .filter_map(|p| p.pid())
+            .map(|p| p as i32)
+            .collect()
+    }
+
     /// Names of loads that died while they should be running.
     pub fn dead(&mut self) -> Vec<&'static str> {
         self.running

@@ -33,6 +33,7 @@
 pub mod benchmark;
 pub mod bgload;
 mod error;
+pub mod explain;
 pub mod export;
 pub mod flusher;
 pub mod output;
@@ -115,6 +116,18 @@ pub struct BenchArgs {
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
+
+    /// Trace every case and attribute its slow calls to kernel causes (needs root and tracefs; own tracefs instance).
+    #[arg(long)]
+    pub explain: bool,
+
+    /// With --explain: calls slower than this are explained (default: 10 × the median and at least 100µs).
+    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "explain")]
+    pub explain_threshold: Option<Duration>,
+
+    /// With --explain: keep each case's raw trace (tracefs text, as trace-cmd and perf users read it) in DIR.
+    #[arg(long, value_name = "DIR", requires = "explain")]
+    pub explain_raw: Option<PathBuf>,
 }
 
 /// `--period`: the units grammar, from 1 ns to 1 hour.
@@ -377,6 +390,19 @@ fn run_plan(
         &mut warnings,
     )?;
 
+    let mut tracer = None;
+    if args.explain {
+        match rtrec_trace::Session::create() {
+            Ok(session) => {
+                tracer = Some(explain::Tracer {
+                    session,
+                    threshold_ns: args.explain_threshold.map(|d| d.as_nanos() as u64),
+                    raw: args.explain_raw.clone(),
+                })
+            }
+            Err(sentence) => eprintln!("rtrec bench: {sentence}"),
+        }
+    }
     let mut exports = Exports::default();
     if let Some(p) = &args.json {
         exports.add(Box::new(JsonExporter) as Box<dyn Exporter>, p.clone());
@@ -416,6 +442,7 @@ fn run_plan(
             launcher: &launcher,
             flusher: &mut flusher,
             warnings: &mut warnings,
+            tracer: tracer.as_mut(),
         };
         let r = benchmark::run_case(s, p, &mut ctx);
         for w in &warnings[warned..] {
@@ -442,6 +469,10 @@ fn run_plan(
         warnings.push(output::Warning::DirtySettingsChanged { found, now });
     }
     let restored = restored.and(flusher.finish());
+    let untraced = tracer.map_or(Ok(()), |t| t.session.remove());
+    if let Err(e) = untraced {
+        eprintln!("rtrec bench: removing the tracefs instance: {e}");
+    }
     let removed = target.remove();
     report.warnings = warnings.iter().map(ToString::to_string).collect();
     let exported = exports.write_all(&report);

@@ -12,7 +12,7 @@ use crate::scenario::{Flusher, Load, Published, Scenario};
 use crate::study::Study;
 
 /// Version of this schema; raised on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The whole `--json` document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -228,6 +228,10 @@ pub struct CaseResult {
     pub error: Option<String>,
     /// True when an interrupt cut the case short.
     pub interrupted: bool,
+    /// `--explain`: the attribution of the reported set's slow calls
+    /// (null without `--explain` or when tracing was not possible).
+    #[serde(default)]
+    pub explain: Option<rtrec_trace::Explanation>,
 }
 
 impl CaseResult {
@@ -260,6 +264,7 @@ impl CaseResult {
             write_histogram_v2_base64: None,
             error: None,
             interrupted: false,
+            explain: None,
         }
     }
 

@@ -93,6 +93,7 @@ pub fn render_results(report: &BenchReport) -> String {
         "Published figures come from a 1 GHz dual-core ARM board with eMMC (Linux 4.4): compare ratios and shapes, \
          not absolute times."
     );
+    let explained = report.cases.iter().any(|c| c.explain.is_some());
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -101,11 +102,12 @@ pub fn render_results(report: &BenchReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}",
+        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
         "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "missed", "dirty", "reference", "pub", "here",
-        "floor"
+        "floor", if explained { " | main cause" } else { "" }
     );
     let mut notes = Vec::new();
+    let mut attributions = String::new();
     for c in &report.cases {
         let p = c.published.as_ref();
         let w = c.write_ns;
@@ -114,7 +116,7 @@ pub fn render_results(report: &BenchReport) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             out,
-            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}",
+            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
             c.name,
             flusher_text(c),
             published(p.and_then(|p| p.min_us)),
@@ -130,7 +132,13 @@ pub fn render_results(report: &BenchReport) -> String {
             ratio(published_max_ratio(c)),
             ratio(measured_max_ratio(report, c)),
             ratio(floor_ratio(report, c)),
+            main_cause(c, explained),
         );
+        if let Some(x) = &c.explain {
+            let published = scenario::find(&c.name).and_then(crate::explain::published_cause);
+            let _ = writeln!(attributions, "{}:", c.name);
+            attributions.push_str(&rtrec_trace::table::render(x, published));
+        }
         if let Some(r) = &c.reader {
             let published = p
                 .and_then(|p| p.reader_throughput_pct)
@@ -183,7 +191,32 @@ pub fn render_results(report: &BenchReport) -> String {
     for n in notes {
         let _ = writeln!(out, "  {n}");
     }
+    if explained {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Attribution of the reported set's slow calls (--explain): cause, slow calls whose main cause it is, its \
+             share of all slow-call time, its worst time in one call, what the trace says, an example stack."
+        );
+        out.push_str(&attributions);
+    }
     out
+}
+
+/// The main-cause column: empty without `--explain`.
+fn main_cause(c: &crate::report::CaseResult, explained: bool) -> String {
+    if !explained {
+        return String::new();
+    }
+    let cause = match &c.explain {
+        Some(x) => match x.main_cause {
+            Some(m) => m.name().to_string(),
+            None if x.timed_calls == 0 => "no timed syscall".to_string(),
+            None => "none slow".to_string(),
+        },
+        None => "-".to_string(),
+    };
+    format!(" | {cause}")
 }
 
 /// The scenario table of `--list`.

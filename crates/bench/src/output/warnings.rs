@@ -38,6 +38,13 @@ pub enum Warning {
         /// Now.
         now: VmDirty,
     },
+    /// `--explain` could not trace or read a set.
+    Explain {
+        /// The case.
+        case: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -71,6 +78,10 @@ impl fmt::Display for Warning {
                 f,
                 "vm.dirty_* changed during the run by someone else (found {found:?}, now {now:?}); the FON cases may \
                  have run with different settings; rerun on an otherwise idle machine"
+            ),
+            Warning::Explain { case, reason } => write!(
+                f,
+                "--explain could not attribute {case} ({reason}); its figures stand, without causes"
             ),
         }
     }

@@ -1,0 +1,41 @@
+//! Explains slow calls: traces the timed threads through this process's
+//! own tracefs instance and attributes the time of every slow call to a
+//! named kernel cause (a jbd2 handle wait, page writeback, a lock, dirty
+//! throttling, reclaim, device I/O) or to the platform (preempted, on the
+//! CPU). Used by `rtrec bench --explain` and `rtrec record --explain`.
+//!
+//! **Must not depend on**: the engine, the bench or the binary; it reaches
+//! tracefs only through `rtrec-host`'s journaled [`Instance`](rtrec_host::tracefs::Instance).
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`parse`] | the text of a tracefs `trace` file |
+//! | [`cause`] | the named causes; classifying a blocking stack |
+//! | [`mod@attribute`] | slow calls and the split of their time |
+//! | [`session`] | the instance: events, filters, triggers, reading back |
+//! | [`table`] | the attribution table as text |
+#![deny(missing_docs)]
+
+pub mod attribute;
+pub mod cause;
+pub mod parse;
+pub mod session;
+pub mod table;
+
+pub use attribute::{attribute, CauseRow, Explanation, Options, Part, SlowCall};
+pub use cause::Cause;
+pub use session::{Session, Watch};
+
+/// The threads of this process named `name` (`rtrec-writer`), from
+/// `/proc/self/task/*/comm`.
+pub fn threads_named(name: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter(|d| {
+            std::fs::read_to_string(d.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .filter_map(|d| d.file_name().to_str()?.parse().ok())
+        .collect()
+}

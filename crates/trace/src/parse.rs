@@ -1,0 +1,167 @@
+//! The text of a tracefs `trace` file, one [`Event`] per line, with the
+//! stack of a `<stack trace>` entry attached to the event before it on the
+//! same CPU and task (the `stacktrace` trigger writes it right after the
+//! event that fired it).
+
+/// One trace entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The current task's name (may contain spaces).
+    pub comm: String,
+    /// The current task's thread id.
+    pub tid: i32,
+    /// The CPU.
+    pub cpu: u32,
+    /// Timestamp, ns, on the instance's clock (`mono`: `CLOCK_MONOTONIC`).
+    pub ts_ns: u64,
+    /// Event name (`sched_switch`, `sys_write`, `sys_write -> 0x4000` is
+    /// split into name `sys_write` and body `-> 0x4000`).
+    pub name: String,
+    /// The rest of the line.
+    pub body: String,
+    /// Kernel stack, innermost first, offsets stripped.
+    pub stack: Vec<String>,
+}
+
+impl Event {
+    /// The value of `key=value` in the body (`prev_pid`, `comm`, …).
+    pub fn field(&self, key: &str) -> Option<&str> {
+        field(&self.body, key)
+    }
+
+    /// [`Event::field`] as a number.
+    pub fn num(&self, key: &str) -> Option<i64> {
+        self.field(key)?.parse().ok()
+    }
+}
+
+/// The value of `key=value` in `body`: up to the next space.
+pub fn field<'a>(body: &'a str, key: &str) -> Option<&'a str> {
+    let mut from = 0;
+    while let Some(i) = body[from..].find(key) {
+        let at = from + i;
+        let before_ok = at == 0 || body.as_bytes()[at - 1] == b' ';
+        let rest = &body[at + key.len()..];
+        if before_ok {
+            if let Some(v) = rest.strip_prefix('=') {
+                return Some(v.split(' ').next().unwrap_or(""));
+            }
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+/// Parses the whole `trace` text. Lines that are not entries (the `#`
+/// header, blank lines) are skipped.
+pub fn parse(text: &str) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::new();
+    let mut stack_of: Option<usize> = None;
+    for line in text.lines() {
+        if let Some(frame) = line.trim_start().strip_prefix("=> ") {
+            if let Some(i) = stack_of {
+                let f = frame.split('+').next().unwrap_or(frame).trim();
+                out[i].stack.push(f.to_string());
+            }
+            continue;
+        }
+        stack_of = None;
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some(e) = parse_line(line) else { continue };
+        if e.name == "<stack trace>" {
+            stack_of = out
+                .iter()
+                .rposition(|p| p.cpu == e.cpu && p.tid == e.tid && p.stack.is_empty());
+            continue;
+        }
+        out.push(e);
+    }
+    out
+}
+
+/// One line: `COMM-TID [CPU] FLAGS SECS.USECS: NAME: BODY`.
+fn parse_line(line: &str) -> Option<Event> {
+    let open = line.find(" [")?;
+    let task = line[..open].trim();
+    let dash = task.rfind('-')?;
+    let comm = task[..dash].to_string();
+    let tid = task[dash + 1..].parse().ok()?;
+    let close = open + line[open..].find(']')?;
+    let cpu = line[open + 2..close].trim().parse().ok()?;
+    let rest = line[close + 1..].trim_start();
+    // Flags, then the timestamp ending in ':'.
+    let mut parts = rest.splitn(3, ' ');
+    let _flags = parts.next()?;
+    let mut ts_and_rest = parts.next()?;
+    let mut tail = parts.next().unwrap_or("");
+    if ts_and_rest.is_empty() {
+        // More than one space between flags and timestamp.
+        let t = tail.trim_start();
+        let sp = t.find(' ').unwrap_or(t.len());
+        ts_and_rest = &t[..sp];
+        tail = &t[sp..];
+    }
+    let ts = ts_and_rest.strip_suffix(':')?;
+    let (secs, frac) = ts.split_once('.')?;
+    let secs: u64 = secs.parse().ok()?;
+    let scale = 10u64.pow(9u32.checked_sub(frac.len() as u32)?);
+    let ts_ns = secs * 1_000_000_000 + frac.parse::<u64>().ok()? * scale;
+    let tail = tail.trim_start();
+    let (name, body) = if tail.starts_with("<stack trace>") {
+        ("<stack trace>", "")
+    } else {
+        match tail.find([':', '(', ' ']) {
+            Some(i) if tail.as_bytes()[i] == b':' => (&tail[..i], tail[i + 1..].trim_start()),
+            // Syscalls: `sys_write(fd: 1, …)`, `sys_write -> 0x4000`.
+            Some(i) => (&tail[..i], tail[i..].trim_start()),
+            None => (tail, ""),
+        }
+    };
+    Some(Event {
+        comm,
+        tid,
+        cpu,
+        ts_ns,
+        name: name.to_string(),
+        body: body.to_string(),
+        stack: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "# tracer: nop
+              dd-27830   [000] d..2.  2006.323442: sched_switch: prev_comm=dd prev_pid=27830 prev_prio=120 prev_state=D ==> next_comm=rustc next_pid=27138 next_prio=120
+              dd-27830   [000] d..2.  2006.323467: <stack trace>
+ => __schedule+0x3a0/0x1000
+ => schedule+0x27/0xa0
+ => wait_transaction_locked+0x8a/0xd0
+       opt cgu.2-27829   [001] ..s..  2006.323673: block_rq_complete: 254,0 RA () 12580520 + 32 be,0,4 [0]
+              dd-27830   [000] .....  2006.324902: sys_write(fd: 1, buf: 0x559e5e81e000, count: 0x4000)
+              dd-27830   [000] .....  2006.324960: sys_write -> 0x4000
+";
+
+    #[test]
+    fn entries_fields_and_stacks_are_read() {
+        let ev = parse(SAMPLE);
+        assert_eq!(ev.len(), 4);
+        assert_eq!(ev[0].name, "sched_switch");
+        assert_eq!(ev[0].tid, 27830);
+        assert_eq!(ev[0].ts_ns, 2_006_323_442_000);
+        assert_eq!(ev[0].field("prev_state"), Some("D"));
+        assert_eq!(ev[0].num("next_pid"), Some(27138));
+        assert_eq!(
+            ev[0].stack,
+            ["__schedule", "schedule", "wait_transaction_locked"]
+        );
+        assert_eq!(ev[1].comm, "opt cgu.2");
+        assert_eq!(ev[1].cpu, 1);
+        assert_eq!(ev[2].name, "sys_write");
+        assert!(ev[2].body.starts_with("(fd: 1"));
+        assert_eq!(ev[3].body, "-> 0x4000");
+    }
+}
