@@ -8,6 +8,7 @@
 //! done; 130 interrupted by a signal.
 
 mod cli;
+mod events;
 mod export;
 mod pool;
 mod record;
@@ -39,6 +40,7 @@ fn main() {
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        cli::Command::Events(a) => events::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };
