@@ -8,7 +8,8 @@
 //! written as one [`FrameKind::Packed`] frame when it is full, before a loss,
 //! a trigger or the end frame, when rotating to the next file, and when its
 //! oldest record has waited `max_latency_ns` (checked on each record and by
-//! the writer thread's poll, [`Writer::tick`]). Records in the open frame
+//! the writer thread's poll, [`Writer::tick`]; in direct mode, with no
+//! writer thread, by the next record or the end). Records in the open frame
 //! are queued, not written: they count as written only once their frame
 //! is; a kill or power cut loses at most `max_latency_ns` of them (and the
 //! writer poll interval), and a failed write of the frame counts them in
