@@ -119,6 +119,14 @@ typedef enum rtrec_framing {
      * The bytes exactly as given; counters go to a `.meta.json` sidecar.
      */
     RTREC_FRAMING_RAW = 1,
+    /**
+     * A header plus frames that each carry many small records (a 1- or
+     * 2-byte length each, one CRC per frame): 65 bytes on disk for a
+     * 64-byte record instead of 104. A frame is written when full (16 KiB)
+     * and at the latest `max_latency_ns` after its first record; records
+     * waiting in it are lost by a kill or power cut.
+     */
+    RTREC_FRAMING_PACKED = 2,
 } rtrec_framing;
 
 /**
@@ -287,6 +295,12 @@ typedef struct rtrec_config {
      * Flight recorder: record this long after a trigger, ns.
      */
     uint64_t flight_post_ns;
+    /**
+     * `RTREC_FRAMING_PACKED`: the longest a record waits in an open frame
+     * before the frame is written, ns (at most 60 s). 0 (the default): 50
+     * ms.
+     */
+    uint64_t max_latency_ns;
 } rtrec_config;
 
 /**

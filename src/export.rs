@@ -1,7 +1,8 @@
 //! `rtrec export`: write the valid records of a recording to a plain file —
 //! framed (header and frames up to the valid end, no pool flag: a file any
-//! reader and `rtrec verify` accept without knowing about pools) or raw (the
-//! records' bytes back to back). The output is created new, never replaced;
+//! reader and `rtrec verify` accept without knowing about pools; packed
+//! frames stay packed) or raw (the records' bytes back to back, packed
+//! frames unpacked). It reports the wall-clock span of the records. The output is created new, never replaced;
 //! `-` writes to stdout.
 //!
 //! The input is verified first (one streaming pass), then copied (a
@@ -14,10 +15,11 @@
 
 use std::io::Write;
 
-use rtrec_engine::format::{FrameKind, FLAG_POOLED, HEADER_LEN};
+use rtrec_engine::format::{FrameKind, PackedInfo, FLAG_POOLED, HEADER_LEN};
 use rtrec_engine::reader::{
     open_regular, read_header, verify_source, FileStatus, FrameWalker, Step,
 };
+use rtrec_engine::utc_iso;
 
 use crate::cli::ExportArgs;
 use crate::usage;
@@ -75,13 +77,19 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
     let mut records = 0u64;
     while let Some(step) = walker.next_step()? {
         let Step::Frame(f) = step else { continue };
-        records += (f.header.kind == FrameKind::Data) as u64;
         if a.raw {
-            if f.header.kind == FrameKind::Data {
-                walker.copy_payload(&f, &mut out)?;
-                written += f.header.len as u64;
-            }
+            // Packed frames are unpacked: the records' bytes back to back.
+            let (n, bytes) = walker.copy_records(&f, &mut out)?;
+            records += n;
+            written += bytes;
         } else {
+            records += match f.header.kind {
+                FrameKind::Data => 1,
+                FrameKind::Packed => {
+                    PackedInfo::decode(&f.payload).map_or(0, |(i, _)| i.count as u64)
+                }
+                _ => 0,
+            };
             walker.copy_range(f.off, f.end() - f.off, &mut out)?;
             written += f.end() - f.off;
         }
@@ -91,8 +99,12 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
     if let Some(f) = &file {
         rtrec_sys::fsync(f)?;
     }
+    let span = match (report.first_record_wall_ns, report.last_record_wall_ns) {
+        (Some(t0), Some(t1)) => format!(", recorded {} to {}", utc_iso(t0), utc_iso(t1)),
+        _ => String::new(),
+    };
     eprintln!(
-        "exported {records} records ({written} bytes) to {}",
+        "exported {records} records ({written} bytes{span}) to {}",
         if to_stdout {
             "stdout".into()
         } else {

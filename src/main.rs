@@ -9,6 +9,7 @@
 
 mod cli;
 mod error;
+mod events;
 mod export;
 mod pool;
 mod record;
@@ -26,6 +27,7 @@ fn main() {
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        cli::Command::Events(a) => events::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };

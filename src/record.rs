@@ -85,9 +85,14 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
         mode: a.mode,
         alloc: a.alloc,
         flush: a.flush,
-        framing: if a.raw { Framing::Raw } else { a.framing },
+        framing: if a.raw {
+            Framing::Raw
+        } else {
+            a.framing.unwrap_or(Framing::Framed)
+        },
         ..Config::default()
     };
+    cfg.max_latency_ns = duration_arg("max-latency", &a.max_latency)?;
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
     cfg.pool.files = a.pool_files;
     cfg.pool.on_empty = a.on_pool_empty;
@@ -95,6 +100,14 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     cfg.pool.refill_while_recording = a.refill_while_recording;
     let record_max = if a.lines { max_line } else { size };
     cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
+    if !a.raw && a.framing.is_none() {
+        // Small records are packed unless the user chose (see --framing).
+        cfg.framing = if a.lines {
+            Framing::Packed
+        } else {
+            Framing::auto(cfg.max_record)
+        };
+    }
     // What the engine's sizing rules need to know about the source.
     let workload = Workload {
         period_ns: match source {

@@ -3,6 +3,9 @@
 //! can be salvaged after them) and a torn tail. The rules are the engine
 //! reader's (`rtrec_engine::reader`); files are read in constant memory.
 //!
+//! Wall-clock times (UTC, milliseconds) come from each file's header,
+//! which maps the monotonic clock of the records to the real-time clock.
+//!
 //! Exit codes: 0 every file complete and clean; 1 a file is corrupt, has
 //! missing data, was aborted, is unfinished (interrupted: its intact prefix
 //! is reported), or is a raw file that cannot be checked (no sidecar);
@@ -17,6 +20,7 @@ use serde::Serialize;
 
 use crate::cli::VerifyArgs;
 use crate::usage;
+use rtrec_engine::utc_iso;
 use rtrec_units::format_size;
 
 /// The `--json` document.
@@ -40,36 +44,43 @@ struct Report {
     clean: bool,
 }
 
-/// Runs `rtrec verify`.
-pub fn run(a: &VerifyArgs) -> crate::Result<i32> {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for p in &a.paths {
+/// Verifies every recording file among `paths` (files, or directories of
+/// recordings) and checks the files of each recording against each other.
+pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<Vec<FileReport>> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for p in paths {
         let meta = match std::fs::metadata(p) {
             Ok(m) => m,
             Err(e) => return usage(format!("cannot read '{}': {e}", p.display())),
         };
         if meta.is_dir() {
-            let found = recording_files(p)
+            let more = recording_files(p)
                 .map_err(|e| crate::Error::Usage(format!("cannot list '{}': {e}", p.display())))?;
-            if found.is_empty() {
+            if more.is_empty() {
                 return usage(format!(
                     "'{}' holds no recordings (*.rtr or *.raw files)",
                     p.display()
                 ));
             }
-            paths.extend(found);
+            found.extend(more);
         } else {
-            paths.push(p.clone());
+            found.push(p.clone());
         }
     }
-    let mut files = Vec::with_capacity(paths.len());
-    for p in &paths {
+    let mut files = Vec::with_capacity(found.len());
+    for p in &found {
         files.push(
             verify_file(p)
                 .map_err(|e| crate::Error::Usage(format!("cannot read '{}': {e}", p.display())))?,
         );
     }
     check_continuity(&mut files);
+    Ok(files)
+}
+
+/// Runs `rtrec verify`.
+pub fn run(a: &VerifyArgs) -> crate::Result<i32> {
+    let files = verify_paths(&a.paths)?;
     let report = Report {
         records: files.iter().map(|f| f.records).sum(),
         lost_records: files.iter().map(|f| f.lost_records).sum(),
@@ -122,6 +133,22 @@ fn print_text(r: &Report) {
             f.lost_records,
             f.missing_records
         );
+        if let (Some(a), Some(b)) = (f.first_record_wall_ns, f.last_record_wall_ns) {
+            println!(
+                "  records from {} to {} ({:.3} s)",
+                utc_iso(a),
+                utc_iso(b),
+                b.saturating_sub(a) as f64 / 1e9
+            );
+        } else if let Some(c) = f.created_wall_ns {
+            println!("  created {}", utc_iso(c));
+        }
+        for t in &f.triggers {
+            println!(
+                "  flight-recorder trigger at {}",
+                utc_iso(t.trigger_wall_ns)
+            );
+        }
         for n in &f.notes {
             println!("  {n}");
         }

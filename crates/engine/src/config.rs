@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
-use crate::format::{framed_len, MAX_PAYLOAD};
+use crate::format::{framed_len, packed_len, MAX_PAYLOAD};
 use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
 
 /// How file space is obtained before and during a recording.
@@ -81,6 +81,11 @@ pub enum Mode {
 pub enum Framing {
     /// Header plus one CRC-checked frame per record (see `docs/format.md`).
     Framed,
+    /// Header plus frames that each carry many small records (a 1- or
+    /// 2-byte length each, one CRC per frame), sealed when full (16 KiB), at
+    /// a loss, a trigger, the end, and when the oldest record in it has
+    /// waited `max_latency_ns`; larger records get a frame of their own.
+    Packed,
     /// The bytes exactly as given (S1's byte stream); counters go to a
     /// `.meta.json` sidecar since the file itself cannot hold them.
     Raw,
@@ -128,7 +133,34 @@ named_enum!(Flush, "flush", [
     Flush::Window => "window",
 ]);
 named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
-named_enum!(Framing, "framing", [Framing::Framed => "framed", Framing::Raw => "raw"]);
+named_enum!(Framing, "framing", [
+    Framing::Framed => "framed",
+    Framing::Packed => "packed",
+    Framing::Raw => "raw",
+]);
+
+impl Framing {
+    /// Records of at most this many bytes are packed by default
+    /// ([`Framing::auto`]): above it a frame header (40 bytes) is under 4 %
+    /// of a record, below it per-record frames cost more.
+    pub const PACK_UP_TO: usize = 1024;
+
+    /// The framing for records of at most `record_size` bytes when the user
+    /// did not choose: packed up to [`Framing::PACK_UP_TO`] bytes, framed
+    /// above (one frame per record keeps each record's own time).
+    pub fn auto(record_size: usize) -> Framing {
+        if record_size <= Self::PACK_UP_TO {
+            Framing::Packed
+        } else {
+            Framing::Framed
+        }
+    }
+
+    /// True when files have a header and frames (everything but raw).
+    pub fn has_frames(self) -> bool {
+        self != Framing::Raw
+    }
+}
 
 /// What the writer does when it needs a file and the pool has none ready.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,6 +267,12 @@ pub struct Config {
     /// producer never wakes it (waking is a system call), so this bounds how
     /// late data reach the page cache.
     pub writer_poll_us: u64,
+    /// Packed framing: the longest a record waits in the writer's open
+    /// frame before the frame is written, ns. Records in an open frame are
+    /// queued, not written: a kill or power cut loses up to this span of
+    /// records (see `docs/format.md`, "Packed frames").
+    #[serde(default = "default_max_latency_ns")]
+    pub max_latency_ns: u64,
     /// Nice value of the flush thread (lower priority than the writer).
     pub flusher_nice: i32,
     /// File name prefix.
@@ -247,6 +285,14 @@ pub struct Config {
     pub pool: PoolConfig,
     /// Flight-recorder mode (ring mode only); `None`: record everything.
     pub flight: Option<FlightConfig>,
+}
+
+/// The default of [`Config::max_latency_ns`]: 50 ms (a 1 kHz source of
+/// 64-byte records then fills frames of 50 records: about 3 % overhead).
+pub const DEFAULT_MAX_LATENCY_NS: u64 = 50_000_000;
+
+fn default_max_latency_ns() -> u64 {
+    DEFAULT_MAX_LATENCY_NS
 }
 
 impl Default for Config {
@@ -262,6 +308,7 @@ impl Default for Config {
             max_record: MIB as usize,
             ring_bytes: sizing::MIN_RING_BYTES,
             writer_poll_us: 1000,
+            max_latency_ns: DEFAULT_MAX_LATENCY_NS,
             flusher_nice: 10,
             prefix: "rec".into(),
             keep_write_samples: 0,
@@ -273,10 +320,12 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Bytes a record of `len` takes in the file.
+    /// The most bytes a record of `len` can take in the file (packed: a
+    /// frame of its own; usually it shares one and takes `len` + 1 or 2).
     pub fn stored_len(&self, len: usize) -> u64 {
         match self.framing {
             Framing::Framed => framed_len(len) as u64,
+            Framing::Packed => packed_len(len) as u64,
             Framing::Raw => len as u64,
         }
     }
@@ -285,7 +334,7 @@ impl Config {
     /// frames are reserved).
     pub fn usable_file_bytes(&self) -> u64 {
         match self.framing {
-            Framing::Framed => self.file_size.saturating_sub(RESERVED_BYTES),
+            Framing::Framed | Framing::Packed => self.file_size.saturating_sub(RESERVED_BYTES),
             Framing::Raw => self.file_size,
         }
     }
@@ -371,6 +420,9 @@ impl Config {
         if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
             return Err(ConfigError::BadPollInterval);
         }
+        if self.max_latency_ns == 0 || self.max_latency_ns > 60_000_000_000 {
+            return Err(ConfigError::BadMaxLatency);
+        }
         Ok(())
     }
 
@@ -399,6 +451,9 @@ mod tests {
         for (v, n) in Mode::ALL {
             assert_eq!(n.parse::<Mode>().unwrap(), *v);
         }
+        for (v, n) in Framing::ALL {
+            assert_eq!(n.parse::<Framing>().unwrap(), *v);
+        }
     }
 
     #[test]
@@ -419,6 +474,13 @@ mod tests {
             };
             assert!(c.validate().is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn small_records_are_packed_by_default_and_larger_ones_framed() {
+        assert_eq!(Framing::auto(64), Framing::Packed);
+        assert_eq!(Framing::auto(Framing::PACK_UP_TO), Framing::Packed);
+        assert_eq!(Framing::auto(Framing::PACK_UP_TO + 1), Framing::Framed);
     }
 
     #[test]

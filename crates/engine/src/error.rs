@@ -162,6 +162,9 @@ pub enum ConfigError {
     /// A writer poll interval outside 1 µs .. 1 s.
     #[error("the writer poll interval must be between 1 µs and 1 s")]
     BadPollInterval,
+    /// A packed frame's maximum latency outside 1 ns .. 60 s.
+    #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
+    BadMaxLatency,
 }
 
 /// What kind of failure stopped writing (or flushing) during a recording.

@@ -39,12 +39,13 @@ pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
     format!("{base}-{index:04}.{ext}")
 }
 
-/// A recording name unused in `dir`: `PREFIX-YYYYmmddTHHMMSSZ`, with `.N`
-/// added when any file of that name exists (two recordings in the same
-/// second; flight-recorder events add `-evNNNNN` to the name, so every entry
+/// A recording name unused in `dir`: `PREFIX-YYYYmmddTHHMMSS.mmmZ` (UTC,
+/// milliseconds: fixed width, so names sort by time), with `.N` added when
+/// any file of that name exists (two recordings in the same millisecond;
+/// flight-recorder events add `-evNNNNN` to the name, so every entry
 /// starting with `NAME-` counts).
 pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
-    let stamp = utc_stamp(sys::realtime_ns() / 1_000_000_000);
+    let stamp = utc_stamp_ms(sys::realtime_ns() / 1_000_000);
     let names: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -70,9 +71,34 @@ pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
     }
 }
 
-/// `YYYYmmddTHHMMSSZ` for seconds since the epoch (civil-from-days, H.
-/// Hinnant): the time stamp in recording names.
+/// `YYYYmmddTHHMMSSZ` for seconds since the epoch.
 pub fn utc_stamp(secs: u64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(secs);
+    format!("{y:04}{m:02}{d:02}T{hh:02}{mm:02}{ss:02}Z")
+}
+
+/// `YYYYmmddTHHMMSS.mmmZ` for milliseconds since the epoch: the time stamp
+/// in recording names.
+pub fn utc_stamp_ms(ms: u64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(ms / 1000);
+    format!("{y:04}{m:02}{d:02}T{hh:02}{mm:02}{ss:02}.{:03}Z", ms % 1000)
+}
+
+/// `YYYY-mm-ddTHH:MM:SS.mmmZ` (ISO 8601, UTC, milliseconds) for
+/// nanoseconds since the epoch: how `verify`, `export` and `events` show
+/// wall-clock times.
+pub fn utc_iso(ns: u64) -> String {
+    let ms = ns / 1_000_000;
+    let (y, m, d, hh, mm, ss) = civil(ms / 1000);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:03}Z",
+        ms % 1000
+    )
+}
+
+/// Year, month, day, hour, minute, second of seconds since the epoch
+/// (civil-from-days, H. Hinnant).
+fn civil(secs: u64) -> (i64, i64, i64, u64, u64, u64) {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;
@@ -84,12 +110,7 @@ pub fn utc_stamp(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    (y, m, d, rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 /// Checks that `dir` is an existing, writable directory; one sentence if not.
@@ -246,7 +267,7 @@ fn allocate_and_name(
     }
     header.created_ns = sys::realtime_ns();
     header.created_mono_ns = sys::monotonic_ns();
-    let offset = if framing == Framing::Framed {
+    let offset = if framing.has_frames() {
         sys::pwrite_all(file, &header.encode(), 0)
             .map_err(|e| Error::io("writing the header of", tmp, e))?;
         HEADER_LEN as u64
@@ -265,7 +286,7 @@ fn allocate_and_name(
 /// A pooled file (see [`crate::pool`]) is not truncated: its header's valid
 /// length is what counts, and its size stays ready for its next life.
 pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
-    if framing == Framing::Framed {
+    if framing.has_frames() {
         f.header.valid_len = f.offset;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }
@@ -284,6 +305,19 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101T000000Z");
         assert_eq!(utc_stamp(1_795_299_322), "20261121T221522Z");
         assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(utc_stamp_ms(1_795_299_322_045), "20261121T221522.045Z");
+        assert_eq!(
+            utc_iso(1_795_299_322_045_999_999),
+            "2026-11-21T22:15:22.045Z"
+        );
+    }
+
+    #[test]
+    fn names_of_the_same_second_sort_by_millisecond() {
+        let a = utc_stamp_ms(1_795_299_322_045);
+        let b = utc_stamp_ms(1_795_299_322_900);
+        let c = utc_stamp_ms(1_795_299_323_001);
+        assert!(a < b && b < c, "{a} {b} {c}");
     }
 
     #[test]
@@ -293,8 +327,9 @@ mod tests {
         let a = recording_base(dir.path(), &cfg);
         std::fs::write(dir.path().join(format!("{a}-ev00000-0000.rtr")), b"").unwrap();
         let b = recording_base(dir.path(), &cfg);
-        assert_ne!(a, b);
-        assert!(b.starts_with(&a[..a.len() - 1]), "{a} {b}");
+        // The same millisecond gets `.1`, a later one a later stamp: both
+        // sort after the first.
+        assert!(b > a, "{a} {b}");
     }
 
     #[test]

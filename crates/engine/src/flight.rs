@@ -16,6 +16,8 @@
 //!   `pre_bytes`) without being in any event are counted as overwritten
 //!   (drop-oldest), as the issue asks; drops in the ring are stored as loss
 //!   frames in the event whose span they fall into.
+//! - The trigger frame stores the trigger's wall-clock time as well as its
+//!   monotonic one, so `rtrec events` lists events by the time of day.
 
 use std::collections::VecDeque;
 
@@ -192,8 +194,12 @@ impl Flight {
             at += ENTRY_HEADER_LEN + len;
         }
         w.begin_event(event, first_seq)?;
+        // The trigger's wall-clock time: now on the real-time clock, moved
+        // back by the time the trigger waited in the ring.
+        let (wall, mono) = (rtrec_sys::realtime_ns(), rtrec_sys::monotonic_ns());
         let t = TriggerPayload {
             trigger_ns: ts,
+            trigger_wall_ns: wall.saturating_sub(mono.saturating_sub(ts)),
             trigger_seq: seq,
             pre_ns: ts.saturating_sub(oldest_ts),
             pre_records,

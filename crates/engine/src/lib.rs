@@ -68,7 +68,7 @@ pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
-pub use file::{utc_stamp, FRAMED_EXT, RAW_EXT};
+pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};
 pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};

@@ -14,6 +14,9 @@
 //! - After bad bytes that a valid frame of ours *does* follow, the reader
 //!   resynchronises at that frame (its own header and CRC check out), reports
 //!   the damaged byte range, and counts the records after it as salvageable.
+//! - A packed frame holds exactly the records its count says, each behind a
+//!   canonical length that stays inside the frame; its records take the
+//!   sequence numbers from the frame's on.
 //! - Sequence numbers rise by exactly one per data record; a loss frame
 //!   accounts for a gap exactly; file 0 starts at sequence 0 (a flight
 //!   recorder event's file 0 opens with its trigger frame instead);
@@ -27,7 +30,9 @@
 //! with positioned reads, so memory does not grow with the file or a frame
 //! (payloads are checksummed chunk by chunk; only loss, end and trigger
 //! payloads, at most [`MAX_MARKER_PAYLOAD`](crate::format::MAX_MARKER_PAYLOAD)
-//! bytes, are held); lists in a
+//! bytes, and packed payloads, at most
+//! [`MAX_PACKED_PAYLOAD`](crate::format::MAX_PACKED_PAYLOAD), are held);
+//! lists in a
 //! report (gaps, damaged ranges, notes) stop growing at [`MAX_LISTED`]
 //! entries while their totals keep counting.
 
@@ -40,8 +45,8 @@ use serde::Serialize;
 use crate::file::{FRAMED_EXT, RAW_EXT};
 use crate::format::{
     chain_seed, decode_frame_header, frame_crc_start, DecodeError, EndPayload, FileHeader,
-    FrameHeader, FrameKind, LossPayload, RawFileSums, TriggerPayload, FLAG_POOLED, FLAG_SLOT,
-    FORMAT_VERSION, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN, RAW_CHUNK,
+    FrameHeader, FrameKind, LossPayload, PackedInfo, PackedRecords, RawFileSums, TriggerPayload,
+    FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN, RAW_CHUNK,
 };
 
 /// Size of the reader's one buffer (1 MiB): the memory a walk uses,
@@ -285,8 +290,8 @@ pub struct Frame {
     pub off: u64,
     /// Its header.
     pub header: FrameHeader,
-    /// Its payload for loss, end and trigger frames; empty for data (read
-    /// it with [`FrameWalker::copy_payload`]).
+    /// Its payload for loss, end, trigger and packed frames; empty for
+    /// data (read it with [`FrameWalker::copy_payload`]).
     pub payload: Vec<u8>,
     /// False when it does not link to the frame before it (the chain is
     /// broken: reordered, duplicated, deleted around or spliced in), or
@@ -459,6 +464,28 @@ impl<'s, S: ?Sized + ByteSource> FrameWalker<'s, S> {
     pub fn copy_payload(&mut self, f: &Frame, out: &mut dyn io::Write) -> io::Result<()> {
         self.copy_range(f.off + FRAME_HEADER_LEN as u64, f.header.len as u64, out)
     }
+
+    /// Writes the records' bytes of frame `f` to `out`, back to back: the
+    /// payload of a data frame, each record of a well-formed packed frame,
+    /// nothing for other frames. Returns the records and bytes written.
+    pub fn copy_records(&mut self, f: &Frame, out: &mut dyn io::Write) -> io::Result<(u64, u64)> {
+        match f.header.kind {
+            FrameKind::Data => {
+                self.copy_payload(f, out)?;
+                Ok((1, f.header.len as u64))
+            }
+            FrameKind::Packed if PackedInfo::decode(&f.payload).is_some() => {
+                let (mut n, mut bytes) = (0, 0);
+                for r in PackedRecords::new(&f.payload) {
+                    out.write_all(r)?;
+                    n += 1;
+                    bytes += r.len() as u64;
+                }
+                Ok((n, bytes))
+            }
+            _ => Ok((0, 0)),
+        }
+    }
 }
 
 /// How a [`walk_frames`] ended.
@@ -572,6 +599,21 @@ pub struct FileReport {
     /// Position in its recording.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<u32>,
+    /// When the file was created: `CLOCK_REALTIME` ns since the epoch
+    /// (header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_wall_ns: Option<u64>,
+    /// Wall-clock time of the first record found, ns since the epoch (by
+    /// the header's mapping of the monotonic clock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_record_wall_ns: Option<u64>,
+    /// Wall-clock time of the last record found (of a packed frame: its
+    /// last record's), ns since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_record_wall_ns: Option<u64>,
+    /// Frames read that carry records: one per record, or (packed framing)
+    /// one per batch.
+    pub record_frames: u64,
     /// Data records found intact (before and after any damage).
     pub records: u64,
     /// Of these, the records found after damage: they can be saved
@@ -630,6 +672,10 @@ impl FileReport {
             generation: None,
             recording_id: None,
             index: None,
+            created_wall_ns: None,
+            first_record_wall_ns: None,
+            last_record_wall_ns: None,
+            record_frames: 0,
             records: 0,
             salvageable_records: 0,
             bytes: 0,
@@ -754,19 +800,15 @@ impl FileCheck<'_> {
             }
         }
         match h.kind {
-            FrameKind::Data => {
-                self.sequence(off, h.seq, "data");
-                if self.last_ts.is_some_and(|t| h.ts_ns < t) {
-                    self.r.corrupt(off, format!("the timestamp of the record at offset {off} goes back in time"));
+            FrameKind::Data => self.records(off, h, 1, 0, h.len as u64),
+            FrameKind::Packed => match PackedInfo::decode(&f.payload) {
+                Some((info, bytes)) => {
+                    self.records(off, h, info.count as u64, info.span_ns, bytes)
                 }
-                self.last_ts = Some(h.ts_ns);
-                self.r.records += 1;
-                if self.damaged {
-                    self.r.salvageable_records += 1;
-                }
-                self.r.bytes += h.len as u64;
-                self.advance(off, h.seq, 1);
-            }
+                None => self
+                    .r
+                    .corrupt(off, format!("the packed frame at offset {off} is malformed")),
+            },
             FrameKind::Loss => match LossPayload::decode(&f.payload) {
                 Some(l) if l.first_seq == h.seq && l.count > 0 => {
                     self.sequence(off, h.seq, "loss");
@@ -794,6 +836,31 @@ impl FileCheck<'_> {
             },
             FrameKind::End => self.end(f),
         }
+    }
+
+    /// A data frame (`count` 1) or a packed frame of `count` records and
+    /// `bytes` payload bytes, its records `span_ns` apart first to last.
+    fn records(&mut self, off: u64, h: &FrameHeader, count: u64, span_ns: u64, bytes: u64) {
+        self.sequence(off, h.seq, "data");
+        if self.last_ts.is_some_and(|t| h.ts_ns < t) {
+            self.r.corrupt(
+                off,
+                format!("the timestamp of the record at offset {off} goes back in time"),
+            );
+        }
+        let last = h.ts_ns.saturating_add(span_ns);
+        self.last_ts = Some(last);
+        self.r
+            .first_record_wall_ns
+            .get_or_insert(self.header.wall_ns(h.ts_ns));
+        self.r.last_record_wall_ns = Some(self.header.wall_ns(last));
+        self.r.record_frames += 1;
+        self.r.records += count;
+        if self.damaged {
+            self.r.salvageable_records += count;
+        }
+        self.r.bytes += bytes;
+        self.advance(off, h.seq, count);
     }
 
     fn end(&mut self, f: &Frame) {
@@ -880,6 +947,7 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
     r.generation = Some(header.generation);
     r.recording_id = Some(header.recording_id);
     r.index = Some(header.index);
+    r.created_wall_ns = Some(header.created_ns);
     if header.flags & FLAG_SLOT != 0 {
         r.note("an unused pool slot, not a recording".into());
         return Ok(r);

@@ -2,6 +2,18 @@
 //! file, rotates to the next file when one is full, stores every loss as a
 //! frame, times each `write()`, and feeds the flusher. In direct mode the
 //! caller's thread drives it; in ring mode the writer thread does.
+//!
+//! Packed framing: records of consecutive sequence numbers are gathered in
+//! one open frame (a buffer allocated once, [`PACKED_PAYLOAD`] bytes) and
+//! written as one [`FrameKind::Packed`] frame when it is full, before a loss,
+//! a trigger or the end frame, when rotating to the next file, and when its
+//! oldest record has waited `max_latency_ns` (checked on each record and by
+//! the writer thread's poll, [`Writer::tick`]; in direct mode, with no
+//! writer thread, by the next record or the end). Records in the open frame
+//! are queued, not written: they count as written only once their frame
+//! is; a kill or power cut loses at most `max_latency_ns` of them (and the
+//! writer poll interval), and a failed write of the frame counts them in
+//! `lost_in_open_frame`.
 
 use std::fs::File;
 use std::io;
@@ -16,7 +28,8 @@ use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
 use crate::format::{
-    self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, FRAME_HEADER_LEN, HEADER_LEN,
+    self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, PackedInfo, FRAME_HEADER_LEN,
+    HEADER_LEN, PACKED_PAYLOAD,
 };
 use crate::pool::{Pool, Refiller};
 use crate::sizing::END_PAYLOAD_MAX;
@@ -75,6 +88,24 @@ pub(crate) struct WriterReport {
     pub(crate) pool: PoolStats,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
+    /// Packed framing: records of an open frame whose write failed (they
+    /// were neither written nor dropped by the producer).
+    pub(crate) lost_in_open_frame: u64,
+}
+
+/// Packed framing: the frame being filled (see the module docs).
+struct OpenPack {
+    /// [`PackedInfo`] space, then each record behind its LEB128 length.
+    buf: Vec<u8>,
+    /// Records in it (0: no open frame).
+    count: u32,
+    /// Their payload bytes.
+    bytes: u64,
+    /// Sequence number and time of the first record.
+    first_seq: u64,
+    first_ts: u64,
+    /// Time of the last record.
+    last_ts: u64,
 }
 
 /// See the module docs.
@@ -100,6 +131,7 @@ pub(crate) struct Writer {
     dropped: u64,
     report: WriterReport,
     live: Arc<LiveStats>,
+    pack: OpenPack,
 }
 
 impl Writer {
@@ -161,7 +193,18 @@ impl Writer {
             dropped: 0,
             report,
             live,
+            pack: OpenPack {
+                buf: Vec::new(),
+                count: 0,
+                bytes: 0,
+                first_seq: 0,
+                first_ts: 0,
+                last_ts: 0,
+            },
         };
+        if w.cfg.framing == Framing::Packed {
+            w.pack.buf.reserve_exact(PACKED_PAYLOAD);
+        }
         if w.cfg.flight.is_none() {
             w.open_next()?;
         }
@@ -276,8 +319,9 @@ impl Writer {
         self.report.error.is_some()
     }
 
-    /// Writes one record. Any gap before `seq` that no loss frame explained
-    /// is stored as a loss first.
+    /// Writes one record (packed framing: adds it to the open frame). Any
+    /// gap before `seq` that no loss frame explained is stored as a loss
+    /// first.
     pub(crate) fn write_data(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
         if seq > self.next_seq {
             let gap = LossPayload {
@@ -287,18 +331,28 @@ impl Writer {
             };
             self.write_loss(gap, ts_ns)?;
         }
+        if self.cfg.framing == Framing::Packed && format::packable(payload.len()) {
+            return self.pack(seq, ts_ns, payload);
+        }
+        self.seal()?;
         self.ensure_room(self.cfg.stored_len(payload.len()))?;
         let t0 = sys::monotonic_ns();
         let r = self.put(FrameKind::Data, seq, ts_ns, payload);
         let dt = sys::monotonic_ns() - t0;
         r?;
+        self.next_seq = seq + 1;
+        self.count_written(1, payload.len() as u64, dt);
+        Ok(())
+    }
+
+    /// Counts records as written by one `write()` that took `dt` ns.
+    fn count_written(&mut self, records: u64, bytes: u64, dt: u64) {
         self.report.write_lat.record(dt);
         if self.report.write_samples.len() < self.report.write_samples.capacity() {
             self.report.write_samples.push(dt);
         }
-        self.report.records_written += 1;
-        self.report.bytes_written += payload.len() as u64;
-        self.next_seq = seq + 1;
+        self.report.records_written += records;
+        self.report.bytes_written += bytes;
         self.live
             .records_written
             .store(self.report.records_written, Ordering::Relaxed);
@@ -306,11 +360,91 @@ impl Writer {
             .bytes_written
             .store(self.report.bytes_written, Ordering::Relaxed);
         self.live.max_write_ns.fetch_max(dt, Ordering::Relaxed);
+    }
+
+    /// Packed framing: adds a record to the open frame, writing the frame
+    /// first when the record does not fit in it (or its file), and after
+    /// when the frame's first record has waited `max_latency_ns`.
+    fn pack(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
+        let add = format::leb128_len(payload.len()) + payload.len();
+        if self.pack.count > 0 {
+            let framed = (FRAME_HEADER_LEN + self.pack.buf.len() + add) as u64;
+            let in_file = self
+                .cur
+                .as_ref()
+                .is_some_and(|c| c.offset + framed <= self.cfg.usable_file_bytes());
+            if self.pack.buf.len() + add > PACKED_PAYLOAD || !in_file {
+                self.seal()?;
+            }
+        }
+        if self.pack.count == 0 {
+            self.ensure_room((FRAME_HEADER_LEN + PackedInfo::LEN + add) as u64)?;
+            self.pack.buf.clear();
+            self.pack.buf.extend_from_slice(&[0; PackedInfo::LEN]);
+            self.pack.first_seq = seq;
+            self.pack.first_ts = ts_ns;
+        }
+        // Within the capacity reserved at creation: no allocation.
+        format::put_leb128(&mut self.pack.buf, payload.len());
+        self.pack.buf.extend_from_slice(payload);
+        self.pack.count += 1;
+        self.pack.bytes += payload.len() as u64;
+        self.pack.last_ts = ts_ns;
+        self.next_seq = seq + 1;
+        self.tick(ts_ns)
+    }
+
+    /// Packed framing: writes the open frame when its first record has
+    /// waited `max_latency_ns` at `now` (`CLOCK_MONOTONIC`). The writer
+    /// thread calls it on each poll, so a frame never waits for the next
+    /// record.
+    pub(crate) fn tick(&mut self, now: u64) -> Step {
+        if self.pack.count > 0 && now.saturating_sub(self.pack.first_ts) >= self.cfg.max_latency_ns
+        {
+            self.seal()?;
+        }
         Ok(())
+    }
+
+    /// Packed framing: writes the open frame, if any, as one packed frame.
+    fn seal(&mut self) -> Step {
+        if self.pack.count == 0 {
+            return Ok(());
+        }
+        let info = PackedInfo {
+            count: self.pack.count,
+            span_ns: self.pack.last_ts.saturating_sub(self.pack.first_ts),
+        };
+        self.pack.buf[..PackedInfo::LEN].copy_from_slice(&info.encode());
+        let (records, bytes) = (self.pack.count as u64, self.pack.bytes);
+        (self.pack.count, self.pack.bytes) = (0, 0);
+        // Taken out for the call and put back: no allocation.
+        let buf = std::mem::take(&mut self.pack.buf);
+        let t0 = sys::monotonic_ns();
+        let r = self.put(
+            FrameKind::Packed,
+            self.pack.first_seq,
+            self.pack.first_ts,
+            &buf,
+        );
+        let dt = sys::monotonic_ns() - t0;
+        self.pack.buf = buf;
+        match r {
+            Ok(()) => {
+                self.count_written(records, bytes, dt);
+                Ok(())
+            }
+            Err(e) => {
+                self.report.lost_in_open_frame += records;
+                Err(e)
+            }
+        }
     }
 
     /// Stores that `loss.count` records from `loss.first_seq` were dropped.
     pub(crate) fn write_loss(&mut self, loss: LossPayload, ts_ns: u64) -> Step {
+        // Frames stay in sequence order: the open frame goes first.
+        self.seal()?;
         self.dropped += loss.count;
         self.next_seq = self.next_seq.max(loss.first_seq + loss.count);
         if self.cfg.framing == Framing::Raw {
@@ -336,6 +470,7 @@ impl Writer {
         if self.cfg.framing == Framing::Raw {
             return Ok(());
         }
+        self.seal()?;
         self.ensure_room(self.cfg.stored_len(payload.len()))?;
         self.put(kind, seq, ts_ns, payload)
     }
@@ -364,7 +499,7 @@ impl Writer {
         let cur = self.cur.as_mut().ok_or_else(Failure::closed)?;
         let f: &File = &cur.file;
         let (mut head, mut body): (&[u8], &[u8]) = (&[], payload);
-        if self.cfg.framing == Framing::Framed {
+        if self.cfg.framing.has_frames() {
             // A file's first frame links to the header, every later one to
             // the frame before it (see the format module's chaining).
             let prev = if cur.offset == HEADER_LEN as u64 {
@@ -416,7 +551,8 @@ impl Writer {
         reason: &str,
         post: (u64, u64),
     ) -> Step {
-        if self.cfg.framing == Framing::Framed {
+        self.seal()?;
+        if self.cfg.framing.has_frames() {
             let end = EndPayload {
                 complete,
                 continued,

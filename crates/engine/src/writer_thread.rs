@@ -94,10 +94,17 @@ pub(crate) fn run_writer(
             break;
         }
         if !any {
+            let now = rtrec_sys::monotonic_ns();
             if let Some(f) = flight.as_mut() {
-                if !w.failed() && f.tick(&mut w, rtrec_sys::monotonic_ns()).is_err() {
+                if !w.failed() && f.tick(&mut w, now).is_err() {
                     shared.failed.store(true, Ordering::Release);
                 }
+            }
+            // Packed framing: an open frame is written once its oldest
+            // record has waited the maximum latency, even if no record
+            // follows.
+            if !w.failed() && w.tick(now).is_err() {
+                shared.failed.store(true, Ordering::Release);
             }
             std::thread::sleep(Duration::from_micros(poll_us));
         }

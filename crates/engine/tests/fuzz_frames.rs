@@ -5,7 +5,9 @@
 //! bytes are flipped, zeroed or cut. Whatever comes out, if any file differs
 //! from what the writer wrote, `verify` (each file, then the recording as a
 //! whole, as `rtrec verify` does) must not call the recording clean: zero
-//! false accepts. `PROPTEST_CASES` sets the number of cases (default 512).
+//! false accepts. The same runs on a packed recording (many records per
+//! frame, cut by losses and file ends). `PROPTEST_CASES` sets the number
+//! of cases of each (default 512).
 //!
 //! Out of scope by design: a frame forged with a freshly computed CRC *and*
 //! the right chain link and counters. CRCs detect accidents and misplaced
@@ -20,7 +22,7 @@ use rtrec_engine::format::{
     HEADER_LEN,
 };
 use rtrec_engine::reader::{check_continuity, verify_bytes, FileStatus};
-use rtrec_engine::{Alloc, Config, Flush, Mode, RecordError, Recorder, MIB};
+use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, RecordError, Recorder, MIB};
 
 /// One frame: its bytes, kind and the file's generation.
 #[derive(Clone, Debug)]
@@ -51,9 +53,10 @@ impl File {
 
 /// Records a recording of about 2.5 MiB in 1 MiB files, with drops stored
 /// as loss frames, and splits its files into frames.
-fn record(seed: u8) -> Vec<File> {
+fn record(seed: u8, framing: Framing) -> Vec<File> {
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
+        framing,
         mode: Mode::Direct,
         alloc: Alloc::Append,
         flush: Flush::None,
@@ -104,9 +107,18 @@ fn split(bytes: &[u8]) -> File {
 }
 
 /// The recording under test and another one to splice from.
-fn samples() -> &'static (Vec<File>, Vec<File>) {
-    static S: OnceLock<(Vec<File>, Vec<File>)> = OnceLock::new();
-    S.get_or_init(|| (record(0), record(77)))
+type Samples = (Vec<File>, Vec<File>);
+
+/// Framed samples.
+fn samples() -> &'static Samples {
+    static S: OnceLock<Samples> = OnceLock::new();
+    S.get_or_init(|| (record(0, Framing::Framed), record(77, Framing::Framed)))
+}
+
+/// Packed samples.
+fn packed_samples() -> &'static Samples {
+    static S: OnceLock<Samples> = OnceLock::new();
+    S.get_or_init(|| (record(0, Framing::Packed), record(77, Framing::Packed)))
 }
 
 /// Re-stamps `f` with `generation`, keeping its own chain link, and fixes
@@ -197,8 +209,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 
 /// Applies `m` to `files` (as frames) or to `raw` (their bytes, once a
 /// byte-level mutation has happened).
-fn apply(files: &mut Vec<File>, raw: &mut Option<Vec<Vec<u8>>>, m: &Mutation) {
-    let (_, foreign) = samples();
+fn apply(files: &mut Vec<File>, raw: &mut Option<Vec<Vec<u8>>>, m: &Mutation, foreign: &[File]) {
     if files.is_empty() {
         return;
     }
@@ -282,7 +293,7 @@ fn apply(files: &mut Vec<File>, raw: &mut Option<Vec<Vec<u8>>>, m: &Mutation) {
                 recount(&files[f].frames[pos], gen, which, delta)
             } else {
                 // Another end frame (of another file or recording) in its place.
-                let src = if which < 192 { foreign } else { &*files };
+                let src = if which < 192 { foreign } else { &files[..] };
                 let sf = &src[other % src.len()];
                 let e = sf
                     .frames
@@ -329,53 +340,80 @@ proptest! {
     fn no_mutated_recording_is_ever_accepted_as_clean(
         muts in proptest::collection::vec(mutation(), 1..4),
     ) {
-        let (orig, _) = samples();
-        let mut files = orig.clone();
-        let mut raw = None;
-        for m in &muts {
-            apply(&mut files, &mut raw, m);
-        }
-        let out: Vec<Vec<u8>> = raw.unwrap_or_else(|| files.iter().map(File::bytes).collect());
-        let before: Vec<Vec<u8>> = orig.iter().map(File::bytes).collect();
-        // Names as the directory listing gives them: in order, so a swap of
-        // whole files is a swap of their contents under the same names.
-        let mut reports: Vec<_> = out
-            .iter()
-            .enumerate()
-            .map(|(i, b)| verify_bytes(&PathBuf::from(format!("/r/rec-{i:04}.rtr")), b))
-            .collect();
-        check_continuity(&mut reports);
-        let clean = reports.iter().all(|r| r.is_clean());
-        // A recording is its files' contents up to their headers' valid
-        // length (what follows is unused space or a pool file's earlier
-        // life, ignored by design); names are not part of it (files are
-        // chained by recording id and header index), so files swapped
-        // between names are the same recording.
-        let (mut a, mut b): (Vec<_>, Vec<_>) =
-            (out.iter().map(|f| recorded(f)).collect(), before.iter().map(|f| recorded(f)).collect());
-        a.sort();
-        b.sort();
-        if a == b {
-            prop_assert!(clean, "the unchanged recording must verify clean: {:?}",
-                reports.iter().map(|r| &r.notes).collect::<Vec<_>>());
-        } else {
-            let statuses: Vec<FileStatus> = reports.iter().map(|r| r.status).collect();
-            prop_assert!(!clean, "false accept after {:?}: {:?}", muts, statuses);
-        }
+        check(samples(), &muts)?;
     }
+
+    #[test]
+    fn no_mutated_packed_recording_is_ever_accepted_as_clean(
+        muts in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        check(packed_samples(), &muts)?;
+    }
+}
+
+/// Applies `muts` to the first recording of `samples` and verifies it.
+fn check((orig, foreign): &Samples, muts: &[Mutation]) -> Result<(), TestCaseError> {
+    let mut files = orig.clone();
+    let mut raw = None;
+    for m in muts {
+        apply(&mut files, &mut raw, m, foreign);
+    }
+    let out: Vec<Vec<u8>> = raw.unwrap_or_else(|| files.iter().map(File::bytes).collect());
+    let before: Vec<Vec<u8>> = orig.iter().map(File::bytes).collect();
+    // Names as the directory listing gives them: in order, so a swap of
+    // whole files is a swap of their contents under the same names.
+    let mut reports: Vec<_> = out
+        .iter()
+        .enumerate()
+        .map(|(i, b)| verify_bytes(&PathBuf::from(format!("/r/rec-{i:04}.rtr")), b))
+        .collect();
+    check_continuity(&mut reports);
+    let clean = reports.iter().all(|r| r.is_clean());
+    // A recording is its files' contents up to their headers' valid
+    // length (what follows is unused space or a pool file's earlier
+    // life, ignored by design); names are not part of it (files are
+    // chained by recording id and header index), so files swapped
+    // between names are the same recording.
+    let (mut a, mut b): (Vec<_>, Vec<_>) = (
+        out.iter().map(|f| recorded(f)).collect(),
+        before.iter().map(|f| recorded(f)).collect(),
+    );
+    a.sort();
+    b.sort();
+    if a == b {
+        prop_assert!(
+            clean,
+            "the unchanged recording must verify clean: {:?}",
+            reports.iter().map(|r| &r.notes).collect::<Vec<_>>()
+        );
+    } else {
+        let statuses: Vec<FileStatus> = reports.iter().map(|r| r.status).collect();
+        prop_assert!(!clean, "false accept after {:?}: {:?}", muts, statuses);
+    }
+    Ok(())
 }
 
 #[test]
 fn the_untouched_sample_verifies_clean_and_spans_several_files() {
-    let (orig, _) = samples();
-    let mut reports: Vec<_> = orig
-        .iter()
-        .enumerate()
-        .map(|(i, f)| verify_bytes(&PathBuf::from(format!("/r/rec-{i:04}.rtr")), &f.bytes()))
-        .collect();
-    check_continuity(&mut reports);
-    for r in &reports {
-        assert_eq!(r.status, FileStatus::Complete, "{:?}", r.notes);
+    for (orig, _) in [samples(), packed_samples()] {
+        let mut reports: Vec<_> = orig
+            .iter()
+            .enumerate()
+            .map(|(i, f)| verify_bytes(&PathBuf::from(format!("/r/rec-{i:04}.rtr")), &f.bytes()))
+            .collect();
+        check_continuity(&mut reports);
+        for r in &reports {
+            assert_eq!(r.status, FileStatus::Complete, "{:?}", r.notes);
+        }
+        assert!(reports.iter().map(|r| r.lost_records).sum::<u64>() > 0);
     }
-    assert!(reports.iter().map(|r| r.lost_records).sum::<u64>() > 0);
+    // The packed sample really packs: far fewer frames than records.
+    let packed = packed_samples().0.iter().flat_map(|f| &f.frames);
+    let (frames, packs) = packed.fold((0, 0), |(n, p), f| {
+        (n + 1, p + (f.kind == FrameKind::Packed) as u32)
+    });
+    assert!(
+        packs > 10 && frames < 2600 / 4,
+        "{packs} packed of {frames} frames"
+    );
 }
