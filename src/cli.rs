@@ -74,6 +74,8 @@ pub enum Command {
     Events(EventsArgs),
     /// Write the valid records of a recording to a plain file (framed or raw).
     Export(ExportArgs),
+    /// Check whether this machine and DIR's filesystem and device are fit for real-time recording.
+    Doctor(DoctorArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
     Bench(Box<rtrec_bench::BenchArgs>),
     /// A background load of the bench (run by `rtrec bench` itself).
@@ -329,9 +331,30 @@ pub struct EventsArgs {
     pub json: bool,
 }
 
+/// `rtrec doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The recording directory to check (it need not exist yet: its nearest existing parent is checked).
+    #[arg(default_value = "./rtrec-data", value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Size of the recording planned, checked against the free space.
+    #[arg(long, default_value = "100MiB", value_name = "SIZE")]
+    pub planned: String,
+
+    /// Print the checks as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `rtrec tune`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct TuneArgs {
+    /// What to show (without: `status`).
+    #[command(subcommand)]
+    pub action: Option<TuneAction>,
+
     /// Put back every change left by rtrec processes that are no longer running.
     #[arg(long)]
     pub restore: bool,
@@ -339,6 +362,17 @@ pub struct TuneArgs {
     /// With --restore: also undo the changes of rtrec processes still running.
     #[arg(long, requires = "restore")]
     pub force: bool,
+}
+
+/// `rtrec tune` actions.
+#[derive(Debug, Subcommand)]
+pub enum TuneAction {
+    /// The journal in words: what rtrec has changed, by whom, since when; who holds the global lock; the vm.dirty_* settings.
+    Status {
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! done; 130 interrupted by a signal.
 
 mod cli;
+mod doctor;
 mod error;
 mod events;
 mod export;
@@ -28,6 +29,7 @@ fn main() {
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
         cli::Command::Events(a) => events::run(&a),
+        cli::Command::Doctor(a) => doctor::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };

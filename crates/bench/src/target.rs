@@ -206,7 +206,7 @@ fn conditions(path: &Path) -> Vec<Warning> {
 
 /// The journal size from `dumpe2fs -h` (root, ext4 on a block device);
 /// `None` when it cannot be read.
-fn journal_bytes(m: &MountEntry) -> Option<u64> {
+pub fn journal_bytes(m: &MountEntry) -> Option<u64> {
     if m.fstype != "ext4" || !m.source.starts_with("/dev/") {
         return None;
     }
@@ -236,7 +236,7 @@ fn journal_bytes(m: &MountEntry) -> Option<u64> {
 }
 
 /// The whole-disk block device name holding `path` (`loop0`, `vda`).
-fn block_device_of(path: &Path) -> Option<String> {
+pub fn block_device_of(path: &Path) -> Option<String> {
     let dev = fs::metadata(path).ok()?.dev();
     let (maj, min) = rtrec_sys::major_minor(dev);
     let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;

@@ -32,6 +32,7 @@
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
 //! | [`loopfs`] | loop-mounted ext4 images |
+//! | [`status`] | what the journal holds and who holds the lock, read-only |
 //!
 //! Design choice: the undo of each kind of change is one `match` in `undo`,
 //! below the journal, and the journaled setters (`sysctl::set`, …) sit above
@@ -53,6 +54,7 @@ pub mod loopfs;
 pub mod mounts;
 pub mod restore;
 pub mod signals;
+pub mod status;
 pub mod sysctl;
 pub mod tracefs;
 mod undo;
@@ -66,3 +68,4 @@ pub use restore::{
     restore_all_forced, restore_all_forced_in, restore_all_forced_in_with, restore_stale,
     restore_stale_in, restore_stale_in_with, RestoreReport,
 };
+pub use status::{journal_status, journal_status_in, JournalStatus, OwnerStatus};

@@ -125,6 +125,23 @@ pub struct DirtySettings {
     pub dirty_background_bytes: u64,
 }
 
+impl std::fmt::Display for DirtySettings {
+    /// One line: `ratio 20%, background ratio 10%, bytes 0, background
+    /// bytes 0, expire 3000 cs, writeback 500 cs`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ratio {}%, background ratio {}%, bytes {}, background bytes {}, expire {} cs, writeback {} cs",
+            self.dirty_ratio,
+            self.dirty_background_ratio,
+            self.dirty_bytes,
+            self.dirty_background_bytes,
+            self.dirty_expire_centisecs,
+            self.dirty_writeback_centisecs
+        )
+    }
+}
+
 impl DirtySettings {
     /// Reads the current settings.
     ///
