@@ -76,6 +76,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Check whether this machine and DIR's filesystem and device are fit for real-time recording.
     Doctor(DoctorArgs),
+    /// Draw a bench result or a recording summary (their --json) as one self-contained HTML page.
+    Report(ReportArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
     Bench(Box<rtrec_bench::BenchArgs>),
     /// A background load of the bench (run by `rtrec bench` itself).
@@ -329,6 +331,18 @@ pub struct EventsArgs {
     /// Print the events as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `rtrec report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A `rtrec bench --json` result or a `rtrec record --json` summary; `-` reads stdin.
+    #[arg(value_name = "RESULT.json")]
+    pub input: PathBuf,
+
+    /// The HTML file to write (replaced atomically); `-` writes to stdout.
+    #[arg(short, long, value_name = "OUT.html")]
+    pub output: PathBuf,
 }
 
 /// `rtrec doctor`.

@@ -14,6 +14,7 @@ mod events;
 mod export;
 mod pool;
 mod record;
+mod report;
 mod signals;
 mod tune;
 mod verify;
@@ -30,6 +31,7 @@ fn main() {
         cli::Command::Export(a) => export::run(&a),
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
+        cli::Command::Report(a) => report::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };

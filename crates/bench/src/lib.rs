@@ -54,7 +54,9 @@ pub use bgload::{bgload_main, Launcher};
 pub use error::Error;
 
 use crate::benchmark::Context as RunContext;
-use crate::export::{Exporter, Exports, JsonExporter, SvgExporter};
+use crate::export::{
+    CsvExporter, Exporter, Exports, HtmlExporter, JsonExporter, MarkdownExporter, SvgExporter,
+};
 use crate::flusher::FlusherControl;
 use crate::output::table;
 use crate::protocol::{Overrides, Protocol};
@@ -105,9 +107,21 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Draw the latency of every case as an SVG to FILE.
+    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (box plots, histograms, latency over time) to FILE; `-` is stdout.
+    #[arg(long, value_name = "FILE.html")]
+    pub html: Option<PathBuf>,
+
+    /// Write one CSV row per case to FILE (units in the column names); `-` is stdout.
+    #[arg(long, value_name = "FILE.csv")]
+    pub export_csv: Option<PathBuf>,
+
+    /// Write a Markdown table of the cases to FILE; `-` is stdout.
+    #[arg(long, value_name = "FILE.md")]
+    pub export_markdown: Option<PathBuf>,
 
     /// Give up waiting for another rtrec that holds the global lock (it names the holder) after this long (default 5m).
     #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
@@ -304,12 +318,24 @@ pub fn run(args: &BenchArgs) -> Result<i32, Error> {
     run_with(args, &RunOptions::default())
 }
 
-fn read_report(path: &std::path::Path) -> Result<BenchReport, Error> {
+/// Reads a `--json` result, checking its schema version.
+///
+/// # Errors
+/// The file cannot be read, is not a report, or has another schema version.
+pub fn read_report(path: &std::path::Path) -> Result<BenchReport, Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let r: BenchReport = serde_json::from_slice(&bytes).map_err(|e| Error::NotAReport {
+    read_report_bytes(path, &bytes)
+}
+
+/// [`read_report`] of `bytes` already read from `path`.
+///
+/// # Errors
+/// Not a report, or another schema version.
+pub fn read_report_bytes(path: &std::path::Path, bytes: &[u8]) -> Result<BenchReport, Error> {
+    let r: BenchReport = serde_json::from_slice(bytes).map_err(|e| Error::NotAReport {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
@@ -409,6 +435,15 @@ fn run_plan(
     }
     if let Some(p) = &args.plot {
         exports.add(Box::new(SvgExporter), p.clone());
+    }
+    if let Some(p) = &args.html {
+        exports.add(Box::new(HtmlExporter), p.clone());
+    }
+    if let Some(p) = &args.export_csv {
+        exports.add(Box::new(CsvExporter), p.clone());
+    }
+    if let Some(p) = &args.export_markdown {
+        exports.add(Box::new(MarkdownExporter), p.clone());
     }
     let mut report = BenchReport {
         schema_version: SCHEMA_VERSION,

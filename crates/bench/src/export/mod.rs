@@ -1,9 +1,13 @@
 //! Exports of the results, each behind one small trait: `--json` (the
-//! schema of [`crate::report`]) and `--plot` (an SVG of the latency
-//! distribution of every case). Every export is written again after every
+//! schema of [`crate::report`]), `--plot` (an SVG of the latency
+//! distribution of every case), `--html` (a self-contained page with box
+//! plots, histograms and latency over time), `--export-csv` and
+//! `--export-markdown` (one row per case, as hyperfine exports). Every export is written again after every
 //! case, atomically (temporary file, then rename), so a late failure loses
 //! nothing. A target `-` is standard output, written once, at the end.
 
+mod csv;
+pub mod html;
 mod json;
 mod svg;
 
@@ -11,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+pub use csv::{CsvExporter, MarkdownExporter, CSV_HEADER};
+pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use svg::SvgExporter;
 

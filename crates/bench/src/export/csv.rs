@@ -1,0 +1,106 @@
+//! `--export-csv` and `--export-markdown`: one row per case, as hyperfine
+//! exports, for spreadsheets and for pasting into a pull request. CSV
+//! numbers are integers with the unit in the column name (`max_ns`);
+//! Markdown prints them as rtrec prints durations (`12.5 ms`).
+
+use std::fmt::Write as _;
+
+use crate::report::{BenchReport, CaseResult};
+
+use super::html::set_max_range;
+use super::Exporter;
+
+/// Writes one CSV row per case.
+pub struct CsvExporter;
+
+/// Writes a Markdown table, one row per case.
+pub struct MarkdownExporter;
+
+/// The CSV header.
+pub const CSV_HEADER: &str = "case,study,timed_call,published_min_us,published_avg_us,published_max_us,\
+count,min_ns,mean_ns,p50_ns,p99_ns,p999_ns,max_ns,set_max_min_ns,set_max_max_ns,missed_periods,records_dropped,error";
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+/// A CSV field, quoted when it holds a comma, quote or newline.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn study(c: &CaseResult) -> String {
+    serde_json::to_value(c.study)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+impl Exporter for CsvExporter {
+    fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>> {
+        let mut s = format!("{CSV_HEADER}\n");
+        for c in &report.cases {
+            let p = c.published.as_ref();
+            let w = c.write_ns;
+            let range = set_max_range(c);
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                field(&c.name),
+                field(&study(c)),
+                field(&c.timed_call),
+                opt(p.and_then(|p| p.min_us)),
+                opt(p.and_then(|p| p.avg_us)),
+                opt(p.and_then(|p| p.max_us)),
+                opt(w.map(|w| w.count)),
+                opt(w.map(|w| w.min)),
+                opt(w.map(|w| w.mean)),
+                opt(w.map(|w| w.p50)),
+                opt(w.map(|w| w.p99)),
+                opt(w.map(|w| w.p999)),
+                opt(w.map(|w| w.max)),
+                opt(range.map(|r| r.0)),
+                opt(range.map(|r| r.1)),
+                c.missed_periods,
+                c.records_dropped,
+                field(c.error.as_deref().unwrap_or(""))
+            );
+        }
+        Ok(s.into_bytes())
+    }
+}
+
+impl Exporter for MarkdownExporter {
+    fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>> {
+        let d = |v: Option<u64>| v.map_or("–".to_string(), rtrec_units::format_duration);
+        let us = |v: Option<u64>| d(v.map(|u| u * 1000));
+        let mut s = String::from(
+            "| case | published max | min | mean | p50 | p99.9 | max | set maxima | missed |\n\
+             |:---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for c in &report.cases {
+            let w = c.write_ns;
+            let range = set_max_range(c).map_or("–".to_string(), |(a, b)| {
+                format!("{} – {}", d(Some(a)), d(Some(b)))
+            });
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.name,
+                us(c.published.as_ref().and_then(|p| p.max_us)),
+                d(w.map(|w| w.min)),
+                d(w.map(|w| w.mean)),
+                d(w.map(|w| w.p50)),
+                d(w.map(|w| w.p999)),
+                d(w.map(|w| w.max)),
+                range,
+                c.missed_periods
+            );
+        }
+        Ok(s.into_bytes())
+    }
+}

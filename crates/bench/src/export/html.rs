@@ -1,0 +1,596 @@
+//! `--html` and `rtrec report`: one self-contained HTML file — inline CSS
+//! and inline SVG, no script, no font, no network — that shows a bench
+//! result the way a person would rather look at it: the environment, the
+//! table with the published figure beside the measured one, box plots per
+//! case in the style of S1's Fig. 4 (measured and published), log-scale
+//! latency histograms, latency over time with flushes and background loads
+//! marked, the spread across sets and, with `--explain`, the attribution
+//! tables. [`render_summary`] does the same for `rtrec record --json`.
+//!
+//! Design choices:
+//! - SVG is written by hand rather than through a plotting crate: the
+//!   shapes are few (lines, rectangles, text), and each element carries a
+//!   class (`box`, `bar`, `point`, `whisker`) that the browser test counts.
+//! - Quartiles come from the reported set's raw samples when the report
+//!   has them; otherwise the box spans p50..p99 of the summary, and the
+//!   caption says so.
+//! - Latency over time is downsampled to at most [`MAX_POINTS`] points by
+//!   keeping the largest sample of each run of calls, so spikes are never
+//!   averaged away.
+//! - Flush marks are computed, not traced: the engine starts write-back
+//!   every `flush_every_bytes`, i.e. every `flush_every / record` calls; the
+//!   caption says so. A background load runs for the whole set, so it is a
+//!   band across the whole plot.
+
+use std::fmt::Write as _;
+
+use rtrec_engine::LatencySummary;
+
+use crate::report::{BenchReport, CaseResult, PublishedFigure};
+
+use super::Exporter;
+
+/// Writes [`BenchReport`] as one self-contained HTML page.
+pub struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>> {
+        Ok(render(report).into_bytes())
+    }
+}
+
+/// Most points drawn in one latency-over-time plot.
+pub const MAX_POINTS: usize = 1500;
+
+const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}\
+th{background:#f4f4f4}td.l,th.l{text-align:left}.warn{color:#a60}.fail{color:#b00}\
+svg{display:block;margin:.5em 0;background:#fff}svg text{font:11px sans-serif;fill:#333}\
+.box{fill:#9ecae1;stroke:#3182bd}.pub{stroke:#d62728;fill:none;stroke-width:2}.whisker{stroke:#555}\
+.median{stroke:#08306b;stroke-width:2}.bar{fill:#6baed6}.point{fill:#3182bd}.flush{stroke:#aaa;stroke-dasharray:2 3}\
+.load{fill:#fdd0a2;opacity:.5}.grid{stroke:#eee}.max{stroke:#000;stroke-width:2}pre{background:#f8f8f8;padding:.5em;overflow:auto}\
+.cap{color:#555;font-size:12px}";
+
+/// Escapes `s` for HTML text and attributes.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn dur(ns: u64) -> String {
+    rtrec_units::format_duration(ns)
+}
+
+/// A logarithmic axis from `lo` to `hi` ns (whole decades) over `px` pixels
+/// starting at `left`.
+struct LogAxis {
+    lo: f64,
+    hi: f64,
+    left: f64,
+    px: f64,
+}
+
+impl LogAxis {
+    fn new(min_ns: u64, max_ns: u64, left: f64, px: f64) -> LogAxis {
+        let lo = (min_ns.max(1) as f64).log10().floor();
+        let hi = (max_ns.max(10) as f64).log10().ceil().max(lo + 1.0);
+        LogAxis { lo, hi, left, px }
+    }
+
+    fn x(&self, ns: u64) -> f64 {
+        let v = (ns.max(1) as f64).log10().clamp(self.lo, self.hi);
+        self.left + (v - self.lo) / (self.hi - self.lo) * self.px
+    }
+
+    /// Grid lines and labels at every decade, from `top` to `bottom`.
+    fn draw(&self, svg: &mut String, top: f64, bottom: f64) {
+        let mut d = self.lo;
+        while d <= self.hi + 1e-9 {
+            let ns = 10f64.powf(d).round() as u64;
+            let x = self.x(ns);
+            let _ = write!(
+                svg,
+                r#"<line class="grid" x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{bottom}"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                bottom + 14.0,
+                dur(ns)
+            );
+            d += 1.0;
+        }
+    }
+}
+
+/// Quantile `q` of sorted `v`.
+fn quantile(v: &[u64], q: f64) -> u64 {
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+/// One row of a box plot: whisker low, box low, median, box high, whisker
+/// high, whether they come from raw samples, and the published figure.
+pub struct BoxRow {
+    /// The label.
+    pub name: String,
+    /// The five numbers, ns.
+    pub five: [u64; 5],
+    /// True when the box is quartiles of raw samples (else p50..p99).
+    pub raw: bool,
+    /// The published figure, if any.
+    pub published: Option<PublishedFigure>,
+}
+
+impl BoxRow {
+    /// From a latency summary: the box spans p50..p99.
+    pub fn of_summary(name: &str, w: &LatencySummary) -> BoxRow {
+        BoxRow {
+            name: name.to_string(),
+            five: [w.min, w.p50, w.p50, w.p99, w.max],
+            raw: false,
+            published: None,
+        }
+    }
+
+    /// From a measured case: quartiles of the raw samples when it has them.
+    pub fn of_case(c: &CaseResult) -> Option<BoxRow> {
+        let w = c.write_ns?;
+        let mut row = BoxRow::of_summary(&c.name, &w);
+        row.published = c.published.clone();
+        if !c.write_samples_ns.is_empty() {
+            let mut v = c.write_samples_ns.clone();
+            v.sort_unstable();
+            row.five = [
+                v[0],
+                quantile(&v, 0.25),
+                quantile(&v, 0.5),
+                quantile(&v, 0.75),
+                v[v.len() - 1],
+            ];
+            row.raw = true;
+        }
+        Some(row)
+    }
+}
+
+/// S1 Fig. 4: one row per case, the measured box (whiskers min to max) and
+/// under it the published min–max with a tick at its average.
+pub fn box_plot(rows: &[BoxRow]) -> String {
+    let row = 34.0;
+    let (left, px) = (230.0, 800.0);
+    let mut lo = u64::MAX;
+    let mut hi = 10;
+    for r in rows {
+        lo = lo.min(r.five[0]);
+        hi = hi.max(r.five[4]);
+        if let Some(p) = &r.published {
+            lo = lo.min(p.min_us.map_or(u64::MAX, |m| m * 1000));
+            hi = hi.max(p.max_us.unwrap_or(0) * 1000);
+        }
+    }
+    let axis = LogAxis::new(lo, hi, left, px);
+    let h = 30.0 + row * rows.len() as f64 + 30.0;
+    let mut s = format!(
+        r#"<svg class="plot boxplot" width="1060" height="{h}" viewBox="0 0 1060 {h}" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    axis.draw(&mut s, 10.0, h - 30.0);
+    let mut raw_all = true;
+    for (i, c) in rows.iter().enumerate() {
+        let y = 20.0 + row * i as f64;
+        let [a, b, m, d, e] = c.five;
+        raw_all &= c.raw;
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text><line class="whisker" x1="{:.1}" y1="{y}" x2="{:.1}" y2="{y}"/><rect class="box" x="{:.1}" y="{}" width="{:.1}" height="12"><title>{}: min {} q1 {} median {} q3 {} max {}</title></rect><line class="median" x1="{:.1}" y1="{}" x2="{:.1}" y2="{}"/>"#,
+            left - 8.0,
+            y + 4.0,
+            esc(&c.name),
+            axis.x(a),
+            axis.x(e),
+            axis.x(b),
+            y - 6.0,
+            (axis.x(d) - axis.x(b)).max(1.5),
+            esc(&c.name),
+            dur(a),
+            dur(b),
+            dur(m),
+            dur(d),
+            dur(e),
+            axis.x(m),
+            y - 6.0,
+            axis.x(m),
+            y + 6.0
+        );
+        if let Some(p) = &c.published {
+            if let (Some(pmin), Some(pmax)) = (p.min_us, p.max_us) {
+                let py = y + 11.0;
+                let _ = write!(
+                    s,
+                    r#"<line class="pub" x1="{:.1}" y1="{py}" x2="{:.1}" y2="{py}"><title>published ({}): min {} µs, max {} µs</title></line>"#,
+                    axis.x(pmin * 1000),
+                    axis.x(pmax * 1000),
+                    esc(&p.source),
+                    pmin,
+                    pmax
+                );
+                if let Some(avg) = p.avg_us {
+                    let x = axis.x(avg * 1000);
+                    let _ = write!(
+                        s,
+                        r#"<line class="pub" x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}"/>"#,
+                        py - 4.0,
+                        py + 4.0
+                    );
+                }
+            }
+        }
+    }
+    s.push_str("</svg>");
+    let _ = write!(
+        s,
+        r#"<p class="cap">Blue: measured, {}; whiskers min to max. Red: published min to max, tick at the average (1 GHz ARM, eMMC).</p>"#,
+        if raw_all {
+            "box from the first to the third quartile of the reported set's calls, line at the median"
+        } else {
+            "box from p50 to p99 of the reported set"
+        }
+    );
+    s
+}
+
+/// A histogram of `samples` in 10 log-spaced bins per decade, counts on a
+/// log scale.
+pub fn histogram(samples: &[u64]) -> String {
+    let (min, max) = (
+        *samples.iter().min().unwrap_or(&1),
+        *samples.iter().max().unwrap_or(&10),
+    );
+    let (left, px, h) = (60.0, 460.0, 150.0);
+    let axis = LogAxis::new(min, max, left, px);
+    let bins_n = ((axis.hi - axis.lo) * 10.0).round() as usize;
+    let mut bins = vec![0u64; bins_n.max(1)];
+    for &v in samples {
+        let i = (((v.max(1) as f64).log10() - axis.lo) * 10.0).floor() as usize;
+        let last = bins.len() - 1;
+        bins[i.min(last)] += 1;
+    }
+    let top = bins.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let mut s = format!(
+        r#"<svg class="plot histogram" width="540" height="{}" xmlns="http://www.w3.org/2000/svg">"#,
+        h + 30.0
+    );
+    axis.draw(&mut s, 5.0, h);
+    let bw = px / bins.len() as f64;
+    for (i, &n) in bins.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let bh = ((n as f64 + 1.0).log10() / (top + 1.0).log10() * (h - 10.0)).max(1.0);
+        let _ = write!(
+            s,
+            r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}"><title>{n} calls</title></rect>"#,
+            left + bw * i as f64,
+            h - bh,
+            (bw - 1.0).max(1.0)
+        );
+    }
+    let _ = write!(s, r#"<text x="4" y="14">calls (log)</text></svg>"#);
+    s
+}
+
+/// Latency of each call over the set's time, with flushes and background
+/// loads marked.
+pub fn timeline(c: &CaseResult) -> String {
+    let v = &c.write_samples_ns;
+    let period = c.protocol.period_ns.max(1);
+    let (left, px, h) = (60.0, 980.0, 180.0);
+    let axis = LogAxis::new(
+        *v.iter().min().unwrap_or(&1),
+        *v.iter().max().unwrap_or(&10),
+        0.0,
+        h - 20.0,
+    );
+    let y = |ns: u64| h - axis.x(ns);
+    let span_s = (v.len() as u64 * period) as f64 / 1e9;
+    let x = |i: usize| left + i as f64 / v.len().max(1) as f64 * px;
+    let mut s = format!(
+        r#"<svg class="plot timeline" width="1060" height="{}" xmlns="http://www.w3.org/2000/svg">"#,
+        h + 30.0
+    );
+    if !c.loads.is_empty() {
+        let names: Vec<String> = c
+            .loads
+            .iter()
+            .map(|l| {
+                serde_json::to_value(l)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let _ = write!(
+            s,
+            r#"<rect class="load" x="{left}" y="20" width="{px}" height="{}"><title>background load: {}</title></rect>"#,
+            h - 20.0,
+            esc(&names.join(", "))
+        );
+    }
+    let calls_per_flush =
+        (c.protocol.flush_every_bytes / c.protocol.record_bytes.max(1)).max(1) as usize;
+    let flushes = c.strategies.is_some() && v.len() / calls_per_flush <= 400;
+    if flushes {
+        for i in (calls_per_flush..v.len()).step_by(calls_per_flush) {
+            let _ = write!(
+                s,
+                r#"<line class="flush" x1="{0:.1}" y1="20" x2="{0:.1}" y2="{h}"/>"#,
+                x(i)
+            );
+        }
+    }
+    let mut d = axis.lo;
+    while d <= axis.hi + 1e-9 {
+        let ns = 10f64.powf(d).round() as u64;
+        let _ = write!(
+            s,
+            r#"<line class="grid" x1="{left}" y1="{0:.1}" x2="{1}" y2="{0:.1}"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"#,
+            y(ns),
+            left + px,
+            left - 4.0,
+            y(ns) + 4.0,
+            dur(ns)
+        );
+        d += 1.0;
+    }
+    let step = v.len().div_ceil(MAX_POINTS).max(1);
+    for (k, chunk) in v.chunks(step).enumerate() {
+        let (j, &m) = chunk
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, &m)| m)
+            .expect("non-empty chunk");
+        let _ = write!(
+            s,
+            r#"<circle class="point" cx="{:.1}" cy="{:.1}" r="1.6"/>"#,
+            x(k * step + j),
+            y(m)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="{}">0 s</text><text x="{}" y="{}" text-anchor="end">{}</text></svg>"#,
+        h + 16.0,
+        left + px,
+        h + 16.0,
+        dur((span_s * 1e9) as u64)
+    );
+    let _ = write!(
+        s,
+        r#"<p class="cap">Each dot: one call (the slowest of every {step} when there are more than {MAX_POINTS}), in call order over the set's {}.{}{}</p>"#,
+        dur((span_s * 1e9) as u64),
+        if flushes {
+            format!(
+                " Dashed: a flush starts (every {} calls: --flush-every ÷ record size).",
+                calls_per_flush
+            )
+        } else {
+            String::new()
+        },
+        if c.loads.is_empty() {
+            String::new()
+        } else {
+            " Orange band: the background load runs the whole set.".to_string()
+        }
+    );
+    s
+}
+
+/// The per-set maxima and p99.9 of one case on a log axis.
+pub fn spread(c: &CaseResult) -> String {
+    let sets: Vec<LatencySummary> = c.sets.iter().filter_map(|s| s.write_ns).collect();
+    let lo = sets.iter().map(|w| w.p50).min().unwrap_or(1);
+    let hi = sets.iter().map(|w| w.max).max().unwrap_or(10);
+    let axis = LogAxis::new(lo, hi, 60.0, 460.0);
+    let h = 20.0 + 16.0 * sets.len() as f64;
+    let mut s = format!(
+        r#"<svg class="plot spread" width="540" height="{}" xmlns="http://www.w3.org/2000/svg">"#,
+        h + 30.0
+    );
+    axis.draw(&mut s, 5.0, h);
+    for (i, w) in sets.iter().enumerate() {
+        let y = 16.0 + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            r#"<text x="56" y="{}" text-anchor="end">set {}</text><line class="whisker" x1="{:.1}" y1="{y}" x2="{:.1}" y2="{y}"/><circle class="point" cx="{:.1}" cy="{y}" r="3"/><line class="max" x1="{2:.1}" y1="{}" x2="{2:.1}" y2="{}"><title>set {1}: p50 {} p99.9 {} max {}</title></line>"#,
+            y + 4.0,
+            i + 1,
+            axis.x(w.max),
+            axis.x(w.p50),
+            axis.x(w.p999),
+            y - 5.0,
+            y + 5.0,
+            dur(w.p50),
+            dur(w.p999),
+            dur(w.max)
+        );
+    }
+    s.push_str(
+        "</svg><p class=\"cap\">Per set: line from p50 to max, dot at p99.9, bar at the max.</p>",
+    );
+    s
+}
+
+/// min–max of the per-set maxima of `c`, ns.
+pub fn set_max_range(c: &CaseResult) -> Option<(u64, u64)> {
+    let maxima = c.sets.iter().filter_map(|s| s.write_ns.map(|w| w.max));
+    maxima.fold(None, |r, m| match r {
+        None => Some((m, m)),
+        Some((a, b)) => Some((a.min(m), b.max(m))),
+    })
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n",
+        esc(title)
+    )
+}
+
+fn us_opt(v: Option<u64>) -> String {
+    v.map_or("–".into(), |u| dur(u * 1000))
+}
+
+/// The whole page for a bench report.
+pub fn render(r: &BenchReport) -> String {
+    let e = &r.environment;
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h1>rtrec bench</h1><p>{} cases{}.</p>",
+        r.cases.len(),
+        if r.interrupted {
+            ", interrupted"
+        } else if r.complete {
+            ""
+        } else {
+            ", incomplete"
+        }
+    );
+    b.push_str("<h2>Environment</h2><table>");
+    for (k, v) in [
+        ("kernel", e.kernel.clone()),
+        ("CPU", format!("{} ({} online)", e.cpu, e.cpus)),
+        ("memory", rtrec_units::format_size(e.memory_bytes)),
+        ("target", format!("{} {}", e.target, e.path)),
+        (
+            "filesystem",
+            format!("{} ({})", e.filesystem, e.mount_options),
+        ),
+        ("device", e.device.clone()),
+        ("I/O scheduler", e.io_scheduler.clone()),
+        (
+            "journal",
+            e.journal_bytes.map_or("?".into(), rtrec_units::format_size),
+        ),
+        ("rtrec", e.rtrec_version.clone()),
+        ("command", e.command_line.join(" ")),
+    ] {
+        let _ = write!(
+            b,
+            r#"<tr><th class="l">{k}</th><td class="l">{}</td></tr>"#,
+            esc(&v)
+        );
+    }
+    b.push_str("</table>");
+    for w in &r.warnings {
+        let _ = write!(b, r#"<p class="warn">warning: {}</p>"#, esc(w));
+    }
+    b.push_str("<h2>Results</h2><table><tr><th class=\"l\">case</th><th>published min</th><th>avg</th><th>max</th><th>measured min</th><th>mean</th><th>p50</th><th>p99.9</th><th>max</th><th>set maxima</th><th>missed</th></tr>");
+    for c in &r.cases {
+        let p = c.published.as_ref();
+        let _ = write!(
+            b,
+            r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td>"#,
+            esc(&c.name),
+            us_opt(p.and_then(|p| p.min_us)),
+            us_opt(p.and_then(|p| p.avg_us)),
+            us_opt(p.and_then(|p| p.max_us))
+        );
+        match (&c.error, c.write_ns) {
+            (Some(err), _) => {
+                let _ = write!(
+                    b,
+                    r#"<td class="l fail" colspan="7">failed: {}</td>"#,
+                    esc(err)
+                );
+            }
+            (None, None) => b.push_str(r#"<td class="l" colspan="7">no measurement</td>"#),
+            (None, Some(w)) => {
+                let range = set_max_range(c)
+                    .map_or("–".into(), |(a, z)| format!("{} – {}", dur(a), dur(z)));
+                let _ = write!(b, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{range}</td><td>{}</td>",
+                    dur(w.min), dur(w.mean), dur(w.p50), dur(w.p999), dur(w.max), c.missed_periods);
+            }
+        }
+        b.push_str("</tr>");
+    }
+    b.push_str("</table>");
+    let measured: Vec<&CaseResult> = r.cases.iter().filter(|c| c.write_ns.is_some()).collect();
+    if !measured.is_empty() {
+        b.push_str("<h2>Box plots per case (S1 Fig. 4)</h2>");
+        let rows: Vec<BoxRow> = measured.iter().filter_map(|c| BoxRow::of_case(c)).collect();
+        b.push_str(&box_plot(&rows));
+    }
+    for c in &measured {
+        let _ = write!(b, "<h2>{}</h2><p>{}</p>", esc(&c.name), esc(&c.description));
+        if !c.write_samples_ns.is_empty() {
+            b.push_str("<h3>Latency over time</h3>");
+            b.push_str(&timeline(c));
+            b.push_str("<h3>Histogram</h3>");
+            b.push_str(&histogram(&c.write_samples_ns));
+        }
+        if c.sets.len() > 1 {
+            b.push_str("<h3>Spread across sets</h3>");
+            b.push_str(&spread(c));
+        }
+        if let Some(x) = &c.explain {
+            let _ = write!(
+                b,
+                "<h3>Attribution of slow calls</h3><pre>{}</pre>",
+                esc(&rtrec_trace::table::render(x, None))
+            );
+        }
+    }
+    page("rtrec bench report", &b)
+}
+
+/// Whether `v` is a latency summary (`count`, `min`, `p50`, `max`).
+fn as_summary(v: &serde_json::Value) -> Option<LatencySummary> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+/// The page for an `rtrec record --json` summary: its scalar fields, a box
+/// row per latency it holds and, when it has a `timeline` (an array of
+/// per-record write latencies, ns), that timeline.
+pub fn render_summary(v: &serde_json::Value) -> String {
+    let mut b = String::from("<h1>rtrec record</h1><h2>Summary</h2><table>");
+    let mut lat = Vec::new();
+    if let Some(obj) = v.as_object() {
+        for (k, val) in obj {
+            if let Some(s) = as_summary(val) {
+                lat.push((k.clone(), s));
+            } else if !val.is_object() && !val.is_array() {
+                let _ = write!(
+                    b,
+                    r#"<tr><th class="l">{}</th><td class="l">{}</td></tr>"#,
+                    esc(k),
+                    esc(&val.to_string())
+                );
+            }
+        }
+    }
+    b.push_str("</table>");
+    if !lat.is_empty() {
+        b.push_str("<h2>Latencies</h2><table><tr><th class=\"l\">what</th><th>count</th><th>min</th><th>mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
+        for (k, s) in &lat {
+            let _ = write!(
+                b,
+                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                esc(k),
+                s.count,
+                dur(s.min),
+                dur(s.mean),
+                dur(s.p50),
+                dur(s.p99),
+                dur(s.p999),
+                dur(s.max)
+            );
+        }
+        b.push_str("</table>");
+        let rows: Vec<BoxRow> = lat.iter().map(|(k, s)| BoxRow::of_summary(k, s)).collect();
+        b.push_str(&box_plot(&rows));
+    }
+    if let Some(t) = v.get("timeline").and_then(|t| t.as_array()) {
+        let samples: Vec<u64> = t.iter().filter_map(|x| x.as_u64()).collect();
+        if !samples.is_empty() {
+            b.push_str("<h2>Histogram of the timeline</h2>");
+            b.push_str(&histogram(&samples));
+        }
+    }
+    page("rtrec record report", &b)
+}

@@ -1,0 +1,232 @@
+//! The HTML report drawn by a real browser: headless Chromium loads a
+//! report of made-up measurements, a screenshot is taken, and a probe
+//! script appended to a copy of the page checks that every plot is drawn
+//! (each SVG has a size and non-empty shapes of the kinds it should) and
+//! that no script error occurred. A control page without plots shows the
+//! screenshot check bites: its PNG is much smaller.
+//!
+//! `RTREC_KEEP_SCREENSHOT=DIR` keeps the page and the screenshot in DIR.
+//!
+//! Needs Debian's `chromium` (`.ci/run` installs it). Without it the test
+//! skips with the reason, and fails when `RTREC_REQUIRE_PRIVILEGED=1` (CI).
+
+use std::path::Path;
+use std::process::Command;
+
+use rtrec_bench::export::{Exporter, HtmlExporter};
+use rtrec_bench::protocol::{Overrides, Protocol};
+use rtrec_bench::report::{BenchReport, CaseResult, Environment, SetResult, SCHEMA_VERSION};
+use rtrec_bench::scenario::{find, Flusher};
+use rtrec_engine::LatencySummary;
+
+fn summary(v: &[u64]) -> LatencySummary {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let q = |f: f64| s[((s.len() - 1) as f64 * f) as usize];
+    LatencySummary {
+        count: s.len() as u64,
+        min: s[0],
+        mean: s.iter().sum::<u64>() / s.len() as u64,
+        p50: q(0.5),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: s[s.len() - 1],
+    }
+}
+
+/// A report of three cases with deterministic, spiky samples.
+fn made_up_report() -> BenchReport {
+    let mut cases = Vec::new();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for name in ["NONE", "ALL", "WPRE-SDATA-FON-BGALL"] {
+        let s = find(name).unwrap();
+        let p = Protocol::for_study(s.study, &Overrides::default());
+        let mut c = CaseResult::new(s, &p, Flusher::On);
+        for set in 0..3u32 {
+            let samples: Vec<u64> = (0..2000)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let base = 8_000 + x % 6_000;
+                    if i % 257 == 0 {
+                        base * 40
+                    } else {
+                        base
+                    }
+                })
+                .collect();
+            let w = summary(&samples);
+            c.sets.push(SetResult {
+                index: set,
+                write_ns: Some(w),
+                record_ns: None,
+                lateness_ns: None,
+                missed_periods: 0,
+                flush_cpu_s: None,
+                dirty_peak_bytes: 0,
+                records_dropped: 0,
+                reader_bytes_per_s: None,
+                duration_s: 10.0,
+                error: None,
+            });
+            c.write_ns = Some(w);
+            c.write_samples_ns = samples;
+            c.reported_set = Some(set);
+        }
+        cases.push(c);
+    }
+    BenchReport {
+        schema_version: SCHEMA_VERSION,
+        environment: Environment {
+            kernel: "6.1.0".into(),
+            cpu: "test <cpu> & co".into(),
+            ..Environment::default()
+        },
+        warnings: vec!["a made-up report".into()],
+        complete: true,
+        interrupted: false,
+        cases,
+    }
+}
+
+/// Appended to a copy of the report: counts what the browser drew and
+/// writes the result where `--dump-dom` shows it.
+const PROBE: &str = r#"<script>
+window.__errors = [];
+window.addEventListener('error', e => window.__errors.push(String(e.message)));
+window.addEventListener('load', () => {
+  const plots = [...document.querySelectorAll('svg.plot')].map(svg => {
+    const r = svg.getBoundingClientRect();
+    const drawn = [...svg.querySelectorAll('rect,line,circle')]
+      .filter(el => { const b = el.getBBox(); return b.width > 0 || b.height > 0; }).length;
+    return { kind: svg.getAttribute('class'), w: Math.round(r.width), h: Math.round(r.height), drawn };
+  });
+  const out = document.createElement('pre');
+  out.id = 'probe';
+  out.textContent = 'PRO' + 'BE:' + JSON.stringify({ plots, errors: window.__errors }) + ':EN' + 'D';
+  document.body.appendChild(out);
+});
+</script>"#;
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn headless(browser: &str, extra: &[&str], page: &Path) -> std::process::Output {
+    Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--virtual-time-budget=3000",
+        ])
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs")
+}
+
+#[test]
+fn the_report_is_drawn_by_headless_chromium_without_script_errors() {
+    let Some(browser) = chromium() else {
+        let reason = "chromium is not installed (Debian: apt-get install chromium)";
+        assert!(
+            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
+            "required: {reason}"
+        );
+        eprintln!("skipped: {reason}");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let html = String::from_utf8(HtmlExporter.serialize(&made_up_report()).unwrap()).unwrap();
+    // Self-contained: no script, no external reference.
+    assert!(!html.contains("<script"), "the report has no script");
+    assert!(!html.contains("http://") || !html.contains("src=\"http"));
+    assert!(!html.contains("https://"), "no network reference");
+    assert!(
+        html.contains("test &lt;cpu&gt; &amp; co"),
+        "text is escaped"
+    );
+
+    let report = dir.path().join("report.html");
+    std::fs::write(&report, &html).unwrap();
+    let probed = dir.path().join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+
+    let dom = headless(browser, &["--dump-dom"], &probed);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    let json = text
+        .split("PROBE:")
+        .nth(1)
+        .and_then(|t| t.split(":END").next())
+        .unwrap_or_else(|| panic!("no probe result: {}", String::from_utf8_lossy(&dom.stderr)));
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(v["errors"].as_array().unwrap().len(), 0, "{v}");
+    let plots = v["plots"].as_array().unwrap();
+    let count = |kind: &str| {
+        plots
+            .iter()
+            .filter(|p| p["kind"].as_str().unwrap().ends_with(kind))
+            .count()
+    };
+    // One box plot; per case a timeline, a histogram and the spread.
+    assert_eq!(count("boxplot"), 1, "{v}");
+    assert_eq!(count("timeline"), 3, "{v}");
+    assert_eq!(count("histogram"), 3, "{v}");
+    assert_eq!(count("spread"), 3, "{v}");
+    for p in plots {
+        assert!(p["w"].as_u64().unwrap() > 100, "{p}");
+        assert!(p["h"].as_u64().unwrap() > 20, "{p}");
+        assert!(p["drawn"].as_u64().unwrap() >= 6, "an empty plot: {p}");
+    }
+
+    let shot = dir.path().join("report.png");
+    let out = headless(
+        browser,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,2400",
+        ],
+        &report,
+    );
+    assert!(shot.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    // For a look by a person: RTREC_KEEP_SCREENSHOT=DIR keeps page and PNG.
+    if let Some(keep) = std::env::var_os("RTREC_KEEP_SCREENSHOT") {
+        let keep = Path::new(&keep);
+        std::fs::write(keep.join("report.png"), &png).unwrap();
+        std::fs::write(keep.join("report.html"), &html).unwrap();
+    }
+    assert_eq!(&png[1..4], b"PNG");
+    // The control: the same window of an empty page compresses to far less.
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let blank_shot = dir.path().join("blank.png");
+    headless(
+        browser,
+        &[
+            &format!("--screenshot={}", blank_shot.display()),
+            "--window-size=1200,2400",
+        ],
+        &blank,
+    );
+    let blank_len = std::fs::metadata(&blank_shot).unwrap().len();
+    eprintln!(
+        "screenshot: {} bytes (blank page: {blank_len} bytes), {} plots drawn",
+        png.len(),
+        plots.len()
+    );
+    assert!(
+        png.len() as u64 > 5 * blank_len,
+        "the screenshot is nearly blank: {} vs {blank_len} bytes",
+        png.len()
+    );
+}
