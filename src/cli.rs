@@ -48,6 +48,29 @@ fn one_line(e: &clap::Error) -> String {
         .to_string()
 }
 
+/// The examples at the end of each command's `--help` (2 to 4 each; a test
+/// checks every command has them).
+const EXAMPLES_RECORD: &str = "Examples:\n  rtrec record --period 5ms --size 16KiB --total 100MiB\n  rtrec record --duration 10s --rt --cpu 1\n  some-sensor | rtrec record --stdin --lines --dir logs\n  rtrec record --pre 2s --post 5s --trigger-on SIGUSR1";
+const EXAMPLES_VERIFY: &str =
+    "Examples:\n  rtrec verify ./rtrec-data\n  rtrec verify --json rec-0001.rtr | jq .files";
+const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --restore";
+const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-size 128MiB\n  rtrec pool status --json\n  rtrec pool recycle --all";
+const EXAMPLES_EVENTS: &str =
+    "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export rec-0001.rtr -o data.bin --raw\n  rtrec export rec-0001.rtr -o - --raw | cmp - input.bin\n  rtrec export --salvage broken.rtr -o saved.rtr";
+const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
+const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html";
+const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
+const EXAMPLES_COMPLETIONS: &str = "Examples:\n  rtrec completions bash > /etc/bash_completion.d/rtrec\n  rtrec completions zsh > ~/.zfunc/_rtrec";
+const EXAMPLES_MAN: &str = "Examples:\n  rtrec man | man -l -\n  rtrec man record > rtrec-record.1";
+const EXAMPLES_PREPARE: &str = "Examples:\n  rtrec pool prepare\n  rtrec pool prepare --dir /mnt/data/rec --files 3 --file-size 256MiB";
+const EXAMPLES_POOL_STATUS: &str =
+    "Examples:\n  rtrec pool status\n  rtrec pool status --dir /mnt/data/rec --json";
+const EXAMPLES_RECYCLE: &str =
+    "Examples:\n  rtrec pool recycle --all\n  rtrec pool recycle ./rtrec-data/rec-0003.rtr";
+const EXAMPLES_TUNE_STATUS: &str =
+    "Examples:\n  rtrec tune status\n  rtrec tune status --json | jq .journal.owners";
+
 /// Record periodic data to files with bounded write() latency and no silent
 /// loss; verify recordings; measure how far a platform's write() latency is
 /// from the page-cache minimum.
@@ -63,23 +86,46 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
+    #[command(after_help = EXAMPLES_RECORD)]
     Record(Box<RecordArgs>),
     /// Check recordings: records, sequence gaps, stored losses, torn or corrupt tails.
+    #[command(after_help = EXAMPLES_VERIFY)]
     Verify(VerifyArgs),
     /// Show, or put back, the global settings rtrec changes (sysctls, mounts, schedulers).
+    #[command(after_help = EXAMPLES_TUNE)]
     Tune(TuneArgs),
     /// Manage the file pool of a recording directory (files prepared while idle).
+    #[command(after_help = EXAMPLES_POOL)]
     Pool(PoolArgs),
     /// List flight-recorder events: trigger time, pre/post spans, files, records, losses.
+    #[command(after_help = EXAMPLES_EVENTS)]
     Events(EventsArgs),
     /// Write the valid records of a recording to a plain file (framed or raw).
+    #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
     /// Check whether this machine and DIR's filesystem and device are fit for real-time recording.
+    #[command(after_help = EXAMPLES_DOCTOR)]
     Doctor(DoctorArgs),
     /// Draw a bench result or a recording summary (their --json) as one self-contained HTML page.
+    #[command(after_help = EXAMPLES_REPORT)]
     Report(ReportArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
+    #[command(after_help = EXAMPLES_BENCH)]
     Bench(Box<rtrec_bench::BenchArgs>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    #[command(after_help = EXAMPLES_COMPLETIONS)]
+    Completions {
+        /// The shell.
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page of rtrec, or of one command, as roff on stdout.
+    #[command(after_help = EXAMPLES_MAN)]
+    Man {
+        /// The command whose page to print (record, bench, …); none: rtrec's own page.
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
     /// A background load of the bench (run by `rtrec bench` itself).
     #[command(name = "__bgload", hide = true)]
     BgLoad {
@@ -101,6 +147,7 @@ pub struct PoolArgs {
 #[derive(Debug, Subcommand)]
 pub enum PoolAction {
     /// Create the pool if needed and top it up: allocate and zero-fill files now, while idle.
+    #[command(after_help = EXAMPLES_PREPARE)]
     Prepare {
         /// Recording directory (the pool lives in DIR/.pool).
         #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
@@ -113,6 +160,7 @@ pub enum PoolAction {
         file_size: String,
     },
     /// Show the pool: file size, files ready, preparations in progress.
+    #[command(after_help = EXAMPLES_POOL_STATUS)]
     Status {
         /// Recording directory.
         #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
@@ -122,6 +170,7 @@ pub enum PoolAction {
         json: bool,
     },
     /// Give finished recordings back to the pool (their data are given up).
+    #[command(after_help = EXAMPLES_RECYCLE)]
     Recycle {
         /// Recording directory.
         #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
@@ -159,7 +208,7 @@ pub struct ExportArgs {
 /// `rtrec record`.
 #[derive(Debug, Args)]
 pub struct RecordArgs {
-    /// Directory for the recording files [default: ./rtrec-data, created if missing].
+    /// Directory for the recording files [default: ./rtrec-data, created if missing; a directory you name must exist].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
@@ -181,13 +230,17 @@ pub struct RecordArgs {
     )]
     pub size: String,
 
-    /// Stop after this many payload bytes (e.g. 100MiB).
+    /// Stop after this many payload bytes (e.g. 100MiB). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
     #[arg(long, conflicts_with = "count", value_name = "SIZE")]
     pub total: Option<String>,
 
     /// Stop after this many records.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+
+    /// Stop after this long (e.g. 10s, 5min), as fio's runtime= and cyclictest's -D: the periods that fit in it.
+    #[arg(long, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
+    pub duration: Option<String>,
 
     /// Record what arrives on standard input instead of a synthetic source.
     #[arg(long)]
@@ -382,11 +435,39 @@ pub struct TuneArgs {
 #[derive(Debug, Subcommand)]
 pub enum TuneAction {
     /// The journal in words: what rtrec has changed, by whom, since when; who holds the global lock; the vm.dirty_* settings.
+    #[command(after_help = EXAMPLES_TUNE_STATUS)]
     Status {
         /// Print JSON on stdout.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `rtrec completions SHELL`: the completion script, generated from the
+/// one definition of the command line.
+pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
+    use clap::CommandFactory;
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(shell, &mut Cli::command(), "rtrec", &mut out);
+    Ok(0)
+}
+
+/// `rtrec man [COMMAND]`: the man page (roff) of rtrec or of one command,
+/// generated from the one definition of the command line.
+pub fn man(command: Option<&str>) -> crate::Result<i32> {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let cmd = match command {
+        None => root,
+        Some(name) => match root.find_subcommand(name).filter(|c| !c.is_hide_set()) {
+            Some(c) => c.clone().display_name(format!("rtrec-{name}")),
+            None => return crate::usage(format!("no command '{name}' (rtrec --help lists them)")),
+        },
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out)?;
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
+    Ok(0)
 }
 
 #[cfg(test)]
@@ -436,6 +517,10 @@ mod tests {
                 }
                 let id = arg.get_id();
                 let default = arg.get_default_values();
+                if default.is_empty() && arg.is_required_set() {
+                    // A required value (the shell of `completions`) has none.
+                    continue;
+                }
                 if default.is_empty() {
                     // A default that depends on other flags is told in words.
                     assert!(
@@ -471,6 +556,53 @@ mod tests {
             checked, 5,
             "--mode, --alloc, --flush, --framing, --on-pool-empty"
         );
+    }
+
+    #[test]
+    fn every_command_ends_its_help_with_two_to_four_examples() {
+        for (path, mut cmd) in commands() {
+            if cmd.is_hide_set() || path == "rtrec" || cmd.get_name() == "help" {
+                continue;
+            }
+            let help = cmd.render_long_help().to_string();
+            let (_, examples) = help
+                .rsplit_once("Examples:\n")
+                .unwrap_or_else(|| panic!("{path}: no examples in --help"));
+            let lines: Vec<&str> = examples.lines().filter(|l| !l.is_empty()).collect();
+            assert!((2..=4).contains(&lines.len()), "{path}: {lines:?}");
+            for l in lines {
+                assert!(l.contains("rtrec "), "{path}: {l}");
+            }
+        }
+    }
+
+    #[test]
+    fn completions_and_man_pages_are_generated_for_every_command() {
+        let mut bash = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut Cli::command(),
+            "rtrec",
+            &mut bash,
+        );
+        let bash = String::from_utf8(bash).unwrap();
+        for sub in [
+            "record",
+            "doctor",
+            "report",
+            "bench",
+            "--duration",
+            "--html",
+        ] {
+            assert!(bash.contains(sub), "{sub} not completed");
+        }
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(Cli::command())
+            .render(&mut roff)
+            .unwrap();
+        let roff = String::from_utf8(roff).unwrap();
+        assert!(roff.contains(".TH rtrec"), "{roff}");
+        assert!(roff.contains("doctor"));
     }
 
     #[test]

@@ -33,6 +33,8 @@ fn main() {
         cli::Command::Doctor(a) => doctor::run(&a),
         cli::Command::Report(a) => report::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
+        cli::Command::Completions { shell } => cli::completions(shell),
+        cli::Command::Man { command } => cli::man(command.as_deref()),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };
     let code = match result {

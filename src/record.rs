@@ -64,6 +64,15 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     }
     let max_line = size_arg("max-line", &a.max_line)?;
     let count = match (&a.total, a.count) {
+        // --duration: the periods that fit in it (the synthetic source
+        // releases one record per period, so a duration is a count).
+        (None, None) if a.duration.is_some() => {
+            let d = duration_arg("duration", a.duration.as_deref().unwrap_or_default())?;
+            if d < period_ns {
+                return usage("--duration: the duration must be at least one --period");
+            }
+            Some(d / period_ns)
+        }
         (Some(t), _) => {
             let total = size_arg("total", t)?;
             if total == 0 {
