@@ -14,9 +14,9 @@
  * 0 when all 10 events were saved with nothing dropped, 1 on any failure,
  * 2 on bad usage.
  *
- * Build (from the repository root, after `cargo build -p rtrec-ffi`):
+ * Build (from the repository root, after `cargo build --release -p rtrec-ffi`):
  *     cc -std=c99 -Wall -Wextra -Iinclude examples/flight.c \
- *        target/debug/librtrec.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc \
+ *        target/release/librtrec.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc \
  *        -o flight
  *     ./flight /tmp/flight && rtrec verify /tmp/flight
  */

@@ -7,9 +7,9 @@
  * lines. Exits 0 when all 1,000 records were stored, 1 on any failure or
  * drop, 2 on bad usage.
  *
- * Build (from the repository root, after `cargo build -p rtrec-ffi`):
+ * Build (from the repository root, after `cargo build --release -p rtrec-ffi`):
  *     cc -std=c99 -Wall -Wextra -Iinclude examples/record.c \
- *        target/debug/librtrec.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc \
+ *        target/release/librtrec.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc \
  *        -o record
  *     ./record /tmp/rec && rtrec verify /tmp/rec
  */

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds rtrec in release mode and installs it under a prefix:
+#   bin/rtrec
+#   lib/librtrec.so.X.Y.Z, lib/librtrec.so.X (the SONAME), lib/librtrec.so
+#   lib/librtrec.a, lib/pkgconfig/rtrec.pc
+#   include/rtrec.h
+#   share/man/man1/rtrec.1 and rtrec-COMMAND.1 (from `rtrec man`)
+#   share/bash-completion/completions/rtrec, share/zsh/site-functions/_rtrec,
+#   share/fish/vendor_completions.d/rtrec.fish
+#
+# Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--no-build]
+#   --prefix   where it will live (default /usr/local); written into rtrec.pc
+#   --destdir  staging root for packagers (files go to DESTDIR/PREFIX)
+#   --no-build install what target/release already holds
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+prefix=/usr/local
+destdir=
+build=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix=$2; shift 2 ;;
+    --prefix=*) prefix=${1#*=}; shift ;;
+    --destdir) destdir=$2; shift 2 ;;
+    --destdir=*) destdir=${1#*=}; shift ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$prefix" in /*) ;; *) echo "install.sh: --prefix must be an absolute path" >&2; exit 2 ;; esac
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+major=${version%%.*}
+if [ "$build" = 1 ]; then
+  cargo build --release -q -p rtrec -p rtrec-ffi
+fi
+rel=target/release
+root="$destdir$prefix"
+libdir="$prefix/lib"
+install -d "$root/bin" "$root/lib/pkgconfig" "$root/include" "$root/share/man/man1" \
+  "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" \
+  "$root/share/fish/vendor_completions.d"
+
+install -m 0755 "$rel/rtrec" "$root/bin/rtrec"
+install -m 0755 "$rel/librtrec.so" "$root/lib/librtrec.so.$version"
+ln -sf "librtrec.so.$version" "$root/lib/librtrec.so.$major"
+ln -sf "librtrec.so.$major" "$root/lib/librtrec.so"
+install -m 0644 "$rel/librtrec.a" "$root/lib/librtrec.a"
+install -m 0644 include/rtrec.h "$root/include/rtrec.h"
+
+# What a static link needs besides librtrec.a (rustc's native-static-libs).
+private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" -e "s|@VERSION@|$version|" \
+    -e "s|@PRIVATE@|$private|" crates/ffi/rtrec.pc.in > "$root/lib/pkgconfig/rtrec.pc"
+
+"$rel/rtrec" man > "$root/share/man/man1/rtrec.1"
+for c in record verify tune pool events export doctor report bench completions man; do
+  "$rel/rtrec" man "$c" > "$root/share/man/man1/rtrec-$c.1"
+done
+"$rel/rtrec" completions bash > "$root/share/bash-completion/completions/rtrec"
+"$rel/rtrec" completions zsh > "$root/share/zsh/site-functions/_rtrec"
+"$rel/rtrec" completions fish > "$root/share/fish/vendor_completions.d/rtrec.fish"
+echo "installed rtrec $version under $root"
