@@ -68,6 +68,10 @@ const EXAMPLES_POOL_STATUS: &str =
     "Examples:\n  rtrec pool status\n  rtrec pool status --dir /mnt/data/rec --json";
 const EXAMPLES_RECYCLE: &str =
     "Examples:\n  rtrec pool recycle --all\n  rtrec pool recycle ./rtrec-data/rec-0003.rtr";
+const EXAMPLES_TRIM: &str =
+    "Examples:\n  rtrec pool trim --keep 1\n  rtrec pool trim --dir /mnt/data/rec --keep 0";
+const EXAMPLES_REMOVE: &str =
+    "Examples:\n  rtrec pool remove\n  rtrec pool remove --dir /mnt/data/rec";
 const EXAMPLES_TUNE_STATUS: &str =
     "Examples:\n  rtrec tune status\n  rtrec tune status --json | jq .journal.owners";
 
@@ -152,14 +156,14 @@ pub enum PoolAction {
         /// Recording directory (the pool lives in DIR/.pool).
         #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
         dir: PathBuf,
-        /// Files to keep ready (for a new pool; an existing pool keeps its own).
+        /// Files to keep ready (becomes the pool's target).
         #[arg(long, default_value_t = 2, value_name = "N")]
         files: u32,
-        /// Bytes per file (for a new pool; an existing pool keeps its own).
+        /// Bytes per file; a pool of another size is resized (its idle files are removed first).
         #[arg(long, default_value = "64MiB", value_name = "SIZE")]
         file_size: String,
     },
-    /// Show the pool: file size, files ready, preparations in progress.
+    /// Show the pool: file size, target, every ready file with its bytes on disk, preparations in progress.
     #[command(after_help = EXAMPLES_POOL_STATUS)]
     Status {
         /// Recording directory.
@@ -168,6 +172,23 @@ pub enum PoolAction {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Give back disk: keep at most N ready files and make N the target.
+    #[command(after_help = EXAMPLES_TRIM)]
+    Trim {
+        /// Recording directory.
+        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
+        dir: PathBuf,
+        /// Ready files to keep (0 empties the pool; its target becomes at least 1).
+        #[arg(long, value_name = "N")]
+        keep: u32,
+    },
+    /// Remove the pool: every ready file, its description and DIR/.pool.
+    #[command(after_help = EXAMPLES_REMOVE)]
+    Remove {
+        /// Recording directory.
+        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
+        dir: PathBuf,
     },
     /// Give finished recordings back to the pool (their data are given up).
     #[command(after_help = EXAMPLES_RECYCLE)]
@@ -313,7 +334,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "CPU")]
     pub writer_cpu: Option<usize>,
 
-    /// Files the pool keeps ready (with --alloc pool, the default).
+    /// Most files the pool keeps ready (with --alloc pool, the default): after the recording the refill replaces the files it took, up to N.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub pool_files: u32,
 

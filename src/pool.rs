@@ -1,4 +1,4 @@
-//! `rtrec pool`: prepare, inspect and refill the file pool of a recording
+//! `rtrec pool`: prepare, inspect, trim, remove and refill the file pool of a recording
 //! directory (see `rtrec_engine::pool`). Preparing is the slow, allocating
 //! work; do it while nothing records.
 
@@ -10,6 +10,47 @@ use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 use crate::cli::{PoolAction, PoolArgs};
 use crate::usage;
 use rtrec_units::{format_size, parse_size};
+
+/// The pool of `dir`, or a usage error that says how to make one.
+fn existing(dir: &std::path::Path) -> crate::Result<Pool> {
+    match Pool::open(dir)? {
+        Some(p) => Ok(p),
+        None => usage(format!(
+            "'{}' has no pool; create one with `rtrec pool prepare --dir {}`",
+            dir.display(),
+            dir.display()
+        )),
+    }
+}
+
+/// `rtrec pool status` as text: the pool, then each ready file.
+fn render_status(st: &rtrec_engine::pool::PoolStatus) -> String {
+    let mut s = format!(
+        "{}: {} file(s) ready of {} each, target {}; {} on disk; {} in preparation\n",
+        st.dir.display(),
+        st.ready_files,
+        format_size(st.file_size),
+        st.target_files,
+        format_size(st.disk_bytes),
+        st.preparing_files
+    );
+    if st.ready_files > st.target_files {
+        s += &format!(
+            "  {} more than the target (recycled files): `rtrec pool trim --keep {}` gives them back\n",
+            st.ready_files - st.target_files,
+            st.target_files
+        );
+    }
+    for slot in &st.slots {
+        s += &format!(
+            "  {}  {}  ({} on disk)\n",
+            slot.name,
+            format_size(slot.bytes),
+            format_size(slot.disk_bytes)
+        );
+    }
+    s
+}
 
 /// Runs `rtrec pool`.
 pub fn run(a: &PoolArgs) -> crate::Result<i32> {
@@ -26,7 +67,17 @@ pub fn run(a: &PoolArgs) -> crate::Result<i32> {
             if *files == 0 {
                 return usage("--files: the pool needs at least 1 file");
             }
-            let pool = Pool::open_or_create(dir, size, *files)?;
+            let (pool, resized) = Pool::open_resized(dir, size, *files)?;
+            if let Some(r) = resized {
+                eprintln!("rtrec pool: {r}");
+            }
+            // The target becomes --files (ready files beyond it stay:
+            // `rtrec pool trim` gives them back).
+            let pool = if pool.target_files() == *files {
+                pool
+            } else {
+                pool.set_target(*files)?
+            };
             let bar = std::io::stderr().is_terminal().then(|| {
                 indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
                     indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files")
@@ -53,27 +104,35 @@ pub fn run(a: &PoolArgs) -> crate::Result<i32> {
             Ok(0)
         }
         PoolAction::Status { dir, json } => {
-            let Some(pool) = Pool::open(dir)? else {
-                return usage(format!(
-                    "'{}' has no pool; create one with `rtrec pool prepare --dir {}`",
-                    dir.display(),
-                    dir.display()
-                ));
-            };
-            let st = pool.status()?;
+            let st = existing(dir)?.status()?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&st)?);
             } else {
-                println!(
-                    "{}: {} of {} files ready ({} each, {} in all), {} in preparation",
-                    st.dir.display(),
-                    st.ready_files,
-                    st.target_files,
-                    format_size(st.file_size),
-                    format_size(st.ready_bytes),
-                    st.preparing_files
-                );
+                print!("{}", render_status(&st));
             }
+            Ok(0)
+        }
+        PoolAction::Trim { dir, keep } => {
+            let pool = existing(dir)?;
+            let (pool, t) = pool.trim(*keep)?;
+            println!(
+                "removed {} file(s), {} freed; target now {} file(s) of {}",
+                t.removed_files,
+                format_size(t.freed_bytes),
+                pool.target_files(),
+                format_size(pool.file_size())
+            );
+            Ok(0)
+        }
+        PoolAction::Remove { dir } => {
+            let pool = existing(dir)?;
+            let shown = pool.dir().display().to_string();
+            let t = pool.remove()?;
+            println!(
+                "removed {shown}: {} file(s), {} freed",
+                t.removed_files,
+                format_size(t.freed_bytes)
+            );
             Ok(0)
         }
         PoolAction::Recycle {

@@ -637,13 +637,14 @@ fn print_summary(s: &Summary, to_stderr: bool) {
     if c.alloc == Alloc::Pool {
         let p = &s.pool;
         out += &format!(
-            "pool: {} taken, {} fallbacks to fallocate, {} waits ({}), {} prepared at start, {} refilled after\n",
+            "pool: {} taken, {} fallbacks to fallocate, {} waits ({}), {} prepared at start, {} refilled after, holding {} (`rtrec pool trim` or `rtrec pool remove` gives it back)\n",
             p.taken,
             p.fallbacks,
             p.waits,
             format_duration(p.wait_ns),
             p.prepared_at_start,
-            p.refilled_on_finish + p.refilled_while_recording
+            p.refilled_on_finish + p.refilled_while_recording,
+            format_size((p.refilled_on_finish + p.refilled_while_recording) * c.file_size)
         );
     }
     if let Some(f) = &s.flight {

@@ -1,4 +1,4 @@
-//! `rtrec bench`: the published studies (S1, S2; see `STUDIES.md`) run on
+//! `rtrec bench`: the published studies (S1, S2; see `docs/studies.md`) run on
 //! the user's own machine, the published figure beside the measured one.
 //!
 //! **Must not depend on**: the binary. It records through the engine, reaches

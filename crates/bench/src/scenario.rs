@@ -2,7 +2,7 @@
 //! name, description, the engine strategies it composes, the background
 //! loads, the flusher setting, and the published figure where there is one.
 //! `rtrec bench --list` prints it; a test validates the whole table against
-//! `STUDIES.md`.
+//! `docs/studies.md`.
 //!
 //! Every recording case is an [`rtrec_engine::Config`] built by
 //! [`Scenario::config`]: the study's factors are the engine's named

@@ -1,5 +1,5 @@
 //! The scenario table as a whole: names, published figures (checked against
-//! `STUDIES.md` and, for what it leaves out, the S1 seed), and every case's
+//! `docs/studies.md` and, for what it leaves out, the S1 seed), and every case's
 //! strategies valid for the engine under both protocols.
 
 use std::collections::HashSet;
@@ -22,11 +22,11 @@ fn shared_file(rel: &str) -> Option<String> {
     }
 }
 
-fn raw_shared_file(rel: &str) -> Option<String> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared")
-        .join(rel);
-    std::fs::read_to_string(p).ok()
+/// The repository's own copy of the studies' protocol and published
+/// figures, present in every clone.
+fn studies_md() -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/studies.md");
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn num(cell: &str) -> u64 {
@@ -143,15 +143,12 @@ fn rtrec_cases_use_the_engine_default_strategies() {
 
 #[test]
 fn published_figures_match_studies_md() {
-    let Some(studies) = raw_shared_file("STUDIES.md") else {
-        eprintln!("skipped published_figures_match_studies_md: shared/STUDIES.md not found beside the repository");
-        return;
-    };
+    let studies = studies_md();
     // S1 Table 1: | case | min | max | avg |
     let t1 = studies
         .split("Table 1, `write()` latency")
         .nth(1)
-        .expect("S1 Table 1 in STUDIES.md");
+        .expect("S1 Table 1 in docs/studies.md");
     let mut rows = 0;
     for line in t1.lines().skip_while(|l| !l.starts_with("| case")).skip(2) {
         if !line.starts_with('|') {
@@ -177,7 +174,10 @@ fn published_figures_match_studies_md() {
     assert_eq!(rows, 12);
 
     // S2 Table: | call | background | avg | max |
-    let s2 = studies.split("## S2.").nth(1).expect("S2 in STUDIES.md");
+    let s2 = studies
+        .split("## S2.")
+        .nth(1)
+        .expect("S2 in docs/studies.md");
     let mut s2_rows = 0;
     for line in s2
         .lines()
@@ -206,7 +206,7 @@ fn published_figures_match_studies_md() {
     assert_eq!(s2_rows, 3);
 
     // S1 Table 3 and Fig. 5, in prose.
-    let flat = shared_file("STUDIES.md").unwrap();
+    let flat = studies.split_whitespace().collect::<Vec<_>>().join(" ");
     let max = |n: &str| {
         scenario::find(n)
             .unwrap()
@@ -229,19 +229,25 @@ fn published_figures_match_studies_md() {
             thousands(max(base)),
             thousands(max(read))
         );
-        assert!(flat.contains(&text), "STUDIES.md does not say '{text}'");
+        assert!(
+            flat.contains(&text),
+            "docs/studies.md does not say '{text}'"
+        );
     }
     let text = format!(
         "{} % (NONE) and {} % (ALL)",
         pct("NONE-BGREAD"),
         pct("ALL-BGREAD")
     );
-    assert!(flat.contains(&text), "STUDIES.md does not say '{text}'");
+    assert!(
+        flat.contains(&text),
+        "docs/studies.md does not say '{text}'"
+    );
 }
 
 #[test]
 fn table3_min_and_avg_match_the_s1_seed() {
-    // STUDIES.md gives Table 3's maxima only; the minima and averages are
+    // docs/studies.md gives Table 3's maxima only; the minima and averages are
     // from the paper's Table 3 (columns: NONE, ALL alone; NONE, ALL with
     // the reader).
     let Some(seed) = shared_file("seeds/realtime-recording-ipsj2020-ja.txt") else {

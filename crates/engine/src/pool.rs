@@ -16,6 +16,18 @@
 //! Generations only grow per file (slot: +1, taken: +1), so frames of any
 //! earlier life never carry the current generation and a reader stops at
 //! them instead of reading them as data.
+//!
+//! Sizes and disk use (design choices):
+//! - A pool keeps files of one size. A recording that asks for another size
+//!   ([`Pool::open_resized`]) gets a pool of its size: the idle files of the
+//!   old size are removed before it starts (idle time, nothing is recording
+//!   yet), and the writer says so in one line. A slot of another size that
+//!   appears later (a preparation that was in flight) is never taken.
+//! - The refill after a recording replaces the files that recording took
+//!   ([`Pool::refill`]), up to the pool's target: a 100 MiB recording leaves
+//!   one 100 MiB file ready for the next one, not the target's worth.
+//! - [`Pool::trim`] gives back ready files beyond a count, [`Pool::remove`]
+//!   the whole pool; [`PoolStatus`] lists every file with its bytes on disk.
 
 use std::fs::File;
 use std::io;
@@ -68,8 +80,57 @@ pub struct PoolStatus {
     pub ready_files: u32,
     /// Preparations in progress or interrupted (hidden temporary files).
     pub preparing_files: u32,
-    /// Disk space the ready files hold.
+    /// Disk space the ready files hold (their size).
     pub ready_bytes: u64,
+    /// Disk space the ready files take, as allocated (`st_blocks`).
+    #[serde(default)]
+    pub disk_bytes: u64,
+    /// Every ready file, oldest first.
+    #[serde(default)]
+    pub slots: Vec<SlotInfo>,
+}
+
+/// One ready file of the pool.
+#[derive(Clone, Debug, Serialize)]
+pub struct SlotInfo {
+    /// Its name in the pool directory.
+    pub name: String,
+    /// Its size, bytes.
+    pub bytes: u64,
+    /// What it takes on disk, bytes (`st_blocks` × 512).
+    pub disk_bytes: u64,
+}
+
+/// What [`Pool::open_resized`] did to a pool of another file size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resized {
+    /// The pool's file size before.
+    pub old_file_size: u64,
+    /// Its file size now.
+    pub new_file_size: u64,
+    /// Idle files of the old size removed.
+    pub removed_files: u32,
+    /// Disk space they took, bytes.
+    pub freed_bytes: u64,
+}
+
+impl std::fmt::Display for Resized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the pool's files were {} bytes and this recording needs {} bytes: {} idle file(s) of the old size removed ({} bytes freed), new ones are prepared in the new size",
+            self.old_file_size, self.new_file_size, self.removed_files, self.freed_bytes
+        )
+    }
+}
+
+/// What [`Pool::trim`] or [`Pool::remove`] gave back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Trimmed {
+    /// Ready files removed.
+    pub removed_files: u32,
+    /// Disk space they took, bytes.
+    pub freed_bytes: u64,
 }
 
 impl Pool {
@@ -253,14 +314,156 @@ impl Pool {
                     .is_some_and(|n| n.starts_with(".slot-") && n.ends_with(".tmp"))
             })
             .count();
+        let slots: Vec<SlotInfo> = ready
+            .iter()
+            .filter_map(|p| {
+                let m = std::fs::symlink_metadata(p).ok()?;
+                Some(SlotInfo {
+                    name: p.file_name()?.to_string_lossy().into_owned(),
+                    bytes: m.len(),
+                    disk_bytes: std::os::unix::fs::MetadataExt::blocks(&m) * 512,
+                })
+            })
+            .collect();
         Ok(PoolStatus {
             dir: self.dir.clone(),
             file_size: self.meta.file_size,
             target_files: self.meta.files,
             ready_files: ready.len() as u32,
             preparing_files: preparing as u32,
-            ready_bytes: ready.len() as u64 * self.meta.file_size,
+            ready_bytes: slots.iter().map(|s| s.bytes).sum(),
+            disk_bytes: slots.iter().map(|s| s.disk_bytes).sum(),
+            slots,
         })
+    }
+
+    /// Opens the pool of `rec_dir` for files of `file_size` bytes, creating
+    /// it with `files` as target if there is none. A pool of another size
+    /// is resized: its idle files are removed (before anything records) and
+    /// it takes `file_size` and `files`; what was removed comes back for the
+    /// caller to tell.
+    ///
+    /// # Errors
+    /// As [`Pool::open_or_create`]; a ready file cannot be removed.
+    pub fn open_resized(
+        rec_dir: &Path,
+        file_size: u64,
+        files: u32,
+    ) -> Result<(Pool, Option<Resized>), Error> {
+        let p = Self::open_or_create(rec_dir, file_size, files)?;
+        if p.meta.file_size == file_size {
+            return Ok((p, None));
+        }
+        let t = p.remove_ready(0)?;
+        let resized = Resized {
+            old_file_size: p.meta.file_size,
+            new_file_size: file_size,
+            removed_files: t.removed_files,
+            freed_bytes: t.freed_bytes,
+        };
+        let p = p.write_meta(PoolMeta { file_size, files })?;
+        Ok((p, Some(resized)))
+    }
+
+    /// Rewrites `pool.json` with `meta` (temporary file, then rename).
+    fn write_meta(&self, meta: PoolMeta) -> Result<Pool, Error> {
+        let d = self.open_dir()?;
+        let tmp = format!(".{META}.tmp");
+        let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+        d.remove_file(&tmp)
+            .map_err(|e| Error::io("removing", &self.dir.join(&tmp), e))?;
+        d.create_excl(&tmp, 0o644)
+            .and_then(|mut f| io::Write::write_all(&mut f, &json))
+            .map_err(|e| Error::io("writing", &self.dir.join(&tmp), e))?;
+        d.rename_replace(&tmp, META)
+            .map_err(|e| Error::io("writing", &self.dir.join(META), e))?;
+        Ok(Pool {
+            dir: self.dir.clone(),
+            meta,
+        })
+    }
+
+    /// Removes ready files beyond the first `keep` (the newest go first).
+    fn remove_ready(&self, keep: usize) -> Result<Trimmed, Error> {
+        let st = self.status()?;
+        let d = self.open_dir()?;
+        let mut t = Trimmed::default();
+        for slot in st.slots.iter().skip(keep).rev() {
+            match d.remove_file(&slot.name) {
+                Ok(()) => {
+                    t.removed_files += 1;
+                    t.freed_bytes += slot.disk_bytes;
+                }
+                Err(e) => return Err(Error::io("removing", &self.dir.join(&slot.name), e)),
+            }
+        }
+        Ok(t)
+    }
+
+    /// Makes `files` (at least 1) the number of files the pool is topped up
+    /// to; ready files beyond it stay until [`Pool::trim`].
+    ///
+    /// # Errors
+    /// `pool.json` cannot be rewritten.
+    pub fn set_target(&self, files: u32) -> Result<Pool, Error> {
+        self.write_meta(PoolMeta {
+            file_size: self.meta.file_size,
+            files: files.max(1),
+        })
+    }
+
+    /// Keeps at most `keep` ready files and makes `keep` (at least 1) the
+    /// target, so that refills do not grow the pool back.
+    ///
+    /// # Errors
+    /// A file cannot be removed or `pool.json` rewritten.
+    pub fn trim(&self, keep: u32) -> Result<(Pool, Trimmed), Error> {
+        let t = self.remove_ready(keep as usize)?;
+        Ok((self.set_target(keep)?, t))
+    }
+
+    /// Removes the pool: its ready files, `pool.json` and the directory.
+    /// Refused while a file is being prepared (another rtrec is at work).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] while a preparation is in progress; a file cannot be
+    /// removed.
+    pub fn remove(self) -> Result<Trimmed, Error> {
+        let st = self.status()?;
+        if st.preparing_files > 0 {
+            return Err(Error::Usage(format!(
+                "{} file(s) are being prepared in '{}' (another rtrec at work, or one that was killed: remove its .slot-*.tmp files); nothing was removed",
+                st.preparing_files,
+                self.dir.display()
+            )));
+        }
+        let t = self.remove_ready(0)?;
+        let d = self.open_dir()?;
+        d.remove_file(META)
+            .map_err(|e| Error::io("removing", &self.dir.join(META), e))?;
+        drop(d);
+        std::fs::remove_dir(&self.dir).map_err(|e| Error::io("removing", &self.dir, e))?;
+        Ok(t)
+    }
+
+    /// The refill after a recording that got `used` files: tops the pool up
+    /// to `min(used, target)` ready files (at least 1), so the next
+    /// recording of the same length starts from the pool and no more disk
+    /// is held than it needs. Returns how many files were prepared.
+    ///
+    /// # Errors
+    /// As [`Pool::prepare_one`].
+    pub fn refill(&self, used: u64) -> Result<u32, Error> {
+        let want = (used.max(1)).min(self.meta.files as u64) as u32;
+        let have = self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+            .len() as u32;
+        let todo = want.saturating_sub(have);
+        for _ in 0..todo {
+            self.prepare_one()?;
+        }
+        Ok(todo)
     }
 
     fn slot_name() -> String {
@@ -333,6 +536,9 @@ impl Pool {
         for slot in slots {
             let slot_name = slot.file_name().unwrap_or_default();
             match pool.stat(slot_name) {
+                // Another size (a preparation in flight while the pool was
+                // resized): never taken; trim or the next resize removes it.
+                Ok(info) if info.is_file && info.size != self.meta.file_size => continue,
                 Ok(info) => check_slot(&slot, &info)?,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::io("reading", &slot, e)),

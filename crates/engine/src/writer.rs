@@ -147,7 +147,10 @@ impl Writer {
         };
         let mut pool = None;
         if cfg.alloc == Alloc::Pool {
-            let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
+            let (p, resized) = Pool::open_resized(dir, cfg.file_size, cfg.pool.files)?;
+            if let Some(r) = resized {
+                report.warnings.push(r.to_string());
+            }
             // The pool's file size decides; check that records still fit.
             cfg.file_size = p.file_size();
             if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
@@ -616,7 +619,10 @@ impl Writer {
             self.report.pool.refilled_while_recording = r.stop();
         }
         if let (Some(pool), true) = (&self.pool, self.cfg.pool.refill_on_finish) {
-            match pool.prepare(|_, _| {}) {
+            // Replace what this recording got, up to the target (see
+            // `Pool::refill`): disk use stays what the next recording needs.
+            let used = self.report.pool.taken + self.report.pool.fallbacks;
+            match pool.refill(used) {
                 Ok(n) => self.report.pool.refilled_on_finish = n as u64,
                 // Every record is stored; only the next recording's start is
                 // affected, so this is a warning, not a recording error.

@@ -1,6 +1,7 @@
 //! The file pool: recycled files never yield stale frames; an empty pool
 //! falls back (counted) or the writer waits for a refill; status and recycle
-//! behave as documented.
+//! behave as documented; a recording of another file size resizes the pool,
+//! the refill replaces only what was taken, trim and remove give disk back.
 
 use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{verify_file, FileStatus};
@@ -140,4 +141,57 @@ fn status_counts_ready_files_and_recycle_refuses_foreign_sizes() {
     assert!(rtrec_engine::reader::recording_files(dir.path())
         .unwrap()
         .is_empty());
+}
+
+#[test]
+fn a_recording_of_another_file_size_resizes_the_pool_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = Pool::open_or_create(dir.path(), 4 * MIB, 2).unwrap();
+    big.prepare(|_, _| {}).unwrap();
+    // A recording asking for 2 MiB files gets 2 MiB files, not 4 MiB ones.
+    let s = record(dir.path(), cfg(Mode::Ring), 100);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("2 idle file(s) of the old size removed")),
+        "{:?}",
+        s.warnings
+    );
+    assert_eq!(std::fs::metadata(&s.files[0]).unwrap().len(), 2 * MIB);
+    let st = Pool::open(dir.path()).unwrap().unwrap().status().unwrap();
+    assert_eq!(st.file_size, 2 * MIB);
+    assert!(st.slots.iter().all(|slot| slot.bytes == 2 * MIB), "{st:?}");
+    // The same size again: nothing to say.
+    let again = record(dir.path(), cfg(Mode::Ring), 100);
+    assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+}
+
+#[test]
+fn the_refill_replaces_what_a_recording_took_not_the_whole_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(Mode::Ring);
+    c.pool.refill_on_finish = true;
+    let s = record(dir.path(), c, 100);
+    assert_eq!((s.pool.taken, s.pool.refilled_on_finish), (1, 1));
+    let st = Pool::open(dir.path()).unwrap().unwrap().status().unwrap();
+    // Target 2, but one file is what the next such recording needs.
+    assert_eq!((st.ready_files, st.target_files), (1, 2));
+    assert_eq!(st.disk_bytes, 2 * MIB, "zero-filled: fully allocated");
+}
+
+#[test]
+fn trim_gives_back_ready_files_and_remove_deletes_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = Pool::open_or_create(dir.path(), MIB, 3).unwrap();
+    pool.prepare(|_, _| {}).unwrap();
+    let (pool, t) = pool.trim(1).unwrap();
+    assert_eq!((t.removed_files, t.freed_bytes), (2, 2 * MIB));
+    let st = pool.status().unwrap();
+    assert_eq!((st.ready_files, st.target_files), (1, 1));
+    // Refills no longer grow it back past the new target.
+    assert_eq!(pool.refill(5).unwrap(), 0);
+    let t = pool.remove().unwrap();
+    assert_eq!(t.removed_files, 1);
+    assert!(!dir.path().join(".pool").exists());
+    assert!(Pool::open(dir.path()).unwrap().is_none());
 }
