@@ -146,6 +146,30 @@ pub enum OnPoolEmpty {
 
 named_enum!(OnPoolEmpty, "pool-empty", [OnPoolEmpty::Fallocate => "fallocate", OnPoolEmpty::Wait => "wait"]);
 
+/// What `record()` does when the ring has no room for a record (ring mode).
+///
+/// Design choice: the policy follows the producer, not the data. A
+/// real-time producer must never wait, so dropping (counted, and stored as
+/// a loss frame) is the library's default and the C API's; a producer that
+/// can wait — a pipe, a file — loses nothing by waiting, so `rtrec record
+/// --stdin` blocks by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFull {
+    /// Drop the newest record, count it and store the loss (drop-newest);
+    /// `record()` never waits. The default: real-time safe.
+    #[default]
+    Drop,
+    /// Wait until the writer has made room (spinning briefly, then sleeping
+    /// in short steps), counted in the summary's `ring_waits`; nothing is
+    /// dropped for a full ring. For producers that can wait (pipes, files),
+    /// never for a real-time thread: waiting makes system calls.
+    Block,
+}
+
+named_enum!(OnFull, "on-full", [OnFull::Drop => "drop", OnFull::Block => "block"]);
+
 /// The file pool (used when `alloc` is [`Alloc::Pool`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolConfig {
@@ -231,6 +255,9 @@ pub struct Config {
     pub max_record: usize,
     /// Capacity of the producer-to-writer ring in bytes (ring mode).
     pub ring_bytes: usize,
+    /// What `record()` does when the ring is full (ring mode).
+    #[serde(default)]
+    pub on_full: OnFull,
     /// How long the writer thread sleeps when the ring is empty, in µs. The
     /// producer never wakes it (waking is a system call), so this bounds how
     /// late data reach the page cache.
@@ -261,6 +288,7 @@ impl Default for Config {
             file_size: sizing::DEFAULT_FILE_SIZE,
             max_record: MIB as usize,
             ring_bytes: sizing::MIN_RING_BYTES,
+            on_full: OnFull::Drop,
             writer_poll_us: 1000,
             flusher_nice: 10,
             prefix: "rec".into(),
