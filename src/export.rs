@@ -11,10 +11,20 @@
 //! choice: salvaged frames are copied verbatim, chain links included, so a
 //! framed salvage still verifies as corrupt where frames are missing: the
 //! damage never disappears.
+//!
+//! Gaps are refused the same way: records dropped while recording (stored
+//! as loss frames) or missing without a trace make the exported stream
+//! shorter than what was offered, which a consumer of the output (a video
+//! decoder, a parser) cannot see. Nothing is written and the exit code is
+//! 1, unless `--allow-gaps`, which exports and reports them.
+//!
+//! A recording made from lines (header flag `FLAG_LINES`) is exported raw
+//! with a newline after each record, so the text comes back as it went in
+//! (a last line that had no newline gets one).
 
 use std::io::Write;
 
-use rtrec_engine::format::{FrameKind, FLAG_POOLED, HEADER_LEN};
+use rtrec_engine::format::{FrameKind, FLAG_LINES, FLAG_POOLED, HEADER_LEN};
 use rtrec_engine::reader::{
     open_regular, read_header, verify_source, FileStatus, FrameWalker, Step,
 };
@@ -43,6 +53,22 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
         );
         return Ok(1);
     }
+    let missing = report.lost_records + report.missing_records + report.unstored_drops;
+    let gaps = (missing > 0).then(|| {
+        format!(
+            "{missing} records are missing from '{name}' ({} dropped while recording and stored as losses, {} missing without a trace)",
+            report.lost_records + report.unstored_drops,
+            report.missing_records
+        )
+    });
+    if let (Some(gaps), false) = (&gaps, a.allow_gaps) {
+        eprintln!(
+            "rtrec: {gaps}; nothing was exported: `--allow-gaps` exports the {} records there are",
+            report.records
+        );
+        return Ok(1);
+    }
+    let lines = header.flags & FLAG_LINES != 0;
     let to_stdout = a.output.as_os_str() == "-";
     let mut out: Box<dyn Write> = if to_stdout {
         Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
@@ -73,6 +99,10 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
             if f.header.kind == FrameKind::Data {
                 walker.copy_payload(&f, &mut out)?;
                 written += f.header.len as u64;
+                if lines {
+                    out.write_all(b"\n")?;
+                    written += 1;
+                }
             }
         } else {
             walker.copy_range(f.off, f.end() - f.off, &mut out)?;
@@ -99,6 +129,9 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
             report.damaged_ranges
         );
         return Ok(1);
+    }
+    if let Some(gaps) = &gaps {
+        eprintln!("rtrec: warning: {gaps}; exported the others (--allow-gaps)");
     }
     if !ended {
         eprintln!("rtrec: warning: '{name}' has no end frame (the recording was interrupted); exported its intact prefix");

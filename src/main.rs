@@ -12,6 +12,7 @@ mod export;
 mod pool;
 mod record;
 mod signals;
+mod trigger;
 mod tune;
 mod verify;
 
@@ -39,6 +40,7 @@ fn main() {
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        cli::Command::Trigger(a) => trigger::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };

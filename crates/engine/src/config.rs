@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
-use crate::format::{framed_len, MAX_PAYLOAD};
+use crate::format::{framed_len, FLAG_LINES, MAX_PAYLOAD};
 use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
 
 /// How file space is obtained before and during a recording.
@@ -274,6 +274,11 @@ pub struct Config {
     pub pool: PoolConfig,
     /// Flight-recorder mode (ring mode only); `None`: record everything.
     pub flight: Option<FlightConfig>,
+    /// The records are lines of text without their newline: the files say
+    /// so ([`crate::format::FLAG_LINES`]), so an export can put the line
+    /// ends back.
+    #[serde(default)]
+    pub lines: bool,
 }
 
 impl Default for Config {
@@ -296,11 +301,22 @@ impl Default for Config {
             rt: RtConfig::default(),
             pool: PoolConfig::default(),
             flight: None,
+            lines: false,
         }
     }
 }
 
 impl Config {
+    /// The flags every file header of this configuration starts with (the
+    /// pool adds its own when it hands a file over).
+    pub(crate) fn header_flags(&self) -> u32 {
+        if self.lines {
+            FLAG_LINES
+        } else {
+            0
+        }
+    }
+
     /// Bytes a record of `len` takes in the file.
     pub fn stored_len(&self, len: usize) -> u64 {
         match self.framing {
