@@ -61,7 +61,8 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
             report.missing_records
         )
     });
-    if let (Some(gaps), false) = (&gaps, a.allow_gaps) {
+    // A salvage has gaps by nature (it already exits 1 and says so).
+    if let (Some(gaps), false) = (&gaps, a.allow_gaps || a.salvage) {
         eprintln!(
             "rtrec: {gaps}; nothing was exported: `--allow-gaps` exports the {} records there are",
             report.records
@@ -131,7 +132,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     if let Some(gaps) = &gaps {
-        eprintln!("rtrec: warning: {gaps}; exported the others (--allow-gaps)");
+        eprintln!("rtrec: warning: {gaps}; exported the others");
     }
     if !ended {
         eprintln!("rtrec: warning: '{name}' has no end frame (the recording was interrupted); exported its intact prefix");
