@@ -14,6 +14,7 @@ mod export;
 mod pool;
 mod record;
 mod signals;
+mod trigger;
 mod tune;
 mod verify;
 
@@ -29,6 +30,7 @@ fn main() {
         cli::Command::Export(a) => export::run(&a),
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
+        cli::Command::Trigger(a) => trigger::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };
     let code = match result {
