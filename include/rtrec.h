@@ -149,6 +149,25 @@ typedef enum rtrec_pool_empty {
 } rtrec_pool_empty;
 
 /**
+ * What `rtrec_recorder_record()` does when the ring is full
+ * (`rtrec_config.on_full`).
+ */
+typedef enum rtrec_on_full {
+    /**
+     * Drop the record, count it and store the loss in the file; the call
+     * never waits. The default: real-time safe.
+     */
+    RTREC_ON_FULL_DROP = 0,
+    /**
+     * Wait until the writer thread has made room (spinning briefly, then
+     * sleeping in short steps); counted in the summary's `ring_waits`. For
+     * a producer that can wait (reading a pipe or a file), never for a
+     * real-time thread: waiting makes system calls.
+     */
+    RTREC_ON_FULL_BLOCK = 1,
+} rtrec_on_full;
+
+/**
  * A recording in progress (opaque). One thread records; any thread may
  * finish, abort or destroy it once recording has stopped.
  */
@@ -301,6 +320,15 @@ typedef struct rtrec_config {
      * ms.
      */
     uint64_t max_latency_ns;
+    /**
+     * When the ring is full (ring mode): an `rtrec_on_full` value.
+     * Default `RTREC_ON_FULL_DROP`.
+     */
+    int on_full;
+    /**
+     * Reserved: must be 0 (it keeps the struct free of hidden padding).
+     */
+    uint32_t reserved1;
 } rtrec_config;
 
 /**

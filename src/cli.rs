@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, OnPoolEmpty, PoolConfig};
+use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig};
 
 /// Parses the command line; on a bad command line prints one line
 /// (`rtrec: ` and clap's message with its hints, without the usage block)
@@ -68,6 +68,7 @@ const EXAMPLES_POOL_STATUS: &str =
     "Examples:\n  rtrec pool status\n  rtrec pool status --dir /mnt/data/rec --json";
 const EXAMPLES_RECYCLE: &str =
     "Examples:\n  rtrec pool recycle --all\n  rtrec pool recycle ./rtrec-data/rec-0003.rtr";
+const EXAMPLES_TRIGGER: &str = "Examples:\n  rtrec trigger ./rtrec-data\n  rtrec trigger /mnt/data/flight";
 const EXAMPLES_TRIM: &str =
     "Examples:\n  rtrec pool trim --keep 1\n  rtrec pool trim --dir /mnt/data/rec --keep 0";
 const EXAMPLES_REMOVE: &str =
@@ -113,6 +114,9 @@ pub enum Command {
     /// Draw a bench result or a recording summary (their --json) as one self-contained HTML page.
     #[command(after_help = EXAMPLES_REPORT)]
     Report(ReportArgs),
+    /// Trigger the flight recorder running in a directory (as SIGUSR1 does).
+    #[command(after_help = EXAMPLES_TRIGGER)]
+    Trigger(TriggerArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
     #[command(after_help = EXAMPLES_BENCH)]
     Bench(Box<rtrec_bench::BenchArgs>),
@@ -208,6 +212,14 @@ pub enum PoolAction {
     },
 }
 
+/// `rtrec trigger`.
+#[derive(Debug, Args)]
+pub struct TriggerArgs {
+    /// The recording directory of a running flight recorder (`record --pre … --post …`).
+    #[arg(value_name = "DIR", default_value = "./rtrec-data")]
+    pub dir: PathBuf,
+}
+
 /// `rtrec export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -224,6 +236,10 @@ pub struct ExportArgs {
     /// stays 1: the input is corrupt).
     #[arg(long)]
     pub salvage: bool,
+    /// Exit 0 even when records are missing from the exported stream
+    /// (dropped, or lost without a trace); they are still reported.
+    #[arg(long)]
+    pub allow_gaps: bool,
 }
 
 /// `rtrec record`.
@@ -242,7 +258,10 @@ pub struct RecordArgs {
     )]
     pub period: String,
 
-    /// Size of each record (e.g. 16KiB). With --stdin, records are read in this size unless --lines.
+    /// Size of each record (e.g. 16KiB). With --stdin, stdin is cut into records of exactly this
+    /// size (unless --lines); a shorter last piece at the end of the stream, or when the recording is
+    /// stopped, is stored as a shorter record. Pick a multiple of the stream's own unit so that
+    /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800).
     #[arg(
         long,
         default_value = "16KiB",
@@ -267,7 +286,8 @@ pub struct RecordArgs {
     #[arg(long)]
     pub stdin: bool,
 
-    /// With --stdin: one record per line (without its newline).
+    /// With --stdin: one record per line, stored without its newline; the recording is marked as
+    /// lines, and `export --raw` puts a newline after each record.
     #[arg(long, requires = "stdin")]
     pub lines: bool,
 
@@ -305,6 +325,18 @@ pub struct RecordArgs {
     /// Capacity of the ring between producer and writer [default: 16MiB, at least 4 records].
     #[arg(long, value_name = "SIZE")]
     pub ring: Option<String>,
+
+    /// When the ring is full: drop (count and store the loss; the producer never waits) or block
+    /// (wait for room). The default is block with --stdin (a pipe can wait), drop for the
+    /// synthetic real-time source.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = OnFull::Drop,
+        default_value_if("stdin", "true", "block"),
+        value_name = "POLICY"
+    )]
+    pub on_full: OnFull,
 
     /// File layout [default: packed when --size is at most 1KiB or with --lines, else framed].
     #[arg(long, value_enum, value_name = "FRAMING")]
@@ -362,7 +394,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SIZE")]
     pub pre_bytes: Option<String>,
 
-    /// Flight recorder trigger: SIGUSR1, or stdin (each line triggers). Repeatable.
+    /// Flight recorder trigger: SIGUSR1, or stdin (each line triggers; not with --stdin). Repeatable.
+    /// SIGUSR1 and `rtrec trigger DIR` trigger every flight recorder, whatever the source.
     #[arg(long, value_name = "SOURCE")]
     pub trigger_on: Vec<String>,
 
@@ -574,8 +607,8 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 5,
-            "--mode, --alloc, --flush, --framing, --on-pool-empty"
+            checked, 6,
+            "--mode, --alloc, --flush, --framing, --on-pool-empty, --on-full"
         );
     }
 
@@ -639,6 +672,18 @@ mod tests {
         same::<Mode>();
         same::<Framing>();
         same::<OnPoolEmpty>();
+        same::<OnFull>();
+    }
+
+    #[test]
+    fn stdin_blocks_when_the_ring_is_full_and_the_synthetic_source_drops() {
+        assert_eq!(record(&[]).on_full, OnFull::Drop);
+        assert_eq!(record(&["--stdin"]).on_full, OnFull::Block);
+        assert_eq!(
+            record(&["--stdin", "--on-full", "drop"]).on_full,
+            OnFull::Drop
+        );
+        assert_eq!(record(&["--on-full", "block"]).on_full, OnFull::Block);
     }
 
     fn record(words: &[&str]) -> RecordArgs {

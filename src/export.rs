@@ -12,10 +12,20 @@
 //! choice: salvaged frames are copied verbatim, chain links included, so a
 //! framed salvage still verifies as corrupt where frames are missing: the
 //! damage never disappears.
+//!
+//! Gaps are refused the same way: records dropped while recording (stored
+//! as loss frames) or missing without a trace make the exported stream
+//! shorter than what was offered, which a consumer of the output (a video
+//! decoder, a parser) cannot see. Nothing is written and the exit code is
+//! 1, unless `--allow-gaps`, which exports and reports them.
+//!
+//! A recording made from lines (header flag `FLAG_LINES`) is exported raw
+//! with a newline after each record, so the text comes back as it went in
+//! (a last line that had no newline gets one).
 
 use std::io::Write;
 
-use rtrec_engine::format::{FrameKind, PackedInfo, FLAG_POOLED, HEADER_LEN};
+use rtrec_engine::format::{FrameKind, PackedInfo, FLAG_LINES, FLAG_POOLED, HEADER_LEN};
 use rtrec_engine::reader::{
     open_regular, read_header, verify_source, FileStatus, FrameWalker, Step,
 };
@@ -45,6 +55,27 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
         );
         return Ok(1);
     }
+    let missing = report.lost_records + report.missing_records + report.unstored_drops;
+    let gaps = (missing > 0).then(|| {
+        format!(
+            "{missing} records are missing from '{name}' ({} dropped while recording and stored as losses, {} missing without a trace)",
+            report.lost_records + report.unstored_drops,
+            report.missing_records
+        )
+    });
+    // A salvage has gaps by nature (it already exits 1 and says so).
+    if let (Some(gaps), false) = (&gaps, a.allow_gaps || a.salvage) {
+        eprintln!(
+            "rtrec: {gaps}; nothing was exported: `--allow-gaps` exports the {} records there are",
+            report.records
+        );
+        return Ok(1);
+    }
+    let line_end: &[u8] = if header.flags & FLAG_LINES != 0 {
+        b"\n"
+    } else {
+        b""
+    };
     let to_stdout = a.output.as_os_str() == "-";
     // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
     // name or a planted symlink is refused, never followed or truncated.
@@ -78,8 +109,9 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
     while let Some(step) = walker.next_step()? {
         let Step::Frame(f) = step else { continue };
         if a.raw {
-            // Packed frames are unpacked: the records' bytes back to back.
-            let (n, bytes) = walker.copy_records(&f, &mut out)?;
+            // Packed frames are unpacked: the records' bytes back to back
+            // (each followed by its newline for a recording of lines).
+            let (n, bytes) = walker.copy_records(&f, line_end, &mut out)?;
             records += n;
             written += bytes;
         } else {
@@ -117,6 +149,9 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
             report.damaged_ranges
         );
         return Ok(1);
+    }
+    if let Some(gaps) = &gaps {
+        eprintln!("rtrec: warning: {gaps}; exported the others");
     }
     if !ended {
         eprintln!("rtrec: warning: '{name}' has no end frame (the recording was interrupted); exported its intact prefix");

@@ -16,6 +16,7 @@ mod pool;
 mod record;
 mod report;
 mod signals;
+mod trigger;
 mod tune;
 mod verify;
 
@@ -35,6 +36,7 @@ fn main() {
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
         cli::Command::Completions { shell } => cli::completions(shell),
         cli::Command::Man { command } => cli::man(command.as_deref()),
+        cli::Command::Trigger(a) => trigger::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
     };
     let code = match result {

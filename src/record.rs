@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::Context;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
-    Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, PeriodicTimer, Recorder,
-    Summary, Workload,
+    Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
+    Recorder, Summary, Workload,
 };
 
 use crate::cli::RecordArgs;
@@ -107,6 +107,8 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     cfg.pool.on_empty = a.on_pool_empty;
     cfg.pool.refill_on_finish = !a.no_refill;
     cfg.pool.refill_while_recording = a.refill_while_recording;
+    cfg.on_full = a.on_full;
+    cfg.lines = a.lines;
     let record_max = if a.lines { max_line } else { size };
     cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
     if !a.raw && a.framing.is_none() {
@@ -230,7 +232,9 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
             eprintln!("rtrec: warning: {w} (recording without it)");
         }
     }
-    if plan.trigger_sigusr1 {
+    // A flight recorder always takes SIGUSR1 as a trigger (its default
+    // action would kill the recorder and lose the window).
+    if plan.trigger_sigusr1 || plan.cfg.flight.is_some() {
         signals::install_trigger_on_sigusr1()?;
     }
     if plan.trigger_stdin {
@@ -257,25 +261,44 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
 
+    // Triggers from outside the process reach a flight recorder through
+    // its socket in the directory (`rtrec trigger DIR`).
+    let listener = match plan.cfg.flight {
+        Some(_) => match crate::trigger::Listener::bind(&plan.dir, &signals::TRIGGERS) {
+            Ok(l) => Some(l),
+            Err(why) => {
+                eprintln!("rtrec: warning: {why}; `rtrec trigger` will not reach this recorder");
+                None
+            }
+        },
+        None => None,
+    };
+    let mut session = Session {
+        rec: &mut rec,
+        triggers: Triggers::new(plan.trigger_every),
+        offered: 0,
+        trace: a.trace_written,
+    };
     let mut timer = None;
     let outcome = match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
-            let every = plan.trigger_every.map(|e| (e / period_ns).max(1));
-            let r = synthetic(
-                &mut rec,
-                &mut t,
-                plan.size,
-                plan.count,
-                every,
-                a.trace_written,
-            );
+            let r = synthetic(&mut session, &mut t, plan.size, plan.count);
             timer = Some(t);
             r
         }
-        Source::StdinFixed => stdin_fixed(&mut rec, plan.size, plan.count, a.trace_written),
-        Source::StdinLines => stdin_lines(&mut rec, plan.count, a.trace_written),
+        Source::StdinFixed => {
+            stdin_source(&mut session, Cut::Fixed { size: plan.size }, plan.count)
+        }
+        Source::StdinLines => stdin_source(
+            &mut session,
+            Cut::Lines {
+                max: plan.cfg.max_record,
+            },
+            plan.count,
+        ),
     };
+    drop(listener);
     // Sample memory before finish() frees the ring: the figure is the
     // recording's, not the clean-up's.
     let rss = rss.map(|(stop, h)| {
@@ -348,53 +371,101 @@ fn interrupted(sig: i32, n: u64, count: Option<u64>) -> Outcome {
     }
 }
 
-fn trace(seq: u64, on: bool) {
-    if on {
-        println!("written {seq}");
+/// Trigger intake, one per recording. Every request — SIGUSR1, a line on
+/// stdin (`--trigger-on stdin`), a datagram from `rtrec trigger DIR` (each
+/// counted into [`signals::TRIGGERS`] by its handler or thread) and the
+/// `--trigger-every` schedule — becomes one `trigger()` call here.
+///
+/// Design choice: sources never hold the recorder; they hand records to a
+/// [`Session`], which takes the requests before every record and while the
+/// source waits for input. No source can skip triggers again.
+struct Triggers {
+    taken: u64,
+    every_ns: Option<u64>,
+    next_ns: u64,
+}
+
+impl Triggers {
+    fn new(every_ns: Option<u64>) -> Triggers {
+        Triggers {
+            taken: 0,
+            every_ns,
+            next_ns: rtrec_sys::monotonic_ns().saturating_add(every_ns.unwrap_or(0)),
+        }
+    }
+
+    /// Turns the requests that arrived since the last call into
+    /// `trigger()` calls. Real-time safe: atomics and the vDSO clock.
+    fn take(&mut self, rec: &mut Recorder) {
+        if let Some(every) = self.every_ns {
+            let now = rtrec_sys::monotonic_ns();
+            if now >= self.next_ns {
+                signals::TRIGGERS.fetch_add(1, Ordering::Relaxed);
+                // A stalled source gets one trigger, not a burst.
+                self.next_ns = (self.next_ns + every).max(now + 1);
+            }
+        }
+        let asked = signals::TRIGGERS.load(Ordering::Relaxed);
+        while self.taken < asked {
+            let _ = rec.trigger();
+            self.taken += 1;
+        }
     }
 }
 
-/// Turns the trigger requests that arrived since the last call into
-/// `trigger()` calls (real-time safe).
-fn take_triggers(rec: &mut Recorder, taken: &mut u64) {
-    let asked = signals::TRIGGERS.load(Ordering::Relaxed);
-    while *taken < asked {
-        let _ = rec.trigger();
-        *taken += 1;
+/// The one way a source reaches the recorder: records go in through
+/// [`Session::record`], waits for input through [`Session::idle`]; both take
+/// the trigger requests first.
+struct Session<'a> {
+    rec: &'a mut Recorder,
+    triggers: Triggers,
+    /// Records handed to the recorder (stored or dropped and counted).
+    offered: u64,
+    trace: bool,
+}
+
+impl Session<'_> {
+    fn record(&mut self, data: &[u8]) {
+        self.triggers.take(self.rec);
+        let seq = self.rec.next_seq();
+        if self.rec.record(data).is_ok() && self.trace {
+            println!("written {seq}");
+        }
+        self.offered += 1;
+    }
+
+    /// Between records: takes trigger requests; the stop signal caught, if
+    /// any.
+    fn idle(&mut self) -> Option<i32> {
+        self.triggers.take(self.rec);
+        signals::caught()
+    }
+
+    fn reached(&self, count: Option<u64>) -> bool {
+        count.is_some_and(|c| self.offered >= c)
     }
 }
 
 fn synthetic(
-    rec: &mut Recorder,
+    s: &mut Session,
     timer: &mut PeriodicTimer,
     size: usize,
     count: Option<u64>,
-    trigger_every: Option<u64>,
-    tr: bool,
 ) -> Outcome {
-    let mut taken = 0u64;
     let mut buf = vec![0u8; size];
     // A recognisable pattern after the sequence number.
     for (i, b) in buf.iter_mut().enumerate().skip(8) {
         *b = (i % 251) as u8;
     }
-    let mut n = 0u64;
-    while count.is_none_or(|c| n < c) {
-        if let Some(sig) = signals::caught() {
-            return interrupted(sig, n, count);
+    while !s.reached(count) {
+        if let Some(sig) = s.idle() {
+            return interrupted(sig, s.offered, count);
         }
         timer.wait();
-        let seq = rec.next_seq();
+        let seq = s.rec.next_seq();
         let k = 8.min(size);
         buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
-        if rec.record(&buf).is_ok() {
-            trace(seq, tr);
-        }
-        n += 1;
-        if trigger_every.is_some_and(|k| n % k == 0) {
-            signals::TRIGGERS.fetch_add(1, Ordering::Relaxed);
-        }
-        take_triggers(rec, &mut taken);
+        s.record(&buf);
     }
     Outcome::Done
 }
@@ -426,95 +497,184 @@ fn spawn_rss_monitor(
     (stop, h)
 }
 
-/// Reads until `buf` is full or EOF; returns bytes read. Stops on a signal.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                if signals::caught().is_some() {
+/// How stdin is cut into records.
+enum Cut {
+    /// Records of exactly `size` bytes; a shorter last piece is stored as a
+    /// shorter record.
+    Fixed { size: usize },
+    /// One record per line without its newline; a line longer than `max` is
+    /// dropped, counted and stored as a loss.
+    Lines { max: usize },
+}
+
+/// Cuts a byte stream into records as it arrives; holds the piece of the
+/// next record read so far, so that nothing read is ever lost: at the end
+/// of the stream, and when the recording is stopped, that piece is stored
+/// as a (shorter) record.
+struct Assembler {
+    cut: Cut,
+    buf: Vec<u8>,
+    /// A line went past `max`: the rest of it is not kept, and the record
+    /// offered for it is one byte over the limit, so the recorder drops and
+    /// counts it as too large.
+    overlong: bool,
+}
+
+impl Assembler {
+    fn new(cut: Cut) -> Assembler {
+        let cap = match cut {
+            Cut::Fixed { size } => size,
+            Cut::Lines { max } => max + 1,
+        };
+        Assembler {
+            cut,
+            buf: Vec::with_capacity(cap),
+            overlong: false,
+        }
+    }
+
+    fn unit(&self) -> &'static str {
+        match self.cut {
+            Cut::Fixed { .. } => "records",
+            Cut::Lines { .. } => "lines",
+        }
+    }
+
+    /// Feeds bytes; true once `count` records have been offered (the rest
+    /// of `data` is not wanted).
+    fn feed(&mut self, mut data: &[u8], s: &mut Session, count: Option<u64>) -> bool {
+        while !data.is_empty() {
+            if s.reached(count) {
+                return true;
+            }
+            match self.cut {
+                Cut::Fixed { size } => {
+                    if self.buf.is_empty() && data.len() >= size {
+                        s.record(&data[..size]);
+                        data = &data[size..];
+                        continue;
+                    }
+                    let take = (size - self.buf.len()).min(data.len());
+                    self.buf.extend_from_slice(&data[..take]);
+                    data = &data[take..];
+                    if self.buf.len() == size {
+                        s.record(&self.buf);
+                        self.buf.clear();
+                    }
+                }
+                Cut::Lines { max } => {
+                    let end = data.iter().position(|&b| b == b'\n');
+                    let part = &data[..end.unwrap_or(data.len())];
+                    if !self.overlong {
+                        let room = max + 1 - self.buf.len();
+                        self.buf.extend_from_slice(&part[..part.len().min(room)]);
+                        self.overlong = self.buf.len() > max;
+                    }
+                    match end {
+                        Some(i) => {
+                            s.record(&self.buf);
+                            self.buf.clear();
+                            self.overlong = false;
+                            data = &data[i + 1..];
+                        }
+                        None => data = &[],
+                    }
+                }
+            }
+        }
+        s.reached(count)
+    }
+
+    /// Stores the piece read so far, if any, as a last (shorter) record.
+    fn finish(&mut self, s: &mut Session, count: Option<u64>) {
+        if (!self.buf.is_empty() || self.overlong) && !s.reached(count) {
+            s.record(&self.buf);
+            self.buf.clear();
+            self.overlong = false;
+        }
+    }
+}
+
+/// What the reader thread hands over: bytes as `read()` returned them.
+type Piece = std::io::Result<Vec<u8>>;
+
+/// Reads stdin on its own thread and hands over each piece as read, so
+/// that the recording loop can take triggers and notice a stop signal while
+/// no input arrives (the stop handlers use `SA_RESTART`: a blocking read is
+/// not cut short). The channel is bounded: when the recorder waits for room
+/// in the ring, this thread waits on the channel and the pipe fills, so the
+/// writer at the other end of the pipe waits too (back-pressure).
+fn spawn_stdin_reader() -> std::sync::mpsc::Receiver<Piece> {
+    const PIECE: usize = 64 * 1024;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(8);
+    std::thread::spawn(move || {
+        let mut input = std::io::stdin().lock();
+        loop {
+            let mut buf = vec![0u8; PIECE];
+            match input.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    buf.truncate(n);
+                    if tx.send(Ok(buf)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
                     break;
                 }
             }
-            Err(e) => return Err(e),
         }
-    }
-    Ok(got)
+    });
+    rx
 }
 
-fn stdin_fixed(rec: &mut Recorder, size: usize, count: Option<u64>, tr: bool) -> Outcome {
-    let mut input = std::io::stdin().lock();
-    let mut buf = vec![0u8; size];
-    let mut n = 0u64;
-    while count.is_none_or(|c| n < c) {
-        let got = match read_full(&mut input, &mut buf) {
-            Ok(g) => g,
-            Err(e) => {
-                return Outcome::Aborted(format!("reading stdin failed after {n} records: {e}"))
-            }
-        };
-        if let Some(sig) = signals::caught() {
-            return interrupted(sig, n, count);
-        }
-        if got == 0 {
-            return match count {
-                Some(c) => {
-                    Outcome::Aborted(format!("stdin closed early: {n} of {c} records received"))
+/// Records stdin, cut by `cut`, until the end of the stream, `count`
+/// records, or a stop signal. Every byte read is stored: the last piece
+/// becomes a shorter record (see [`Assembler`]).
+fn stdin_source(s: &mut Session, cut: Cut, count: Option<u64>) -> Outcome {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut asm = Assembler::new(cut);
+    let unit = asm.unit();
+    let pieces = spawn_stdin_reader();
+    loop {
+        if let Some(sig) = s.idle() {
+            // What the reader thread has already read is stored too.
+            while let Ok(Ok(piece)) = pieces.try_recv() {
+                if asm.feed(&piece, s, count) {
+                    break;
                 }
-                None => Outcome::Done,
-            };
+            }
+            asm.finish(s, count);
+            return interrupted(sig, s.offered, count);
         }
-        if got < size {
-            return Outcome::Aborted(format!(
-                "stdin closed in the middle of record {n}: {got} of {size} bytes received (that partial record was not stored)"
-            ));
-        }
-        let seq = rec.next_seq();
-        if rec.record(&buf).is_ok() {
-            trace(seq, tr);
-        }
-        n += 1;
-    }
-    Outcome::Done
-}
-
-fn stdin_lines(rec: &mut Recorder, count: Option<u64>, tr: bool) -> Outcome {
-    use std::io::BufRead;
-    let mut input = std::io::stdin().lock();
-    let mut line = Vec::with_capacity(rec.config().max_record + 1);
-    let mut n = 0u64;
-    while count.is_none_or(|c| n < c) {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) => {
+        match pieces.recv_timeout(Duration::from_millis(20)) {
+            Ok(Ok(piece)) => {
+                if asm.feed(&piece, s, count) {
+                    return Outcome::Done;
+                }
+            }
+            Ok(Err(e)) => {
+                asm.finish(s, count);
+                return Outcome::Aborted(format!(
+                    "reading stdin failed after {} {unit}: {e} (what was read is stored)",
+                    s.offered
+                ));
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                asm.finish(s, count);
                 return match count {
-                    Some(c) => {
-                        Outcome::Aborted(format!("stdin closed early: {n} of {c} lines received"))
-                    }
-                    None => Outcome::Done,
+                    Some(c) if s.offered < c => Outcome::Aborted(format!(
+                        "stdin closed early: {} of {c} {unit} received",
+                        s.offered
+                    )),
+                    _ => Outcome::Done,
                 };
             }
-            Ok(_) => {}
-            Err(e) => {
-                return Outcome::Aborted(format!("reading stdin failed after {n} records: {e}"))
-            }
         }
-        if let Some(sig) = signals::caught() {
-            return interrupted(sig, n, count);
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        let seq = rec.next_seq();
-        // A line over --max-line is dropped, counted and stored as a loss.
-        if rec.record(&line).is_ok() {
-            trace(seq, tr);
-        }
-        n += 1;
     }
-    Outcome::Done
 }
 
 fn spawn_progress(
@@ -590,10 +750,24 @@ fn row(name: &str, l: &Option<LatencySummary>) -> String {
     }
 }
 
+/// Which ring-full policy was in force, and what it cost.
+fn on_full_line(s: &Summary) -> String {
+    match s.config.on_full {
+        OnFull::Drop => "ring full: drop (the producer never waits)\n".into(),
+        OnFull::Block => format!(
+            "ring full: block ({} waits, {} in all, longest {})\n",
+            s.ring_waits,
+            format_duration(s.ring_wait_ns),
+            format_duration(s.ring_wait_max_ns)
+        ),
+    }
+}
+
 fn print_summary(s: &Summary, to_stderr: bool) {
     let c = &s.config;
     let mut out = String::new();
     let files = match s.files.as_slice() {
+        [] => "no file".to_string(),
         [one] => one.display().to_string(),
         many => format!(
             "{} files in {}",
@@ -627,6 +801,9 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames), missed periods {}\n",
         s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored, s.missed_periods
     );
+    if c.mode == Mode::Ring {
+        out += &on_full_line(s);
+    }
     out += &format!(
         "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
         "", "min", "mean", "p50", "p99", "p99.9", "max"

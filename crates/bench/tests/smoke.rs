@@ -1,6 +1,7 @@
 //! A real run on the default target (our own loop-mounted ext4): NONE and
 //! ALL with a few hundred writes. Checks the JSON against the documented
-//! schema, and that every setting was put back: `vm.dirty_*` as before, no
+//! schema, and that every setting was put back: `vm.dirty_*` as found (checked
+//! by the bench under the global lock), no
 //! mount, no loop device, no journal entry left. Asserts no timing.
 //! Needs root (skips with the reason otherwise; fails under
 //! RTREC_REQUIRE_PRIVILEGED=1).
@@ -12,7 +13,6 @@ use std::path::Path;
 use rtrec_bench::report::BenchReport;
 use rtrec_bench::scenario::Flusher;
 use rtrec_bench::{run_with, BenchArgs, Launcher, RunOptions};
-use rtrec_host::sysctl::DirtySettings;
 
 fn loop_backing_files() -> Vec<String> {
     let mut out = Vec::new();
@@ -32,7 +32,6 @@ fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
         return;
     }
     let ours = format!("rtrec-loopfs-{}-", std::process::id());
-    let before = DirtySettings::read().unwrap();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("bench.json");
     let plot = out.path().join("bench.svg");
@@ -95,11 +94,11 @@ fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
     assert_eq!(r.cases[1].flusher.applied, Flusher::Off);
     assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
 
-    assert_eq!(
-        DirtySettings::read().unwrap(),
-        before,
-        "vm.dirty_* were not put back"
-    );
+    // vm.dirty_* put back: the bench compares the values in force at the
+    // end with those it found at start while it still holds the global
+    // lock, and warns when they differ (`r.warnings` is empty above). A
+    // comparison here, after the lock is released, would race with any
+    // other rtrec on the machine, so the test relies on the locked check.
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
     assert!(
         !mounts.contains(&ours),

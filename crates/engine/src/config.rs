@@ -8,7 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
-use crate::format::{framed_len, packed_len, MAX_PAYLOAD};
+use crate::format::{framed_len, packed_len, FLAG_LINES, MAX_PAYLOAD};
 use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
 
 /// How file space is obtained before and during a recording.
@@ -178,6 +178,30 @@ pub enum OnPoolEmpty {
 
 named_enum!(OnPoolEmpty, "pool-empty", [OnPoolEmpty::Fallocate => "fallocate", OnPoolEmpty::Wait => "wait"]);
 
+/// What `record()` does when the ring has no room for a record (ring mode).
+///
+/// Design choice: the policy follows the producer, not the data. A
+/// real-time producer must never wait, so dropping (counted, and stored as
+/// a loss frame) is the library's default and the C API's; a producer that
+/// can wait — a pipe, a file — loses nothing by waiting, so `rtrec record
+/// --stdin` blocks by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFull {
+    /// Drop the newest record, count it and store the loss (drop-newest);
+    /// `record()` never waits. The default: real-time safe.
+    #[default]
+    Drop,
+    /// Wait until the writer has made room (spinning briefly, then sleeping
+    /// in short steps), counted in the summary's `ring_waits`; nothing is
+    /// dropped for a full ring. For producers that can wait (pipes, files),
+    /// never for a real-time thread: waiting makes system calls.
+    Block,
+}
+
+named_enum!(OnFull, "on-full", [OnFull::Drop => "drop", OnFull::Block => "block"]);
+
 /// The file pool (used when `alloc` is [`Alloc::Pool`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolConfig {
@@ -263,6 +287,9 @@ pub struct Config {
     pub max_record: usize,
     /// Capacity of the producer-to-writer ring in bytes (ring mode).
     pub ring_bytes: usize,
+    /// What `record()` does when the ring is full (ring mode).
+    #[serde(default)]
+    pub on_full: OnFull,
     /// How long the writer thread sleeps when the ring is empty, in µs. The
     /// producer never wakes it (waking is a system call), so this bounds how
     /// late data reach the page cache.
@@ -285,6 +312,11 @@ pub struct Config {
     pub pool: PoolConfig,
     /// Flight-recorder mode (ring mode only); `None`: record everything.
     pub flight: Option<FlightConfig>,
+    /// The records are lines of text without their newline: the files say
+    /// so ([`crate::format::FLAG_LINES`]), so an export can put the line
+    /// ends back.
+    #[serde(default)]
+    pub lines: bool,
 }
 
 /// The default of [`Config::max_latency_ns`]: 50 ms (a 1 kHz source of
@@ -307,6 +339,7 @@ impl Default for Config {
             file_size: sizing::DEFAULT_FILE_SIZE,
             max_record: MIB as usize,
             ring_bytes: sizing::MIN_RING_BYTES,
+            on_full: OnFull::Drop,
             writer_poll_us: 1000,
             max_latency_ns: DEFAULT_MAX_LATENCY_NS,
             flusher_nice: 10,
@@ -315,11 +348,22 @@ impl Default for Config {
             rt: RtConfig::default(),
             pool: PoolConfig::default(),
             flight: None,
+            lines: false,
         }
     }
 }
 
 impl Config {
+    /// The flags every file header of this configuration starts with (the
+    /// pool adds its own when it hands a file over).
+    pub(crate) fn header_flags(&self) -> u32 {
+        if self.lines {
+            FLAG_LINES
+        } else {
+            0
+        }
+    }
+
     /// The most bytes a record of `len` can take in the file (packed: a
     /// frame of its own; usually it shares one and takes `len` + 1 or 2).
     pub fn stored_len(&self, len: usize) -> u64 {

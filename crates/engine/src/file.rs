@@ -140,7 +140,7 @@ pub(crate) fn prepare(
 ) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
     let header = FileHeader {
-        flags: 0,
+        flags: cfg.header_flags(),
         generation,
         created_ns: 0,
         created_mono_ns: 0,

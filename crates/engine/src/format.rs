@@ -10,7 +10,7 @@
 //!   0  magic        8  b"RTREC\0\r\n"
 //!   8  version      2  FORMAT_VERSION
 //!  10  header_len   2  72
-//!  12  flags        4  FLAG_POOLED | FLAG_SLOT
+//!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
@@ -100,11 +100,16 @@ pub const PACKED_PAYLOAD: usize = 16 << 10;
 pub const FLAG_POOLED: u32 = 1;
 /// Header flag: an unused pool slot, not a recording.
 pub const FLAG_SLOT: u32 = 2;
+/// Header flag: the records are lines of text, stored without their
+/// newline (`rtrec record --stdin --lines`); `rtrec export --raw` writes
+/// each one back followed by `\n`. Readers that do not know it lose
+/// nothing: the records are the same.
+pub const FLAG_LINES: u32 = 4;
 
 /// The file header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
-    /// [`FLAG_POOLED`], [`FLAG_SLOT`].
+    /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`].
     pub flags: u32,
     /// Changes each time the file is (re)used; frames carry its low 32 bits.
     pub generation: u64,

@@ -65,7 +65,7 @@ mod writer_thread;
 pub mod reader;
 
 pub use config::{
-    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig,
+    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig, RtConfig,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};

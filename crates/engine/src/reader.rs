@@ -465,21 +465,32 @@ impl<'s, S: ?Sized + ByteSource> FrameWalker<'s, S> {
         self.copy_range(f.off + FRAME_HEADER_LEN as u64, f.header.len as u64, out)
     }
 
-    /// Writes the records' bytes of frame `f` to `out`, back to back: the
-    /// payload of a data frame, each record of a well-formed packed frame,
-    /// nothing for other frames. Returns the records and bytes written.
-    pub fn copy_records(&mut self, f: &Frame, out: &mut dyn io::Write) -> io::Result<(u64, u64)> {
+    /// Writes the records' bytes of frame `f` to `out`, back to back, each
+    /// followed by `end` (e.g. `b"\n"` for a recording made from lines, so
+    /// the line ends come back; empty otherwise): the payload of a data
+    /// frame, each record of a well-formed packed frame, nothing for other
+    /// frames. Returns the records and bytes written (terminators
+    /// included).
+    pub fn copy_records(
+        &mut self,
+        f: &Frame,
+        end: &[u8],
+        out: &mut dyn io::Write,
+    ) -> io::Result<(u64, u64)> {
+        let term = end.len() as u64;
         match f.header.kind {
             FrameKind::Data => {
                 self.copy_payload(f, out)?;
-                Ok((1, f.header.len as u64))
+                out.write_all(end)?;
+                Ok((1, f.header.len as u64 + term))
             }
             FrameKind::Packed if PackedInfo::decode(&f.payload).is_some() => {
                 let (mut n, mut bytes) = (0, 0);
                 for r in PackedRecords::new(&f.payload) {
                     out.write_all(r)?;
+                    out.write_all(end)?;
                     n += 1;
-                    bytes += r.len() as u64;
+                    bytes += r.len() as u64 + term;
                 }
                 Ok((n, bytes))
             }

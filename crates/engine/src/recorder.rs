@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use rtrec_sys as sys;
 
-use crate::config::{Config, Mode};
+use crate::config::{Config, Mode, OnFull};
 use crate::error::{Error, Failure};
 use crate::flight::{Flight, FlightStats};
 use crate::flusher::FlushStats;
@@ -118,6 +118,13 @@ pub struct Summary {
     pub flight: Option<FlightStats>,
     /// Triggers asked for with [`Recorder::trigger`].
     pub triggers: u64,
+    /// Records that found the ring full and waited for room
+    /// ([`OnFull::Block`]; always 0 under [`OnFull::Drop`]).
+    pub ring_waits: u64,
+    /// Time `record()` spent waiting for room in all, ns.
+    pub ring_wait_ns: u64,
+    /// The longest single wait for room, ns.
+    pub ring_wait_max_ns: u64,
     /// Wall time from creation to the end of `finish()`, ns.
     pub duration_ns: u64,
     /// The first failure while recording, if any: its kind, errno and
@@ -149,6 +156,29 @@ impl Summary {
     }
 }
 
+/// Under [`OnFull::Block`]: spin this many times for room before sleeping
+/// (a writer that is just behind frees room within microseconds).
+const WAIT_SPINS: u32 = 1000;
+/// Then sleep this long between looks (the writer polls every
+/// `writer_poll_us`, so a shorter sleep would only burn CPU).
+const WAIT_SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// The waits of `record()` for room under [`OnFull::Block`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Waits {
+    count: u64,
+    total_ns: u64,
+    max_ns: u64,
+}
+
+impl Waits {
+    fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+    }
+}
+
 enum Inner {
     Ring {
         producer: Producer<u8>,
@@ -169,7 +199,10 @@ enum Inner {
 /// ring and returns: it allocates nothing, takes no lock, makes no system
 /// call (the clock is read through the vDSO) and never waits. When the ring
 /// is full the record is dropped, counted and the loss stored in the file
-/// (drop-newest). In [`Mode::Direct`] the caller's thread calls `write()`
+/// (drop-newest). Under [`OnFull::Block`] (opt-in, for producers that can
+/// wait, such as a pipe) `record()` instead waits for room when the ring is
+/// full, which makes system calls; while the ring has room it is the same
+/// wait-free copy. In [`Mode::Direct`] the caller's thread calls `write()`
 /// itself, which is what the published study measures.
 ///
 /// # Example
@@ -190,6 +223,7 @@ pub struct Recorder {
     pending_triggers: u64,
     triggers: u64,
     drops: Drops,
+    waits: Waits,
     record_lat: Latency,
     started_ns: u64,
     finished: bool,
@@ -264,6 +298,7 @@ impl Recorder {
             pending_triggers: 0,
             triggers: 0,
             drops: Drops::default(),
+            waits: Waits::default(),
             record_lat: Latency::new(),
             started_ns,
             finished: false,
@@ -303,19 +338,41 @@ impl Recorder {
         } else {
             match &mut self.inner {
                 Inner::Ring {
-                    producer, shared, ..
+                    producer,
+                    shared,
+                    thread,
                 } => {
-                    if shared.failed.load(Ordering::Relaxed) {
-                        Err(RecordError::WriterFailed)
-                    } else if !Self::push_pending(producer, &mut self.pending)
-                        || !Self::push_triggers(producer, &mut self.pending_triggers, seq)
-                    {
-                        Err(RecordError::RingFull)
-                    } else if ring::push(producer, ENTRY_DATA, seq, t0, data) {
-                        Ok(())
-                    } else {
-                        Err(RecordError::RingFull)
+                    let mut waited_since = None;
+                    let r = loop {
+                        if shared.failed.load(Ordering::Relaxed) {
+                            break Err(RecordError::WriterFailed);
+                        }
+                        if Self::push_pending(producer, &mut self.pending)
+                            && Self::push_triggers(producer, &mut self.pending_triggers, seq)
+                            && ring::push(producer, ENTRY_DATA, seq, t0, data)
+                        {
+                            break Ok(());
+                        }
+                        if self.cfg.on_full == OnFull::Drop {
+                            break Err(RecordError::RingFull);
+                        }
+                        // OnFull::Block: the writer drains the ring; a
+                        // writer thread that has ended never will.
+                        if thread.as_ref().is_none_or(|t| t.is_finished()) {
+                            break Err(RecordError::WriterFailed);
+                        }
+                        let spins = waited_since.get_or_insert((t0, 0u32));
+                        spins.1 = spins.1.saturating_add(1);
+                        if spins.1 < WAIT_SPINS {
+                            std::hint::spin_loop();
+                        } else {
+                            std::thread::sleep(WAIT_SLEEP);
+                        }
+                    };
+                    if waited_since.is_some() {
+                        self.waits.add(sys::monotonic_ns() - t0);
                     }
+                    r
                 }
                 Inner::Direct { writer } => match writer.as_mut() {
                     Some(w) if !w.failed() => w
@@ -497,6 +554,9 @@ impl Recorder {
             pool: report.pool,
             flight,
             triggers: self.triggers,
+            ring_waits: self.waits.count,
+            ring_wait_ns: self.waits.total_ns,
+            ring_wait_max_ns: self.waits.max_ns,
             duration_ns: sys::monotonic_ns() - self.started_ns,
             error: report.error,
             warnings: report.warnings,

@@ -238,7 +238,7 @@ impl Writer {
                     .dir
                     .join(file::file_name(&self.cur_base, index, self.cfg.framing));
                 let header = FileHeader {
-                    flags: 0,
+                    flags: self.cfg.header_flags(),
                     generation: 0,
                     created_ns: 0,
                     created_mono_ns: 0,

@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rtrec_engine::{Config, Recorder};
+use rtrec_engine::{Config, OnFull, Recorder};
 
 #[global_allocator]
 static A: rtrec_sys::testing::CountingAllocator = rtrec_sys::testing::CountingAllocator;
@@ -92,12 +92,17 @@ fn install_kill_all_filter() {
 }
 
 /// Runs in the child: record under the filter; `control` makes one system
-/// call on purpose instead.
-fn child(control: bool) -> ! {
+/// call on purpose instead. With `block`, the recorder waits when the ring
+/// is full ([`OnFull::Block`]) and the ring holds every record: while there
+/// is room, the blocking policy must be exactly as free of system calls as
+/// the default.
+fn child(control: bool, block: bool) -> ! {
     let dir = tempfile::tempdir().unwrap();
+    let records = if block { 200 } else { 20_000 };
     let cfg = Config {
-        ring_bytes: 256 * 1024,
+        ring_bytes: if block { 8 << 20 } else { 256 * 1024 },
         max_record: 16384,
+        on_full: if block { OnFull::Block } else { OnFull::Drop },
         ..Config::default()
     };
     let rec = Recorder::create(dir.path(), cfg).unwrap();
@@ -111,7 +116,7 @@ fn child(control: bool) -> ! {
             // SAFETY: getppid has no preconditions; it is the syscall under test.
             unsafe { libc::getppid() };
         }
-        for _ in 0..20_000 {
+        for _ in 0..records {
             let _ = rec.record(&buf);
         }
         // Hand the recorder back without a system call: leak it into a
@@ -128,7 +133,10 @@ fn child(control: bool) -> ! {
     }
     let rec = SLOT.take();
     let s = rec.finish().unwrap();
-    assert_eq!(s.records_offered, 20_000);
+    assert_eq!(s.records_offered, records);
+    if block {
+        assert_eq!((s.records_dropped, s.ring_waits), (0, 0));
+    }
     println!(
         "child recorded {} and dropped {}",
         s.records_written, s.records_dropped
@@ -169,8 +177,9 @@ fn run_child(mode: &str) -> std::process::Output {
 #[test]
 fn seccomp_child() {
     match std::env::var("RTREC_SECCOMP_CHILD").as_deref() {
-        Ok("record") => child(false),
-        Ok("control") => child(true),
+        Ok("record") => child(false, false),
+        Ok("block") => child(false, true),
+        Ok("control") => child(true, false),
         _ => {} // only meaningful as a child of the test below
     }
 }
@@ -193,4 +202,16 @@ fn record_makes_no_system_call_once_started() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("child recorded"));
+}
+
+#[test]
+fn record_under_the_blocking_policy_makes_no_system_call_while_the_ring_has_room() {
+    let out = run_child("block");
+    assert!(
+        out.status.success(),
+        "record() under OnFull::Block made a system call with room in the ring (child ended with {:?}); stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("child recorded 200 and dropped 0"));
 }

@@ -13,7 +13,8 @@ use std::mem::{offset_of, size_of};
 use libc::E2BIG;
 
 use rtrec_engine::{
-    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig, Workload,
+    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig, RtConfig,
+    Workload,
 };
 
 use crate::error::{guard, read_struct, write_struct, Extensible, Fail, WriteSize};
@@ -102,6 +103,21 @@ pub enum rtrec_pool_empty {
     RTREC_POOL_EMPTY_WAIT = 1,
 }
 
+/// What `rtrec_recorder_record()` does when the ring is full
+/// (`rtrec_config.on_full`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_on_full {
+    /// Drop the record, count it and store the loss in the file; the call
+    /// never waits. The default: real-time safe.
+    RTREC_ON_FULL_DROP = 0,
+    /// Wait until the writer thread has made room (spinning briefly, then
+    /// sleeping in short steps); counted in the summary's `ring_waits`. For
+    /// a producer that can wait (reading a pipe or a file), never for a
+    /// real-time thread: waiting makes system calls.
+    RTREC_ON_FULL_BLOCK = 1,
+}
+
 /// Each C value with the engine's, in documentation order. A test checks
 /// that every engine strategy has one: a new engine strategy needs a line
 /// here and a new enum value above.
@@ -130,6 +146,10 @@ const FRAMINGS: &[(rtrec_framing, Framing)] = &[
     (rtrec_framing::RTREC_FRAMING_FRAMED, Framing::Framed),
     (rtrec_framing::RTREC_FRAMING_RAW, Framing::Raw),
     (rtrec_framing::RTREC_FRAMING_PACKED, Framing::Packed),
+];
+const ON_FULLS: &[(rtrec_on_full, OnFull)] = &[
+    (rtrec_on_full::RTREC_ON_FULL_DROP, OnFull::Drop),
+    (rtrec_on_full::RTREC_ON_FULL_BLOCK, OnFull::Block),
 ];
 const POOL_EMPTIES: &[(rtrec_pool_empty, OnPoolEmpty)] = &[
     (
@@ -181,7 +201,8 @@ into_c_int!(
     rtrec_alloc,
     rtrec_flush,
     rtrec_framing,
-    rtrec_pool_empty
+    rtrec_pool_empty,
+    rtrec_on_full
 );
 
 /// How a recording is written: the C mirror of the engine's configuration.
@@ -276,6 +297,11 @@ pub struct rtrec_config {
     /// before the frame is written, ns (at most 60 s). 0 (the default): 50
     /// ms.
     pub max_latency_ns: u64,
+    /// When the ring is full (ring mode): an `rtrec_on_full` value.
+    /// Default `RTREC_ON_FULL_DROP`.
+    pub on_full: c_int,
+    /// Reserved: must be 0 (it keeps the struct free of hidden padding).
+    pub reserved1: u32,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
@@ -296,6 +322,10 @@ pub(crate) const CONFIG_SIZE_VER1: usize =
 #[cfg(test)]
 pub(crate) const CONFIG_SIZE_VER2: usize =
     offset_of!(rtrec_config, max_latency_ns) + size_of::<u64>();
+
+/// Size of the fourth version (`on_full`).
+#[cfg(test)]
+pub(crate) const CONFIG_SIZE_VER3: usize = offset_of!(rtrec_config, reserved1) + size_of::<u32>();
 
 /// `-1` for `None`, the value otherwise.
 fn cpu_to_c(cpu: Option<usize>) -> c_int {
@@ -356,6 +386,8 @@ impl rtrec_config {
             flight_pre_bytes: c.flight.as_ref().map_or(0, |f| f.pre_bytes),
             flight_post_ns: c.flight.as_ref().map_or(0, |f| f.post_ns),
             max_latency_ns: c.max_latency_ns,
+            on_full: to_c(ON_FULLS, c.on_full)?,
+            reserved1: 0,
         })
     }
 
@@ -402,14 +434,15 @@ impl rtrec_config {
             }
             p.to_string()
         };
-        if self.reserved0 != 0 {
-            return Err(Fail::new(
-                E2BIG,
-                format!(
-                    "rtrec_config.reserved0 is {}; this library does not know that field, leave it 0",
-                    self.reserved0
-                ),
-            ));
+        for (name, v) in [("reserved0", self.reserved0), ("reserved1", self.reserved1)] {
+            if v != 0 {
+                return Err(Fail::new(
+                    E2BIG,
+                    format!(
+                        "rtrec_config.{name} is {v}; this library does not know that field, leave it 0"
+                    ),
+                ));
+            }
         }
         let pool = PoolConfig {
             files: self.pool_files,
@@ -449,6 +482,7 @@ impl rtrec_config {
             },
             pool,
             flight,
+            on_full: from_c(ON_FULLS, self.on_full, "on_full")?,
             ..d
         };
         // 0 asks for the engine's sizing: the same rules `rtrec record`
@@ -548,6 +582,12 @@ mod tests {
                 "framing {n} needs an RTREC_FRAMING_ value"
             );
         }
+        for (v, n) in OnFull::ALL {
+            assert!(
+                to_c(ON_FULLS, *v).is_ok(),
+                "ring-full policy {n} needs an RTREC_ON_FULL_ value"
+            );
+        }
         for (v, n) in OnPoolEmpty::ALL {
             assert!(
                 to_c(POOL_EMPTIES, *v).is_ok(),
@@ -562,8 +602,9 @@ mod tests {
         // field could slip into, no hole a caller might leave unset.
         assert_eq!(rtrec_config::SIZE_VER0, 88);
         assert_eq!(CONFIG_SIZE_VER1, rtrec_config::SIZE_VER0 + 48);
-        assert_eq!(CONFIG_SIZE_VER2, size_of::<rtrec_config>());
         assert_eq!(CONFIG_SIZE_VER2, CONFIG_SIZE_VER1 + 8);
+        assert_eq!(CONFIG_SIZE_VER3, size_of::<rtrec_config>());
+        assert_eq!(CONFIG_SIZE_VER3, CONFIG_SIZE_VER2 + 8);
     }
 
     #[test]
