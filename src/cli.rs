@@ -68,7 +68,8 @@ const EXAMPLES_POOL_STATUS: &str =
     "Examples:\n  rtrec pool status\n  rtrec pool status --dir /mnt/data/rec --json";
 const EXAMPLES_RECYCLE: &str =
     "Examples:\n  rtrec pool recycle --all\n  rtrec pool recycle ./rtrec-data/rec-0003.rtr";
-const EXAMPLES_TRIGGER: &str = "Examples:\n  rtrec trigger ./rtrec-data\n  rtrec trigger /mnt/data/flight";
+const EXAMPLES_TRIGGER: &str =
+    "Examples:\n  rtrec trigger ./rtrec-data\n  rtrec trigger /mnt/data/flight";
 const EXAMPLES_TRIM: &str =
     "Examples:\n  rtrec pool trim --keep 1\n  rtrec pool trim --dir /mnt/data/rec --keep 0";
 const EXAMPLES_REMOVE: &str =
