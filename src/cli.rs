@@ -59,7 +59,7 @@ const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
 const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export rec-0001.rtr -o data.bin --raw\n  rtrec export rec-0001.rtr -o - --raw | cmp - input.bin\n  rtrec export --salvage broken.rtr -o saved.rtr";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
-const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html";
+const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
 const EXAMPLES_COMPLETIONS: &str = "Examples:\n  rtrec completions bash > /etc/bash_completion.d/rtrec\n  rtrec completions zsh > ~/.zfunc/_rtrec";
 const EXAMPLES_MAN: &str = "Examples:\n  rtrec man | man -l -\n  rtrec man record > rtrec-record.1";
@@ -451,6 +451,10 @@ pub struct ReportArgs {
     /// The HTML file to write (replaced atomically); `-` writes to stdout.
     #[arg(short, long, value_name = "OUT.html")]
     pub output: PathBuf,
+
+    /// Write only the box plot of a bench result, as a standalone SVG (for documents and slides).
+    #[arg(long)]
+    pub box_plot: bool,
 }
 
 /// `rtrec doctor`.

@@ -33,9 +33,18 @@ pub fn run(a: &ReportArgs) -> crate::Result<i32> {
             ))
         }
     };
-    let page = if v.get("schema_version").is_some() && v.get("cases").is_some() {
+    let bench = v.get("schema_version").is_some() && v.get("cases").is_some();
+    let page = if bench {
         let r = rtrec_bench::read_report_bytes(&a.input, &bytes)?;
-        html::render(&r)
+        if a.box_plot {
+            html::box_plot_svg(&r)
+        } else {
+            html::render(&r)
+        }
+    } else if a.box_plot {
+        return usage(
+            "--box-plot draws a bench result (rtrec bench --json); this is a recording summary",
+        );
     } else {
         html::render_summary(&v)
     };
