@@ -412,6 +412,14 @@ pub struct RecordArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    /// Print a text histogram of the write() latency after the summary (log bins, cyclictest-style).
+    #[arg(long)]
+    pub histogram: bool,
+
+    /// Add each write()'s latency in call order to the --json summary (timeline_write_ns; at most 1,000,000), for `rtrec report`.
+    #[arg(long, requires = "json")]
+    pub timeline: bool,
+
     /// Print "written SEQ" on stdout after each record stored (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,

@@ -109,6 +109,10 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     cfg.pool.refill_while_recording = a.refill_while_recording;
     cfg.on_full = a.on_full;
     cfg.lines = a.lines;
+    // --timeline keeps each write()'s latency, allocated before recording.
+    if a.timeline {
+        cfg.keep_write_samples = count.map_or(1_000_000, |c| c.min(1_000_000)) as usize;
+    }
     let record_max = if a.lines { max_line } else { size };
     cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
     if !a.raw && a.framing.is_none() {
@@ -329,6 +333,14 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     }
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
+    }
+    if a.histogram {
+        let h = summary.write_latency.histogram();
+        let text = rtrec_bench::output::histogram::render(
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value())),
+        );
+        eprint!("write() latency:\n{text}");
     }
     for w in &summary.warnings {
         eprintln!("rtrec: warning: {w}");
@@ -716,6 +728,10 @@ fn spawn_progress(
 
 fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> crate::Result<()> {
     let mut v = serde_json::to_value(s)?;
+    // --timeline: each write()'s latency in call order.
+    if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {
+        obj.insert("timeline_write_ns".into(), s.write_samples.clone().into());
+    }
     if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
         let list: Vec<_> = samples
             .iter()
@@ -829,6 +845,13 @@ fn print_summary(s: &Summary, to_stderr: bool) {
             "flight recorder: {} events ({} cut short by the next trigger), {} pre- and {} post-trigger records saved, {} overwritten unsaved\n",
             f.events, f.events_cut_short, f.pre_records_saved, f.post_records_saved, f.overwritten_records
         );
+        if f.events == 0 {
+            // Honest about what an untriggered flight recorder did.
+            out += &format!(
+                "no trigger arrived: the {} records offered were held in memory only and nothing was saved (trigger with --trigger-on SIGUSR1 or stdin, --trigger-every, or `rtrec trigger DIR`)\n",
+                s.records_offered
+            );
+        }
     }
     out += &format!(
         "flush thread: {} flushes, {} CPU{}\n",

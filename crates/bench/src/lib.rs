@@ -119,6 +119,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE.csv")]
     pub export_csv: Option<PathBuf>,
 
+    /// Print a text histogram of every case's reported set after the table (log bins, cyclictest-style).
+    #[arg(long)]
+    pub histogram: bool,
+
     /// Write a Markdown table of the cases to FILE; `-` is stdout.
     #[arg(long, value_name = "FILE.md")]
     pub export_markdown: Option<PathBuf>,
@@ -513,6 +517,19 @@ fn run_plan(
     let exported = exports.write_all(&report);
     // With `--json -` the JSON is stdout's; the table goes to stderr.
     let mut text = table::render_results(&report);
+    if args.histogram {
+        for c in report
+            .cases
+            .iter()
+            .filter(|c| !c.write_samples_ns.is_empty())
+        {
+            text.push_str(&format!(
+                "\n{}: latency of the timed call, reported set\n",
+                c.name
+            ));
+            text.push_str(&output::histogram::of_samples(&c.write_samples_ns));
+        }
+    }
     if !warnings.is_empty() {
         text.push('\n');
         for w in &warnings {

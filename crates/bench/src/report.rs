@@ -272,6 +272,16 @@ impl CaseResult {
     pub fn max_ns(&self) -> Option<u64> {
         self.write_ns.map(|w| w.max)
     }
+
+    /// The spread across sets: the smallest and the largest of the per-set
+    /// maxima, ns (the reported set is the largest).
+    pub fn set_max_range(&self) -> Option<(u64, u64)> {
+        let maxima = self.sets.iter().filter_map(|s| s.write_ns.map(|w| w.max));
+        maxima.fold(None, |r, m| match r {
+            None => Some((m, m)),
+            Some((a, b)) => Some((a.min(m), b.max(m))),
+        })
+    }
 }
 
 impl BenchReport {

@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 
 use crate::report::{BenchReport, CaseResult};
 
-use super::html::set_max_range;
 use super::Exporter;
 
 /// Writes one CSV row per case.
@@ -46,7 +45,7 @@ impl Exporter for CsvExporter {
         for c in &report.cases {
             let p = c.published.as_ref();
             let w = c.write_ns;
-            let range = set_max_range(c);
+            let range = c.set_max_range();
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -84,7 +83,7 @@ impl Exporter for MarkdownExporter {
         );
         for c in &report.cases {
             let w = c.write_ns;
-            let range = set_max_range(c).map_or("–".to_string(), |(a, b)| {
+            let range = c.set_max_range().map_or("–".to_string(), |(a, b)| {
                 format!("{} – {}", d(Some(a)), d(Some(b)))
             });
             let _ = writeln!(

@@ -288,8 +288,33 @@ pub fn histogram(samples: &[u64]) -> String {
 /// Latency of each call over the set's time, with flushes and background
 /// loads marked.
 pub fn timeline(c: &CaseResult) -> String {
-    let v = &c.write_samples_ns;
-    let period = c.protocol.period_ns.max(1);
+    let loads = (!c.loads.is_empty()).then(|| {
+        c.loads
+            .iter()
+            .map(|l| {
+                serde_json::to_value(l)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let calls_per_flush =
+        (c.protocol.flush_every_bytes / c.protocol.record_bytes.max(1)).max(1) as usize;
+    let flush = c.strategies.is_some().then_some(calls_per_flush);
+    timeline_of(&c.write_samples_ns, c.protocol.period_ns, flush, loads)
+}
+
+/// Latency of each call in call order: `period_ns` apart (0: unknown, the
+/// axis counts calls), a flush start marked every `flush_calls` calls, and
+/// `load` (a background load over the whole span) as a band.
+pub fn timeline_of(
+    v: &[u64],
+    period_ns: u64,
+    flush_calls: Option<usize>,
+    load: Option<String>,
+) -> String {
     let (left, px, h) = (60.0, 980.0, 180.0);
     let axis = LogAxis::new(
         *v.iter().min().unwrap_or(&1),
@@ -298,35 +323,27 @@ pub fn timeline(c: &CaseResult) -> String {
         h - 20.0,
     );
     let y = |ns: u64| h - axis.x(ns);
-    let span_s = (v.len() as u64 * period) as f64 / 1e9;
+    let span = if period_ns == 0 {
+        format!("{} calls", v.len())
+    } else {
+        dur(v.len() as u64 * period_ns)
+    };
     let x = |i: usize| left + i as f64 / v.len().max(1) as f64 * px;
     let mut s = format!(
         r#"<svg class="plot timeline" width="1060" height="{}" xmlns="http://www.w3.org/2000/svg">"#,
         h + 30.0
     );
-    if !c.loads.is_empty() {
-        let names: Vec<String> = c
-            .loads
-            .iter()
-            .map(|l| {
-                serde_json::to_value(l)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default()
-            })
-            .collect();
+    if let Some(names) = &load {
         let _ = write!(
             s,
             r#"<rect class="load" x="{left}" y="20" width="{px}" height="{}"><title>background load: {}</title></rect>"#,
             h - 20.0,
-            esc(&names.join(", "))
+            esc(names)
         );
     }
-    let calls_per_flush =
-        (c.protocol.flush_every_bytes / c.protocol.record_bytes.max(1)).max(1) as usize;
-    let flushes = c.strategies.is_some() && v.len() / calls_per_flush <= 400;
-    if flushes {
-        for i in (calls_per_flush..v.len()).step_by(calls_per_flush) {
+    let flushes = flush_calls.filter(|&n| v.len() / n <= 400);
+    if let Some(n) = flushes {
+        for i in (n..v.len()).step_by(n) {
             let _ = write!(
                 s,
                 r#"<line class="flush" x1="{0:.1}" y1="20" x2="{0:.1}" y2="{h}"/>"#,
@@ -364,33 +381,26 @@ pub fn timeline(c: &CaseResult) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{left}" y="{}">0 s</text><text x="{}" y="{}" text-anchor="end">{}</text></svg>"#,
+        r#"<text x="{left}" y="{}">0</text><text x="{}" y="{}" text-anchor="end">{span}</text></svg>"#,
         h + 16.0,
         left + px,
-        h + 16.0,
-        dur((span_s * 1e9) as u64)
+        h + 16.0
     );
     let _ = write!(
         s,
-        r#"<p class="cap">Each dot: {}, in call order over the set's {}.{}{}</p>"#,
+        r#"<p class="cap">Each dot: {}, in call order over {span}.{}{}</p>"#,
         if step > 1 {
             format!("the slowest of {step} calls (there are more than {MAX_POINTS})")
         } else {
             "one call".to_string()
         },
-        dur((span_s * 1e9) as u64),
-        if flushes {
-            format!(
-                " Dashed: a flush starts (every {} calls: --flush-every ÷ record size).",
-                calls_per_flush
-            )
+        flushes.map_or(String::new(), |n| format!(
+            " Dashed: a flush starts (every {n} calls: --flush-every ÷ record size)."
+        )),
+        if load.is_some() {
+            " Orange band: the background load runs the whole set."
         } else {
-            String::new()
-        },
-        if c.loads.is_empty() {
-            String::new()
-        } else {
-            " Orange band: the background load runs the whole set.".to_string()
+            ""
         }
     );
     s
@@ -429,15 +439,6 @@ pub fn spread(c: &CaseResult) -> String {
         "</svg><p class=\"cap\">Per set: line from p50 to max, dot at p99.9, bar at the max.</p>",
     );
     s
-}
-
-/// min–max of the per-set maxima of `c`, ns.
-pub fn set_max_range(c: &CaseResult) -> Option<(u64, u64)> {
-    let maxima = c.sets.iter().filter_map(|s| s.write_ns.map(|w| w.max));
-    maxima.fold(None, |r, m| match r {
-        None => Some((m, m)),
-        Some((a, b)) => Some((a.min(m), b.max(m))),
-    })
 }
 
 /// The box plot of `r`'s measured cases as a standalone SVG file (its
@@ -535,7 +536,8 @@ pub fn render(r: &BenchReport) -> String {
             }
             (None, None) => b.push_str(r#"<td class="l" colspan="7">no measurement</td>"#),
             (None, Some(w)) => {
-                let range = set_max_range(c)
+                let range = c
+                    .set_max_range()
                     .map_or("–".into(), |(a, z)| format!("{} – {}", dur(a), dur(z)));
                 let _ = write!(b, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{range}</td><td>{}</td>",
                     dur(w.min), dur(w.mean), dur(w.p50), dur(w.p999), dur(w.max), c.missed_periods);
@@ -579,8 +581,9 @@ fn as_summary(v: &serde_json::Value) -> Option<LatencySummary> {
 }
 
 /// The page for an `rtrec record --json` summary: its scalar fields, a box
-/// row per latency it holds and, when it has a `timeline` (an array of
-/// per-record write latencies, ns), that timeline.
+/// row per latency it holds and, when it has `timeline_write_ns` (`record
+/// --timeline`: each write()'s latency in call order), that timeline and
+/// its histogram.
 pub fn render_summary(v: &serde_json::Value) -> String {
     let mut b = String::from("<h1>rtrec record</h1><h2>Summary</h2><table>");
     let mut lat = Vec::new();
@@ -619,10 +622,13 @@ pub fn render_summary(v: &serde_json::Value) -> String {
         let rows: Vec<BoxRow> = lat.iter().map(|(k, s)| BoxRow::of_summary(k, s)).collect();
         b.push_str(&box_plot(&rows));
     }
-    if let Some(t) = v.get("timeline").and_then(|t| t.as_array()) {
+    if let Some(t) = v.get("timeline_write_ns").and_then(|t| t.as_array()) {
         let samples: Vec<u64> = t.iter().filter_map(|x| x.as_u64()).collect();
         if !samples.is_empty() {
-            b.push_str("<h2>Histogram of the timeline</h2>");
+            // The summary does not carry the period: the axis counts calls.
+            b.push_str("<h2>write() latency over time</h2>");
+            b.push_str(&timeline_of(&samples, 0, None, None));
+            b.push_str("<h2>Histogram</h2>");
             b.push_str(&histogram(&samples));
         }
     }

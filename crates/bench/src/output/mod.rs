@@ -1,7 +1,9 @@
 //! What a person sees: the warnings (an enum whose text says what to do),
 //! one factory for the per-case progress bars, the terminal tables of
-//! results, of `--list` and of `--compare`, and their plain numbers.
+//! results, of `--list` and of `--compare`, and their plain numbers; the
+//! text histogram of `--histogram`.
 
+pub mod histogram;
 pub mod numbers;
 pub mod progress;
 pub mod table;

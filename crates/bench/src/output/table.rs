@@ -83,7 +83,7 @@ pub fn render_results(report: &BenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Each row: the set with the largest maximum; latencies of the timed call."
+        "Each row: the set with the largest maximum; latencies of the timed call; set maxima: the smallest and largest maximum of the sets."
     );
     for l in protocol_lines(report) {
         let _ = writeln!(out, "Measured here: {l}.");
@@ -97,13 +97,13 @@ pub fn render_results(report: &BenchReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>30} | {:>43} {:>6} {:>9} | {:>27} | {:>7}",
+        "{:<24} {:>4} | {:>30} | {:>62} {:>6} {:>9} | {:>27} | {:>7}",
         "", "", "PUBLISHED (ARM, eMMC)", "MEASURED HERE", "", "", "max ÷ reference max", "max ÷"
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
-        "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "missed", "dirty", "reference", "pub", "here",
+        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
+        "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "set maxima", "missed", "dirty", "reference", "pub", "here",
         "floor", if explained { " | main cause" } else { "" }
     );
     let mut notes = Vec::new();
@@ -116,7 +116,7 @@ pub fn render_results(report: &BenchReport) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             out,
-            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
+            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
             c.name,
             flusher_text(c),
             published(p.and_then(|p| p.min_us)),
@@ -126,6 +126,9 @@ pub fn render_results(report: &BenchReport) -> String {
             latency(w.map(|w| w.mean)),
             latency(w.map(|w| w.p999)),
             latency(w.map(|w| w.max)),
+            c.set_max_range()
+                .filter(|_| c.sets.len() > 1)
+                .map_or("-".into(), |(a, b)| format!("{}–{}", format_duration(a), format_duration(b))),
             if w.is_some() { thousands(c.missed_periods) } else { "-".into() },
             if w.is_some() { format_size(c.dirty_peak_bytes) } else { "-".into() },
             reference,
