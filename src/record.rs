@@ -697,8 +697,10 @@ fn spawn_progress(
     std::thread::spawn(move || {
         let bar = match total {
             Some(t) => indicatif::ProgressBar::new(t).with_style(
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} records {msg}")
-                    .expect("valid template"),
+                indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} records {msg} (eta {eta})",
+                )
+                .expect("valid template"),
             ),
             None => indicatif::ProgressBar::new_spinner().with_style(
                 indicatif::ProgressStyle::with_template("{spinner} {pos} records {msg}")

@@ -487,11 +487,21 @@ fn run_plan(
         for w in &warnings[warned..] {
             eprintln!("rtrec bench: warning: {w}");
         }
+        // What is left, from the plan: the timed loops of the cases to come.
+        let left_ns: u64 = plan.cases[i + 1..].iter().map(|(_, p)| p.loop_ns()).sum();
         eprintln!(
-            "rtrec bench: [{}/{}] {}",
+            "rtrec bench: [{}/{}] {}{}",
             i + 1,
             plan.cases.len(),
-            case_line(&r)
+            case_line(&r),
+            if left_ns > 0 {
+                format!(
+                    "; about {} of timed loops left",
+                    rtrec_units::format_duration(left_ns)
+                )
+            } else {
+                String::new()
+            }
         );
         failed |= r.error.is_some();
         report.cases.push(r);
