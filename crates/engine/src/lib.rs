@@ -58,6 +58,7 @@ pub mod reader;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Mode, OnPoolEmpty, PoolConfig, RtConfig,
+    DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_stamp, FRAMED_EXT, RAW_EXT};
@@ -66,5 +67,5 @@ pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
 pub use sizing::{Sizes, Workload, MIB};
-pub use stats::{Latency, LatencySummary};
-pub use writer::{LiveStats, PoolStats};
+pub use stats::{Latency, LatencySummary, LiveStats};
+pub use writer::PoolStats;

@@ -2,11 +2,21 @@
 //! file, rotates to the next file when one is full, stores every loss as a
 //! frame, times each `write()`, and feeds the flusher. In direct mode the
 //! caller's thread drives it; in ring mode the writer thread does.
+//!
+//! Write errors end the recording honestly (see `docs/durability.md`): a
+//! failed `write()` is rolled back to the start of its frame; from then on
+//! records are dropped and counted, and [`Writer::finish`] stores them as
+//! one loss frame and an end frame marked aborted with the reason, in the
+//! room every file keeps for them (`RESERVED_BYTES` at the end of
+//! pre-allocated and pool files; in append mode, a small hidden reserve file
+//! that is deleted to free its blocks when the disk is full). A file switch
+//! opens the next file before closing the current one, so a next file that
+//! cannot be had leaves the current one open for those closing frames.
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rtrec_sys as sys;
@@ -20,27 +30,11 @@ use crate::format::{
 };
 use crate::pool::{Pool, Refiller};
 use crate::sizing::END_PAYLOAD_MAX;
-use crate::stats::Latency;
+use crate::stats::{Latency, LiveStats};
 
 /// What the writer's steps return: a failure is also kept in the report
 /// (the first one wins), typed, for the summary.
 pub(crate) type Step = Result<(), Failure>;
-
-/// Counters readable while recording (progress display), updated with
-/// relaxed atomic stores: no lock, no system call.
-#[derive(Debug, Default)]
-pub struct LiveStats {
-    /// Records stored so far.
-    pub records_written: AtomicU64,
-    /// Payload bytes stored so far.
-    pub bytes_written: AtomicU64,
-    /// Largest `write()` latency so far, ns.
-    pub max_write_ns: AtomicU64,
-    /// Records dropped so far (counted by the producer).
-    pub records_dropped: AtomicU64,
-    /// Flight-recorder events started so far.
-    pub events: AtomicU64,
-}
 
 /// How the file pool served the recording.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -68,6 +62,14 @@ pub(crate) struct WriterReport {
     pub(crate) bytes_written: u64,
     pub(crate) file_bytes: u64,
     pub(crate) lost_stored: u64,
+    /// Drops as the files count them (every loss frame, and the loss stored
+    /// at the end): what the last end frame says.
+    pub(crate) dropped: u64,
+    /// Records the producer handed over (ring mode) that the writer could
+    /// not store: the one whose `write()` failed and those after it.
+    pub(crate) discarded: u64,
+    /// The durable point at the end (see [`LiveStats::durable_seq`]).
+    pub(crate) durable_seq: u64,
     pub(crate) files: Vec<PathBuf>,
     pub(crate) write_lat: Latency,
     pub(crate) write_samples: Vec<u64>,
@@ -96,6 +98,9 @@ pub(crate) struct Writer {
     /// Raw framing: chunk sums of the current file, and of the closed ones.
     raw_sum: format::RawSummer,
     raw_sums: Vec<format::RawFileSums>,
+    /// Append mode: the reserve file deleted to make room for the closing
+    /// frames when the disk is full.
+    reserve: Option<PathBuf>,
     next_seq: u64,
     dropped: u64,
     report: WriterReport,
@@ -136,8 +141,13 @@ impl Writer {
             pool = Some(p);
         }
         let base = file::recording_base(dir, &cfg);
-        let flusher =
-            Flusher::start(&cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
+        let reserve = if cfg.alloc == Alloc::Append {
+            Some(file::create_reserve(dir, &base)?)
+        } else {
+            None
+        };
+        let flusher = Flusher::start(&cfg, live.clone())
+            .map_err(|e| Error::io("starting the flush thread for", dir, e))?;
         let refiller = match &pool {
             Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
             _ => None,
@@ -157,13 +167,17 @@ impl Writer {
             chain: 0,
             raw_sum: format::RawSummer::default(),
             raw_sums: Vec::new(),
+            reserve,
             next_seq: 0,
             dropped: 0,
             report,
             live,
         };
         if w.cfg.flight.is_none() {
-            w.open_next()?;
+            if let Err(e) = w.next_file().and_then(|f| w.install(f)) {
+                w.release_reserve();
+                return Err(e);
+            }
         }
         Ok(w)
     }
@@ -175,8 +189,9 @@ impl Writer {
     }
 
     /// Gets the next file of `cur_base`: from the pool, or as the strategy
-    /// (or the pool's empty policy) says.
-    fn open_next(&mut self) -> Result<(), Error> {
+    /// (or the pool's empty policy) says. [`Writer::install`] makes it the
+    /// current one.
+    fn next_file(&mut self) -> Result<OpenFile, Error> {
         let index = self.cur_index;
         let f = match self.pool.clone() {
             None => file::prepare(
@@ -235,11 +250,30 @@ impl Writer {
                 }
             }
         };
-        self.flusher.switch(f.file.clone());
-        self.report.files.push(f.path.clone());
-        self.cur = Some(f);
         self.cur_index += 1;
-        Ok(())
+        Ok(f)
+    }
+
+    /// Makes `f` the current file; the flusher syncs it and the directories
+    /// naming it (the pool's too, for a pool file) before any durable point
+    /// inside it.
+    fn install(&mut self, f: OpenFile) -> Result<(), Error> {
+        let mut dirs = vec![self.dir.clone()];
+        if let (Some(p), true) = (&self.pool, f.header.flags & format::FLAG_POOLED != 0) {
+            dirs.push(p.dir().to_path_buf());
+        }
+        self.report.files.push(f.path.clone());
+        let r = self.flusher.switch(f.file.clone(), dirs, self.next_seq);
+        self.cur = Some(f);
+        r.map_err(|e| Error::io("syncing", &self.dir, e))
+    }
+
+    /// Append mode: deletes the reserve file, so its blocks are free for the
+    /// closing frames (and the raw sidecar).
+    fn release_reserve(&mut self) {
+        if let Some(r) = self.reserve.take() {
+            let _ = std::fs::remove_file(r);
+        }
     }
 
     /// Flight recorder: opens the first file of event `event`, whose records
@@ -256,7 +290,8 @@ impl Writer {
     /// [`Writer::open_next`] while recording: a failure (e.g. no space for
     /// the next file) is kept typed, with its errno.
     fn open_next_or_fail(&mut self) -> Step {
-        self.open_next()
+        self.next_file()
+            .and_then(|f| self.install(f))
             .map_err(|e| self.fail(Failure::from_error(&e)))
     }
 
@@ -299,6 +334,7 @@ impl Writer {
         self.report.records_written += 1;
         self.report.bytes_written += payload.len() as u64;
         self.next_seq = seq + 1;
+        self.flusher.publish(self.next_seq);
         self.live
             .records_written
             .store(self.report.records_written, Ordering::Relaxed);
@@ -311,17 +347,34 @@ impl Writer {
 
     /// Stores that `loss.count` records from `loss.first_seq` were dropped.
     pub(crate) fn write_loss(&mut self, loss: LossPayload, ts_ns: u64) -> Step {
+        self.store_loss(loss, ts_ns, true)
+    }
+
+    /// [`Writer::write_loss`]; `rotate`: may move to the next file for room
+    /// (false after a failure: the frame goes into the reserved room).
+    fn store_loss(&mut self, loss: LossPayload, ts_ns: u64, rotate: bool) -> Step {
         self.dropped += loss.count;
         self.next_seq = self.next_seq.max(loss.first_seq + loss.count);
         if self.cfg.framing == Framing::Raw {
             // Raw files cannot hold a loss; the sidecar stores the count.
             self.report.lost_stored += loss.count;
+            self.flusher.publish(self.next_seq);
             return Ok(());
         }
-        self.ensure_room(FRAME_HEADER_LEN as u64 + LossPayload::LEN as u64)?;
+        if rotate {
+            self.ensure_room(FRAME_HEADER_LEN as u64 + LossPayload::LEN as u64)?;
+        }
         self.put(FrameKind::Loss, loss.first_seq, ts_ns, &loss.encode())?;
         self.report.lost_stored += loss.count;
+        self.flusher.publish(self.next_seq);
         Ok(())
+    }
+
+    /// Ring mode: a record handed over by the producer that the writer did
+    /// not store (its `write()` failed, or an earlier one did). The loss is
+    /// stored at the end; this counts it for the summary.
+    pub(crate) fn discard(&mut self) {
+        self.report.discarded += 1;
     }
 
     /// Writes a frame of another kind (the flight recorder's trigger).
@@ -349,15 +402,35 @@ impl Writer {
         {
             return Ok(());
         }
+        // The next file first: if there is none, the current one stays
+        // open and its reserved room takes the loss and the end frame.
+        let next = match self.next_file() {
+            Ok(f) => f,
+            Err(e) => return Err(self.fail(Failure::from_error(&e))),
+        };
         self.close_current(true, true, "", (0, 0))?;
-        self.open_next_or_fail()
+        self.install(next)
+            .map_err(|e| self.fail(Failure::from_error(&e)))
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried
     /// only for short writes and EINTR.
+    ///
+    /// A failed call is rolled back: the file position goes back to the
+    /// frame's start (a partial frame there is overwritten by the closing
+    /// frames, or cut off at close) and the chain to the frame before.
     fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
-        self.put_inner(kind, seq, ts_ns, payload)
-            .map_err(|e| self.fail(e))
+        let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
+        self.put_inner(kind, seq, ts_ns, payload).map_err(|e| {
+            self.chain = chain;
+            if let (Some(cur), Some(start)) = (self.cur.as_mut(), start) {
+                if cur.offset != start {
+                    cur.offset = start;
+                    let _ = sys::seek_to(&*cur.file, start);
+                }
+            }
+            self.fail(e)
+        })
     }
 
     fn put_inner(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
@@ -447,30 +520,59 @@ impl Writer {
         file::close(&mut cur, self.cfg.framing).map_err(|e| {
             let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
             self.fail(f)
-        })
+        })?;
+        // Fsynced: durable once its name is too. The flusher publishes that
+        // after syncing the directories for the next file, `finish` after
+        // syncing the directory itself.
+        Ok(())
     }
 
     /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
     /// truncates, fsyncs, stops the flusher, writes the raw sidecar.
+    ///
+    /// After a write failure the records from the failed one to `end_seq`
+    /// are stored as one loss frame (reason `writer-failed`) and the end
+    /// frame is marked aborted with the failure's sentence, whatever
+    /// `complete` says.
     pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
-        if end_seq > self.next_seq && !self.failed() && self.cur.is_some() {
+        let failed = self.failed();
+        if failed {
+            self.release_reserve();
+        }
+        if end_seq > self.next_seq && self.cur.is_some() {
             let gap = LossPayload {
                 first_seq: self.next_seq,
                 count: end_seq - self.next_seq,
-                reason: LossReason::RingFull,
+                reason: if failed {
+                    LossReason::WriterFailed
+                } else {
+                    LossReason::RingFull
+                },
             };
-            let _ = self.write_loss(gap, sys::monotonic_ns());
+            let _ = self.store_loss(gap, sys::monotonic_ns(), !failed);
         }
         if end_seq > self.next_seq {
-            // Could not be stored (the file had failed): still counted.
+            // Could not be stored (no file was left open): still counted.
             self.dropped += end_seq - self.next_seq;
             self.next_seq = end_seq;
         }
+        let failure = self.report.error.as_ref().map(|f| f.message.clone());
+        let (complete, reason) = match &failure {
+            Some(m) => (false, format!("writing failed: {m}")),
+            None => (complete, reason.to_string()),
+        };
         let closed = if self.cur.is_some() {
-            self.close_current(complete, false, reason, (0, 0))
+            self.close_current(complete, false, &reason, (0, 0))
         } else {
             Ok(())
         };
+        self.release_reserve();
+        // The last file's name too (the flusher may not have got to it).
+        if closed.is_ok() && File::open(&self.dir).and_then(|d| sys::fsync(&d)).is_ok() {
+            self.live
+                .durable_seq
+                .fetch_max(self.next_seq, Ordering::AcqRel);
+        }
         if let Err(e) = closed {
             // Already kept when it was the first failure.
             self.fail(e);
@@ -491,8 +593,10 @@ impl Writer {
             }
         }
         if self.cfg.framing == Framing::Raw {
-            self.write_sidecar(complete, reason);
+            self.write_sidecar(complete, &reason);
         }
+        self.report.dropped = self.dropped;
+        self.report.durable_seq = self.live.durable_seq.load(Ordering::Acquire);
         self.report
     }
 

@@ -40,7 +40,11 @@ fn handle(
     ts: u64,
     payload: &[u8],
 ) {
+    let is_data = kind == ENTRY_DATA && flight.is_none();
     if w.failed() {
+        if is_data {
+            w.discard();
+        }
         return;
     }
     let r = match (flight, kind) {
@@ -58,6 +62,11 @@ fn handle(
         _ => Ok(()),
     };
     if r.is_err() {
+        if is_data {
+            // Its write() failed: not stored, so dropped (stored as a loss
+            // at the end).
+            w.discard();
+        }
         // From now on the producer drops and counts; the writer keeps
         // draining so the producer is never blocked by a full ring.
         shared.failed.store(true, Ordering::Release);
