@@ -11,6 +11,7 @@ mod cli;
 mod export;
 mod pool;
 mod record;
+mod recover;
 mod signals;
 mod tune;
 mod verify;
@@ -35,6 +36,7 @@ fn main() {
     let cli = cli::parse();
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
+        cli::Command::Recover(a) => recover::run(&a),
         cli::Command::Verify(a) => verify::run(&a),
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),

@@ -89,6 +89,11 @@ fn resolve(a: &RecordArgs) -> anyhow::Result<Plan> {
         ..Config::default()
     };
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
+    // 0 is allowed here: durable points only when a file is closed.
+    cfg.sync_every_ns = match a.sync_every.trim() {
+        "0" => 0,
+        s => parse_duration(s).or_else(|e| usage(format!("--sync-every: {e}")))?,
+    };
     cfg.pool.files = a.pool_files;
     cfg.pool.on_empty = a.on_pool_empty;
     cfg.pool.refill_on_finish = !a.no_refill;
@@ -223,6 +228,18 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
             }
         });
     }
+    // A recording a crash left in the pool goes back first, and is named.
+    if plan.cfg.alloc == Alloc::Pool {
+        if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
+            for (from, to) in pool.recover().map_err(|e| crate::Usage(e.to_string()))? {
+                eprintln!(
+                    "rtrec: recovered an unfinished recording: '{}' moved back as '{}'",
+                    from.display(),
+                    to.display()
+                );
+            }
+        }
+    }
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let mut rec =
         Recorder::create(&plan.dir, plan.cfg.clone()).map_err(|e| crate::Usage(e.to_string()))?;
@@ -235,6 +252,11 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
+    let status = a
+        .status
+        .clone()
+        .map(|path| spawn_status(path, live.clone(), done.clone()));
+    let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
 
     let mut timer = None;
     let outcome = match plan.source {
@@ -247,13 +269,18 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
                 plan.size,
                 plan.count,
                 every,
-                a.trace_written,
+                Trace::new(a.trace_written, ring),
             );
             timer = Some(t);
             r
         }
-        Source::StdinFixed => stdin_fixed(&mut rec, plan.size, plan.count, a.trace_written),
-        Source::StdinLines => stdin_lines(&mut rec, plan.count, a.trace_written),
+        Source::StdinFixed => stdin_fixed(
+            &mut rec,
+            plan.size,
+            plan.count,
+            Trace::new(a.trace_written, ring),
+        ),
+        Source::StdinLines => stdin_lines(&mut rec, plan.count, Trace::new(a.trace_written, ring)),
     };
     // Sample memory before finish() frees the ring: the figure is the
     // recording's, not the clean-up's.
@@ -271,6 +298,12 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
     done.store(true, Ordering::Release);
     if let Some(p) = progress {
         let _ = p.join();
+    }
+    if let Some(h) = status {
+        // The last status says what the summary says (done: true).
+        if let Err(e) = h.join().unwrap_or(Ok(())) {
+            eprintln!("rtrec: warning: the status file could not be written: {e}");
+        }
     }
     if let Some(path) = &a.json {
         write_json(path, &summary, rss.as_deref())?;
@@ -293,11 +326,14 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {
             eprintln!(
-                "rtrec: the recording failed: {}",
+                "rtrec: the recording failed: {}; {} of {} records were written, the {} dropped are stored as a loss and the recording is marked aborted",
                 summary
                     .error
                     .as_ref()
-                    .map_or("unknown error", |f| f.message.as_str())
+                    .map_or("unknown error", |f| f.message.as_str()),
+                summary.records_written,
+                summary.records_offered,
+                summary.records_dropped
             );
             1
         }
@@ -327,9 +363,26 @@ fn interrupted(sig: i32, n: u64, count: Option<u64>) -> Outcome {
     }
 }
 
-fn trace(seq: u64, on: bool) {
-    if on {
-        println!("written {seq}");
+/// `--trace-written`: one line per record `record()` accepted. In direct
+/// mode that record was written; in ring mode only queued (the writer
+/// writes it later), so the line says `queued` — the written count of ring
+/// mode is in `--status`.
+#[derive(Clone, Copy)]
+struct Trace {
+    word: Option<&'static str>,
+}
+
+impl Trace {
+    fn new(on: bool, ring: bool) -> Trace {
+        Trace {
+            word: on.then_some(if ring { "queued" } else { "written" }),
+        }
+    }
+}
+
+fn trace(seq: u64, t: Trace) {
+    if let Some(w) = t.word {
+        println!("{w} {seq}");
     }
 }
 
@@ -349,7 +402,7 @@ fn synthetic(
     size: usize,
     count: Option<u64>,
     trigger_every: Option<u64>,
-    tr: bool,
+    tr: Trace,
 ) -> Outcome {
     let mut taken = 0u64;
     let mut buf = vec![0u8; size];
@@ -366,8 +419,11 @@ fn synthetic(
         let seq = rec.next_seq();
         let k = 8.min(size);
         buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
-        if rec.record(&buf).is_ok() {
-            trace(seq, tr);
+        match rec.record(&buf) {
+            Ok(()) => trace(seq, tr),
+            // A write error ends the recording (the summary says why).
+            Err(rtrec_engine::RecordError::WriterFailed) => return Outcome::Done,
+            Err(_) => {}
         }
         n += 1;
         if trigger_every.is_some_and(|k| n % k == 0) {
@@ -423,7 +479,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-fn stdin_fixed(rec: &mut Recorder, size: usize, count: Option<u64>, tr: bool) -> Outcome {
+fn stdin_fixed(rec: &mut Recorder, size: usize, count: Option<u64>, tr: Trace) -> Outcome {
     let mut input = std::io::stdin().lock();
     let mut buf = vec![0u8; size];
     let mut n = 0u64;
@@ -459,7 +515,7 @@ fn stdin_fixed(rec: &mut Recorder, size: usize, count: Option<u64>, tr: bool) ->
     Outcome::Done
 }
 
-fn stdin_lines(rec: &mut Recorder, count: Option<u64>, tr: bool) -> Outcome {
+fn stdin_lines(rec: &mut Recorder, count: Option<u64>, tr: Trace) -> Outcome {
     use std::io::BufRead;
     let mut input = std::io::stdin().lock();
     let mut line = Vec::with_capacity(rec.config().max_record + 1);
@@ -517,7 +573,9 @@ fn spawn_progress(
             bar.set_position(w);
             let events = live.events.load(Ordering::Relaxed);
             bar.set_message(format!(
-                "| {} | max write {} | {} dropped{}",
+                "written | {} queued, durable to {} | {} | max write {} | {} dropped{}",
+                live.records_queued.load(Ordering::Relaxed),
+                live.durable_seq.load(Ordering::Relaxed),
                 format_size(live.bytes_written.load(Ordering::Relaxed)),
                 format_duration(live.max_write_ns.load(Ordering::Relaxed)),
                 live.records_dropped.load(Ordering::Relaxed),
@@ -530,6 +588,41 @@ fn spawn_progress(
             std::thread::sleep(Duration::from_millis(200));
         }
         bar.finish_and_clear();
+    })
+}
+
+/// `--status FILE`: the live counts as one JSON line, replaced atomically
+/// (temporary file and rename, no fsync: it is for watching, and lives
+/// outside the recording's filesystem) about every 20 ms, and once more
+/// with `"done": true` when the recording has ended.
+fn spawn_status(
+    path: PathBuf,
+    live: Arc<LiveStats>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<std::io::Result<()>> {
+    std::thread::spawn(move || {
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        loop {
+            let finished = done.load(Ordering::Acquire);
+            let line = serde_json::json!({
+                "records_queued": live.records_queued.load(Ordering::Relaxed),
+                "records_written": live.records_written.load(Ordering::Relaxed),
+                "records_dropped": live.records_dropped.load(Ordering::Relaxed),
+                "written_seq": live.written_seq.load(Ordering::Acquire),
+                "durable_seq": live.durable_seq.load(Ordering::Acquire),
+                "done": finished,
+            })
+            .to_string()
+                + "\n";
+            std::fs::write(&tmp, line)?;
+            std::fs::rename(&tmp, &path)?;
+            if finished {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     })
 }
 
@@ -597,6 +690,17 @@ fn print_summary(s: &Summary, to_stderr: bool) {
             String::new()
         } else {
             format!(", INCOMPLETE ({})", s.abort_reason.as_deref().unwrap_or(""))
+        }
+    );
+    out += &format!(
+        "queued {}, written {}, durable up to record {} (sync every {})\n",
+        s.records_queued,
+        s.records_written,
+        s.durable_seq,
+        if c.sync_every_ns == 0 {
+            "file close".to_string()
+        } else {
+            format_duration(c.sync_every_ns)
         }
     );
     out += &format!(

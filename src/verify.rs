@@ -3,6 +3,11 @@
 //! can be salvaged after them) and a torn tail. The rules are the engine
 //! reader's (`rtrec_engine::reader`); files are read in constant memory.
 //!
+//! A directory's pool (`DIR/.pool`) is looked at too: a slot holding an
+//! unfinished recording (a crash came before its move out of the pool was
+//! on storage) is named, with `rtrec recover DIR` as the way to get it
+//! back, and makes the result not clean.
+//!
 //! Exit codes: 0 every file complete and clean; 1 a file is corrupt, has
 //! missing data, was aborted, is unfinished (interrupted: its intact prefix
 //! is reported), or is a raw file that cannot be checked (no sidecar);
@@ -10,6 +15,7 @@
 
 use std::path::PathBuf;
 
+use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{
     check_continuity, recording_files, verify_file, FileReport, FileStatus,
 };
@@ -36,13 +42,19 @@ struct Report {
     salvageable_records: u64,
     /// Damaged byte ranges in all files.
     damaged_ranges: u64,
-    /// True when every file is complete and clean (exit code 0).
+    /// Pool slots holding an unfinished recording (`rtrec recover` moves
+    /// them back).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unfinished_in_pool: Vec<PathBuf>,
+    /// True when every file is complete and clean and no pool slot holds
+    /// an unfinished recording (exit code 0).
     clean: bool,
 }
 
 /// Runs `rtrec verify`.
 pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
     let mut paths: Vec<PathBuf> = Vec::new();
+    let mut in_pool: Vec<PathBuf> = Vec::new();
     for p in &a.paths {
         let meta = match std::fs::metadata(p) {
             Ok(m) => m,
@@ -51,7 +63,12 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
         if meta.is_dir() {
             let found = recording_files(p)
                 .map_err(|e| crate::Usage(format!("cannot list '{}': {e}", p.display())))?;
-            if found.is_empty() {
+            let hidden = match Pool::open(p) {
+                Ok(Some(pool)) => pool.unfinished().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            in_pool.extend(hidden.into_iter().map(|u| u.slot));
+            if found.is_empty() && in_pool.is_empty() {
                 return usage(format!(
                     "'{}' holds no recordings (*.rtr or *.raw files)",
                     p.display()
@@ -76,7 +93,8 @@ pub fn run(a: &VerifyArgs) -> anyhow::Result<i32> {
         missing_records: files.iter().map(|f| f.missing_records).sum(),
         salvageable_records: files.iter().map(|f| f.salvageable_records).sum(),
         damaged_ranges: files.iter().map(|f| f.damaged_ranges).sum(),
-        clean: files.iter().all(|f| f.is_clean()),
+        clean: files.iter().all(|f| f.is_clean()) && in_pool.is_empty(),
+        unfinished_in_pool: in_pool,
         files,
     };
     if a.json {
@@ -128,6 +146,17 @@ fn print_text(r: &Report) {
         if f.notes_omitted > 0 {
             println!("  ... and {} more finding(s) (see --json)", f.notes_omitted);
         }
+    }
+    for slot in &r.unfinished_in_pool {
+        let dir = slot
+            .parent()
+            .and_then(|p| p.parent())
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        println!(
+            "{}: UNFINISHED RECORDING IN THE POOL (a crash interrupted it); `rtrec recover {dir}` moves it back",
+            slot.display()
+        );
     }
     println!(
         "{} file(s), {} records, {} lost (stored), {} missing, {} damaged range(s): {}",

@@ -121,6 +121,14 @@ impl Writer {
         let mut pool = None;
         if cfg.alloc == Alloc::Pool {
             let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
+            // A recording a crash left in the pool goes back first.
+            for (from, to) in p.recover()? {
+                report.warnings.push(format!(
+                    "'{}' held a recording a crash interrupted; it was moved back as '{}'",
+                    from.display(),
+                    to.display()
+                ));
+            }
             // The pool's file size decides; check that records still fit.
             cfg.file_size = p.file_size();
             if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
