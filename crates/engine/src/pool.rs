@@ -143,15 +143,31 @@ impl Pool {
         let tmp = dir.join(format!(".{META}.tmp"));
         let _ = std::fs::remove_file(&tmp);
         let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-        std::fs::write(&tmp, json).map_err(|e| refused("writing", &tmp, e))?;
+        // On storage before it is named, and its name too (below): a power
+        // cut must not leave an empty pool description.
+        std::fs::write(&tmp, json)
+            .and_then(|()| File::open(&tmp).and_then(|f| sys::fsync(&f)))
+            .map_err(|e| refused("writing", &tmp, e))?;
+        let sync_dirs = || {
+            for d in [&dir, &rec_dir.to_path_buf()] {
+                File::open(d)
+                    .and_then(|f| sys::fsync(&f))
+                    .map_err(|e| Error::io("syncing", d, e))?;
+            }
+            Ok::<(), Error>(())
+        };
         if existing.is_some() {
             std::fs::rename(&tmp, dir.join(META))
                 .map_err(|e| Error::io("writing", &dir.join(META), e))?;
+            sync_dirs()?;
             return Ok(Pool { dir, meta });
         }
         // Another process may have created it meanwhile: theirs wins.
         match sys::rename_noreplace(&tmp, &dir.join(META)) {
-            Ok(()) => Ok(Pool { dir, meta }),
+            Ok(()) => {
+                sync_dirs()?;
+                Ok(Pool { dir, meta })
+            }
             Err(_) => {
                 let _ = std::fs::remove_file(&tmp);
                 Self::open(rec_dir)?

@@ -148,6 +148,20 @@ impl Writer {
             }
             pool = Some(p);
         }
+        // The recording directory's own name too (it may just have been
+        // created): once, before recording.
+        // created): once, before recording. Best effort: a parent we may
+        // not read is named in a warning.
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Err(e) = File::open(parent).and_then(|d| sys::fsync(&d)) {
+            report.warnings.push(format!(
+                "the directory '{}' could not be synced ({e}); a power cut soon after the start may lose the recording directory's name",
+                parent.display()
+            ));
+        }
         let base = file::recording_base(dir, &cfg);
         let reserve = if cfg.alloc == Alloc::Append {
             Some(file::create_reserve(dir, &base)?)
