@@ -612,6 +612,7 @@ fn spawn_status(
                 "records_dropped": live.records_dropped.load(Ordering::Relaxed),
                 "written_seq": live.written_seq.load(Ordering::Acquire),
                 "durable_seq": live.durable_seq.load(Ordering::Acquire),
+                "events": live.events.load(Ordering::Relaxed),
                 "done": finished,
             })
             .to_string()

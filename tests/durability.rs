@@ -266,6 +266,72 @@ fn a_full_disk_inside_an_appended_file_ends_the_recording_honestly() {
     }
 }
 
+#[test]
+fn a_full_disk_ends_only_the_flight_recorders_current_event() {
+    if !require_privileged("a_full_disk_ends_only_the_flight_recorders_current_event") {
+        return;
+    }
+    let fs = small_fs();
+    let dir = fs.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let json = state.path().join("summary.json");
+    let status_path = state.path().join("status.json");
+    let mut child = start(
+        &[
+            "--alloc",
+            "append",
+            "--period",
+            "1ms",
+            "--size",
+            "4KiB",
+            "--count",
+            "6000",
+            "--file-size",
+            "2MiB",
+            "--pre",
+            "100ms",
+            "--post",
+            "100ms",
+            "--trigger-every",
+            "300ms",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &dir,
+        &status_path,
+    );
+    wait_status(&mut child, &status_path, "events", 2);
+    let filler = fill_up(fs.path());
+    std::thread::sleep(Duration::from_millis(800));
+    std::fs::remove_file(&filler).unwrap();
+    // Events that start from now on find room again.
+    let after = u(&status(&status_path).unwrap(), "events");
+    let o = child.wait_with_output().unwrap();
+    let summary: Value = serde_json::from_slice(&std::fs::read(&json).unwrap())
+        .unwrap_or_else(|_| panic!("{}", show(&o)));
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_eq!(summary["error"]["kind"], "no-space", "{summary}");
+    assert_eq!(summary["complete"], false);
+    let (_, report) = verify(&dir);
+    let files = report["files"].as_array().unwrap();
+    let event_of = |f: &Value| -> u64 {
+        let name = f["path"].as_str().unwrap();
+        let at = name.rfind("-ev").unwrap() + 3;
+        name[at..at + 5].parse().unwrap()
+    };
+    for f in files {
+        assert_ne!(f["status"], "corrupt", "{f}");
+    }
+    assert!(
+        files
+            .iter()
+            .any(|f| f["status"] == "complete" && event_of(f) > after),
+        "no event after the disk had room again was recorded: {report}"
+    );
+    fs.remove().unwrap();
+}
+
 /// What the frames of the `.rtr` files in `dir` hold, read with the
 /// engine's chained walk (what verify and export accept as the intact
 /// prefix): data sequence numbers, records lost (stored), and records whose

@@ -101,6 +101,11 @@ pub(crate) struct Writer {
     /// Append mode: the reserve file deleted to make room for the closing
     /// frames when the disk is full.
     reserve: Option<PathBuf>,
+    /// The current file failed: records are dropped until it is closed
+    /// (at the end; in flight mode, at once, so a later event can try).
+    file_failed: bool,
+    /// The data record whose `write()` failed, if one did.
+    failed_seq: Option<u64>,
     next_seq: u64,
     dropped: u64,
     report: WriterReport,
@@ -190,6 +195,8 @@ impl Writer {
             raw_sum: format::RawSummer::default(),
             raw_sums: Vec::new(),
             reserve,
+            file_failed: false,
+            failed_seq: None,
             next_seq: 0,
             dropped: 0,
             report,
@@ -319,8 +326,51 @@ impl Writer {
 
     /// Keeps the first failure for the summary and hands it back.
     fn fail(&mut self, f: Failure) -> Failure {
+        self.file_failed = true;
         self.report.error.get_or_insert_with(|| f.clone());
         f
+    }
+
+    /// Flight recorder: closes the current event's file after a write
+    /// failure, the same way a recording ends after one (the failed record
+    /// stored as a loss, the end frame aborted with the reason), and clears
+    /// the failure so the next trigger can open a new event. The summary
+    /// keeps the first failure. `post`: the post-trigger span and records
+    /// captured.
+    pub(crate) fn abort_event(&mut self, post: (u64, u64)) {
+        self.release_reserve();
+        if self.cur.is_some() {
+            if let Some(seq) = self.failed_seq.filter(|&s| s >= self.next_seq) {
+                let loss = LossPayload {
+                    first_seq: self.next_seq,
+                    count: seq + 1 - self.next_seq,
+                    reason: LossReason::WriterFailed,
+                };
+                let _ = self.store_loss(loss, sys::monotonic_ns(), false);
+            }
+            let reason = self
+                .report
+                .error
+                .as_ref()
+                .map(|f| format!("writing failed: {}", f.message))
+                .unwrap_or_default();
+            if self.close_current(false, false, &reason, post).is_err() {
+                // Left unfinished: verify reports its intact prefix.
+                self.cur = None;
+            }
+        }
+        self.file_failed = false;
+        self.failed_seq = None;
+        if self.cfg.alloc == Alloc::Append {
+            // Room for the next event's closing frames, if there is any.
+            self.reserve = file::create_reserve(&self.dir, &self.base).ok();
+        }
+    }
+
+    /// True when the data record just handed over was not stored because
+    /// its own `write()` failed (flight mode counts it as dropped).
+    pub(crate) fn record_failed(&self) -> bool {
+        self.failed_seq.is_some()
     }
 
     /// Flight recorder: closes the current event's file.
@@ -328,9 +378,10 @@ impl Writer {
         self.close_current(true, false, "", (post_ns, post_records))
     }
 
-    /// True once a write failed; later records are dropped and counted.
+    /// True once a write failed; later records are dropped and counted
+    /// (in flight mode, until [`Writer::abort_event`]).
     pub(crate) fn failed(&self) -> bool {
-        self.report.error.is_some()
+        self.file_failed
     }
 
     /// Writes one record. Any gap before `seq` that no loss frame explained
@@ -348,6 +399,9 @@ impl Writer {
         let t0 = sys::monotonic_ns();
         let r = self.put(FrameKind::Data, seq, ts_ns, payload);
         let dt = sys::monotonic_ns() - t0;
+        if r.is_err() {
+            self.failed_seq = Some(seq);
+        }
         r?;
         self.report.write_lat.record(dt);
         if self.report.write_samples.len() < self.report.write_samples.capacity() {
@@ -578,7 +632,12 @@ impl Writer {
             self.dropped += end_seq - self.next_seq;
             self.next_seq = end_seq;
         }
-        let failure = self.report.error.as_ref().map(|f| f.message.clone());
+        let failure = self
+            .report
+            .error
+            .as_ref()
+            .filter(|_| failed)
+            .map(|f| f.message.clone());
         let (complete, reason) = match &failure {
             Some(m) => (false, format!("writing failed: {m}")),
             None => (complete, reason.to_string()),

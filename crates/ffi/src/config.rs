@@ -265,6 +265,11 @@ pub struct rtrec_config {
     pub flight_pre_bytes: u64,
     /// Flight recorder: record this long after a trigger, ns.
     pub flight_post_ns: u64,
+    /// The durability interval, ns: the flush thread makes written records
+    /// durable (`fdatasync`) at least this often and publishes the durable
+    /// point (`rtrec_summary.durable_seq`); 0: only when a file is closed.
+    /// Default 1 s (also for callers compiled before this field).
+    pub sync_every_ns: u64,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
@@ -280,6 +285,11 @@ unsafe impl Extensible for rtrec_config {
 #[cfg(test)]
 pub(crate) const CONFIG_SIZE_VER1: usize =
     offset_of!(rtrec_config, flight_post_ns) + size_of::<u64>();
+
+/// Size of the third version (`sync_every_ns`).
+#[cfg(test)]
+pub(crate) const CONFIG_SIZE_VER2: usize =
+    offset_of!(rtrec_config, sync_every_ns) + size_of::<u64>();
 
 /// `-1` for `None`, the value otherwise.
 fn cpu_to_c(cpu: Option<usize>) -> c_int {
@@ -339,6 +349,7 @@ impl rtrec_config {
             flight_pre_ns: c.flight.as_ref().map_or(0, |f| f.pre_ns),
             flight_pre_bytes: c.flight.as_ref().map_or(0, |f| f.pre_bytes),
             flight_post_ns: c.flight.as_ref().map_or(0, |f| f.post_ns),
+            sync_every_ns: c.sync_every_ns,
         })
     }
 
@@ -413,6 +424,7 @@ impl rtrec_config {
             alloc: from_c(ALLOCS, self.alloc, "alloc")?,
             flush: from_c(FLUSHES, self.flush, "flush")?,
             flush_every: self.flush_every,
+            sync_every_ns: self.sync_every_ns,
             framing: from_c(FRAMINGS, self.framing, "framing")?,
             file_size: self.file_size,
             max_record: self.max_record,
@@ -539,8 +551,9 @@ mod tests {
         // sizeof must tell the versions apart: no tail padding a later
         // field could slip into, no hole a caller might leave unset.
         assert_eq!(rtrec_config::SIZE_VER0, 88);
-        assert_eq!(CONFIG_SIZE_VER1, size_of::<rtrec_config>());
         assert_eq!(CONFIG_SIZE_VER1, rtrec_config::SIZE_VER0 + 48);
+        assert_eq!(CONFIG_SIZE_VER2, size_of::<rtrec_config>());
+        assert_eq!(CONFIG_SIZE_VER2, CONFIG_SIZE_VER1 + 8);
     }
 
     #[test]
