@@ -52,9 +52,24 @@ fn ext4(mib: u64, journal_mib: u32, parent: Option<&Path>) -> LoopFs {
     .unwrap()
 }
 
-/// A small ext4 (64 MiB, 4 MiB journal) to fill up.
-fn small_fs() -> LoopFs {
-    ext4(64, 4, None)
+/// A small ext4 (64 MiB, 4 MiB journal) to fill up, and the recording
+/// directory `rec` in it.
+fn small_fs() -> (LoopFs, PathBuf) {
+    let fs = ext4(64, 4, None);
+    let dir = fs.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    (fs, dir)
+}
+
+/// A directory outside the file systems under test, with the paths of the
+/// summary and the status in it.
+fn outside() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let state = tempfile::tempdir().unwrap();
+    let (json, status) = (
+        state.path().join("summary.json"),
+        state.path().join("status.json"),
+    );
+    (state, json, status)
 }
 
 /// Starts `rtrec record ARGS --quiet --dir DIR --status STATUS`.
@@ -170,10 +185,8 @@ fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_
     for alloc in allocs {
         for mode in ["ring", "direct"] {
             let what = format!("{mode} {alloc}");
-            let fs = small_fs();
-            let dir = fs.path().join("rec");
-            std::fs::create_dir(&dir).unwrap();
-            let json = dir.with_extension("json");
+            let (fs, dir) = small_fs();
+            let (_state, json, _) = outside();
             // 4 MiB files on a 64 MiB file system: a file switch finds no
             // room long before 256 MiB are recorded.
             let o = rtrec()
@@ -218,13 +231,9 @@ fn a_full_disk_inside_an_appended_file_ends_the_recording_honestly() {
     }
     for mode in ["ring", "direct"] {
         let what = format!("{mode} append, disk filled while recording");
-        let fs = small_fs();
-        let dir = fs.path().join("rec");
-        std::fs::create_dir(&dir).unwrap();
+        let (fs, dir) = small_fs();
         // The summary and status go outside the file system being filled.
-        let state = tempfile::tempdir().unwrap();
-        let json = state.path().join("summary.json");
-        let status_path = state.path().join("status.json");
+        let (_state, json, status_path) = outside();
         let json_arg = json.to_str().unwrap();
         let mut child = start(
             &[
@@ -271,12 +280,8 @@ fn a_full_disk_ends_only_the_flight_recorders_current_event() {
     if !require_privileged("a_full_disk_ends_only_the_flight_recorders_current_event") {
         return;
     }
-    let fs = small_fs();
-    let dir = fs.path().join("rec");
-    std::fs::create_dir(&dir).unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let json = state.path().join("summary.json");
-    let status_path = state.path().join("status.json");
+    let (fs, dir) = small_fs();
+    let (_state, json, status_path) = outside();
     let mut child = start(
         &[
             "--alloc",
