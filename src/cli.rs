@@ -62,14 +62,15 @@ pub struct Cli {
 /// The durability contract, as `rtrec record --help` states it (the long
 /// form is docs/durability.md).
 const DURABILITY: &str = "\
-Durability: a record is queued when record() accepted it, written when write() returned, durable \
-when synced to storage. If the process dies, every written record survives (in direct mode: every \
-record stored without error; in ring mode: what the writer had written, not what was still \
-queued). After a power cut, every record before the last durable point (durable_seq) survives; \
---sync-every bounds how far behind the durable point can be. A write error (full disk, EIO) ends \
-the recording: the lost records are stored as a loss, the file is marked aborted, and the exit \
-code is 1. After a crash, `rtrec recover DIR` (or the next recording) moves an unfinished \
-recording found in the pool back into DIR.";
+Durability: a record is queued when record() accepted it, written when write() returned,\n\
+durable when synced to storage. If the process dies, every written record survives (in\n\
+direct mode: every record stored without error; in ring mode: what the writer had written,\n\
+not what was still queued). After a power cut, every record before the last durable point\n\
+(durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
+write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
+the file is marked aborted, and the exit code is 1. After a crash, `rtrec recover DIR` (or\n\
+the next recording) moves an unfinished recording found in the pool back into DIR. See\n\
+docs/durability.md.";
 
 /// The commands.
 #[derive(Debug, Subcommand)]
@@ -441,6 +442,15 @@ mod tests {
         same::<Mode>();
         same::<Framing>();
         same::<OnPoolEmpty>();
+    }
+
+    #[test]
+    fn the_sync_every_default_is_the_engines() {
+        let a = record(&[]);
+        assert_eq!(
+            rtrec_units::parse_duration(&a.sync_every).unwrap(),
+            rtrec_engine::DEFAULT_SYNC_EVERY_NS
+        );
     }
 
     fn record(words: &[&str]) -> RecordArgs {

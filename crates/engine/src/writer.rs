@@ -154,7 +154,6 @@ impl Writer {
             pool = Some(p);
         }
         // The recording directory's own name too (it may just have been
-        // created): once, before recording.
         // created): once, before recording. Best effort: a parent we may
         // not read is named in a warning.
         let parent = match dir.parent() {
