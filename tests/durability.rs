@@ -600,3 +600,40 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
     ext4.remove().unwrap();
     xfs.remove().unwrap();
 }
+
+#[test]
+fn verify_names_a_recording_left_in_the_pool_and_recover_moves_it_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let o = rtrec()
+        .args(["record", "--period", "1ms", "--size", "1KiB", "--count", "50"])
+        .args(["--file-size", "1MiB", "--quiet", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // A power cut after the header of a taken slot reached storage but
+    // before its rename did: the recording is still named as a slot.
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "rtr"))
+        .unwrap();
+    let slot = dir.join(".pool/slot-00000000000000000001-1.rtp");
+    std::fs::rename(&file, &slot).unwrap();
+
+    let o = rtrec().arg("verify").arg(dir).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(
+        text.contains("UNFINISHED RECORDING IN THE POOL") && text.contains("rtrec recover"),
+        "{text}"
+    );
+    let o = rtrec().arg("recover").arg(dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("moved back"));
+    let (code, report) = verify(dir);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(u(&report, "records"), 50);
+    assert!(!slot.exists());
+}
