@@ -606,7 +606,9 @@ fn verify_names_a_recording_left_in_the_pool_and_recover_moves_it_back() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let o = rtrec()
-        .args(["record", "--period", "1ms", "--size", "1KiB", "--count", "50"])
+        .args([
+            "record", "--period", "1ms", "--size", "1KiB", "--count", "50",
+        ])
         .args(["--file-size", "1MiB", "--quiet", "--dir"])
         .arg(dir)
         .output()
