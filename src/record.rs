@@ -690,7 +690,10 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         if s.complete {
             String::new()
         } else {
-            format!(", INCOMPLETE ({})", s.abort_reason.as_deref().unwrap_or(""))
+            match &s.abort_reason {
+                Some(r) => format!(", INCOMPLETE ({r})"),
+                None => format!(", INCOMPLETE ({} records dropped)", s.records_dropped),
+            }
         }
     );
     out += &format!(
