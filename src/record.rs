@@ -326,7 +326,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<i32> {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {
             eprintln!(
-                "rtrec: the recording failed: {}; {} of {} records were written, the {} dropped are stored as a loss and the recording is marked aborted",
+                "rtrec: the recording failed: {}; {} of {} records were written, {} dropped (stored as a loss); the recording is marked aborted",
                 summary
                     .error
                     .as_ref()

@@ -502,7 +502,7 @@ impl Recorder {
             Mode::Direct => report.records_written,
         };
         let abort_reason = match (&report.error, complete) {
-            (Some(f), _) => Some(format!("writing failed: {}", f.message)),
+            (Some(f), _) => Some(format!("write error: {}", f.message)),
             (None, false) => Some(reason),
             (None, true) => None,
         };

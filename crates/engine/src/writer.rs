@@ -351,7 +351,7 @@ impl Writer {
                 .report
                 .error
                 .as_ref()
-                .map(|f| format!("writing failed: {}", f.message))
+                .map(|f| format!("write error: {}", f.message))
                 .unwrap_or_default();
             if self.close_current(false, false, &reason, post).is_err() {
                 // Left unfinished: verify reports its intact prefix.
@@ -498,6 +498,11 @@ impl Writer {
         let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
         self.put_inner(kind, seq, ts_ns, payload).map_err(|e| {
             self.chain = chain;
+            // Which file, for the one sentence (the error path only).
+            let e = match &self.cur {
+                Some(cur) => e.context(&format!("writing '{}'", cur.path.display())),
+                None => e,
+            };
             if let (Some(cur), Some(start)) = (self.cur.as_mut(), start) {
                 if cur.offset != start {
                     cur.offset = start;
@@ -638,7 +643,7 @@ impl Writer {
             .filter(|_| failed)
             .map(|f| f.message.clone());
         let (complete, reason) = match &failure {
-            Some(m) => (false, format!("writing failed: {m}")),
+            Some(m) => (false, format!("write error: {m}")),
             None => (complete, reason.to_string()),
         };
         let closed = if self.cur.is_some() {
