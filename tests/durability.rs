@@ -188,10 +188,11 @@ fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_
             let (fs, dir) = small_fs();
             let (_state, json, _) = outside();
             // 4 MiB files on a 64 MiB file system: a file switch finds no
-            // room long before 256 MiB are recorded.
+            // room long before 256 MiB are recorded (64 MB/s: the writer
+            // keeps up, so the disk fills rather than the ring).
             let o = rtrec()
                 .args(["record", "--mode", mode, "--alloc", alloc])
-                .args(["--period", "100us", "--size", "64KiB", "--total", "256MiB"])
+                .args(["--period", "1ms", "--size", "64KiB", "--total", "256MiB"])
                 .args(["--file-size", "4MiB", "--pool-files", "1", "--no-refill"])
                 .args(["--ring", "32MiB", "--quiet", "--dir"])
                 .arg(&dir)
@@ -574,6 +575,7 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
         let c = read_content(&dir, SIZE);
         wrong += c.wrong;
         if durable > 0 && c.files == 0 {
+            eprintln!("{what}: no recording file, but records were durable");
             hidden += 1;
         }
         let missing = (0..durable)
@@ -583,9 +585,13 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
             eprintln!("{what}: {missing} records before the durable point missing");
         }
         lost_beyond += missing;
-        let (code, report) = verify(&dir);
-        assert_ne!(code, 0, "{what}: an interrupted recording verified clean");
-        assert_eq!(report["clean"], false, "{what}");
+        // Before the first durable point the file may not be there yet
+        // (nothing was promised): verify then finds no recording at all.
+        if c.files > 0 {
+            let (code, report) = verify(&dir);
+            assert_ne!(code, 0, "{what}: an interrupted recording verified clean");
+            assert_eq!(report["clean"], false, "{what}");
+        }
         std::fs::remove_file(&s.image).unwrap();
         std::fs::remove_dir_all(&out).unwrap();
     }
