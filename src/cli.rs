@@ -59,11 +59,27 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The durability contract, as `rtrec record --help` states it (the long
+/// form is docs/durability.md).
+const DURABILITY: &str = "\
+Durability: a record is queued when record() accepted it, written when write() returned,\n\
+durable when synced to storage. If the process dies, every written record survives (in\n\
+direct mode: every record stored without error; in ring mode: what the writer had written,\n\
+not what was still queued). After a power cut, every record before the last durable point\n\
+(durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
+write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
+the file is marked aborted, and the exit code is 1. After a crash, `rtrec recover DIR` (or\n\
+the next recording) moves an unfinished recording found in the pool back into DIR. See\n\
+docs/durability.md.";
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
+    #[command(after_help = DURABILITY)]
     Record(Box<RecordArgs>),
+    /// Move recordings a crash left unfinished in the pool back into the recording directory.
+    Recover(RecoverArgs),
     /// Check recordings: records, sequence gaps, stored losses, torn or corrupt tails.
     Verify(VerifyArgs),
     /// Show, or put back, the global settings rtrec changes (sysctls, mounts, schedulers).
@@ -238,6 +254,14 @@ pub struct RecordArgs {
     #[arg(long, default_value = "2MiB", value_name = "SIZE")]
     pub flush_every: String,
 
+    /// Make written records durable (fdatasync on the flush thread) at least this often; 0: only when a file is closed.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub sync_every: String,
+
+    /// Keep FILE up to date (atomically replaced about every 20ms) with the queued, written and durable counts, as one JSON line.
+    #[arg(long, value_name = "FILE")]
+    pub status: Option<PathBuf>,
+
     /// Bytes per file [default: enough for the whole recording when its length is known, else 64MiB].
     #[arg(long, value_name = "SIZE")]
     pub file_size: Option<String>,
@@ -331,9 +355,17 @@ pub struct RecordArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
-    /// Print "written SEQ" on stdout after each record stored (tests use it).
+    /// Print "written SEQ" on stdout after each record stored, "queued SEQ" in ring mode (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,
+}
+
+/// `rtrec recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Recording directory (its pool is DIR/.pool).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `rtrec verify`.
@@ -481,6 +513,15 @@ mod tests {
             OnFull::Drop
         );
         assert_eq!(record(&["--on-full", "block"]).on_full, OnFull::Block);
+    }
+
+    #[test]
+    fn the_sync_every_default_is_the_engines() {
+        let a = record(&[]);
+        assert_eq!(
+            rtrec_units::parse_duration(&a.sync_every).unwrap(),
+            rtrec_engine::DEFAULT_SYNC_EVERY_NS
+        );
     }
 
     fn record(words: &[&str]) -> RecordArgs {

@@ -13,6 +13,7 @@ mod events;
 mod export;
 mod pool;
 mod record;
+mod recover;
 mod signals;
 mod trigger;
 mod tune;
@@ -24,6 +25,7 @@ fn main() {
     let cli = cli::parse();
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
+        cli::Command::Recover(a) => recover::run(&a),
         cli::Command::Verify(a) => verify::run(&a),
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),

@@ -52,6 +52,11 @@ pub struct LoopFsOptions {
     /// mount point (default [`std::env::temp_dir`]). Its file system is the
     /// one under the loop device.
     pub parent: Option<PathBuf>,
+    /// Format XFS (with reflinks) instead of ext4; `journal_mib` is then
+    /// ignored and `mount_options` must be XFS's. Tests use it as the file
+    /// system under an ext4 image, to snapshot that image atomically with
+    /// `cp --reflink=always` (a power cut, frozen).
+    pub xfs: bool,
 }
 
 impl Default for LoopFsOptions {
@@ -60,6 +65,7 @@ impl Default for LoopFsOptions {
             size: DEFAULT_SIZE,
             journal_mib: DEFAULT_JOURNAL_MIB,
             mount_options: DEFAULT_MOUNT_OPTIONS.to_string(),
+            xfs: false,
             parent: None,
         }
     }
@@ -143,18 +149,31 @@ impl LoopFs {
         // Default features. lazy_itable_init=0: otherwise the kernel's
         // ext4lazyinit thread zeroes the inode tables in the background after
         // mounting, i.e. during the first measurement.
-        run(
-            "mkfs.ext4",
-            &[
-                "-F".as_ref(),
-                "-q".as_ref(),
-                "-J".as_ref(),
-                format!("size={}", opts.journal_mib).as_ref(),
-                "-E".as_ref(),
-                "nodiscard,lazy_itable_init=0".as_ref(),
-                fs.image.as_os_str(),
-            ],
-        )?;
+        if opts.xfs {
+            run(
+                "mkfs.xfs",
+                &[
+                    "-f".as_ref(),
+                    "-q".as_ref(),
+                    "-m".as_ref(),
+                    "reflink=1".as_ref(),
+                    fs.image.as_os_str(),
+                ],
+            )?;
+        } else {
+            run(
+                "mkfs.ext4",
+                &[
+                    "-F".as_ref(),
+                    "-q".as_ref(),
+                    "-J".as_ref(),
+                    format!("size={}", opts.journal_mib).as_ref(),
+                    "-E".as_ref(),
+                    "nodiscard,lazy_itable_init=0".as_ref(),
+                    fs.image.as_os_str(),
+                ],
+            )?;
+        }
 
         fs.journal.record(Change::RemoveDir {
             path: fs.mount_point.clone(),
@@ -174,7 +193,7 @@ impl LoopFs {
             "mount",
             &[
                 "-t".as_ref(),
-                "ext4".as_ref(),
+                if opts.xfs { "xfs" } else { "ext4" }.as_ref(),
                 "-o".as_ref(),
                 format!("loop,{}", opts.mount_options).as_ref(),
                 fs.image.as_os_str(),
