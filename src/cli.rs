@@ -81,6 +81,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// An emulated storage device (run by `rtrec bench --device` itself).
+    #[command(name = "__emulate", hide = true)]
+    Emulate {
+        /// The emulator's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `rtrec pool`.

@@ -28,6 +28,7 @@ fn main() {
         cli::Command::Export(a) => export::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
+        cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
     };
     let code = match result {
         Ok(code) => code,

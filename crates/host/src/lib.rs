@@ -29,6 +29,7 @@
 //! | [`restore`] | putting back what dead owners left |
 //! | [`lock`] | the machine-wide [`GlobalLock`] |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
+//! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //! | [`signals`] | SIGINT/SIGTERM as a flag; counting signals |
 //!
@@ -40,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod change;
+pub mod emufs;
 pub mod error;
 pub mod iosched;
 pub mod journal;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::change::Change;
+use crate::emufs::{self, Emulator, EmulatorCommand};
 use crate::error::{io_err, Error, Result};
 use crate::journal::Journal;
 use crate::loopdev::run;
@@ -51,6 +52,9 @@ pub struct LoopFsOptions {
     /// mount point (default [`std::env::temp_dir`]). Its file system is the
     /// one under the loop device.
     pub parent: Option<PathBuf>,
+    /// Serve the image through this emulated device (see
+    /// [`crate::emufs`]) instead of straight from the disk under `parent`.
+    pub emulator: Option<EmulatorCommand>,
 }
 
 impl Default for LoopFsOptions {
@@ -60,6 +64,7 @@ impl Default for LoopFsOptions {
             journal_mib: DEFAULT_JOURNAL_MIB,
             mount_options: DEFAULT_MOUNT_OPTIONS.to_string(),
             parent: None,
+            emulator: None,
         }
     }
 }
@@ -76,6 +81,9 @@ pub struct LoopFs {
     image: PathBuf,
     /// Known once mounted.
     device: Option<PathBuf>,
+    /// The emulated device under the image, if any. After `journal`, so it
+    /// is dropped (waited for) after the journal's undo ended it.
+    emulator: Option<Emulator>,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -127,6 +135,7 @@ impl LoopFs {
             mount_point: dir.join("mnt"),
             image: dir.join("image.ext4"),
             device: None,
+            emulator: None,
         };
 
         fs.journal.record(Change::RemoveFile {
@@ -155,6 +164,15 @@ impl LoopFs {
             ],
         )?;
 
+        // With an emulated device, the loop device sits on the image as the
+        // emulator serves it.
+        let mut loop_image = fs.image.clone();
+        if let Some(cmd) = &opts.emulator {
+            let (emulator, served) = emufs::start(&fs.journal, &dir, &fs.image, cmd)?;
+            fs.emulator = Some(emulator);
+            loop_image = served;
+        }
+
         fs.journal.record(Change::RemoveDir {
             path: fs.mount_point.clone(),
         })?;
@@ -176,7 +194,7 @@ impl LoopFs {
                 "ext4".as_ref(),
                 "-o".as_ref(),
                 format!("loop,{}", opts.mount_options).as_ref(),
-                fs.image.as_os_str(),
+                loop_image.as_os_str(),
                 fs.mount_point.as_os_str(),
             ],
         )?;
@@ -196,7 +214,7 @@ impl LoopFs {
             })?;
         fs.journal.record(Change::LoopDevice {
             device: device.clone(),
-            image: fs.image.clone(),
+            image: loop_image,
         })?;
         fs.device = Some(device);
         Ok(fs)
@@ -212,9 +230,15 @@ impl LoopFs {
         self.device.as_deref().expect("set by create")
     }
 
-    /// The image file behind the loop device.
+    /// The image file (on the disk; with an emulated device the loop
+    /// device reads it through the emulator).
     pub fn image(&self) -> &Path {
         &self.image
+    }
+
+    /// The emulated device's stats file, if the image is served by one.
+    pub fn emulator_stats(&self) -> Option<&Path> {
+        self.emulator.as_ref().map(Emulator::stats_path)
     }
 
     /// The mount options in effect, as `/proc/self/mounts` shows them
