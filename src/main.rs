@@ -8,6 +8,7 @@
 //! done; 130 interrupted by a signal.
 
 mod cli;
+mod device;
 mod error;
 mod export;
 mod pool;
@@ -27,6 +28,7 @@ fn main() {
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
+        cli::Command::Device(a) => device::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
         cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
     };

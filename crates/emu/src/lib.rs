@@ -4,7 +4,8 @@
 //! **Owns**: device profiles as data ([`profile`]), the device model that
 //! turns a request into a service time ([`model`]), the emulator's timing
 //! error ([`timing`]), the FUSE file that serves an image through the model
-//! ([`fs`]), and the emulator process's entry point ([`emulate_main`], run
+//! ([`fs`]), measuring a real device into a profile ([`probe`]), and the
+//! emulator process's entry point ([`emulate_main`], run
 //! as the hidden `rtrec __emulate`).
 //!
 //! **Must not depend on**: the engine or the bench (they use it), nor
@@ -26,6 +27,7 @@
 
 pub mod fs;
 pub mod model;
+pub mod probe;
 pub mod profile;
 pub mod timing;
 
