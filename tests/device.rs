@@ -144,8 +144,9 @@ fn a_killed_bench_on_an_emulated_device_leaves_nothing_after_restore() {
         .spawn()
         .unwrap();
     let pid = bench.id();
-    // Wait until the whole stack is up: the FUSE mount and ext4 on the loop.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Wait until the whole stack is up: the FUSE mount and ext4 on the loop
+    // (the bench first waits for the global lock other rtrec runs may hold).
+    let deadline = Instant::now() + Duration::from_secs(300);
     while emulated_mounts(pid).len() < 2 {
         assert!(Instant::now() < deadline, "the stack never came up");
         assert!(bench.try_wait().unwrap().is_none(), "the bench ended early");

@@ -70,13 +70,20 @@ pub struct EmulateArgs {
     pub stats: PathBuf,
 }
 
-fn write_stats(path: &Path, timing: &Mutex<Timing>) {
+/// Rewrites the stats in place through `file`, opened once at start.
+///
+/// Design choice: never a new file (no temporary and rename), so that
+/// once the owner's journal removed the stats file — which a restore after
+/// a SIGKILL does while this process may still be ending — a late write
+/// cannot bring it back and leave the owner's directory non-empty. A
+/// reader may see a write half done; [`read_stats`] retries.
+fn write_stats(file: &std::fs::File, timing: &Mutex<Timing>) {
+    use std::os::unix::fs::FileExt;
     let s = timing.lock().unwrap_or_else(|p| p.into_inner()).snapshot();
-    let tmp = path.with_extension("tmp");
-    let json = serde_json::to_string(&s).expect("plain data");
+    let json = serde_json::to_vec(&s).expect("plain data");
     // Not fsynced: the stats are read by the live bench, not kept.
-    if std::fs::write(&tmp, json).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
+    if file.write_all_at(&json, 0).is_ok() {
+        let _ = file.set_len(json.len() as u64);
     }
 }
 
@@ -87,8 +94,21 @@ use timing::Timing;
 /// # Errors
 /// The file cannot be read or parsed.
 pub fn read_stats(path: &Path) -> std::io::Result<EmulatorStats> {
-    let text = std::fs::read_to_string(path)?;
-    serde_json::from_str(&text).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    let mut last = None;
+    // The emulator rewrites the file in place: a read may catch a write
+    // half done, and the next one will not.
+    for _ in 0..5 {
+        let text = std::fs::read_to_string(path)?;
+        match serde_json::from_str(&text) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        last.expect("set in the loop"),
+    ))
 }
 
 /// Serves `args.image` at `args.mount` until it is unmounted.
@@ -103,13 +123,20 @@ pub fn serve(args: &EmulateArgs) -> Result<(), String> {
         .open(&args.image)
         .map_err(|e| format!("opening {}: {e}", args.image.display()))?;
     let timing = Arc::new(Mutex::new(Timing::new(&profile.name)));
-    write_stats(&args.stats, &timing);
+    let stats = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&args.stats)
+        .map_err(|e| format!("creating {}: {e}", args.stats.display()))?;
+    let stats = Arc::new(stats);
+    write_stats(&stats, &timing);
     // Started before the priority is raised, so it stays an ordinary thread.
     let writer = {
-        let (timing, path) = (Arc::clone(&timing), args.stats.clone());
+        let (timing, stats) = (Arc::clone(&timing), Arc::clone(&stats));
         std::thread::spawn(move || loop {
             std::thread::sleep(STATS_INTERVAL);
-            write_stats(&path, &timing);
+            write_stats(&stats, &timing);
         })
     };
     drop(writer);
@@ -138,7 +165,7 @@ pub fn serve(args: &EmulateArgs) -> Result<(), String> {
             args.mount.display()
         )
     });
-    write_stats(&args.stats, &timing);
+    write_stats(&stats, &timing);
     result
 }
 

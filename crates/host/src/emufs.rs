@@ -104,9 +104,6 @@ pub(crate) fn start(
     journal.record(Change::RemoveFile {
         path: stats.clone(),
     })?;
-    journal.record(Change::RemoveFile {
-        path: stats.with_extension("tmp"),
-    })?;
     journal.record(Change::Mount {
         target: dev.clone(),
     })?;
