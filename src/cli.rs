@@ -94,12 +94,46 @@ pub enum Command {
     Trigger(TriggerArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
     Bench(Box<rtrec_bench::BenchArgs>),
+    /// Measure the storage under a directory into a device profile for `--device`.
+    Device(DeviceArgs),
     /// A background load of the bench (run by `rtrec bench` itself).
     #[command(name = "__bgload", hide = true)]
     BgLoad {
         /// The load's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// An emulated storage device (run by `rtrec bench --device` itself).
+    #[command(name = "__emulate", hide = true)]
+    Emulate {
+        /// The emulator's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// `rtrec device`.
+#[derive(Debug, Args)]
+pub struct DeviceArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: DeviceAction,
+}
+
+/// `rtrec device` actions.
+#[derive(Debug, Subcommand)]
+pub enum DeviceAction {
+    /// Measure bandwidth, request and flush latency and GC stalls of the device under DIR (writes about 100 MiB inside DIR, removed after).
+    Probe {
+        /// A directory on the device to measure.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Write the profile here (JSON; `rtrec bench --device FILE` replays it).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The profile's name.
+        #[arg(long, default_value = "board")]
+        name: String,
     },
 }
 

@@ -8,6 +8,7 @@
 //! done; 130 interrupted by a signal.
 
 mod cli;
+mod device;
 mod error;
 mod events;
 mod export;
@@ -33,7 +34,9 @@ fn main() {
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
         cli::Command::Trigger(a) => trigger::run(&a),
+        cli::Command::Device(a) => device::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
+        cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
     };
     let code = match result {
         Ok(code) => code,

@@ -31,6 +31,7 @@
 //! | [`signals`] | SIGINT/SIGTERM/SIGHUP as a flag; counting signals |
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
+//! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //!
 //! Design choice: the undo of each kind of change is one `match` in `undo`,
@@ -42,6 +43,7 @@
 
 pub mod allowlist;
 pub mod change;
+pub mod emufs;
 pub mod error;
 pub mod iosched;
 pub mod journal;

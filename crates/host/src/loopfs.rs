@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::allowlist::{LOOPFS_DIR_PREFIX, LOOPFS_IMAGE, LOOPFS_MOUNT};
 use crate::change::Change;
+use crate::emufs::{self, Emulator, EmulatorCommand};
 use crate::error::{io_err, Error, Result};
 use crate::journal::Journal;
 use crate::loopdev::run;
@@ -57,6 +58,9 @@ pub struct LoopFsOptions {
     /// system under an ext4 image, to snapshot that image atomically with
     /// `cp --reflink=always` (a power cut, frozen).
     pub xfs: bool,
+    /// Serve the image through this emulated device (see
+    /// [`crate::emufs`]) instead of straight from the disk under `parent`.
+    pub emulator: Option<EmulatorCommand>,
 }
 
 impl Default for LoopFsOptions {
@@ -67,6 +71,7 @@ impl Default for LoopFsOptions {
             mount_options: DEFAULT_MOUNT_OPTIONS.to_string(),
             xfs: false,
             parent: None,
+            emulator: None,
         }
     }
 }
@@ -83,6 +88,9 @@ pub struct LoopFs {
     image: PathBuf,
     /// Known once mounted.
     device: Option<PathBuf>,
+    /// The emulated device under the image, if any. After `journal`, so it
+    /// is dropped (waited for) after the journal's undo ended it.
+    emulator: Option<Emulator>,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -134,6 +142,7 @@ impl LoopFs {
             mount_point: dir.join(LOOPFS_MOUNT),
             image: dir.join(LOOPFS_IMAGE),
             device: None,
+            emulator: None,
         };
 
         fs.journal.record(Change::RemoveFile {
@@ -175,6 +184,15 @@ impl LoopFs {
             )?;
         }
 
+        // With an emulated device, the loop device sits on the image as the
+        // emulator serves it.
+        let mut loop_image = fs.image.clone();
+        if let Some(cmd) = &opts.emulator {
+            let (emulator, served) = emufs::start(&fs.journal, &dir, &fs.image, cmd)?;
+            fs.emulator = Some(emulator);
+            loop_image = served;
+        }
+
         fs.journal.record(Change::RemoveDir {
             path: fs.mount_point.clone(),
         })?;
@@ -196,7 +214,7 @@ impl LoopFs {
                 if opts.xfs { "xfs" } else { "ext4" }.as_ref(),
                 "-o".as_ref(),
                 format!("loop,{}", opts.mount_options).as_ref(),
-                fs.image.as_os_str(),
+                loop_image.as_os_str(),
                 fs.mount_point.as_os_str(),
             ],
         )?;
@@ -216,7 +234,7 @@ impl LoopFs {
             })?;
         fs.journal.record(Change::LoopDevice {
             device: device.clone(),
-            image: fs.image.clone(),
+            image: loop_image,
         })?;
         fs.device = Some(device);
         Ok(fs)
@@ -232,9 +250,15 @@ impl LoopFs {
         self.device.as_deref().expect("set by create")
     }
 
-    /// The image file behind the loop device.
+    /// The image file (on the disk; with an emulated device the loop
+    /// device reads it through the emulator).
     pub fn image(&self) -> &Path {
         &self.image
+    }
+
+    /// The emulated device's stats file, if the image is served by one.
+    pub fn emulator_stats(&self) -> Option<&Path> {
+        self.emulator.as_ref().map(Emulator::stats_path)
     }
 
     /// The mount options in effect, as `/proc/self/mounts` shows them
