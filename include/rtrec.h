@@ -329,6 +329,13 @@ typedef struct rtrec_config {
      * Reserved: must be 0 (it keeps the struct free of hidden padding).
      */
     uint32_t reserved1;
+    /**
+     * The durability interval, ns: the flush thread makes written records
+     * durable (`fdatasync`) at least this often and publishes the durable
+     * point (`rtrec_summary.durable_seq`); 0: only when a file is closed.
+     * Default 1 s (also for callers compiled before this field).
+     */
+    uint64_t sync_every_ns;
 } rtrec_config;
 
 /**
@@ -426,8 +433,9 @@ typedef struct rtrec_summary {
      */
     size_t struct_size;
     /**
-     * 1 when the recording ended with `rtrec_recorder_finish()`, 0 when it
-     * was aborted.
+     * 1 when the recording ended with `rtrec_recorder_finish()`, no write
+     * failed and nothing was dropped; 0 otherwise (aborted, a write
+     * failed, or records were dropped: see `records_dropped`).
      */
     int complete;
     /**
@@ -534,6 +542,16 @@ typedef struct rtrec_summary {
      * Flight recorder: events ended early by the next trigger.
      */
     uint64_t flight_events_cut_short;
+    /**
+     * Records accepted by `rtrec_recorder_record()`: copied into the ring
+     * (ring mode) or written (direct mode).
+     */
+    uint64_t records_queued;
+    /**
+     * Every record with a smaller sequence number is on storage, or its
+     * loss is: what survives a power cut (see docs/durability.md).
+     */
+    uint64_t durable_seq;
 } rtrec_summary;
 
 #ifdef __cplusplus

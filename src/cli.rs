@@ -50,7 +50,6 @@ fn one_line(e: &clap::Error) -> String {
 
 /// The examples at the end of each command's `--help` (2 to 4 each; a test
 /// checks every command has them).
-const EXAMPLES_RECORD: &str = "Examples:\n  rtrec record --period 5ms --size 16KiB --total 100MiB\n  rtrec record --duration 10s --rt --cpu 1\n  some-sensor | rtrec record --stdin --lines --dir logs\n  rtrec record --pre 2s --post 5s --trigger-on SIGUSR1";
 const EXAMPLES_VERIFY: &str =
     "Examples:\n  rtrec verify ./rtrec-data\n  rtrec verify --json rec-0001.rtr | jq .files";
 const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --restore";
@@ -70,6 +69,9 @@ const EXAMPLES_RECYCLE: &str =
     "Examples:\n  rtrec pool recycle --all\n  rtrec pool recycle ./rtrec-data/rec-0003.rtr";
 const EXAMPLES_TRIGGER: &str =
     "Examples:\n  rtrec trigger ./rtrec-data\n  rtrec trigger /mnt/data/flight";
+const EXAMPLES_RECOVER: &str = "Examples:\n  rtrec recover ./rtrec-data\n  rtrec recover /mnt/data/rec && rtrec verify /mnt/data/rec";
+const EXAMPLES_DEVICE: &str = "Examples:\n  rtrec device probe /mnt/data -o board.json\n  rtrec bench --device board.json --cases NONE,ALL";
+const EXAMPLES_DEVICE_PROBE: &str = "Examples:\n  rtrec device probe /mnt/data\n  rtrec device probe /mnt/data --name emmc -o emmc.json";
 const EXAMPLES_TRIM: &str =
     "Examples:\n  rtrec pool trim --keep 1\n  rtrec pool trim --dir /mnt/data/rec --keep 0";
 const EXAMPLES_REMOVE: &str =
@@ -88,12 +90,39 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The durability contract, as `rtrec record --help` states it (the long
+/// form is docs/durability.md).
+macro_rules! durability {
+    () => {
+        "\
+Durability: a record is queued when record() accepted it, written when write() returned,\n\
+durable when synced to storage. If the process dies, every written record survives (in\n\
+direct mode: every record stored without error; in ring mode: what the writer had written,\n\
+not what was still queued). After a power cut, every record before the last durable point\n\
+(durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
+write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
+the file is marked aborted, and the exit code is 1. After a crash, `rtrec recover DIR` (or\n\
+the next recording) moves an unfinished recording found in the pool back into DIR. See\n\
+docs/durability.md."
+    };
+}
+
+/// `rtrec record --help` ends with the durability contract, then examples.
+const RECORD_AFTER_HELP: &str = concat!(
+    durability!(),
+    "\n\n",
+    "Examples:\n  rtrec record --period 5ms --size 16KiB --total 100MiB\n  rtrec record --duration 10s --rt --cpu 1\n  some-sensor | rtrec record --stdin --lines --dir logs\n  rtrec record --pre 2s --post 5s --trigger-on SIGUSR1"
+);
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
-    #[command(after_help = EXAMPLES_RECORD)]
+    #[command(after_help = RECORD_AFTER_HELP)]
     Record(Box<RecordArgs>),
+    /// Move recordings a crash left unfinished in the pool back into the recording directory.
+    #[command(after_help = EXAMPLES_RECOVER)]
+    Recover(RecoverArgs),
     /// Check recordings: records, sequence gaps, stored losses, torn or corrupt tails.
     #[command(after_help = EXAMPLES_VERIFY)]
     Verify(VerifyArgs),
@@ -135,12 +164,48 @@ pub enum Command {
         #[arg(value_name = "COMMAND")]
         command: Option<String>,
     },
+    /// Measure the storage under a directory into a device profile for `--device`.
+    #[command(after_help = EXAMPLES_DEVICE)]
+    Device(DeviceArgs),
     /// A background load of the bench (run by `rtrec bench` itself).
     #[command(name = "__bgload", hide = true)]
     BgLoad {
         /// The load's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// An emulated storage device (run by `rtrec bench --device` itself).
+    #[command(name = "__emulate", hide = true)]
+    Emulate {
+        /// The emulator's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// `rtrec device`.
+#[derive(Debug, Args)]
+pub struct DeviceArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: DeviceAction,
+}
+
+/// `rtrec device` actions.
+#[derive(Debug, Subcommand)]
+pub enum DeviceAction {
+    /// Measure bandwidth, request and flush latency and GC stalls of the device under DIR (writes about 100 MiB inside DIR, removed after).
+    #[command(after_help = EXAMPLES_DEVICE_PROBE)]
+    Probe {
+        /// A directory on the device to measure.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Write the profile here (JSON; `rtrec bench --device FILE` replays it).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The profile's name.
+        #[arg(long, default_value = "board")]
+        name: String,
     },
 }
 
@@ -319,6 +384,14 @@ pub struct RecordArgs {
     #[arg(long, default_value = "2MiB", value_name = "SIZE")]
     pub flush_every: String,
 
+    /// Make written records durable (fdatasync on the flush thread) at least this often; 0: only when a file is closed.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub sync_every: String,
+
+    /// Keep FILE up to date (atomically replaced about every 20ms) with the queued, written and durable counts, as one JSON line.
+    #[arg(long, value_name = "FILE")]
+    pub status: Option<PathBuf>,
+
     /// Bytes per file [default: enough for the whole recording when its length is known, else 64MiB].
     #[arg(long, value_name = "SIZE")]
     pub file_size: Option<String>,
@@ -420,9 +493,17 @@ pub struct RecordArgs {
     #[arg(long, requires = "json")]
     pub timeline: bool,
 
-    /// Print "written SEQ" on stdout after each record stored (tests use it).
+    /// Print "written SEQ" on stdout after each record stored, "queued SEQ" in ring mode (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,
+}
+
+/// `rtrec recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Recording directory (its pool is DIR/.pool).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `rtrec verify`.
@@ -697,6 +778,15 @@ mod tests {
             OnFull::Drop
         );
         assert_eq!(record(&["--on-full", "block"]).on_full, OnFull::Block);
+    }
+
+    #[test]
+    fn the_sync_every_default_is_the_engines() {
+        let a = record(&[]);
+        assert_eq!(
+            rtrec_units::parse_duration(&a.sync_every).unwrap(),
+            rtrec_engine::DEFAULT_SYNC_EVERY_NS
+        );
     }
 
     fn record(words: &[&str]) -> RecordArgs {

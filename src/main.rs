@@ -8,12 +8,14 @@
 //! done; 130 interrupted by a signal.
 
 mod cli;
+mod device;
 mod doctor;
 mod error;
 mod events;
 mod export;
 mod pool;
 mod record;
+mod recover;
 mod report;
 mod signals;
 mod trigger;
@@ -26,6 +28,7 @@ fn main() {
     let cli = cli::parse();
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
+        cli::Command::Recover(a) => recover::run(&a),
         cli::Command::Verify(a) => verify::run(&a),
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),
@@ -37,7 +40,9 @@ fn main() {
         cli::Command::Completions { shell } => cli::completions(shell),
         cli::Command::Man { command } => cli::man(command.as_deref()),
         cli::Command::Trigger(a) => trigger::run(&a),
+        cli::Command::Device(a) => device::run(&a),
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
+        cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
     };
     let code = match result {
         Ok(code) => code,

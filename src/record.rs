@@ -103,6 +103,11 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     };
     cfg.max_latency_ns = duration_arg("max-latency", &a.max_latency)?;
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
+    // 0 is allowed here: durable points only when a file is closed.
+    cfg.sync_every_ns = match a.sync_every.trim() {
+        "0" => 0,
+        s => parse_duration(s).or_else(|e| usage(format!("--sync-every: {e}")))?,
+    };
     cfg.pool.files = a.pool_files;
     cfg.pool.on_empty = a.on_pool_empty;
     cfg.pool.refill_on_finish = !a.no_refill;
@@ -252,6 +257,21 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
             }
         });
     }
+    // A recording a crash left in the pool goes back first, and is named.
+    if plan.cfg.alloc == Alloc::Pool {
+        if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
+            for (from, to) in pool
+                .recover()
+                .map_err(|e| crate::Error::Usage(e.to_string()))?
+            {
+                eprintln!(
+                    "rtrec: recovered an unfinished recording: '{}' moved back as '{}'",
+                    from.display(),
+                    to.display()
+                );
+            }
+        }
+    }
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())
         .map_err(|e| crate::Error::Usage(e.to_string()))?;
@@ -264,6 +284,11 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
+    let status = a
+        .status
+        .clone()
+        .map(|path| spawn_status(path, live.clone(), done.clone()));
+    let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
 
     // Triggers from outside the process reach a flight recorder through
     // its socket in the directory (`rtrec trigger DIR`).
@@ -281,7 +306,8 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
         rec: &mut rec,
         triggers: Triggers::new(plan.trigger_every),
         offered: 0,
-        trace: a.trace_written,
+        trace: Trace::new(a.trace_written, ring),
+        writer_failed: false,
     };
     let mut timer = None;
     let outcome = match plan.source {
@@ -320,6 +346,12 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     if let Some(p) = progress {
         let _ = p.join();
     }
+    if let Some(h) = status {
+        // The last status says what the summary says (done: true).
+        if let Err(e) = h.join().unwrap_or(Ok(())) {
+            eprintln!("rtrec: warning: the status file could not be written: {e}");
+        }
+    }
     if let Some(path) = &a.json {
         write_json(path, &summary, rss.as_deref())?;
     }
@@ -349,11 +381,14 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {
             eprintln!(
-                "rtrec: the recording failed: {}",
+                "rtrec: the recording failed: {}; {} of {} records were written, {} dropped (stored as a loss); the recording is marked aborted",
                 summary
                     .error
                     .as_ref()
-                    .map_or("unknown error", |f| f.message.as_str())
+                    .map_or("unknown error", |f| f.message.as_str()),
+                summary.records_written,
+                summary.records_offered,
+                summary.records_dropped
             );
             1
         }
@@ -425,6 +460,29 @@ impl Triggers {
     }
 }
 
+/// `--trace-written`: one line per record `record()` accepted. In direct
+/// mode that record was written; in ring mode only queued (the writer
+/// writes it later), so the line says `queued` — the written count of ring
+/// mode is in `--status`.
+#[derive(Clone, Copy)]
+struct Trace {
+    word: Option<&'static str>,
+}
+
+impl Trace {
+    fn new(on: bool, ring: bool) -> Trace {
+        Trace {
+            word: on.then_some(if ring { "queued" } else { "written" }),
+        }
+    }
+}
+
+fn trace(seq: u64, t: Trace) {
+    if let Some(w) = t.word {
+        println!("{w} {seq}");
+    }
+}
+
 /// The one way a source reaches the recorder: records go in through
 /// [`Session::record`], waits for input through [`Session::idle`]; both take
 /// the trigger requests first.
@@ -433,15 +491,19 @@ struct Session<'a> {
     triggers: Triggers,
     /// Records handed to the recorder (stored or dropped and counted).
     offered: u64,
-    trace: bool,
+    trace: Trace,
+    /// A `write()` failed: the recording ends (the summary says why).
+    writer_failed: bool,
 }
 
 impl Session<'_> {
     fn record(&mut self, data: &[u8]) {
         self.triggers.take(self.rec);
         let seq = self.rec.next_seq();
-        if self.rec.record(data).is_ok() && self.trace {
-            println!("written {seq}");
+        match self.rec.record(data) {
+            Ok(()) => trace(seq, self.trace),
+            Err(rtrec_engine::RecordError::WriterFailed) => self.writer_failed = true,
+            Err(_) => {}
         }
         self.offered += 1;
     }
@@ -478,6 +540,10 @@ fn synthetic(
         let k = 8.min(size);
         buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
         s.record(&buf);
+        if s.writer_failed {
+            // A write error ends the recording (the summary says why).
+            return Outcome::Done;
+        }
     }
     Outcome::Done
 }
@@ -712,7 +778,9 @@ fn spawn_progress(
             bar.set_position(w);
             let events = live.events.load(Ordering::Relaxed);
             bar.set_message(format!(
-                "| {} | max write {} | {} dropped{}",
+                "written | {} queued, durable to {} | {} | max write {} | {} dropped{}",
+                live.records_queued.load(Ordering::Relaxed),
+                live.durable_seq.load(Ordering::Relaxed),
                 format_size(live.bytes_written.load(Ordering::Relaxed)),
                 format_duration(live.max_write_ns.load(Ordering::Relaxed)),
                 live.records_dropped.load(Ordering::Relaxed),
@@ -725,6 +793,47 @@ fn spawn_progress(
             std::thread::sleep(Duration::from_millis(200));
         }
         bar.finish_and_clear();
+    })
+}
+
+/// `--status FILE`: the live counts as one JSON line, replaced atomically
+/// about every 20 ms, and once more with `"done": true` when the recording
+/// has ended. The temporary file is created `O_EXCL|O_NOFOLLOW` relative to
+/// the directory and renamed over the name (a planted symlink is replaced,
+/// never written through); not fsynced: it is for watching, and lives
+/// outside the recording's filesystem.
+fn spawn_status(
+    path: PathBuf,
+    live: Arc<LiveStats>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<std::io::Result<()>> {
+    std::thread::spawn(move || {
+        let (dir, name) = rtrec_sys::Dir::of_file(&path)?;
+        let mut tmp = std::ffi::OsString::from(".");
+        tmp.push(name);
+        tmp.push(".tmp");
+        let name = name.to_os_string();
+        loop {
+            let finished = done.load(Ordering::Acquire);
+            let line = serde_json::json!({
+                "records_queued": live.records_queued.load(Ordering::Relaxed),
+                "records_written": live.records_written.load(Ordering::Relaxed),
+                "records_dropped": live.records_dropped.load(Ordering::Relaxed),
+                "written_seq": live.written_seq.load(Ordering::Acquire),
+                "durable_seq": live.durable_seq.load(Ordering::Acquire),
+                "events": live.events.load(Ordering::Relaxed),
+                "done": finished,
+            })
+            .to_string()
+                + "\n";
+            dir.remove_file(&tmp)?;
+            dir.create_excl(&tmp, 0o644)?.write_all(line.as_bytes())?;
+            dir.rename_replace(&tmp, &name)?;
+            if finished {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     })
 }
 
@@ -812,7 +921,21 @@ fn print_summary(s: &Summary, to_stderr: bool) {
         if s.complete {
             String::new()
         } else {
-            format!(", INCOMPLETE ({})", s.abort_reason.as_deref().unwrap_or(""))
+            match &s.abort_reason {
+                Some(r) => format!(", INCOMPLETE ({r})"),
+                None => format!(", INCOMPLETE ({} records dropped)", s.records_dropped),
+            }
+        }
+    );
+    out += &format!(
+        "queued {}, written {}, durable up to record {} (sync every {})\n",
+        s.records_queued,
+        s.records_written,
+        s.durable_seq,
+        if c.sync_every_ns == 0 {
+            "file close".to_string()
+        } else {
+            format_duration(c.sync_every_ns)
         }
     );
     out += &format!(

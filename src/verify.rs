@@ -6,6 +6,11 @@
 //! Wall-clock times (UTC, milliseconds) come from each file's header,
 //! which maps the monotonic clock of the records to the real-time clock.
 //!
+//! A directory's pool (`DIR/.pool`) is looked at too: a slot holding an
+//! unfinished recording (a crash came before its move out of the pool was
+//! on storage) is named, with `rtrec recover DIR` as the way to get it
+//! back, and makes the result not clean.
+//!
 //! Exit codes: 0 every file complete and clean; 1 a file is corrupt, has
 //! missing data, was aborted, is unfinished (interrupted: its intact prefix
 //! is reported), or is a raw file that cannot be checked (no sidecar);
@@ -13,6 +18,7 @@
 
 use std::path::PathBuf;
 
+use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{
     check_continuity, recording_files, verify_file, FileReport, FileStatus,
 };
@@ -40,14 +46,23 @@ struct Report {
     salvageable_records: u64,
     /// Damaged byte ranges in all files.
     damaged_ranges: u64,
-    /// True when every file is complete and clean (exit code 0).
+    /// Pool slots holding an unfinished recording (`rtrec recover` moves
+    /// them back).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unfinished_in_pool: Vec<PathBuf>,
+    /// True when every file is complete and clean and no pool slot holds
+    /// an unfinished recording (exit code 0).
     clean: bool,
 }
 
 /// Verifies every recording file among `paths` (files, or directories of
 /// recordings) and checks the files of each recording against each other.
-pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<Vec<FileReport>> {
+/// Also returns the pool slots of those directories that hold an
+/// unfinished recording (a crash came before its move out of the pool was
+/// on storage).
+pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<(Vec<FileReport>, Vec<PathBuf>)> {
     let mut found: Vec<PathBuf> = Vec::new();
+    let mut in_pool: Vec<PathBuf> = Vec::new();
     for p in paths {
         let meta = match std::fs::metadata(p) {
             Ok(m) => m,
@@ -56,7 +71,12 @@ pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<Vec<FileReport>> {
         if meta.is_dir() {
             let more = recording_files(p)
                 .map_err(|e| crate::Error::Usage(format!("cannot list '{}': {e}", p.display())))?;
-            if more.is_empty() {
+            let hidden = match Pool::open(p) {
+                Ok(Some(pool)) => pool.unfinished().unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            in_pool.extend(hidden.into_iter().map(|u| u.slot));
+            if more.is_empty() && in_pool.is_empty() {
                 return usage(format!(
                     "'{}' holds no recordings (*.rtr or *.raw files)",
                     p.display()
@@ -75,19 +95,20 @@ pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<Vec<FileReport>> {
         );
     }
     check_continuity(&mut files);
-    Ok(files)
+    Ok((files, in_pool))
 }
 
 /// Runs `rtrec verify`.
 pub fn run(a: &VerifyArgs) -> crate::Result<i32> {
-    let files = verify_paths(&a.paths)?;
+    let (files, in_pool) = verify_paths(&a.paths)?;
     let report = Report {
         records: files.iter().map(|f| f.records).sum(),
         lost_records: files.iter().map(|f| f.lost_records).sum(),
         missing_records: files.iter().map(|f| f.missing_records).sum(),
         salvageable_records: files.iter().map(|f| f.salvageable_records).sum(),
         damaged_ranges: files.iter().map(|f| f.damaged_ranges).sum(),
-        clean: files.iter().all(|f| f.is_clean()),
+        clean: files.iter().all(|f| f.is_clean()) && in_pool.is_empty(),
+        unfinished_in_pool: in_pool,
         files,
     };
     if a.json {
@@ -155,6 +176,17 @@ fn print_text(r: &Report) {
         if f.notes_omitted > 0 {
             println!("  ... and {} more finding(s) (see --json)", f.notes_omitted);
         }
+    }
+    for slot in &r.unfinished_in_pool {
+        let dir = slot
+            .parent()
+            .and_then(|p| p.parent())
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        println!(
+            "{}: UNFINISHED RECORDING IN THE POOL (a crash interrupted it); `rtrec recover {dir}` moves it back",
+            slot.display()
+        );
     }
     println!(
         "{} file(s), {} records, {} lost (stored), {} missing, {} damaged range(s): {}",

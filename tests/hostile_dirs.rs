@@ -382,7 +382,7 @@ fn sighup_ends_a_recording_like_sigterm_with_its_end_frame() {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    assert!(line.starts_with("written "), "{line}");
+    assert!(line.starts_with("queued "), "{line}");
     let kill = Command::new("kill")
         .args(["-HUP", &child.id().to_string()])
         .status()

@@ -7,6 +7,10 @@
 //! `written SEQ` after each record's `write()` returned: from then on the
 //! record is in the page cache and must survive the death of the process.
 
+mod common;
+use common::show;
+use common::Rng;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -18,43 +22,6 @@ use serde_json::Value;
 
 /// Kills per run.
 const KILLS: u32 = 20;
-
-/// A small deterministic PRNG (xorshift64*): the seed is printed so a
-/// failing run can be replayed with `RTREC_KILL_SEED`.
-struct Rng(u64);
-
-impl Rng {
-    fn from_env() -> Rng {
-        let seed = std::env::var("RTREC_KILL_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            })
-            | 1;
-        eprintln!("kill test seed: RTREC_KILL_SEED={seed}");
-        Rng(seed)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn verify_json(path: &Path) -> (Output, Option<Value>) {
     let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
@@ -286,7 +253,7 @@ fn records_reported_written_survive_sigkill_and_verify_never_accepts_damage() {
         return;
     }
     let fs = LoopFs::create(&LoopFsOptions::default()).unwrap();
-    let mut rng = Rng::from_env();
+    let mut rng = Rng::from_env("RTREC_KILL_SEED");
     let mut sample = None;
     let mut with_records = 0;
     let mut failures: Vec<String> = Vec::new();

@@ -4,6 +4,9 @@
 //! on to its next file leaves exactly that (the previous file closed and
 //! marked "continued", the next one not yet named); so does a lost file.
 
+mod common;
+use common::show;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -14,15 +17,6 @@ fn rtrec(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A clean recording of 600 records of 4 KiB in files of 1 MiB (about 250

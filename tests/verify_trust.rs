@@ -5,6 +5,9 @@
 //! recordings are checked against their sidecar (and unverifiable without
 //! it), and a FIFO is refused instead of read forever.
 
+mod common;
+use common::show;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -16,15 +19,6 @@ fn rtrec(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Records `count` records of 4 KiB into `dir` (files of 1 MiB), with

@@ -1,8 +1,10 @@
-//! Helpers shared by the integration tests of the `rtrec` binary.
+//! Helpers shared by the command-line tests: showing a command's output in
+//! a failure message, and a seeded PRNG for randomised rounds.
+#![allow(dead_code)] // each test file uses its own subset
 
 use std::process::Output;
 
-/// A finished command's exit code, stdout and stderr, for a failure message.
+/// A command's exit code, stdout and stderr, for an assertion message.
 pub fn show(o: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}--- stderr\n{}",
@@ -10,4 +12,35 @@ pub fn show(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// A small deterministic PRNG (xorshift64*): seeded from the clock, or from
+/// the environment variable the test names; the seed is printed so a
+/// failing run can be replayed.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded from `var` when set, else from the clock.
+    pub fn from_env(var: &str) -> Rng {
+        let seed = std::env::var(var)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            })
+            | 1;
+        eprintln!("seed: {var}={seed}");
+        Rng(seed)
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
 }

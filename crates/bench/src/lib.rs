@@ -62,6 +62,7 @@ use crate::output::table;
 use crate::protocol::{Overrides, Protocol};
 use crate::report::{BenchReport, SCHEMA_VERSION};
 use crate::scenario::{Scenario, SCENARIOS};
+pub use crate::target::DeviceArg;
 use crate::target::Target;
 
 /// The options of `rtrec bench`.
@@ -102,6 +103,10 @@ pub struct BenchArgs {
     /// Where to put the ext4 image (default: the system's temporary directory).
     #[arg(long, value_name = "PATH", conflicts_with = "dir")]
     pub image_dir: Option<PathBuf>,
+
+    /// Put the ext4 image on an emulated device: emmc, sd, hdd-5400, native, or a profile file (e.g. from `rtrec device probe`); docs/devices.md.
+    #[arg(long, value_name = "PROFILE", conflicts_with = "dir", value_parser = parse_device)]
+    pub device: Option<DeviceArg>,
 
     /// Write the results as JSON to FILE, again after every case (schema: docs/bench-schema.md); `-` is stdout, at the end.
     #[arg(long, value_name = "FILE")]
@@ -146,6 +151,12 @@ pub struct BenchArgs {
     /// With --explain: keep each case's raw trace (tracefs text, as trace-cmd and perf users read it) in DIR.
     #[arg(long, value_name = "DIR", requires = "explain")]
     pub explain_raw: Option<PathBuf>,
+}
+
+/// `--device`: a shipped profile's name or a profile file, loaded and
+/// checked now (a bad profile is a usage error).
+fn parse_device(s: &str) -> Result<DeviceArg, String> {
+    DeviceArg::parse(s)
 }
 
 /// `--period`: the units grammar, from 1 ns to 1 hour.
@@ -417,6 +428,7 @@ fn run_plan(
     let target = Target::prepare(
         args.dir.as_deref(),
         args.image_dir.as_deref(),
+        args.device.as_ref(),
         &mut warnings,
     )?;
 
@@ -451,7 +463,12 @@ fn run_plan(
     }
     let mut report = BenchReport {
         schema_version: SCHEMA_VERSION,
-        environment: target::environment(&target, flusher.found(), flusher.can_switch()),
+        environment: target::environment(
+            &target,
+            args.device.as_ref(),
+            flusher.found(),
+            flusher.can_switch(),
+        ),
         warnings: Vec::new(),
         complete: false,
         interrupted: false,
@@ -505,6 +522,7 @@ fn run_plan(
         );
         failed |= r.error.is_some();
         report.cases.push(r);
+        report.environment.emulator = target.emulator_stats();
         report.warnings = warnings.iter().map(ToString::to_string).collect();
         if let Err(e) = exports.write_all(&report) {
             eprintln!("rtrec bench: {e:#}");

@@ -12,7 +12,7 @@ use crate::scenario::{Flusher, Load, Published, Scenario};
 use crate::study::Study;
 
 /// Version of this schema; raised on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The whole `--json` document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -61,6 +61,11 @@ pub struct Environment {
     pub io_scheduler: String,
     /// Size of the ext4 journal, bytes, when it could be read.
     pub journal_bytes: Option<u64>,
+    /// The emulated device's profile (`--device`), `native` without one.
+    pub device_profile: String,
+    /// What the emulated device served and its timing error (asked against
+    /// served delay), read after every case; `None` without emulation.
+    pub emulator: Option<rtrec_emu::EmulatorStats>,
     /// The `vm.dirty_*` values found at start (the FON values).
     pub vm_dirty: VmDirty,
     /// True when the FOFF cases could change the sysctls (root).

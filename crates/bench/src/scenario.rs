@@ -438,7 +438,7 @@ impl Scenario {
     /// (`None` for the fallocate and memcpy cases).
     ///
     /// The study's cases: `direct` mode, `raw` framing, the case's `alloc`
-    /// and `flush`. rtrec's cases: `Config::default()` as it is. Both get the
+    /// and `flush`, no durability sync. rtrec's cases: `Config::default()` as it is. Both get the
     /// workload's flush interval and file size, and keep every `write()`
     /// latency.
     pub fn config(&self, protocol: &Protocol) -> Option<Config> {
@@ -446,11 +446,14 @@ impl Scenario {
             return None;
         };
         let base = match strategies {
+            // The study had no periodic durability sync: only its flush
+            // strategy pushes data to storage.
             Strategies::Paper { alloc, flush } => Config {
                 mode: Mode::Direct,
                 alloc,
                 flush,
                 framing: Framing::Raw,
+                sync_every_ns: 0,
                 ..Config::default()
             },
             Strategies::EngineDefault => Config::default(),

@@ -12,12 +12,72 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Context;
+use rtrec_emu::{EmulatorStats, Profile};
+use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopdev;
 use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions};
 use rtrec_host::mounts::{mount_of, read_mounts, MountEntry};
 
 use crate::output::Warning;
 use crate::report::Environment;
+
+/// Environment variable naming the program to run as the emulator
+/// (`PROGRAM __emulate …`; default: the running rtrec binary). For test
+/// binaries, which are not rtrec.
+pub const EMULATOR_ENV: &str = "RTREC_EMULATOR";
+
+/// `--device`: how the user named the profile, and the profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceArg {
+    /// A shipped name, or the canonical path of a profile file (what the
+    /// emulator process is given).
+    pub spec: String,
+    /// The checked profile.
+    pub profile: Profile,
+}
+
+impl DeviceArg {
+    /// Loads and checks a profile by name or file.
+    ///
+    /// # Errors
+    /// One sentence: no such profile or file, or an invalid profile.
+    pub fn parse(s: &str) -> Result<DeviceArg, String> {
+        let profile = Profile::load(s).map_err(|e| e.to_string())?;
+        let spec = if rtrec_emu::profile::BUILTIN.iter().any(|(n, _)| *n == s) {
+            s.to_string()
+        } else {
+            Path::new(s)
+                .canonicalize()
+                .map_err(|e| format!("'{s}': {e}"))?
+                .display()
+                .to_string()
+        };
+        Ok(DeviceArg { spec, profile })
+    }
+
+    /// The emulator command for this profile, or `None` for a profile that
+    /// emulates nothing (`native`).
+    ///
+    /// # Errors
+    /// The running executable cannot be found.
+    pub fn emulator(&self) -> anyhow::Result<Option<EmulatorCommand>> {
+        if self.profile.is_native() {
+            return Ok(None);
+        }
+        let program = match std::env::var_os(EMULATOR_ENV) {
+            Some(p) => PathBuf::from(p),
+            None => std::env::current_exe().context("finding the rtrec executable")?,
+        };
+        Ok(Some(EmulatorCommand {
+            program,
+            args: vec![
+                "__emulate".into(),
+                "--profile".into(),
+                self.spec.clone().into(),
+            ],
+        }))
+    }
+}
 
 /// Size of the default image (sparse: it costs only what is written).
 pub const IMAGE_BYTES: u64 = 2 << 30;
@@ -68,8 +128,13 @@ impl Target {
     pub fn prepare(
         dir: Option<&Path>,
         image_dir: Option<&Path>,
+        device: Option<&DeviceArg>,
         warnings: &mut Vec<Warning>,
     ) -> anyhow::Result<Target> {
+        let emulator = match device {
+            Some(d) => d.emulator()?,
+            None => None,
+        };
         if let Some(d) = dir {
             let d = d
                 .canonicalize()
@@ -95,6 +160,7 @@ impl Target {
                 let opts = LoopFsOptions {
                     size: IMAGE_BYTES,
                     parent: image_dir.map(Path::to_path_buf),
+                    emulator,
                     ..LoopFsOptions::default()
                 };
                 let fs = LoopFs::create(&opts).context(
@@ -111,6 +177,11 @@ impl Target {
                     cleanup: WorkDir(Some(work)),
                     loopfs: Some(fs),
                 })
+            }
+            Err(reason) if emulator.is_some() => {
+                anyhow::bail!(
+                    "an emulated device (--device) needs root and a loop device: {reason}"
+                )
             }
             Err(reason) => {
                 warnings.push(Warning::NotRoot {
@@ -130,6 +201,13 @@ impl Target {
                 })
             }
         }
+    }
+
+    /// What the emulated device reports so far (its timing error), if the
+    /// image is on one; `None` too when its stats cannot be read.
+    pub fn emulator_stats(&self) -> Option<EmulatorStats> {
+        let path = self.loopfs.as_ref()?.emulator_stats()?;
+        rtrec_emu::read_stats(path).ok()
     }
 
     /// The loop device of our own image, if that is the target.
@@ -262,6 +340,7 @@ fn first_line(path: &str) -> Option<String> {
 /// start.
 pub fn environment(
     target: &Target,
+    device: Option<&DeviceArg>,
     vm_dirty: crate::report::VmDirty,
     flusher_control: bool,
 ) -> Environment {
@@ -283,7 +362,7 @@ pub fn environment(
         .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
         .unwrap_or(0)
         * 1024;
-    let (device, io_scheduler) = match block_device_of(&target.work) {
+    let (device_text, io_scheduler) = match block_device_of(&target.work) {
         Some(dev) if dev.starts_with("loop") => {
             let backing =
                 first_line(&format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
@@ -321,10 +400,12 @@ pub fn environment(
         target: target.kind.to_string(),
         path: target.work.display().to_string(),
         filesystem: m.fstype.clone(),
-        device,
+        device: device_text,
         mount_options: m.options.clone(),
         io_scheduler,
         journal_bytes: journal_bytes(&m),
+        device_profile: device.map_or_else(|| "native".to_string(), |d| d.profile.name.clone()),
+        emulator: target.emulator_stats(),
         vm_dirty,
         flusher_control,
         rtrec_version: env!("CARGO_PKG_VERSION").to_string(),

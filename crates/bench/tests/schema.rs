@@ -66,6 +66,11 @@ fn fake_report() -> BenchReport {
         schema_version: SCHEMA_VERSION,
         environment: Environment {
             command_line: vec!["rtrec".into(), "bench".into()],
+            device_profile: "emmc".into(),
+            emulator: Some(rtrec_emu::EmulatorStats {
+                profile: "emmc".into(),
+                ..Default::default()
+            }),
             ..Environment::default()
         },
         warnings: vec!["a warning".into()],

@@ -280,6 +280,33 @@ fn allocate_and_name(
     Ok((header, offset))
 }
 
+/// Bytes of the append-mode reserve file: room for the loss and end frames
+/// (`RESERVED_BYTES`), the raw sidecar and a directory block, with margin.
+pub(crate) const RESERVE_BYTES: u64 = 256 * 1024;
+
+/// Append mode keeps no room inside its files, so a recording keeps it in
+/// a hidden file beside them, `.BASE-reserve.tmp`, allocated here; the
+/// writer deletes it when the disk is full, and its blocks take the closing
+/// frames. Too little space for it is a `NoSpace` error before recording.
+pub(crate) fn create_reserve(dir: &Path, base: &str) -> Result<PathBuf, Error> {
+    let path = dir.join(format!(".{base}-reserve.tmp"));
+    let file = sys::create_new(&path).map_err(|e| Error::io("creating", &path, e))?;
+    let avail = sys::available_bytes(&file).unwrap_or(0);
+    if let Err(e) = sys::fallocate(&file, sys::FallocateMode::ExtendSize, 0, RESERVE_BYTES) {
+        let _ = std::fs::remove_file(&path);
+        return Err(if e.raw_os_error() == Some(libc::ENOSPC) {
+            Error::NoSpace {
+                dir: dir.to_path_buf(),
+                need: RESERVE_BYTES,
+                avail,
+            }
+        } else {
+            Error::io("pre-allocating", &path, e)
+        });
+    }
+    Ok(path)
+}
+
 /// Closes a file: records its valid length in the header, truncates unused
 /// space and fsyncs (data and metadata), as S1 ends a recording.
 ///

@@ -18,6 +18,11 @@
 //!   frames in the event whose span they fall into.
 //! - The trigger frame stores the trigger's wall-clock time as well as its
 //!   monotonic one, so `rtrec events` lists events by the time of day.
+//! - A write failure (full disk, EIO) ends only the event it happens in:
+//!   its file is closed as aborted, with the failed record stored as a
+//!   loss, and the recorder goes on; a later trigger opens a new event file
+//!   if one can be had (the summary keeps the first failure and
+//!   `complete: false`).
 
 use std::collections::VecDeque;
 
@@ -231,6 +236,20 @@ impl Flight {
             last_ts: ts,
         });
         Ok(())
+    }
+
+    /// After a write failure: ends the active event's file as aborted (see
+    /// [`Writer::abort_event`]); the recorder goes on and the next trigger
+    /// opens a new event if there is room for it.
+    pub(crate) fn abort(&mut self, w: &mut Writer) {
+        let post = match self.active.take() {
+            Some(a) => {
+                self.stats.post_records_saved += a.post_records;
+                (a.last_ts.saturating_sub(a.trigger_ts), a.post_records)
+            }
+            None => (0, 0),
+        };
+        w.abort_event(post);
     }
 
     /// Closes an active event at the end of the recording.

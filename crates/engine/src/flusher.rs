@@ -1,13 +1,25 @@
 //! The flusher: a background thread of lower priority than the writer that
-//! pushes written data to storage according to the [`Flush`] strategy, so no
-//! flush call ever runs on the producer's (or, in ring mode, the writer's)
-//! thread.
+//! pushes written data to storage according to the [`Flush`] strategy, and
+//! makes them durable every `sync_every_ns`, so no flush or sync call ever
+//! runs on the producer's (or, in ring mode, the writer's) thread.
 //!
-//! The writing side only stores how far it has written ([`Flusher::advance`])
-//! and wakes the thread when a `flush_every` boundary is crossed; the thread
-//! works on whole `flush_every` chunks behind that point.
+//! The writing side only stores how far it has written ([`Flusher::advance`],
+//! [`Flusher::publish`]) and wakes the thread when a `flush_every` boundary
+//! is crossed; the thread works on whole `flush_every` chunks behind that
+//! point.
+//!
+//! Durability (see `docs/durability.md`): when the writer switches to a new
+//! file, the thread first fsyncs that file and the directories involved (the
+//! recording directory and, for a pool file, the pool's), so a new file and
+//! its name are on storage before any durable point inside it. Every
+//! `sync_every_ns` it then reads the writer's published sequence number,
+//! `fdatasync`s the file and publishes that number as the durable point
+//! ([`LiveStats::durable_seq`]). The sequence number is read between two
+//! reads of the file epoch: when the writer switched files meanwhile, the
+//! sync is skipped (the writer's close already made the old file durable).
 
 use std::fs::File;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -17,13 +29,23 @@ use rtrec_sys as sys;
 
 use crate::config::{Config, Flush};
 use crate::error::Failure;
-use crate::stats::{Latency, LatencySummary};
+use crate::stats::{Latency, LatencySummary, LiveStats};
+
+/// The current file and the directories whose entries name it.
+type Target = (Arc<File>, Vec<PathBuf>);
 
 struct Shared {
     written: AtomicU64,
     epoch: AtomicU64,
-    file: Mutex<Option<Arc<File>>>,
+    file: Mutex<Option<Target>>,
     stop: AtomicBool,
+    /// The writer's next sequence number after its last write to the
+    /// current file.
+    seq: AtomicU64,
+    /// The writer's next sequence number when it closed (and fsynced) the
+    /// file before the current one: durable once the directories are synced.
+    closed_seq: AtomicU64,
+    live: Arc<LiveStats>,
 }
 
 /// What the flush thread did.
@@ -35,6 +57,11 @@ pub struct FlushStats {
     pub cpu_ns: u64,
     /// Latency of each flush step (one chunk), ns.
     pub flush_ns: Option<LatencySummary>,
+    /// Durability syncs made (`sync_every_ns`, and the syncs of new files
+    /// and their directories).
+    pub syncs: u64,
+    /// Latency of each durability sync, ns.
+    pub sync_ns: Option<LatencySummary>,
     /// First flush failure, if any, with its errno (flushing goes on; the
     /// final fsync decides whether the recording failed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -50,20 +77,25 @@ pub(crate) struct Flusher {
 }
 
 impl Flusher {
-    /// Starts the thread (none for [`Flush::None`]).
-    pub(crate) fn start(cfg: &Config) -> std::io::Result<Flusher> {
+    /// Starts the thread (none for [`Flush::None`] without `sync_every_ns`:
+    /// then [`Flusher::switch`] syncs new files itself).
+    pub(crate) fn start(cfg: &Config, live: Arc<LiveStats>) -> std::io::Result<Flusher> {
         let shared = Arc::new(Shared {
             written: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             file: Mutex::new(None),
             stop: AtomicBool::new(false),
+            seq: AtomicU64::new(0),
+            closed_seq: AtomicU64::new(0),
+            live,
         });
         let every = cfg.flush_every.max(1);
-        let thread = if cfg.flush == Flush::None {
+        let thread = if cfg.flush == Flush::None && cfg.sync_every_ns == 0 {
             None
         } else {
             let s = shared.clone();
             let (strategy, nice, cpu) = (cfg.flush, cfg.flusher_nice, cfg.rt.flusher_cpu);
+            let sync_every = cfg.sync_every_ns;
             Some(
                 thread::Builder::new()
                     .name("rtrec-flush".into())
@@ -74,7 +106,7 @@ impl Flusher {
                         if let Some(c) = cpu {
                             let _ = sys::pin_to_cpu(c);
                         }
-                        run(&s, strategy, every)
+                        run(&s, strategy, every, sync_every)
                     })?,
             )
         };
@@ -86,13 +118,47 @@ impl Flusher {
         })
     }
 
-    /// Points the flusher at a new file (offsets restart at 0).
-    pub(crate) fn switch(&mut self, file: Arc<File>) {
-        let mut g = self.shared.file.lock().unwrap_or_else(|e| e.into_inner());
-        *g = Some(file);
-        self.shared.written.store(0, Ordering::Release);
-        self.shared.epoch.fetch_add(1, Ordering::AcqRel);
+    /// Points the flusher at a new file (offsets restart at 0) whose name
+    /// lives in `dirs`; the thread fsyncs the file and `dirs` before any
+    /// durable point inside it. `closed_seq`: every record before it is in
+    /// files closed (and fsynced) so far.
+    ///
+    /// Without a thread the syncs happen here, on the caller's thread (only
+    /// with `Flush::None` and `sync_every_ns` 0).
+    pub(crate) fn switch(
+        &mut self,
+        file: Arc<File>,
+        dirs: Vec<PathBuf>,
+        closed_seq: u64,
+    ) -> std::io::Result<()> {
+        self.shared.closed_seq.store(closed_seq, Ordering::Release);
+        self.shared.seq.store(closed_seq, Ordering::Release);
+        if self.thread.is_none() {
+            sync_new(&file, &dirs)?;
+            self.shared
+                .live
+                .durable_seq
+                .fetch_max(closed_seq, Ordering::AcqRel);
+        }
+        {
+            let mut g = self.shared.file.lock().unwrap_or_else(|e| e.into_inner());
+            *g = Some((file, dirs));
+            self.shared.written.store(0, Ordering::Release);
+            self.shared.epoch.fetch_add(1, Ordering::AcqRel);
+        }
         self.next_wake = self.every;
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+        Ok(())
+    }
+
+    /// Publishes that every record before `seq` is written (or its loss
+    /// stored) in the current file. Two atomic stores, no system call.
+    #[inline]
+    pub(crate) fn publish(&self, seq: u64) {
+        self.shared.seq.store(seq, Ordering::Release);
+        self.shared.live.written_seq.store(seq, Ordering::Release);
     }
 
     /// Tells the flusher the file now holds `offset` bytes; wakes it when a
@@ -130,43 +196,96 @@ impl Drop for Flusher {
     }
 }
 
-fn run(s: &Shared, strategy: Flush, every: u64) -> FlushStats {
+/// Fsyncs a new file and the directories naming it.
+fn sync_new(f: &File, dirs: &[PathBuf]) -> std::io::Result<()> {
+    sys::fsync(f)?;
+    for d in dirs {
+        sys::fsync(&File::open(d)?)?;
+    }
+    Ok(())
+}
+
+fn run(s: &Shared, strategy: Flush, every: u64, sync_every: u64) -> FlushStats {
     let mut stats = FlushStats::default();
     let mut lat = Latency::new();
+    let mut sync_lat = Latency::new();
     let mut epoch = u64::MAX;
     let mut file: Option<Arc<File>> = None;
     let mut flushed = 0u64; // bytes before this offset have been handed to the kernel
+    let mut durable = 0u64; // the durable point published last
+    let mut next_sync = sys::monotonic_ns().saturating_add(sync_every);
+    let note = |stats: &mut FlushStats, r: std::io::Result<()>| match r {
+        Ok(()) => true,
+        Err(err) => {
+            stats.error.get_or_insert_with(|| Failure::from_io(&err));
+            false
+        }
+    };
     loop {
         let stopping = s.stop.load(Ordering::Acquire);
         let e = s.epoch.load(Ordering::Acquire);
         if e != epoch {
-            file = s.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let target = s.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
             epoch = e;
             flushed = 0;
+            file = target.as_ref().map(|(f, _)| f.clone());
+            if let Some((f, dirs)) = target {
+                // The new file and its name first: then the closed files
+                // before it (fsynced by the writer) are named on storage too.
+                let t0 = sys::monotonic_ns();
+                let r = sync_new(&f, &dirs);
+                sync_lat.record(sys::monotonic_ns() - t0);
+                stats.syncs += 1;
+                if note(&mut stats, r) {
+                    let closed = s.closed_seq.load(Ordering::Acquire);
+                    durable = durable.max(closed);
+                    s.live.durable_seq.fetch_max(closed, Ordering::AcqRel);
+                }
+            }
         }
         let written = s.written.load(Ordering::Acquire);
         if let Some(f) = &file {
-            while written >= flushed + every && !s.stop.load(Ordering::Acquire) {
+            while strategy != Flush::None
+                && written >= flushed + every
+                && !s.stop.load(Ordering::Acquire)
+            {
                 let t0 = sys::monotonic_ns();
                 let r = flush_chunk(f, strategy, flushed, every);
                 lat.record(sys::monotonic_ns() - t0);
                 stats.flushes += 1;
-                if let Err(err) = r {
-                    stats.error.get_or_insert_with(|| Failure::from_io(&err));
-                }
+                note(&mut stats, r);
                 flushed += every;
                 if matches!(strategy, Flush::Fdatasync | Flush::Fsync) {
                     // One whole-file sync covers every chunk behind `written`.
                     flushed = written / every * every;
                 }
             }
+            let now = sys::monotonic_ns();
+            if sync_every > 0 && now >= next_sync && !stopping {
+                next_sync = now.saturating_add(sync_every);
+                let seq = s.seq.load(Ordering::Acquire);
+                if seq > durable && s.epoch.load(Ordering::Acquire) == epoch {
+                    let r = sys::fdatasync(&**f);
+                    sync_lat.record(sys::monotonic_ns() - now);
+                    stats.syncs += 1;
+                    if note(&mut stats, r) {
+                        durable = seq;
+                        s.live.durable_seq.fetch_max(seq, Ordering::AcqRel);
+                    }
+                }
+            }
         }
         if stopping {
             break;
         }
-        thread::park_timeout(Duration::from_millis(100));
+        let mut nap = 100_000_000u64;
+        if sync_every > 0 {
+            nap = nap.min(next_sync.saturating_sub(sys::monotonic_ns()).max(1_000_000));
+        }
+        thread::park_timeout(Duration::from_nanos(nap));
     }
     stats.flush_ns = lat.summary();
+    stats.sync_ns = sync_lat.summary();
     stats.cpu_ns = sys::thread_cpu_ns();
     stats
 }

@@ -66,6 +66,7 @@ pub mod reader;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig, RtConfig,
+    DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};
@@ -74,5 +75,5 @@ pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
 pub use sizing::{Sizes, Workload, MIB};
-pub use stats::{Latency, LatencySummary};
-pub use writer::{LiveStats, PoolStats};
+pub use stats::{Latency, LatencySummary, LiveStats};
+pub use writer::PoolStats;

@@ -13,6 +13,14 @@
 //! the header at the end instead of a truncate. Recycling gives a finished
 //! recording a new generation and renames it back into `.pool/`.
 //!
+//! Crash recovery: a slot's header is rewritten only after the slot was
+//! renamed out of `.pool/`, but after a power cut the header write may be
+//! on storage while the rename is not: a `slot-*.rtp` whose header shows a
+//! recording (no [`FLAG_SLOT`]) holds an unfinished recording. It is never
+//! taken as free; [`Pool::recover`] (run when a recording starts, and by
+//! `rtrec recover`) moves it back into the recording directory as
+//! `recovered-STAMP-ID-NNNN.rtr`, and `rtrec verify` mentions it.
+//!
 //! Generations only grow per file (slot: +1, taken: +1), so frames of any
 //! earlier life never carry the current generation and a reader stops at
 //! them instead of reading them as data.
@@ -249,20 +257,37 @@ impl Pool {
         let tmp = format!(".{META}.tmp");
         let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
         // A leftover (or a planted symlink) is removed, never followed; the
-        // new file is ours (O_EXCL|O_NOFOLLOW).
+        // new file is ours (O_EXCL|O_NOFOLLOW). On storage before it is
+        // named, and its name too (below): a power cut must not leave an
+        // empty pool description.
         d.remove_file(&tmp)
             .map_err(|e| Error::io("removing", &dir.join(&tmp), e))?;
         d.create_excl(&tmp, 0o644)
-            .and_then(|mut f| io::Write::write_all(&mut f, &json))
+            .and_then(|mut f| {
+                io::Write::write_all(&mut f, &json)?;
+                sys::fsync(&f)
+            })
             .map_err(|e| refused("writing", &dir.join(&tmp), e))?;
+        let sync_dirs = || {
+            for d in [&dir, &rec_dir.to_path_buf()] {
+                File::open(d)
+                    .and_then(|f| sys::fsync(&f))
+                    .map_err(|e| Error::io("syncing", d, e))?;
+            }
+            Ok::<(), Error>(())
+        };
         if existing.is_some() {
             d.rename_replace(&tmp, META)
                 .map_err(|e| Error::io("writing", &dir.join(META), e))?;
+            sync_dirs()?;
             return Ok(Pool { dir, meta });
         }
         // Another process may have created it meanwhile: theirs wins.
         match d.rename_noreplace(&tmp, &d, META) {
-            Ok(()) => Ok(Pool { dir, meta }),
+            Ok(()) => {
+                sync_dirs()?;
+                Ok(Pool { dir, meta })
+            }
             Err(_) => {
                 let _ = d.remove_file(&tmp);
                 Self::open(rec_dir)?
@@ -350,18 +375,28 @@ impl Pool {
         file_size: u64,
         files: u32,
     ) -> Result<(Pool, Option<Resized>), Error> {
-        let p = Self::open_or_create(rec_dir, file_size, files)?;
-        if p.meta.file_size == file_size {
-            return Ok((p, None));
+        Self::open_or_create(rec_dir, file_size, files)?.resize(file_size, files)
+    }
+
+    /// This pool for files of `file_size` bytes: itself when it has that
+    /// size, else the same pool with its idle files removed and `file_size`
+    /// and `files` as its description (see [`Pool::open_resized`]). A slot
+    /// that holds an unfinished recording is never removed.
+    ///
+    /// # Errors
+    /// A ready file cannot be removed or `pool.json` rewritten.
+    pub fn resize(&self, file_size: u64, files: u32) -> Result<(Pool, Option<Resized>), Error> {
+        if self.meta.file_size == file_size {
+            return Ok((self.clone(), None));
         }
-        let t = p.remove_ready(0)?;
+        let t = self.remove_ready(0)?;
         let resized = Resized {
-            old_file_size: p.meta.file_size,
+            old_file_size: self.meta.file_size,
             new_file_size: file_size,
             removed_files: t.removed_files,
             freed_bytes: t.freed_bytes,
         };
-        let p = p.write_meta(PoolMeta { file_size, files })?;
+        let p = self.write_meta(PoolMeta { file_size, files })?;
         Ok((p, Some(resized)))
     }
 
@@ -384,11 +419,18 @@ impl Pool {
     }
 
     /// Removes ready files beyond the first `keep` (the newest go first).
+    /// A slot holding a recording a crash interrupted is data, not a free
+    /// file: it is never removed (`recover` moves it back).
     fn remove_ready(&self, keep: usize) -> Result<Trimmed, Error> {
         let st = self.status()?;
         let d = self.open_dir()?;
         let mut t = Trimmed::default();
-        for slot in st.slots.iter().skip(keep).rev() {
+        let free = st
+            .slots
+            .iter()
+            .filter(|s| recording_in_slot(&self.dir.join(&s.name)).is_none());
+        let free: Vec<&SlotInfo> = free.collect();
+        for slot in free.iter().skip(keep).rev() {
             match d.remove_file(&slot.name) {
                 Ok(()) => {
                     t.removed_files += 1;
@@ -516,6 +558,50 @@ impl Pool {
         Ok(todo)
     }
 
+    /// Slots that hold an unfinished recording (see the module docs).
+    pub fn unfinished(&self) -> Result<Vec<Unfinished>, Error> {
+        let mut v = Vec::new();
+        for slot in self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+        {
+            if let Some(header) = recording_in_slot(&slot) {
+                v.push(Unfinished { slot, header });
+            }
+        }
+        Ok(v)
+    }
+
+    /// Moves every slot holding an unfinished recording back into the
+    /// recording directory (no replacing), then fsyncs both directories.
+    /// Returns each move, from and to.
+    pub fn recover(&self) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
+        let rec_dir = self.dir.parent().unwrap_or(&self.dir).to_path_buf();
+        let mut moved = Vec::new();
+        for u in self.unfinished()? {
+            let h = &u.header;
+            let name = format!(
+                "recovered-{}-{:016x}-{:04}.{}",
+                file::utc_stamp(h.created_ns / 1_000_000_000),
+                h.recording_id,
+                h.index,
+                crate::file::FRAMED_EXT
+            );
+            let dest = rec_dir.join(name);
+            sys::rename_noreplace(&u.slot, &dest)
+                .map_err(|e| Error::io("moving back the unfinished recording", &u.slot, e))?;
+            moved.push((u.slot, dest));
+        }
+        if !moved.is_empty() {
+            for d in [&self.dir, &rec_dir] {
+                File::open(d)
+                    .and_then(|f| sys::fsync(&f))
+                    .map_err(|e| Error::io("syncing", d, e))?;
+            }
+        }
+        Ok(moved)
+    }
+
     /// Takes a ready slot as the file `dest`: rename, new header (next
     /// generation, [`FLAG_POOLED`]), position after the header. No
     /// allocation, no truncation. `None` when no slot is ready.
@@ -534,6 +620,10 @@ impl Pool {
         let (rec, dest_name) =
             sys::Dir::of_file(dest).map_err(|e| Error::io("opening the directory of", dest, e))?;
         for slot in slots {
+            if recording_in_slot(&slot).is_some() {
+                // Left by a crash: data, not a free slot (see `recover`).
+                continue;
+            }
             let slot_name = slot.file_name().unwrap_or_default();
             match pool.stat(slot_name) {
                 // Another size (a preparation in flight while the pool was
@@ -678,6 +768,22 @@ fn check_slot(path: &Path, info: &sys::FileInfo) -> Result<(), Error> {
         ),
         errno: libc::EPERM,
     })
+}
+
+/// A slot holding an unfinished recording (see [`Pool::unfinished`]).
+#[derive(Clone, Debug)]
+pub struct Unfinished {
+    /// The slot's path in `.pool/`.
+    pub slot: PathBuf,
+    /// Its header: the recording's id, the file's index and creation time.
+    pub header: FileHeader,
+}
+
+/// The header of `slot` when it shows a recording rather than a free slot.
+fn recording_in_slot(slot: &Path) -> Option<FileHeader> {
+    let f = File::open(slot).ok()?;
+    let h = read_header(&f).ok()?;
+    (h.flags & FLAG_SLOT == 0 && h.recording_id != 0).then_some(h)
 }
 
 fn read_header(f: &File) -> io::Result<FileHeader> {

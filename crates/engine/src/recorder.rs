@@ -20,8 +20,9 @@ use crate::flusher::FlushStats;
 use crate::format::{LossPayload, LossReason};
 use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::schedule::PeriodicTimer;
+use crate::stats::LiveStats;
 use crate::stats::{Latency, LatencySummary};
-use crate::writer::{LiveStats, PoolStats, Writer};
+use crate::writer::{PoolStats, Writer};
 use crate::writer_thread::{self, ThreadReport};
 
 /// Why `record()` did not store a record. The record is counted as dropped
@@ -80,17 +81,28 @@ impl Drops {
 pub struct Summary {
     /// The configuration used.
     pub config: Config,
-    /// True when the recording ended as asked (not aborted).
+    /// True when the recording ended as asked (not aborted), no write
+    /// failed and nothing was dropped: every record offered is in the files.
     pub complete: bool,
     /// Why it was aborted, when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub abort_reason: Option<String>,
     /// `record()` calls.
     pub records_offered: u64,
-    /// Records stored in files.
+    /// Records accepted by `record()`: copied into the ring (ring mode) or
+    /// written (direct mode). See `docs/durability.md`.
+    pub records_queued: u64,
+    /// Records stored in files (`write()` returned): they survive the death
+    /// of the process.
     pub records_written: u64,
-    /// Records dropped (all reasons); every one is stored as a loss frame.
+    /// Records dropped (all reasons); every one is stored as a loss frame
+    /// (or, when no file could take it, counted in the last end frame). The
+    /// last file's end frame stores the same number.
     pub records_dropped: u64,
+    /// Every record with a smaller sequence number is on storage or its
+    /// loss is: what survives a power cut. At the end of a recording whose
+    /// files closed cleanly, equal to `records_offered`.
+    pub durable_seq: u64,
     /// Drops by reason.
     pub drops: Drops,
     /// Dropped records whose loss frame is in a file.
@@ -382,10 +394,15 @@ impl Recorder {
                 },
             }
         };
-        if let Err(e) = r {
-            self.drops.count(e);
-            self.live.records_dropped.fetch_add(1, Ordering::Relaxed);
-            self.note_loss(seq, t0, e);
+        match r {
+            Ok(()) => {
+                self.live.records_queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.drops.count(e);
+                self.live.records_dropped.fetch_add(1, Ordering::Relaxed);
+                self.note_loss(seq, t0, e);
+            }
         }
         self.record_lat.record(sys::monotonic_ns() - t0);
         r
@@ -533,14 +550,28 @@ impl Recorder {
                 (w.finish(end_seq, complete, &reason), None)
             }
         };
+        // Records the writer had accepted but could not store (ring mode,
+        // after a write failure) are drops for the same reason.
+        self.drops.writer_failed += report.discarded;
         let dropped = self.drops.total();
+        let queued = match self.cfg.mode {
+            Mode::Ring => self.next_seq - (dropped - report.discarded),
+            Mode::Direct => report.records_written,
+        };
+        let abort_reason = match (&report.error, complete) {
+            (Some(f), _) => Some(format!("write error: {}", f.message)),
+            (None, false) => Some(reason),
+            (None, true) => None,
+        };
         Ok(Summary {
             config: self.cfg.clone(),
-            complete,
-            abort_reason: if complete { None } else { Some(reason) },
+            complete: complete && report.error.is_none() && dropped == 0,
+            abort_reason,
             records_offered: self.next_seq,
+            records_queued: queued,
             records_written: report.records_written,
             records_dropped: dropped,
+            durable_seq: report.durable_seq,
             drops: self.drops,
             losses_stored: report.lost_stored,
             bytes_written: report.bytes_written,

@@ -1,6 +1,10 @@
 //! Latency statistics: an allocation-free recorder (an HdrHistogram sized
 //! once up front) and its serialisable summary with the keys every rtrec
-//! JSON output uses (`min`, `mean`, `p50`, `p99`, `p999`, `max`, in ns).
+//! JSON output uses (`min`, `mean`, `p50`, `p99`, `p999`, `max`, in ns);
+//! and the live counters ([`LiveStats`]) the producer, the writer and the
+//! flush thread publish while recording.
+
+use std::sync::atomic::AtomicU64;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -112,6 +116,36 @@ pub struct LatencySummary {
     pub p999: u64,
     /// Largest, exact.
     pub max: u64,
+}
+
+/// Counters readable while recording (progress display, `--status`),
+/// updated with atomic stores: no lock, no system call.
+///
+/// The three stages of a record, each a separate count (see
+/// `docs/durability.md`): *queued* (accepted by `record()`; in direct mode
+/// the same as written), *written* (`write()` returned: survives the death
+/// of the process) and *durable* (synced to storage: survives a power cut).
+#[derive(Debug, Default)]
+pub struct LiveStats {
+    /// Records accepted by `record()` (ring mode: copied into the ring).
+    pub records_queued: AtomicU64,
+    /// Records stored so far (`write()` returned).
+    pub records_written: AtomicU64,
+    /// Payload bytes stored so far.
+    pub bytes_written: AtomicU64,
+    /// Largest `write()` latency so far, ns.
+    pub max_write_ns: AtomicU64,
+    /// Records dropped so far (counted by the producer).
+    pub records_dropped: AtomicU64,
+    /// Flight-recorder events started so far.
+    pub events: AtomicU64,
+    /// Every record with a smaller sequence number has been written (or its
+    /// loss stored) by the writer: the writer's next sequence number.
+    pub written_seq: AtomicU64,
+    /// Every record with a smaller sequence number is on storage (or its
+    /// loss is): the last durable point, published by the flush thread
+    /// after each sync and by the writer after closing a file.
+    pub durable_seq: AtomicU64,
 }
 
 #[cfg(test)]

@@ -12,13 +12,25 @@
 //! writer thread, by the next record or the end). Records in the open frame
 //! are queued, not written: they count as written only once their frame
 //! is; a kill or power cut loses at most `max_latency_ns` of them (and the
-//! writer poll interval), and a failed write of the frame counts them in
-//! `lost_in_open_frame`.
+//! writer poll interval), and a failed write of the frame makes them
+//! records the writer accepted but could not store: counted as
+//! `writer_failed` drops and covered by the loss frame the recording ends
+//! with, like a failed record of its own frame.
+//!
+//! Write errors end the recording honestly (see `docs/durability.md`): a
+//! failed `write()` is rolled back to the start of its frame; from then on
+//! records are dropped and counted, and [`Writer::finish`] stores them as
+//! one loss frame and an end frame marked aborted with the reason, in the
+//! room every file keeps for them (`RESERVED_BYTES` at the end of
+//! pre-allocated and pool files; in append mode, a small hidden reserve file
+//! that is deleted to free its blocks when the disk is full). A file switch
+//! opens the next file before closing the current one, so a next file that
+//! cannot be had leaves the current one open for those closing frames.
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rtrec_sys as sys;
@@ -33,27 +45,11 @@ use crate::format::{
 };
 use crate::pool::{Pool, Refiller};
 use crate::sizing::END_PAYLOAD_MAX;
-use crate::stats::Latency;
+use crate::stats::{Latency, LiveStats};
 
 /// What the writer's steps return: a failure is also kept in the report
 /// (the first one wins), typed, for the summary.
 pub(crate) type Step = Result<(), Failure>;
-
-/// Counters readable while recording (progress display), updated with
-/// relaxed atomic stores: no lock, no system call.
-#[derive(Debug, Default)]
-pub struct LiveStats {
-    /// Records stored so far.
-    pub records_written: AtomicU64,
-    /// Payload bytes stored so far.
-    pub bytes_written: AtomicU64,
-    /// Largest `write()` latency so far, ns.
-    pub max_write_ns: AtomicU64,
-    /// Records dropped so far (counted by the producer).
-    pub records_dropped: AtomicU64,
-    /// Flight-recorder events started so far.
-    pub events: AtomicU64,
-}
 
 /// How the file pool served the recording.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -81,6 +77,14 @@ pub(crate) struct WriterReport {
     pub(crate) bytes_written: u64,
     pub(crate) file_bytes: u64,
     pub(crate) lost_stored: u64,
+    /// Drops as the files count them (every loss frame, and the loss stored
+    /// at the end): what the last end frame says.
+    pub(crate) dropped: u64,
+    /// Records the producer handed over (ring mode) that the writer could
+    /// not store: the one whose `write()` failed and those after it.
+    pub(crate) discarded: u64,
+    /// The durable point at the end (see [`LiveStats::durable_seq`]).
+    pub(crate) durable_seq: u64,
     pub(crate) files: Vec<PathBuf>,
     pub(crate) write_lat: Latency,
     pub(crate) write_samples: Vec<u64>,
@@ -88,9 +92,6 @@ pub(crate) struct WriterReport {
     pub(crate) pool: PoolStats,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
-    /// Packed framing: records of an open frame whose write failed (they
-    /// were neither written nor dropped by the producer).
-    pub(crate) lost_in_open_frame: u64,
 }
 
 /// Packed framing: the frame being filled (see the module docs).
@@ -127,6 +128,14 @@ pub(crate) struct Writer {
     /// Raw framing: chunk sums of the current file, and of the closed ones.
     raw_sum: format::RawSummer,
     raw_sums: Vec<format::RawFileSums>,
+    /// Append mode: the reserve file deleted to make room for the closing
+    /// frames when the disk is full.
+    reserve: Option<PathBuf>,
+    /// The current file failed: records are dropped until it is closed
+    /// (at the end; in flight mode, at once, so a later event can try).
+    file_failed: bool,
+    /// The data record whose `write()` failed, if one did.
+    failed_seq: Option<u64>,
     next_seq: u64,
     dropped: u64,
     report: WriterReport,
@@ -147,7 +156,17 @@ impl Writer {
         };
         let mut pool = None;
         if cfg.alloc == Alloc::Pool {
-            let (p, resized) = Pool::open_resized(dir, cfg.file_size, cfg.pool.files)?;
+            let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
+            // A recording a crash left in the pool goes back first.
+            for (from, to) in p.recover()? {
+                report.warnings.push(format!(
+                    "'{}' held a recording a crash interrupted; it was moved back as '{}'",
+                    from.display(),
+                    to.display()
+                ));
+            }
+            // Then a pool of another size is resized (its idle files only).
+            let (p, resized) = p.resize(cfg.file_size, cfg.pool.files)?;
             if let Some(r) = resized {
                 report.warnings.push(r.to_string());
             }
@@ -170,9 +189,27 @@ impl Writer {
             }
             pool = Some(p);
         }
+        // The recording directory's own name too (it may just have been
+        // created): once, before recording. Best effort: a parent we may
+        // not read is named in a warning.
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if let Err(e) = File::open(parent).and_then(|d| sys::fsync(&d)) {
+            report.warnings.push(format!(
+                "the directory '{}' could not be synced ({e}); a power cut soon after the start may lose the recording directory's name",
+                parent.display()
+            ));
+        }
         let base = file::recording_base(dir, &cfg);
-        let flusher =
-            Flusher::start(&cfg).map_err(|e| Error::io("starting the flush thread for", dir, e))?;
+        let reserve = if cfg.alloc == Alloc::Append {
+            Some(file::create_reserve(dir, &base)?)
+        } else {
+            None
+        };
+        let flusher = Flusher::start(&cfg, live.clone())
+            .map_err(|e| Error::io("starting the flush thread for", dir, e))?;
         let refiller = match &pool {
             Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
             _ => None,
@@ -192,6 +229,9 @@ impl Writer {
             chain: 0,
             raw_sum: format::RawSummer::default(),
             raw_sums: Vec::new(),
+            reserve,
+            file_failed: false,
+            failed_seq: None,
             next_seq: 0,
             dropped: 0,
             report,
@@ -209,7 +249,10 @@ impl Writer {
             w.pack.buf.reserve_exact(PACKED_PAYLOAD);
         }
         if w.cfg.flight.is_none() {
-            w.open_next()?;
+            if let Err(e) = w.next_file().and_then(|f| w.install(f)) {
+                w.release_reserve();
+                return Err(e);
+            }
         }
         Ok(w)
     }
@@ -221,8 +264,9 @@ impl Writer {
     }
 
     /// Gets the next file of `cur_base`: from the pool, or as the strategy
-    /// (or the pool's empty policy) says.
-    fn open_next(&mut self) -> Result<(), Error> {
+    /// (or the pool's empty policy) says. [`Writer::install`] makes it the
+    /// current one.
+    fn next_file(&mut self) -> Result<OpenFile, Error> {
         let index = self.cur_index;
         let f = match self.pool.clone() {
             None => file::prepare(
@@ -281,11 +325,30 @@ impl Writer {
                 }
             }
         };
-        self.flusher.switch(f.file.clone());
-        self.report.files.push(f.path.clone());
-        self.cur = Some(f);
         self.cur_index += 1;
-        Ok(())
+        Ok(f)
+    }
+
+    /// Makes `f` the current file; the flusher syncs it and the directories
+    /// naming it (the pool's too, for a pool file) before any durable point
+    /// inside it.
+    fn install(&mut self, f: OpenFile) -> Result<(), Error> {
+        let mut dirs = vec![self.dir.clone()];
+        if let (Some(p), true) = (&self.pool, f.header.flags & format::FLAG_POOLED != 0) {
+            dirs.push(p.dir().to_path_buf());
+        }
+        self.report.files.push(f.path.clone());
+        let r = self.flusher.switch(f.file.clone(), dirs, self.next_seq);
+        self.cur = Some(f);
+        r.map_err(|e| Error::io("syncing", &self.dir, e))
+    }
+
+    /// Append mode: deletes the reserve file, so its blocks are free for the
+    /// closing frames (and the raw sidecar).
+    fn release_reserve(&mut self) {
+        if let Some(r) = self.reserve.take() {
+            let _ = std::fs::remove_file(r);
+        }
     }
 
     /// Flight recorder: opens the first file of event `event`, whose records
@@ -302,14 +365,58 @@ impl Writer {
     /// [`Writer::open_next`] while recording: a failure (e.g. no space for
     /// the next file) is kept typed, with its errno.
     fn open_next_or_fail(&mut self) -> Step {
-        self.open_next()
+        self.next_file()
+            .and_then(|f| self.install(f))
             .map_err(|e| self.fail(Failure::from_error(&e)))
     }
 
     /// Keeps the first failure for the summary and hands it back.
     fn fail(&mut self, f: Failure) -> Failure {
+        self.file_failed = true;
         self.report.error.get_or_insert_with(|| f.clone());
         f
+    }
+
+    /// Flight recorder: closes the current event's file after a write
+    /// failure, the same way a recording ends after one (the failed record
+    /// stored as a loss, the end frame aborted with the reason), and clears
+    /// the failure so the next trigger can open a new event. The summary
+    /// keeps the first failure. `post`: the post-trigger span and records
+    /// captured.
+    pub(crate) fn abort_event(&mut self, post: (u64, u64)) {
+        self.release_reserve();
+        if self.cur.is_some() {
+            if let Some(seq) = self.failed_seq.filter(|&s| s >= self.next_seq) {
+                let loss = LossPayload {
+                    first_seq: self.next_seq,
+                    count: seq + 1 - self.next_seq,
+                    reason: LossReason::WriterFailed,
+                };
+                let _ = self.store_loss(loss, sys::monotonic_ns(), false);
+            }
+            let reason = self
+                .report
+                .error
+                .as_ref()
+                .map(|f| format!("write error: {}", f.message))
+                .unwrap_or_default();
+            if self.close_current(false, false, &reason, post).is_err() {
+                // Left unfinished: verify reports its intact prefix.
+                self.cur = None;
+            }
+        }
+        self.file_failed = false;
+        self.failed_seq = None;
+        if self.cfg.alloc == Alloc::Append {
+            // Room for the next event's closing frames, if there is any.
+            self.reserve = file::create_reserve(&self.dir, &self.base).ok();
+        }
+    }
+
+    /// True when the data record just handed over was not stored because
+    /// its own `write()` failed (flight mode counts it as dropped).
+    pub(crate) fn record_failed(&self) -> bool {
+        self.failed_seq.is_some()
     }
 
     /// Flight recorder: closes the current event's file.
@@ -317,9 +424,10 @@ impl Writer {
         self.close_current(true, false, "", (post_ns, post_records))
     }
 
-    /// True once a write failed; later records are dropped and counted.
+    /// True once a write failed; later records are dropped and counted
+    /// (in flight mode, until [`Writer::abort_event`]).
     pub(crate) fn failed(&self) -> bool {
-        self.report.error.is_some()
+        self.file_failed
     }
 
     /// Writes one record (packed framing: adds it to the open frame). Any
@@ -335,13 +443,20 @@ impl Writer {
             self.write_loss(gap, ts_ns)?;
         }
         if self.cfg.framing == Framing::Packed && format::packable(payload.len()) {
-            return self.pack(seq, ts_ns, payload);
+            let r = self.pack(seq, ts_ns, payload);
+            if r.is_err() {
+                self.failed_seq = Some(self.failed_seq.map_or(seq, |s| s.max(seq)));
+            }
+            return r;
         }
         self.seal()?;
         self.ensure_room(self.cfg.stored_len(payload.len()))?;
         let t0 = sys::monotonic_ns();
         let r = self.put(FrameKind::Data, seq, ts_ns, payload);
         let dt = sys::monotonic_ns() - t0;
+        if r.is_err() {
+            self.failed_seq = Some(seq);
+        }
         r?;
         self.next_seq = seq + 1;
         self.count_written(1, payload.len() as u64, dt);
@@ -356,6 +471,9 @@ impl Writer {
         }
         self.report.records_written += records;
         self.report.bytes_written += bytes;
+        // Everything before `next_seq` is now written (packed framing: the
+        // open frame was just written whole).
+        self.flusher.publish(self.next_seq);
         self.live
             .records_written
             .store(self.report.records_written, Ordering::Relaxed);
@@ -438,7 +556,13 @@ impl Writer {
                 Ok(())
             }
             Err(e) => {
-                self.report.lost_in_open_frame += records;
+                // Not stored: from the open frame's first record on, the
+                // recording ends with a loss frame (see `finish`), and these
+                // records count as accepted but not stored.
+                self.report.discarded += records;
+                self.next_seq = self.pack.first_seq;
+                let last = self.pack.first_seq + records - 1;
+                self.failed_seq = Some(self.failed_seq.map_or(last, |s| s.max(last)));
                 Err(e)
             }
         }
@@ -446,6 +570,12 @@ impl Writer {
 
     /// Stores that `loss.count` records from `loss.first_seq` were dropped.
     pub(crate) fn write_loss(&mut self, loss: LossPayload, ts_ns: u64) -> Step {
+        self.store_loss(loss, ts_ns, true)
+    }
+
+    /// [`Writer::write_loss`]; `rotate`: may move to the next file for room
+    /// (false after a failure: the frame goes into the reserved room).
+    fn store_loss(&mut self, loss: LossPayload, ts_ns: u64, rotate: bool) -> Step {
         // Frames stay in sequence order: the open frame goes first.
         self.seal()?;
         self.dropped += loss.count;
@@ -453,12 +583,23 @@ impl Writer {
         if self.cfg.framing == Framing::Raw {
             // Raw files cannot hold a loss; the sidecar stores the count.
             self.report.lost_stored += loss.count;
+            self.flusher.publish(self.next_seq);
             return Ok(());
         }
-        self.ensure_room(FRAME_HEADER_LEN as u64 + LossPayload::LEN as u64)?;
+        if rotate {
+            self.ensure_room(FRAME_HEADER_LEN as u64 + LossPayload::LEN as u64)?;
+        }
         self.put(FrameKind::Loss, loss.first_seq, ts_ns, &loss.encode())?;
         self.report.lost_stored += loss.count;
+        self.flusher.publish(self.next_seq);
         Ok(())
+    }
+
+    /// Ring mode: a record handed over by the producer that the writer did
+    /// not store (its `write()` failed, or an earlier one did). The loss is
+    /// stored at the end; this counts it for the summary.
+    pub(crate) fn discard(&mut self) {
+        self.report.discarded += 1;
     }
 
     /// Writes a frame of another kind (the flight recorder's trigger).
@@ -487,15 +628,40 @@ impl Writer {
         {
             return Ok(());
         }
+        // The next file first: if there is none, the current one stays
+        // open and its reserved room takes the loss and the end frame.
+        let next = match self.next_file() {
+            Ok(f) => f,
+            Err(e) => return Err(self.fail(Failure::from_error(&e))),
+        };
         self.close_current(true, true, "", (0, 0))?;
-        self.open_next_or_fail()
+        self.install(next)
+            .map_err(|e| self.fail(Failure::from_error(&e)))
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried
     /// only for short writes and EINTR.
+    ///
+    /// A failed call is rolled back: the file position goes back to the
+    /// frame's start (a partial frame there is overwritten by the closing
+    /// frames, or cut off at close) and the chain to the frame before.
     fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
-        self.put_inner(kind, seq, ts_ns, payload)
-            .map_err(|e| self.fail(e))
+        let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
+        self.put_inner(kind, seq, ts_ns, payload).map_err(|e| {
+            self.chain = chain;
+            // Which file, for the one sentence (the error path only).
+            let e = match &self.cur {
+                Some(cur) => e.context(&format!("writing '{}'", cur.path.display())),
+                None => e,
+            };
+            if let (Some(cur), Some(start)) = (self.cur.as_mut(), start) {
+                if cur.offset != start {
+                    cur.offset = start;
+                    let _ = sys::seek_to(&*cur.file, start);
+                }
+            }
+            self.fail(e)
+        })
     }
 
     fn put_inner(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
@@ -586,30 +752,64 @@ impl Writer {
         file::close(&mut cur, self.cfg.framing).map_err(|e| {
             let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
             self.fail(f)
-        })
+        })?;
+        // Fsynced: durable once its name is too. The flusher publishes that
+        // after syncing the directories for the next file, `finish` after
+        // syncing the directory itself.
+        Ok(())
     }
 
     /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
     /// truncates, fsyncs, stops the flusher, writes the raw sidecar.
+    ///
+    /// After a write failure the records from the failed one to `end_seq`
+    /// are stored as one loss frame (reason `writer-failed`) and the end
+    /// frame is marked aborted with the failure's sentence, whatever
+    /// `complete` says.
     pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
-        if end_seq > self.next_seq && !self.failed() && self.cur.is_some() {
+        let failed = self.failed();
+        if failed {
+            self.release_reserve();
+        }
+        if end_seq > self.next_seq && self.cur.is_some() {
             let gap = LossPayload {
                 first_seq: self.next_seq,
                 count: end_seq - self.next_seq,
-                reason: LossReason::RingFull,
+                reason: if failed {
+                    LossReason::WriterFailed
+                } else {
+                    LossReason::RingFull
+                },
             };
-            let _ = self.write_loss(gap, sys::monotonic_ns());
+            let _ = self.store_loss(gap, sys::monotonic_ns(), !failed);
         }
         if end_seq > self.next_seq {
-            // Could not be stored (the file had failed): still counted.
+            // Could not be stored (no file was left open): still counted.
             self.dropped += end_seq - self.next_seq;
             self.next_seq = end_seq;
         }
+        let failure = self
+            .report
+            .error
+            .as_ref()
+            .filter(|_| failed)
+            .map(|f| f.message.clone());
+        let (complete, reason) = match &failure {
+            Some(m) => (false, format!("write error: {m}")),
+            None => (complete, reason.to_string()),
+        };
         let closed = if self.cur.is_some() {
-            self.close_current(complete, false, reason, (0, 0))
+            self.close_current(complete, false, &reason, (0, 0))
         } else {
             Ok(())
         };
+        self.release_reserve();
+        // The last file's name too (the flusher may not have got to it).
+        if closed.is_ok() && File::open(&self.dir).and_then(|d| sys::fsync(&d)).is_ok() {
+            self.live
+                .durable_seq
+                .fetch_max(self.next_seq, Ordering::AcqRel);
+        }
         if let Err(e) = closed {
             // Already kept when it was the first failure.
             self.fail(e);
@@ -633,8 +833,10 @@ impl Writer {
             }
         }
         if self.cfg.framing == Framing::Raw {
-            self.write_sidecar(complete, reason);
+            self.write_sidecar(complete, &reason);
         }
+        self.report.dropped = self.dropped;
+        self.report.durable_seq = self.live.durable_seq.load(Ordering::Acquire);
         self.report
     }
 

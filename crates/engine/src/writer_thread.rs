@@ -9,7 +9,8 @@
 //!
 //! Design choice: after a write failure the loop keeps draining and
 //! discarding, so the producer is never blocked by a full ring; the
-//! producer sees `failed` and counts its drops.
+//! producer sees `failed` and counts its drops. In flight mode a failure
+//! ends only the current event (see [`crate::flight`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,17 +34,21 @@ pub(crate) struct ThreadReport {
 /// Hands one entry to the writer (or the flight recorder in front of it).
 fn handle(
     w: &mut Writer,
-    flight: Option<&mut Flight>,
+    mut flight: Option<&mut Flight>,
     shared: &RingShared,
     kind: u32,
     seq: u64,
     ts: u64,
     payload: &[u8],
 ) {
+    let is_data = kind == ENTRY_DATA && flight.is_none();
     if w.failed() {
+        if is_data {
+            w.discard();
+        }
         return;
     }
-    let r = match (flight, kind) {
+    let r = match (flight.as_deref_mut(), kind) {
         (None, ENTRY_DATA) => w.write_data(seq, ts, payload),
         (None, ENTRY_LOSS) => match LossPayload::decode(payload) {
             Some(l) => w.write_loss(l, ts),
@@ -57,7 +62,20 @@ fn handle(
         (Some(f), ENTRY_TRIGGER) => f.on_trigger(w, seq, ts),
         _ => Ok(()),
     };
+    if let (Err(_), Some(f)) = (&r, flight) {
+        // Only this event ends; the recorder goes on.
+        if w.record_failed() {
+            w.discard();
+        }
+        f.abort(w);
+        return;
+    }
     if r.is_err() {
+        if is_data {
+            // Its write() failed: not stored, so dropped (stored as a loss
+            // at the end).
+            w.discard();
+        }
         // From now on the producer drops and counts; the writer keeps
         // draining so the producer is never blocked by a full ring.
         shared.failed.store(true, Ordering::Release);
@@ -97,14 +115,18 @@ pub(crate) fn run_writer(
             let now = rtrec_sys::monotonic_ns();
             if let Some(f) = flight.as_mut() {
                 if !w.failed() && f.tick(&mut w, now).is_err() {
-                    shared.failed.store(true, Ordering::Release);
+                    f.abort(&mut w);
                 }
             }
             // Packed framing: an open frame is written once its oldest
             // record has waited the maximum latency, even if no record
             // follows.
             if !w.failed() && w.tick(now).is_err() {
-                shared.failed.store(true, Ordering::Release);
+                match flight.as_mut() {
+                    // Only this event ends; the recorder goes on.
+                    Some(f) => f.abort(&mut w),
+                    None => shared.failed.store(true, Ordering::Release),
+                }
             }
             std::thread::sleep(Duration::from_micros(poll_us));
         }

@@ -1,8 +1,10 @@
 //! The file pool: recycled files never yield stale frames; an empty pool
 //! falls back (counted) or the writer waits for a refill; status and recycle
-//! behave as documented; a recording of another file size resizes the pool,
+//! behave as documented; a recording a crash left in the pool is moved
+//! back, never reused; a recording of another file size resizes the pool,
 //! the refill replaces only what was taken, trim and remove give disk back.
 
+use rtrec_engine::format::{FileHeader, HEADER_LEN};
 use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{verify_file, FileStatus};
 use rtrec_engine::{Alloc, Config, Mode, OnPoolEmpty, PoolConfig, Recorder, MIB};
@@ -141,6 +143,51 @@ fn status_counts_ready_files_and_recycle_refuses_foreign_sizes() {
     assert!(rtrec_engine::reader::recording_files(dir.path())
         .unwrap()
         .is_empty());
+}
+
+#[test]
+fn a_recording_a_crash_left_in_the_pool_is_moved_back_and_never_taken_as_free() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let done = record(dir.path(), cfg(Mode::Direct), 50);
+    // What a power cut can leave: the recording's header and frames on
+    // storage, the rename out of the pool not, and no valid length yet.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&done.files[0])
+        .unwrap();
+    let mut b = [0u8; HEADER_LEN];
+    f.read_exact_at(&mut b, 0).unwrap();
+    let mut h = FileHeader::decode(&b).unwrap();
+    h.valid_len = 0;
+    f.write_all_at(&h.encode(), 0).unwrap();
+    let pool = Pool::open(dir.path()).unwrap().unwrap();
+    let slot = pool.dir().join("slot-00000000000000000001-1.rtp");
+    std::fs::rename(&done.files[0], &slot).unwrap();
+    assert_eq!(pool.unfinished().unwrap().len(), 1);
+
+    // The next recording moves it back first, says so, and takes another
+    // file.
+    let next = record(dir.path(), cfg(Mode::Direct), 5);
+    assert!(
+        next.warnings.iter().any(|w| w.contains("moved back")),
+        "{:?}",
+        next.warnings
+    );
+    assert!(pool.unfinished().unwrap().is_empty());
+    let name = "recovered-";
+    let back: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(name))
+        .collect();
+    assert_eq!(back.len(), 1, "{back:?}");
+    let r = verify_file(&back[0]).unwrap();
+    // Every frame is there (the end frame too): all 50 records are back.
+    assert_eq!((r.status, r.records), (FileStatus::Complete, 50));
+    assert_eq!(r.recording_id, Some(h.recording_id));
+    assert_ne!(next.files[0], back[0]);
 }
 
 #[test]

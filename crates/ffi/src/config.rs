@@ -302,6 +302,11 @@ pub struct rtrec_config {
     pub on_full: c_int,
     /// Reserved: must be 0 (it keeps the struct free of hidden padding).
     pub reserved1: u32,
+    /// The durability interval, ns: the flush thread makes written records
+    /// durable (`fdatasync`) at least this often and publishes the durable
+    /// point (`rtrec_summary.durable_seq`); 0: only when a file is closed.
+    /// Default 1 s (also for callers compiled before this field).
+    pub sync_every_ns: u64,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
@@ -326,6 +331,11 @@ pub(crate) const CONFIG_SIZE_VER2: usize =
 /// Size of the fourth version (`on_full`).
 #[cfg(test)]
 pub(crate) const CONFIG_SIZE_VER3: usize = offset_of!(rtrec_config, reserved1) + size_of::<u32>();
+
+/// Size of the fifth version (`sync_every_ns`).
+#[cfg(test)]
+pub(crate) const CONFIG_SIZE_VER4: usize =
+    offset_of!(rtrec_config, sync_every_ns) + size_of::<u64>();
 
 /// `-1` for `None`, the value otherwise.
 fn cpu_to_c(cpu: Option<usize>) -> c_int {
@@ -388,6 +398,7 @@ impl rtrec_config {
             max_latency_ns: c.max_latency_ns,
             on_full: to_c(ON_FULLS, c.on_full)?,
             reserved1: 0,
+            sync_every_ns: c.sync_every_ns,
         })
     }
 
@@ -463,6 +474,7 @@ impl rtrec_config {
             alloc: from_c(ALLOCS, self.alloc, "alloc")?,
             flush: from_c(FLUSHES, self.flush, "flush")?,
             flush_every: self.flush_every,
+            sync_every_ns: self.sync_every_ns,
             framing: from_c(FRAMINGS, self.framing, "framing")?,
             file_size: self.file_size,
             max_record: self.max_record,
@@ -603,8 +615,9 @@ mod tests {
         assert_eq!(rtrec_config::SIZE_VER0, 88);
         assert_eq!(CONFIG_SIZE_VER1, rtrec_config::SIZE_VER0 + 48);
         assert_eq!(CONFIG_SIZE_VER2, CONFIG_SIZE_VER1 + 8);
-        assert_eq!(CONFIG_SIZE_VER3, size_of::<rtrec_config>());
         assert_eq!(CONFIG_SIZE_VER3, CONFIG_SIZE_VER2 + 8);
+        assert_eq!(CONFIG_SIZE_VER4, size_of::<rtrec_config>());
+        assert_eq!(CONFIG_SIZE_VER4, CONFIG_SIZE_VER3 + 8);
     }
 
     #[test]

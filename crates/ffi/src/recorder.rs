@@ -317,7 +317,9 @@ mod tests {
             (s.records_dropped, s.dropped_too_large, s.losses_stored),
             (1, 1, 1)
         );
-        assert_eq!((s.complete, s.write_failed, s.files), (1, 0, 1));
+        // Finished as asked, but a record was dropped: not complete.
+        assert_eq!((s.complete, s.write_failed, s.files), (0, 0, 1));
+        assert_eq!((s.records_queued, s.durable_seq), (2, 3));
         assert_eq!(s.record_ns.count, 3);
     }
 

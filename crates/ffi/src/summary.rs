@@ -63,8 +63,9 @@ pub struct rtrec_summary {
     /// `sizeof(rtrec_summary)` as the caller was compiled; on return, the
     /// bytes the library filled.
     pub struct_size: usize,
-    /// 1 when the recording ended with `rtrec_recorder_finish()`, 0 when it
-    /// was aborted.
+    /// 1 when the recording ended with `rtrec_recorder_finish()`, no write
+    /// failed and nothing was dropped; 0 otherwise (aborted, a write
+    /// failed, or records were dropped: see `records_dropped`).
     pub complete: c_int,
     /// 1 when a write failed while recording (records after it were
     /// dropped and counted; `rtrec_last_error()` has the message).
@@ -122,6 +123,12 @@ pub struct rtrec_summary {
     pub flight_overwritten_records: u64,
     /// Flight recorder: events ended early by the next trigger.
     pub flight_events_cut_short: u64,
+    /// Records accepted by `rtrec_recorder_record()`: copied into the ring
+    /// (ring mode) or written (direct mode).
+    pub records_queued: u64,
+    /// Every record with a smaller sequence number is on storage, or its
+    /// loss is: what survives a power cut (see docs/durability.md).
+    pub durable_seq: u64,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, integers only.
@@ -158,6 +165,8 @@ impl From<&Summary> for rtrec_summary {
             triggers: s.triggers,
             flight_events: s.flight.as_ref().map_or(0, |f| f.events),
             flight_overwritten_records: s.flight.as_ref().map_or(0, |f| f.overwritten_records),
+            records_queued: s.records_queued,
+            durable_seq: s.durable_seq,
             flight_events_cut_short: s.flight.as_ref().map_or(0, |f| f.events_cut_short),
         }
     }
@@ -223,9 +232,9 @@ mod tests {
         assert_eq!(rtrec_summary::SIZE_VER0, 280);
         assert_eq!(
             size_of::<rtrec_summary>(),
-            offset_of!(rtrec_summary, flight_events_cut_short) + size_of::<u64>()
+            offset_of!(rtrec_summary, durable_seq) + size_of::<u64>()
         );
-        assert_eq!(size_of::<rtrec_summary>(), rtrec_summary::SIZE_VER0 + 64);
+        assert_eq!(size_of::<rtrec_summary>(), rtrec_summary::SIZE_VER0 + 80);
     }
 
     /// A caller compiled before the pool and flight fields.

@@ -40,6 +40,12 @@ pub(crate) const LOOPFS_DIR_PREFIX: &str = "rtrec-loopfs-";
 pub(crate) const LOOPFS_IMAGE: &str = "image.ext4";
 /// The mount point in such a directory.
 pub(crate) const LOOPFS_MOUNT: &str = "mnt";
+/// Where an emulated device (`crate::emufs`) mounts its FUSE filesystem,
+/// inside a loopfs directory; the image it serves is
+/// `LOOPFS_EMU_MOUNT/LOOPFS_IMAGE`.
+pub(crate) const LOOPFS_EMU_MOUNT: &str = "dev";
+/// The emulated device's statistics file, inside a loopfs directory.
+pub(crate) const LOOPFS_EMU_STATS: &str = "emulator-stats.json";
 
 /// What a restore accepts from another process's journal (see the module
 /// doc).
@@ -92,11 +98,14 @@ impl Allowlist {
             }
             Change::RemoveFile { path } => {
                 plain(path)?;
-                if self.under_root(path) || is_loopfs_child(path, LOOPFS_IMAGE) {
+                if self.under_root(path)
+                    || is_loopfs_child(path, LOOPFS_IMAGE)
+                    || is_loopfs_child(path, LOOPFS_EMU_STATS)
+                {
                     Ok(())
                 } else {
                     Err(format!(
-                        "rtrec removes only the {LOOPFS_IMAGE} of its own {LOOPFS_DIR_PREFIX}* directories"
+                        "rtrec removes only the {LOOPFS_IMAGE} and {LOOPFS_EMU_STATS} of its own {LOOPFS_DIR_PREFIX}* directories"
                     ))
                 }
             }
@@ -105,6 +114,7 @@ impl Allowlist {
                 if self.under_root(path)
                     || is_loopfs_dir(path)
                     || is_loopfs_child(path, LOOPFS_MOUNT)
+                    || is_loopfs_child(path, LOOPFS_EMU_MOUNT)
                 {
                     Ok(())
                 } else {
@@ -126,6 +136,14 @@ impl Allowlist {
                     {
                         Ok(())
                     }
+                    // The emulated device's FUSE mount (`rtrec __emulate`).
+                    Some(m)
+                        if m.fstype.starts_with("fuse")
+                            && m.source.starts_with("rtrec-emu-")
+                            && is_loopfs_child(target, LOOPFS_EMU_MOUNT) =>
+                    {
+                        Ok(())
+                    }
                     Some(m) => Err(format!(
                         "'{}' ({}) is not a loop mount rtrec made",
                         m.source, m.fstype
@@ -140,7 +158,7 @@ impl Allowlist {
                     .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
                 if !loop_name {
                     Err("not a /dev/loopN device".into())
-                } else if is_loopfs_child(image, LOOPFS_IMAGE) {
+                } else if is_loopfs_child(image, LOOPFS_IMAGE) || is_emulated_image(image) {
                     Ok(())
                 } else {
                     Err(format!(
@@ -182,6 +200,14 @@ fn is_loopfs_child(path: &Path, name: &str) -> bool {
     path.file_name().is_some_and(|n| n == name) && path.parent().is_some_and(is_loopfs_dir)
 }
 
+/// The image as an emulated device serves it: `rtrec-loopfs-*/dev/image.ext4`.
+fn is_emulated_image(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == LOOPFS_IMAGE)
+        && path
+            .parent()
+            .is_some_and(|d| is_loopfs_child(d, LOOPFS_EMU_MOUNT))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +236,17 @@ mod tests {
         ok(Change::LoopDevice {
             device: "/dev/loop7".into(),
             image: "/tmp/rtrec-loopfs-1-0/image.ext4".into(),
+        });
+        // An emulated device's own entries (crate::emufs).
+        ok(Change::RemoveDir {
+            path: "/tmp/rtrec-loopfs-1-0/dev".into(),
+        });
+        ok(Change::RemoveFile {
+            path: "/tmp/rtrec-loopfs-1-0/emulator-stats.json".into(),
+        });
+        ok(Change::LoopDevice {
+            device: "/dev/loop7".into(),
+            image: "/tmp/rtrec-loopfs-1-0/dev/image.ext4".into(),
         });
     }
 

@@ -31,6 +31,7 @@
 //! | [`signals`] | SIGINT/SIGTERM/SIGHUP as a flag; counting signals |
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
+//! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //! | [`status`] | what the journal holds and who holds the lock, read-only |
 //!
@@ -43,6 +44,7 @@
 
 pub mod allowlist;
 pub mod change;
+pub mod emufs;
 pub mod error;
 pub mod iosched;
 pub mod journal;

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::allowlist::{LOOPFS_DIR_PREFIX, LOOPFS_IMAGE, LOOPFS_MOUNT};
 use crate::change::Change;
+use crate::emufs::{self, Emulator, EmulatorCommand};
 use crate::error::{io_err, Error, Result};
 use crate::journal::Journal;
 use crate::loopdev::run;
@@ -52,6 +53,14 @@ pub struct LoopFsOptions {
     /// mount point (default [`std::env::temp_dir`]). Its file system is the
     /// one under the loop device.
     pub parent: Option<PathBuf>,
+    /// Format XFS (with reflinks) instead of ext4; `journal_mib` is then
+    /// ignored and `mount_options` must be XFS's. Tests use it as the file
+    /// system under an ext4 image, to snapshot that image atomically with
+    /// `cp --reflink=always` (a power cut, frozen).
+    pub xfs: bool,
+    /// Serve the image through this emulated device (see
+    /// [`crate::emufs`]) instead of straight from the disk under `parent`.
+    pub emulator: Option<EmulatorCommand>,
 }
 
 impl Default for LoopFsOptions {
@@ -60,7 +69,9 @@ impl Default for LoopFsOptions {
             size: DEFAULT_SIZE,
             journal_mib: DEFAULT_JOURNAL_MIB,
             mount_options: DEFAULT_MOUNT_OPTIONS.to_string(),
+            xfs: false,
             parent: None,
+            emulator: None,
         }
     }
 }
@@ -77,6 +88,9 @@ pub struct LoopFs {
     image: PathBuf,
     /// Known once mounted.
     device: Option<PathBuf>,
+    /// The emulated device under the image, if any. After `journal`, so it
+    /// is dropped (waited for) after the journal's undo ended it.
+    emulator: Option<Emulator>,
 }
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -128,6 +142,7 @@ impl LoopFs {
             mount_point: dir.join(LOOPFS_MOUNT),
             image: dir.join(LOOPFS_IMAGE),
             device: None,
+            emulator: None,
         };
 
         fs.journal.record(Change::RemoveFile {
@@ -143,18 +158,40 @@ impl LoopFs {
         // Default features. lazy_itable_init=0: otherwise the kernel's
         // ext4lazyinit thread zeroes the inode tables in the background after
         // mounting, i.e. during the first measurement.
-        run(
-            "mkfs.ext4",
-            &[
-                "-F".as_ref(),
-                "-q".as_ref(),
-                "-J".as_ref(),
-                format!("size={}", opts.journal_mib).as_ref(),
-                "-E".as_ref(),
-                "nodiscard,lazy_itable_init=0".as_ref(),
-                fs.image.as_os_str(),
-            ],
-        )?;
+        if opts.xfs {
+            run(
+                "mkfs.xfs",
+                &[
+                    "-f".as_ref(),
+                    "-q".as_ref(),
+                    "-m".as_ref(),
+                    "reflink=1".as_ref(),
+                    fs.image.as_os_str(),
+                ],
+            )?;
+        } else {
+            run(
+                "mkfs.ext4",
+                &[
+                    "-F".as_ref(),
+                    "-q".as_ref(),
+                    "-J".as_ref(),
+                    format!("size={}", opts.journal_mib).as_ref(),
+                    "-E".as_ref(),
+                    "nodiscard,lazy_itable_init=0".as_ref(),
+                    fs.image.as_os_str(),
+                ],
+            )?;
+        }
+
+        // With an emulated device, the loop device sits on the image as the
+        // emulator serves it.
+        let mut loop_image = fs.image.clone();
+        if let Some(cmd) = &opts.emulator {
+            let (emulator, served) = emufs::start(&fs.journal, &dir, &fs.image, cmd)?;
+            fs.emulator = Some(emulator);
+            loop_image = served;
+        }
 
         fs.journal.record(Change::RemoveDir {
             path: fs.mount_point.clone(),
@@ -174,10 +211,10 @@ impl LoopFs {
             "mount",
             &[
                 "-t".as_ref(),
-                "ext4".as_ref(),
+                if opts.xfs { "xfs" } else { "ext4" }.as_ref(),
                 "-o".as_ref(),
                 format!("loop,{}", opts.mount_options).as_ref(),
-                fs.image.as_os_str(),
+                loop_image.as_os_str(),
                 fs.mount_point.as_os_str(),
             ],
         )?;
@@ -197,7 +234,7 @@ impl LoopFs {
             })?;
         fs.journal.record(Change::LoopDevice {
             device: device.clone(),
-            image: fs.image.clone(),
+            image: loop_image,
         })?;
         fs.device = Some(device);
         Ok(fs)
@@ -213,9 +250,15 @@ impl LoopFs {
         self.device.as_deref().expect("set by create")
     }
 
-    /// The image file behind the loop device.
+    /// The image file (on the disk; with an emulated device the loop
+    /// device reads it through the emulator).
     pub fn image(&self) -> &Path {
         &self.image
+    }
+
+    /// The emulated device's stats file, if the image is served by one.
+    pub fn emulator_stats(&self) -> Option<&Path> {
+        self.emulator.as_ref().map(Emulator::stats_path)
     }
 
     /// The mount options in effect, as `/proc/self/mounts` shows them

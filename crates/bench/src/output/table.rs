@@ -50,6 +50,27 @@ pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
     seen
 }
 
+/// The emulated device and its timing error, when there is one.
+pub fn device_line(report: &BenchReport) -> Option<String> {
+    let e = report.environment.emulator.as_ref()?;
+    Some(format!(
+        "Emulated device: {} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): \
+         mean {}, p99 {}, max {}{}",
+        report.environment.device_profile,
+        thousands(e.requests()),
+        thousands(e.flushes),
+        thousands(e.gc_pauses),
+        format_duration(e.error_mean_ns),
+        format_duration(e.error_p99_ns),
+        format_duration(e.error_max_ns),
+        if e.early > 0 {
+            format!(", {} served early", e.early)
+        } else {
+            String::new()
+        }
+    ))
+}
+
 fn published_max_ratio(c: &CaseResult) -> Option<f64> {
     let s = scenario::find(&c.name)?;
     let r = scenario::find(s.reference?)?;
@@ -87,6 +108,9 @@ pub fn render_results(report: &BenchReport) -> String {
     );
     for l in protocol_lines(report) {
         let _ = writeln!(out, "Measured here: {l}.");
+    }
+    if let Some(l) = device_line(report) {
+        let _ = writeln!(out, "{l}.");
     }
     let _ = writeln!(
         out,

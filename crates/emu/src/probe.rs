@@ -1,0 +1,236 @@
+//! Measuring a real device into a profile (`rtrec device probe DIR`): the
+//! same fields the emulator serves, measured through the file system under
+//! DIR, in one scratch file inside DIR that is removed afterwards (nothing
+//! is written outside DIR).
+//!
+//! What is measured, in order (each step's figures feed the next):
+//! 1. **Write bandwidth**: [`SEQ_BYTES`] in 1 MiB writes, then `fdatasync`;
+//!    bytes over the whole time.
+//! 2. **Read bandwidth**: the same file read back in 1 MiB reads after its
+//!    cached pages were dropped (`posix_fadvise(DONTNEED)`).
+//! 3. **Request latency**: [`SMALL_WRITES`] 4 KiB writes at scattered
+//!    offsets, each pushed to the device with `sync_file_range(WRITE |
+//!    WAIT_AFTER)` — a device write *without* a cache flush; the median, less
+//!    the transfer time at the measured bandwidth, is the write latency.
+//!    4 KiB reads of dropped pages give the read latency the same way.
+//! 4. **Flush cost**: the same 4 KiB writes followed by `fdatasync` (which
+//!    flushes the device cache); the median less the median of step 3 is
+//!    `flush`, the 99th percentile less it is `flush_tail`, applied to every
+//!    100th flush.
+//! 5. **GC stalls**: a long sequential write ([`GC_BYTES`]) in 1 MiB
+//!    writes, each followed by `fdatasync`; a step longer than 3× the median
+//!    is a stall. `gc_every` is the bytes written per stall, `gc_pause` the
+//!    median stall's excess over the median step.
+//!
+//! Design choice: medians, not means, so one outlier from a noisy machine
+//! does not become the device's typical cost; the tails go to the tail
+//! fields, where they belong. `seek` is not measured (0): it matters only
+//! for disks, whose profile says so by hand.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::profile::ProfileFile;
+
+/// Bytes of the sequential write and read.
+pub const SEQ_BYTES: u64 = 32 << 20;
+/// Bytes of the GC-stall write.
+pub const GC_BYTES: u64 = 64 << 20;
+/// 4 KiB writes per latency step.
+pub const SMALL_WRITES: usize = 100;
+/// 4 KiB reads for the read latency.
+pub const SMALL_READS: usize = 100;
+
+const MIB: usize = 1 << 20;
+const SMALL: usize = 4096;
+
+/// What the probe measured, beside the profile it makes.
+#[derive(Debug, Clone)]
+pub struct ProbeResult {
+    /// The profile, ready to write.
+    pub profile: ProfileFile,
+    /// Free-text lines: each measurement with its raw figures.
+    pub lines: Vec<String>,
+}
+
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn p99(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[(v.len() * 99 / 100).min(v.len() - 1)]
+}
+
+/// A duration for the profile file: the units grammar's own printing,
+/// which parses back.
+fn us(ns: u64) -> String {
+    rtrec_units::format_duration(ns)
+}
+
+/// Bytes the probe writes in all, for the time estimate.
+pub fn bytes_written() -> u64 {
+    SEQ_BYTES + GC_BYTES + 2 * (SMALL_WRITES * SMALL) as u64
+}
+
+/// The scratch file's offsets for the scattered 4 KiB requests.
+fn scattered(i: usize) -> u64 {
+    // A stride coprime with the file's 4 KiB slots, so requests are neither
+    // sequential nor repeated.
+    ((i as u64 * 2_654_435_761) % (SEQ_BYTES / SMALL as u64)) * SMALL as u64
+}
+
+struct Scratch {
+    path: PathBuf,
+    file: File,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Probes the device under `dir`; `progress` gets one line per step.
+///
+/// # Errors
+/// The scratch file cannot be made, written or read.
+pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Result<ProbeResult> {
+    let path = dir.join(format!(".rtrec-probe-{}", std::process::id()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    let s = Scratch { path, file };
+    let f = &s.file;
+    let mut lines = Vec::new();
+    let buf = vec![0xa5u8; MIB];
+
+    progress("1/5 sequential write");
+    let t = Instant::now();
+    for i in 0..(SEQ_BYTES as usize / MIB) {
+        f.write_all_at(&buf, (i * MIB) as u64)?;
+    }
+    rtrec_sys::fdatasync(f)?;
+    let write_bw = (SEQ_BYTES as f64 / t.elapsed().as_secs_f64()) as u64;
+    lines.push(format!(
+        "sequential write: {} in {} ({}/s)",
+        rtrec_units::format_size(SEQ_BYTES),
+        rtrec_units::format_duration(t.elapsed().as_nanos() as u64),
+        rtrec_units::format_size(write_bw)
+    ));
+
+    progress("2/5 sequential read");
+    rtrec_sys::fadvise_dontneed(f, 0, 0)?;
+    let mut rbuf = vec![0u8; MIB];
+    let t = Instant::now();
+    for i in 0..(SEQ_BYTES as usize / MIB) {
+        f.read_exact_at(&mut rbuf, (i * MIB) as u64)?;
+    }
+    let read_bw = (SEQ_BYTES as f64 / t.elapsed().as_secs_f64()) as u64;
+    lines.push(format!(
+        "sequential read: {}/s",
+        rtrec_units::format_size(read_bw)
+    ));
+
+    progress("3/5 4 KiB request latency");
+    let transfer = |bytes: usize, bw: u64| (bytes as u64 * 1_000_000_000) / bw.max(1);
+    let small = &buf[..SMALL];
+    let mut plain = Vec::with_capacity(SMALL_WRITES);
+    for i in 0..SMALL_WRITES {
+        let off = scattered(i);
+        let t = Instant::now();
+        f.write_all_at(small, off)?;
+        rtrec_sys::sync_file_range(
+            f,
+            off,
+            SMALL as u64,
+            rtrec_sys::sfr::WRITE | rtrec_sys::sfr::WAIT_AFTER,
+        )?;
+        plain.push(t.elapsed().as_nanos() as u64);
+    }
+    let write_med = median(&mut plain);
+    let write_latency = write_med.saturating_sub(transfer(SMALL, write_bw));
+    rtrec_sys::fadvise_dontneed(f, 0, 0)?;
+    let mut reads = Vec::with_capacity(SMALL_READS);
+    let mut sbuf = vec![0u8; SMALL];
+    for i in 0..SMALL_READS {
+        let t = Instant::now();
+        f.read_exact_at(&mut sbuf, scattered(i + SMALL_WRITES))?;
+        reads.push(t.elapsed().as_nanos() as u64);
+    }
+    let read_latency = median(&mut reads).saturating_sub(transfer(SMALL, read_bw));
+    lines.push(format!(
+        "4 KiB write without flush: median {}; 4 KiB read: median {}",
+        rtrec_units::format_duration(write_med),
+        rtrec_units::format_duration(median(&mut reads))
+    ));
+
+    progress("4/5 flush latency");
+    let mut synced = Vec::with_capacity(SMALL_WRITES);
+    for i in 0..SMALL_WRITES {
+        let t = Instant::now();
+        f.write_all_at(small, scattered(i + 7))?;
+        rtrec_sys::fdatasync(f)?;
+        synced.push(t.elapsed().as_nanos() as u64);
+    }
+    let flush = median(&mut synced).saturating_sub(write_med);
+    let flush_tail = p99(&mut synced).saturating_sub(write_med).max(flush);
+    lines.push(format!(
+        "4 KiB write + fdatasync: median {}, p99 {}, max {}",
+        rtrec_units::format_duration(median(&mut synced)),
+        rtrec_units::format_duration(p99(&mut synced)),
+        rtrec_units::format_duration(*synced.last().unwrap_or(&0))
+    ));
+
+    progress("5/5 garbage-collection stalls (long sequential write)");
+    let base = SEQ_BYTES;
+    let mut steps = Vec::with_capacity(GC_BYTES as usize / MIB);
+    for i in 0..(GC_BYTES as usize / MIB) {
+        let t = Instant::now();
+        f.write_all_at(&buf, base + (i * MIB) as u64)?;
+        rtrec_sys::fdatasync(f)?;
+        steps.push(t.elapsed().as_nanos() as u64);
+    }
+    let step_med = median(&mut steps.clone());
+    let mut stalls: Vec<u64> = steps
+        .iter()
+        .filter(|&&s| s > 3 * step_med)
+        .map(|s| s - step_med)
+        .collect();
+    let (gc_every, gc_pause) = if stalls.is_empty() {
+        (0, 0)
+    } else {
+        (GC_BYTES / stalls.len() as u64, median(&mut stalls))
+    };
+    lines.push(format!(
+        "1 MiB write + fdatasync over {}: median {}, {} stalls over 3× the median",
+        rtrec_units::format_size(GC_BYTES),
+        rtrec_units::format_duration(step_med),
+        stalls.len()
+    ));
+    drop(s);
+
+    let profile = ProfileFile {
+        name: name.to_string(),
+        description: format!("measured by rtrec device probe under {}", dir.display()),
+        calibration: lines.join("; "),
+        queues: 1,
+        read_latency: us(read_latency),
+        write_latency: us(write_latency),
+        read_bandwidth: format!("{read_bw}B"),
+        write_bandwidth: format!("{write_bw}B"),
+        seek: "0ns".into(),
+        flush: us(flush),
+        flush_tail: us(flush_tail),
+        flush_tail_every: if flush_tail > flush { 100 } else { 0 },
+        gc_every: format!("{gc_every}B"),
+        gc_pause: us(gc_pause),
+    };
+    Ok(ProbeResult { profile, lines })
+}

@@ -1,0 +1,156 @@
+//! The emulator's own timing error: for every request, the delay the model
+//! asked for against the delay actually served (from receiving the request
+//! to replying). The server never replies early, so the error is how late
+//! it was — an overloaded emulator (slow backing disk, a starved CPU) shows
+//! here instead of silently making the device look faster or slower.
+//! [`Timing`] accumulates; [`EmulatorStats`] is what the emulator writes to
+//! its stats file and what the bench reports.
+
+use serde::{Deserialize, Serialize};
+
+/// Counters and the error distribution, accumulated by the server.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    stats: EmulatorStats,
+    /// Errors in power-of-two buckets: bucket `i` holds errors below
+    /// `2^i` ns (bucket 0: exactly 0).
+    buckets: [u64; 64],
+}
+
+/// What the emulator reports (its stats file, JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmulatorStats {
+    /// The profile served.
+    pub profile: String,
+    /// Read requests served.
+    pub reads: u64,
+    /// Write requests served.
+    pub writes: u64,
+    /// Flushes served.
+    pub flushes: u64,
+    /// Garbage-collection pauses served.
+    pub gc_pauses: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Sum of the delays the model asked for, ns.
+    pub asked_ns: u64,
+    /// Sum of the delays served, ns.
+    pub served_ns: u64,
+    /// Requests served earlier than asked (must stay 0).
+    pub early: u64,
+    /// Mean of served − asked per request, ns.
+    pub error_mean_ns: u64,
+    /// 99th percentile of served − asked, ns (upper edge of its
+    /// power-of-two bucket).
+    pub error_p99_ns: u64,
+    /// Largest served − asked, ns.
+    pub error_max_ns: u64,
+    /// Longest single delay asked, ns.
+    pub asked_max_ns: u64,
+}
+
+impl EmulatorStats {
+    /// Requests served.
+    pub fn requests(&self) -> u64 {
+        self.reads + self.writes + self.flushes
+    }
+}
+
+/// What kind of request a sample was.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// A read of this many bytes.
+    Read(u64),
+    /// A write of this many bytes.
+    Write(u64),
+    /// A flush.
+    Flush,
+}
+
+impl Timing {
+    /// Empty, for `profile`.
+    pub fn new(profile: &str) -> Timing {
+        Timing {
+            stats: EmulatorStats {
+                profile: profile.to_string(),
+                ..EmulatorStats::default()
+            },
+            buckets: [0; 64],
+        }
+    }
+
+    /// Records one request: `asked` and `served` in ns.
+    pub fn record(&mut self, kind: Kind, asked: u64, served: u64) {
+        let s = &mut self.stats;
+        match kind {
+            Kind::Read(b) => {
+                s.reads += 1;
+                s.bytes_read += b;
+            }
+            Kind::Write(b) => {
+                s.writes += 1;
+                s.bytes_written += b;
+            }
+            Kind::Flush => s.flushes += 1,
+        }
+        s.asked_ns += asked;
+        s.served_ns += served;
+        s.asked_max_ns = s.asked_max_ns.max(asked);
+        if served < asked {
+            s.early += 1;
+        }
+        let err = served.saturating_sub(asked);
+        s.error_max_ns = s.error_max_ns.max(err);
+        self.buckets[(64 - err.leading_zeros()) as usize % 64] += 1;
+    }
+
+    /// GC pauses so far (the model counts them).
+    pub fn set_gc_pauses(&mut self, n: u64) {
+        self.stats.gc_pauses = n;
+    }
+
+    /// The stats now, with mean and p99 worked out.
+    pub fn snapshot(&self) -> EmulatorStats {
+        let mut s = self.stats.clone();
+        let n = s.requests();
+        if let Some(mean) = s.served_ns.saturating_sub(s.asked_ns).checked_div(n) {
+            s.error_mean_ns = mean;
+            let want = n - n / 100;
+            let mut seen = 0;
+            for (i, c) in self.buckets.iter().enumerate() {
+                seen += c;
+                if seen >= want {
+                    s.error_p99_ns = if i == 0 { 0 } else { (1u64 << i) - 1 };
+                    break;
+                }
+            }
+            s.error_p99_ns = s.error_p99_ns.min(s.error_max_ns);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_served_minus_asked_and_early_replies_are_counted() {
+        let mut t = Timing::new("emmc");
+        for _ in 0..99 {
+            t.record(Kind::Write(4096), 1_000, 1_100);
+        }
+        t.record(Kind::Flush, 2_000_000, 2_500_000);
+        t.record(Kind::Read(512), 1_000, 900);
+        let s = t.snapshot();
+        assert_eq!((s.writes, s.flushes, s.reads), (99, 1, 1));
+        assert_eq!(s.bytes_written, 99 * 4096);
+        assert_eq!(s.early, 1);
+        assert_eq!(s.error_max_ns, 500_000);
+        assert_eq!(s.asked_max_ns, 2_000_000);
+        // 99 of 101 errors are 100 ns: p99 falls in the bucket below 128 ns.
+        assert_eq!(s.error_p99_ns, 127);
+    }
+}
