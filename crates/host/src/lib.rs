@@ -31,6 +31,7 @@
 //! | [`signals`] | SIGINT/SIGTERM/SIGHUP as a flag; counting signals |
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
+//! | [`tmpfs`] | a tmpfs of our own, mounted and put back through the journal |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //!
 //! Design choice: the undo of each kind of change is one `match` in `undo`,
@@ -54,6 +55,7 @@ pub mod mounts;
 pub mod restore;
 pub mod signals;
 pub mod sysctl;
+pub mod tmpfs;
 pub mod tracefs;
 mod undo;
 

@@ -133,15 +133,7 @@ impl Instance {
         // kernels.
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         let _ = write_file(&self.dir.join("events/enable"), "0");
-        let mut first = Ok(());
-        while let Some(id) = self.ids.pop() {
-            if let Err(e) = self.journal.undo(id) {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
+        self.journal.undo_each(&mut self.ids)
     }
 }
 
