@@ -300,6 +300,9 @@ pub struct RecordArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    #[command(flatten)]
+    pub explain: crate::explain::ExplainArgs,
+
     /// Print "written SEQ" on stdout after each record stored (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,

@@ -10,6 +10,7 @@
 mod cli;
 mod error;
 mod events;
+mod explain;
 mod export;
 mod pool;
 mod record;

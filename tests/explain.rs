@@ -72,3 +72,71 @@ fn bench_explain_without_tracefs_says_so_and_runs_normally() {
     assert_eq!(case["write_ns"]["count"], 20, "a normal result: {case}");
     assert!(case["explain"].is_null(), "no attribution: {case}");
 }
+
+#[test]
+fn record_explain_without_tracefs_says_so_and_records_normally() {
+    let d = scratch();
+    let rec = d.path();
+    let out = rtrec_unprivileged(
+        d.path(),
+        &[
+            "record",
+            "--dir",
+            rec.to_str().unwrap(),
+            "--period",
+            "1ms",
+            "--count",
+            "50",
+            "--explain",
+            "--quiet",
+            "--json",
+            "-",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches(NO_TRACEFS).count(), 1, "{stderr}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["records_written"], 50, "{s}");
+    assert!(s.get("explain").is_none(), "no attribution: {s}");
+}
+
+#[test]
+fn record_explain_as_root_carries_the_attribution_in_its_json() {
+    if !rtrec_host::loopfs::require_privileged(
+        "record_explain_as_root_carries_the_attribution_in_its_json",
+    ) {
+        return;
+    }
+    let fs = rtrec_host::loopfs::LoopFs::create(&rtrec_host::loopfs::LoopFsOptions {
+        size: 256 << 20,
+        journal_mib: 8,
+        ..Default::default()
+    })
+    .unwrap();
+    let raw = tempfile::tempdir().unwrap();
+    let rec = fs.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--dir", rec.to_str().unwrap(), "--period", "1ms"])
+        .args(["--count", "200", "--quiet", "--json", "-", "--explain"])
+        // Every call is "slow": the split of each is checked, not its time.
+        .args(["--explain-threshold", "1ns", "--explain-raw"])
+        .arg(raw.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let x = &s["explain"];
+    let calls = x["timed_calls"].as_u64().unwrap();
+    assert!(calls > 0, "the writer's write() calls were traced: {x}");
+    assert_eq!(x["slow_calls"], calls, "{x}");
+    assert!(x["main_cause"].is_string(), "{x}");
+    let trace = std::fs::read_to_string(raw.path().join("record.trace.txt")).unwrap();
+    assert!(
+        trace.contains("sys_write") || trace.contains("sys_pwrite64"),
+        "raw trace kept"
+    );
+}
