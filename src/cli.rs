@@ -389,6 +389,9 @@ pub struct RecordArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    #[command(flatten)]
+    pub explain: crate::explain::ExplainArgs,
+
     /// Print "written SEQ" on stdout after each record stored, "queued SEQ" in ring mode (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,

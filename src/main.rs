@@ -11,6 +11,7 @@ mod cli;
 mod device;
 mod error;
 mod events;
+mod explain;
 mod export;
 mod pool;
 mod record;

@@ -32,6 +32,7 @@
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
 //! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
+//! | [`tmpfs`] | a tmpfs of our own, mounted and put back through the journal |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //!
 //! Design choice: the undo of each kind of change is one `match` in `undo`,
@@ -56,6 +57,7 @@ pub mod mounts;
 pub mod restore;
 pub mod signals;
 pub mod sysctl;
+pub mod tmpfs;
 pub mod tracefs;
 mod undo;
 
