@@ -89,6 +89,19 @@ impl Timed {
 /// Traces `timed` (and `others`) for up to [`ROUNDS`] rounds, until a slow
 /// call has a part with `cause`; returns the last explanation.
 fn trace_until(rig: &Rig, timed: i32, others: Vec<i32>, cause: Cause) -> Explanation {
+    trace_until_named(rig, timed, others, cause, "")
+}
+
+/// [`trace_until`], until the cause's row also names `who` (the task that
+/// ran instead, the commit's starter...): on a loaded machine other tasks
+/// can be the first to show up.
+fn trace_until_named(
+    rig: &Rig,
+    timed: i32,
+    others: Vec<i32>,
+    cause: Cause,
+    who: &str,
+) -> Explanation {
     let mut session = Session::create().expect("a tracing session as root");
     let dev = std::fs::metadata(rig.fs.path()).unwrap().dev();
     let mut last = Explanation::default();
@@ -103,7 +116,10 @@ fn trace_until(rig: &Rig, timed: i32, others: Vec<i32>, cause: Cause) -> Explana
             .expect("starting the trace");
         thread::sleep(ROUND);
         last = session.stop(None).expect("reading the trace");
-        if last.causes.iter().any(|r| r.cause == cause) {
+        let named = |r: &rtrec_trace::CauseRow| {
+            r.cause == cause && r.detail.as_deref().unwrap_or("").contains(who)
+        };
+        if last.causes.iter().any(named) {
             break;
         }
     }
@@ -233,7 +249,13 @@ fn a_busy_fifo_thread_on_the_timed_cpu_is_platform_preemption() {
         }
         thread::sleep(Duration::from_millis(3));
     });
-    let x = trace_until(&rig, timed.tid, vec![hog.tid], Cause::Preempted);
+    let x = trace_until_named(
+        &rig,
+        timed.tid,
+        vec![hog.tid],
+        Cause::Preempted,
+        "rtrec-test-hog",
+    );
     hog.stop();
     timed.stop();
     let r = row(&x, Cause::Preempted);
