@@ -493,6 +493,9 @@ pub struct RecordArgs {
     #[arg(long, requires = "json")]
     pub timeline: bool,
 
+    #[command(flatten)]
+    pub explain: crate::explain::ExplainArgs,
+
     /// Print "written SEQ" on stdout after each record stored, "queued SEQ" in ring mode (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,

@@ -12,6 +12,7 @@ mod device;
 mod doctor;
 mod error;
 mod events;
+mod explain;
 mod export;
 mod pool;
 mod record;

@@ -275,6 +275,7 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())
         .map_err(|e| crate::Error::Usage(e.to_string()))?;
+    let tracing = crate::explain::start(&a.explain, &plan.dir);
     let live = rec.live();
     let rss = plan
         .cfg
@@ -342,6 +343,7 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     if let Some(t) = &timer {
         summary.attach_schedule(t);
     }
+    let explained = tracing.and_then(crate::explain::Tracing::finish);
     done.store(true, Ordering::Release);
     if let Some(p) = progress {
         let _ = p.join();
@@ -353,7 +355,7 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
         }
     }
     if let Some(path) = &a.json {
-        write_json(path, &summary, rss.as_deref())?;
+        write_json(path, &summary, rss.as_deref(), explained.as_ref())?;
     }
     if let (Some(samples), false) = (&rss, a.quiet) {
         for (events, bytes) in samples {
@@ -365,6 +367,9 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     }
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
+        if let Some(x) = &explained {
+            crate::explain::print(x, a.json.as_deref() == Some(Path::new("-")));
+        }
     }
     if a.histogram {
         let h = summary.write_latency.histogram();
@@ -837,11 +842,19 @@ fn spawn_status(
     })
 }
 
-fn write_json(path: &Path, s: &Summary, rss: Option<&[(u64, u64)]>) -> crate::Result<()> {
+fn write_json(
+    path: &Path,
+    s: &Summary,
+    rss: Option<&[(u64, u64)]>,
+    explained: Option<&rtrec_trace::Explanation>,
+) -> crate::Result<()> {
     let mut v = serde_json::to_value(s)?;
     // --timeline: each write()'s latency in call order.
     if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {
         obj.insert("timeline_write_ns".into(), s.write_samples.clone().into());
+    }
+    if let (Some(x), Some(obj)) = (explained, v.as_object_mut()) {
+        obj.insert("explain".into(), serde_json::to_value(x)?);
     }
     if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
         let list: Vec<_> = samples

@@ -8,8 +8,9 @@
 //! - DIR need not exist: the checks run on its nearest existing parent
 //!   (where `rtrec record --dir DIR` would create it), and say so.
 //! - Nothing is measured here but the steal time (200 ms of `/proc/stat`):
-//!   a short device measurement belongs to `rtrec device probe`, whose
-//!   result [`probe_hook`] adds once it exists.
+//!   a device measurement writes about 100 MiB and belongs to
+//!   `rtrec device probe`; [`probe_hook`] is where its short form will add
+//!   its verdict.
 
 pub mod checks;
 
@@ -49,15 +50,15 @@ pub struct Counts {
     pub skip: usize,
 }
 
-/// The short device measurement of `rtrec device probe`, when that command
-/// exists; until then a `skip` that names it.
+/// The hook for a short form of `rtrec device probe`; until it has one, a
+/// `skip` that names the command.
 fn probe_hook(_dir: &Path) -> Check {
     Check {
         id: "device-probe",
         area: "device",
         status: Status::Skip,
         found: "not measured".into(),
-        why: "doctor reads settings only; `rtrec bench --dir DIR` measures this device's write() latency".into(),
+        why: "doctor reads settings only; `rtrec device probe DIR` measures this device (about 100 MiB written), `rtrec bench --dir DIR` its write() latency".into(),
         fix: None,
     }
 }

@@ -11,7 +11,11 @@
 //!   (`Summary.write_samples`), and in ring mode `record()` too;
 //! - `FALLOCATE*`: one `fallocate()` of the file size per period into a
 //!   fresh file (created before the deadline, removed after the call);
-//! - `NOISE-FLOOR`: a memcpy of the record size per period.
+//! - `NOISE-FLOOR`: a memcpy of the record size per period;
+//! - `PAGECACHE-FLOOR`: a `write()` of the record size per period into a
+//!   file on a tmpfs mounted for the set (journaled, put back), rewound to
+//!   its start at the file size; without root, a private directory in
+//!   `/dev/shm` (also tmpfs) with a warning.
 
 use std::fs::{self, File};
 use std::hint::black_box;
@@ -241,7 +245,8 @@ fn run_set(
             }
             fallocate_loop(protocol, &set_dir, &counter)
         }
-        Timed::Memcpy => Ok(memcpy_loop(protocol, &counter)),
+        Timed::Memcpy => memcpy_loop(protocol, &counter),
+        Timed::PageCache => pagecache_loop(protocol, &counter, trace.as_mut(), ctx.warnings),
     };
     let explained = trace.map(SetTrace::finish);
     let dirty_peak_bytes = sampler.stop();
@@ -381,22 +386,21 @@ fn record_loop(
     Ok(o)
 }
 
-fn fallocate_loop(protocol: &Protocol, dir: &Path, counter: &AtomicU64) -> anyhow::Result<Outcome> {
+/// The periodic loop of the cases that time one call themselves: `step`
+/// waits for `timer` (doing any untimed work before or after) and returns
+/// the time of its call, ns.
+fn periodic_loop(
+    protocol: &Protocol,
+    counter: &AtomicU64,
+    mut step: impl FnMut(u64, &mut PeriodicTimer) -> anyhow::Result<u64>,
+) -> anyhow::Result<Outcome> {
     let mut o = Outcome::new(protocol.writes);
     let start = sys::monotonic_ns();
     let mut timer = PeriodicTimer::new(protocol.period_ns);
     for i in 0..protocol.writes {
-        let path = dir.join(format!("fallocate-{}.dat", i % 2));
-        let f = sys::create_new(&path).with_context(|| format!("creating '{}'", path.display()))?;
-        timer.wait();
-        let t0 = sys::monotonic_ns();
-        let r = sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, protocol.file_bytes);
-        let dt = sys::monotonic_ns() - t0;
-        r.with_context(|| format!("fallocate() of {} bytes", protocol.file_bytes))?;
+        let dt = step(i, &mut timer)?;
         o.write.record(dt);
         o.samples.push(dt);
-        drop(f);
-        fs::remove_file(&path).with_context(|| format!("removing '{}'", path.display()))?;
         counter.store(i + 1, Ordering::Relaxed);
         if interrupted() {
             o.interrupted = true;
@@ -409,30 +413,91 @@ fn fallocate_loop(protocol: &Protocol, dir: &Path, counter: &AtomicU64) -> anyho
     Ok(o)
 }
 
-fn memcpy_loop(protocol: &Protocol, counter: &AtomicU64) -> Outcome {
-    let mut o = Outcome::new(protocol.writes);
+fn fallocate_loop(protocol: &Protocol, dir: &Path, counter: &AtomicU64) -> anyhow::Result<Outcome> {
+    periodic_loop(protocol, counter, |i, timer| {
+        let path = dir.join(format!("fallocate-{}.dat", i % 2));
+        let f = sys::create_new(&path).with_context(|| format!("creating '{}'", path.display()))?;
+        timer.wait();
+        let t0 = sys::monotonic_ns();
+        let r = sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, protocol.file_bytes);
+        let dt = sys::monotonic_ns() - t0;
+        r.with_context(|| format!("fallocate() of {} bytes", protocol.file_bytes))?;
+        drop(f);
+        fs::remove_file(&path).with_context(|| format!("removing '{}'", path.display()))?;
+        Ok(dt)
+    })
+}
+
+fn memcpy_loop(protocol: &Protocol, counter: &AtomicU64) -> anyhow::Result<Outcome> {
     let src = record_bytes(protocol.record_bytes);
     let mut dst = vec![0u8; src.len()];
-    let start = sys::monotonic_ns();
-    let mut timer = PeriodicTimer::new(protocol.period_ns);
-    for i in 0..protocol.writes {
+    periodic_loop(protocol, counter, |_, timer| {
         timer.wait();
         let t0 = sys::monotonic_ns();
         dst.copy_from_slice(black_box(&src));
         black_box(&mut dst);
-        let dt = sys::monotonic_ns() - t0;
-        o.write.record(dt);
-        o.samples.push(dt);
-        counter.store(i + 1, Ordering::Relaxed);
-        if interrupted() {
-            o.interrupted = true;
-            break;
+        Ok(sys::monotonic_ns() - t0)
+    })
+}
+
+/// Where PAGECACHE-FLOOR writes: our own tmpfs, else (not root) a private
+/// directory in `/dev/shm`.
+enum PageCacheDir {
+    Own(rtrec_host::tmpfs::TmpFs),
+    Shm(tempfile::TempDir),
+}
+
+impl PageCacheDir {
+    fn path(&self) -> &Path {
+        match self {
+            PageCacheDir::Own(t) => t.path(),
+            PageCacheDir::Shm(d) => d.path(),
         }
     }
-    o.duration_ns = sys::monotonic_ns() - start;
-    o.lateness = timer.lateness().clone();
-    o.missed = timer.missed();
-    o
+}
+
+fn pagecache_loop(
+    protocol: &Protocol,
+    counter: &AtomicU64,
+    trace: Option<&mut SetTrace<'_>>,
+    warnings: &mut Vec<Warning>,
+) -> anyhow::Result<Outcome> {
+    let dir = match rtrec_host::tmpfs::TmpFs::create(protocol.file_bytes + (1 << 20)) {
+        Ok(t) => PageCacheDir::Own(t),
+        Err(e) => {
+            warnings.push(Warning::NoTmpfs(e.to_string()));
+            PageCacheDir::Shm(
+                tempfile::Builder::new()
+                    .prefix("rtrec-pagecache-")
+                    .tempdir_in("/dev/shm")
+                    .context("making a directory in /dev/shm")?,
+            )
+        }
+    };
+    let path = dir.path().join("pagecache.dat");
+    let f = sys::create_new(&path).with_context(|| format!("creating '{}'", path.display()))?;
+    let data = record_bytes(protocol.record_bytes);
+    if let Some(t) = trace {
+        t.start(vec![sys::gettid()]);
+    }
+    let mut at = 0;
+    let o = periodic_loop(protocol, counter, |_, timer| {
+        if at + protocol.record_bytes > protocol.file_bytes {
+            sys::seek_to(&f, 0).context("rewinding the page-cache file")?;
+            at = 0;
+        }
+        timer.wait();
+        let t0 = sys::monotonic_ns();
+        let r = sys::write_once(&f, &data);
+        let dt = sys::monotonic_ns() - t0;
+        at += r.context("write() to tmpfs")? as u64;
+        Ok(dt)
+    })?;
+    drop(f);
+    if let PageCacheDir::Own(t) = dir {
+        t.remove().context("unmounting the case's tmpfs")?;
+    }
+    Ok(o)
 }
 
 /// The HdrHistogram V2 encoding of `l`, base64.

@@ -523,6 +523,7 @@ fn run_plan(
         failed |= r.error.is_some();
         report.cases.push(r);
         report.environment.emulator = target.emulator_stats();
+        report.fill_floor_ratios();
         report.warnings = warnings.iter().map(ToString::to_string).collect();
         if let Err(e) = exports.write_all(&report) {
             eprintln!("rtrec bench: {e:#}");
@@ -661,7 +662,9 @@ mod tests {
     fn bad_values_are_refused_before_anything_runs() {
         let e = plan(&["--cases", "NONE,BOGUS"]).unwrap_err().to_string();
         assert!(
-            e.starts_with("unknown case 'BOGUS': expected one of NOISE-FLOOR, NONE,"),
+            e.starts_with(
+                "unknown case 'BOGUS': expected one of NOISE-FLOOR, PAGECACHE-FLOOR, NONE,"
+            ),
             "{e}"
         );
         let e = plan(&["--cases", "NONE,WPRE-SDATA-FON-BGAL"]).unwrap_err();

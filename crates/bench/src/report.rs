@@ -237,6 +237,13 @@ pub struct CaseResult {
     /// (null without `--explain` or when tracing was not possible).
     #[serde(default)]
     pub explain: Option<rtrec_trace::Explanation>,
+    /// This case's max ÷ NOISE-FLOOR's max (null when either is missing).
+    #[serde(default)]
+    pub max_over_noise_floor: Option<f64>,
+    /// This case's max ÷ PAGECACHE-FLOOR's max: how far above a bare copy
+    /// into the page cache (null when either is missing).
+    #[serde(default)]
+    pub max_over_pagecache_floor: Option<f64>,
 }
 
 impl CaseResult {
@@ -270,6 +277,8 @@ impl CaseResult {
             error: None,
             interrupted: false,
             explain: None,
+            max_over_noise_floor: None,
+            max_over_pagecache_floor: None,
         }
     }
 
@@ -293,5 +302,20 @@ impl BenchReport {
     /// The case named `name`.
     pub fn case(&self, name: &str) -> Option<&CaseResult> {
         self.cases.iter().find(|c| c.name == name)
+    }
+
+    /// Fills every case's ratios to the floors (NOISE-FLOOR,
+    /// PAGECACHE-FLOOR) from the cases run so far.
+    pub fn fill_floor_ratios(&mut self) {
+        let max = |name: &str| self.case(name).and_then(CaseResult::max_ns);
+        let (noise, pagecache) = (max("NOISE-FLOOR"), max("PAGECACHE-FLOOR"));
+        let over = |m: Option<u64>, f: Option<u64>| match (m, f) {
+            (Some(m), Some(f)) if f > 0 => Some(m as f64 / f as f64),
+            _ => None,
+        };
+        for c in &mut self.cases {
+            c.max_over_noise_floor = over(c.max_ns(), noise);
+            c.max_over_pagecache_floor = over(c.max_ns(), pagecache);
+        }
     }
 }

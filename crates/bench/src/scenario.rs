@@ -41,6 +41,10 @@ pub enum Timed {
     Fallocate,
     /// A memcpy of the record size instead of `write()`: the noise floor.
     Memcpy,
+    /// `write()` of the record size into a file on a tmpfs of the case's
+    /// own: the page-cache floor (a copy into the page cache, no
+    /// filesystem journal, no writeback).
+    PageCache,
 }
 
 impl Timed {
@@ -50,6 +54,7 @@ impl Timed {
             Timed::Write(_) => "write",
             Timed::Fallocate => "fallocate",
             Timed::Memcpy => "memcpy",
+            Timed::PageCache => "pagecache-write",
         }
     }
 }
@@ -175,6 +180,16 @@ pub const SCENARIOS: &[Scenario] = &[
         study: Study::Platform,
         description: "the same timing loop copying the record in memory instead of write(): what the platform itself adds",
         timed: Timed::Memcpy,
+        flusher: Flusher::On,
+        loads: NO_LOAD,
+        published: None,
+        reference: None,
+    },
+    Scenario {
+        name: "PAGECACHE-FLOOR",
+        study: Study::Platform,
+        description: "the same timing loop calling write() into a file on a tmpfs of its own: the minimum needed to copy into the page cache, with no filesystem journal and no writeback",
+        timed: Timed::PageCache,
         flusher: Flusher::On,
         loads: NO_LOAD,
         published: None,
@@ -483,6 +498,7 @@ impl Scenario {
             }
             Timed::Fallocate => "fallocate() of the file size, fresh file each call".to_string(),
             Timed::Memcpy => "memcpy of the record size".to_string(),
+            Timed::PageCache => "write() of the record size to a file on tmpfs".to_string(),
         }
     }
 

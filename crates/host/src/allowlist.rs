@@ -11,10 +11,10 @@
 //! | `sysctl` | `vm.dirty_*` only (the flusher settings) |
 //! | `scheduler` | a block device name (the file is always `/sys/block/DEV/queue/scheduler`) |
 //! | `trace_file` | a file under a mount of type `tracefs` |
-//! | `mount` | a loop mount on `…/rtrec-loopfs-*/mnt`, or nothing mounted there |
+//! | `mount` | a loop mount on `…/rtrec-loopfs-*/mnt`, a tmpfs on `…/rtrec-tmpfs-*`, tracefs on `/sys/kernel/tracing`, or nothing mounted there |
 //! | `loop_device` | `/dev/loopN` backed by `…/rtrec-loopfs-*/image.ext4` |
 //! | `remove_file` | `…/rtrec-loopfs-*/image.ext4` |
-//! | `remove_dir` | `…/rtrec-loopfs-*` and its `mnt` |
+//! | `remove_dir` | `…/rtrec-loopfs-*` and its `mnt`, `…/rtrec-tmpfs-*`, the tracefs instance `/sys/kernel/tracing/instances/rtrec-*` |
 //!
 //! Every path must be absolute, with no `.` or `..` component, so that the
 //! names checked are the names acted on.
@@ -36,6 +36,8 @@ use crate::mounts::{mount_at, mount_of, read_mounts};
 /// The prefix of the private directories of loop filesystems
 /// ([`crate::loopfs`]).
 pub(crate) const LOOPFS_DIR_PREFIX: &str = "rtrec-loopfs-";
+/// The prefix of the tmpfs mount points ([`crate::tmpfs`]).
+pub(crate) const TMPFS_DIR_PREFIX: &str = "rtrec-tmpfs-";
 /// The image file in such a directory.
 pub(crate) const LOOPFS_IMAGE: &str = "image.ext4";
 /// The mount point in such a directory.
@@ -115,6 +117,8 @@ impl Allowlist {
                     || is_loopfs_dir(path)
                     || is_loopfs_child(path, LOOPFS_MOUNT)
                     || is_loopfs_child(path, LOOPFS_EMU_MOUNT)
+                    || has_prefix(path, TMPFS_DIR_PREFIX)
+                    || is_trace_instance(path)
                 {
                     Ok(())
                 } else {
@@ -141,6 +145,15 @@ impl Allowlist {
                         if m.fstype.starts_with("fuse")
                             && m.source.starts_with("rtrec-emu-")
                             && is_loopfs_child(target, LOOPFS_EMU_MOUNT) =>
+                    {
+                        Ok(())
+                    }
+                    Some(m) if m.fstype == "tmpfs" && has_prefix(target, TMPFS_DIR_PREFIX) => {
+                        Ok(())
+                    }
+                    Some(m)
+                        if m.fstype == "tracefs"
+                            && target == Path::new(crate::tracefs::TRACEFS) =>
                     {
                         Ok(())
                     }
@@ -191,9 +204,19 @@ fn plain(path: &Path) -> Result<(), String> {
 }
 
 fn is_loopfs_dir(path: &Path) -> bool {
+    has_prefix(path, LOOPFS_DIR_PREFIX)
+}
+
+fn has_prefix(path: &Path, prefix: &str) -> bool {
     path.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with(LOOPFS_DIR_PREFIX))
+        .is_some_and(|n| n.starts_with(prefix))
+}
+
+/// `/sys/kernel/tracing/instances/rtrec-*` ([`crate::tracefs::Instance`]).
+fn is_trace_instance(path: &Path) -> bool {
+    has_prefix(path, "rtrec-")
+        && path.parent() == Some(&Path::new(crate::tracefs::TRACEFS).join("instances"))
 }
 
 fn is_loopfs_child(path: &Path, name: &str) -> bool {
@@ -232,6 +255,12 @@ mod tests {
         });
         ok(Change::RemoveDir {
             path: "/tmp/rtrec-loopfs-1-0/mnt".into(),
+        });
+        ok(Change::RemoveDir {
+            path: "/tmp/rtrec-tmpfs-1-0".into(),
+        });
+        ok(Change::RemoveDir {
+            path: "/sys/kernel/tracing/instances/rtrec-1".into(),
         });
         ok(Change::LoopDevice {
             device: "/dev/loop7".into(),

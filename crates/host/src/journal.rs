@@ -383,6 +383,23 @@ impl Journal {
         lock(&self.shared).undo(id)
     }
 
+    /// Undoes the entries `ids`, newest (last) first, emptying it; keeps
+    /// going past failures and returns the first.
+    ///
+    /// # Errors
+    /// The first undo that failed; its entry stays in the journal.
+    pub fn undo_each(&self, ids: &mut Vec<EntryId>) -> Result<()> {
+        let mut first = Ok(());
+        while let Some(id) = ids.pop() {
+            if let Err(e) = self.undo(id) {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
     /// Removes entry `id` without undoing it: the change it announced was
     /// never made (the step failed, or the thing was someone else's).
     pub(crate) fn forget(&self, id: EntryId) -> Result<()> {

@@ -32,6 +32,7 @@
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
 //! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
+//! | [`tmpfs`] | a tmpfs of our own, mounted and put back through the journal |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //! | [`status`] | what the journal holds and who holds the lock, read-only |
 //!
@@ -58,6 +59,7 @@ pub mod restore;
 pub mod signals;
 pub mod status;
 pub mod sysctl;
+pub mod tmpfs;
 pub mod tracefs;
 mod undo;
 

@@ -40,7 +40,7 @@ pub fn set_trace_file(journal: &Journal, path: &Path, value: &str) -> Result<Ent
 }
 
 /// Where tracefs is mounted, or mounted by [`Instance::create`].
-pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub const TRACEFS: &str = crate::undo::TRACEFS;
 
 /// A tracefs instance of this process, `instances/rtrec-PID`: its own
 /// ring buffer, events, filters and triggers, so tracing through it never
@@ -77,7 +77,17 @@ impl Instance {
                 .join(format!("rtrec-{}{suffix}", std::process::id())),
             ids: Vec::new(),
         };
-        if !root.join("instances").is_dir() {
+        if root.join("instances").is_dir() {
+            let journals = inst.journal.path();
+            if mounted_by_another_rtrec(journals.parent().unwrap_or(Path::new("/"))) {
+                // Shared: whichever of us ends last unmounts (see
+                // `crate::undo`, which keeps the mount while another
+                // rtrec instance is in it).
+                inst.ids.push(inst.journal.record(Change::Mount {
+                    target: root.to_owned(),
+                })?);
+            }
+        } else {
             inst.ids.push(inst.journal.record(Change::Mount {
                 target: root.to_owned(),
             })?);
@@ -133,16 +143,38 @@ impl Instance {
         // kernels.
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         let _ = write_file(&self.dir.join("events/enable"), "0");
-        let mut first = Ok(());
-        while let Some(id) = self.ids.pop() {
-            if let Err(e) = self.journal.undo(id) {
-                if first.is_ok() {
-                    first = Err(e);
-                }
-            }
-        }
-        first
+        self.journal.undo_each(&mut self.ids)
     }
+}
+
+/// True when a live rtrec process other than this one has journaled the
+/// tracefs mount at [`TRACEFS`]: it mounted tracefs (or shares it), so this
+/// process shares the mount too and journals it as well. The mount is then
+/// undone by whichever of them ends last; tracefs that was mounted before
+/// any rtrec is never journaled, so never unmounted.
+fn mounted_by_another_rtrec(state_dir: &Path) -> bool {
+    let me = std::process::id();
+    let Ok(dir) = fs::read_dir(state_dir) else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let name = e.file_name();
+        let Some((pid, starttime, false)) =
+            name.to_str().and_then(crate::journal::parse_journal_file_name)
+        else {
+            return false;
+        };
+        pid != me
+            && crate::journal::owner_alive(pid, starttime)
+            && crate::journal::read_journal(&e.path())
+                .ok()
+                .flatten()
+                .is_some_and(|j| {
+                    j.entries.iter().any(|x| {
+                        matches!(&x.change, Change::Mount { target } if target == Path::new(TRACEFS))
+                    })
+                })
+    })
 }
 
 impl Drop for Instance {

@@ -5,6 +5,7 @@
 
 use std::fs;
 use std::io;
+use std::path::Path;
 
 use crate::change::Change;
 use crate::error::{io_err, Result};
@@ -33,6 +34,12 @@ pub(crate) fn undo(change: &Change) -> Result<()> {
         Change::Sysctl { name, old } => kernfs::restore_sysctl(name, old),
         Change::Scheduler { device, old } => kernfs::restore_scheduler(device, old),
         Change::TraceFile { path, old } => kernfs::restore_file(path, old),
+        // tracefs may be shared by several rtrec processes tracing at once
+        // (see `crate::tracefs`): it stays while another one's instance is
+        // in it; the last to end unmounts it.
+        Change::Mount { target } if target == Path::new(TRACEFS) && rtrec_instances_left() => {
+            Ok(())
+        }
         Change::Mount { target } => mounts::unmount(target),
         Change::LoopDevice { device, image } => loopdev::detach(device, image),
         Change::RemoveFile { path } => match fs::remove_file(path) {
@@ -49,6 +56,17 @@ pub(crate) fn undo(change: &Change) -> Result<()> {
             _ => Ok(()),
         },
     }
+}
+
+/// Where rtrec mounts tracefs when nothing has (`crate::tracefs::TRACEFS`).
+pub(crate) const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Whether an rtrec instance (`instances/rtrec-*`) is still in tracefs.
+fn rtrec_instances_left() -> bool {
+    fs::read_dir(Path::new(TRACEFS).join("instances")).is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("rtrec-"))
+    })
 }
 
 #[cfg(test)]

@@ -238,9 +238,37 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
     };
     let mut state = State::Running;
     let mut last = a;
+    // Nesting depth of interrupts on the thread (a softirq runs at the
+    // end of a hard IRQ) and the first one's name.
+    let mut irq_depth = 0u32;
+    let mut irq_name = String::new();
     for e in events[from..].iter().take_while(|e| e.ts_ns <= b) {
         let t = e.ts_ns;
         match e.name.as_str() {
+            "irq_handler_entry" | "softirq_entry" | "local_timer_entry"
+                if e.tid == tid && matches!(state, State::Running) =>
+            {
+                if irq_depth == 0 {
+                    add(Cause::OnCpu, t - last, None, Vec::new());
+                    last = t;
+                    irq_name = irq_label(e);
+                }
+                irq_depth += 1;
+            }
+            "irq_handler_exit" | "softirq_exit" | "local_timer_exit"
+                if e.tid == tid && irq_depth > 0 =>
+            {
+                irq_depth -= 1;
+                if irq_depth == 0 {
+                    add(
+                        Cause::Interrupt,
+                        t - last,
+                        Some(irq_name.clone()),
+                        Vec::new(),
+                    );
+                    last = t;
+                }
+            }
             "sched_switch" if e.num("prev_pid") == Some(tid as i64) => {
                 if matches!(state, State::Running) {
                     add(Cause::OnCpu, t - last, None, Vec::new());
@@ -290,6 +318,26 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
         duration_ns: b - a,
         main_cause: parts.first().map(|p| p.cause).unwrap_or(Cause::OnCpu),
         parts,
+    }
+}
+
+/// `irq 11 virtio0`, `softirq BLOCK`, `local timer`.
+fn irq_label(e: &Event) -> String {
+    match e.name.as_str() {
+        "irq_handler_entry" => format!(
+            "irq {} {}",
+            e.field("irq").unwrap_or("?"),
+            e.field("name").unwrap_or("")
+        ),
+        "softirq_entry" => format!(
+            "softirq {}",
+            e.body
+                .split("action=")
+                .nth(1)
+                .map(|s| s.trim_end_matches(']'))
+                .unwrap_or("?")
+        ),
+        _ => "local timer".to_string(),
     }
 }
 
@@ -417,5 +465,35 @@ mod tests {
             ["wait_transaction_locked", "start_this_handle"]
         );
         assert_eq!(x.causes[0].calls, 1);
+    }
+
+    #[test]
+    fn interrupts_on_the_thread_are_platform_time_of_their_own() {
+        let trace = "\
+ rtrec-10 [000] ..... 200.000000: sys_write(fd: 3, buf: 0x1, count: 0x4000)
+ rtrec-10 [000] d.h1. 200.000100: irq_handler_entry: irq=11 name=virtio0
+ rtrec-10 [000] d.h1. 200.000300: irq_handler_exit: irq=11 ret=handled
+ rtrec-10 [000] ..s1. 200.000300: softirq_entry: vec=4 [action=BLOCK]
+ rtrec-10 [000] ..s1. 200.000400: softirq_exit: vec=4 [action=BLOCK]
+ rtrec-10 [000] ..... 200.000500: sys_write -> 0x4000
+";
+        let x = attribute(
+            &parse(trace),
+            &Options {
+                timed_tids: vec![10],
+                calls: vec!["sys_write".into()],
+                threshold_ns: Some(1),
+            },
+        );
+        let c = &x.slowest[0];
+        let part = |cause| c.parts.iter().find(|p| p.cause == cause).unwrap();
+        assert_eq!(part(Cause::Interrupt).ns, 300_000);
+        // The hard IRQ and the softirq after it add up; the last names it.
+        assert_eq!(
+            part(Cause::Interrupt).detail.as_deref(),
+            Some("softirq BLOCK")
+        );
+        assert_eq!(part(Cause::OnCpu).ns, 200_000);
+        assert!(Cause::Interrupt.is_platform());
     }
 }

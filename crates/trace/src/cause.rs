@@ -43,14 +43,17 @@ pub enum Cause {
     /// Platform: runnable but not running (preempted, or woken and not yet
     /// scheduled): another task ran instead.
     Preempted,
-    /// Platform or kernel work: on the CPU (the kernel's own work,
-    /// interrupts, or time stolen by the hypervisor).
+    /// Platform: interrupts (hard IRQ handlers, softirqs, the local timer)
+    /// that ran on the thread's CPU while it was in the call.
+    Interrupt,
+    /// Platform or kernel work: on the CPU (the kernel's own work, or time
+    /// stolen by the hypervisor; traced interrupts are [`Cause::Interrupt`]).
     OnCpu,
 }
 
 impl Cause {
     /// Every cause, in table order.
-    pub const ALL: [Cause; 13] = [
+    pub const ALL: [Cause; 14] = [
         Cause::JbdHandle,
         Cause::PageWriteback,
         Cause::InodeRwsem,
@@ -63,6 +66,7 @@ impl Cause {
         Cause::DeviceIo,
         Cause::Unclassified,
         Cause::Preempted,
+        Cause::Interrupt,
         Cause::OnCpu,
     ];
 
@@ -81,13 +85,14 @@ impl Cause {
             Cause::DeviceIo => "device I/O",
             Cause::Unclassified => "unclassified",
             Cause::Preempted => "platform: preempted",
-            Cause::OnCpu => "on CPU (kernel, irq, steal)",
+            Cause::Interrupt => "platform: interrupts",
+            Cause::OnCpu => "on CPU (kernel, steal)",
         }
     }
 
     /// True for the platform causes (the thread was not blocked on I/O).
     pub fn is_platform(self) -> bool {
-        matches!(self, Cause::Preempted | Cause::OnCpu)
+        matches!(self, Cause::Preempted | Cause::Interrupt | Cause::OnCpu)
     }
 }
 

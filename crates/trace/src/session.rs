@@ -58,6 +58,17 @@ const THREAD_EVENTS: &[&str] = &[
     "lock/contention_end",
 ];
 
+/// Interrupts, filtered to the timed threads: an interrupt's events carry
+/// the task it interrupted.
+const IRQ_EVENTS: &[&str] = &[
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
+];
+
 /// The timed system calls.
 const SYSCALLS: &[&str] = &["write", "pwrite64", "writev", "fallocate"];
 
@@ -188,6 +199,14 @@ impl Session {
                 continue;
             }
             let _ = w(&format!("{p}/filter"), &eq("common_pid", &all));
+            let _ = w(&format!("{p}/enable"), "1");
+        }
+        for ev in IRQ_EVENTS {
+            let p = format!("events/{ev}");
+            if !self.inst.path().join(&p).is_dir() {
+                continue;
+            }
+            let _ = w(&format!("{p}/filter"), &eq("common_pid", &watch.timed_tids));
             let _ = w(&format!("{p}/enable"), "1");
         }
         let cb = "events/lock/contention_begin/trigger";

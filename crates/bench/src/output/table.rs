@@ -85,11 +85,6 @@ fn measured_max_ratio(report: &BenchReport, c: &CaseResult) -> Option<f64> {
     div(c.max_ns().map(|v| v as f64), r.max_ns().map(|v| v as f64))
 }
 
-fn floor_ratio(report: &BenchReport, c: &CaseResult) -> Option<f64> {
-    let f = report.case("NOISE-FLOOR")?;
-    div(c.max_ns().map(|v| v as f64), f.max_ns().map(|v| v as f64))
-}
-
 fn flusher_text(c: &CaseResult) -> &'static str {
     match (c.flusher.requested, c.flusher.applied) {
         (Flusher::Off, Flusher::Off) => "off",
@@ -121,14 +116,14 @@ pub fn render_results(report: &BenchReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>30} | {:>62} {:>6} {:>9} | {:>27} | {:>7}",
+        "{:<24} {:>4} | {:>30} | {:>62} {:>6} {:>9} | {:>27} | {:>17}",
         "", "", "PUBLISHED (ARM, eMMC)", "MEASURED HERE", "", "", "max ÷ reference max", "max ÷"
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
+        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7} {:>9}{}",
         "case", "fl.", "min", "avg", "max", "min", "avg", "p99.9", "max", "set maxima", "missed", "dirty", "reference", "pub", "here",
-        "floor", if explained { " | main cause" } else { "" }
+        "floor", "pagecache", if explained { " | main cause" } else { "" }
     );
     let mut notes = Vec::new();
     let mut attributions = String::new();
@@ -140,7 +135,7 @@ pub fn render_results(report: &BenchReport) -> String {
             .unwrap_or("-");
         let _ = writeln!(
             out,
-            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7}{}",
+            "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7} {:>9}{}",
             c.name,
             flusher_text(c),
             published(p.and_then(|p| p.min_us)),
@@ -158,7 +153,8 @@ pub fn render_results(report: &BenchReport) -> String {
             reference,
             ratio(published_max_ratio(c)),
             ratio(measured_max_ratio(report, c)),
-            ratio(floor_ratio(report, c)),
+            ratio(c.max_over_noise_floor),
+            ratio(c.max_over_pagecache_floor),
             main_cause(c, explained),
         );
         if let Some(x) = &c.explain {

@@ -24,6 +24,9 @@ pub enum Warning {
     },
     /// The loop device could not be switched to direct I/O.
     LoopDirectIo(String),
+    /// PAGECACHE-FLOOR could not mount its own tmpfs (not root) and wrote
+    /// to `/dev/shm` instead.
+    NoTmpfs(String),
     /// A background load had to be killed.
     LoadKilled {
         /// The case.
@@ -69,6 +72,11 @@ impl fmt::Display for Warning {
                 f,
                 "could not switch the loop device to direct I/O ({e}): its I/O stops in the page cache of the image \
                  file, hiding the device; put the image on a filesystem that supports O_DIRECT with --image-dir"
+            ),
+            Warning::NoTmpfs(e) => write!(
+                f,
+                "PAGECACHE-FLOOR could not mount a tmpfs of its own ({e}) and wrote to /dev/shm, a tmpfs shared with \
+                 others; run as root for a tmpfs of its own"
             ),
             Warning::LoadKilled { case, load } => write!(
                 f,

@@ -1,0 +1,142 @@
+//! `--explain` without tracefs access: one clear sentence, and the run goes
+//! on and gives its normal result without attribution.
+//!
+//! As root the command runs as `nobody` (`setpriv`), which can neither
+//! create a tracefs instance nor mount tracefs; as another user it runs as
+//! that user.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The sentence `--explain` prints when it cannot trace.
+const NO_TRACEFS: &str = "--explain needs root (tracefs); running without attribution";
+
+/// `rtrec ARGS` in `cwd`, as `nobody` when we are root.
+fn rtrec_unprivileged(cwd: &Path, args: &[&str]) -> Output {
+    let exe = env!("CARGO_BIN_EXE_rtrec");
+    let mut cmd = if rtrec_sys::effective_uid() == 0 {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", exe]);
+        c
+    } else {
+        Command::new(exe)
+    };
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("TMPDIR", cwd)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("rtrec runs (setpriv is util-linux's)")
+}
+
+/// A scratch directory `nobody` may write into.
+fn scratch() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn bench_explain_without_tracefs_says_so_and_runs_normally() {
+    let d = scratch();
+    let json = d.path().join("out.json");
+    let out = rtrec_unprivileged(
+        d.path(),
+        &[
+            "bench",
+            "--explain",
+            "--cases",
+            "NONE",
+            "--sets",
+            "1",
+            "--writes",
+            "20",
+            "--period",
+            "1ms",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches(NO_TRACEFS).count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let case = &r["cases"][0];
+    assert_eq!(case["name"], "NONE");
+    assert_eq!(case["write_ns"]["count"], 20, "a normal result: {case}");
+    assert!(case["explain"].is_null(), "no attribution: {case}");
+}
+
+#[test]
+fn record_explain_without_tracefs_says_so_and_records_normally() {
+    let d = scratch();
+    let rec = d.path();
+    let out = rtrec_unprivileged(
+        d.path(),
+        &[
+            "record",
+            "--dir",
+            rec.to_str().unwrap(),
+            "--period",
+            "1ms",
+            "--count",
+            "50",
+            "--explain",
+            "--quiet",
+            "--json",
+            "-",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches(NO_TRACEFS).count(), 1, "{stderr}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["records_written"], 50, "{s}");
+    assert!(s.get("explain").is_none(), "no attribution: {s}");
+}
+
+#[test]
+fn record_explain_as_root_carries_the_attribution_in_its_json() {
+    if !rtrec_host::loopfs::require_privileged(
+        "record_explain_as_root_carries_the_attribution_in_its_json",
+    ) {
+        return;
+    }
+    let fs = rtrec_host::loopfs::LoopFs::create(&rtrec_host::loopfs::LoopFsOptions {
+        size: 256 << 20,
+        journal_mib: 8,
+        ..Default::default()
+    })
+    .unwrap();
+    let raw = tempfile::tempdir().unwrap();
+    let rec = fs.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--dir", rec.to_str().unwrap(), "--period", "1ms"])
+        .args(["--count", "200", "--quiet", "--json", "-", "--explain"])
+        // Every call is "slow": the split of each is checked, not its time.
+        .args(["--explain-threshold", "1ns", "--explain-raw"])
+        .arg(raw.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let x = &s["explain"];
+    let calls = x["timed_calls"].as_u64().unwrap();
+    assert!(calls > 0, "the writer's write() calls were traced: {x}");
+    assert_eq!(x["slow_calls"], calls, "{x}");
+    assert!(x["main_cause"].is_string(), "{x}");
+    let trace = std::fs::read_to_string(raw.path().join("record.trace.txt")).unwrap();
+    assert!(
+        trace.contains("sys_write") || trace.contains("sys_pwrite64"),
+        "raw trace kept"
+    );
+}
