@@ -465,13 +465,23 @@ impl Pool {
     }
 
     /// Removes the pool: its ready files, `pool.json` and the directory.
-    /// Refused while a file is being prepared (another rtrec is at work).
+    /// Refused while a file is being prepared (another rtrec is at work) or
+    /// while a slot holds a recording a crash interrupted (recover it first).
     ///
     /// # Errors
     /// [`Error::Usage`] while a preparation is in progress; a file cannot be
     /// removed.
     pub fn remove(self) -> Result<Trimmed, Error> {
         let st = self.status()?;
+        let crashed = self.unfinished()?.len();
+        if crashed > 0 {
+            let rec_dir = self.dir.parent().unwrap_or(&self.dir);
+            return Err(Error::Usage(format!(
+                "'{}' holds {crashed} recording(s) a crash interrupted; `rtrec recover {}` moves them back first; nothing was removed",
+                self.dir.display(),
+                rec_dir.display()
+            )));
+        }
         if st.preparing_files > 0 {
             return Err(Error::Usage(format!(
                 "{} file(s) are being prepared in '{}' (another rtrec at work, or one that was killed: remove its .slot-*.tmp files); nothing was removed",

@@ -145,13 +145,12 @@ fn status_counts_ready_files_and_recycle_refuses_foreign_sizes() {
         .is_empty());
 }
 
-#[test]
-fn a_recording_a_crash_left_in_the_pool_is_moved_back_and_never_taken_as_free() {
+/// What a power cut can leave: a recording of `n` records whose header and
+/// frames are on storage but whose rename out of the pool is not, with no
+/// valid length yet. Returns the pool, the slot and the recording's header.
+fn crash_left_in_pool(dir: &std::path::Path, n: u64) -> (Pool, std::path::PathBuf, FileHeader) {
     use std::os::unix::fs::FileExt;
-    let dir = tempfile::tempdir().unwrap();
-    let done = record(dir.path(), cfg(Mode::Direct), 50);
-    // What a power cut can leave: the recording's header and frames on
-    // storage, the rename out of the pool not, and no valid length yet.
+    let done = record(dir, cfg(Mode::Direct), n);
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -162,9 +161,16 @@ fn a_recording_a_crash_left_in_the_pool_is_moved_back_and_never_taken_as_free() 
     let mut h = FileHeader::decode(&b).unwrap();
     h.valid_len = 0;
     f.write_all_at(&h.encode(), 0).unwrap();
-    let pool = Pool::open(dir.path()).unwrap().unwrap();
+    let pool = Pool::open(dir).unwrap().unwrap();
     let slot = pool.dir().join("slot-00000000000000000001-1.rtp");
     std::fs::rename(&done.files[0], &slot).unwrap();
+    (pool, slot, h)
+}
+
+#[test]
+fn a_recording_a_crash_left_in_the_pool_is_moved_back_and_never_taken_as_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pool, _slot, h) = crash_left_in_pool(dir.path(), 50);
     assert_eq!(pool.unfinished().unwrap().len(), 1);
 
     // The next recording moves it back first, says so, and takes another
@@ -241,4 +247,22 @@ fn trim_gives_back_ready_files_and_remove_deletes_the_pool() {
     assert_eq!(t.removed_files, 1);
     assert!(!dir.path().join(".pool").exists());
     assert!(Pool::open(dir.path()).unwrap().is_none());
+}
+
+#[test]
+fn trim_resize_and_remove_never_delete_a_recording_a_crash_left_in_the_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pool, slot, _) = crash_left_in_pool(dir.path(), 20);
+    let (pool, t) = pool.trim(0).unwrap();
+    assert_eq!(t.removed_files, 0, "a recording is not a free file");
+    assert!(slot.exists());
+    let (pool, _) = pool.resize(4 * MIB, 2).unwrap();
+    assert!(slot.exists());
+    let e = pool.remove().unwrap_err().to_string();
+    assert!(e.contains("`rtrec recover "), "{e}");
+    assert_eq!(
+        verify_file(&slot).unwrap().records,
+        20,
+        "the crash-left recording is intact"
+    );
 }
