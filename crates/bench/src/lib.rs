@@ -674,6 +674,20 @@ mod tests {
     }
 
     #[test]
+    fn studies_select_cases_and_the_s3_s4_runs() {
+        let p = plan(&["--study", "s2,S4"]).unwrap();
+        assert!(p.cases.iter().all(|(s, _)| s.study == Study::S2));
+        assert!(!p.cases.is_empty());
+        assert!(p.s4 && !p.s3);
+        let p = plan(&["--study", "s3"]).unwrap();
+        assert!(p.cases.is_empty() && p.s3);
+        let d = plan(&[]).unwrap();
+        assert!(!d.s3 && !d.s4 && d.cases.len() == SCENARIOS.len());
+        let e = plan(&["--study", "s5"]).unwrap_err().to_string();
+        assert!(e.contains("expected one of s1, s2, s3, s4, rtrec"), "{e}");
+    }
+
+    #[test]
     fn cases_run_in_the_order_given_whatever_their_letter_case() {
         let p = plan(&["--cases", "all,Noise-Floor,NONE"]).unwrap();
         let names: Vec<&str> = p.cases.iter().map(|(s, _)| s.name).collect();
