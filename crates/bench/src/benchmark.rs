@@ -178,10 +178,8 @@ pub fn run_case(s: &Scenario, protocol: &Protocol, ctx: &mut Context<'_>) -> Cas
 
 fn load_spec(load: Load, case_dir: &Path, protocol: &Protocol) -> LoadSpec {
     LoadSpec {
-        load,
-        dir: case_dir.join(format!("load-{}", load.name())),
-        period_ns: crate::protocol::PERIOD_NS,
         file_bytes: protocol.file_bytes,
+        ..LoadSpec::new(load, case_dir.join(format!("load-{}", load.name())))
     }
 }
 

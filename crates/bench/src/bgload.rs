@@ -15,6 +15,17 @@
 //!   reports the bytes read and the time taken.
 //! - `trunc-sync` (S2): as `trunc`, with an `fsync()` after each
 //!   `ftruncate()`.
+//! - `stream` (S3): buffered overwrites of a large file in request-size
+//!   writes as fast as they go, wrapping at the file size (the article's
+//!   `dd`); with `--window-bytes`, every window is started with
+//!   `sync_file_range(WRITE)` and the one before waited for, as rtrec's
+//!   `sfr` flush bounds a recording's dirty data.
+//! - `job-read`, `job-write` (S4): sequential reads or overwrites of a
+//!   prepared file in request-size calls, `--direct` (O_DIRECT) or
+//!   buffered, as fast as they go. With `--cgroup` the load moves itself
+//!   into that (journaled, rtrec-made) group before it is ready; with
+//!   `--start-file` it waits for that file after it is ready, so that jobs
+//!   prepared one after another start together.
 //!
 //! A load never outlives the bench: it asks the kernel for SIGKILL when its
 //! parent dies (`prctl(PR_SET_PDEATHSIG)`), checks that the parent did not
@@ -83,6 +94,21 @@ struct LoadArgs {
     /// Pid of the bench; the load exits at once if its parent is another.
     #[arg(long)]
     parent: Option<u32>,
+    /// Bytes per read()/write() of stream and job loads.
+    #[arg(long, default_value_t = 1 << 20)]
+    request_bytes: u64,
+    /// Jobs: O_DIRECT instead of buffered I/O.
+    #[arg(long)]
+    direct: bool,
+    /// Stream: bound dirty data with sync_file_range() every this many bytes (0: unbounded).
+    #[arg(long, default_value_t = 0)]
+    window_bytes: u64,
+    /// Move this process into this cgroup (its directory) before it is ready.
+    #[arg(long)]
+    cgroup: Option<PathBuf>,
+    /// After ready, wait until this file exists before starting.
+    #[arg(long)]
+    start_file: Option<PathBuf>,
 }
 
 /// What a load reports when it ends.
@@ -96,9 +122,20 @@ pub struct LoadResult {
     pub elapsed_ns: u64,
     /// Times the truncated file was refilled.
     pub refills: u64,
+    /// Bytes written (stream and job-write).
+    #[serde(default)]
+    pub bytes_written: u64,
 }
 
 impl LoadResult {
+    /// Bytes read and written per second (0 when it ran for no time).
+    pub fn bytes_per_s(&self) -> f64 {
+        if self.elapsed_ns == 0 {
+            return 0.0;
+        }
+        (self.bytes_read + self.bytes_written) as f64 * 1e9 / self.elapsed_ns as f64
+    }
+
     /// Read throughput, bytes per second (reader only).
     pub fn read_bytes_per_s(&self) -> Option<f64> {
         (self.bytes_read > 0 && self.elapsed_ns > 0)
@@ -185,7 +222,12 @@ fn validate(a: &LoadArgs) -> anyhow::Result<Load> {
             names.join(", ")
         )
     })?;
-    if a.period_ns == 0 || a.file_bytes == 0 || a.trunc_bytes == 0 || a.read_bytes == 0 {
+    if a.period_ns == 0
+        || a.file_bytes == 0
+        || a.trunc_bytes == 0
+        || a.read_bytes == 0
+        || a.request_bytes == 0
+    {
         bail!("period and sizes must be more than 0");
     }
     Ok(load)
@@ -198,7 +240,154 @@ fn run_load(load: Load, a: &LoadArgs) -> anyhow::Result<LoadResult> {
         Load::TruncSync => truncate_loop(a, true),
         Load::Falloc => fallocate_loop(a),
         Load::Read => read_loop(a),
+        Load::Stream => stream_loop(a),
+        Load::JobRead => job_loop(a, false),
+        Load::JobWrite => job_loop(a, true),
     }
+}
+
+/// Joins `--cgroup`, says ready, then waits for `--start-file`.
+fn ready_to_start(a: &LoadArgs) -> anyhow::Result<()> {
+    if let Some(g) = &a.cgroup {
+        rtrec_host::cgroup::move_to(g, std::process::id())
+            .with_context(|| format!("joining cgroup '{}'", g.display()))?;
+    }
+    ready();
+    if let Some(f) = &a.start_file {
+        while !f.exists() {
+            if stopping() {
+                return Ok(());
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+    Ok(())
+}
+
+/// A zeroed buffer of `len` bytes aligned for O_DIRECT (4 KiB).
+struct Aligned {
+    storage: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    const ALIGN: usize = 4096;
+
+    fn new(len: usize) -> Aligned {
+        let storage: Vec<u8> = (0..len + Self::ALIGN).map(|i| (i % 251) as u8).collect();
+        let start = storage.as_ptr().align_offset(Self::ALIGN);
+        Aligned {
+            storage,
+            start,
+            len,
+        }
+    }
+
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + self.len]
+    }
+}
+
+fn stream_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
+    let path = a.dir.join("stream.dat");
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .with_context(|| format!("creating '{}'", path.display()))?;
+    let chunk: Vec<u8> = (0..a.request_bytes).map(|i| (i % 251) as u8).collect();
+    let mut r = LoadResult::default();
+    ready_to_start(a)?;
+    let start = Instant::now();
+    let (mut off, mut window_start) = (0u64, 0u64);
+    let result = (|| -> anyhow::Result<()> {
+        while !stopping() {
+            sys::pwrite_all(&f, &chunk, off).context("writing")?;
+            off += chunk.len() as u64;
+            r.bytes_written += chunk.len() as u64;
+            r.ops += 1;
+            if a.window_bytes > 0 && off - window_start >= a.window_bytes {
+                // rtrec's sfr strategy: start this window, wait for the last.
+                sys::sync_file_range(&f, window_start, off - window_start, sys::sfr::WRITE)
+                    .context("sync_file_range")?;
+                if window_start > 0 {
+                    let prev = window_start.saturating_sub(a.window_bytes);
+                    sys::sync_file_range(
+                        &f,
+                        prev,
+                        window_start - prev,
+                        sys::sfr::WAIT_BEFORE | sys::sfr::WRITE | sys::sfr::WAIT_AFTER,
+                    )
+                    .context("sync_file_range")?;
+                }
+                window_start = off;
+            }
+            if off + chunk.len() as u64 > a.file_bytes {
+                off = 0;
+                window_start = 0;
+            }
+        }
+        Ok(())
+    })();
+    r.elapsed_ns = start.elapsed().as_nanos() as u64;
+    drop(f);
+    let _ = fs::remove_file(&path);
+    result.map(|()| r)
+}
+
+/// The job's file: `file_bytes` of written data (never unwritten extents,
+/// which a direct read would answer without the device), kept between
+/// runs and rewritten when its size is wrong.
+fn job_file(a: &LoadArgs) -> anyhow::Result<PathBuf> {
+    let path = a.dir.join("job.dat");
+    if fs::metadata(&path).is_ok_and(|m| m.len() == a.file_bytes) {
+        return Ok(path);
+    }
+    reader_file_at(&path, a.file_bytes)?;
+    Ok(path)
+}
+
+fn job_loop(a: &LoadArgs, write: bool) -> anyhow::Result<LoadResult> {
+    let path = job_file(a)?;
+    let f = if a.direct {
+        sys::open_rw_direct_io(&path)
+    } else {
+        OpenOptions::new().read(true).write(true).open(&path)
+    }
+    .with_context(|| format!("opening '{}'", path.display()))?;
+    let request = a.request_bytes.min(a.file_bytes) as usize;
+    let mut buf = Aligned::new(request);
+    let mut r = LoadResult::default();
+    ready_to_start(a)?;
+    let start = Instant::now();
+    let mut off = 0u64;
+    let result = (|| -> anyhow::Result<()> {
+        while !stopping() {
+            if off == 0 && !write && !a.direct {
+                // Buffered reads must reach the device: drop the cache first.
+                sys::fadvise_dontneed(&f, 0, 0).context("dropping the cache")?;
+            }
+            if write {
+                sys::pwrite_all(&f, buf.as_mut(), off).context("writing")?;
+                r.bytes_written += request as u64;
+            } else {
+                let n = std::os::unix::fs::FileExt::read_at(&f, buf.as_mut(), off)
+                    .context("reading")?;
+                r.bytes_read += n as u64;
+            }
+            r.ops += 1;
+            off += request as u64;
+            if off + request as u64 > a.file_bytes {
+                off = 0;
+            }
+        }
+        Ok(())
+    })();
+    r.elapsed_ns = start.elapsed().as_nanos() as u64;
+    result.map(|()| r)
 }
 
 /// Creates (or replaces) `path` and allocates `len` bytes.
@@ -286,21 +475,26 @@ fn reader_file(a: &LoadArgs) -> anyhow::Result<PathBuf> {
     {
         return Ok(path);
     }
+    reader_file_at(&path, a.file_bytes)?;
+    Ok(path)
+}
+
+/// Writes `len` bytes of data to `path`, replacing it atomically.
+fn reader_file_at(path: &Path, len: u64) -> anyhow::Result<()> {
     let chunk: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
-    sys::replace_atomic(&path, 0o644, |f| {
+    sys::replace_atomic(path, 0o644, |f| {
         let mut off = 0;
-        while off < a.file_bytes {
+        while off < len {
             if stopping() {
                 return Err(std::io::Error::other("stopped"));
             }
-            let n = (a.file_bytes - off).min(chunk.len() as u64) as usize;
+            let n = (len - off).min(chunk.len() as u64) as usize;
             sys::pwrite_all(&*f, &chunk[..n], off)?;
             off += n as u64;
         }
         Ok(())
     })
-    .with_context(|| format!("writing the file to read, '{}'", path.display()))?;
-    Ok(path)
+    .with_context(|| format!("writing the file to read, '{}'", path.display()))
 }
 
 fn read_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
@@ -398,6 +592,16 @@ pub struct LoadSpec {
     pub period_ns: u64,
     /// Its file size, bytes.
     pub file_bytes: u64,
+    /// Bytes per call of stream and job loads.
+    pub request_bytes: u64,
+    /// Jobs: O_DIRECT.
+    pub direct: bool,
+    /// Stream: the sync_file_range() window, bytes (0: none).
+    pub window_bytes: u64,
+    /// The cgroup the load joins before it is ready.
+    pub cgroup: Option<PathBuf>,
+    /// The file whose existence starts the load.
+    pub start_file: Option<PathBuf>,
 }
 
 impl LoadSpec {
@@ -408,12 +612,17 @@ impl LoadSpec {
             dir,
             period_ns: PERIOD_NS,
             file_bytes: FILE_BYTES,
+            request_bytes: 1 << 20,
+            direct: false,
+            window_bytes: 0,
+            cgroup: None,
+            start_file: None,
         }
     }
 
     /// The words after `__bgload`.
     pub fn words(&self) -> Vec<String> {
-        vec![
+        let mut w = vec![
             self.load.name().to_string(),
             "--dir".into(),
             self.dir.to_string_lossy().into_owned(),
@@ -423,7 +632,23 @@ impl LoadSpec {
             self.file_bytes.to_string(),
             "--parent".into(),
             std::process::id().to_string(),
-        ]
+            "--request-bytes".into(),
+            self.request_bytes.to_string(),
+            "--window-bytes".into(),
+            self.window_bytes.to_string(),
+        ];
+        if self.direct {
+            w.push("--direct".into());
+        }
+        if let Some(g) = &self.cgroup {
+            w.push("--cgroup".into());
+            w.push(g.to_string_lossy().into_owned());
+        }
+        if let Some(f) = &self.start_file {
+            w.push("--start-file".into());
+            w.push(f.to_string_lossy().into_owned());
+        }
+        w
     }
 }
 

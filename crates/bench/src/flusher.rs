@@ -65,6 +65,12 @@ impl FlusherControl {
         self.lock.is_some()
     }
 
+    /// The journal of the global lock, when it is held (root): the one
+    /// every machine-wide change of the run is recorded in.
+    pub fn journal(&self) -> Option<&rtrec_host::Journal> {
+        self.lock.as_ref().map(GlobalLock::journal)
+    }
+
     /// The values found at start.
     pub fn found(&self) -> VmDirty {
         self.found.map(VmDirty::from).unwrap_or_default()

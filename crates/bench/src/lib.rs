@@ -39,6 +39,8 @@ pub mod flusher;
 pub mod output;
 pub mod protocol;
 pub mod report;
+pub mod s3;
+pub mod s4;
 pub mod scenario;
 pub mod signal;
 pub mod study;
@@ -62,6 +64,7 @@ use crate::output::table;
 use crate::protocol::{Overrides, Protocol};
 use crate::report::{BenchReport, SCHEMA_VERSION};
 use crate::scenario::{Scenario, SCENARIOS};
+use crate::study::Study;
 pub use crate::target::DeviceArg;
 use crate::target::Target;
 
@@ -71,6 +74,22 @@ pub struct BenchArgs {
     /// Print the table of cases (strategies, loads, published figures) and exit.
     #[arg(long)]
     pub list: bool,
+
+    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root).
+    #[arg(long, value_delimiter = ',', value_name = "S1,S2")]
+    pub study: Vec<String>,
+
+    /// S3: fsync-tester rounds per variant (default 30, as published).
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
+
+    /// S4: how long each cell of the matrix runs (default 3s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_period)]
+    pub cell: Option<Duration>,
+
+    /// S4: request sizes, comma-separated (default 1MB,4MB,16MB,35MB,50MB,100MB).
+    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_record_size)]
+    pub request_sizes: Vec<u64>,
 
     /// Run only these cases, in this order, comma-separated (names as in --list, in any letter case).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
@@ -215,6 +234,34 @@ impl BenchArgs {
 pub struct Plan {
     /// The cases in run order.
     pub cases: Vec<(&'static Scenario, Protocol)>,
+    /// Run S3.
+    pub s3: bool,
+    /// Run S4.
+    pub s4: bool,
+}
+
+/// The studies `--study` names, checked: (cases' studies, S3, S4).
+fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
+    if names.is_empty() {
+        return Ok((Vec::new(), false, false));
+    }
+    let (mut studies, mut s3, mut s4) = (Vec::new(), false, false);
+    for n in names {
+        match n.to_ascii_lowercase().as_str() {
+            "s1" => studies.extend([Study::S1Table1, Study::S1Table3]),
+            "s2" => studies.push(Study::S2),
+            "rtrec" => studies.extend([Study::Rtrec, Study::Platform]),
+            "s3" => s3 = true,
+            "s4" => s4 = true,
+            _ => {
+                return Err(Error::UnknownCase {
+                    name: n.clone(),
+                    hint: "expected one of s1, s2, s3, s4, rtrec".into(),
+                })
+            }
+        }
+    }
+    Ok((studies, s3, s4))
 }
 
 impl Plan {
@@ -223,7 +270,11 @@ impl Plan {
     /// # Errors
     /// [`Error`]: one sentence naming the bad value.
     pub fn from_args(a: &BenchArgs) -> Result<Plan, Error> {
-        let selected = select_cases(&a.cases)?;
+        let (studies, s3, s4) = select_studies(&a.study)?;
+        let mut selected = select_cases(&a.cases)?;
+        if !a.study.is_empty() {
+            selected.retain(|s| studies.contains(&s.study));
+        }
         let at_least_1 = |flag| Error::OutOfRange {
             flag,
             requirement: "at least 1".into(),
@@ -262,7 +313,7 @@ impl Plan {
                 })?;
             }
         }
-        Ok(Plan { cases })
+        Ok(Plan { cases, s3, s4 })
     }
 
     /// Expected time of the timed loops, ns.
@@ -473,6 +524,8 @@ fn run_plan(
         complete: false,
         interrupted: false,
         cases: Vec::new(),
+        s3: None,
+        s4: None,
     };
     let env = &report.environment;
     eprintln!(
@@ -529,6 +582,50 @@ fn run_plan(
             eprintln!("rtrec bench: {e:#}");
         }
     }
+    if plan.s3 && !signal::interrupted() {
+        if flusher.can_switch() {
+            let rounds = args.rounds.unwrap_or(s3::DEFAULT_ROUNDS);
+            report.s3 = Some(s3::run(&launcher, rounds, args.image_dir.as_deref()));
+        } else {
+            eprintln!("rtrec bench: S3 needs root (its own ext4 images); skipped");
+        }
+        if let Err(e) = exports.write_all(&report) {
+            eprintln!("rtrec bench: {e:#}");
+        }
+    }
+    if plan.s4 && !signal::interrupted() {
+        match (flusher.journal(), target.loop_device()) {
+            (Some(journal), Some(device)) => {
+                let sizes = if args.request_sizes.is_empty() {
+                    s4::SIZES.to_vec()
+                } else {
+                    args.request_sizes.clone()
+                };
+                let ctx = s4::S4Context {
+                    launcher: &launcher,
+                    journal,
+                    work: &target.work,
+                    device,
+                    cell: args.cell.unwrap_or(s4::DEFAULT_CELL),
+                    sizes: &sizes,
+                    writes: args.writes.unwrap_or(protocol::DEFAULT_WRITES),
+                };
+                match s4::run(&ctx) {
+                    Ok(r) => report.s4 = Some(r),
+                    Err(e) => {
+                        failed = true;
+                        eprintln!("rtrec bench: S4: {e:#}");
+                    }
+                }
+            }
+            _ => {
+                eprintln!("rtrec bench: S4 needs root and our own ext4 image (not --dir); skipped")
+            }
+        }
+        if let Err(e) = exports.write_all(&report) {
+            eprintln!("rtrec bench: {e:#}");
+        }
+    }
     report.interrupted = signal::interrupted();
     report.complete = !report.interrupted && report.cases.len() == plan.cases.len();
     // FON: the values found at start, which must now be in force again.
@@ -546,6 +643,12 @@ fn run_plan(
     let exported = exports.write_all(&report);
     // With `--json -` the JSON is stdout's; the table goes to stderr.
     let mut text = table::render_results(&report);
+    if let Some(r) = &report.s3 {
+        text.push_str(&table::render_s3(r));
+    }
+    if let Some(r) = &report.s4 {
+        text.push_str(&table::render_s4(r));
+    }
     if args.histogram {
         for c in report
             .cases
@@ -649,6 +752,20 @@ mod tests {
 
     fn plan(words: &[&str]) -> Result<Plan, Error> {
         Plan::from_args(&BenchArgs::try_from_words(words).unwrap())
+    }
+
+    #[test]
+    fn studies_select_cases_and_the_s3_s4_runs() {
+        let p = plan(&["--study", "s2,S4"]).unwrap();
+        assert!(p.cases.iter().all(|(s, _)| s.study == Study::S2));
+        assert!(!p.cases.is_empty());
+        assert!(p.s4 && !p.s3);
+        let p = plan(&["--study", "s3"]).unwrap();
+        assert!(p.cases.is_empty() && p.s3);
+        let d = plan(&[]).unwrap();
+        assert!(!d.s3 && !d.s4 && d.cases.len() == SCENARIOS.len());
+        let e = plan(&["--study", "s5"]).unwrap_err().to_string();
+        assert!(e.contains("expected one of s1, s2, s3, s4, rtrec"), "{e}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::scenario::{Flusher, Load, Published, Scenario};
 use crate::study::Study;
 
 /// Version of this schema; raised on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The whole `--json` document.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,6 +31,13 @@ pub struct BenchReport {
     pub interrupted: bool,
     /// The cases run so far, in order.
     pub cases: Vec<CaseResult>,
+    /// S3 (fsync under streaming writes), when `--study` selected it.
+    #[serde(default)]
+    pub s3: Option<crate::s3::S3Result>,
+    /// S4 (BFQ weights and the recording under interference), when
+    /// `--study` selected it.
+    #[serde(default)]
+    pub s4: Option<crate::s4::S4Result>,
 }
 
 /// The machine, filesystem and settings the bench ran on.

@@ -87,15 +87,28 @@ pub enum Load {
     /// As [`Load::Trunc`] with an `fsync()` after every `ftruncate()`
     /// (S2's "ftruncate + fsync on another file").
     TruncSync,
+    /// Buffered overwrites of a large file as fast as they go, as S3's
+    /// `dd` does; with a window, bounded by `sync_file_range()` as rtrec's
+    /// flush window bounds a recording.
+    Stream,
+    /// S4's interfering reader: sequential reads of the request size,
+    /// direct or buffered, as fast as they go.
+    JobRead,
+    /// S4's interfering writer: sequential overwrites of the request size,
+    /// direct or buffered, as fast as they go.
+    JobWrite,
 }
 
 impl Load {
     /// Every load, in documentation order, with its name.
-    pub const ALL: [(Load, &'static str); 4] = [
+    pub const ALL: [(Load, &'static str); 7] = [
         (Load::Trunc, "trunc"),
         (Load::Falloc, "falloc"),
         (Load::Read, "read"),
         (Load::TruncSync, "trunc-sync"),
+        (Load::Stream, "stream"),
+        (Load::JobRead, "job-read"),
+        (Load::JobWrite, "job-write"),
     ];
 
     /// The name on the `__bgload` command line and in the JSON.

@@ -159,10 +159,9 @@ fn an_unknown_load_is_refused_with_the_choices() {
     let e = bgload::spawn(
         &launcher(),
         &LoadSpec {
-            load: Load::Trunc,
-            dir: dir.path().join("x"),
             period_ns: 0,
             file_bytes: 1,
+            ..LoadSpec::new(Load::Trunc, dir.path().join("x"))
         },
     )
     .unwrap_err();

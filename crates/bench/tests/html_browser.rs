@@ -87,6 +87,8 @@ fn made_up_report() -> BenchReport {
         complete: true,
         interrupted: false,
         cases,
+        s3: None,
+        s4: None,
     }
 }
 

@@ -84,6 +84,8 @@ fn fake_report() -> BenchReport {
             fake_case("FALLOCATE", 70_000),
             fake_case("RTREC", 20_000),
         ],
+        s3: None,
+        s4: None,
     }
 }
 

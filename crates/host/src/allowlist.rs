@@ -15,13 +15,16 @@
 //! | `loop_device` | `/dev/loopN` backed by `…/rtrec-loopfs-*/image.ext4` |
 //! | `remove_file` | `…/rtrec-loopfs-*/image.ext4` |
 //! | `remove_dir` | `…/rtrec-loopfs-*` and its `mnt`, `…/rtrec-tmpfs-*`, the tracefs instance `/sys/kernel/tracing/instances/rtrec-*` |
+//! | `iosched_tunable` | a block device name and a plain tunable name (the file is always `/sys/block/DEV/queue/iosched/NAME`) |
+//! | `cgroup` | a directory named `rtrec-*` directly below the root of a cgroup v1 `blkio` or cgroup v2 mount |
 //!
 //! Every path must be absolute, with no `.` or `..` component, so that the
 //! names checked are the names acted on.
 //!
 //! Design choices: the journal of this very process is not checked (its
-//! entries come from its own memory, never from the file); rtrec makes no
-//! cgroups, so none is accepted. A refused entry is reported and dropped
+//! entries come from its own memory, never from the file); the only
+//! cgroups rtrec makes are its own `rtrec-*` groups right below an I/O
+//! hierarchy's root ([`crate::cgroup`]), so no other is accepted. A refused entry is reported and dropped
 //! from its journal: it can never be undone, and keeping it would repeat
 //! the refusal forever. Tests that journal files of their own under a
 //! private directory widen the list with [`Allowlist::with_root`]; the
@@ -30,7 +33,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::change::Change;
-use crate::kernfs::{device_name, sysctl_path};
+use crate::kernfs::{device_name, iosched_tunable_path, sysctl_path};
 use crate::mounts::{mount_at, mount_of, read_mounts};
 
 /// The prefix of the private directories of loop filesystems
@@ -38,6 +41,8 @@ use crate::mounts::{mount_at, mount_of, read_mounts};
 pub(crate) const LOOPFS_DIR_PREFIX: &str = "rtrec-loopfs-";
 /// The prefix of the tmpfs mount points ([`crate::tmpfs`]).
 pub(crate) const TMPFS_DIR_PREFIX: &str = "rtrec-tmpfs-";
+/// The prefix of the cgroups rtrec makes ([`crate::cgroup`]).
+pub(crate) const CGROUP_PREFIX: &str = "rtrec-";
 /// The image file in such a directory.
 pub(crate) const LOOPFS_IMAGE: &str = "image.ext4";
 /// The mount point in such a directory.
@@ -163,6 +168,31 @@ impl Allowlist {
                     )),
                 }
             }
+            Change::IoschedTunable { device, name, .. } => iosched_tunable_path(device, name)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Change::Cgroup { path } => {
+                plain(path)?;
+                let named = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(CGROUP_PREFIX));
+                let root = path.parent().ok_or("not below a cgroup mount")?;
+                let mounted =
+                    mount_at(root).map_err(|e| format!("reading the mount table: {e}"))?;
+                let io_root = mounted.is_some_and(|m| {
+                    m.fstype == "cgroup2"
+                        || (m.fstype == "cgroup" && m.options.split(',').any(|o| o == "blkio"))
+                });
+                if named && (io_root || self.under_root(path)) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "rtrec removes only its own {}* cgroups right below a blkio or cgroup2 mount",
+                        CGROUP_PREFIX
+                    ))
+                }
+            }
             Change::LoopDevice { device, image } => {
                 plain(image)?;
                 let loop_name = device
@@ -262,6 +292,11 @@ mod tests {
         ok(Change::RemoveDir {
             path: "/sys/kernel/tracing/instances/rtrec-1".into(),
         });
+        ok(Change::IoschedTunable {
+            device: "loop0".into(),
+            name: "slice_idle".into(),
+            old: "8".into(),
+        });
         ok(Change::LoopDevice {
             device: "/dev/loop7".into(),
             image: "/tmp/rtrec-loopfs-1-0/image.ext4".into(),
@@ -303,6 +338,17 @@ mod tests {
         refused(Change::LoopDevice {
             device: "/dev/sda".into(),
             image: "/tmp/rtrec-loopfs-1/image.ext4".into(),
+        });
+        refused(Change::Cgroup {
+            path: "/sys/fs/cgroup/blkio/system.slice".into(),
+        });
+        refused(Change::Cgroup {
+            path: "/etc/rtrec-x".into(),
+        });
+        refused(Change::IoschedTunable {
+            device: "vda".into(),
+            name: "../../../etc".into(),
+            old: String::new(),
         });
         // The root file system is mounted, and is no loop mount of ours.
         refused(Change::Mount { target: "/".into() });

@@ -67,6 +67,25 @@ pub enum Change {
         /// Content to write back.
         old: String,
     },
+    /// A tunable of a block device's I/O scheduler
+    /// (`/sys/block/DEV/queue/iosched/NAME`, e.g. BFQ's `slice_idle`) to set
+    /// back to `old`. Gone with its scheduler: when the scheduler has since
+    /// changed, there is nothing left to put back.
+    IoschedTunable {
+        /// Block device name, without `/dev/`.
+        device: String,
+        /// Tunable name (a file name under `queue/iosched/`).
+        name: String,
+        /// Value to write back.
+        old: String,
+    },
+    /// A cgroup rtrec created (cgroup v1 `blkio` or v2), to remove: any
+    /// process still in it is moved to its parent first, then the directory
+    /// is removed. Covers the processes rtrec moved into it.
+    Cgroup {
+        /// The cgroup's directory.
+        path: PathBuf,
+    },
 }
 
 impl Change {
@@ -76,7 +95,10 @@ impl Change {
     pub fn is_global(&self) -> bool {
         matches!(
             self,
-            Change::Sysctl { .. } | Change::Scheduler { .. } | Change::TraceFile { .. }
+            Change::Sysctl { .. }
+                | Change::Scheduler { .. }
+                | Change::TraceFile { .. }
+                | Change::IoschedTunable { .. }
         )
     }
 }
@@ -93,6 +115,10 @@ impl fmt::Display for Change {
             }
             Change::RemoveFile { path } => write!(f, "remove file {}", path.display()),
             Change::RemoveDir { path } => write!(f, "remove directory {}", path.display()),
+            Change::IoschedTunable { device, name, old } => {
+                write!(f, "I/O scheduler tunable {name} of {device} = {old}")
+            }
+            Change::Cgroup { path } => write!(f, "remove cgroup {}", path.display()),
         }
     }
 }

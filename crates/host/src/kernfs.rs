@@ -64,6 +64,25 @@ pub(crate) fn scheduler_path(name: &str) -> PathBuf {
     Path::new("/sys/block").join(name).join("queue/scheduler")
 }
 
+/// `/sys/block/NAME/queue/iosched/TUNABLE`; an error for a tunable name
+/// that would leave that directory.
+pub(crate) fn iosched_tunable_path(name: &str, tunable: &str) -> Result<PathBuf> {
+    let valid = !tunable.is_empty()
+        && tunable
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !valid {
+        return Err(Error::InvalidName {
+            kind: "I/O scheduler tunable",
+            name: tunable.to_string(),
+        });
+    }
+    Ok(Path::new("/sys/block")
+        .join(device_name(name)?)
+        .join("queue/iosched")
+        .join(tunable))
+}
+
 /// Writes `value` to a kernel file as `echo VALUE > FILE` does (truncating;
 /// never creating it).
 pub(crate) fn write_file(path: &Path, value: &str) -> io::Result<()> {
@@ -95,6 +114,48 @@ pub(crate) fn restore_sysctl(name: &str, old: &str) -> Result<()> {
 /// Undoes [`Change::Scheduler`](crate::change::Change::Scheduler).
 pub(crate) fn restore_scheduler(device: &str, old: &str) -> Result<()> {
     write_back(&scheduler_path(device_name(device)?), old)
+}
+
+/// Undoes [`Change::IoschedTunable`](crate::change::Change::IoschedTunable).
+pub(crate) fn restore_iosched_tunable(device: &str, name: &str, old: &str) -> Result<()> {
+    write_back(&iosched_tunable_path(device, name)?, old)
+}
+
+/// Undoes [`Change::Cgroup`](crate::change::Change::Cgroup): moves every
+/// process still in the cgroup to its parent (a cgroup with members cannot
+/// be removed), then removes the directory. A cgroup already gone is fine.
+pub(crate) fn remove_cgroup(path: &Path) -> Result<()> {
+    let procs = match std::fs::read_to_string(path.join("cgroup.procs")) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(io_err(format_args!(
+                "reading {}/cgroup.procs",
+                path.display()
+            ))(e))
+        }
+    };
+    if let Some(parent) = path.parent() {
+        for pid in procs.split_whitespace() {
+            // A process that ended meanwhile (ESRCH) has left by itself.
+            match write_file(&parent.join("cgroup.procs"), pid) {
+                Err(e) if e.raw_os_error() != Some(3) => {
+                    return Err(io_err(format_args!(
+                        "moving process {pid} out of {}",
+                        path.display()
+                    ))(e))
+                }
+                _ => {}
+            }
+        }
+    }
+    match std::fs::remove_dir(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(format_args!(
+            "removing cgroup {}",
+            path.display()
+        ))(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Undoes [`Change::TraceFile`](crate::change::Change::TraceFile).

@@ -1,6 +1,6 @@
 //! The state of the machine that rtrec changes and always puts back —
-//! `vm.dirty_*` sysctls, I/O schedulers, tracefs switches, loop-mounted ext4
-//! images — through a persisted journal; the mount table; and the process's
+//! `vm.dirty_*` sysctls, I/O schedulers and their tunables, rtrec's own I/O
+//! cgroups, tracefs switches, loop-mounted ext4 images — through a persisted journal; the mount table; and the process's
 //! signal handling.
 //!
 //! **Owns**: the journal of global changes and its global lock, restoring
@@ -33,6 +33,7 @@
 //! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
 //! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
 //! | [`tmpfs`] | a tmpfs of our own, mounted and put back through the journal |
+//! | [`cgroup`] | the I/O cgroup hierarchy (v1 `blkio` or v2) and rtrec's own groups in it |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //! | [`status`] | what the journal holds and who holds the lock, read-only |
 //!
@@ -44,6 +45,7 @@
 #![deny(missing_docs)]
 
 pub mod allowlist;
+pub mod cgroup;
 pub mod change;
 pub mod emufs;
 pub mod error;

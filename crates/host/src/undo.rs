@@ -20,9 +20,11 @@ pub(crate) fn key(change: &Change) -> String {
         Change::Sysctl { name, .. } => format!("sysctl {}", kernfs::pair_key(name)),
         Change::Scheduler { device, .. } => format!("scheduler {device}"),
         Change::LoopDevice { device, .. } => format!("loop {}", device.display()),
+        Change::IoschedTunable { device, name, .. } => format!("iosched {device} {name}"),
         Change::Mount { target: p }
         | Change::RemoveFile { path: p }
         | Change::RemoveDir { path: p }
+        | Change::Cgroup { path: p }
         | Change::TraceFile { path: p, .. } => format!("path {}", p.display()),
     }
 }
@@ -34,6 +36,10 @@ pub(crate) fn undo(change: &Change) -> Result<()> {
         Change::Sysctl { name, old } => kernfs::restore_sysctl(name, old),
         Change::Scheduler { device, old } => kernfs::restore_scheduler(device, old),
         Change::TraceFile { path, old } => kernfs::restore_file(path, old),
+        Change::IoschedTunable { device, name, old } => {
+            kernfs::restore_iosched_tunable(device, name, old)
+        }
+        Change::Cgroup { path } => kernfs::remove_cgroup(path),
         // tracefs may be shared by several rtrec processes tracing at once
         // (see `crate::tracefs`): it stays while another one's instance is
         // in it; the last to end unmounts it.

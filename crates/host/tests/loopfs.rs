@@ -206,3 +206,47 @@ fn the_io_scheduler_of_a_loop_device_is_put_back() {
     lock.journal().undo_all().unwrap();
     assert_eq!(iosched::read_scheduler(device).unwrap(), found);
 }
+
+#[test]
+fn bfq_tunables_and_an_io_cgroup_with_a_member_are_put_back() {
+    if !require_privileged("bfq_tunables_and_an_io_cgroup_with_a_member_are_put_back") {
+        return;
+    }
+    let fs = LoopFs::create_with(shared_journal(), &small()).unwrap();
+    let device = fs.device().to_str().unwrap();
+    let lock = GlobalLock::acquire_in(&shared_state_dir()).unwrap();
+    let found = iosched::read_scheduler(device).unwrap();
+    iosched::set_scheduler(lock.journal(), device, "bfq").unwrap();
+    let strict = iosched::read_tunable(device, "strict_guarantees").unwrap();
+    let flipped = if strict == "0" { "1" } else { "0" };
+    iosched::set_tunable(lock.journal(), device, "strict_guarantees", flipped).unwrap();
+    assert_eq!(
+        iosched::read_tunable(device, "strict_guarantees").unwrap(),
+        flipped
+    );
+    let names: Vec<String> = iosched::bfq_tunables(device)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, iosched::BFQ_TUNABLES);
+
+    // A group with a weight and a member; the undo moves the member out.
+    let h = rtrec_host::cgroup::detect().expect("an I/O cgroup hierarchy");
+    let g = rtrec_host::cgroup::Group::create(lock.journal(), &h, "test").unwrap();
+    g.set_weight(300).unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    g.add_process(child.id()).unwrap();
+    let path = g.path().to_path_buf();
+    assert!(fs::read_to_string(path.join("cgroup.procs"))
+        .unwrap()
+        .contains(&child.id().to_string()));
+
+    lock.journal().undo_all().unwrap();
+    assert!(!path.exists(), "{} is left", path.display());
+    assert_eq!(iosched::read_scheduler(device).unwrap(), found);
+    let _ = child.kill();
+    let _ = child.wait();
+}

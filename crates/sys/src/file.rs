@@ -128,6 +128,22 @@ pub fn open_rw_nofollow(path: &Path) -> io::Result<File> {
     dir.open_existing_nofollow(name, true)
 }
 
+/// `open(path, O_RDWR|O_DIRECT|O_CLOEXEC)`: an existing file for direct
+/// I/O, bypassing the page cache (buffers, offsets and lengths must then be
+/// aligned to the logical block size). See open(2).
+///
+/// # Errors
+/// `EINVAL` where the filesystem does not support `O_DIRECT`; the errno of
+/// `open` otherwise.
+pub fn open_rw_direct_io(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+}
+
 /// `renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)`: rename
 /// without ever replacing an existing file. See rename(2).
 ///

@@ -351,3 +351,123 @@ pub fn render_compare(old: &BenchReport, new: &BenchReport) -> String {
     }
     out
 }
+
+/// S3's table: fsync latency and the streamer's throughput per variant,
+/// the article's figures below.
+pub fn render_s3(r: &crate::s3::S3Result) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nS3 fsync under streaming writes\n{:<26} {:>6} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "case", "rounds", "fsync min", "avg", "max", "stream alone", "with tester"
+    );
+    let mbs = |b: f64| format!("{:.0} MB/s", b / 1e6);
+    for c in &r.cases {
+        let f = |g: fn(&rtrec_engine::LatencySummary) -> u64| {
+            c.fsync_ns
+                .map(|s| rtrec_units::format_duration(g(&s)))
+                .unwrap_or("-".into())
+        };
+        let _ = writeln!(
+            out,
+            "{:<26} {:>6} {:>10} {:>10} {:>10} {:>12} {:>12}{}",
+            c.name,
+            c.rounds,
+            f(|s| s.min),
+            f(|s| s.mean),
+            f(|s| s.max),
+            mbs(c.stream_alone_bytes_per_s),
+            mbs(c.stream_with_tester_bytes_per_s),
+            c.error
+                .as_deref()
+                .map(|e| format!("  FAILED: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    let p = &r.published;
+    let _ = writeln!(
+        out,
+        "published (2.6.29, 5,400 rpm disk): unpatched fsync {}–{} s, patched {}–{} s; stream {} → {} MB/s",
+        p.unpatched_fsync_s.0, p.unpatched_fsync_s.1, p.patched_fsync_s.0, p.patched_fsync_s.1,
+        p.stream_mb_per_s.0, p.stream_mb_per_s.1
+    );
+    out
+}
+
+/// S4's tables: each job's share against its weight share per cell, then
+/// the recording under interference.
+pub fn render_s4(r: &crate::s4::S4Result) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nS4 BFQ weights on {} ({}), {} s per cell\n{:<12} {:<8} {:<5} {:>8} {:<12} {:<16} {:<16} {:>10}  device bytes per group",
+        r.device, r.cgroup_interface, r.cell_s, "scheduler", "mode", "dir", "request", "weights", "share %", "target %", "total"
+    );
+    let pct = |v: &[f64]| {
+        v.iter()
+            .map(|p| format!("{p:.0}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    for c in &r.cells {
+        let dev = c
+            .cgroup_device_bytes
+            .iter()
+            .map(|b| b.map_or("-".into(), |b| format!("{}MB", b / 1_000_000)))
+            .collect::<Vec<_>>()
+            .join(":");
+        let _ = writeln!(
+            out,
+            "{:<12} {:<8} {:<5} {:>8} {:<12} {:<16} {:<16} {:>10}  {}{}",
+            c.scheduler,
+            if c.direct { "direct" } else { "buffered" },
+            c.direction,
+            rtrec_units::format_size(c.request_bytes),
+            c.weights
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(":"),
+            pct(&c.share_pct),
+            pct(&c.target_pct),
+            format!("{:.0} MB/s", c.job_bytes_per_s.iter().sum::<f64>() / 1e6),
+            dev,
+            c.error
+                .as_deref()
+                .map(|e| format!("  FAILED: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(c) = r.cells.iter().find(|c| !c.bfq_tunables.is_empty()) {
+        let _ = writeln!(out, "BFQ tunables in force: {}", c.bfq_tunables.join(" "));
+    }
+    let _ = writeln!(
+        out,
+        "\nThe recording (16 KiB every 5 ms, rtrec default) against a direct and a buffered 100 MB writer\n{:<28} {:<7} {:<6} {:>10} {:>10} {:>10} {:>7} {:>8} {:>12}",
+        "case", "class", "weight", "write max", "record max", "late max", "missed", "dropped", "interferers"
+    );
+    for c in &r.isolated {
+        let m = |l: Option<rtrec_engine::LatencySummary>| {
+            l.map(|s| rtrec_units::format_duration(s.max))
+                .unwrap_or("-".into())
+        };
+        let _ = writeln!(
+            out,
+            "{:<28} {:<7} {:<6} {:>10} {:>10} {:>10} {:>7} {:>8} {:>12}{}",
+            c.name,
+            c.io_class.as_deref().unwrap_or("-"),
+            c.io_weight.map_or("-".into(), |w| w.to_string()),
+            m(c.write_ns),
+            m(c.record_ns),
+            m(c.lateness_ns),
+            c.missed_periods,
+            c.records_dropped,
+            format!("{:.0} MB/s", c.interferers_bytes_per_s / 1e6),
+            c.error
+                .as_deref()
+                .map(|e| format!("  FAILED: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
