@@ -229,9 +229,9 @@ mod tests {
             assert_eq!(p.is_native(), name == "native", "{name}");
         }
         let emmc = Profile::load("emmc").unwrap();
-        assert_eq!(emmc.write_latency_ns, 300_000);
+        assert_eq!(emmc.write_latency_ns, 150_000);
         assert_eq!(emmc.write_bytes_per_s, 40_000_000);
-        assert_eq!(emmc.gc_every_bytes, 32 << 20);
+        assert_eq!(emmc.flush_tail_every, 50);
     }
 
     fn emmc_with(field: &str, value: serde_json::Value) -> String {
