@@ -38,6 +38,7 @@ struct Plan {
     trigger_stdin: bool,
     trigger_sigusr1: bool,
     trigger_every: Option<u64>,
+    workload: Workload,
 }
 
 fn size_arg(name: &str, s: &str) -> crate::Result<u64> {
@@ -226,12 +227,28 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
         trigger_stdin,
         trigger_sigusr1,
         trigger_every,
+        workload,
     })
 }
 
-/// Runs `rtrec record`.
+/// Runs `rtrec record`; with `--device`, in the recording directory of an
+/// emulated device's trial (see [`crate::device::Trial`]).
 pub fn run(a: &RecordArgs) -> crate::Result<i32> {
-    let plan = resolve(a)?;
+    let mut plan = resolve(a)?;
+    let Some(trial) = crate::device::Trial::start(&a.device, &plan.dir, a.quiet)? else {
+        return record(a, plan, None);
+    };
+    plan.dir = trial.dir().to_path_buf();
+    plan.dir_is_default = false;
+    if a.ring.is_none() {
+        plan.cfg.ring_bytes =
+            trial.ring_bytes(&plan.workload, plan.cfg.max_record, plan.cfg.ring_bytes);
+    }
+    let result = record(a, plan, Some(&trial));
+    trial.finish(result)
+}
+
+fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> crate::Result<i32> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
@@ -344,6 +361,10 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
         summary.attach_schedule(t);
     }
     let explained = tracing.and_then(crate::explain::Tracing::finish);
+    let device_line = match trial {
+        Some(t) => Some(t.keep(&mut summary, plan.workload.period_ns)?),
+        None => None,
+    };
     done.store(true, Ordering::Release);
     if let Some(p) = progress {
         let _ = p.join();
@@ -367,6 +388,13 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     }
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
+        if let Some(line) = &device_line {
+            if a.json.as_deref() == Some(Path::new("-")) {
+                eprint!("{line}");
+            } else {
+                print!("{line}");
+            }
+        }
         if let Some(x) = &explained {
             crate::explain::print(x, a.json.as_deref() == Some(Path::new("-")));
         }

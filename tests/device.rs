@@ -1,7 +1,8 @@
 //! The emulated device end to end, with the real binary: a recording on an
 //! emulated eMMC verifies; every request is served no earlier than the
 //! model says (lower bounds only: the VM is noisy); a SIGKILLed bench on an
-//! emulated device leaves nothing after `rtrec tune --restore`; a bad
+//! emulated device leaves nothing after `rtrec tune --restore`; `rtrec
+//! record --device emmc` leaves a clean recording and nothing mounted; a bad
 //! profile is one sentence and exit 2. The first three need root and a
 //! loop device (the privileged-test pattern).
 
@@ -181,6 +182,65 @@ fn a_killed_bench_on_an_emulated_device_leaves_nothing_after_restore() {
         })
         .collect();
     assert!(left.is_empty(), "left in {}: {left:?}", tmp.display());
+}
+
+/// What a process `pid` left of its loop images: mounts, loop devices,
+/// directories in the temporary directory.
+fn left_by(pid: u32) -> Vec<String> {
+    let mut left = emulated_mounts(pid);
+    let loops = Command::new("losetup").arg("-a").output().unwrap();
+    left.extend(
+        String::from_utf8_lossy(&loops.stdout)
+            .lines()
+            .filter(|l| l.contains(&format!("rtrec-loopfs-{pid}-")))
+            .map(str::to_string),
+    );
+    left.extend(
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("rtrec-loopfs-{pid}-"))),
+    );
+    left
+}
+
+#[test]
+fn record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted() {
+    if !require_privileged(
+        "record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("kept");
+    let child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args([
+            "record", "--device", "emmc", "--count", "300", "--period", "1ms",
+        ])
+        .args(["--size", "16KiB", "--dir"])
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("device emmc: writer's longest write()"),
+        "{}",
+        show(&o)
+    );
+    assert!(left_by(pid).is_empty(), "{:?}", left_by(pid));
+
+    let v = rtrec(&["verify", "--json", dir.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", show(&v));
+    let report: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(report["records"], 300, "{report}");
+    assert_eq!(report["clean"], true, "{report}");
 }
 
 #[test]

@@ -198,6 +198,17 @@ impl Profile {
             && self.gc_every_bytes == 0
     }
 
+    /// The longest a single write can wait on this device: a GC pause, the
+    /// costlier flush it may queue behind, a seek and the request's own
+    /// latency. What the ring must ride out
+    /// (`rtrec_engine::sizing::ring_for_stall`).
+    pub fn worst_stall_ns(&self) -> u64 {
+        self.gc_pause_ns
+            .saturating_add(self.flush_ns.max(self.flush_tail_ns))
+            .saturating_add(self.seek_ns)
+            .saturating_add(self.write_latency_ns)
+    }
+
     /// The profile as a JSON file (pretty, with a final newline).
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(&self.file).expect("plain data");
@@ -218,9 +229,9 @@ mod tests {
             assert_eq!(p.is_native(), name == "native", "{name}");
         }
         let emmc = Profile::load("emmc").unwrap();
-        assert_eq!(emmc.write_latency_ns, 300_000);
+        assert_eq!(emmc.write_latency_ns, 150_000);
         assert_eq!(emmc.write_bytes_per_s, 40_000_000);
-        assert_eq!(emmc.gc_every_bytes, 32 << 20);
+        assert_eq!(emmc.flush_tail_every, 50);
     }
 
     fn emmc_with(field: &str, value: serde_json::Value) -> String {

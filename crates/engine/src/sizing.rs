@@ -23,6 +23,13 @@
 //!     (as the published study records; the pre-allocation matches what is
 //!     written);
 //!   - otherwise 64 MiB ([`DEFAULT_FILE_SIZE`]).
+//! - **Ring on a known slow device** ([`ring_for_stall`]): when the
+//!   storage's worst stall is known (an emulated device's profile, a
+//!   probed board), the ring holds `STALL_MARGIN × stall` of data at the
+//!   known rate, plus four records: `(margin × stall / period + 4) × entry`.
+//!   The margin covers stalls that come back to back (a GC pause right
+//!   after a flush tail) and the writer catching up after one (it writes
+//!   what piled up while new records keep arriving).
 //! - **Pre-trigger window**: what the pre span needs at the known rate,
 //!   plus two records (`(pre / period + 2) × entry`); 64 MiB when the rate
 //!   is unknown.
@@ -137,6 +144,24 @@ pub fn sizes(w: &Workload, max_record: usize, stored: u64, flight: Option<Spans>
     }
 }
 
+/// How many times the storage's worst stall the ring holds (see the
+/// module docs).
+pub const STALL_MARGIN: u64 = 4;
+
+/// The ring that rides out a storage stall of `stall_ns` at the workload's
+/// rate: `(STALL_MARGIN × stall / period + 4) × entry` bytes, never less
+/// than [`MIN_RING_BYTES`]. With the rate unknown, the 16 MiB default.
+pub fn ring_for_stall(w: &Workload, max_record: usize, stall_ns: u64) -> usize {
+    let entry = (max_record as u64).saturating_add(ENTRY_HEADER_LEN as u64);
+    let Some(p) = w.period() else {
+        return MIN_RING_BYTES;
+    };
+    let records = STALL_MARGIN.saturating_mul(stall_ns) / p + 4;
+    usize::try_from(records.saturating_mul(entry))
+        .unwrap_or(usize::MAX)
+        .max(MIN_RING_BYTES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +220,26 @@ mod tests {
         assert!(s.file_size >= 74 * 132);
         let unknown = sizes(&Workload::UNKNOWN, 100, 132, Some(spans));
         assert_eq!(unknown.pre_bytes, DEFAULT_PRE_BYTES);
+    }
+
+    #[test]
+    fn the_stall_ring_holds_the_margin_times_the_stall_at_the_rate() {
+        // 1 MiB records every 5 ms, a 250 ms stall: 4 × 50 + 4 records.
+        let w = Workload {
+            period_ns: Some(5_000_000),
+            ..Workload::UNKNOWN
+        };
+        let mib = MIB as usize;
+        assert_eq!(
+            ring_for_stall(&w, mib, 250_000_000),
+            204 * (mib + ENTRY_HEADER_LEN)
+        );
+        // Small records or an unknown rate: the 16 MiB floor.
+        assert_eq!(ring_for_stall(&w, 100, 250_000_000), MIN_RING_BYTES);
+        assert_eq!(
+            ring_for_stall(&Workload::UNKNOWN, mib, 250_000_000),
+            MIN_RING_BYTES
+        );
     }
 
     #[test]

@@ -179,10 +179,11 @@ pub fn render_results(report: &BenchReport) -> String {
         }
         if let Some(r) = c.record_ns {
             notes.push(format!(
-                "{}: record() on the producer took {} at most (p99.9 {}); the row is write() on the writer thread",
+                "{}: record() on the producer took {} at most (p99.9 {}); the row is write() on the writer thread{}",
                 c.name,
                 format_duration(r.max),
-                format_duration(r.p999)
+                format_duration(r.p999),
+                ring_held(c)
             ));
         }
         if c.records_dropped > 0 {
@@ -470,4 +471,22 @@ pub fn render_s4(r: &crate::s4::S4Result) -> String {
         );
     }
     out
+}
+
+/// The writer's longest `write()` against what the recording cases' ring
+/// (the engine's default, [`rtrec_engine::sizing::MIN_RING_BYTES`] at the
+/// bench's record sizes) holds in seconds of data at the case's rate: how
+/// close a stall came to a drop.
+fn ring_held(c: &CaseResult) -> String {
+    let ring = rtrec_engine::Config::default().ring_bytes as u64;
+    let entry = c.protocol.record_bytes + rtrec_engine::sizing::ENTRY_HEADER_LEN as u64;
+    match c.max_ns() {
+        Some(max) if c.protocol.period_ns > 0 => format!(
+            "; its longest stall {} against a ring of {} that holds {:.2} s of data",
+            format_duration(max),
+            format_size(ring),
+            (ring / entry) as f64 * c.protocol.period_ns as f64 / 1e9
+        ),
+        _ => String::new(),
+    }
 }
