@@ -27,6 +27,18 @@ pub use error::{usage, Context, Error, Result};
 
 fn main() {
     let cli = cli::parse();
+    // Commands that only report die quietly when their reader goes
+    // (`rtrec verify --json DIR | head`); a recording never does.
+    if matches!(
+        cli.command,
+        cli::Command::Verify(_)
+            | cli::Command::Events(_)
+            | cli::Command::Completions { .. }
+            | cli::Command::Man { .. }
+            | cli::Command::Doctor(_)
+    ) {
+        let _ = rtrec_sys::default_sigpipe();
+    }
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
         cli::Command::Recover(a) => recover::run(&a),
