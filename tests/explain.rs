@@ -140,3 +140,43 @@ fn record_explain_as_root_carries_the_attribution_in_its_json() {
         "raw trace kept"
     );
 }
+
+#[test]
+fn bench_explain_traces_the_background_loads_marks() {
+    if !rtrec_host::loopfs::require_privileged("bench_explain_traces_the_background_loads_marks") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let raw = d.path().join("raw");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args([
+            "bench",
+            "--explain",
+            "--cases",
+            "ALL-BGTRUNC",
+            "--sets",
+            "1",
+        ])
+        .args(["--writes", "100", "--period", "1ms", "--explain-raw"])
+        .arg(&raw)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let trace = std::fs::read_to_string(raw.join("ALL-BGTRUNC-set0.trace.txt")).unwrap();
+    let marks: Vec<_> = rtrec_trace::parse::parse(&trace)
+        .into_iter()
+        .filter_map(|e| e.mark().map(|m| format!("{m:?}")))
+        .collect();
+    // 100 periods of 1 ms: the 5 ms load truncates about 20 times.
+    assert!(
+        marks
+            .iter()
+            .any(|m| m.starts_with("Begin(\"bgload trunc ftruncate to "))
+            && marks
+                .iter()
+                .any(|m| m.starts_with("End(\"bgload trunc ftruncate to ")),
+        "{marks:?}"
+    );
+}

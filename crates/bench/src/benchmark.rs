@@ -221,7 +221,10 @@ fn run_set(
     let specs: Vec<LoadSpec> = s
         .loads
         .iter()
-        .map(|&l| load_spec(l, case_dir, protocol))
+        .map(|&l| LoadSpec {
+            trace_marker: ctx.tracer.as_deref().map(|t| t.marker_path()),
+            ..load_spec(l, case_dir, protocol)
+        })
         .collect();
     let mut loads = LoadSet::start(ctx.launcher, &specs)?;
     let counter = Arc::new(AtomicU64::new(0));
@@ -340,7 +343,8 @@ fn record_loop(
     counter: &AtomicU64,
     trace: Option<&mut SetTrace<'_>>,
 ) -> anyhow::Result<Outcome> {
-    let cfg = s.config(protocol).expect("a recording case");
+    let mut cfg = s.config(protocol).expect("a recording case");
+    cfg.trace_marker = trace.as_ref().and_then(|t| t.tracer.marker());
     let ring = cfg.mode == Mode::Ring;
     let mut o = Outcome::new(protocol.writes);
     let data = record_bytes(protocol.record_bytes);

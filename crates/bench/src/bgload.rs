@@ -27,6 +27,12 @@
 //!   `--start-file` it waits for that file after it is ready, so that jobs
 //!   prepared one after another start together.
 //!
+//! Under `--explain` a load gets `--trace-marker PATH` (the bench's
+//! tracefs instance's `trace_marker`) and marks each operation there,
+//! `begin bgload trunc ftruncate to N` before it and `end …` after it,
+//! outside any call the bench times, so the attribution can name the
+//! operation in progress during a slow call.
+//!
 //! A load never outlives the bench: it asks the kernel for SIGKILL when its
 //! parent dies (`prctl(PR_SET_PDEATHSIG)`), checks that the parent did not
 //! die before that, runs in its own process group (so a Ctrl-C on the
@@ -45,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use clap::Parser;
-use rtrec_engine::PeriodicTimer;
+use rtrec_engine::{PeriodicTimer, TraceMarker};
 use rtrec_host::signals::{self, Repeat, StopSignals};
 use rtrec_sys as sys;
 use serde::{Deserialize, Serialize};
@@ -109,6 +115,33 @@ struct LoadArgs {
     /// After ready, wait until this file exists before starting.
     #[arg(long)]
     start_file: Option<PathBuf>,
+    /// Mark each operation in this `trace_marker` file (best effort).
+    #[arg(long)]
+    trace_marker: Option<PathBuf>,
+}
+
+/// The load's marks (see the module docs); none without `--trace-marker`
+/// or when it cannot be opened (tracing never fails a load).
+struct Marks(Option<TraceMarker>);
+
+impl Marks {
+    fn open(a: &LoadArgs) -> Marks {
+        Marks(
+            a.trace_marker
+                .as_ref()
+                .and_then(|p| OpenOptions::new().write(true).open(p).ok())
+                .map(TraceMarker::new),
+        )
+    }
+
+    /// Runs `op`, marked `begin bgload KIND WHAT` / `end bgload KIND WHAT`.
+    fn around<T>(&self, kind: &str, what: std::fmt::Arguments<'_>, op: impl FnOnce() -> T) -> T {
+        let Some(m) = &self.0 else { return op() };
+        m.mark(format_args!("begin bgload {kind} {what}"));
+        let r = op();
+        m.mark(format_args!("end bgload {kind} {what}"));
+        r
+    }
 }
 
 /// What a load reports when it ends.
@@ -412,23 +445,42 @@ fn truncate_loop(a: &LoadArgs, sync: bool) -> anyhow::Result<LoadResult> {
     sys::fsync(&f).context("fsync of the file to truncate")?;
     let mut size = a.file_bytes;
     let mut r = LoadResult::default();
+    let marks = Marks::open(a);
     ready();
     let start = Instant::now();
     let mut timer = PeriodicTimer::new(a.period_ns);
     let result = (|| -> anyhow::Result<()> {
         while !stopping() {
             timer.wait();
+            let sync_name = if sync { "+fsync" } else { "" };
             if size == 0 {
-                sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, a.file_bytes)
-                    .context("refilling")?;
+                marks.around(
+                    &a.kind,
+                    format_args!("fallocate{sync_name} to {}", a.file_bytes),
+                    || {
+                        sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, a.file_bytes)
+                            .context("refilling")?;
+                        if sync {
+                            sys::fsync(&f).context("fsync")?;
+                        }
+                        anyhow::Ok(())
+                    },
+                )?;
                 size = a.file_bytes;
                 r.refills += 1;
             } else {
                 size -= a.trunc_bytes.min(size);
-                sys::ftruncate(&f, size).context("ftruncate")?;
-            }
-            if sync {
-                sys::fsync(&f).context("fsync")?;
+                marks.around(
+                    &a.kind,
+                    format_args!("ftruncate{sync_name} to {size}"),
+                    || {
+                        sys::ftruncate(&f, size).context("ftruncate")?;
+                        if sync {
+                            sys::fsync(&f).context("fsync")?;
+                        }
+                        anyhow::Ok(())
+                    },
+                )?;
             }
             r.ops += 1;
         }
@@ -443,16 +495,22 @@ fn truncate_loop(a: &LoadArgs, sync: bool) -> anyhow::Result<LoadResult> {
 fn fallocate_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
     let mut r = LoadResult::default();
     let mut previous: Option<PathBuf> = None;
+    let marks = Marks::open(a);
     ready();
     let start = Instant::now();
     let mut timer = PeriodicTimer::new(a.period_ns);
     let result = (|| -> anyhow::Result<()> {
         while !stopping() {
             timer.wait();
-            let path = a.dir.join(format!("falloc-{}.dat", r.ops % 2));
-            drop(fresh_allocated(&path, a.file_bytes)?);
+            let name = format!("falloc-{}.dat", r.ops % 2);
+            let path = a.dir.join(&name);
+            marks.around(&a.kind, format_args!("create+fallocate {name}"), || {
+                fresh_allocated(&path, a.file_bytes).map(drop)
+            })?;
             if let Some(old) = previous.replace(path) {
-                fs::remove_file(&old).with_context(|| format!("removing '{}'", old.display()))?;
+                marks.around(&a.kind, format_args!("unlink the other"), || {
+                    fs::remove_file(&old).with_context(|| format!("removing '{}'", old.display()))
+                })?;
             }
             r.ops += 1;
         }
@@ -501,6 +559,7 @@ fn read_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
     let path = reader_file(a)?;
     let mut buf = vec![0u8; a.read_bytes as usize];
     let mut r = LoadResult::default();
+    let marks = Marks::open(a);
     ready();
     let start = Instant::now();
     'passes: while !stopping() {
@@ -512,7 +571,9 @@ fn read_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
             if stopping() {
                 break 'passes;
             }
-            let n = match f.read(&mut buf) {
+            let n = match marks.around(&a.kind, format_args!("read {}", a.read_bytes), || {
+                f.read(&mut buf)
+            }) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -602,6 +663,9 @@ pub struct LoadSpec {
     pub cgroup: Option<PathBuf>,
     /// The file whose existence starts the load.
     pub start_file: Option<PathBuf>,
+    /// Where the load marks its operations (`--explain`: the tracefs
+    /// instance's `trace_marker`).
+    pub trace_marker: Option<PathBuf>,
 }
 
 impl LoadSpec {
@@ -617,6 +681,7 @@ impl LoadSpec {
             window_bytes: 0,
             cgroup: None,
             start_file: None,
+            trace_marker: None,
         }
     }
 
@@ -646,6 +711,10 @@ impl LoadSpec {
         }
         if let Some(f) = &self.start_file {
             w.push("--start-file".into());
+            w.push(f.to_string_lossy().into_owned());
+        }
+        if let Some(f) = &self.trace_marker {
+            w.push("--trace-marker".into());
             w.push(f.to_string_lossy().into_owned());
         }
         w

@@ -39,6 +39,23 @@ impl Tracer {
         })
     }
 
+    /// The instance's `trace_marker`: the background loads and rtrec's own
+    /// threads mark their operations there.
+    pub fn marker_path(&self) -> PathBuf {
+        self.session.path().join("trace_marker")
+    }
+
+    /// [`Tracer::marker_path`] opened for the engine
+    /// ([`rtrec_engine::Config::trace_marker`]); `None` if it cannot be
+    /// opened (the run then goes on without marks).
+    pub fn marker(&self) -> Option<rtrec_engine::TraceMarker> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.marker_path())
+            .ok()
+            .map(rtrec_engine::TraceMarker::new)
+    }
+
     /// Stops tracing the set `name` and attributes it.
     ///
     /// # Errors

@@ -335,7 +335,67 @@ pub struct Config {
     /// ends back.
     #[serde(default)]
     pub lines: bool,
+    /// Where the writer thread (ring mode) and the flush thread mark their
+    /// operations for a tracer (a tracefs instance's `trace_marker`, opened
+    /// by the caller); `None`, the default: no marks. Never marked on the
+    /// producer's path (direct mode's writer runs there, so it does not
+    /// mark). Not part of the stored configuration.
+    #[serde(skip)]
+    pub trace_marker: Option<TraceMarker>,
 }
+
+/// An open `trace_marker` file: [`TraceMarker::mark`] writes one short
+/// line to it with one `write()` from a stack buffer, no allocation.
+///
+/// Design choice: the caller opens the file once (the engine never looks
+/// for tracefs) and shares it between the threads that mark; marks are
+/// best effort (an error is ignored: tracing must never fail a recording)
+/// and cut at [`TraceMarker::MAX_LEN`] bytes. Two configurations compare
+/// equal whatever their markers: a marker changes nothing that is
+/// recorded.
+#[derive(Clone, Debug)]
+pub struct TraceMarker(std::sync::Arc<std::fs::File>);
+
+impl TraceMarker {
+    /// The longest mark, bytes (longer ones are cut).
+    pub const MAX_LEN: usize = 120;
+
+    /// Wraps an open `trace_marker` file.
+    pub fn new(file: std::fs::File) -> TraceMarker {
+        TraceMarker(std::sync::Arc::new(file))
+    }
+
+    /// Writes `args` as one mark (`begin flush sfr 2097152@0`); see
+    /// `docs/explain.md` for the words a tracer reads.
+    pub fn mark(&self, args: fmt::Arguments<'_>) {
+        struct Buf {
+            b: [u8; TraceMarker::MAX_LEN],
+            n: usize,
+        }
+        impl fmt::Write for Buf {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                let k = s.len().min(self.b.len() - self.n);
+                self.b[self.n..self.n + k].copy_from_slice(&s.as_bytes()[..k]);
+                self.n += k;
+                Ok(())
+            }
+        }
+        let mut buf = Buf {
+            b: [0; TraceMarker::MAX_LEN],
+            n: 0,
+        };
+        let _ = fmt::Write::write_fmt(&mut buf, args);
+        let _ = rtrec_sys::write_once(&*self.0, &buf.b[..buf.n]);
+    }
+}
+
+impl PartialEq for TraceMarker {
+    fn eq(&self, _: &TraceMarker) -> bool {
+        true
+    }
+}
+
+impl Eq for TraceMarker {}
 
 /// The default of [`Config::max_latency_ns`]: 50 ms (a 1 kHz source of
 /// 64-byte records then fills frames of 50 records: about 3 % overhead).
@@ -368,6 +428,7 @@ impl Default for Config {
             pool: PoolConfig::default(),
             flight: None,
             lines: false,
+            trace_marker: None,
         }
     }
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use rtrec_sys as sys;
 
-use crate::config::{Config, Flush};
+use crate::config::{Config, Flush, TraceMarker};
 use crate::error::Failure;
 use crate::stats::{Latency, LatencySummary, LiveStats};
 
@@ -96,6 +96,7 @@ impl Flusher {
             let s = shared.clone();
             let (strategy, nice, cpu) = (cfg.flush, cfg.flusher_nice, cfg.rt.flusher_cpu);
             let sync_every = cfg.sync_every_ns;
+            let marker = cfg.trace_marker.clone();
             Some(
                 thread::Builder::new()
                     .name("rtrec-flush".into())
@@ -106,7 +107,7 @@ impl Flusher {
                         if let Some(c) = cpu {
                             let _ = sys::pin_to_cpu(c);
                         }
-                        run(&s, strategy, every, sync_every)
+                        run(&s, strategy, every, sync_every, marker.as_ref())
                     })?,
             )
         };
@@ -205,7 +206,20 @@ fn sync_new(f: &File, dirs: &[PathBuf]) -> std::io::Result<()> {
     Ok(())
 }
 
-fn run(s: &Shared, strategy: Flush, every: u64, sync_every: u64) -> FlushStats {
+/// `marker`: each step is marked `begin flush STEP` / `end flush STEP`
+/// around its system calls (see `docs/explain.md`).
+fn run(
+    s: &Shared,
+    strategy: Flush,
+    every: u64,
+    sync_every: u64,
+    marker: Option<&TraceMarker>,
+) -> FlushStats {
+    let mark = |what: &str, step: std::fmt::Arguments<'_>| {
+        if let Some(m) = marker {
+            m.mark(format_args!("{what} flush {step}"));
+        }
+    };
     let mut stats = FlushStats::default();
     let mut lat = Latency::new();
     let mut sync_lat = Latency::new();
@@ -233,7 +247,9 @@ fn run(s: &Shared, strategy: Flush, every: u64, sync_every: u64) -> FlushStats {
                 // The new file and its name first: then the closed files
                 // before it (fsynced by the writer) are named on storage too.
                 let t0 = sys::monotonic_ns();
+                mark("begin", format_args!("fsync of a new file"));
                 let r = sync_new(&f, &dirs);
+                mark("end", format_args!("fsync of a new file"));
                 sync_lat.record(sys::monotonic_ns() - t0);
                 stats.syncs += 1;
                 if note(&mut stats, r) {
@@ -250,7 +266,11 @@ fn run(s: &Shared, strategy: Flush, every: u64, sync_every: u64) -> FlushStats {
                 && !s.stop.load(Ordering::Acquire)
             {
                 let t0 = sys::monotonic_ns();
+                let name = strategy.name();
+                let step = format_args!("{name} {every}@{flushed}");
+                mark("begin", step);
                 let r = flush_chunk(f, strategy, flushed, every);
+                mark("end", step);
                 lat.record(sys::monotonic_ns() - t0);
                 stats.flushes += 1;
                 note(&mut stats, r);
@@ -265,7 +285,9 @@ fn run(s: &Shared, strategy: Flush, every: u64, sync_every: u64) -> FlushStats {
                 next_sync = now.saturating_add(sync_every);
                 let seq = s.seq.load(Ordering::Acquire);
                 if seq > durable && s.epoch.load(Ordering::Acquire) == epoch {
+                    mark("begin", format_args!("fdatasync (durability)"));
                     let r = sys::fdatasync(&**f);
+                    mark("end", format_args!("fdatasync (durability)"));
                     sync_lat.record(sys::monotonic_ns() - now);
                     stats.syncs += 1;
                     if note(&mut stats, r) {

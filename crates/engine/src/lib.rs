@@ -66,7 +66,7 @@ pub mod reader;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig, RtConfig,
-    DEFAULT_SYNC_EVERY_NS,
+    TraceMarker, DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use rtrec_sys as sys;
 
-use crate::config::{Alloc, Config, Framing, OnPoolEmpty};
+use crate::config::{Alloc, Config, Framing, Mode, OnPoolEmpty};
 use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
@@ -370,8 +370,18 @@ impl Writer {
             .map_err(|e| self.fail(Failure::from_error(&e)))
     }
 
+    /// Marks `args` in the trace ([`Config::trace_marker`]), in ring mode
+    /// only: in direct mode this runs on the producer's thread, which is
+    /// never marked.
+    fn mark(&self, args: std::fmt::Arguments<'_>) {
+        if let (Some(m), Mode::Ring) = (&self.cfg.trace_marker, self.cfg.mode) {
+            m.mark(args);
+        }
+    }
+
     /// Keeps the first failure for the summary and hands it back.
     fn fail(&mut self, f: Failure) -> Failure {
+        self.mark(format_args!("writer failed: {:?}", f.kind));
         self.file_failed = true;
         self.report.error.get_or_insert_with(|| f.clone());
         f
@@ -630,13 +640,21 @@ impl Writer {
         }
         // The next file first: if there is none, the current one stays
         // open and its reserved room takes the loss and the end frame.
+        let index = self.cur_index;
+        self.mark(format_args!("begin writer switch to file {index}"));
         let next = match self.next_file() {
             Ok(f) => f,
-            Err(e) => return Err(self.fail(Failure::from_error(&e))),
+            Err(e) => {
+                self.mark(format_args!("end writer switch to file {index}"));
+                return Err(self.fail(Failure::from_error(&e)));
+            }
         };
-        self.close_current(true, true, "", (0, 0))?;
-        self.install(next)
-            .map_err(|e| self.fail(Failure::from_error(&e)))
+        let r = self.close_current(true, true, "", (0, 0)).and_then(|()| {
+            self.install(next)
+                .map_err(|e| self.fail(Failure::from_error(&e)))
+        });
+        self.mark(format_args!("end writer switch to file {index}"));
+        r
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried

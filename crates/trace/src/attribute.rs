@@ -3,6 +3,10 @@
 //! and splits each one's time into on CPU, runnable (and who ran instead)
 //! and blocked, the blocked time by the [`Cause`] its stack names.
 //!
+//! The marks of rtrec's own threads and the background loads
+//! (`trace_marker`, [`crate::parse::Mark`]) name the operations that were
+//! in progress during each slow call ([`SlowCall::during`]).
+//!
 //! Design choice: the slow calls are found in the trace itself, not
 //! matched to the recorder's own timings: the trace has both ends of every
 //! call on the same clock as everything that happened in between, so no
@@ -13,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::cause::{classify, top_frames, Cause};
-use crate::parse::Event;
+use crate::parse::{Event, Mark};
 
 /// Smallest default threshold, ns: 100 µs.
 pub const MIN_THRESHOLD_NS: u64 = 100_000;
@@ -65,6 +69,64 @@ pub struct SlowCall {
     pub main_cause: Cause,
     /// The split, largest first; the parts add up to `duration_ns`.
     pub parts: Vec<Part>,
+    /// The marked operations of other threads (rtrec's writer and flusher,
+    /// the background loads) in progress when the call started or begun
+    /// while it ran, and the moments marked while it ran, as
+    /// `WHAT (COMM-TID)`; also named in the main part's detail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub during: Vec<String>,
+}
+
+/// One marked operation: who, what, from when to when (`None`: still
+/// running when the trace ended; a moment has `end == Some(start)`).
+struct Marked {
+    who: String,
+    what: String,
+    start: u64,
+    end: Option<u64>,
+}
+
+/// Every marked operation of `events`, in order of their start.
+fn marked(events: &[Event]) -> Vec<Marked> {
+    let mut out: Vec<Marked> = Vec::new();
+    let mut open: HashMap<(i32, String), usize> = HashMap::new();
+    for e in events {
+        let Some(m) = e.mark() else { continue };
+        let who = format!("{}-{}", e.comm, e.tid);
+        match m {
+            Mark::Begin(w) => {
+                open.insert((e.tid, w.to_string()), out.len());
+                out.push(Marked {
+                    who,
+                    what: w.to_string(),
+                    start: e.ts_ns,
+                    end: None,
+                });
+            }
+            Mark::End(w) => {
+                if let Some(i) = open.remove(&(e.tid, w.to_string())) {
+                    out[i].end = Some(e.ts_ns);
+                }
+            }
+            Mark::Point(w) => out.push(Marked {
+                who,
+                what: w.to_string(),
+                start: e.ts_ns,
+                end: Some(e.ts_ns),
+            }),
+        }
+    }
+    out
+}
+
+/// The marked operations overlapping `[a, b]`, as `WHAT (COMM-TID)`.
+fn during(marks: &[Marked], a: u64, b: u64) -> Vec<String> {
+    marks
+        .iter()
+        .take_while(|m| m.start <= b)
+        .filter(|m| m.end.is_none_or(|e| e >= a))
+        .map(|m| format!("{} ({})", m.what, m.who))
+        .collect()
 }
 
 /// One row of the attribution table.
@@ -130,10 +192,22 @@ pub fn attribute(events: &[Event], opts: &Options) -> Explanation {
     let threshold_ns = opts
         .threshold_ns
         .unwrap_or_else(|| (median_ns * MEDIAN_FACTOR).max(MIN_THRESHOLD_NS));
+    let marks = marked(events);
     let mut slow: Vec<SlowCall> = calls
         .iter()
         .filter(|(_, a, b, _)| b - a > threshold_ns)
-        .map(|&(tid, a, b, ref name)| split(events, tid, a, b, name))
+        .map(|&(tid, a, b, ref name)| {
+            let mut c = split(events, tid, a, b, name);
+            c.during = during(&marks, a, b);
+            if let (Some(p), false) = (c.parts.first_mut(), c.during.is_empty()) {
+                let d = format!("during {}", c.during.join(", "));
+                p.detail = Some(match p.detail.take() {
+                    Some(x) => format!("{x}; {d}"),
+                    None => d,
+                });
+            }
+            c
+        })
         .collect();
     let slow_total_ns: u64 = slow.iter().map(|c| c.duration_ns).sum();
     let mut rows: BTreeMap<Cause, CauseRow> = BTreeMap::new();
@@ -318,6 +392,7 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
         duration_ns: b - a,
         main_cause: parts.first().map(|p| p.cause).unwrap_or(Cause::OnCpu),
         parts,
+        during: Vec::new(),
     }
 }
 
@@ -495,5 +570,53 @@ mod tests {
         );
         assert_eq!(part(Cause::OnCpu).ns, 200_000);
         assert!(Cause::Interrupt.is_platform());
+    }
+
+    #[test]
+    fn marks_name_the_operations_in_progress_during_a_slow_call() {
+        // Captured shape: a load's truncate+fsync began before the call
+        // and ended inside it; a flush step ran wholly before it (not
+        // named); one began inside it and never ended in the trace.
+        let trace = "\
+ rtrec-bgload-20 [001] ..... 300.000000: tracing_mark_write: begin bgload trunc ftruncate+fsync to 1048576
+ rtrec-flush-12 [001] ..... 300.000010: tracing_mark_write: begin flush window 2097152@0
+ rtrec-flush-12 [001] ..... 300.000020: tracing_mark_write: end flush window 2097152@0
+ rtrec-10 [000] ..... 300.000100: sys_write(fd: 3, buf: 0x1, count: 0x4000)
+ rtrec-10 [000] d..2. 300.000200: sched_switch: prev_comm=rtrec prev_pid=10 prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120
+ rtrec-flush-12 [001] ..... 300.000300: tracing_mark_write: begin flush window 2097152@2097152
+ rtrec-bgload-20 [001] ..... 300.000400: tracing_mark_write: end bgload trunc ftruncate+fsync to 1048576
+ jbd2/loop0-8-50 [001] d..2. 300.000900: sched_waking: comm=rtrec pid=10 prio=120 target_cpu=000
+ swapper/0-0 [000] d..2. 300.000900: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtrec next_pid=10 next_prio=120
+ rtrec-10 [000] ..... 300.001000: sys_write -> 0x4000
+ rtrec-bgload-20 [001] ..... 300.002000: tracing_mark_write: begin bgload trunc ftruncate+fsync to 786432
+";
+        let x = attribute(
+            &parse(trace),
+            &Options {
+                timed_tids: vec![10],
+                calls: vec!["sys_write".into()],
+                threshold_ns: Some(1),
+            },
+        );
+        let c = &x.slowest[0];
+        assert_eq!(
+            c.during,
+            [
+                "bgload trunc ftruncate+fsync to 1048576 (rtrec-bgload-20)",
+                "flush window 2097152@2097152 (rtrec-flush-12)",
+            ]
+        );
+        let d = c.parts[0].detail.as_deref().unwrap();
+        assert!(
+            d.ends_with("; during bgload trunc ftruncate+fsync to 1048576 (rtrec-bgload-20), flush window 2097152@2097152 (rtrec-flush-12)"),
+            "{d}"
+        );
+        assert!(d.starts_with("woken by jbd2/loop0-8-50"), "{d}");
+        // The table's row carries the worst part's detail, marks included.
+        assert!(x.causes[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("during bgload"));
     }
 }

@@ -35,6 +35,39 @@ impl Event {
     }
 }
 
+/// The event name of a line written to `trace_marker`.
+pub const MARK_EVENT: &str = "tracing_mark_write";
+
+/// What a mark says: rtrec's threads and the background loads write
+/// `begin WHAT` before an operation and `end WHAT` after it, and a lone
+/// `WHAT` for a moment (`writer failed: NoSpace`); see `docs/explain.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark<'a> {
+    /// An operation starts.
+    Begin(&'a str),
+    /// The operation started with the same words ends.
+    End(&'a str),
+    /// Something happened.
+    Point(&'a str),
+}
+
+impl Event {
+    /// The mark this entry carries, if it is a `trace_marker` line.
+    pub fn mark(&self) -> Option<Mark<'_>> {
+        if self.name != MARK_EVENT {
+            return None;
+        }
+        let text = self.body.trim_end();
+        Some(if let Some(w) = text.strip_prefix("begin ") {
+            Mark::Begin(w)
+        } else if let Some(w) = text.strip_prefix("end ") {
+            Mark::End(w)
+        } else {
+            Mark::Point(text)
+        })
+    }
+}
+
 /// The value of `key=value` in `body`: up to the next space.
 pub fn field<'a>(body: &'a str, key: &str) -> Option<&'a str> {
     let mut from = 0;
@@ -143,12 +176,13 @@ mod tests {
        opt cgu.2-27829   [001] ..s..  2006.323673: block_rq_complete: 254,0 RA () 12580520 + 32 be,0,4 [0]
               dd-27830   [000] .....  2006.324902: sys_write(fd: 1, buf: 0x559e5e81e000, count: 0x4000)
               dd-27830   [000] .....  2006.324960: sys_write -> 0x4000
+     rtrec-flush-27831   [001] .....  2006.325000: tracing_mark_write: begin flush window 2097152@0
 ";
 
     #[test]
     fn entries_fields_and_stacks_are_read() {
         let ev = parse(SAMPLE);
-        assert_eq!(ev.len(), 4);
+        assert_eq!(ev.len(), 5);
         assert_eq!(ev[0].name, "sched_switch");
         assert_eq!(ev[0].tid, 27830);
         assert_eq!(ev[0].ts_ns, 2_006_323_442_000);
@@ -163,5 +197,8 @@ mod tests {
         assert_eq!(ev[2].name, "sys_write");
         assert!(ev[2].body.starts_with("(fd: 1"));
         assert_eq!(ev[3].body, "-> 0x4000");
+        assert_eq!(ev[3].mark(), None);
+        assert_eq!(ev[4].comm, "rtrec-flush");
+        assert_eq!(ev[4].mark(), Some(Mark::Begin("flush window 2097152@0")));
     }
 }
