@@ -76,6 +76,23 @@ pub fn dirty_writeback_bytes() -> io::Result<u64> {
     Ok(total)
 }
 
+/// `signal(SIGPIPE, SIG_DFL)`: writing to a pipe whose reader has gone
+/// ends the process quietly (as `cat` or `grep` do) instead of failing the
+/// write with `EPIPE`, which Rust's `println!` turns into a panic. For
+/// commands that only report (`rtrec verify … | head`); never for a
+/// recording, which must end with its end frame. See signal(7).
+///
+/// # Errors
+/// The kernel refused (not expected for SIGPIPE).
+pub fn default_sigpipe() -> io::Result<()> {
+    // SAFETY: SIG_DFL is a valid disposition for SIGPIPE; no handler runs.
+    let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    if old == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,21 +115,4 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
     }
-}
-
-/// `signal(SIGPIPE, SIG_DFL)`: writing to a pipe whose reader has gone
-/// ends the process quietly (as `cat` or `grep` do) instead of failing the
-/// write with `EPIPE`, which Rust's `println!` turns into a panic. For
-/// commands that only report (`rtrec verify … | head`); never for a
-/// recording, which must end with its end frame. See signal(7).
-///
-/// # Errors
-/// The kernel refused (not expected for SIGPIPE).
-pub fn default_sigpipe() -> io::Result<()> {
-    // SAFETY: SIG_DFL is a valid disposition for SIGPIPE; no handler runs.
-    let old = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    if old == libc::SIG_ERR {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
