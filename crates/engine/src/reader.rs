@@ -1327,6 +1327,20 @@ fn check_group(reports: &mut [FileReport], group: &[usize]) {
             );
             continue;
         }
+        let last = k + 1 == group.len();
+        if p_stored.is_none() && last && r.records == 0 && r.first_seq.is_none() {
+            // A recording opens its next file before it closes the current
+            // one (so a full disk leaves room to end the current one): a
+            // crash between the two leaves this, an unfinished file
+            // followed by an empty one. Interrupted, not damaged.
+            r.note(format!(
+                "file {idx} was opened for the next records when the recording was interrupted; it holds none"
+            ));
+            if r.status != FileStatus::Corrupt {
+                r.status = FileStatus::Unfinished;
+            }
+            continue;
+        }
         if !p_stored.as_ref().is_some_and(|e| e.continued) {
             r.corrupt(
                 0,
