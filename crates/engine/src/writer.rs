@@ -35,7 +35,8 @@ use std::sync::Arc;
 
 use rtrec_sys as sys;
 
-use crate::config::{Alloc, Config, Framing, OnPoolEmpty};
+use crate::config::{Alloc, Config, Flush, Framing, Io, OnPoolEmpty};
+use crate::direct::Gather;
 use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
@@ -141,6 +142,8 @@ pub(crate) struct Writer {
     report: WriterReport,
     live: Arc<LiveStats>,
     pack: OpenPack,
+    /// [`Io::Direct`]: the aligned gatherer every frame goes through.
+    gather: Option<Gather>,
 }
 
 impl Writer {
@@ -203,7 +206,23 @@ impl Writer {
         } else {
             None
         };
-        let flusher = Flusher::start(&cfg, live.clone())
+        let gather = match cfg.io {
+            Io::Buffered => None,
+            Io::Direct => Some(
+                Gather::new(cfg.io_block)
+                    .map_err(|e| Error::io("allocating the direct I/O buffer for", dir, e))?,
+            ),
+        };
+        // Direct I/O leaves no dirty page to write back: the flush thread
+        // only makes the durability points (a device cache flush).
+        let flush_cfg = match cfg.io {
+            Io::Buffered => cfg.clone(),
+            Io::Direct => Config {
+                flush: Flush::None,
+                ..cfg.clone()
+            },
+        };
+        let flusher = Flusher::start(&flush_cfg, live.clone())
             .map_err(|e| Error::io("starting the flush thread for", dir, e))?;
         let refiller = match &pool {
             Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
@@ -239,6 +258,7 @@ impl Writer {
                 first_ts: 0,
                 last_ts: 0,
             },
+            gather,
         };
         if w.cfg.framing == Framing::Packed {
             w.pack.buf.reserve_exact(PACKED_PAYLOAD);
@@ -331,6 +351,14 @@ impl Writer {
         let mut dirs = vec![self.dir.clone()];
         if let (Some(p), true) = (&self.pool, f.header.flags & format::FLAG_POOLED != 0) {
             dirs.push(p.dir().to_path_buf());
+        }
+        if let Some(g) = &mut self.gather {
+            if let Err(e) = g.start(&f.file, f.offset) {
+                let e = Error::io("switching to direct I/O", &f.path, e);
+                // Kept open: its reserved room takes the closing frames.
+                self.cur = Some(f);
+                return Err(e);
+            }
         }
         self.report.files.push(f.path.clone());
         let r = self.flusher.switch(f.file.clone(), dirs, self.next_seq);
@@ -650,7 +678,10 @@ impl Writer {
                 None => e,
             };
             if let (Some(cur), Some(start)) = (self.cur.as_mut(), start) {
-                if cur.offset != start {
+                if let Some(g) = &mut self.gather {
+                    cur.offset = start;
+                    let _ = g.rollback(&cur.file, start);
+                } else if cur.offset != start {
                     cur.offset = start;
                     let _ = sys::seek_to(&*cur.file, start);
                 }
@@ -681,6 +712,14 @@ impl Writer {
                 payload,
             );
             head = &self.hdr;
+        }
+        if let Some(g) = &mut self.gather {
+            g.write(f, head, body)?;
+            cur.offset += (head.len() + body.len()) as u64;
+            if self.cfg.framing == Framing::Raw {
+                self.raw_sum.update(body);
+            }
+            (head, body) = (&[], &[]);
         }
         while !head.is_empty() || !body.is_empty() {
             let r = if head.is_empty() {
@@ -744,10 +783,16 @@ impl Writer {
             let sums = self.raw_sum.finish_file(name.unwrap_or_default());
             self.raw_sums.push(sums);
         }
-        file::close(&mut cur, self.cfg.framing).map_err(|e| {
-            let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
-            self.fail(f)
-        })?;
+        let buffered = match &mut self.gather {
+            Some(g) => g.stop(&cur.file),
+            None => Ok(()),
+        };
+        buffered
+            .and_then(|()| file::close(&mut cur, self.cfg.framing))
+            .map_err(|e| {
+                let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
+                self.fail(f)
+            })?;
         // Fsynced: durable once its name is too. The flusher publishes that
         // after syncing the directories for the next file, `finish` after
         // syncing the directory itself.

@@ -11,6 +11,7 @@
 //!
 //! Modules, by concern: [`dir`] (directory handles: creating, opening and
 //! renaming files relative to a directory, never through a symlink),
+//! [`direct`] (`O_DIRECT`, the device's logical block size, aligned buffers),
 //! [`file`](mod@file) (create, allocate, write, rename, lock),
 //! [`flush`] (write-back and durability), [`replace`] (atomic replacement of
 //! a file), [`time`] (clocks and sleeps), [`sched`] (real-time scheduling of
@@ -32,6 +33,7 @@
 #![deny(missing_docs)]
 
 pub mod dir;
+pub mod direct;
 pub mod file;
 pub mod flush;
 pub mod mount;
@@ -45,6 +47,7 @@ pub mod time;
 use std::io;
 
 pub use dir::*;
+pub use direct::*;
 pub use file::*;
 pub use flush::*;
 pub use mount::*;

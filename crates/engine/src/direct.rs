@@ -1,0 +1,145 @@
+//! The `O_DIRECT` back-end's gatherer ([`crate::config::Io::Direct`]): an
+//! aligned buffer that mirrors the file from the start of its partial last
+//! block, so that every direct write covers whole logical blocks.
+//!
+//! How it writes (design choices, see also `docs/format.md`, "Direct I/O"):
+//! - **Write-through**: each frame is copied behind the bytes already in
+//!   the buffer and written at once, from the first block that is not yet
+//!   final to the frame's end rounded up to the logical block size, the
+//!   rest of the last block padded with zeros. A frame is on the device
+//!   when its call returns, so "written" keeps its meaning (a kill loses
+//!   nothing written), and the writer counts records exactly as with
+//!   buffered `write()`. The price: the partial last block is written again
+//!   with the next frame (at most one logical block per frame).
+//! - **Zeros are the padding** because a reader already ends an unfinished
+//!   file's data cleanly at zeros (pre-allocated space), and a finished
+//!   file's bytes after `valid_len` are ignored: the file is valid for
+//!   `verify` after every write, and the format does not change.
+//! - **The buffer** ([`crate::config::Config::io_block`], 1 MiB by default)
+//!   is allocated once when the recording is created; when it fills it is
+//!   written and starts again at the next file offset, so a frame larger
+//!   than the buffer is written in buffer-sized pieces.
+//! - **A failed write is rolled back** by forgetting the bytes after the
+//!   frame's start (re-reading the block from the file when the frame had
+//!   crossed a buffer boundary); the closing frames overwrite them.
+
+use std::fs::File;
+use std::io;
+
+use rtrec_sys as sys;
+
+/// See the module docs.
+pub(crate) struct Gather {
+    buf: sys::AlignedBuf,
+    /// Logical block size of the current file's device.
+    lbs: usize,
+    /// File offset of `buf[0]` (a multiple of `lbs`).
+    base: u64,
+    /// Bytes of the file mirrored in `buf` (`base + len` is the writer's
+    /// offset).
+    len: usize,
+    /// `buf[..clean]` is on the device and final (whole blocks).
+    clean: usize,
+}
+
+/// The buffer's address alignment: the largest logical block size we
+/// accept.
+const ALIGN: usize = 4096;
+
+impl Gather {
+    /// Allocates the buffer (`block` bytes; the recording's creation, not
+    /// the data path).
+    pub(crate) fn new(block: u64) -> io::Result<Gather> {
+        Ok(Gather {
+            buf: sys::AlignedBuf::new(block as usize, ALIGN)?,
+            lbs: ALIGN,
+            base: 0,
+            len: 0,
+            clean: 0,
+        })
+    }
+
+    /// Switches `f` to direct I/O and starts mirroring it at `offset` (the
+    /// end of its header): the partial block before it is read back.
+    pub(crate) fn start(&mut self, f: &File, offset: u64) -> io::Result<()> {
+        let lbs = sys::logical_block_size(f)? as usize;
+        if lbs > ALIGN || self.buf.len() % lbs != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("the device's logical block size ({lbs} bytes) is larger than rtrec's direct I/O supports ({ALIGN} bytes)"),
+            ));
+        }
+        self.lbs = lbs;
+        sys::set_direct(f, true).map_err(|e| {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "this file system does not support direct I/O (O_DIRECT); use --io buffered",
+                )
+            } else {
+                e
+            }
+        })?;
+        self.reload(f, offset)
+    }
+
+    /// Mirrors the file from the block holding `offset` on.
+    fn reload(&mut self, f: &File, offset: u64) -> io::Result<()> {
+        let lbs = self.lbs as u64;
+        self.base = offset / lbs * lbs;
+        self.len = (offset - self.base) as usize;
+        self.clean = 0;
+        if self.len > 0 {
+            let n = sys::pread_full(f, &mut self.buf[..self.lbs], self.base)?;
+            self.buf[n..self.lbs].fill(0);
+        }
+        Ok(())
+    }
+
+    /// Writes `head` then `body` at the mirrored end (see the module docs).
+    pub(crate) fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()> {
+        for mut part in [head, body] {
+            while !part.is_empty() {
+                let n = part.len().min(self.buf.len() - self.len);
+                self.buf[self.len..self.len + n].copy_from_slice(&part[..n]);
+                self.len += n;
+                part = &part[n..];
+                if self.len == self.buf.len() {
+                    self.write_out(f)?;
+                    self.base += self.buf.len() as u64;
+                    (self.len, self.clean) = (0, 0);
+                }
+            }
+        }
+        if self.len > self.clean {
+            self.write_out(f)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `buf[clean..]` up to the end rounded up to whole blocks, the
+    /// padding zeroed; the whole blocks before the end become clean.
+    fn write_out(&mut self, f: &File) -> io::Result<()> {
+        let end = self.len.div_ceil(self.lbs) * self.lbs;
+        self.buf[self.len..end].fill(0);
+        sys::pwrite_all(f, &self.buf[self.clean..end], self.base + self.clean as u64)?;
+        self.clean = self.len / self.lbs * self.lbs;
+        Ok(())
+    }
+
+    /// After a failed write: the file's data end at `offset` again.
+    pub(crate) fn rollback(&mut self, f: &File, offset: u64) -> io::Result<()> {
+        if offset >= self.base && offset <= self.base + self.len as u64 {
+            self.len = (offset - self.base) as usize;
+            self.clean = self.clean.min(self.len / self.lbs * self.lbs);
+            Ok(())
+        } else {
+            self.reload(f, offset)
+        }
+    }
+
+    /// Switches `f` back to buffered I/O (for the header rewrite at close).
+    pub(crate) fn stop(&mut self, f: &File) -> io::Result<()> {
+        sys::set_direct(f, false)
+    }
+}
