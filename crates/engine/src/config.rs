@@ -108,6 +108,12 @@ pub enum Io {
     /// `crate::direct`); there is no dirty page to write back, durability
     /// points are a device cache flush (`fdatasync`).
     Direct,
+    /// [`Io::Direct`] with each block write submitted through io_uring
+    /// (a registered buffer, the file as a fixed file) and its completion
+    /// reaped by the writer. When the kernel refuses io_uring (e.g.
+    /// `kernel.io_uring_disabled`), the recording says so in a warning and
+    /// writes buffered.
+    Uring,
 }
 
 impl Io {
@@ -168,7 +174,7 @@ named_enum!(Flush, "flush", [
     Flush::Sfr => "sfr",
     Flush::Window => "window",
 ]);
-named_enum!(Io, "io", [Io::Buffered => "buffered", Io::Direct => "direct"]);
+named_enum!(Io, "io", [Io::Buffered => "buffered", Io::Direct => "direct", Io::Uring => "uring"]);
 named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
 named_enum!(Framing, "framing", [
     Framing::Framed => "framed",
@@ -376,7 +382,7 @@ pub struct Config {
     /// digest) when buffered, so files of earlier versions keep theirs.
     #[serde(default, skip_serializing_if = "Io::is_buffered")]
     pub io: Io,
-    /// [`Io::Direct`]: the aligned gathering buffer, bytes (a power of two,
+    /// [`Io::Direct`], [`Io::Uring`]: the aligned gathering buffer, bytes (a power of two,
     /// a multiple of the device's logical block size; default 1 MiB).
     #[serde(
         default = "default_io_block",
@@ -536,7 +542,7 @@ impl Config {
         if self.max_latency_ns == 0 || self.max_latency_ns > 60_000_000_000 {
             return Err(ConfigError::BadMaxLatency);
         }
-        if self.io == Io::Direct {
+        if self.io != Io::Buffered {
             if matches!(self.alloc, Alloc::Append | Alloc::FallocateKeepSize) {
                 return Err(ConfigError::DirectNeedsAllocatedFiles(self.alloc.name()));
             }

@@ -22,6 +22,12 @@
 //! - **A failed write is rolled back** by forgetting the bytes after the
 //!   frame's start (re-reading the block from the file when the frame had
 //!   crossed a buffer boundary); the closing frames overwrite them.
+//! - **io_uring** ([`crate::config::Io::Uring`]) is the same gatherer with
+//!   another transport: the buffer is registered with the ring and the file
+//!   is its fixed file, and each write is one `IORING_OP_WRITE_FIXED`
+//!   submitted and reaped by the writer (see `rtrec_sys::uring`). One write
+//!   is in flight at a time: write-through is what keeps "written" meaning
+//!   "on the device" for the record just handed over.
 
 use std::fs::File;
 use std::io;
@@ -30,7 +36,9 @@ use rtrec_sys as sys;
 
 /// See the module docs.
 pub(crate) struct Gather {
-    buf: sys::AlignedBuf,
+    store: Store,
+    /// The buffer's length.
+    block: usize,
     /// Logical block size of the current file's device.
     lbs: usize,
     /// File offset of `buf[0]` (a multiple of `lbs`).
@@ -42,6 +50,49 @@ pub(crate) struct Gather {
     clean: usize,
 }
 
+/// The buffer and how it reaches the file.
+enum Store {
+    /// `pwrite()` on the `O_DIRECT` descriptor.
+    Pwrite(sys::AlignedBuf),
+    /// io_uring: the ring's registered buffer and fixed file.
+    Uring(Box<sys::UringWriter>),
+}
+
+impl Store {
+    fn buf(&mut self) -> &mut [u8] {
+        match self {
+            Store::Pwrite(b) => b,
+            Store::Uring(u) => u.buf(),
+        }
+    }
+
+    /// Writes `buf[start..end]` at `offset`, retrying short writes.
+    fn write(&mut self, f: &File, mut start: usize, end: usize, mut offset: u64) -> io::Result<()> {
+        match self {
+            Store::Pwrite(b) => sys::pwrite_all(f, &b[start..end], offset),
+            Store::Uring(u) => {
+                while start < end {
+                    match u.write_at(start, end, offset)? {
+                        0 => return Err(io::ErrorKind::WriteZero.into()),
+                        n => {
+                            start += n;
+                            offset += n as u64;
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn store_len(s: &Store) -> usize {
+    match s {
+        Store::Pwrite(b) => b.len(),
+        Store::Uring(u) => u.len(),
+    }
+}
+
 /// The buffer's address alignment: the largest logical block size we
 /// accept.
 const ALIGN: usize = 4096;
@@ -50,20 +101,35 @@ impl Gather {
     /// Allocates the buffer (`block` bytes; the recording's creation, not
     /// the data path).
     pub(crate) fn new(block: u64) -> io::Result<Gather> {
-        Ok(Gather {
-            buf: sys::AlignedBuf::new(block as usize, ALIGN)?,
+        Ok(Gather::with(Store::Pwrite(sys::AlignedBuf::new(
+            block as usize,
+            ALIGN,
+        )?)))
+    }
+
+    /// [`Gather::new`] writing through io_uring; fails (with the errno)
+    /// when the kernel refuses io_uring.
+    pub(crate) fn uring(block: u64) -> io::Result<Gather> {
+        let u = sys::UringWriter::new(4, block as usize, ALIGN)?;
+        Ok(Gather::with(Store::Uring(Box::new(u))))
+    }
+
+    fn with(store: Store) -> Gather {
+        Gather {
+            block: store_len(&store),
+            store,
             lbs: ALIGN,
             base: 0,
             len: 0,
             clean: 0,
-        })
+        }
     }
 
     /// Switches `f` to direct I/O and starts mirroring it at `offset` (the
     /// end of its header): the partial block before it is read back.
     pub(crate) fn start(&mut self, f: &File, offset: u64) -> io::Result<()> {
         let lbs = sys::logical_block_size(f)? as usize;
-        if lbs > ALIGN || self.buf.len() % lbs != 0 {
+        if lbs > ALIGN || self.block % lbs != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 format!("the device's logical block size ({lbs} bytes) is larger than rtrec's direct I/O supports ({ALIGN} bytes)"),
@@ -80,6 +146,9 @@ impl Gather {
                 e
             }
         })?;
+        if let Store::Uring(u) = &mut self.store {
+            u.set_file(f)?;
+        }
         self.reload(f, offset)
     }
 
@@ -90,8 +159,9 @@ impl Gather {
         self.len = (offset - self.base) as usize;
         self.clean = 0;
         if self.len > 0 {
-            let n = sys::pread_full(f, &mut self.buf[..self.lbs], self.base)?;
-            self.buf[n..self.lbs].fill(0);
+            let buf = self.store.buf();
+            let n = sys::pread_full(f, &mut buf[..self.lbs], self.base)?;
+            buf[n..self.lbs].fill(0);
         }
         Ok(())
     }
@@ -100,13 +170,13 @@ impl Gather {
     pub(crate) fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()> {
         for mut part in [head, body] {
             while !part.is_empty() {
-                let n = part.len().min(self.buf.len() - self.len);
-                self.buf[self.len..self.len + n].copy_from_slice(&part[..n]);
+                let n = part.len().min(self.block - self.len);
+                self.store.buf()[self.len..self.len + n].copy_from_slice(&part[..n]);
                 self.len += n;
                 part = &part[n..];
-                if self.len == self.buf.len() {
+                if self.len == self.block {
                     self.write_out(f)?;
-                    self.base += self.buf.len() as u64;
+                    self.base += self.block as u64;
                     (self.len, self.clean) = (0, 0);
                 }
             }
@@ -121,8 +191,9 @@ impl Gather {
     /// padding zeroed; the whole blocks before the end become clean.
     fn write_out(&mut self, f: &File) -> io::Result<()> {
         let end = self.len.div_ceil(self.lbs) * self.lbs;
-        self.buf[self.len..end].fill(0);
-        sys::pwrite_all(f, &self.buf[self.clean..end], self.base + self.clean as u64)?;
+        self.store.buf()[self.len..end].fill(0);
+        self.store
+            .write(f, self.clean, end, self.base + self.clean as u64)?;
         self.clean = self.len / self.lbs * self.lbs;
         Ok(())
     }

@@ -212,12 +212,22 @@ impl Writer {
                 Gather::new(cfg.io_block)
                     .map_err(|e| Error::io("allocating the direct I/O buffer for", dir, e))?,
             ),
+            Io::Uring => match Gather::uring(cfg.io_block) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    report.warnings.push(format!(
+                        "the kernel refused io_uring ({e}; see the sysctl kernel.io_uring_disabled); writing with buffered write() instead"
+                    ));
+                    cfg.io = Io::Buffered;
+                    None
+                }
+            },
         };
         // Direct I/O leaves no dirty page to write back: the flush thread
         // only makes the durability points (a device cache flush).
         let flush_cfg = match cfg.io {
             Io::Buffered => cfg.clone(),
-            Io::Direct => Config {
+            Io::Direct | Io::Uring => Config {
                 flush: Flush::None,
                 ..cfg.clone()
             },

@@ -50,7 +50,8 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
         return;
     }
     let fs = LoopFs::create(&LoopFsOptions::default()).unwrap();
-    // The O_DIRECT back-end with every allocation that reserves its blocks.
+    // The O_DIRECT back-end with every allocation that reserves its blocks,
+    // and io_uring.
     let configurations = [
         (Alloc::Append, Flush::Fdatasync, Io::Buffered),
         (Alloc::Fallocate, Flush::Sfr, Io::Buffered),
@@ -59,6 +60,8 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
         (Alloc::Fallocate, Flush::Window, Io::Direct),
         (Alloc::Zero, Flush::Window, Io::Direct),
         (Alloc::Pool, Flush::Window, Io::Direct),
+        (Alloc::Zero, Flush::Window, Io::Uring),
+        (Alloc::Pool, Flush::Window, Io::Uring),
     ];
     for mode in [Mode::Ring, Mode::Direct] {
         for (alloc, flush, io) in configurations {

@@ -61,44 +61,9 @@ fn allocates_nothing(io: Io) {
 
 /// BPF program: kill the process on every system call.
 fn install_kill_all_filter() {
-    // struct sock_filter { u16 code; u8 jt; u8 jf; u32 k; }
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
     const BPF_RET_K: u16 = 0x06;
     const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-    let prog = [SockFilter {
-        code: BPF_RET_K,
-        jt: 0,
-        jf: 0,
-        k: SECCOMP_RET_KILL_PROCESS,
-    }];
-    let fprog = SockFprog {
-        len: 1,
-        filter: prog.as_ptr(),
-    };
-    // SAFETY: prctl/seccomp with valid arguments; the program outlives the call.
-    unsafe {
-        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-        assert_eq!(
-            libc::syscall(
-                libc::SYS_seccomp,
-                1, /* SET_MODE_FILTER */
-                0,
-                &fprog as *const SockFprog
-            ),
-            0
-        );
-    }
+    rtrec_sys::testing::install_seccomp(&[(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS)]).unwrap();
 }
 
 /// Runs in the child: record under the filter; `control` makes one system
