@@ -90,6 +90,9 @@ pub(crate) struct WriterReport {
     pub(crate) write_lat: Latency,
     pub(crate) write_samples: Vec<u64>,
     pub(crate) flush: FlushStats,
+    /// CPU time of the thread that ran the writer, at the end of the
+    /// recording (before the pool is refilled), ns.
+    pub(crate) cpu_ns: u64,
     pub(crate) pool: PoolStats,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
@@ -864,6 +867,7 @@ impl Writer {
             // Already kept when it was the first failure.
             self.fail(e);
         }
+        self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
         if let Some(r) = self.refiller.take() {
             self.report.pool.refilled_while_recording = r.stop();
