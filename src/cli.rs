@@ -491,8 +491,8 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 7,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full"
+            checked, 8,
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, bench --study"
         );
     }
 

@@ -19,6 +19,8 @@
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
+//! - [`throughput`]: `--study throughput`, each write back-end's sustained
+//!   rate against the device's bandwidth;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
 //!   [`Error::Failed`] for what fails while it runs (exit code 1).
 //!
@@ -43,6 +45,7 @@ pub mod scenario;
 pub mod signal;
 pub mod study;
 pub mod target;
+pub mod throughput;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -112,6 +115,18 @@ pub struct BenchArgs {
     /// Give up waiting for another rtrec that holds the global lock (it names the holder) after this long (default 5m).
     #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
     pub lock_timeout: Option<Duration>,
+
+    /// Run a study instead of the cases: `throughput` (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size) [default: none: run the cases].
+    #[arg(long, value_name = "STUDY", value_parser = ["throughput"], conflicts_with_all = ["cases", "paper", "compare"])]
+    pub study: Option<String>,
+
+    /// With --study throughput: how long each probe must hold its rate (default 60s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    pub hold: Option<Duration>,
+
+    /// With --study throughput: bisection steps after the first failing rate (default 5).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub steps: Option<u32>,
 
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
@@ -323,6 +338,36 @@ fn read_report(path: &std::path::Path) -> Result<BenchReport, Error> {
     Ok(r)
 }
 
+/// `--study throughput` on the prepared `target`, with the global lock
+/// held (in `flusher`); the machine is put back on every path.
+fn run_throughput(
+    args: &BenchArgs,
+    target: Target,
+    flusher: FlusherControl,
+) -> anyhow::Result<i32> {
+    let hold_ns = args.hold.map_or(60_000_000_000, |d| d.as_nanos() as u64);
+    let sizes: Vec<u64> = match args.size {
+        Some(s) => vec![s],
+        None => throughput::SIZES.to_vec(),
+    };
+    let r = throughput::run(&target.work, hold_ns, args.steps.unwrap_or(5), &sizes);
+    let released = flusher.finish();
+    let removed = target.remove();
+    let r = r?;
+    print!("{}", throughput::render(&r));
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&r)?;
+        if p.as_os_str() == "-" {
+            println!("{text}");
+        } else {
+            std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
+        }
+    }
+    released?;
+    removed?;
+    Ok(0)
+}
+
 /// [`run`] with options.
 ///
 /// # Errors
@@ -389,6 +434,9 @@ fn run_plan(
         args.image_dir.as_deref(),
         &mut warnings,
     )?;
+    if args.study.is_some() {
+        return run_throughput(args, target, flusher);
+    }
 
     let mut tracer = None;
     if args.explain {
