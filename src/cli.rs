@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use rtrec_engine::{Alloc, Config, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig};
+use rtrec_engine::{Alloc, Config, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig};
 
 /// Parses the command line; on a bad command line prints one line
 /// (`rtrec: ` and clap's message with its hints, without the usage block)
@@ -376,6 +376,14 @@ pub struct RecordArgs {
     )]
     pub alloc: Alloc,
 
+    /// Write back-end: buffered write() into the page cache, or direct (O_DIRECT, aligned blocks straight to the device; needs pool, zero or fallocate files).
+    #[arg(long, value_enum, default_value_t = Config::default().io, value_name = "BACKEND")]
+    pub io: Io,
+
+    /// With --io direct: the aligned gathering buffer (a power of two, 4KiB-64MiB).
+    #[arg(long, default_value = "1MiB", value_name = "SIZE")]
+    pub io_block: String,
+
     /// Flush strategy: how and when written data are pushed to storage (on the flush thread).
     #[arg(long, value_enum, default_value_t = Config::default().flush, value_name = "STRATEGY")]
     pub flush: Flush,
@@ -707,8 +715,8 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 6,
-            "--mode, --alloc, --flush, --framing, --on-pool-empty, --on-full"
+            checked, 8,
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, bench --study"
         );
     }
 
@@ -771,6 +779,7 @@ mod tests {
         same::<Flush>();
         same::<Mode>();
         same::<Framing>();
+        same::<Io>();
         same::<OnPoolEmpty>();
         same::<OnFull>();
     }

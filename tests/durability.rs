@@ -404,8 +404,13 @@ fn ring_mode_killed_keeps_every_record_counted_as_written() {
         let dir = fs.path().join(format!("kill-{round}"));
         std::fs::create_dir(&dir).unwrap();
         let status_path = state.path().join(format!("status-{round}.json"));
+        // Rounds take turns with the back-ends: "written" means the same
+        // with each.
+        let io = ["buffered", "direct", "uring"][round % 3];
         let mut child = start(
             &[
+                "--io",
+                io,
                 "--mode",
                 "ring",
                 "--alloc",

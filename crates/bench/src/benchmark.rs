@@ -70,6 +70,7 @@ struct Outcome {
     lateness: Latency,
     missed: u64,
     flush_cpu_ns: Option<u64>,
+    writer_cpu_ns: Option<u64>,
     dropped: u64,
     error: Option<String>,
     duration_ns: u64,
@@ -86,6 +87,7 @@ impl Outcome {
             lateness: Latency::new(),
             missed: 0,
             flush_cpu_ns: None,
+            writer_cpu_ns: None,
             dropped: 0,
             error: None,
             duration_ns: 0,
@@ -159,6 +161,7 @@ pub fn run_case(s: &Scenario, protocol: &Protocol, ctx: &mut Context<'_>) -> Cas
         result.lateness_ns = set.lateness_ns;
         result.missed_periods = set.missed_periods;
         result.flush_cpu_s = set.flush_cpu_s;
+        result.writer_cpu_s = set.writer_cpu_s;
         result.dirty_peak_bytes = set.dirty_peak_bytes;
         result.records_dropped = set.records_dropped;
         if let Some(alone) = reader_alone {
@@ -289,6 +292,7 @@ fn run_set(
         lateness_ns: o.lateness.summary(),
         missed_periods: o.missed,
         flush_cpu_s: o.flush_cpu_ns.map(|ns| ns as f64 / 1e9),
+        writer_cpu_s: o.writer_cpu_ns.map(|ns| ns as f64 / 1e9),
         dirty_peak_bytes,
         records_dropped: o.dropped,
         reader_bytes_per_s,
@@ -383,6 +387,7 @@ fn record_loop(
     o.samples = summary.write_samples;
     o.record = ring.then_some(summary.record_latency);
     o.flush_cpu_ns = Some(summary.flush.cpu_ns);
+    o.writer_cpu_ns = summary.writer_cpu_ns;
     o.dropped = summary.records_dropped;
     o.error = summary.error.or(summary.flush.error).map(|f| f.message);
     Ok(o)

@@ -19,6 +19,8 @@
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
+//! - [`throughput`]: `--study throughput`, each write back-end's sustained
+//!   rate against the device's bandwidth;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
 //!   [`Error::Failed`] for what fails while it runs (exit code 1).
 //!
@@ -45,6 +47,7 @@ pub mod scenario;
 pub mod signal;
 pub mod study;
 pub mod target;
+pub mod throughput;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -75,7 +78,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root).
+    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size).
     #[arg(long, value_delimiter = ',', value_name = "S1,S2")]
     pub study: Vec<String>,
 
@@ -154,6 +157,14 @@ pub struct BenchArgs {
     /// Give up waiting for another rtrec that holds the global lock (it names the holder) after this long (default 5m).
     #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
     pub lock_timeout: Option<Duration>,
+
+    /// With --study throughput: how long each probe must hold its rate (default 60s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    pub hold: Option<Duration>,
+
+    /// With --study throughput: bisection steps after the first failing rate (default 5).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub steps: Option<u32>,
 
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
@@ -241,6 +252,11 @@ pub struct Plan {
 }
 
 /// The studies `--study` names, checked: (cases' studies, S3, S4).
+/// True when `--study throughput` was given (it runs alone).
+fn throughput_asked(names: &[String]) -> bool {
+    names.len() == 1 && names[0].eq_ignore_ascii_case("throughput")
+}
+
 fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
     if names.is_empty() {
         return Ok((Vec::new(), false, false));
@@ -253,10 +269,19 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             "rtrec" => studies.extend([Study::Rtrec, Study::Platform]),
             "s3" => s3 = true,
             "s4" => s4 = true,
+            // Runs alone, instead of the cases (see `throughput_asked`).
+            "throughput" if names.len() == 1 => {}
+            "throughput" => {
+                return Err(Error::UnknownCase {
+                    name: n.clone(),
+                    hint: "the throughput study runs alone: give --study throughput by itself"
+                        .into(),
+                })
+            }
             _ => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
-                    hint: "expected one of s1, s2, s3, s4, rtrec".into(),
+                    hint: "expected one of s1, s2, s3, s4, rtrec, throughput".into(),
                 })
             }
         }
@@ -415,6 +440,36 @@ pub fn read_report_bytes(path: &std::path::Path, bytes: &[u8]) -> Result<BenchRe
     Ok(r)
 }
 
+/// `--study throughput` on the prepared `target`, with the global lock
+/// held (in `flusher`); the machine is put back on every path.
+fn run_throughput(
+    args: &BenchArgs,
+    target: Target,
+    flusher: FlusherControl,
+) -> anyhow::Result<i32> {
+    let hold_ns = args.hold.map_or(60_000_000_000, |d| d.as_nanos() as u64);
+    let sizes: Vec<u64> = match args.size {
+        Some(s) => vec![s],
+        None => throughput::SIZES.to_vec(),
+    };
+    let r = throughput::run(&target.work, hold_ns, args.steps.unwrap_or(5), &sizes);
+    let released = flusher.finish();
+    let removed = target.remove();
+    let r = r?;
+    print!("{}", throughput::render(&r));
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&r)?;
+        if p.as_os_str() == "-" {
+            println!("{text}");
+        } else {
+            std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
+        }
+    }
+    released?;
+    removed?;
+    Ok(0)
+}
+
 /// [`run`] with options.
 ///
 /// # Errors
@@ -482,6 +537,9 @@ fn run_plan(
         args.device.as_ref(),
         &mut warnings,
     )?;
+    if throughput_asked(&args.study) {
+        return run_throughput(args, target, flusher);
+    }
 
     let mut tracer = None;
     if args.explain {

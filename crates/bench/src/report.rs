@@ -167,6 +167,9 @@ pub struct SetResult {
     pub missed_periods: u64,
     /// CPU time of the engine's flush thread, s (recording cases).
     pub flush_cpu_s: Option<f64>,
+    /// CPU time of the engine's writer thread, s (ring-mode cases).
+    #[serde(default)]
+    pub writer_cpu_s: Option<f64>,
     /// Largest Dirty + Writeback memory seen during the set, bytes.
     pub dirty_peak_bytes: u64,
     /// Records the engine dropped (ring full), counted.
@@ -225,6 +228,9 @@ pub struct CaseResult {
     pub missed_periods: u64,
     /// Reported set: CPU time of the flush thread, s.
     pub flush_cpu_s: Option<f64>,
+    /// Reported set: CPU time of the writer thread, s.
+    #[serde(default)]
+    pub writer_cpu_s: Option<f64>,
     /// Reported set: peak Dirty + Writeback memory, bytes.
     pub dirty_peak_bytes: u64,
     /// Reported set: records dropped by the engine.
@@ -276,6 +282,7 @@ impl CaseResult {
             lateness_ns: None,
             missed_periods: 0,
             flush_cpu_s: None,
+            writer_cpu_s: None,
             dirty_peak_bytes: 0,
             records_dropped: 0,
             reader: None,

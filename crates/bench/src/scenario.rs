@@ -9,7 +9,7 @@
 //! strategies (WPRE = `alloc fallocate`, WAPPEND = `alloc append`, SDATA =
 //! `flush sfr`, SALL = `flush fdatasync`), never a separate code path.
 
-use rtrec_engine::{Alloc, Config, Flush, Framing, Mode};
+use rtrec_engine::{Alloc, Config, Flush, Framing, Io, Mode};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::Protocol;
@@ -29,6 +29,9 @@ pub enum Strategies {
     },
     /// `Config::default()`: rtrec's own design, whatever it currently is.
     EngineDefault,
+    /// `Config::default()` with another write back-end (`--io`): the
+    /// RTREC-DIRECT and RTREC-URING cases.
+    Backend(Io),
 }
 
 /// What one period of a case does, and so what its latency times.
@@ -185,6 +188,7 @@ const SALL: Flush = Flush::Fdatasync;
 const BGTRUNC: &[Load] = &[Load::Trunc];
 const BGALL: &[Load] = &[Load::Trunc, Load::Falloc];
 const NO_LOAD: &[Load] = &[];
+const BGREAD: &[Load] = &[Load::Read];
 
 /// The table. Order is the order of the run and of the output.
 pub const SCENARIOS: &[Scenario] = &[
@@ -438,7 +442,50 @@ pub const SCENARIOS: &[Scenario] = &[
         published: None,
         reference: Some("RTREC"),
     },
+    Scenario {
+        name: "RTREC-BGREAD",
+        study: Study::Rtrec,
+        description: "RTREC with a sequential reader of another file in the background",
+        timed: Timed::Write(Strategies::EngineDefault),
+        flusher: Flusher::On,
+        loads: BGREAD,
+        published: None,
+        reference: Some("RTREC"),
+    },
+    backend("RTREC-DIRECT", Io::Direct, NO_LOAD, "RTREC with O_DIRECT writes (--io direct): no page cache, durability points are a device cache flush"),
+    backend("RTREC-DIRECT-BGTRUNC", Io::Direct, BGTRUNC, "RTREC-DIRECT with ftruncate() of another file in the background"),
+    backend("RTREC-DIRECT-BGALL", Io::Direct, BGALL, "RTREC-DIRECT with ftruncate() and fallocate() of other files in the background"),
+    backend("RTREC-DIRECT-BGREAD", Io::Direct, BGREAD, "RTREC-DIRECT with a sequential reader of another file in the background"),
+    backend("RTREC-URING", Io::Uring, NO_LOAD, "RTREC with O_DIRECT block writes submitted through io_uring (--io uring); the latency is submit-to-complete"),
+    backend("RTREC-URING-BGTRUNC", Io::Uring, BGTRUNC, "RTREC-URING with ftruncate() of another file in the background"),
+    backend("RTREC-URING-BGALL", Io::Uring, BGALL, "RTREC-URING with ftruncate() and fallocate() of other files in the background"),
+    backend("RTREC-URING-BGREAD", Io::Uring, BGREAD, "RTREC-URING with a sequential reader of another file in the background"),
 ];
+
+/// An rtrec case with write back-end `io`, compared with RTREC under the
+/// same load (RTREC itself without one).
+const fn backend(
+    name: &'static str,
+    io: Io,
+    loads: &'static [Load],
+    description: &'static str,
+) -> Scenario {
+    Scenario {
+        name,
+        study: Study::Rtrec,
+        description,
+        timed: Timed::Write(Strategies::Backend(io)),
+        flusher: Flusher::On,
+        loads,
+        published: None,
+        reference: Some(match loads {
+            [] => "RTREC",
+            [Load::Trunc] => "RTREC-BGTRUNC",
+            [Load::Trunc, Load::Falloc] => "RTREC-BGALL",
+            _ => "RTREC-BGREAD",
+        }),
+    }
+}
 
 /// The names S1 Table 1 publishes, in its order.
 pub const S1_TABLE1_NAMES: [&str; 12] = [
@@ -485,6 +532,10 @@ impl Scenario {
                 ..Config::default()
             },
             Strategies::EngineDefault => Config::default(),
+            Strategies::Backend(io) => Config {
+                io,
+                ..Config::default()
+            },
         };
         Some(Config {
             flush_every: protocol.flush_every_bytes,
@@ -507,6 +558,13 @@ impl Scenario {
                 format!(
                     "default: {}, alloc {}, flush {}, {}",
                     d.mode, d.alloc, d.flush, d.framing
+                )
+            }
+            Timed::Write(Strategies::Backend(io)) => {
+                let d = Config::default();
+                format!(
+                    "default with --io {io}: {}, alloc {}, {}",
+                    d.mode, d.alloc, d.framing
                 )
             }
             Timed::Fallocate => "fallocate() of the file size, fresh file each call".to_string(),

@@ -64,6 +64,7 @@ fn made_up_report() -> BenchReport {
                 lateness_ns: None,
                 missed_periods: 0,
                 flush_cpu_s: None,
+                writer_cpu_s: None,
                 dirty_peak_bytes: 0,
                 records_dropped: 0,
                 reader_bytes_per_s: None,

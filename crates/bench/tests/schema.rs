@@ -36,6 +36,7 @@ fn fake_case(name: &str, scale: u64) -> CaseResult {
             lateness_ns: lat.summary(),
             missed_periods: 0,
             flush_cpu_s: s.config(&p).map(|_| 0.25),
+            writer_cpu_s: s.config(&p).map(|_| 0.5),
             dirty_peak_bytes: 3 << 20,
             records_dropped: 0,
             reader_bytes_per_s: s.loads.contains(&scenario::Load::Read).then_some(1e8),
@@ -48,6 +49,7 @@ fn fake_case(name: &str, scale: u64) -> CaseResult {
     c.record_ns = c.sets[1].record_ns;
     c.lateness_ns = lat.summary();
     c.flush_cpu_s = c.sets[1].flush_cpu_s;
+    c.writer_cpu_s = c.sets[1].writer_cpu_s;
     c.dirty_peak_bytes = 3 << 20;
     if c.sets[1].reader_bytes_per_s.is_some() {
         c.reader = Some(ReaderResult {

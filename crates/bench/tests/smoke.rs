@@ -129,3 +129,50 @@ fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
         .flatten()
         .any(|e| e.file_name().to_string_lossy().starts_with(&ours)));
 }
+
+/// `--study throughput`, shortened to a smoke run (probes of 200 ms, no
+/// bisection step, one record size): every back-end gets a row, the
+/// device's bandwidth was measured, and nothing is left mounted. Asserts no
+/// rate (the VM is noisy).
+#[test]
+fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
+    if !rtrec_host::loopfs::require_privileged(
+        "the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind",
+    ) {
+        return;
+    }
+    let ours = format!("rtrec-loopfs-{}-", std::process::id());
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("throughput.json");
+    let args = BenchArgs::try_from_words([
+        "--study".as_ref(),
+        "throughput".as_ref(),
+        "--hold".as_ref(),
+        "200ms".as_ref(),
+        "--steps".as_ref(),
+        "0".as_ref(),
+        "--size".as_ref(),
+        "16KiB".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ] as [&std::ffi::OsStr; 10])
+    .unwrap();
+    assert_eq!(rtrec_bench::run(&args).unwrap(), 0);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["study"], "throughput");
+    assert!(v["device_bytes_per_s"].as_f64().unwrap() > 0.0, "{v:#}");
+    let ios: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["io"].as_str().unwrap())
+        .collect();
+    assert_eq!(ios, ["buffered", "direct", "uring"]);
+    for r in v["rows"].as_array().unwrap() {
+        assert_eq!(r["record_bytes"], 16384);
+        assert!(!r["probes"].as_array().unwrap().is_empty(), "{r:#}");
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&ours), "a mount was left behind");
+    assert!(!loop_backing_files().iter().any(|b| b.contains(&ours)));
+}

@@ -91,6 +91,48 @@ pub enum Framing {
     Raw,
 }
 
+/// How the writer hands frames to the kernel (the write path's back-end).
+///
+/// Design choice: the back-end is the writer's business only; `record()` is
+/// the same copy into the ring with every back-end, and the file format is
+/// the same (see `docs/format.md`, "Direct I/O").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum Io {
+    /// `write()`/`writev()` into the page cache; the flusher writes back.
+    #[default]
+    Buffered,
+    /// `O_DIRECT`: each frame goes to the device from an aligned buffer
+    /// that gathers it behind the file's partial last block (see
+    /// `crate::direct`); there is no dirty page to write back, durability
+    /// points are a device cache flush (`fdatasync`).
+    Direct,
+    /// [`Io::Direct`] with each block write submitted through io_uring
+    /// (a registered buffer, the file as a fixed file) and its completion
+    /// reaped by the writer. When the kernel refuses io_uring (e.g.
+    /// `kernel.io_uring_disabled`), the recording says so in a warning and
+    /// writes buffered.
+    Uring,
+}
+
+impl Io {
+    fn is_buffered(&self) -> bool {
+        *self == Io::Buffered
+    }
+}
+
+/// The default of [`Config::io_block`]: 1 MiB.
+pub const DEFAULT_IO_BLOCK: u64 = 1 << 20;
+
+fn default_io_block() -> u64 {
+    DEFAULT_IO_BLOCK
+}
+
+fn is_default_io_block(b: &u64) -> bool {
+    *b == DEFAULT_IO_BLOCK
+}
+
 macro_rules! named_enum {
     ($t:ty, $what:literal, [$($v:expr => $n:literal),+ $(,)?]) => {
         impl $t {
@@ -132,6 +174,7 @@ named_enum!(Flush, "flush", [
     Flush::Sfr => "sfr",
     Flush::Window => "window",
 ]);
+named_enum!(Io, "io", [Io::Buffered => "buffered", Io::Direct => "direct", Io::Uring => "uring"]);
 named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
 named_enum!(Framing, "framing", [
     Framing::Framed => "framed",
@@ -342,6 +385,17 @@ pub struct Config {
     /// mark). Not part of the stored configuration.
     #[serde(skip)]
     pub trace_marker: Option<TraceMarker>,
+    /// The write path's back-end. Left out of the JSON (and so of the
+    /// digest) when buffered, so files of earlier versions keep theirs.
+    #[serde(default, skip_serializing_if = "Io::is_buffered")]
+    pub io: Io,
+    /// [`Io::Direct`], [`Io::Uring`]: the aligned gathering buffer, bytes (a power of two,
+    /// a multiple of the device's logical block size; default 1 MiB).
+    #[serde(
+        default = "default_io_block",
+        skip_serializing_if = "is_default_io_block"
+    )]
+    pub io_block: u64,
 }
 
 /// An open `trace_marker` file: [`TraceMarker::mark`] writes one short
@@ -429,6 +483,8 @@ impl Default for Config {
             flight: None,
             lines: false,
             trace_marker: None,
+            io: Io::Buffered,
+            io_block: DEFAULT_IO_BLOCK,
         }
     }
 }
@@ -547,6 +603,14 @@ impl Config {
         if self.max_latency_ns == 0 || self.max_latency_ns > 60_000_000_000 {
             return Err(ConfigError::BadMaxLatency);
         }
+        if self.io != Io::Buffered {
+            if matches!(self.alloc, Alloc::Append | Alloc::FallocateKeepSize) {
+                return Err(ConfigError::DirectNeedsAllocatedFiles(self.alloc.name()));
+            }
+            if !self.io_block.is_power_of_two() || !(4096..=64 << 20).contains(&self.io_block) {
+                return Err(ConfigError::BadIoBlock(self.io_block));
+            }
+        }
         Ok(())
     }
 
@@ -578,6 +642,9 @@ mod tests {
         for (v, n) in Framing::ALL {
             assert_eq!(n.parse::<Framing>().unwrap(), *v);
         }
+        for (v, n) in Io::ALL {
+            assert_eq!(n.parse::<Io>().unwrap(), *v);
+        }
     }
 
     #[test]
@@ -605,6 +672,31 @@ mod tests {
         assert_eq!(Framing::auto(64), Framing::Packed);
         assert_eq!(Framing::auto(Framing::PACK_UP_TO), Framing::Packed);
         assert_eq!(Framing::auto(Framing::PACK_UP_TO + 1), Framing::Framed);
+    }
+
+    #[test]
+    fn direct_io_is_refused_for_files_that_grow_while_recording() {
+        for alloc in [Alloc::Append, Alloc::FallocateKeepSize] {
+            let c = Config {
+                io: Io::Direct,
+                alloc,
+                ..Config::default()
+            };
+            assert!(matches!(
+                c.validate(),
+                Err(ConfigError::DirectNeedsAllocatedFiles(_))
+            ));
+        }
+        let c = Config {
+            io: Io::Direct,
+            ..Config::default()
+        };
+        c.validate().unwrap();
+        // Buffered stays out of the JSON: digests of earlier files hold.
+        assert!(!serde_json::to_string(&Config::default())
+            .unwrap()
+            .contains("\"io\""));
+        assert_ne!(c.digest(), Config::default().digest());
     }
 
     #[test]

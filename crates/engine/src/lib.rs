@@ -23,7 +23,7 @@
 //! # Data path
 //!
 //! producer ([`recorder`]) → `ring` → `writer_thread` (→ `flight`) →
-//! `writer` → `file` (or one from the [`pool`]) → `flusher`; on disk as
+//! `writer` (→ `direct`, the `O_DIRECT` gatherer) → `file` (or one from the [`pool`]) → `flusher`; on disk as
 //! [`format`](mod@format) describes; read back by [`reader`]. How big the files, the
 //! ring and the flight recorder's window are is decided by [`sizing`];
 //! every failure is an [`Error`] or, while recording, a [`Failure`] in the
@@ -52,6 +52,7 @@ pub mod schedule;
 // The data path: ring (transport) -> file, pool -> flusher -> writer (one
 // recording's files) -> flight (in front of the writer) -> the writer
 // thread's loop -> recorder (the producer's handle).
+mod direct;
 mod file;
 mod flight;
 mod flusher;
@@ -65,8 +66,8 @@ mod writer_thread;
 pub mod reader;
 
 pub use config::{
-    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig, RtConfig,
-    TraceMarker, DEFAULT_SYNC_EVERY_NS,
+    Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
+    RtConfig, TraceMarker, DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};

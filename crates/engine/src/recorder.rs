@@ -123,6 +123,10 @@ pub struct Summary {
     pub lateness_ns: Option<LatencySummary>,
     /// What the flush thread did.
     pub flush: FlushStats,
+    /// CPU time of the writer thread, ns (ring mode; `None` in direct mode,
+    /// where the caller's thread writes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer_cpu_ns: Option<u64>,
     /// How the file pool served the recording.
     pub pool: PoolStats,
     /// What the flight recorder did (flight mode only).
@@ -582,6 +586,7 @@ impl Recorder {
             record_ns: self.record_lat.summary(),
             lateness_ns: None,
             flush: report.flush,
+            writer_cpu_ns: (self.cfg.mode == Mode::Ring).then_some(report.cpu_ns),
             pool: report.pool,
             flight,
             triggers: self.triggers,

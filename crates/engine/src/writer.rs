@@ -35,7 +35,8 @@ use std::sync::Arc;
 
 use rtrec_sys as sys;
 
-use crate::config::{Alloc, Config, Framing, Mode, OnPoolEmpty};
+use crate::config::{Alloc, Config, Flush, Framing, Io, Mode, OnPoolEmpty};
+use crate::direct::Gather;
 use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
@@ -89,6 +90,9 @@ pub(crate) struct WriterReport {
     pub(crate) write_lat: Latency,
     pub(crate) write_samples: Vec<u64>,
     pub(crate) flush: FlushStats,
+    /// CPU time of the thread that ran the writer, at the end of the
+    /// recording (before the pool is refilled), ns.
+    pub(crate) cpu_ns: u64,
     pub(crate) pool: PoolStats,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
@@ -141,6 +145,8 @@ pub(crate) struct Writer {
     report: WriterReport,
     live: Arc<LiveStats>,
     pack: OpenPack,
+    /// [`Io::Direct`]: the aligned gatherer every frame goes through.
+    gather: Option<Gather>,
 }
 
 impl Writer {
@@ -208,7 +214,33 @@ impl Writer {
         } else {
             None
         };
-        let flusher = Flusher::start(&cfg, live.clone())
+        let gather = match cfg.io {
+            Io::Buffered => None,
+            Io::Direct => Some(
+                Gather::new(cfg.io_block)
+                    .map_err(|e| Error::io("allocating the direct I/O buffer for", dir, e))?,
+            ),
+            Io::Uring => match Gather::uring(cfg.io_block) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    report.warnings.push(format!(
+                        "the kernel refused io_uring ({e}; see the sysctl kernel.io_uring_disabled); writing with buffered write() instead"
+                    ));
+                    cfg.io = Io::Buffered;
+                    None
+                }
+            },
+        };
+        // Direct I/O leaves no dirty page to write back: the flush thread
+        // only makes the durability points (a device cache flush).
+        let flush_cfg = match cfg.io {
+            Io::Buffered => cfg.clone(),
+            Io::Direct | Io::Uring => Config {
+                flush: Flush::None,
+                ..cfg.clone()
+            },
+        };
+        let flusher = Flusher::start(&flush_cfg, live.clone())
             .map_err(|e| Error::io("starting the flush thread for", dir, e))?;
         let refiller = match &pool {
             Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
@@ -244,6 +276,7 @@ impl Writer {
                 first_ts: 0,
                 last_ts: 0,
             },
+            gather,
         };
         if w.cfg.framing == Framing::Packed {
             w.pack.buf.reserve_exact(PACKED_PAYLOAD);
@@ -336,6 +369,14 @@ impl Writer {
         let mut dirs = vec![self.dir.clone()];
         if let (Some(p), true) = (&self.pool, f.header.flags & format::FLAG_POOLED != 0) {
             dirs.push(p.dir().to_path_buf());
+        }
+        if let Some(g) = &mut self.gather {
+            if let Err(e) = g.start(&f.file, f.offset) {
+                let e = Error::io("switching to direct I/O", &f.path, e);
+                // Kept open: its reserved room takes the closing frames.
+                self.cur = Some(f);
+                return Err(e);
+            }
         }
         self.report.files.push(f.path.clone());
         let r = self.flusher.switch(f.file.clone(), dirs, self.next_seq);
@@ -673,7 +714,10 @@ impl Writer {
                 None => e,
             };
             if let (Some(cur), Some(start)) = (self.cur.as_mut(), start) {
-                if cur.offset != start {
+                if let Some(g) = &mut self.gather {
+                    cur.offset = start;
+                    let _ = g.rollback(&cur.file, start);
+                } else if cur.offset != start {
                     cur.offset = start;
                     let _ = sys::seek_to(&*cur.file, start);
                 }
@@ -704,6 +748,14 @@ impl Writer {
                 payload,
             );
             head = &self.hdr;
+        }
+        if let Some(g) = &mut self.gather {
+            g.write(f, head, body)?;
+            cur.offset += (head.len() + body.len()) as u64;
+            if self.cfg.framing == Framing::Raw {
+                self.raw_sum.update(body);
+            }
+            (head, body) = (&[], &[]);
         }
         while !head.is_empty() || !body.is_empty() {
             let r = if head.is_empty() {
@@ -767,10 +819,16 @@ impl Writer {
             let sums = self.raw_sum.finish_file(name.unwrap_or_default());
             self.raw_sums.push(sums);
         }
-        file::close(&mut cur, self.cfg.framing).map_err(|e| {
-            let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
-            self.fail(f)
-        })?;
+        let buffered = match &mut self.gather {
+            Some(g) => g.stop(&cur.file),
+            None => Ok(()),
+        };
+        buffered
+            .and_then(|()| file::close(&mut cur, self.cfg.framing))
+            .map_err(|e| {
+                let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
+                self.fail(f)
+            })?;
         // Fsynced: durable once its name is too. The flusher publishes that
         // after syncing the directories for the next file, `finish` after
         // syncing the directory itself.
@@ -832,6 +890,7 @@ impl Writer {
             // Already kept when it was the first failure.
             self.fail(e);
         }
+        self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
         if let Some(r) = self.refiller.take() {
             self.report.pool.refilled_while_recording = r.stop();

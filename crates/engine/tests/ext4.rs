@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use rtrec_engine::format::FileHeader;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
-use rtrec_engine::{Alloc, Config, Error, Flush, Mode, Recorder, MIB};
+use rtrec_engine::{Alloc, Config, Error, Flush, Io, Mode, Recorder, MIB};
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 
 const FILE_SIZE: u64 = 8 * MIB;
@@ -50,21 +50,29 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
         return;
     }
     let fs = LoopFs::create(&LoopFsOptions::default()).unwrap();
+    // The O_DIRECT back-end with every allocation that reserves its blocks,
+    // and io_uring.
     let configurations = [
-        (Alloc::Append, Flush::Fdatasync),
-        (Alloc::Fallocate, Flush::Sfr),
-        (Alloc::Zero, Flush::Window),
-        (Alloc::Pool, Flush::Window),
+        (Alloc::Append, Flush::Fdatasync, Io::Buffered),
+        (Alloc::Fallocate, Flush::Sfr, Io::Buffered),
+        (Alloc::Zero, Flush::Window, Io::Buffered),
+        (Alloc::Pool, Flush::Window, Io::Buffered),
+        (Alloc::Fallocate, Flush::Window, Io::Direct),
+        (Alloc::Zero, Flush::Window, Io::Direct),
+        (Alloc::Pool, Flush::Window, Io::Direct),
+        (Alloc::Zero, Flush::Window, Io::Uring),
+        (Alloc::Pool, Flush::Window, Io::Uring),
     ];
     for mode in [Mode::Ring, Mode::Direct] {
-        for (alloc, flush) in configurations {
-            let what = format!("{mode} {alloc} {flush}");
-            let dir = fs.path().join(format!("{mode}-{alloc}-{flush}"));
+        for (alloc, flush, io) in configurations {
+            let what = format!("{mode} {alloc} {flush} {io}");
+            let dir = fs.path().join(format!("{mode}-{alloc}-{flush}-{io}"));
             std::fs::create_dir(&dir).unwrap();
             let cfg = Config {
                 mode,
                 alloc,
                 flush,
+                io,
                 flush_every: 256 * 1024,
                 file_size: FILE_SIZE,
                 max_record: RECORD,

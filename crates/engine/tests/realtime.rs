@@ -7,12 +7,15 @@
 //!   on *any* system call, then records. The test runs that in a child
 //!   process and requires it to exit normally. A control case proves the
 //!   filter really kills on a system call, so the test cannot pass vacuously.
+//!
+//! Both hold for every write back-end ([`Io`]): the back-end is the writer
+//! thread's business, `record()` is the same copy into the ring.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rtrec_engine::{Config, OnFull, Recorder};
+use rtrec_engine::{Config, Io, OnFull, Recorder};
 
 #[global_allocator]
 static A: rtrec_sys::testing::CountingAllocator = rtrec_sys::testing::CountingAllocator;
@@ -23,10 +26,17 @@ fn allocs() -> u64 {
 
 #[test]
 fn record_allocates_nothing_once_started_even_when_the_ring_overflows() {
+    for (io, _) in Io::ALL {
+        allocates_nothing(*io);
+    }
+}
+
+fn allocates_nothing(io: Io) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
         ring_bytes: 256 * 1024,
         max_record: 16384,
+        io,
         ..Config::default()
     };
     let mut rec = Recorder::create(dir.path(), cfg).unwrap();
@@ -44,51 +54,16 @@ fn record_allocates_nothing_once_started_even_when_the_ring_overflows() {
     }
     let during = allocs() - before;
     let s = rec.finish().unwrap();
-    assert_eq!(during, 0, "record() allocated {during} times");
+    assert_eq!(during, 0, "{io}: record() allocated {during} times");
     assert!(dropped >= 5, "the test must also exercise the drop path");
     assert_eq!(s.records_dropped, dropped);
 }
 
 /// BPF program: kill the process on every system call.
 fn install_kill_all_filter() {
-    // struct sock_filter { u16 code; u8 jt; u8 jf; u32 k; }
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
     const BPF_RET_K: u16 = 0x06;
     const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-    let prog = [SockFilter {
-        code: BPF_RET_K,
-        jt: 0,
-        jf: 0,
-        k: SECCOMP_RET_KILL_PROCESS,
-    }];
-    let fprog = SockFprog {
-        len: 1,
-        filter: prog.as_ptr(),
-    };
-    // SAFETY: prctl/seccomp with valid arguments; the program outlives the call.
-    unsafe {
-        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-        assert_eq!(
-            libc::syscall(
-                libc::SYS_seccomp,
-                1, /* SET_MODE_FILTER */
-                0,
-                &fprog as *const SockFprog
-            ),
-            0
-        );
-    }
+    rtrec_sys::testing::install_seccomp(&[(BPF_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS)]).unwrap();
 }
 
 /// Runs in the child: record under the filter; `control` makes one system
@@ -97,12 +72,17 @@ fn install_kill_all_filter() {
 /// is room, the blocking policy must be exactly as free of system calls as
 /// the default.
 fn child(control: bool, block: bool) -> ! {
+    let io: Io = std::env::var("RTREC_SECCOMP_IO")
+        .unwrap_or_default()
+        .parse()
+        .unwrap_or_default();
     let dir = tempfile::tempdir().unwrap();
     let records = if block { 200 } else { 20_000 };
     let cfg = Config {
         ring_bytes: if block { 8 << 20 } else { 256 * 1024 },
         max_record: 16384,
         on_full: if block { OnFull::Block } else { OnFull::Drop },
+        io,
         ..Config::default()
     };
     let rec = Recorder::create(dir.path(), cfg).unwrap();
@@ -137,8 +117,9 @@ fn child(control: bool, block: bool) -> ! {
     if block {
         assert_eq!((s.records_dropped, s.ring_waits), (0, 0));
     }
+    assert!(s.error.is_none(), "{io}: {:?}", s.error);
     println!(
-        "child recorded {} and dropped {}",
+        "child recorded {} and dropped {} ({io})",
         s.records_written, s.records_dropped
     );
     std::process::exit(0);
@@ -162,6 +143,10 @@ impl Slot {
 static SLOT: Slot = Slot(std::cell::UnsafeCell::new(None));
 
 fn run_child(mode: &str) -> std::process::Output {
+    run_child_io(mode, Io::Buffered)
+}
+
+fn run_child_io(mode: &str, io: Io) -> std::process::Output {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -170,6 +155,7 @@ fn run_child(mode: &str) -> std::process::Output {
             "--test-threads=1",
         ])
         .env("RTREC_SECCOMP_CHILD", mode)
+        .env("RTREC_SECCOMP_IO", io.name())
         .output()
         .unwrap()
 }
@@ -194,14 +180,16 @@ fn record_makes_no_system_call_once_started() {
         "control: a system call under the filter must kill the child ({:?})",
         control.status
     );
-    let out = run_child("record");
-    assert!(
-        out.status.success(),
-        "record() made a system call (child ended with {:?}); stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("child recorded"));
+    for (io, _) in Io::ALL {
+        let out = run_child_io("record", *io);
+        assert!(
+            out.status.success(),
+            "{io}: record() made a system call (child ended with {:?}); stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("({io})")));
+    }
 }
 
 #[test]

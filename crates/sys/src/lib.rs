@@ -11,6 +11,8 @@
 //!
 //! Modules, by concern: [`dir`] (directory handles: creating, opening and
 //! renaming files relative to a directory, never through a symlink),
+//! [`direct`] (`O_DIRECT`, the device's logical block size, aligned buffers),
+//! [`uring`] (io_uring writes from a registered buffer to a fixed file),
 //! [`file`](mod@file) (create, allocate, write, rename, lock),
 //! [`flush`] (write-back and durability), [`replace`] (atomic replacement of
 //! a file), [`time`] (clocks and sleeps), [`sched`] (real-time scheduling of
@@ -22,7 +24,8 @@
 //! - Calls that `rustix` covers go through it; `libc` is used directly only
 //!   where rustix has no call (`sync_file_range` flags, `sched_setscheduler`,
 //!   `ioprio_set`, `CLOCK_THREAD_CPUTIME_ID`), behind [`cvt`], the one
-//!   errno-to-`Result` helper. No other crate of the workspace calls `libc`.
+//!   errno-to-`Result` helper; io_uring goes through the `io-uring` crate.
+//!   No other crate of the workspace calls `libc`.
 //! - The error type is `std::io::Error`, not a crate error enum: every
 //!   failure here is one errno, and callers add the context (which file,
 //!   which step).
@@ -32,6 +35,7 @@
 #![deny(missing_docs)]
 
 pub mod dir;
+pub mod direct;
 pub mod file;
 pub mod flush;
 pub mod mount;
@@ -41,10 +45,12 @@ pub mod sched;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod time;
+pub mod uring;
 
 use std::io;
 
 pub use dir::*;
+pub use direct::*;
 pub use file::*;
 pub use flush::*;
 pub use mount::*;
@@ -52,6 +58,7 @@ pub use process::*;
 pub use replace::*;
 pub use sched::*;
 pub use time::*;
+pub use uring::*;
 
 /// Turns a C return value into `io::Result`: `-1` means "look at errno".
 ///

@@ -2,7 +2,8 @@
 //! off by default, so in no library or binary): a global allocator that
 //! counts allocations per thread, which the real-time tests use to prove
 //! that `record()` allocates nothing, and counters of the real `fallocate`
-//! and `ftruncate` calls, which prove that a pooled recording makes neither.
+//! and `ftruncate` calls, which prove that a pooled recording makes neither,
+//! and a seccomp filter installer ([`install_seccomp`]).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -46,4 +47,49 @@ unsafe impl GlobalAlloc for CountingAllocator {
 /// installed; always 0 otherwise).
 pub fn thread_allocations() -> u64 {
     ALLOCS.with(|c| c.get())
+}
+
+/// One instruction of a classic BPF program (`struct sock_filter`):
+/// `(code, jt, jf, k)`.
+pub type BpfInsn = (u16, u8, u8, u32);
+
+/// `prctl(PR_SET_NO_NEW_PRIVS)` then `seccomp(SECCOMP_SET_MODE_FILTER)`
+/// with `prog` for the calling thread (and the threads it starts). The
+/// real-time tests kill on every system call with it; the io_uring
+/// fallback test refuses `io_uring_setup` with `EPERM`.
+///
+/// # Errors
+/// The errno of `prctl` or `seccomp`.
+pub fn install_seccomp(prog: &[BpfInsn]) -> std::io::Result<()> {
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    let insns: Vec<SockFilter> = prog
+        .iter()
+        .map(|&(code, jt, jf, k)| SockFilter { code, jt, jf, k })
+        .collect();
+    let fprog = SockFprog {
+        len: insns.len() as u16,
+        filter: insns.as_ptr(),
+    };
+    // SAFETY: prctl/seccomp with valid arguments; the program outlives the call.
+    unsafe {
+        crate::cvt(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+        crate::cvt(libc::syscall(
+            libc::SYS_seccomp,
+            1, /* SET_MODE_FILTER */
+            0,
+            &fprog as *const SockFprog,
+        ))?;
+    }
+    Ok(())
 }

@@ -1,0 +1,334 @@
+//! `rtrec bench --study throughput`: for each write back-end and record
+//! size, the highest record rate sustained for `--hold` (default 60 s) with
+//! no drop and every period released within one period of its time, found
+//! by bisection over rates; beside it the device's sequential write
+//! bandwidth measured on the same file system in the same run, and CPU
+//! seconds (writer + flush thread) per GiB stored.
+//!
+//! Design choices:
+//! - **"Within one period" is judged on the p99 of the lateness**, not its
+//!   maximum: on a shared or virtual machine single wake-ups of the
+//!   producer are late by milliseconds whatever the back-end does (the
+//!   maximum is kept in the JSON, `max_lateness_ns`); a back-end that cannot
+//!   keep up shows as drops or as a schedule that falls behind.
+//! - **Rates grow by ×4 from 1 MiB/s until a probe fails**, then the
+//!   interval is bisected geometrically `--steps` times (default 5): the
+//!   answer is the last rate that held, within a factor of
+//!   `4^(1/2^steps)` of the limit.
+//! - **A probe is a whole recording** through the engine (ring mode, the
+//!   pool, the framing `rtrec record` would choose), in a fresh directory
+//!   that is deleted after it, so probes do not fill the file system; a
+//!   rate whose recording would not fit in the free space is not probed
+//!   (the row then says the limit was the space, `capped`).
+//! - **The device's bandwidth** comes from `fio` (sequential 1 MiB direct
+//!   writes) when it is installed, else from our own sequential `O_DIRECT`
+//!   writer of 1 MiB blocks into a pre-allocated file; both on the same
+//!   file system, so the fraction compares like with like.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Context;
+use rtrec_engine::{Config, Framing, Io, PeriodicTimer, Recorder};
+use rtrec_sys as sys;
+use serde::Serialize;
+
+/// The record sizes of the study.
+pub const SIZES: [u64; 3] = [1 << 10, 16 << 10, 1 << 20];
+
+/// One recording at one rate.
+#[derive(Clone, Debug, Serialize)]
+pub struct Probe {
+    /// Records per second asked for.
+    pub rate_hz: f64,
+    /// No drop, no error, and 99 % of the releases within one period.
+    pub held: bool,
+    /// Records dropped.
+    pub dropped: u64,
+    /// The latest release against the schedule, ns.
+    pub max_lateness_ns: u64,
+    /// The 99th percentile of the lateness, ns.
+    pub p99_lateness_ns: u64,
+    /// Payload bytes stored.
+    pub bytes: u64,
+    /// CPU time of the writer and the flush thread, ns.
+    pub cpu_ns: u64,
+}
+
+/// One back-end and record size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The write back-end.
+    pub io: Io,
+    /// Bytes per record.
+    pub record_bytes: u64,
+    /// The highest rate that held, records/s (0: none did).
+    pub sustained_hz: f64,
+    /// The same in payload bytes/s.
+    pub sustained_bytes_per_s: f64,
+    /// `sustained_bytes_per_s` ÷ the device's bandwidth.
+    pub fraction_of_device: f64,
+    /// CPU seconds (writer + flush thread) per GiB stored, at the
+    /// sustained rate.
+    pub cpu_s_per_gib: Option<f64>,
+    /// The next rate up was not probed: its recording would not fit.
+    pub capped: bool,
+    /// Every probe, in order.
+    pub probes: Vec<Probe>,
+}
+
+/// The study's result (`--json`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ThroughputReport {
+    /// `"throughput"`.
+    pub study: &'static str,
+    /// Seconds each probe recorded.
+    pub hold_s: f64,
+    /// The device's sequential write bandwidth, bytes/s.
+    pub device_bytes_per_s: f64,
+    /// How it was measured: `fio` or `own O_DIRECT writer`.
+    pub device_method: &'static str,
+    /// One row per back-end and record size.
+    pub rows: Vec<Row>,
+}
+
+/// Runs the study in `work` (a directory on the file system under test).
+///
+/// # Errors
+/// A recording or the bandwidth measurement failed to start.
+pub fn run(
+    work: &Path,
+    hold_ns: u64,
+    steps: u32,
+    sizes: &[u64],
+) -> anyhow::Result<ThroughputReport> {
+    let (device, method) = device_bandwidth(work, hold_ns)?;
+    eprintln!(
+        "rtrec bench: the device writes {}/s sequentially ({method})",
+        rtrec_units::format_size(device as u64)
+    );
+    let mut rows = Vec::new();
+    for &size in sizes {
+        for (io, _) in Io::ALL {
+            let row = bisect(work, *io, size, hold_ns, steps, device)?;
+            eprintln!(
+                "rtrec bench: {io} {}: {:.0} records/s ({}/s, {:.2} of the device)",
+                rtrec_units::format_size(size),
+                row.sustained_hz,
+                rtrec_units::format_size(row.sustained_bytes_per_s as u64),
+                row.fraction_of_device
+            );
+            rows.push(row);
+        }
+    }
+    Ok(ThroughputReport {
+        study: "throughput",
+        hold_s: hold_ns as f64 / 1e9,
+        device_bytes_per_s: device,
+        device_method: method,
+        rows,
+    })
+}
+
+fn bisect(
+    work: &Path,
+    io: Io,
+    size: u64,
+    hold_ns: u64,
+    steps: u32,
+    device: f64,
+) -> anyhow::Result<Row> {
+    let mut probes: Vec<Probe> = Vec::new();
+    let fits = |bps: f64| {
+        let free = std::fs::File::open(work)
+            .and_then(|f| sys::available_bytes(&f))
+            .unwrap_or(0) as f64;
+        bps * hold_ns as f64 / 1e9 * 1.25 + (256 << 20) as f64 <= free
+    };
+    // Rates in payload bytes/s; at most one record a microsecond.
+    let max_bps = (size as f64 * 1e6).min(device * 4.0);
+    let mut capped = false;
+    // One probe at `bps`: `None` when its recording would not fit.
+    let mut try_rate = |bps: f64, probes: &mut Vec<Probe>| -> anyhow::Result<Option<bool>> {
+        if !fits(bps) {
+            capped = true;
+            return Ok(None);
+        }
+        let p = probe(work, io, size, bps / size as f64, hold_ns)?;
+        let held = p.held;
+        probes.push(p);
+        Ok(Some(held))
+    };
+    let mut lo: Option<f64> = None;
+    let mut r = (1 << 20) as f64;
+    while r <= max_bps && try_rate(r, &mut probes)? == Some(true) {
+        lo = Some(r);
+        r *= 4.0;
+    }
+    let (mut lo_bps, mut hi_bps) = (lo.unwrap_or((1 << 18) as f64 / 4.0), r);
+    for _ in 0..steps {
+        let mid = (lo_bps * hi_bps).sqrt();
+        if try_rate(mid, &mut probes)? == Some(true) {
+            lo = Some(mid);
+            lo_bps = mid;
+        } else {
+            hi_bps = mid;
+        }
+    }
+    let best = lo.and_then(|l| {
+        probes
+            .iter()
+            .find(|p| p.held && (p.rate_hz * size as f64 - l).abs() < 1.0)
+    });
+    let sustained_bps = lo.unwrap_or(0.0);
+    Ok(Row {
+        io,
+        record_bytes: size,
+        sustained_hz: sustained_bps / size as f64,
+        sustained_bytes_per_s: sustained_bps,
+        fraction_of_device: if device > 0.0 {
+            sustained_bps / device
+        } else {
+            0.0
+        },
+        cpu_s_per_gib: best
+            .filter(|p| p.bytes > 0)
+            .map(|p| p.cpu_ns as f64 / 1e9 / (p.bytes as f64 / (1u64 << 30) as f64)),
+        capped,
+        probes,
+    })
+}
+
+/// One recording of `hold_ns` at `rate_hz` records of `size` bytes.
+fn probe(work: &Path, io: Io, size: u64, rate_hz: f64, hold_ns: u64) -> anyhow::Result<Probe> {
+    let dir = work.join(format!("throughput-{io}-{size}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+    let period_ns = ((1e9 / rate_hz) as u64).max(1);
+    let records = (hold_ns / period_ns).max(1);
+    let cfg = Config {
+        io,
+        max_record: size as usize,
+        framing: Framing::auto(size as usize),
+        file_size: (64u64 << 20).max(size * 64),
+        ring_bytes: (16usize << 20).max(size as usize * 16),
+        prefix: "probe".into(),
+        ..Config::default()
+    };
+    let mut rec = Recorder::create(&dir, cfg).context("starting a throughput probe")?;
+    let buf = vec![0xa5u8; size as usize];
+    let mut timer = PeriodicTimer::new(period_ns);
+    for _ in 0..records {
+        timer.wait();
+        let _ = rec.record(&buf);
+    }
+    let s = rec.finish().context("ending a throughput probe")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let late = timer.lateness().summary();
+    let max_lateness_ns = late.map_or(0, |l| l.max);
+    let p99_lateness_ns = late.map_or(0, |l| l.p99);
+    Ok(Probe {
+        rate_hz,
+        held: s.records_dropped == 0 && s.error.is_none() && p99_lateness_ns <= period_ns,
+        dropped: s.records_dropped,
+        max_lateness_ns,
+        p99_lateness_ns,
+        bytes: s.bytes_written,
+        cpu_ns: s.writer_cpu_ns.unwrap_or(0) + s.flush.cpu_ns,
+    })
+}
+
+/// The sequential write bandwidth of the file system under `work`, bytes/s.
+fn device_bandwidth(work: &Path, hold_ns: u64) -> anyhow::Result<(f64, &'static str)> {
+    let free = std::fs::File::open(work)
+        .and_then(|f| sys::available_bytes(&f))
+        .context("reading the free space")?;
+    let len = (free / 2).min(1 << 30) / (1 << 20) * (1 << 20);
+    anyhow::ensure!(
+        len >= 16 << 20,
+        "too little free space to measure the device"
+    );
+    let path = work.join("bandwidth.dat");
+    let r = fio(&path, len).map(|b| (b, "fio")).or_else(|| {
+        own_writer(&path, len, hold_ns)
+            .ok()
+            .map(|b| (b, "own O_DIRECT writer"))
+    });
+    let _ = std::fs::remove_file(&path);
+    r.context("measuring the device's sequential write bandwidth")
+}
+
+/// `fio`'s sequential direct write bandwidth, if `fio` runs.
+fn fio(path: &Path, len: u64) -> Option<f64> {
+    let out = Command::new("fio")
+        .args([
+            "--name=seq",
+            "--rw=write",
+            "--bs=1M",
+            "--direct=1",
+            "--ioengine=psync",
+        ])
+        .arg(format!("--size={len}"))
+        .arg(format!("--filename={}", path.display()))
+        .arg("--output-format=json")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    v["jobs"][0]["write"]["bw_bytes"].as_f64()
+}
+
+/// Our own: 1 MiB `O_DIRECT` writes from the start of a pre-allocated file
+/// of `len` bytes, for at most `hold_ns` (and at most once through it),
+/// then `fdatasync`.
+fn own_writer(path: &Path, len: u64, hold_ns: u64) -> std::io::Result<f64> {
+    let f = sys::create_new(path)?;
+    sys::fallocate(&f, sys::FallocateMode::ExtendSize, 0, len)?;
+    sys::set_direct(&f, true)?;
+    let mut buf = sys::AlignedBuf::new(1 << 20, 4096)?;
+    buf.fill(0x5a);
+    let t0 = sys::monotonic_ns();
+    let mut off = 0;
+    while off < len && sys::monotonic_ns() - t0 < hold_ns.max(2_000_000_000) {
+        sys::pwrite_all(&f, &buf, off)?;
+        off += buf.len() as u64;
+    }
+    sys::fdatasync(&f)?;
+    let dt = (sys::monotonic_ns() - t0).max(1);
+    Ok(off as f64 / (dt as f64 / 1e9))
+}
+
+/// The study's table: one line per back-end and record size.
+pub fn render(r: &ThroughputReport) -> String {
+    let mut t = format!(
+        "Throughput: the highest rate held for {} with 0 drops and 99 % of the releases within one period\n\
+         device: {}/s sequential ({})\n\n{:<9} {:>7} | {:>12} {:>11} | {:>9} | {:>10}\n",
+        rtrec_units::format_duration((r.hold_s * 1e9) as u64),
+        rtrec_units::format_size(r.device_bytes_per_s as u64),
+        r.device_method,
+        "back-end",
+        "record",
+        "records/s",
+        "bytes/s",
+        "÷ device",
+        "CPU s/GiB"
+    );
+    for row in &r.rows {
+        t.push_str(&format!(
+            "{:<9} {:>7} | {:>12.0} {:>9}/s | {:>8.2}{} | {:>10}\n",
+            row.io.name(),
+            rtrec_units::format_size(row.record_bytes),
+            row.sustained_hz,
+            rtrec_units::format_size(row.sustained_bytes_per_s as u64),
+            row.fraction_of_device,
+            if row.capped { "+" } else { " " },
+            row.cpu_s_per_gib.map_or("-".into(), |c| format!("{c:.2}")),
+        ));
+    }
+    t.push_str(
+        "+: the next rate up was not probed (its recording would not fit in the free space)\n",
+    );
+    t
+}
