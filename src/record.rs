@@ -259,9 +259,18 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
             }
         }
     }
+    // Its own cgroup (removed when `isolation` drops) and the I/O class the
+    // engine's threads inherit.
+    let mut isolation = crate::isolation::Isolation::start(&a.isolation, &plan.dir);
+    if let Some(i) = isolation.as_mut() {
+        i.before_create();
+    }
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())
-        .map_err(|e| crate::Error::Usage(e.to_string()))?;
+    let created = Recorder::create(&plan.dir, plan.cfg.clone());
+    if let Some(i) = &isolation {
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+    }
+    let mut rec = created.map_err(|e| crate::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let live = rec.live();
     let rss = plan
@@ -342,7 +351,8 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
         }
     }
     if let Some(path) = &a.json {
-        write_json(path, &summary, rss.as_deref(), explained.as_ref())?;
+        let applied = isolation.as_ref().map(|i| i.applied());
+        write_json(path, &summary, rss.as_deref(), explained.as_ref(), applied)?;
     }
     if let (Some(samples), false) = (&rss, a.quiet) {
         for (events, bytes) in samples {
@@ -356,6 +366,14 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
         if let Some(x) = &explained {
             crate::explain::print(x, a.json.as_deref() == Some(Path::new("-")));
+        }
+        if let Some(i) = &isolation {
+            // On the summary's stream.
+            if a.json.as_deref() == Some(Path::new("-")) {
+                eprintln!("{}", i.line());
+            } else {
+                println!("{}", i.line());
+            }
         }
     }
     for w in &summary.warnings {
@@ -824,8 +842,12 @@ fn write_json(
     s: &Summary,
     rss: Option<&[(u64, u64)]>,
     explained: Option<&rtrec_trace::Explanation>,
+    isolation: Option<&crate::isolation::Applied>,
 ) -> crate::Result<()> {
     let mut v = serde_json::to_value(s)?;
+    if let (Some(i), Some(obj)) = (isolation, v.as_object_mut()) {
+        obj.insert("isolation".into(), serde_json::to_value(i)?);
+    }
     if let (Some(x), Some(obj)) = (explained, v.as_object_mut()) {
         obj.insert("explain".into(), serde_json::to_value(x)?);
     }
