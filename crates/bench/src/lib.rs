@@ -17,6 +17,8 @@
 //! - [`target`]: the filesystem under test (our own loop-mounted ext4 by
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
+//! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_plot`]:
+//!   S4's throughput shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
@@ -41,6 +43,7 @@ pub mod protocol;
 pub mod report;
 pub mod s3;
 pub mod s4;
+pub mod s4_plot;
 pub mod scenario;
 pub mod signal;
 pub mod study;
@@ -129,7 +132,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Draw the latency of every case as an SVG to FILE.
+    /// Draw the latency of every case as an SVG to FILE (with --study s4 also the throughput shares, to FILE-s4.svg).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
@@ -472,6 +475,14 @@ fn run_plan(
     }
     if let Some(p) = &args.plot {
         exports.add(Box::new(SvgExporter), p.clone());
+        if plan.s4 && p.as_os_str() != export::STDOUT {
+            let beside = s4_plot::path_beside(p);
+            eprintln!(
+                "rtrec bench: the S4 throughput shares are drawn to {}",
+                beside.display()
+            );
+            exports.add(Box::new(s4_plot::S4PlotExporter), beside);
+        }
     }
     let mut report = BenchReport {
         schema_version: SCHEMA_VERSION,
