@@ -327,8 +327,8 @@ pub fn render_list() -> String {
     );
     let _ = writeln!(
         out,
-        "{:<28} {:<12} {:<9} {}",
-        "case", "scheduler", "I/O class", "weight"
+        "{:<28} {:<12} {:<9} weight",
+        "case", "scheduler", "I/O class"
     );
     for (name, s, class, weight) in crate::s4::ISOLATED {
         let class = class.map_or("-".to_string(), |(k, l)| {
