@@ -507,6 +507,9 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub device: crate::device::RecordDeviceArgs,
 
+    #[command(flatten)]
+    pub isolation: crate::isolation::IsolationArgs,
+
     /// Print "written SEQ" on stdout after each record stored, "queued SEQ" in ring mode (tests use it).
     #[arg(long, hide = true)]
     pub trace_written: bool,

@@ -14,6 +14,7 @@ mod error;
 mod events;
 mod explain;
 mod export;
+mod isolation;
 mod pool;
 mod record;
 mod recover;

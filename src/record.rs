@@ -291,9 +291,18 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
             }
         }
     }
+    // Its own cgroup (removed when `isolation` drops) and the I/O class the
+    // engine's threads inherit.
+    let mut isolation = crate::isolation::Isolation::start(&a.isolation, &plan.dir);
+    if let Some(i) = isolation.as_mut() {
+        i.before_create();
+    }
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let mut rec = Recorder::create(&plan.dir, plan.cfg.clone())
-        .map_err(|e| crate::Error::Usage(e.to_string()))?;
+    let created = Recorder::create(&plan.dir, plan.cfg.clone());
+    if let Some(i) = &isolation {
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+    }
+    let mut rec = created.map_err(|e| crate::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let live = rec.live();
     let rss = plan
@@ -378,7 +387,8 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         }
     }
     if let Some(path) = &a.json {
-        write_json(path, &summary, rss.as_deref(), explained.as_ref())?;
+        let applied = isolation.as_ref().map(|i| i.applied());
+        write_json(path, &summary, rss.as_deref(), explained.as_ref(), applied)?;
     }
     if let (Some(samples), false) = (&rss, a.quiet) {
         for (events, bytes) in samples {
@@ -399,6 +409,14 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         }
         if let Some(x) = &explained {
             crate::explain::print(x, a.json.as_deref() == Some(Path::new("-")));
+        }
+        if let Some(i) = &isolation {
+            // On the summary's stream.
+            if a.json.as_deref() == Some(Path::new("-")) {
+                eprintln!("{}", i.line());
+            } else {
+                println!("{}", i.line());
+            }
         }
     }
     if a.histogram {
@@ -514,7 +532,8 @@ impl Trace {
 
 fn trace(seq: u64, t: Trace) {
     if let Some(w) = t.word {
-        println!("{w} {seq}");
+        // Not println!: a reader that went away must not panic a recording.
+        let _ = writeln!(std::io::stdout(), "{w} {seq}");
     }
 }
 
@@ -877,11 +896,15 @@ fn write_json(
     s: &Summary,
     rss: Option<&[(u64, u64)]>,
     explained: Option<&rtrec_trace::Explanation>,
+    isolation: Option<&crate::isolation::Applied>,
 ) -> crate::Result<()> {
     let mut v = serde_json::to_value(s)?;
     // --timeline: each write()'s latency in call order.
     if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {
         obj.insert("timeline_write_ns".into(), s.write_samples.clone().into());
+    }
+    if let (Some(i), Some(obj)) = (isolation, v.as_object_mut()) {
+        obj.insert("isolation".into(), serde_json::to_value(i)?);
     }
     if let (Some(x), Some(obj)) = (explained, v.as_object_mut()) {
         obj.insert("explain".into(), serde_json::to_value(x)?);

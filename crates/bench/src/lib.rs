@@ -17,6 +17,8 @@
 //! - [`target`]: the filesystem under test (our own loop-mounted ext4 by
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
+//! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_plot`]:
+//!   S4's throughput shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
@@ -43,6 +45,7 @@ pub mod protocol;
 pub mod report;
 pub mod s3;
 pub mod s4;
+pub mod s4_plot;
 pub mod scenario;
 pub mod signal;
 pub mod study;
@@ -134,7 +137,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end.
+    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end (with --study s4 also the throughput shares, to FILE-s4.svg).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
@@ -560,6 +563,14 @@ fn run_plan(
     }
     if let Some(p) = &args.plot {
         exports.add(Box::new(SvgExporter), p.clone());
+        if plan.s4 && p.as_os_str() != export::STDOUT {
+            let beside = s4_plot::path_beside(p);
+            eprintln!(
+                "rtrec bench: the S4 throughput shares are drawn to {}",
+                beside.display()
+            );
+            exports.add(Box::new(s4_plot::S4PlotExporter), beside);
+        }
     }
     if let Some(p) = &args.html {
         exports.add(Box::new(HtmlExporter), p.clone());

@@ -216,20 +216,7 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         );
         out.cells.push(cell);
     }
-    let iso: [IsoCase; 6] = [
-        ("RTREC-ISOLATED-NONE", SCHEDS[0], None, None),
-        ("RTREC-ISOLATED-MQ-DEADLINE", SCHEDS[1], None, None),
-        ("RTREC-ISOLATED-BFQ", SCHEDS[2], None, None),
-        ("RTREC-ISOLATED-BFQ-IOCLASS", SCHEDS[2], Some((1, 0)), None),
-        ("RTREC-ISOLATED-BFQ-WEIGHT", SCHEDS[2], None, Some(1000)),
-        (
-            "RTREC-ISOLATED-BFQ-BOTH",
-            SCHEDS[2],
-            Some((1, 0)),
-            Some(1000),
-        ),
-    ];
-    for (name, s, class, weight) in iso {
+    for (name, s, class, weight) in ISOLATED {
         if interrupted() {
             break;
         }
@@ -251,7 +238,24 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
 }
 
 /// An RTREC-ISOLATED case: name, scheduler, I/O (class, level), weight.
-type IsoCase = (&'static str, Sched, Option<(u32, u32)>, Option<u32>);
+pub type IsoCase = (&'static str, Sched, Option<(u32, u32)>, Option<u32>);
+
+/// The RTREC-ISOLATED cases, in run order: the recording against the
+/// heaviest interferers under each scheduler, then under bfq with I/O class
+/// `rt:0`, with its group at weight 1000, and with both.
+pub const ISOLATED: [IsoCase; 6] = [
+    ("RTREC-ISOLATED-NONE", SCHEDS[0], None, None),
+    ("RTREC-ISOLATED-MQ-DEADLINE", SCHEDS[1], None, None),
+    ("RTREC-ISOLATED-BFQ", SCHEDS[2], None, None),
+    ("RTREC-ISOLATED-BFQ-IOCLASS", SCHEDS[2], Some((1, 0)), None),
+    ("RTREC-ISOLATED-BFQ-WEIGHT", SCHEDS[2], None, Some(1000)),
+    (
+        "RTREC-ISOLATED-BFQ-BOTH",
+        SCHEDS[2],
+        Some((1, 0)),
+        Some(1000),
+    ),
+];
 
 /// Sets the scheduler (and BFQ's strict_guarantees); returns the journal
 /// entries to undo and the BFQ tunables in force.

@@ -168,6 +168,26 @@ fn the_list_names_every_case_with_its_published_figure() {
 }
 
 #[test]
+fn the_list_groups_cases_by_study_and_names_s3_and_s4() {
+    let t = table::render_list();
+    let heads: Vec<usize> = ["s1", "s2", "rtrec", "s3", "s4"]
+        .iter()
+        .map(|s| {
+            t.find(&format!("--study {s}:"))
+                .unwrap_or_else(|| panic!("no group for {s}"))
+        })
+        .collect();
+    assert!(heads.windows(2).all(|w| w[0] < w[1]), "in --study order");
+    // Each case sits under its own study's heading.
+    let at = |name: &str| t.find(&format!("\n{name} ")).unwrap();
+    assert!(at("FALLOCATE") > heads[1] && at("FALLOCATE") < heads[2]);
+    assert!(at("NOISE-FLOOR") > heads[2] && at("NOISE-FLOOR") < heads[3]);
+    assert!(at("S3-FSYNC-JOURNAL") > heads[3] && at("S3-FSYNC-JOURNAL") < heads[4]);
+    assert!(at("RTREC-ISOLATED-BFQ-BOTH") > heads[4]);
+    assert!(t.contains("2.4–6.3 s unpatched"), "S3's published figures");
+}
+
+#[test]
 fn the_plot_is_an_svg_naming_every_case() {
     let svg = String::from_utf8(SvgExporter.serialize(&fake_report()).unwrap()).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..100.min(svg.len())]);
