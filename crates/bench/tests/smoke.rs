@@ -14,6 +14,11 @@ use rtrec_bench::report::BenchReport;
 use rtrec_bench::scenario::Flusher;
 use rtrec_bench::{run_with, BenchArgs, Launcher, RunOptions};
 
+/// The tests of this file run one at a time: they share this process's
+/// journal file, so one test's entries would count as "left behind" by the
+/// other while it runs.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn loop_backing_files() -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
@@ -26,6 +31,7 @@ fn loop_backing_files() -> Vec<String> {
 
 #[test]
 fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !rtrec_host::loopfs::require_privileged(
         "none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back",
     ) {
@@ -136,6 +142,7 @@ fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
 /// rate (the VM is noisy).
 #[test]
 fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !rtrec_host::loopfs::require_privileged(
         "the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind",
     ) {
