@@ -322,15 +322,21 @@ impl Aligned {
     }
 }
 
-fn stream_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
-    let path = a.dir.join("stream.dat");
-    let f = OpenOptions::new()
+/// Creates (or empties) `path` for reading and writing: the file a load or
+/// the S3 tester overwrites.
+pub(crate) fn create_truncated(path: &Path) -> anyhow::Result<File> {
+    OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(true)
-        .open(&path)
-        .with_context(|| format!("creating '{}'", path.display()))?;
+        .open(path)
+        .with_context(|| format!("creating '{}'", path.display()))
+}
+
+fn stream_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
+    let path = a.dir.join("stream.dat");
+    let f = create_truncated(&path)?;
     let chunk: Vec<u8> = (0..a.request_bytes).map(|i| (i % 251) as u8).collect();
     let mut r = LoadResult::default();
     ready_to_start(a)?;

@@ -14,7 +14,7 @@
 //! the measurement, no process boundary to cross); the streamer is a
 //! `__bgload stream` process, so it competes as another application would.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -223,13 +223,7 @@ fn sleep_unless_interrupted(d: Duration) {
 /// wait for the next second.
 fn tester(dir: &Path, rounds: u32) -> anyhow::Result<(Latency, Vec<u64>)> {
     let path = dir.join("fsync-tester.dat");
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .with_context(|| format!("creating '{}'", path.display()))?;
+    let f = bgload::create_truncated(&path)?;
     let buf = vec![0x5a_u8; TESTER_BYTES as usize];
     let mut lat = Latency::new();
     let mut samples = Vec::with_capacity(rounds as usize);

@@ -301,15 +301,19 @@ impl Writer {
     /// current one.
     fn next_file(&mut self) -> Result<OpenFile, Error> {
         let index = self.cur_index;
-        let f = match self.pool.clone() {
-            None => file::prepare(
-                &self.dir,
-                &self.cur_base,
+        // A file of our own (no pool, or the pool's fallback).
+        let prepare = |w: &Self| {
+            file::prepare(
+                &w.dir,
+                &w.cur_base,
                 index,
-                &self.cfg,
+                &w.cfg,
                 sys::realtime_ns(),
-                self.recording_id,
-            )?,
+                w.recording_id,
+            )
+        };
+        let f = match self.pool.clone() {
+            None => prepare(self)?,
             Some(pool) => {
                 let path = self
                     .dir
@@ -337,14 +341,7 @@ impl Writer {
                     match self.cfg.pool.on_empty {
                         OnPoolEmpty::Fallocate => {
                             self.report.pool.fallbacks += 1;
-                            break file::prepare(
-                                &self.dir,
-                                &self.cur_base,
-                                index,
-                                &self.cfg,
-                                sys::realtime_ns(),
-                                self.recording_id,
-                            )?;
+                            break prepare(self)?;
                         }
                         OnPoolEmpty::Wait => {
                             // Someone must prepare: make sure the refiller runs.
