@@ -56,7 +56,7 @@ const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --rest
 const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-size 128MiB\n  rtrec pool status --json\n  rtrec pool recycle --all";
 const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export rec-0001.rtr -o data.bin --raw\n  rtrec export rec-0001.rtr -o - --raw | cmp - input.bin\n  rtrec export --salvage broken.rtr -o saved.rtr";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data -o data.bin\n  rtrec export rec-*.rtr -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
@@ -135,7 +135,7 @@ pub enum Command {
     /// List flight-recorder events: trigger time, pre/post spans, files, records, losses.
     #[command(after_help = EXAMPLES_EVENTS)]
     Events(EventsArgs),
-    /// Write the valid records of a recording to a plain file (framed or raw).
+    /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, or frames.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
     /// Check whether this machine and DIR's filesystem and device are fit for real-time recording.
@@ -289,21 +289,28 @@ pub struct TriggerArgs {
 /// `rtrec export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The recording file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    /// The recording: its directory (all its files) or some of its files,
+    /// in any order; they are put in sequence order by their headers.
+    #[arg(value_name = "FILE|DIR", required = true)]
+    pub inputs: Vec<PathBuf>,
     /// Output file (must not exist); `-` writes to stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// Write only the records' bytes, back to back.
-    #[arg(long)]
+    /// Write the records' bytes back to back (the default; a recording of
+    /// lines gets its newlines back).
+    #[arg(long, conflicts_with = "framed")]
     pub raw: bool,
+    /// Write an rtrec file instead (header and frames up to the valid end;
+    /// `rtrec verify` accepts it); one input file only.
+    #[arg(long)]
+    pub framed: bool,
     /// Export the records that can be saved from a corrupt file (exit code
     /// stays 1: the input is corrupt).
     #[arg(long)]
     pub salvage: bool,
     /// Exit 0 even when records are missing from the exported stream
-    /// (dropped, or lost without a trace); they are still reported.
+    /// (dropped, lost without a trace, or in a missing file of the
+    /// recording); they are still reported.
     #[arg(long)]
     pub allow_gaps: bool,
 }
@@ -353,7 +360,7 @@ pub struct RecordArgs {
     pub stdin: bool,
 
     /// With --stdin: one record per line, stored without its newline; the recording is marked as
-    /// lines, and `export --raw` puts a newline after each record.
+    /// lines, and `export` (raw, its default) puts a newline after each record.
     #[arg(long, requires = "stdin")]
     pub lines: bool,
 

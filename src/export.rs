@@ -1,17 +1,38 @@
-//! `rtrec export`: write the valid records of a recording to a plain file —
-//! framed (header and frames up to the valid end, no pool flag: a file any
-//! reader and `rtrec verify` accept without knowing about pools; packed
-//! frames stay packed) or raw (the records' bytes back to back, packed
-//! frames unpacked). It reports the wall-clock span of the records. The output is created new, never replaced;
-//! `-` writes to stdout.
+//! `rtrec export`: write the valid records of a recording to one file —
+//! raw by default (the records' bytes back to back, packed frames
+//! unpacked), or with `--framed` an rtrec file (header and frames up to the
+//! valid end, no pool flag: a file any reader and `rtrec verify` accept
+//! without knowing about pools; packed frames stay packed). It reports the
+//! wall-clock span of the records. The output is created new, never
+//! replaced; `-` writes to stdout.
 //!
-//! The input is verified first (one streaming pass), then copied (a
-//! second), both in constant memory. A corrupt input is refused with exit 1;
-//! `--salvage` writes every frame that is valid on its own and still exits
-//! 1, so a script never mistakes a salvage for a clean export. Design
-//! choice: salvaged frames are copied verbatim, chain links included, so a
-//! framed salvage still verifies as corrupt where frames are missing: the
-//! damage never disappears.
+//! **A whole recording.** The inputs are a recording's directory (all its
+//! `*.rtr` files) or some of its files, in any order. They are put in
+//! order by their headers — the recording id says which recording a file
+//! belongs to, the file index its place, and sequence numbers continue
+//! from one file to the next — never by name or modification time. Files
+//! of different recordings are refused in one sentence (a directory often
+//! holds several runs: name the files of one). Idle pool slots (header
+//! flag `SLOT`, not part of any recording) are skipped and counted. A file
+//! missing between two of the inputs (a hole in the file indexes or the
+//! sequence numbers) is a gap like any other: refused unless
+//! `--allow-gaps`, which exports and reports it. Files before the first
+//! input or after the last are not a gap in what was asked for (exporting
+//! part of a recording is a choice) but the summary says they exist.
+//!
+//! Design choice: `--framed` takes one input file. Each file's frames are
+//! chained to that file (its generation, index and recording id seed the
+//! chain), so frames of several files cannot be copied into one file
+//! without rewriting every frame; a framed copy per file keeps the
+//! original bytes, and raw is the one-stream form.
+//!
+//! The inputs are verified first (one streaming pass each), then copied (a
+//! second), both in constant memory. A corrupt input is refused with exit
+//! 1; `--salvage` writes every frame that is valid on its own and still
+//! exits 1, so a script never mistakes a salvage for a clean export.
+//! Salvaged frames are copied verbatim, chain links included, so a framed
+//! salvage still verifies as corrupt where frames are missing: the damage
+//! never disappears.
 //!
 //! Gaps are refused the same way: records dropped while recording (stored
 //! as loss frames) or missing without a trace make the exported stream
@@ -23,55 +44,261 @@
 //! with a newline after each record, so the text comes back as it went in
 //! (a last line that had no newline gets one).
 
+use std::fs::File;
 use std::io::Write;
+use std::path::PathBuf;
 
-use rtrec_engine::format::{FrameKind, PackedInfo, FLAG_LINES, FLAG_POOLED, HEADER_LEN};
+use rtrec_engine::format::{
+    FileHeader, FrameKind, PackedInfo, FLAG_LINES, FLAG_POOLED, FLAG_SLOT, HEADER_LEN,
+};
 use rtrec_engine::reader::{
-    open_regular, read_header, verify_source, FileStatus, FrameWalker, Step,
+    open_regular, read_header, recording_files, verify_source, FileReport, FileStatus, FrameWalker,
+    Step,
 };
 use rtrec_engine::utc_iso;
 
 use crate::cli::ExportArgs;
 use crate::usage;
 
+/// One input file of the recording, verified.
+struct Part {
+    /// The file, open for reading.
+    src: File,
+    /// Its header.
+    header: FileHeader,
+    /// What verifying it found.
+    report: FileReport,
+}
+
+impl Part {
+    /// The file's name as given, for messages.
+    fn name(&self) -> String {
+        self.report.path.display().to_string()
+    }
+}
+
+/// The inputs as files: a directory stands for its recording files.
+fn input_files(inputs: &[PathBuf]) -> crate::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in inputs {
+        if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
+            let more = recording_files(p)
+                .or_else(|e| usage(format!("cannot list '{}': {e}", p.display())))?;
+            if more.is_empty() {
+                return usage(format!(
+                    "'{}' holds no recordings (*.rtr files)",
+                    p.display()
+                ));
+            }
+            files.extend(more);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    files.dedup();
+    Ok(files)
+}
+
+/// Opens and verifies each file; returns the parts of recordings and the
+/// number of idle pool slots skipped.
+fn open_parts(files: &[PathBuf]) -> crate::Result<(Vec<Part>, usize)> {
+    let (mut parts, mut slots) = (Vec::new(), 0);
+    for path in files {
+        let name = path.display();
+        let src = open_regular(path).or_else(|e| usage(format!("cannot read '{name}': {e}")))?;
+        let report = verify_source(path, &src)?;
+        match read_header(&src)? {
+            Ok(h) if h.flags & FLAG_SLOT != 0 => slots += 1,
+            Ok(header) if report.status != FileStatus::NotRtrec => parts.push(Part {
+                src,
+                header,
+                report,
+            }),
+            _ => {
+                let why = report.notes.first().cloned().unwrap_or_default();
+                return usage(format!("'{name}' is not an rtrec recording ({why})"));
+            }
+        }
+    }
+    Ok((parts, slots))
+}
+
+/// Refuses parts of different recordings; sorts the others by file index.
+fn one_recording(parts: &mut [Part]) -> crate::Result<()> {
+    let mut ids: Vec<(u64, String)> = Vec::new();
+    for p in parts.iter() {
+        if !ids.iter().any(|(id, _)| *id == p.header.recording_id) {
+            ids.push((p.header.recording_id, p.name()));
+        }
+    }
+    if ids.len() > 1 {
+        let names: Vec<String> = ids.iter().take(3).map(|(_, n)| format!("'{n}'")).collect();
+        return usage(format!(
+            "the files belong to {} different recordings ({}{}): export one recording at a time, naming its files",
+            ids.len(),
+            names.join(", "),
+            if ids.len() > 3 { ", …" } else { "" }
+        ));
+    }
+    parts.sort_by_key(|p| p.header.index);
+    Ok(())
+}
+
+/// Holes between consecutive parts (missing files or sequence numbers):
+/// the records they held (when the neighbours tell) and one description
+/// each. Two files claiming the same place, or sequence numbers going
+/// back, are damage: `Err` with the sentence.
+fn holes(parts: &[Part]) -> Result<(u64, Vec<String>), String> {
+    let (mut missing, mut what) = (0u64, Vec::new());
+    for w in parts.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let (ia, ib) = (a.header.index, b.header.index);
+        if ia == ib {
+            return Err(format!(
+                "'{}' and '{}' both claim to be file {ia} of the recording",
+                a.name(),
+                b.name()
+            ));
+        }
+        let seq = match (a.report.next_seq, b.report.first_seq) {
+            (Some(x), Some(y)) if y < x => {
+                return Err(format!(
+                    "'{}' starts at sequence {y}, before the end of '{}' ({x})",
+                    b.name(),
+                    a.name()
+                ))
+            }
+            (Some(x), Some(y)) if y > x => {
+                missing += y - x;
+                format!(", sequence {x}..{}", y - 1)
+            }
+            _ => String::new(),
+        };
+        match ib - ia {
+            1 if seq.is_empty() => {}
+            1 => what.push(format!(
+                "records are missing between '{}' and '{}'{seq}",
+                a.name(),
+                b.name()
+            )),
+            2 => what.push(format!("file {} of the recording is missing{seq}", ia + 1)),
+            _ => what.push(format!(
+                "files {} to {} of the recording are missing{seq}",
+                ia + 1,
+                ib - 1
+            )),
+        }
+    }
+    Ok((missing, what))
+}
+
+/// Copies one part's records (raw) or frames (framed) to `out`; returns
+/// the records and bytes written.
+fn copy_part(
+    p: &Part,
+    framed: bool,
+    line_end: &[u8],
+    out: &mut dyn Write,
+) -> crate::Result<(u64, u64)> {
+    let (mut records, mut written) = (0u64, 0u64);
+    if framed {
+        let mut h = p.header.clone();
+        h.flags &= !FLAG_POOLED;
+        h.valid_len = if p.report.stored.is_some() {
+            HEADER_LEN as u64 + p.report.frame_bytes
+        } else {
+            0
+        };
+        out.write_all(&h.encode())?;
+        written += HEADER_LEN as u64;
+    }
+    let mut walker = FrameWalker::new(&p.src, &p.header)?;
+    while let Some(step) = walker.next_step()? {
+        let Step::Frame(f) = step else { continue };
+        if framed {
+            records += match f.header.kind {
+                FrameKind::Data => 1,
+                FrameKind::Packed => {
+                    PackedInfo::decode(&f.payload).map_or(0, |(i, _)| i.count as u64)
+                }
+                _ => 0,
+            };
+            walker.copy_range(f.off, f.end() - f.off, out)?;
+            written += f.end() - f.off;
+        } else {
+            // Packed frames are unpacked: the records' bytes back to back
+            // (each followed by its newline for a recording of lines).
+            let (n, bytes) = walker.copy_records(&f, line_end, out)?;
+            records += n;
+            written += bytes;
+        }
+    }
+    Ok((records, written))
+}
+
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> crate::Result<i32> {
-    let name = a.file.display();
-    let src = open_regular(&a.file).or_else(|e| usage(format!("cannot read '{name}': {e}")))?;
-    let report = verify_source(&a.file, &src)?;
-    let header = match read_header(&src)? {
-        Ok(h) if report.status != FileStatus::NotRtrec => h,
-        _ => {
-            let why = report.notes.first().cloned().unwrap_or_default();
-            return usage(format!("'{name}' is not an rtrec recording ({why})"));
-        }
+    let (mut parts, slots) = open_parts(&input_files(&a.inputs)?)?;
+    if parts.is_empty() {
+        return usage(format!(
+            "the inputs hold no recording, only {slots} idle pool slot(s)"
+        ));
+    }
+    one_recording(&mut parts)?;
+    if a.framed && parts.len() > 1 {
+        return usage(format!(
+            "--framed exports one file (its frames are chained to it), not {}: leave out --framed for one raw stream of the whole recording, or export each file on its own",
+            parts.len()
+        ));
+    }
+    let what = match parts.as_slice() {
+        [p] => format!("'{}'", p.name()),
+        _ => format!("the {} files of the recording", parts.len()),
     };
-    let corrupt = report.status == FileStatus::Corrupt;
-    if corrupt && !a.salvage {
-        let why = report.notes.first().cloned().unwrap_or_default();
+    if let Some(p) = parts
+        .iter()
+        .find(|p| p.report.status == FileStatus::Corrupt)
+        .filter(|_| !a.salvage)
+    {
+        let why = p.report.notes.first().cloned().unwrap_or_default();
+        let saved: u64 = parts.iter().map(|p| p.report.records).sum();
         eprintln!(
-            "rtrec: '{name}' is corrupt ({why}); nothing was exported: `--salvage` writes the {} intact records",
-            report.records
+            "rtrec: '{}' is corrupt ({why}); nothing was exported: `--salvage` writes the {saved} intact records",
+            p.name()
         );
         return Ok(1);
     }
-    let missing = report.lost_records + report.missing_records + report.unstored_drops;
-    let gaps = (missing > 0).then(|| {
+    let (between, missing_files) = match holes(&parts) {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!("rtrec: {why}; nothing was exported");
+            return Ok(1);
+        }
+    };
+    let sum = |f: fn(&FileReport) -> u64| parts.iter().map(|p| f(&p.report)).sum::<u64>();
+    let dropped = sum(|r| r.lost_records + r.unstored_drops);
+    let untraced = sum(|r| r.missing_records) + between;
+    let records_in = sum(|r| r.records);
+    let gaps = (dropped + untraced > 0 || !missing_files.is_empty()).then(|| {
+        let files = missing_files
+            .iter()
+            .map(|m| format!("; {m}"))
+            .collect::<String>();
         format!(
-            "{missing} records are missing from '{name}' ({} dropped while recording and stored as losses, {} missing without a trace)",
-            report.lost_records + report.unstored_drops,
-            report.missing_records
+            "{} records are missing from {what} ({dropped} dropped while recording and stored as losses, {untraced} missing without a trace{files})",
+            dropped + untraced
         )
     });
     // A salvage has gaps by nature (it already exits 1 and says so).
     if let (Some(gaps), false) = (&gaps, a.allow_gaps || a.salvage) {
         eprintln!(
-            "rtrec: {gaps}; nothing was exported: `--allow-gaps` exports the {} records there are",
-            report.records
+            "rtrec: {gaps}; nothing was exported: `--allow-gaps` exports the {records_in} records there are"
         );
         return Ok(1);
     }
-    let line_end: &[u8] = if header.flags & FLAG_LINES != 0 {
+    let first = &parts[0];
+    let last = &parts[parts.len() - 1];
+    let line_end: &[u8] = if first.header.flags & FLAG_LINES != 0 {
         b"\n"
     } else {
         b""
@@ -91,70 +318,70 @@ pub fn run(a: &ExportArgs) -> crate::Result<i32> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
         Some(f) => Box::new(std::io::BufWriter::new(f)),
     };
-    let ended = report.stored.is_some();
-    let mut written = 0u64;
-    if !a.raw {
-        let mut h = header.clone();
-        h.flags &= !FLAG_POOLED;
-        h.valid_len = if ended {
-            HEADER_LEN as u64 + report.frame_bytes
-        } else {
-            0
-        };
-        out.write_all(&h.encode())?;
-        written += HEADER_LEN as u64;
-    }
-    let mut walker = FrameWalker::new(&src, &header)?;
-    let mut records = 0u64;
-    while let Some(step) = walker.next_step()? {
-        let Step::Frame(f) = step else { continue };
-        if a.raw {
-            // Packed frames are unpacked: the records' bytes back to back
-            // (each followed by its newline for a recording of lines).
-            let (n, bytes) = walker.copy_records(&f, line_end, &mut out)?;
-            records += n;
-            written += bytes;
-        } else {
-            records += match f.header.kind {
-                FrameKind::Data => 1,
-                FrameKind::Packed => {
-                    PackedInfo::decode(&f.payload).map_or(0, |(i, _)| i.count as u64)
-                }
-                _ => 0,
-            };
-            walker.copy_range(f.off, f.end() - f.off, &mut out)?;
-            written += f.end() - f.off;
-        }
+    let (mut records, mut written) = (0u64, 0u64);
+    for p in &parts {
+        let (n, bytes) = copy_part(p, a.framed, line_end, &mut out)?;
+        records += n;
+        written += bytes;
     }
     out.flush()?;
     drop(out);
     if let Some(f) = &file {
         rtrec_sys::fsync(f)?;
     }
-    let span = match (report.first_record_wall_ns, report.last_record_wall_ns) {
+    let span = match (
+        parts.iter().find_map(|p| p.report.first_record_wall_ns),
+        parts
+            .iter()
+            .rev()
+            .find_map(|p| p.report.last_record_wall_ns),
+    ) {
         (Some(t0), Some(t1)) => format!(", recorded {} to {}", utc_iso(t0), utc_iso(t1)),
         _ => String::new(),
     };
+    let from = match parts.len() {
+        1 => String::new(),
+        n => format!(" from {n} files"),
+    };
     eprintln!(
-        "exported {records} records ({written} bytes{span}) to {}",
+        "exported {records} records{from} ({written} bytes{span}) to {}",
         if to_stdout {
             "stdout".into()
         } else {
             a.output.display().to_string()
         }
     );
-    if corrupt {
+    if slots > 0 {
+        eprintln!("skipped {slots} idle pool slot(s): they hold no recording");
+    }
+    if first.header.index > 0 && !first.report.opens_with_trigger {
         eprintln!(
-            "rtrec: '{name}' is corrupt: {} damaged byte range(s) were skipped; the export holds the records that could be saved",
-            report.damaged_ranges
+            "rtrec: note: the recording's files before file {} are not among the inputs",
+            first.header.index
+        );
+    }
+    if last.report.stored.as_ref().is_some_and(|e| e.continued) {
+        eprintln!(
+            "rtrec: note: the recording continues after '{}' in a file that is not among the inputs",
+            last.name()
+        );
+    }
+    if let Some(p) = parts
+        .iter()
+        .find(|p| p.report.status == FileStatus::Corrupt)
+    {
+        let ranges = sum(|r| r.damaged_ranges);
+        eprintln!(
+            "rtrec: '{}' is corrupt: {ranges} damaged byte range(s) were skipped; the export holds the records that could be saved",
+            p.name()
         );
         return Ok(1);
     }
     if let Some(gaps) = &gaps {
         eprintln!("rtrec: warning: {gaps}; exported the others");
     }
-    if !ended {
-        eprintln!("rtrec: warning: '{name}' has no end frame (the recording was interrupted); exported its intact prefix");
+    if last.report.stored.is_none() {
+        eprintln!("rtrec: warning: '{}' has no end frame (the recording was interrupted); exported its intact prefix", last.name());
     }
     Ok(0)
 }

@@ -122,7 +122,7 @@ fn damage_in_the_middle_is_a_range_and_the_records_after_it_are_salvageable() {
         show(&o)
     );
     assert!(!out.exists(), "nothing is exported without --salvage");
-    let o = rtrec(&["export", src, "-o", dst, "--salvage"]);
+    let o = rtrec(&["export", src, "-o", dst, "--salvage", "--framed"]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let (o, v) = verify(&[&out]);
     assert_eq!(
@@ -151,9 +151,9 @@ fn export_to_dash_writes_the_same_bytes_to_stdout() {
     let files = record(&tmp.path().join("d"), "50", &[]);
     let out = tmp.path().join("out.rtr");
     let src = files[0].to_str().unwrap();
-    let o = rtrec(&["export", src, "-o", out.to_str().unwrap()]);
+    let o = rtrec(&["export", "--framed", src, "-o", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let o = rtrec(&["export", src, "-o", "-"]);
+    let o = rtrec(&["export", "--framed", src, "-o", "-"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(
         o.stdout == std::fs::read(&out).unwrap(),
