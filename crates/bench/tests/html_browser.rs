@@ -1,5 +1,6 @@
 //! The HTML report drawn by a real browser: headless Chromium loads a
-//! report of made-up measurements, a screenshot is taken, and a probe
+//! report of made-up measurements (S1 cases, and S3 and S4 sections with
+//! their plots), a screenshot is taken, and a probe
 //! script appended to a copy of the page checks that every plot is drawn
 //! (each SVG has a size and non-empty shapes of the kinds it should) and
 //! that no script error occurred. A control page without plots shows the
@@ -16,6 +17,8 @@ use std::process::Command;
 use rtrec_bench::export::{Exporter, HtmlExporter};
 use rtrec_bench::protocol::{Overrides, Protocol};
 use rtrec_bench::report::{BenchReport, CaseResult, Environment, SetResult, SCHEMA_VERSION};
+use rtrec_bench::s3::{S3Case, S3Result};
+use rtrec_bench::s4::{IsolatedCase, S4Cell, S4Result, SCHEDS, SIZES};
 use rtrec_bench::scenario::{find, Flusher};
 use rtrec_engine::LatencySummary;
 
@@ -88,8 +91,94 @@ fn made_up_report() -> BenchReport {
         complete: true,
         interrupted: false,
         cases,
-        s3: None,
-        s4: None,
+        s3: Some(made_up_s3()),
+        s4: Some(made_up_s4()),
+    }
+}
+
+/// S3's three variants, 30 rounds of fsync each, one spike per variant.
+fn made_up_s3() -> S3Result {
+    let cases = rtrec_bench::s3::VARIANTS
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            let samples: Vec<u64> = (0..30u64)
+                .map(|i| {
+                    (20 + 7 * i % 13) * 1_000_000 * (k as u64 + 1) * if i == 17 { 20 } else { 1 }
+                })
+                .collect();
+            S3Case {
+                name: v.name.into(),
+                data_mode: v.data.into(),
+                mount_options: "rw,relatime".into(),
+                window_bytes: v.window_bytes,
+                rounds: 30,
+                fsync_ns: Some(summary(&samples)),
+                fsync_samples_ns: samples,
+                stream_alone_bytes_per_s: 120e6,
+                stream_with_tester_bytes_per_s: 110e6,
+                error: None,
+            }
+        })
+        .collect();
+    S3Result {
+        published: rtrec_bench::s3::published(),
+        cases,
+    }
+}
+
+/// S4's 2:1 matrix (every scheduler, size and I/O kind; the share falls
+/// with the request size under plain BFQ) and one recording case.
+fn made_up_s4() -> S4Result {
+    let mut cells = Vec::new();
+    for s in SCHEDS {
+        for (i, &size) in SIZES.iter().enumerate() {
+            for (direct, dir) in [
+                (true, "read"),
+                (true, "write"),
+                (false, "read"),
+                (false, "write"),
+            ] {
+                let share = match s.label {
+                    "bfq" => 66.0 - 3.0 * i as f64,
+                    "bfq-strict" => 65.0,
+                    _ => 50.0,
+                };
+                cells.push(S4Cell {
+                    scheduler: s.label.into(),
+                    bfq_tunables: vec!["slice_idle=8".into()],
+                    direction: dir.into(),
+                    direct,
+                    request_bytes: size,
+                    weights: vec![200, 100],
+                    job_bytes_per_s: vec![share * 1e6, (100.0 - share) * 1e6],
+                    share_pct: vec![share, 100.0 - share],
+                    target_pct: vec![66.7, 33.3],
+                    cgroup_device_bytes: vec![Some(300_000_000), None],
+                    error: None,
+                });
+            }
+        }
+    }
+    let w = summary(&[20_000, 30_000, 4_000_000]);
+    S4Result {
+        cgroup_interface: "cgroup v2 (io.bfq.weight)".into(),
+        device: "/dev/loop9".into(),
+        cell_s: 3.0,
+        cells,
+        isolated: vec![IsolatedCase {
+            name: "RTREC-ISOLATED-BFQ-RT".into(),
+            scheduler: "bfq".into(),
+            io_class: Some("rt:0".into()),
+            io_weight: Some(1000),
+            write_ns: Some(w),
+            record_ns: Some(w),
+            lateness_ns: Some(w),
+            missed_periods: 0,
+            records_dropped: 0,
+            interferers_bytes_per_s: 90e6,
+            error: None,
+        }],
     }
 }
 
@@ -180,11 +269,25 @@ fn the_report_is_drawn_by_headless_chromium_without_script_errors() {
             .filter(|p| p["kind"].as_str().unwrap().ends_with(kind))
             .count()
     };
-    // One box plot; per case a timeline, a histogram and the spread.
-    assert_eq!(count("boxplot"), 1, "{v}");
-    assert_eq!(count("timeline"), 3, "{v}");
+    // S1's box plot and S3's; per case a timeline, a histogram and the
+    // spread; per S3 variant fsync over the rounds; S4's share plot.
+    assert_eq!(count("boxplot"), 2, "{v}");
+    assert_eq!(count("timeline"), 3 + 3, "{v}");
     assert_eq!(count("histogram"), 3, "{v}");
     assert_eq!(count("spread"), 3, "{v}");
+    assert_eq!(count("s4share"), 1, "{v}");
+    for t in [
+        "S3: fsync()",
+        "published, 2.6.29 unpatched",
+        "S4: BFQ weights",
+        "breaks down (past BFQ&#39;s budget)",
+        "RTREC-ISOLATED-BFQ-RT",
+    ] {
+        assert!(
+            html.contains(t) || html.contains(&t.replace("&#39;", "'")),
+            "{t}"
+        );
+    }
     for p in plots {
         assert!(p["w"].as_u64().unwrap() > 100, "{p}");
         assert!(p["h"].as_u64().unwrap() > 20, "{p}");
@@ -196,7 +299,7 @@ fn the_report_is_drawn_by_headless_chromium_without_script_errors() {
         browser,
         &[
             &format!("--screenshot={}", shot.display()),
-            "--window-size=1200,2400",
+            "--window-size=1200,6000",
         ],
         &report,
     );
@@ -217,7 +320,7 @@ fn the_report_is_drawn_by_headless_chromium_without_script_errors() {
         browser,
         &[
             &format!("--screenshot={}", blank_shot.display()),
-            "--window-size=1200,2400",
+            "--window-size=1200,6000",
         ],
         &blank,
     );

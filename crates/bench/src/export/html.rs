@@ -5,12 +5,22 @@
 //! case in the style of S1's Fig. 4 (measured and published), log-scale
 //! latency histograms, latency over time with flushes and background loads
 //! marked, the spread across sets and, with `--explain`, the attribution
-//! tables. [`render_summary`] does the same for `rtrec record --json`.
+//! tables; then S3's and S4's sections when the result has them
+//! ([`s3_section`], [`s4_section`]). [`render_summary`] does the same for
+//! `rtrec record --json`.
 //!
 //! Design choices:
 //! - SVG is written by hand rather than through a plotting crate: the
 //!   shapes are few (lines, rectangles, text), and each element carries a
 //!   class (`box`, `bar`, `point`, `whisker`) that the browser test counts.
+//!   The one exception is S4's share plot: it is the drawing `--plot`
+//!   writes beside the latency plot ([`crate::s4_plot`], through its
+//!   exporter), inlined, so the two can never disagree.
+//! - S3's published figures are a range for the whole study (ext3
+//!   `data=ordered` on 2.6.29, without and with the fix), so every variant's
+//!   box is drawn against the unpatched range and both are rows of the
+//!   table; S4's are findings, not numbers, so each cell gets the finding
+//!   that applies to it ([`s4_published`]).
 //! - Quartiles come from the reported set's raw samples when the report
 //!   has them; otherwise the box spans p50..p99 of the summary, and the
 //!   caption says so.
@@ -29,6 +39,7 @@ use rtrec_engine::LatencySummary;
 use crate::report::{BenchReport, CaseResult, PublishedFigure};
 
 use super::Exporter;
+use crate::s4_plot::S4PlotExporter;
 
 /// Writes [`BenchReport`] as one self-contained HTML page.
 pub struct HtmlExporter;
@@ -131,13 +142,12 @@ impl BoxRow {
         }
     }
 
-    /// From a measured case: quartiles of the raw samples when it has them.
-    pub fn of_case(c: &CaseResult) -> Option<BoxRow> {
-        let w = c.write_ns?;
-        let mut row = BoxRow::of_summary(&c.name, &w);
-        row.published = c.published.clone();
-        if !c.write_samples_ns.is_empty() {
-            let mut v = c.write_samples_ns.clone();
+    /// From a summary and its raw samples: quartiles of the samples when
+    /// there are any, else p50..p99 of the summary.
+    pub fn of_samples(name: &str, w: &LatencySummary, samples: &[u64]) -> BoxRow {
+        let mut row = BoxRow::of_summary(name, w);
+        if !samples.is_empty() {
+            let mut v = samples.to_vec();
             v.sort_unstable();
             row.five = [
                 v[0],
@@ -148,13 +158,29 @@ impl BoxRow {
             ];
             row.raw = true;
         }
+        row
+    }
+
+    /// From a measured case: quartiles of the raw samples when it has them.
+    pub fn of_case(c: &CaseResult) -> Option<BoxRow> {
+        let mut row = BoxRow::of_samples(&c.name, &c.write_ns?, &c.write_samples_ns);
+        row.published = c.published.clone();
         Some(row)
     }
 }
 
+/// Where S1's and S2's published figures were measured.
+const S1_SOURCE: &str = "1 GHz ARM, eMMC";
+
 /// S1 Fig. 4: one row per case, the measured box (whiskers min to max) and
 /// under it the published min–max with a tick at its average.
 pub fn box_plot(rows: &[BoxRow]) -> String {
+    box_plot_against(rows, S1_SOURCE)
+}
+
+/// [`box_plot`] with the published figures' `source` (where they were
+/// measured) in the legend and caption.
+pub fn box_plot_against(rows: &[BoxRow], source: &str) -> String {
     let row = 34.0;
     let (left, px) = (230.0, 800.0);
     let mut lo = u64::MAX;
@@ -175,14 +201,15 @@ pub fn box_plot(rows: &[BoxRow]) -> String {
     axis.draw(&mut s, 10.0, h - 48.0);
     let _ = write!(
         s,
-        r#"<rect class="box" x="{left}" y="{0}" width="14" height="10"/><text x="{1}" y="{2}">measured here (whiskers min to max)</text><line class="pub" x1="{3}" y1="{4}" x2="{5}" y2="{4}"/><text x="{6}" y="{2}">published (1 GHz ARM, eMMC), tick at the average</text>"#,
+        r#"<rect class="box" x="{left}" y="{0}" width="14" height="10"/><text x="{1}" y="{2}">measured here (whiskers min to max)</text><line class="pub" x1="{3}" y1="{4}" x2="{5}" y2="{4}"/><text x="{6}" y="{2}">published ({7}), tick at the average</text>"#,
         h - 14.0,
         left + 20.0,
         h - 5.0,
         left + 300.0,
         h - 9.0,
         left + 320.0,
-        left + 326.0
+        left + 326.0,
+        esc(source)
     );
     let mut raw_all = true;
     for (i, c) in rows.iter().enumerate() {
@@ -238,12 +265,13 @@ pub fn box_plot(rows: &[BoxRow]) -> String {
     s.push_str("</svg>");
     let _ = write!(
         s,
-        r#"<p class="cap">Blue: measured, {}; whiskers min to max. Red: published min to max, tick at the average (1 GHz ARM, eMMC).</p>"#,
+        r#"<p class="cap">Blue: measured, {}; whiskers min to max. Red: published min to max, tick at the average ({}).</p>"#,
         if raw_all {
             "box from the first to the third quartile of the reported set's calls, line at the median"
         } else {
             "box from p50 to p99 of the reported set"
-        }
+        },
+        esc(source)
     );
     s
 }
@@ -572,7 +600,226 @@ pub fn render(r: &BenchReport) -> String {
             );
         }
     }
+    if let Some(s3) = &r.s3 {
+        b.push_str(&s3_section(s3));
+    }
+    if let Some(s4) = &r.s4 {
+        b.push_str(&s4_section(r, s4));
+    }
     page("rtrec bench report", &b)
+}
+
+/// A cell of a table: `FAILED: why` across `span` columns when there is
+/// an error, else nothing.
+fn failed_cell(error: Option<&str>, span: usize) -> Option<String> {
+    error.map(|e| {
+        format!(
+            r#"<td class="l fail" colspan="{span}">failed: {}</td>"#,
+            esc(e)
+        )
+    })
+}
+
+fn mb_per_s(bytes_per_s: f64) -> String {
+    format!("{:.0} MB/s", bytes_per_s / 1e6)
+}
+
+/// S3: the table (measured per variant, the article's figures below it),
+/// a box plot of `fsync()` per variant against the article's range, and
+/// `fsync()` over the tester's rounds per variant.
+pub fn s3_section(r: &crate::s3::S3Result) -> String {
+    let p = &r.published;
+    let mut b = String::from("<h2>S3: fsync() under streaming writes (LWN 2009)</h2>");
+    b.push_str(r#"<table><tr><th class="l">case</th><th class="l">mount</th><th>window</th><th>rounds</th><th>fsync min</th><th>avg</th><th>max</th><th>stream alone</th><th>with tester</th></tr>"#);
+    for c in &r.cases {
+        let window = match c.window_bytes {
+            0 => "none".to_string(),
+            w => rtrec_units::format_size(w),
+        };
+        let _ = write!(
+            b,
+            r#"<tr><td class="l">{}</td><td class="l">data={} ({})</td><td>{window}</td><td>{}</td>"#,
+            esc(&c.name),
+            esc(&c.data_mode),
+            esc(&c.mount_options),
+            c.rounds
+        );
+        let f =
+            |g: fn(&LatencySummary) -> u64| c.fsync_ns.as_ref().map_or("–".into(), |s| dur(g(s)));
+        let cells = failed_cell(c.error.as_deref(), 5).unwrap_or_else(|| {
+            format!(
+                "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                f(|s| s.min),
+                f(|s| s.mean),
+                f(|s| s.max),
+                mb_per_s(c.stream_alone_bytes_per_s),
+                mb_per_s(c.stream_with_tester_bytes_per_s)
+            )
+        });
+        let _ = write!(b, "{cells}</tr>");
+    }
+    for (what, (lo, hi), mb) in [
+        (
+            "published, 2.6.29 unpatched",
+            p.unpatched_fsync_s,
+            p.stream_mb_per_s.0,
+        ),
+        (
+            "published, 2.6.29 patched",
+            p.patched_fsync_s,
+            p.stream_mb_per_s.1,
+        ),
+    ] {
+        let _ = write!(
+            b,
+            r#"<tr><td class="l">{what}</td><td class="l">ext3 data=ordered, 5,400 rpm disk</td><td>none</td><td>–</td><td>{lo} s</td><td>–</td><td>{hi} s</td><td colspan="2">{mb} MB/s</td></tr>"#
+        );
+    }
+    b.push_str("</table>");
+    let measured: Vec<&crate::s3::S3Case> =
+        r.cases.iter().filter(|c| c.fsync_ns.is_some()).collect();
+    if measured.is_empty() {
+        return b;
+    }
+    let unpatched = PublishedFigure {
+        source: "LWN 2009, unpatched".into(),
+        min_us: Some((p.unpatched_fsync_s.0 * 1e6) as u64),
+        avg_us: None,
+        max_us: Some((p.unpatched_fsync_s.1 * 1e6) as u64),
+        reader_throughput_pct: None,
+    };
+    let rows: Vec<BoxRow> = measured
+        .iter()
+        .filter_map(|c| {
+            let mut row = BoxRow::of_samples(&c.name, c.fsync_ns.as_ref()?, &c.fsync_samples_ns);
+            row.published = Some(unpatched.clone());
+            Some(row)
+        })
+        .collect();
+    b.push_str("<h3>fsync() per variant</h3>");
+    b.push_str(&box_plot_against(
+        &rows,
+        "2.6.29 without the fix, 5,400 rpm disk",
+    ));
+    for c in measured.iter().filter(|c| !c.fsync_samples_ns.is_empty()) {
+        let _ = write!(b, "<h3>{}: fsync() over the rounds</h3>", esc(&c.name));
+        b.push_str(&timeline_of(
+            &c.fsync_samples_ns,
+            0,
+            None,
+            Some("streaming buffered overwrites".into()),
+        ));
+    }
+    b
+}
+
+/// What the BFQ study published for a 2:1 cell like `c` (docs/studies.md,
+/// S4's findings): the share holds for small requests and breaks down past
+/// BFQ's budget (about 35–50 MB); `strict_guarantees` restores it at a
+/// cost in throughput; buffered writes escape the weights. Schedulers
+/// without weights promise no share.
+pub fn s4_published(c: &crate::s4::S4Cell) -> &'static str {
+    let mb = c.request_bytes >> 20;
+    match c.scheduler.as_str() {
+        "bfq" | "bfq-strict" if !c.direct && c.direction == "write" => {
+            "escapes the weights (writeback by kernel threads)"
+        }
+        "bfq-strict" => "holds, at a cost in throughput",
+        "bfq" if mb < 35 => "holds",
+        "bfq" if mb <= 50 => "breaks down around here (BFQ's budget)",
+        "bfq" => "breaks down (past BFQ's budget)",
+        _ => "no weights",
+    }
+}
+
+/// S4: the share-against-request-size plot (the one `--plot` draws beside
+/// the latency plot), the matrix with the published finding beside each
+/// cell, and the recording under interference.
+pub fn s4_section(r: &BenchReport, s4: &crate::s4::S4Result) -> String {
+    let mut b = format!(
+        "<h2>S4: BFQ weights and I/O isolation</h2><p>Device {} ({}), {} s per cell. Published (the BFQ study, Linux 5.10, eMMC): the 2:1 share holds for small requests and breaks down once requests exceed BFQ's budget (around 35–50 MB); <code>strict_guarantees</code> restores it at a cost in throughput; buffered writes escape the weights, because writeback is issued by kernel threads.</p>",
+        esc(&s4.device),
+        esc(&s4.cgroup_interface),
+        s4.cell_s
+    );
+    match S4PlotExporter.serialize(r) {
+        Ok(svg) => {
+            let svg =
+                String::from_utf8_lossy(&svg).replacen("<svg ", r#"<svg class="plot s4share" "#, 1);
+            b.push_str(&svg);
+            b.push_str(r#"<p class="cap">The heavier job's share of the throughput against the request size, one line per scheduler (2:1 cells); red: its weight share, the target.</p>"#);
+        }
+        Err(e) => {
+            let _ = write!(b, r#"<p class="fail">{}</p>"#, esc(&format!("{e:#}")));
+        }
+    }
+    let joined = |v: Vec<String>| v.join(":");
+    b.push_str(r#"<table><tr><th class="l">scheduler</th><th class="l">mode</th><th class="l">dir</th><th>request</th><th>weights</th><th>share %</th><th>target %</th><th class="l">published</th><th>total</th><th>device bytes per group</th></tr>"#);
+    for c in &s4.cells {
+        let _ = write!(
+            b,
+            r#"<tr><td class="l">{}</td><td class="l">{}</td><td class="l">{}</td><td>{}</td><td>{}</td>"#,
+            esc(&c.scheduler),
+            if c.direct { "direct" } else { "buffered" },
+            esc(&c.direction),
+            rtrec_units::format_size(c.request_bytes),
+            joined(c.weights.iter().map(u32::to_string).collect())
+        );
+        let pct = |v: &[f64]| joined(v.iter().map(|p| format!("{p:.0}")).collect());
+        let cells = failed_cell(c.error.as_deref(), 5).unwrap_or_else(|| {
+            format!(
+                r#"<td>{}</td><td>{}</td><td class="l">{}</td><td>{}</td><td>{}</td>"#,
+                pct(&c.share_pct),
+                pct(&c.target_pct),
+                s4_published(c),
+                mb_per_s(c.job_bytes_per_s.iter().sum()),
+                joined(
+                    c.cgroup_device_bytes
+                        .iter()
+                        .map(|b| b.map_or("–".into(), |b| format!("{} MB", b / 1_000_000)))
+                        .collect()
+                )
+            )
+        });
+        let _ = write!(b, "{cells}</tr>");
+    }
+    b.push_str("</table>");
+    if let Some(c) = s4.cells.iter().find(|c| !c.bfq_tunables.is_empty()) {
+        let _ = write!(
+            b,
+            r#"<p class="cap">BFQ tunables in force: {}</p>"#,
+            esc(&c.bfq_tunables.join(" "))
+        );
+    }
+    if s4.isolated.is_empty() {
+        return b;
+    }
+    b.push_str(r#"<h3>The recording (16 KiB every 5 ms) against a direct and a buffered 100 MB writer</h3><table><tr><th class="l">case</th><th class="l">scheduler</th><th>class</th><th>weight</th><th>write max</th><th>record max</th><th>late max</th><th>missed</th><th>dropped</th><th>interferers</th></tr>"#);
+    for c in &s4.isolated {
+        let m = |l: Option<LatencySummary>| l.map_or("–".into(), |s| dur(s.max));
+        let _ = write!(
+            b,
+            r#"<tr><td class="l">{}</td><td class="l">{}</td><td>{}</td><td>{}</td>"#,
+            esc(&c.name),
+            esc(&c.scheduler),
+            esc(c.io_class.as_deref().unwrap_or("–")),
+            c.io_weight.map_or("–".into(), |w| w.to_string())
+        );
+        let cells = failed_cell(c.error.as_deref(), 6).unwrap_or_else(|| {
+            format!(
+                "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                m(c.write_ns),
+                m(c.record_ns),
+                m(c.lateness_ns),
+                c.missed_periods,
+                c.records_dropped,
+                mb_per_s(c.interferers_bytes_per_s)
+            )
+        });
+        let _ = write!(b, "{cells}</tr>");
+    }
+    b.push_str("</table>");
+    b
 }
 
 /// Whether `v` is a latency summary (`count`, `min`, `p50`, `max`).
@@ -633,4 +880,39 @@ pub fn render_summary(v: &serde_json::Value) -> String {
         }
     }
     page("rtrec record report", &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::s4::S4Cell;
+
+    fn cell(sched: &str, direct: bool, dir: &str, mb: u64) -> S4Cell {
+        S4Cell {
+            scheduler: sched.into(),
+            bfq_tunables: vec![],
+            direction: dir.into(),
+            direct,
+            request_bytes: mb << 20,
+            weights: vec![200, 100],
+            job_bytes_per_s: vec![],
+            share_pct: vec![],
+            target_pct: vec![],
+            cgroup_device_bytes: vec![],
+            error: None,
+        }
+    }
+
+    #[test]
+    fn each_s4_cell_gets_the_published_finding_that_applies_to_it() {
+        assert_eq!(s4_published(&cell("bfq", true, "read", 4)), "holds");
+        assert!(s4_published(&cell("bfq", true, "read", 35)).contains("around here"));
+        assert!(s4_published(&cell("bfq", true, "write", 100)).starts_with("breaks down"));
+        assert!(s4_published(&cell("bfq-strict", true, "read", 100)).starts_with("holds"));
+        assert!(s4_published(&cell("bfq", false, "write", 1)).starts_with("escapes"));
+        assert_eq!(
+            s4_published(&cell("mq-deadline", true, "read", 1)),
+            "no weights"
+        );
+    }
 }
