@@ -56,7 +56,7 @@ const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --rest
 const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-size 128MiB\n  rtrec pool status --json\n  rtrec pool recycle --all";
 const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data -o data.bin\n  rtrec export rec-*.rtr -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data/rec-20260101T000000.000Z-*.rtr -o data.bin\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";

@@ -133,8 +133,14 @@ fn one_recording(parts: &mut [Part]) -> crate::Result<()> {
     }
     if ids.len() > 1 {
         let names: Vec<String> = ids.iter().take(3).map(|(_, n)| format!("'{n}'")).collect();
+        // The usual names end in `-NNNN.rtr`: suggest the glob of the first.
+        let glob = ids[0]
+            .1
+            .strip_suffix(".rtr")
+            .and_then(|n| n.rsplit_once('-'))
+            .map_or(String::new(), |(base, _)| format!(" (e.g. '{base}-*.rtr')"));
         return usage(format!(
-            "the files belong to {} different recordings ({}{}): export one recording at a time, naming its files",
+            "the files belong to {} different recordings ({}{}): export one recording at a time, naming its files{glob}",
             ids.len(),
             names.join(", "),
             if ids.len() > 3 { ", …" } else { "" }
