@@ -101,7 +101,7 @@ pub const FLAG_POOLED: u32 = 1;
 /// Header flag: an unused pool slot, not a recording.
 pub const FLAG_SLOT: u32 = 2;
 /// Header flag: the records are lines of text, stored without their
-/// newline (`rtrec record --stdin --lines`); `rtrec export --raw` writes
+/// newline (`rtrec record --stdin --lines`); `rtrec export` (raw by default) writes
 /// each one back followed by `\n`. Readers that do not know it lose
 /// nothing: the records are the same.
 pub const FLAG_LINES: u32 = 4;
