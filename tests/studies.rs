@@ -4,8 +4,10 @@
 //! RTREC-ISOLATED case measured, nothing failed) and that every setting is
 //! put back: the schedulers and BFQ tunables of the machine's own disks, no
 //! `rtrec-<pid>-*` cgroup, no journal entry, no mount or loop device of the
-//! bench. Asserts no timing. Privileged (skips with the reason, fails
-//! under RTREC_REQUIRE_PRIVILEGED=1).
+//! bench. Then a tiny `--study s4 --with-fio` run: fio's cells parsed,
+//! non-zero, charged to the jobs' groups, and everything put back. Asserts
+//! no timing. Privileged (skips with the reason, fails under
+//! RTREC_REQUIRE_PRIVILEGED=1).
 
 mod common;
 
@@ -42,6 +44,67 @@ fn disk_settings() -> BTreeMap<String, String> {
     out
 }
 
+/// Runs `rtrec bench ARGS --json FILE`, which must exit 0: its pid, its
+/// output and the JSON.
+fn bench(args: &[&str]) -> (u32, std::process::Output, serde_json::Value) {
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("bench.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
+    let v = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (pid, done, v)
+}
+
+/// An S4 cell's throughput shares add up to 100 %.
+fn assert_shares_add_up(c: &serde_json::Value) {
+    let share: f64 = c["share_pct"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.as_f64())
+        .sum();
+    assert!((share - 100.0).abs() < 1.0, "the shares add up: {c}");
+}
+
+/// Everything the bench run `pid` changed is as found: the disks'
+/// schedulers and tunables (`before`), no `rtrec-<pid>-*` cgroup, no
+/// journal entry, no mount of the bench.
+fn assert_put_back(h: &rtrec_host::cgroup::Hierarchy, pid: u32, before: &BTreeMap<String, String>) {
+    assert_eq!(&disk_settings(), before, "schedulers and tunables as found");
+    let prefix = format!("rtrec-{pid}-");
+    let left: Vec<String> = std::fs::read_dir(&h.root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+    let journal = format!("owner-{pid}-");
+    let entries: Vec<String> = std::fs::read_dir(rtrec_host::state_dir())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&journal))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(entries.is_empty(), "journal entries left: {entries:?}");
+    let ours = format!("rtrec-loopfs-{pid}-");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(!mounts.contains(&ours), "a mount left behind:\n{mounts}");
+}
+
 #[test]
 fn s3_and_s4_run_briefly_and_put_every_setting_back() {
     if !require_privileged("s3_and_s4_run_briefly_and_put_every_setting_back") {
@@ -49,22 +112,18 @@ fn s3_and_s4_run_briefly_and_put_every_setting_back() {
     }
     let h = rtrec_host::cgroup::detect().expect("an I/O cgroup hierarchy");
     let before = disk_settings();
-    let out = tempfile::tempdir().unwrap();
-    let json = out.path().join("bench.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args([
-            "bench", "--study", "s3,s4", "--rounds", "1", "--cell", "300ms",
-        ])
-        .args(["--request-sizes", "1MiB", "--writes", "100", "--json"])
-        .arg(&json)
-        .env("NO_COLOR", "1")
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let done = child.wait_with_output().unwrap();
-    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
-
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (pid, _, v) = bench(&[
+        "--study",
+        "s3,s4",
+        "--rounds",
+        "1",
+        "--cell",
+        "300ms",
+        "--request-sizes",
+        "1MiB",
+        "--writes",
+        "100",
+    ]);
     let s3 = v["s3"]["cases"]
         .as_array()
         .expect("an s3 section with cases");
@@ -97,13 +156,7 @@ fn s3_and_s4_run_briefly_and_put_every_setting_back() {
     for c in cells {
         assert!(c["error"].is_null(), "{c}");
         assert_eq!(c["request_bytes"], 1 << 20, "{c}");
-        let share: f64 = c["share_pct"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|p| p.as_f64())
-            .sum();
-        assert!((share - 100.0).abs() < 1.0, "the shares add up: {c}");
+        assert_shares_add_up(c);
         if c["scheduler"].as_str().unwrap().starts_with("bfq") {
             assert!(!c["bfq_tunables"].as_array().unwrap().is_empty(), "{c}");
         }
@@ -116,27 +169,85 @@ fn s3_and_s4_run_briefly_and_put_every_setting_back() {
         assert!(c["records_dropped"].is_u64(), "{c}");
     }
 
-    // Everything put back.
-    assert_eq!(disk_settings(), before, "schedulers and tunables as found");
-    let prefix = format!("rtrec-{pid}-");
-    let left: Vec<String> = std::fs::read_dir(&h.root)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
-    assert!(left.is_empty(), "cgroups left behind: {left:?}");
-    let journal = format!("owner-{pid}-");
-    let entries: Vec<String> = std::fs::read_dir(rtrec_host::state_dir())
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(&journal))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(entries.is_empty(), "journal entries left: {entries:?}");
-    let ours = format!("rtrec-loopfs-{pid}-");
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    assert!(!mounts.contains(&ours), "a mount left behind:\n{mounts}");
+    assert_put_back(&h, pid, &before);
+}
+
+/// `--study s4 --with-fio` on a tiny matrix (scheduler `bfq`, whose group
+/// statistics show what each group was charged; one request size, short
+/// cells): fio's table is in the JSON beside ours, every fio
+/// cell parsed with non-zero throughput for each job, the direct cells'
+/// I/O charged to the jobs' own groups (fio ran inside them), and every
+/// setting put back. Needs fio (installed by .ci/run).
+#[test]
+fn s4_with_fio_parses_fios_jobs_in_their_groups_and_puts_every_setting_back() {
+    let name = "s4_with_fio_parses_fios_jobs_in_their_groups_and_puts_every_setting_back";
+    if !require_privileged(name) {
+        return;
+    }
+    if Command::new("fio").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
+            "{name}: fio is not installed"
+        );
+        eprintln!("skipping {name}: fio is not installed");
+        return;
+    }
+    let h = rtrec_host::cgroup::detect().expect("an I/O cgroup hierarchy");
+    let before = disk_settings();
+    let (pid, done, v) = bench(&[
+        "--study",
+        "s4",
+        "--with-fio",
+        "--schedulers",
+        "bfq",
+        "--request-sizes",
+        "1MiB",
+        "--cell",
+        "300ms",
+        "--writes",
+        "50",
+    ]);
+    let s4 = &v["s4"];
+    let fio = &s4["fio"];
+    assert!(
+        fio["version"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("fio-")),
+        "{fio}"
+    );
+    assert!(
+        fio["cgroup_join"].as_str().is_some_and(|s| !s.is_empty()),
+        "{fio}"
+    );
+    let ours = s4["cells"].as_array().expect("S4 cells");
+    let theirs = fio["cells"].as_array().expect("fio cells");
+    // bfq × reads/writes × direct/buffered at 2:1, and 1:4:5 direct.
+    assert_eq!(ours.len(), 6, "{s4}");
+    assert_eq!(theirs.len(), ours.len(), "{s4}");
+    for (o, f) in ours.iter().zip(theirs) {
+        for k in [
+            "scheduler",
+            "direction",
+            "direct",
+            "request_bytes",
+            "weights",
+        ] {
+            assert_eq!(o[k], f[k], "the same cell: {o} / {f}");
+        }
+        assert!(f["error"].is_null(), "{f}");
+        let bytes = f["job_bytes_per_s"].as_array().unwrap();
+        assert_eq!(bytes.len(), f["weights"].as_array().unwrap().len(), "{f}");
+        assert!(bytes.iter().all(|b| b.as_f64() > Some(0.0)), "{f}");
+        assert_shares_add_up(f);
+        if f["direct"] == true {
+            let charged = f["cgroup_device_bytes"].as_array().unwrap();
+            assert!(
+                charged.iter().all(|b| b.as_u64() > Some(0)),
+                "each fio job's direct I/O is charged to its own group: {f}"
+            );
+        }
+    }
+    let text = String::from_utf8_lossy(&done.stdout);
+    assert!(text.contains("S4 the same matrix with fio-"), "{text}");
+    assert_put_back(&h, pid, &before);
 }

@@ -381,12 +381,15 @@ fn stream_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
 /// which a direct read would answer without the device), kept between
 /// runs and rewritten when its size is wrong.
 fn job_file(a: &LoadArgs) -> anyhow::Result<PathBuf> {
-    let path = a.dir.join("job.dat");
-    if fs::metadata(&path).is_ok_and(|m| m.len() == a.file_bytes) {
-        return Ok(path);
-    }
-    reader_file_at(&path, a.file_bytes)?;
+    let path = job_file_in(&a.dir);
+    written_file(&path, a.file_bytes)?;
     Ok(path)
+}
+
+/// The file of a job load whose directory is `dir` (S4's fio jobs use the
+/// same files).
+pub(crate) fn job_file_in(dir: &Path) -> PathBuf {
+    dir.join("job.dat")
 }
 
 fn job_loop(a: &LoadArgs, write: bool) -> anyhow::Result<LoadResult> {
@@ -533,14 +536,17 @@ fn fallocate_loop(a: &LoadArgs) -> anyhow::Result<LoadResult> {
 /// set would be a load of its own), rewritten when its size is wrong.
 fn reader_file(a: &LoadArgs) -> anyhow::Result<PathBuf> {
     let path = a.dir.join("read.dat");
-    if fs::metadata(&path)
-        .map(|m| m.len() == a.file_bytes)
-        .unwrap_or(false)
-    {
-        return Ok(path);
-    }
-    reader_file_at(&path, a.file_bytes)?;
+    written_file(&path, a.file_bytes)?;
     Ok(path)
+}
+
+/// Makes `path` hold `len` bytes of written data: kept when its size is
+/// already `len`, else (re)written.
+pub(crate) fn written_file(path: &Path, len: u64) -> anyhow::Result<()> {
+    if fs::metadata(path).is_ok_and(|m| m.len() == len) {
+        return Ok(());
+    }
+    reader_file_at(path, len)
 }
 
 /// Writes `len` bytes of data to `path`, replacing it atomically.

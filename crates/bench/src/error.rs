@@ -55,6 +55,10 @@ pub enum Error {
         /// The engine's sentence.
         reason: String,
     },
+    /// An option that cannot be used as given or here (`--with-fio`
+    /// without `--study s4`, or without fio installed): the sentence.
+    #[error("{0}")]
+    Unavailable(String),
     /// A `--compare` file that is not an `rtrec bench --json` result.
     #[error("'{}' is not an rtrec bench --json result: {reason}", path.display())]
     NotAReport {

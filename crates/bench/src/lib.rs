@@ -17,8 +17,9 @@
 //! - [`target`]: the filesystem under test (our own loop-mounted ext4 by
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
-//! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_plot`]:
-//!   S4's throughput shares as an SVG;
+//! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_fio`]:
+//!   S4's matrix run by fio (`--with-fio`); [`s4_plot`]: S4's throughput
+//!   shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
@@ -45,6 +46,7 @@ pub mod protocol;
 pub mod report;
 pub mod s3;
 pub mod s4;
+pub mod s4_fio;
 pub mod s4_plot;
 pub mod scenario;
 pub mod signal;
@@ -96,6 +98,14 @@ pub struct BenchArgs {
     /// S4: request sizes, comma-separated (default 1MB,4MB,16MB,35MB,50MB,100MB).
     #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_record_size)]
     pub request_sizes: Vec<u64>,
+
+    /// S4: schedulers to compare, comma-separated (default none,mq-deadline,bfq,bfq-strict; the RTREC-ISOLATED cases of the ones left out are skipped).
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub schedulers: Vec<String>,
+
+    /// S4: run every cell a second time with fio's libaio jobs in the same weighted groups and print both tables (needs fio).
+    #[arg(long)]
+    pub with_fio: bool,
 
     /// Run only these cases, in this order, comma-separated (names as in --list, in any letter case).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
@@ -252,6 +262,10 @@ pub struct Plan {
     pub s3: bool,
     /// Run S4.
     pub s4: bool,
+    /// S4's schedulers (`--schedulers`, default all of [`s4::SCHEDS`]).
+    pub s4_schedulers: Vec<s4::Sched>,
+    /// S4 also with fio (`--with-fio`).
+    pub s4_with_fio: bool,
 }
 
 /// The studies `--study` names, checked: (cases' studies, S3, S4).
@@ -341,13 +355,41 @@ impl Plan {
                 })?;
             }
         }
-        Ok(Plan { cases, s3, s4 })
+        if a.with_fio && !s4 {
+            return Err(Error::Unavailable(
+                "--with-fio runs S4's matrix with fio: give it with --study s4".into(),
+            ));
+        }
+        let s4_schedulers = select_schedulers(&a.schedulers)?;
+        Ok(Plan {
+            cases,
+            s3,
+            s4,
+            s4_schedulers,
+            s4_with_fio: a.with_fio,
+        })
     }
 
     /// Expected time of the timed loops, ns.
     pub fn loop_ns(&self) -> u64 {
         self.cases.iter().map(|(_, p)| p.loop_ns()).sum()
     }
+}
+
+/// `--schedulers`: S4's schedulers by label, in [`s4::SCHEDS`]'s order
+/// (every one when none is given).
+fn select_schedulers(names: &[String]) -> Result<Vec<s4::Sched>, Error> {
+    for n in names {
+        if !s4::SCHEDS.iter().any(|s| s.label.eq_ignore_ascii_case(n)) {
+            return Err(Error::Unavailable(format!(
+                "unknown scheduler '{n}': --schedulers takes none, mq-deadline, bfq, bfq-strict"
+            )));
+        }
+    }
+    Ok(s4::SCHEDS
+        .into_iter()
+        .filter(|s| names.is_empty() || names.iter().any(|n| s.label.eq_ignore_ascii_case(n)))
+        .collect())
 }
 
 /// The cases of `--cases` in the order given, each name matched whatever
@@ -491,6 +533,11 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
         return Ok(0);
     }
     let plan = Plan::from_args(args)?;
+    let fio = if plan.s4_with_fio {
+        Some(s4_fio::version().map_err(Error::Unavailable)?)
+    } else {
+        None
+    };
     // Waiting for the global lock can end by a stop signal or a timeout:
     // typed host errors (exit 130 / 1), taken before anything runs.
     let _signals = signal::install()?;
@@ -512,7 +559,7 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
         ..rtrec_host::Wait::default()
     };
     let flusher = FlusherControl::new(privileged, &wait, &mut restored)?;
-    run_plan(args, opts, &plan, flusher, &restored).map_err(Error::Failed)
+    run_plan(args, opts, &plan, fio, flusher, &restored).map_err(Error::Failed)
 }
 
 /// The second stage of [`run_with`]: sets up the target, runs every case
@@ -522,6 +569,7 @@ fn run_plan(
     args: &BenchArgs,
     opts: &RunOptions,
     plan: &Plan,
+    fio: Option<String>,
     mut flusher: FlusherControl,
     restored: &[String],
 ) -> anyhow::Result<i32> {
@@ -678,6 +726,8 @@ fn run_plan(
                     cell: args.cell.unwrap_or(s4::DEFAULT_CELL),
                     sizes: &sizes,
                     writes: args.writes.unwrap_or(protocol::DEFAULT_WRITES),
+                    schedulers: &plan.s4_schedulers,
+                    fio,
                 };
                 match s4::run(&ctx) {
                     Ok(r) => report.s4 = Some(r),
@@ -835,6 +885,20 @@ mod tests {
         assert!(!d.s3 && !d.s4 && d.cases.len() == SCENARIOS.len());
         let e = plan(&["--study", "s5"]).unwrap_err().to_string();
         assert!(e.contains("expected one of s1, s2, s3, s4, rtrec"), "{e}");
+    }
+
+    #[test]
+    fn with_fio_needs_s4_and_schedulers_keep_the_tables_order() {
+        let e = plan(&["--with-fio"]).unwrap_err().to_string();
+        assert!(e.contains("give it with --study s4"), "{e}");
+        let p = plan(&["--study", "s4", "--with-fio"]).unwrap();
+        assert!(p.s4_with_fio && p.s4_schedulers == s4::SCHEDS);
+        let p = plan(&["--study", "s4", "--schedulers", "BFQ-strict,none"]).unwrap();
+        assert_eq!(p.s4_schedulers, [s4::SCHEDS[0], s4::SCHEDS[3]]);
+        let e = plan(&["--study", "s4", "--schedulers", "cfq"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown scheduler 'cfq'"), "{e}");
     }
 
     #[test]

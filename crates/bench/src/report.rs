@@ -12,7 +12,7 @@ use crate::scenario::{Flusher, Load, Published, Scenario};
 use crate::study::Study;
 
 /// Version of this schema; raised on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The whole `--json` document.
 #[derive(Clone, Debug, Serialize, Deserialize)]

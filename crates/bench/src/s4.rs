@@ -13,6 +13,10 @@
 //! buffered), plain and with the isolation options — I/O class `rt` for
 //! its threads, a BFQ weight for its group (RTREC-ISOLATED-*).
 //!
+//! With `--with-fio` every cell runs a second time with `fio`'s libaio
+//! jobs in the same weighted groups ([`crate::s4_fio`]), right after the
+//! own jobs with the same settings; both tables are printed.
+//!
 //! Design choices: the I/O class is set on the bench's thread before the
 //! recorder starts, so its writer and flush threads inherit it (Linux
 //! copies a set ioprio to new threads), and reset after — the engine stays
@@ -32,6 +36,7 @@ use rtrec_sys as sys;
 use serde::{Deserialize, Serialize};
 
 use crate::bgload::{Launcher, LoadSet, LoadSpec};
+use crate::s4_fio;
 use crate::scenario::Load;
 use crate::signal::interrupted;
 
@@ -144,6 +149,20 @@ pub struct S4Result {
     pub cells: Vec<S4Cell>,
     /// The recording under interference.
     pub isolated: Vec<IsolatedCase>,
+    /// The same matrix run by fio (`--with-fio`); null without it.
+    #[serde(default)]
+    pub fio: Option<S4Fio>,
+}
+
+/// The matrix run by fio's libaio jobs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct S4Fio {
+    /// `fio --version` (`fio-3.33`).
+    pub version: String,
+    /// How each job joined its group ([`crate::s4_fio::JOIN_METHOD`]).
+    pub cgroup_join: String,
+    /// The cells, in the order and with the settings of [`S4Result::cells`].
+    pub cells: Vec<S4Cell>,
 }
 
 /// What a run of S4 needs.
@@ -162,6 +181,10 @@ pub struct S4Context<'a> {
     pub sizes: &'a [u64],
     /// Writes per recording.
     pub writes: u64,
+    /// The schedulers to compare (a subset of [`SCHEDS`], in its order).
+    pub schedulers: &'a [Sched],
+    /// fio's version when `--with-fio` was given (checked before the run).
+    pub fio: Option<String>,
 }
 
 /// Runs the matrix and the recording cases.
@@ -177,9 +200,14 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         cell_s: ctx.cell.as_secs_f64(),
         cells: Vec::new(),
         isolated: Vec::new(),
+        fio: ctx.fio.clone().map(|version| S4Fio {
+            version,
+            cgroup_join: crate::s4_fio::JOIN_METHOD.to_string(),
+            cells: Vec::new(),
+        }),
     };
     let mut plan: Vec<(Sched, Load, bool, u64, Vec<u32>)> = Vec::new();
-    for s in SCHEDS {
+    for &s in ctx.schedulers {
         for (load, direct) in [
             (Load::JobRead, true),
             (Load::JobWrite, true),
@@ -192,6 +220,9 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         }
     }
     for (load, direct) in [(Load::JobRead, true), (Load::JobWrite, true)] {
+        if !ctx.schedulers.contains(&SCHEDS[2]) {
+            break;
+        }
         for &size in ctx.sizes {
             plan.push((SCHEDS[2], load, direct, size, vec![100, 400, 500]));
         }
@@ -200,23 +231,37 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         if interrupted() {
             break;
         }
-        let cell = run_cell(ctx, &h, &dev, s, load, direct, size, &weights, i);
-        eprintln!(
-            "rtrec bench: S4 {} {} {} {} weights {:?}: shares {:?}%{}",
-            s.label,
-            if direct { "direct" } else { "buffered" },
-            load.name(),
-            rtrec_units::format_size(size),
-            weights,
-            cell.share_pct.iter().map(|p| p.round()).collect::<Vec<_>>(),
-            cell.error
-                .as_deref()
-                .map(|e| format!(" FAILED: {e}"))
-                .unwrap_or_default()
-        );
-        out.cells.push(cell);
+        let tools: &[Tool] = if out.fio.is_some() {
+            &[Tool::Own, Tool::Fio]
+        } else {
+            &[Tool::Own]
+        };
+        for &tool in tools {
+            let cell = run_cell(ctx, &h, &dev, tool, s, load, direct, size, &weights, i);
+            eprintln!(
+                "rtrec bench: S4{} {} {} {} {} weights {:?}: shares {:?}%{}",
+                if tool == Tool::Fio { " fio" } else { "" },
+                s.label,
+                if direct { "direct" } else { "buffered" },
+                load.name(),
+                rtrec_units::format_size(size),
+                weights,
+                cell.share_pct.iter().map(|p| p.round()).collect::<Vec<_>>(),
+                cell.error
+                    .as_deref()
+                    .map(|e| format!(" FAILED: {e}"))
+                    .unwrap_or_default()
+            );
+            match (tool, out.fio.as_mut()) {
+                (Tool::Fio, Some(f)) => f.cells.push(cell),
+                _ => out.cells.push(cell),
+            }
+        }
     }
     for (name, s, class, weight) in ISOLATED {
+        if !ctx.schedulers.contains(&s) {
+            continue;
+        }
         if interrupted() {
             break;
         }
@@ -235,6 +280,15 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         out.isolated.push(c);
     }
     Ok(out)
+}
+
+/// Who runs a cell's jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tool {
+    /// Our own load processes (`__bgload job-read|job-write`).
+    Own,
+    /// fio's libaio jobs ([`crate::s4_fio`]).
+    Fio,
 }
 
 /// An RTREC-ISOLATED case: name, scheduler, I/O (class, level), weight.
@@ -311,9 +365,59 @@ fn majmin(dev: &str) -> String {
         .unwrap_or_default()
 }
 
+/// One weighted group per job, `rtrec-<pid>-TAG-i`, journaled.
+struct Groups(Vec<Group>);
+
+impl Groups {
+    /// Creates one group per weight; on an error the ones made are removed.
+    fn create(
+        ctx: &S4Context<'_>,
+        h: &Hierarchy,
+        weights: &[u32],
+        tag: &str,
+    ) -> anyhow::Result<Groups> {
+        let mut made = Groups(Vec::new());
+        for (i, w) in weights.iter().enumerate() {
+            let r = Group::create(ctx.journal, h, &format!("{tag}-{i}"))
+                .map_err(anyhow::Error::from)
+                .and_then(|g| {
+                    made.0.push(g);
+                    made.0
+                        .last()
+                        .expect("pushed")
+                        .set_weight(*w)
+                        .map_err(Into::into)
+                });
+            if let Err(e) = r {
+                let _ = made.finish(ctx.journal, "");
+                return Err(e);
+            }
+        }
+        Ok(made)
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.0.iter().map(Group::path)
+    }
+
+    /// The device bytes each group was charged, then removes them.
+    fn finish(self, journal: &Journal, majmin: &str) -> anyhow::Result<Vec<Option<u64>>> {
+        let bytes = self.paths().map(|p| device_bytes(p, majmin)).collect();
+        let mut first = Ok(());
+        for g in self.0 {
+            let r = g.remove(journal);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first?;
+        Ok(bytes)
+    }
+}
+
 /// Starts `loads` (one per weight) in their own groups, together.
 struct Jobs {
-    groups: Vec<Group>,
+    groups: Groups,
     set: Option<LoadSet>,
     start_file: PathBuf,
 }
@@ -327,22 +431,21 @@ impl Jobs {
     ) -> anyhow::Result<Jobs> {
         let start_file = ctx.work.join(format!("start-{tag}"));
         let _ = fs::remove_file(&start_file);
+        let weights: Vec<u32> = specs.iter().map(|(_, w)| *w).collect();
         let mut jobs = Jobs {
-            groups: Vec::new(),
+            groups: Groups::create(ctx, h, &weights, tag)?,
             set: None,
             start_file: start_file.clone(),
         };
-        let mut full = Vec::new();
-        for (i, (spec, w)) in specs.into_iter().enumerate() {
-            let g = Group::create(ctx.journal, h, &format!("{tag}-{i}"))?;
-            g.set_weight(w)?;
-            full.push(LoadSpec {
-                cgroup: Some(g.path().to_path_buf()),
+        let full: Vec<LoadSpec> = specs
+            .into_iter()
+            .zip(jobs.groups.paths())
+            .map(|((spec, _), g)| LoadSpec {
+                cgroup: Some(g.to_path_buf()),
                 start_file: Some(start_file.clone()),
                 ..spec
-            });
-            jobs.groups.push(g);
-        }
+            })
+            .collect();
         jobs.set = Some(LoadSet::start(ctx.launcher, &full)?);
         fs::write(&start_file, b"go").context("starting the jobs")?;
         Ok(jobs)
@@ -352,11 +455,8 @@ impl Jobs {
     fn stop(mut self, journal: &Journal, majmin: &str) -> anyhow::Result<Vec<(f64, Option<u64>)>> {
         let set = self.set.take().expect("started");
         let dead = set_dead(set)?;
-        let bytes: Vec<Option<u64>> = self
-            .groups
-            .iter()
-            .map(|g| device_bytes(g.path(), majmin))
-            .collect();
+        let _ = fs::remove_file(&self.start_file);
+        let bytes = self.groups.finish(journal, majmin)?;
         let mut out = Vec::new();
         for (r, b) in dead.iter().zip(bytes) {
             let Some(res) = &r.result else {
@@ -368,12 +468,51 @@ impl Jobs {
             };
             out.push((res.bytes_per_s(), b));
         }
-        for g in self.groups.drain(..) {
-            g.remove(journal)?;
-        }
-        let _ = fs::remove_file(&self.start_file);
         Ok(out)
     }
+}
+
+/// The fio half of a cell: fio's libaio jobs in their own weighted groups,
+/// on the own jobs' files; (bytes/s, device bytes) per job.
+#[allow(clippy::too_many_arguments)]
+fn fio_jobs(
+    ctx: &S4Context<'_>,
+    h: &Hierarchy,
+    majmin: &str,
+    write: bool,
+    direct: bool,
+    size: u64,
+    weights: &[u32],
+    tag: &str,
+) -> anyhow::Result<Vec<(f64, Option<u64>)>> {
+    let groups = Groups::create(ctx, h, weights, tag)?;
+    let jobs: Vec<s4_fio::FioJob> = groups
+        .paths()
+        .enumerate()
+        .map(|(i, g)| s4_fio::FioJob {
+            name: format!("fio-{i}"),
+            file: crate::bgload::job_file_in(&job_dir(ctx, i)),
+            file_bytes: JOB_FILE_BYTES,
+            write,
+            direct,
+            request_bytes: size,
+            runtime: ctx.cell,
+            cgroup: g.to_path_buf(),
+        })
+        .collect();
+    let ran = (|| {
+        for (i, j) in jobs.iter().enumerate() {
+            fs::create_dir_all(job_dir(ctx, i))?;
+            crate::bgload::written_file(&j.file, j.file_bytes)?;
+        }
+        s4_fio::run(&jobs, ctx.work)
+    })();
+    let bytes = groups.finish(ctx.journal, majmin)?;
+    Ok(ran?.into_iter().zip(bytes).collect())
+}
+
+fn job_dir(ctx: &S4Context<'_>, i: usize) -> PathBuf {
+    ctx.work.join(format!("job-{i}"))
 }
 
 fn set_dead(set: LoadSet) -> anyhow::Result<Vec<crate::bgload::LoadReport>> {
@@ -385,7 +524,7 @@ fn job_spec(ctx: &S4Context<'_>, load: Load, direct: bool, size: u64, i: usize) 
         file_bytes: JOB_FILE_BYTES,
         request_bytes: size,
         direct,
-        ..LoadSpec::new(load, ctx.work.join(format!("job-{i}")))
+        ..LoadSpec::new(load, job_dir(ctx, i))
     }
 }
 
@@ -394,6 +533,7 @@ fn run_cell(
     ctx: &S4Context<'_>,
     h: &Hierarchy,
     dev: &str,
+    tool: Tool,
     s: Sched,
     load: Load,
     direct: bool,
@@ -426,16 +566,28 @@ fn run_cell(
     let r = (|| -> anyhow::Result<()> {
         let (ids, tunables) = apply_sched(ctx.journal, dev, s)?;
         cell.bfq_tunables = tunables;
-        let specs = weights
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (job_spec(ctx, load, direct, size, i), *w))
-            .collect();
-        let measured = (|| {
-            let jobs = Jobs::start(ctx, h, specs, &format!("s4-{index}"))?;
-            sleep(ctx.cell);
-            jobs.stop(ctx.journal, &majmin(dev))
-        })();
+        let measured = match tool {
+            Tool::Own => (|| {
+                let specs = weights
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| (job_spec(ctx, load, direct, size, i), *w))
+                    .collect();
+                let jobs = Jobs::start(ctx, h, specs, &format!("s4-{index}"))?;
+                sleep(ctx.cell);
+                jobs.stop(ctx.journal, &majmin(dev))
+            })(),
+            Tool::Fio => fio_jobs(
+                ctx,
+                h,
+                &majmin(dev),
+                load == Load::JobWrite,
+                direct,
+                size,
+                weights,
+                &format!("fio-{index}"),
+            ),
+        };
         undo_all(ctx.journal, ids)?;
         let m = measured?;
         let sum: f64 = m.iter().map(|(b, _)| b).sum();

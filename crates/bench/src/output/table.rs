@@ -469,49 +469,18 @@ pub fn render_s3(r: &crate::s3::S3Result) -> String {
 /// S4's tables: each job's share against its weight share per cell, then
 /// the recording under interference.
 pub fn render_s4(r: &crate::s4::S4Result) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\nS4 BFQ weights on {} ({}), {} s per cell\n{:<12} {:<8} {:<5} {:>8} {:<12} {:<16} {:<16} {:>10}  device bytes per group",
-        r.device, r.cgroup_interface, r.cell_s, "scheduler", "mode", "dir", "request", "weights", "share %", "target %", "total"
+    let mut out = format!(
+        "\nS4 BFQ weights on {} ({}), {} s per cell, own load processes\n",
+        r.device, r.cgroup_interface, r.cell_s
     );
-    let pct = |v: &[f64]| {
-        v.iter()
-            .map(|p| format!("{p:.0}"))
-            .collect::<Vec<_>>()
-            .join(":")
-    };
-    for c in &r.cells {
-        let dev = c
-            .cgroup_device_bytes
-            .iter()
-            .map(|b| b.map_or("-".into(), |b| format!("{}MB", b / 1_000_000)))
-            .collect::<Vec<_>>()
-            .join(":");
+    s4_cells(&mut out, &r.cells);
+    if let Some(f) = &r.fio {
         let _ = writeln!(
             out,
-            "{:<12} {:<8} {:<5} {:>8} {:<12} {:<16} {:<16} {:>10}  {}{}",
-            c.scheduler,
-            if c.direct { "direct" } else { "buffered" },
-            c.direction,
-            rtrec_units::format_size(c.request_bytes),
-            c.weights
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(":"),
-            pct(&c.share_pct),
-            pct(&c.target_pct),
-            format!("{:.0} MB/s", c.job_bytes_per_s.iter().sum::<f64>() / 1e6),
-            dev,
-            c.error
-                .as_deref()
-                .map(|e| format!("  FAILED: {e}"))
-                .unwrap_or_default()
+            "\nS4 the same matrix with {} (libaio, iodepth 1; {})",
+            f.version, f.cgroup_join
         );
-    }
-    if let Some(c) = r.cells.iter().find(|c| !c.bfq_tunables.is_empty()) {
-        let _ = writeln!(out, "BFQ tunables in force: {}", c.bfq_tunables.join(" "));
+        s4_cells(&mut out, &f.cells);
     }
     let _ = writeln!(
         out,
@@ -542,6 +511,53 @@ pub fn render_s4(r: &crate::s4::S4Result) -> String {
         );
     }
     out
+}
+
+/// The rows of an S4 matrix, with the BFQ tunables in force.
+fn s4_cells(out: &mut String, cells: &[crate::s4::S4Cell]) {
+    let _ = writeln!(
+        out,
+        "{:<12} {:<8} {:<5} {:>8} {:<12} {:<16} {:<16} {:>10}  device bytes per group",
+        "scheduler", "mode", "dir", "request", "weights", "share %", "target %", "total"
+    );
+    let pct = |v: &[f64]| {
+        v.iter()
+            .map(|p| format!("{p:.0}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    for c in cells {
+        let dev = c
+            .cgroup_device_bytes
+            .iter()
+            .map(|b| b.map_or("-".into(), |b| format!("{}MB", b / 1_000_000)))
+            .collect::<Vec<_>>()
+            .join(":");
+        let _ = writeln!(
+            out,
+            "{:<12} {:<8} {:<5} {:>8} {:<12} {:<16} {:<16} {:>10}  {}{}",
+            c.scheduler,
+            if c.direct { "direct" } else { "buffered" },
+            c.direction,
+            rtrec_units::format_size(c.request_bytes),
+            c.weights
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(":"),
+            pct(&c.share_pct),
+            pct(&c.target_pct),
+            format!("{:.0} MB/s", c.job_bytes_per_s.iter().sum::<f64>() / 1e6),
+            dev,
+            c.error
+                .as_deref()
+                .map(|e| format!("  FAILED: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(c) = cells.iter().find(|c| !c.bfq_tunables.is_empty()) {
+        let _ = writeln!(out, "BFQ tunables in force: {}", c.bfq_tunables.join(" "));
+    }
 }
 
 /// The writer's longest `write()` against what the recording cases' ring
