@@ -593,7 +593,13 @@ impl Writer {
             bytes,
             t0,
         });
-        self.reap(false)
+        let r = self.reap(false);
+        if r.is_err() {
+            // This frame's records are the caller's to count (as for a
+            // failed `write()` of it); the frames before it were counted.
+            self.report.discarded = self.report.discarded.saturating_sub(records);
+        }
+        r
     }
 
     /// True with an io_uring back-end (writes complete later).
@@ -794,8 +800,8 @@ impl Writer {
         );
         let dt = sys::monotonic_ns() - t0;
         self.pack.buf = buf;
-        match r {
-            Ok(()) => self.wrote(records, bytes, dt),
+        match r.and_then(|()| self.wrote(records, bytes, dt)) {
+            Ok(()) => Ok(()),
             Err(e) => {
                 // Not stored: from the open frame's first record on (or an
                 // earlier frame's, when a write in flight failed too), the
