@@ -576,11 +576,6 @@ impl Writer {
             self.count_written(records, bytes, dt, self.next_seq);
             return Ok(());
         }
-        while self.ledger.len() == LEDGER {
-            // Full: the oldest frame's writes first.
-            let r = self.gather.as_mut().map_or(Ok(()), Gather::wait_one);
-            self.reaped(r)?;
-        }
         let (start, chain, first_seq, t0) = self.last_put;
         let end = self.cur.as_ref().map_or(start, |c| c.offset);
         self.ledger.push_back(Pending {
@@ -908,6 +903,14 @@ impl Writer {
     /// io_uring back-ends: a data frame's writes are left in flight (see
     /// [`Writer::wrote`]); any other frame's are waited for here.
     fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
+        if self.is_async() && matches!(kind, FrameKind::Data | FrameKind::Packed) {
+            // A full ledger: the oldest frame's writes first, before this
+            // frame is submitted (a failure then is an earlier frame's).
+            while self.ledger.len() == LEDGER {
+                let r = self.gather.as_mut().map_or(Ok(()), Gather::wait_one);
+                self.reaped(r)?;
+            }
+        }
         let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
         self.last_put = (start.unwrap_or(0), chain, seq, sys::monotonic_ns());
         let r =
