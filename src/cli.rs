@@ -724,8 +724,8 @@ mod tests {
         // bench --study takes a list of names (s1,s2,s3,s4,rtrec or
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
-            checked, 7,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full"
+            checked, 8,
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, bench --hold-rule"
         );
     }
 

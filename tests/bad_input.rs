@@ -183,7 +183,10 @@ fn a_back_end_setting_out_of_range_is_one_sentence_and_exit_2() {
             &["--io", "direct", "--alloc", "append"][..],
             "direct I/O needs",
         ),
-        (&["--io", "uring", "--io-block", "3000B"][..], "power of two"),
+        (
+            &["--io", "uring", "--io-block", "3000B"][..],
+            "power of two",
+        ),
     ] {
         let mut a = args.to_vec();
         a.extend(["--count", "5"]);

@@ -174,8 +174,8 @@ pub struct BenchArgs {
     pub steps: Option<u32>,
 
     /// With --study throughput: max (every release within one period, no missed period; the default) or p99 (99 % of them).
-    #[arg(long, value_enum, value_name = "RULE", requires = "study")]
-    pub hold_rule: Option<throughput::HoldRule>,
+    #[arg(long, value_enum, default_value_t = throughput::HoldRule::Max, value_name = "RULE", requires = "study")]
+    pub hold_rule: throughput::HoldRule,
 
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
@@ -470,7 +470,7 @@ fn run_throughput(
             Some(s) => vec![s],
             None => throughput::SIZES.to_vec(),
         },
-        rule: args.hold_rule.unwrap_or_default(),
+        rule: args.hold_rule,
     };
     let r = throughput::run(&target.work, &opts);
     let released = flusher.finish();
