@@ -186,12 +186,14 @@ pub fn run(work: &Path, o: &Options) -> anyhow::Result<ThroughputReport> {
 /// docs).
 fn search(work: &Path, io: Io, size: u64, o: &Options, device: f64) -> anyhow::Result<Row> {
     let mut probes: Vec<Probe> = Vec::new();
-    let fits = |bps: f64, ns: u64| {
+    // The highest rate whose recording of `ns` fits in the free space.
+    let fit_bps = |ns: u64| {
         let free = std::fs::File::open(work)
             .and_then(|f| sys::available_bytes(&f))
             .unwrap_or(0) as f64;
-        bps * ns as f64 / 1e9 * 1.25 + (256 << 20) as f64 <= free
+        (free - (256 << 20) as f64).max(0.0) / 1.25 / (ns as f64 / 1e9)
     };
+    let fits = |bps: f64, ns: u64| bps <= fit_bps(ns);
     // Rates in payload bytes/s; at most one record a microsecond.
     let max_bps = (size as f64 * 1e6).min(device * 4.0);
     let mut capped = false;
@@ -232,8 +234,12 @@ fn search(work: &Path, io: Io, size: u64, o: &Options, device: f64) -> anyhow::R
     let coarse_bps = lo.unwrap_or(lo_bps);
     // Phase 2: full-length probes from the candidate down by 10 %.
     let mut sustained = if one_phase { lo } else { None };
+    let mut room_capped = false;
     if !one_phase {
-        let mut bps = coarse_bps;
+        // A full-length recording must fit too: start no higher than that.
+        let room = fit_bps(o.probe_ns);
+        room_capped = room < coarse_bps;
+        let mut bps = coarse_bps.min(room);
         for _ in 0..=MAX_STEP_DOWNS {
             if try_rate(bps, o.probe_ns, "confirm", &mut probes)? == Some(true) {
                 sustained = Some(bps);
@@ -244,7 +250,9 @@ fn search(work: &Path, io: Io, size: u64, o: &Options, device: f64) -> anyhow::R
     }
     let best = sustained.and_then(|l| {
         probes.iter().rev().find(|p| {
-            p.held && p.duration_ns >= o.probe_ns && (p.rate_hz * size as f64 - l).abs() < 1.0
+            p.held
+                && (one_phase || p.phase == "confirm")
+                && (p.rate_hz * size as f64 - l).abs() < 1.0
         })
     });
     let sustained_bps = sustained.unwrap_or(0.0);
@@ -263,7 +271,7 @@ fn search(work: &Path, io: Io, size: u64, o: &Options, device: f64) -> anyhow::R
         cpu_s_per_gib: best
             .filter(|p| p.bytes > 0)
             .map(|p| p.cpu_ns as f64 / 1e9 / (p.bytes as f64 / (1u64 << 30) as f64)),
-        capped,
+        capped: capped || room_capped,
         probes,
     })
 }
