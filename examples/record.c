@@ -4,8 +4,10 @@
  * Records 1,000 records of 4 KiB (the first 8 bytes are a counter, in host
  * byte order) into the directory given as argv[1], one every 1 ms on an
  * absolute schedule (rtrec_timer), then prints the summary as key=value
- * lines. Exits 0 when all 1,000 records were stored, 1 on any failure or
- * drop, 2 on bad usage.
+ * lines. An optional second argument picks the write back-end (buffered,
+ * direct, uring or uring-buffered; io_uring with 8 writes in flight).
+ * Exits 0 when all 1,000 records were stored, 1 on any failure or drop, 2
+ * on bad usage.
  *
  * Build (from the repository root, after `cargo build --release -p rtrec-ffi`):
  *     cc -std=c99 -Wall -Wextra -Iinclude examples/record.c \
@@ -34,8 +36,18 @@ static int failed(const char *what, int ret)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s DIRECTORY\n", argv[0]);
+    static const char *const backends[] = { "buffered", "direct", "uring", "uring-buffered" };
+    static const int backend_values[] = { RTREC_IO_BUFFERED, RTREC_IO_DIRECT, RTREC_IO_URING,
+                                          RTREC_IO_URING_BUFFERED };
+    int io = RTREC_IO_BUFFERED;
+    if (argc == 3) {
+        io = -1;
+        for (size_t k = 0; k < sizeof backends / sizeof backends[0]; k++)
+            if (strcmp(argv[2], backends[k]) == 0)
+                io = backend_values[k];
+    }
+    if ((argc != 2 && argc != 3) || io < 0) {
+        fprintf(stderr, "usage: %s DIRECTORY [buffered|direct|uring|uring-buffered]\n", argv[0]);
         return 2;
     }
 
@@ -47,6 +59,8 @@ int main(int argc, char **argv)
     cfg.max_record = RECORD_BYTES;
     cfg.file_size = 8u << 20; /* 1,000 framed 4 KiB records fit in one file */
     cfg.ring_bytes = 1u << 20;
+    cfg.io = io;       /* the write back-end (struct version 5) */
+    cfg.io_depth = 8;  /* io_uring: writes in flight, one registered buffer each */
 
     /* Everything that can fail or block happens here, before recording. */
     rtrec_recorder *rec = NULL;

@@ -168,6 +168,32 @@ typedef enum rtrec_on_full {
 } rtrec_on_full;
 
 /**
+ * How the writer gets data to the file (`rtrec_config.io`).
+ */
+typedef enum rtrec_io {
+    /**
+     * `write()` into the page cache; the flush thread writes back. The
+     * default.
+     */
+    RTREC_IO_BUFFERED = 0,
+    /**
+     * `O_DIRECT` writes of whole aligned blocks (`io_block`); needs
+     * `RTREC_ALLOC_POOL`, `RTREC_ALLOC_ZERO` or `RTREC_ALLOC_FALLOCATE`.
+     */
+    RTREC_IO_DIRECT = 1,
+    /**
+     * `RTREC_IO_DIRECT` submitted through io_uring with up to `io_depth`
+     * writes in flight. Falls back to buffered writes (with a warning)
+     * when the kernel refuses io_uring.
+     */
+    RTREC_IO_URING = 2,
+    /**
+     * io_uring over the page cache (no `O_DIRECT`, any allocation mode).
+     */
+    RTREC_IO_URING_BUFFERED = 3,
+} rtrec_io;
+
+/**
  * A recording in progress (opaque). One thread records; any thread may
  * finish, abort or destroy it once recording has stopped.
  */
@@ -336,6 +362,23 @@ typedef struct rtrec_config {
      * Default 1 s (also for callers compiled before this field).
      */
     uint64_t sync_every_ns;
+    /**
+     * The write back-end: an `rtrec_io` value. Default
+     * `RTREC_IO_BUFFERED` (also for callers compiled before this field).
+     */
+    int io;
+    /**
+     * `RTREC_IO_URING`, `RTREC_IO_URING_BUFFERED`: writes in flight, each
+     * from its own registered buffer of `io_block` bytes (1 ..= 64). 0:
+     * the default, 4.
+     */
+    uint32_t io_depth;
+    /**
+     * The back-ends other than buffered: the gathering buffer, bytes (a
+     * power of two, 4 KiB ..= 64 MiB, a multiple of the device's logical
+     * block size). 0: the default, 1 MiB.
+     */
+    uint64_t io_block;
 } rtrec_config;
 
 /**

@@ -383,13 +383,17 @@ pub struct RecordArgs {
     )]
     pub alloc: Alloc,
 
-    /// Write back-end: buffered write() into the page cache, or direct (O_DIRECT, aligned blocks straight to the device; needs pool, zero or fallocate files).
+    /// Write back-end: buffered write() into the page cache; direct (O_DIRECT, aligned blocks straight to the device; needs pool, zero or fallocate files); uring (direct, submitted through io_uring with --io-depth writes in flight); uring-buffered (io_uring over the page cache, any allocation mode).
     #[arg(long, value_enum, default_value_t = Config::default().io, value_name = "BACKEND")]
     pub io: Io,
 
-    /// With --io direct: the aligned gathering buffer (a power of two, 4KiB-64MiB).
+    /// With --io direct, uring or uring-buffered: the gathering buffer (a power of two, 4KiB-64MiB; io_uring registers --io-depth of them).
     #[arg(long, default_value = "1MiB", value_name = "SIZE")]
     pub io_block: String,
+
+    /// With --io uring or uring-buffered: writes in flight and registered buffers (1-64).
+    #[arg(long, default_value_t = Config::default().io_depth, value_name = "N")]
+    pub io_depth: u32,
 
     /// Flush strategy: how and when written data are pushed to storage (on the flush thread).
     #[arg(long, value_enum, default_value_t = Config::default().flush, value_name = "STRATEGY")]
@@ -727,8 +731,8 @@ mod tests {
         // bench --study takes a list of names (s1,s2,s3,s4,rtrec or
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
-            checked, 7,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full"
+            checked, 8,
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, bench --hold-rule"
         );
     }
 

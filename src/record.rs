@@ -106,6 +106,7 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
     cfg.io = a.io;
     cfg.io_block = size_arg("io-block", &a.io_block)?;
+    cfg.io_depth = a.io_depth;
     // 0 is allowed here: durable points only when a file is closed.
     cfg.sync_every_ns = match a.sync_every.trim() {
         "0" => 0,

@@ -172,6 +172,30 @@ fn an_unknown_strategy_names_the_choices_and_exits_2() {
 }
 
 #[test]
+fn a_back_end_setting_out_of_range_is_one_sentence_and_exit_2() {
+    for (args, expect) in [
+        (&["--io", "uring", "--io-depth", "0"][..], "queue depth"),
+        (
+            &["--io", "uring-buffered", "--io-depth", "65"][..],
+            "queue depth",
+        ),
+        (
+            &["--io", "direct", "--alloc", "append"][..],
+            "direct I/O needs",
+        ),
+        (
+            &["--io", "uring", "--io-block", "3000B"][..],
+            "power of two",
+        ),
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--count", "5"]);
+        let o = record_refuses(&a, 2);
+        assert!(stderr(&o).contains(expect), "{args:?}: {}", show(&o));
+    }
+}
+
+#[test]
 fn a_missing_directory_is_one_sentence_and_exit_2() {
     let cwd = tempfile::tempdir().unwrap();
     let o = rtrec_in(

@@ -9,8 +9,9 @@
 //!   written before the kill;
 //! - power cuts: the ext4 image lives on a loop-mounted XFS and is
 //!   snapshotted atomically with `cp --reflink=always` while recording
-//!   (pool, zero and append); each snapshot is repaired with `e2fsck -fy`
-//!   and its files are read out with `debugfs rdump` (read-only, no mount
+//!   (pool, zero and append with buffered writes; pool with O_DIRECT;
+//!   zero with io_uring, append with io_uring over the page cache, 4 writes
+//!   in flight); each snapshot is repaired with `e2fsck -fy` and its files are read out with `debugfs rdump` (read-only, no mount
 //!   and no loop device needed for the copies); after `rtrec recover`,
 //!   every record before the durable point `--status` reported just before
 //!   the snapshot must be there, every record the reader accepts must hold
@@ -182,16 +183,27 @@ fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_
         return;
     }
     let allocs = ["append", "fallocate", "fallocate-keep-size", "zero", "pool"];
-    for alloc in allocs {
-        for mode in ["ring", "direct"] {
-            let what = format!("{mode} {alloc}");
+    // Every allocation mode with both write paths and buffered write(); the
+    // io_uring back-ends (4 writes in flight) with an allocation each takes.
+    let runs = allocs
+        .iter()
+        .flat_map(|&a| [(a, "ring", "buffered"), (a, "direct", "buffered")])
+        .chain([
+            ("fallocate", "ring", "uring"),
+            ("pool", "direct", "uring"),
+            ("append", "ring", "uring-buffered"),
+        ]);
+    {
+        for (alloc, mode, io) in runs {
+            let what = format!("{mode} {alloc} {io}");
             let (fs, dir) = small_fs();
             let (_state, json, _) = outside();
             // 4 MiB files on a 64 MiB file system: a file switch finds no
             // room long before 256 MiB are recorded (64 MB/s: the writer
             // keeps up, so the disk fills rather than the ring).
             let o = rtrec()
-                .args(["record", "--mode", mode, "--alloc", alloc])
+                .args(["record", "--mode", mode, "--alloc", alloc, "--io", io])
+                .args(["--io-depth", "4", "--io-block", "256KiB"])
                 .args(["--period", "1ms", "--size", "64KiB", "--total", "256MiB"])
                 .args(["--file-size", "4MiB", "--pool-files", "1", "--no-refill"])
                 .args(["--ring", "32MiB", "--quiet", "--dir"])
@@ -230,8 +242,15 @@ fn a_full_disk_inside_an_appended_file_ends_the_recording_honestly() {
     if !require_privileged("a_full_disk_inside_an_appended_file_ends_the_recording_honestly") {
         return;
     }
-    for mode in ["ring", "direct"] {
-        let what = format!("{mode} append, disk filled while recording");
+    // io_uring over the page cache: the full disk shows in a completion
+    // (with writes in flight), not in the call that submitted it.
+    for (mode, io) in [
+        ("ring", "buffered"),
+        ("direct", "buffered"),
+        ("ring", "uring-buffered"),
+        ("direct", "uring-buffered"),
+    ] {
+        let what = format!("{mode} append {io}, disk filled while recording");
         let (fs, dir) = small_fs();
         // The summary and status go outside the file system being filled.
         let (_state, json, status_path) = outside();
@@ -240,6 +259,8 @@ fn a_full_disk_inside_an_appended_file_ends_the_recording_honestly() {
             &[
                 "--mode",
                 mode,
+                "--io",
+                io,
                 "--alloc",
                 "append",
                 "--period",
@@ -406,7 +427,7 @@ fn ring_mode_killed_keeps_every_record_counted_as_written() {
         let status_path = state.path().join(format!("status-{round}.json"));
         // Rounds take turns with the back-ends: "written" means the same
         // with each.
-        let io = ["buffered", "direct", "uring"][round % 3];
+        let io = ["buffered", "direct", "uring", "uring-buffered"][round % 4];
         let mut child = start(
             &[
                 "--io",
@@ -460,11 +481,12 @@ fn run_ok(cmd: &mut Command) -> Output {
     o
 }
 
-/// One snapshot: where it is, the allocation mode recording, and the
-/// status read just before it was taken.
+/// One snapshot: where it is, the directory (named for the allocation
+/// mode and back-end) recording, and the status read just before it was
+/// taken.
 struct Snapshot {
     image: PathBuf,
-    alloc: &'static str,
+    name: String,
     status: Value,
 }
 
@@ -487,13 +509,26 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
     let ext4 = ext4(256, 8, Some(xfs.path()));
     let state = tempfile::tempdir().unwrap();
     let mut rng = Rng::from_env("RTREC_DURABILITY_SEED");
-    const ROUNDS: usize = 8;
+    const ROUNDS: usize = 6;
     const SIZE: usize = 4096;
     let mut snaps = Vec::new();
-    for alloc in ["pool", "zero", "append"] {
-        let dir = ext4.path().join(alloc);
+    // Buffered write() with each allocation mode; O_DIRECT with pool files;
+    // io_uring with 4 writes in flight, direct (zeroed files) and over the
+    // page cache (appending): a durable point waits for every write before
+    // it to complete.
+    let runs = [
+        ("pool", "buffered"),
+        ("zero", "buffered"),
+        ("append", "buffered"),
+        ("pool", "direct"),
+        ("zero", "uring"),
+        ("append", "uring-buffered"),
+    ];
+    for (alloc, io) in runs {
+        let name = format!("{alloc}-{io}");
+        let dir = ext4.path().join(&name);
         std::fs::create_dir(&dir).unwrap();
-        let status_path = state.path().join(format!("status-{alloc}.json"));
+        let status_path = state.path().join(format!("status-{name}.json"));
         // 1 MiB files fill in about a second: snapshots fall before, in and
         // after file switches.
         let mut child = start(
@@ -502,6 +537,12 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
                 "ring",
                 "--alloc",
                 alloc,
+                "--io",
+                io,
+                "--io-depth",
+                "4",
+                "--io-block",
+                "64KiB",
                 "--period",
                 "1ms",
                 "--size",
@@ -523,7 +564,7 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
         for round in 0..ROUNDS {
             std::thread::sleep(Duration::from_millis(rng.below(700)));
             let status = status(&status_path).unwrap();
-            let image = xfs.path().join(format!("snap-{alloc}-{round}.img"));
+            let image = xfs.path().join(format!("snap-{name}-{round}.img"));
             run_ok(
                 Command::new("cp")
                     .arg("--reflink=always")
@@ -532,7 +573,7 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
             );
             snaps.push(Snapshot {
                 image,
-                alloc,
+                name: name.clone(),
                 status,
             });
         }
@@ -543,7 +584,7 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
     let (mut lost_beyond, mut hidden, mut in_pool, mut wrong) = (0u64, 0u64, 0u64, 0u64);
     let mut durable_records = 0u64;
     for (k, s) in snaps.iter().enumerate() {
-        let what = format!("snapshot {k} ({}, status {})", s.alloc, s.status);
+        let what = format!("snapshot {k} ({}, status {})", s.name, s.status);
         // Repair as after a power cut (exit 0 or 1: clean or repaired).
         let o = Command::new("e2fsck")
             .args(["-f", "-y"])
@@ -560,10 +601,10 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
         run_ok(
             Command::new("debugfs")
                 .arg("-R")
-                .arg(format!("rdump /{} {}", s.alloc, out.display()))
+                .arg(format!("rdump /{} {}", s.name, out.display()))
                 .arg(&s.image),
         );
-        let dir = out.join(s.alloc);
+        let dir = out.join(&s.name);
         // A recording a power cut left in the pool is named by verify and
         // moved back by recover.
         if dir.join(".pool/pool.json").is_file() {

@@ -171,13 +171,21 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_lock_timeout)]
     pub lock_timeout: Option<Duration>,
 
-    /// With --study throughput: how long each probe must hold its rate (default 60s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
-    pub hold: Option<Duration>,
+    /// With --study throughput: how long a probe that decides the sustained rate records (default 60s).
+    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    pub probe_duration: Option<Duration>,
 
-    /// With --study throughput: bisection steps after the first failing rate (default 5).
+    /// With --study throughput: how long each probe of the coarse search records (default 5s; at least --probe-duration: one phase).
+    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    pub coarse_duration: Option<Duration>,
+
+    /// With --study throughput: bisection steps of the coarse search after the first failing rate (default 5).
     #[arg(long, value_name = "N", requires = "study")]
     pub steps: Option<u32>,
+
+    /// With --study throughput: max (every release within one period, no missed period; the default) or p99 (99 % of them).
+    #[arg(long, value_enum, default_value_t = throughput::HoldRule::Max, value_name = "RULE", requires = "study")]
+    pub hold_rule: throughput::HoldRule,
 
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
@@ -492,12 +500,21 @@ fn run_throughput(
     target: Target,
     flusher: FlusherControl,
 ) -> anyhow::Result<i32> {
-    let hold_ns = args.hold.map_or(60_000_000_000, |d| d.as_nanos() as u64);
-    let sizes: Vec<u64> = match args.size {
-        Some(s) => vec![s],
-        None => throughput::SIZES.to_vec(),
+    let opts = throughput::Options {
+        probe_ns: args
+            .probe_duration
+            .map_or(60_000_000_000, |d| d.as_nanos() as u64),
+        coarse_ns: args
+            .coarse_duration
+            .map_or(5_000_000_000, |d| d.as_nanos() as u64),
+        steps: args.steps.unwrap_or(5),
+        sizes: match args.size {
+            Some(s) => vec![s],
+            None => throughput::SIZES.to_vec(),
+        },
+        rule: args.hold_rule,
     };
-    let r = throughput::run(&target.work, hold_ns, args.steps.unwrap_or(5), &sizes);
+    let r = throughput::run(&target.work, &opts);
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;

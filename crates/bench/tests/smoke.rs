@@ -136,10 +136,11 @@ fn none_and_all_run_on_our_own_ext4_and_every_setting_is_put_back() {
         .any(|e| e.file_name().to_string_lossy().starts_with(&ours)));
 }
 
-/// `--study throughput`, shortened to a smoke run (probes of 200 ms, no
-/// bisection step, one record size): every back-end gets a row, the
-/// device's bandwidth was measured, and nothing is left mounted. Asserts no
-/// rate (the VM is noisy).
+/// `--study throughput`, shortened to a smoke run (coarse probes of
+/// 100 ms, full-length ones of 300 ms, no bisection step, one record
+/// size): every back-end gets a row from both phases, the device's
+/// bandwidth was measured, and nothing is left mounted. Asserts no rate
+/// (the VM is noisy).
 #[test]
 fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -154,15 +155,17 @@ fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
     let args = BenchArgs::try_from_words([
         "--study".as_ref(),
         "throughput".as_ref(),
-        "--hold".as_ref(),
-        "200ms".as_ref(),
+        "--probe-duration".as_ref(),
+        "300ms".as_ref(),
+        "--coarse-duration".as_ref(),
+        "100ms".as_ref(),
         "--steps".as_ref(),
         "0".as_ref(),
         "--size".as_ref(),
         "16KiB".as_ref(),
         "--json".as_ref(),
         json.as_os_str(),
-    ] as [&std::ffi::OsStr; 10])
+    ] as [&std::ffi::OsStr; 12])
     .unwrap();
     assert_eq!(rtrec_bench::run(&args).unwrap(), 0);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -174,10 +177,20 @@ fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
         .iter()
         .map(|r| r["io"].as_str().unwrap())
         .collect();
-    assert_eq!(ios, ["buffered", "direct", "uring"]);
+    assert_eq!(ios, ["buffered", "direct", "uring", "uring-buffered"]);
+    assert_eq!(v["hold_rule"], "max");
     for r in v["rows"].as_array().unwrap() {
         assert_eq!(r["record_bytes"], 16384);
-        assert!(!r["probes"].as_array().unwrap().is_empty(), "{r:#}");
+        let probes = r["probes"].as_array().unwrap();
+        // Both phases ran: coarse probes, then at least one full-length.
+        assert_eq!(probes[0]["phase"], "coarse", "{r:#}");
+        let confirm = probes.iter().filter(|p| p["phase"] == "confirm").count();
+        assert!(confirm >= 1, "{r:#}");
+        // The sustained rate is one a full-length probe held, or 0.
+        let held_full = probes
+            .iter()
+            .any(|p| p["phase"] == "confirm" && p["held"] == true);
+        assert_eq!(r["confirmed"], held_full, "{r:#}");
     }
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
     assert!(!mounts.contains(&ours), "a mount was left behind");

@@ -109,17 +109,44 @@ pub enum Io {
     /// points are a device cache flush (`fdatasync`).
     Direct,
     /// [`Io::Direct`] with each block write submitted through io_uring
-    /// (a registered buffer, the file as a fixed file) and its completion
-    /// reaped by the writer. When the kernel refuses io_uring (e.g.
+    /// (registered buffers, the file as a fixed file), up to
+    /// [`Config::io_depth`] writes in flight, their completions reaped by
+    /// the writer. When the kernel refuses io_uring (e.g.
     /// `kernel.io_uring_disabled`), the recording says so in a warning and
     /// writes buffered.
     Uring,
+    /// io_uring over the page cache (no `O_DIRECT`): the gatherer's
+    /// registered buffers and writes in flight of [`Io::Uring`], frames
+    /// written exactly (no padding, no rewrite); the flusher writes back
+    /// dirty pages as with [`Io::Buffered`]. Any allocation mode.
+    UringBuffered,
 }
 
 impl Io {
     fn is_buffered(&self) -> bool {
         *self == Io::Buffered
     }
+
+    /// True for the back-ends that open files with `O_DIRECT`.
+    pub fn is_direct(self) -> bool {
+        matches!(self, Io::Direct | Io::Uring)
+    }
+
+    /// True for the io_uring back-ends.
+    pub fn is_uring(self) -> bool {
+        matches!(self, Io::Uring | Io::UringBuffered)
+    }
+}
+
+/// The default of [`Config::io_depth`]: 4 writes in flight.
+pub const DEFAULT_IO_DEPTH: u32 = 4;
+
+fn default_io_depth() -> u32 {
+    DEFAULT_IO_DEPTH
+}
+
+fn is_default_io_depth(d: &u32) -> bool {
+    *d == DEFAULT_IO_DEPTH
 }
 
 /// The default of [`Config::io_block`]: 1 MiB.
@@ -174,7 +201,12 @@ named_enum!(Flush, "flush", [
     Flush::Sfr => "sfr",
     Flush::Window => "window",
 ]);
-named_enum!(Io, "io", [Io::Buffered => "buffered", Io::Direct => "direct", Io::Uring => "uring"]);
+named_enum!(Io, "io", [
+    Io::Buffered => "buffered",
+    Io::Direct => "direct",
+    Io::Uring => "uring",
+    Io::UringBuffered => "uring-buffered",
+]);
 named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
 named_enum!(Framing, "framing", [
     Framing::Framed => "framed",
@@ -396,6 +428,13 @@ pub struct Config {
         skip_serializing_if = "is_default_io_block"
     )]
     pub io_block: u64,
+    /// The io_uring back-ends: writes in flight and registered buffers of
+    /// `io_block` bytes (1 ..= 64; default [`DEFAULT_IO_DEPTH`]).
+    #[serde(
+        default = "default_io_depth",
+        skip_serializing_if = "is_default_io_depth"
+    )]
+    pub io_depth: u32,
 }
 
 /// An open `trace_marker` file: [`TraceMarker::mark`] writes one short
@@ -485,6 +524,7 @@ impl Default for Config {
             trace_marker: None,
             io: Io::Buffered,
             io_block: DEFAULT_IO_BLOCK,
+            io_depth: DEFAULT_IO_DEPTH,
         }
     }
 }
@@ -603,13 +643,16 @@ impl Config {
         if self.max_latency_ns == 0 || self.max_latency_ns > 60_000_000_000 {
             return Err(ConfigError::BadMaxLatency);
         }
-        if self.io != Io::Buffered {
-            if matches!(self.alloc, Alloc::Append | Alloc::FallocateKeepSize) {
-                return Err(ConfigError::DirectNeedsAllocatedFiles(self.alloc.name()));
-            }
-            if !self.io_block.is_power_of_two() || !(4096..=64 << 20).contains(&self.io_block) {
-                return Err(ConfigError::BadIoBlock(self.io_block));
-            }
+        if self.io.is_direct() && matches!(self.alloc, Alloc::Append | Alloc::FallocateKeepSize) {
+            return Err(ConfigError::DirectNeedsAllocatedFiles(self.alloc.name()));
+        }
+        if self.io != Io::Buffered
+            && (!self.io_block.is_power_of_two() || !(4096..=64 << 20).contains(&self.io_block))
+        {
+            return Err(ConfigError::BadIoBlock(self.io_block));
+        }
+        if self.io.is_uring() && !(1..=64).contains(&self.io_depth) {
+            return Err(ConfigError::BadIoDepth(self.io_depth));
         }
         Ok(())
     }

@@ -168,6 +168,9 @@ pub enum ConfigError {
     /// A direct I/O block that is not a power of two between 4 KiB and 64 MiB.
     #[error("the direct I/O block must be a power of two between 4 KiB and 64 MiB, not {0} bytes")]
     BadIoBlock(u64),
+    /// An io_uring queue depth outside 1 ..= 64.
+    #[error("the io_uring queue depth must be between 1 and 64, not {0}")]
+    BadIoDepth(u32),
     /// A packed frame's maximum latency outside 1 ns .. 60 s.
     #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
     BadMaxLatency,

@@ -67,7 +67,7 @@ pub mod reader;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
-    RtConfig, TraceMarker, DEFAULT_SYNC_EVERY_NS,
+    RtConfig, TraceMarker, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH, DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};

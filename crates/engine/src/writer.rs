@@ -17,6 +17,19 @@
 //! `writer_failed` drops and covered by the loss frame the recording ends
 //! with, like a failed record of its own frame.
 //!
+//! With an io_uring back-end ([`Io::Uring`], [`Io::UringBuffered`]) a
+//! frame's writes complete after `put` returns: data frames wait in a small
+//! ledger ([`Pending`], [`LEDGER`] entries allocated once) and count as
+//! written — and are published to the flusher, so for the next durable
+//! point — only when the gatherer's completed offset passes their end
+//! (reaped after each frame, on each poll of the writer thread, and while
+//! it is idle). Every other frame (loss, trigger, end) first waits for all
+//! writes in flight, and then for its own: they stay in sequence order with
+//! the data frames, and a failure found then is handled before them. A
+//! failed completion is handled like a failed `write()`: the frames from
+//! the one it hit on are rolled back, their records counted as discarded
+//! and stored as the closing loss.
+//!
 //! Write errors end the recording honestly (see `docs/durability.md`): a
 //! failed `write()` is rolled back to the start of its frame; from then on
 //! records are dropped and counted, and [`Writer::finish`] stores them as
@@ -27,6 +40,7 @@
 //! opens the next file before closing the current one, so a next file that
 //! cannot be had leaves the current one open for those closing frames.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -98,6 +112,29 @@ pub(crate) struct WriterReport {
     pub(crate) warnings: Vec<String>,
 }
 
+/// io_uring back-ends: the most data frames whose writes may be in flight
+/// (the writer waits for the oldest when the ledger is full).
+pub(crate) const LEDGER: usize = 256;
+
+/// io_uring back-ends: a data frame submitted and not yet counted as
+/// written (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// File offsets of the frame's first byte and of its end.
+    start: u64,
+    end: u64,
+    /// The chain value before it (restored when it fails).
+    chain: u32,
+    /// Its first sequence number, and the next one after it.
+    first_seq: u64,
+    seq_after: u64,
+    /// Records and payload bytes in it.
+    records: u64,
+    bytes: u64,
+    /// When it was submitted (`CLOCK_MONOTONIC`, ns).
+    t0: u64,
+}
+
 /// Packed framing: the frame being filled (see the module docs).
 struct OpenPack {
     /// [`PackedInfo`] space, then each record behind its LEB128 length.
@@ -145,8 +182,16 @@ pub(crate) struct Writer {
     report: WriterReport,
     live: Arc<LiveStats>,
     pack: OpenPack,
-    /// [`Io::Direct`]: the aligned gatherer every frame goes through.
+    /// [`Io::Direct`] and the io_uring back-ends: the aligned gatherer
+    /// every frame goes through.
     gather: Option<Gather>,
+    /// io_uring back-ends: data frames submitted, not yet counted.
+    ledger: VecDeque<Pending>,
+    /// The last frame `put`: its start offset, the chain before it, its
+    /// first sequence number, when it was submitted.
+    last_put: (u64, u32, u64, u64),
+    /// The completed offset last given to the flusher.
+    advanced: u64,
 }
 
 impl Writer {
@@ -220,25 +265,28 @@ impl Writer {
                 Gather::new(cfg.io_block)
                     .map_err(|e| Error::io("allocating the direct I/O buffer for", dir, e))?,
             ),
-            Io::Uring => match Gather::uring(cfg.io_block) {
-                Ok(g) => Some(g),
-                Err(e) => {
-                    report.warnings.push(format!(
+            Io::Uring | Io::UringBuffered => {
+                match Gather::uring(cfg.io_block, cfg.io_depth, cfg.io.is_direct()) {
+                    Ok(g) => Some(g),
+                    Err(e) => {
+                        report.warnings.push(format!(
                         "the kernel refused io_uring ({e}; see the sysctl kernel.io_uring_disabled); writing with buffered write() instead"
                     ));
-                    cfg.io = Io::Buffered;
-                    None
+                        cfg.io = Io::Buffered;
+                        None
+                    }
                 }
-            },
+            }
         };
         // Direct I/O leaves no dirty page to write back: the flush thread
         // only makes the durability points (a device cache flush).
-        let flush_cfg = match cfg.io {
-            Io::Buffered => cfg.clone(),
-            Io::Direct | Io::Uring => Config {
+        let flush_cfg = if cfg.io.is_direct() {
+            Config {
                 flush: Flush::None,
                 ..cfg.clone()
-            },
+            }
+        } else {
+            cfg.clone()
         };
         let flusher = Flusher::start(&flush_cfg, live.clone())
             .map_err(|e| Error::io("starting the flush thread for", dir, e))?;
@@ -276,7 +324,14 @@ impl Writer {
                 first_ts: 0,
                 last_ts: 0,
             },
+            ledger: VecDeque::with_capacity(if gather.as_ref().is_some_and(Gather::is_async) {
+                LEDGER
+            } else {
+                0
+            }),
             gather,
+            last_put: (0, 0, 0, 0),
+            advanced: 0,
         };
         if w.cfg.framing == Framing::Packed {
             w.pack.buf.reserve_exact(PACKED_PAYLOAD);
@@ -432,6 +487,9 @@ impl Writer {
     /// keeps the first failure. `post`: the post-trigger span and records
     /// captured.
     pub(crate) fn abort_event(&mut self, post: (u64, u64)) {
+        if let Some(g) = self.gather.as_mut() {
+            let _ = g.wait_all();
+        }
         self.release_reserve();
         if self.cur.is_some() {
             if let Some(seq) = self.failed_seq.filter(|&s| s >= self.next_seq) {
@@ -507,21 +565,159 @@ impl Writer {
         }
         r?;
         self.next_seq = seq + 1;
-        self.count_written(1, payload.len() as u64, dt);
+        self.wrote(1, payload.len() as u64, dt)
+    }
+
+    /// The frame just `put` holds `records` records of `bytes` bytes and
+    /// took `dt` ns: counted as written now, or (io_uring) queued in the
+    /// ledger until its writes complete.
+    fn wrote(&mut self, records: u64, bytes: u64, dt: u64) -> Step {
+        if !self.is_async() {
+            self.count_written(records, bytes, dt, self.next_seq);
+            return Ok(());
+        }
+        let (start, chain, first_seq, t0) = self.last_put;
+        let end = self.cur.as_ref().map_or(start, |c| c.offset);
+        self.ledger.push_back(Pending {
+            start,
+            end,
+            chain,
+            first_seq,
+            seq_after: self.next_seq,
+            records,
+            bytes,
+            t0,
+        });
+        let r = self.reap(false);
+        if r.is_err() {
+            // This frame's records are the caller's to count (as for a
+            // failed `write()` of it); the frames before it were counted.
+            self.report.discarded = self.report.discarded.saturating_sub(records);
+        }
+        r
+    }
+
+    /// True with an io_uring back-end (writes complete later).
+    fn is_async(&self) -> bool {
+        self.gather.as_ref().is_some_and(Gather::is_async)
+    }
+
+    /// io_uring back-ends: reaps the completions that came (all, waiting
+    /// for them, when `all`), counts the frames now wholly written, and
+    /// handles a failed write.
+    fn reap(&mut self, all: bool) -> Step {
+        let r = match self.gather.as_mut() {
+            Some(g) if g.is_async() => {
+                if all {
+                    g.wait_all()
+                } else {
+                    g.poll()
+                }
+            }
+            _ => return Ok(()),
+        };
+        self.reaped(r)
+    }
+
+    /// After reaping (`r`: how the wait went): counts the frames the
+    /// completed offset passed, or handles the first failed write.
+    fn reaped(&mut self, r: io::Result<()>) -> Step {
+        let Some(g) = self.gather.as_mut() else {
+            return Ok(());
+        };
+        let err = match r {
+            Err(e) => Some((g.completed_to(), e)),
+            Ok(()) => g.take_error(),
+        };
+        if let Some((off, e)) = err {
+            return Err(self.async_failed(off, Failure::from_io(&e)));
+        }
+        let done = g.completed_to();
+        self.count_completed(done);
         Ok(())
     }
 
-    /// Counts records as written by one `write()` that took `dt` ns.
-    fn count_written(&mut self, records: u64, bytes: u64, dt: u64) {
+    /// Counts the ledger's frames that end at or before `done`.
+    fn count_completed(&mut self, done: u64) {
+        let now = sys::monotonic_ns();
+        while let Some(p) = self.ledger.front().copied().filter(|p| p.end <= done) {
+            self.ledger.pop_front();
+            self.count_written(p.records, p.bytes, now.saturating_sub(p.t0), p.seq_after);
+        }
+        if done > self.advanced {
+            self.advanced = done;
+            self.flusher.advance(done);
+        }
+    }
+
+    /// io_uring back-ends: a write at file offset `off` failed with `e`.
+    /// Waits for the other writes in flight; the frames before `off` are
+    /// written, the rest are rolled back and their records discarded
+    /// (stored as the closing loss), as after a failed `write()`.
+    fn async_failed(&mut self, off: u64, e: Failure) -> Failure {
+        let (mut off, mut e) = (off, e);
+        if let Some(g) = self.gather.as_mut() {
+            let _ = g.wait_all();
+            if let Some((o, earlier)) = g.take_error().filter(|(o, _)| *o < off) {
+                (off, e) = (o, Failure::from_io(&earlier));
+            }
+        }
+        self.count_completed(off);
+        let mut back = off;
+        if let Some(first) = self.ledger.front().copied() {
+            back = first.start;
+            self.chain = first.chain;
+            self.next_seq = first.first_seq;
+            let mut last = first.first_seq;
+            for p in self.ledger.drain(..) {
+                self.report.discarded += p.records;
+                last = last.max(p.seq_after.saturating_sub(1));
+            }
+            self.failed_seq = Some(self.failed_seq.map_or(last, |s| s.max(last)));
+        }
+        let mut f = e;
+        if let (Some(cur), Some(g)) = (self.cur.as_mut(), self.gather.as_mut()) {
+            f = f.context(&format!("writing '{}'", cur.path.display()));
+            if back < cur.offset {
+                cur.offset = back;
+            }
+            let _ = g.rollback(&cur.file, cur.offset);
+        }
+        self.fail(f)
+    }
+
+    /// io_uring back-ends: waits for all writes in flight and counts them
+    /// (before a frame that must follow them, and at the end).
+    fn settle(&mut self) -> Step {
+        self.reap(true)
+    }
+
+    /// Ring mode, nothing to write: waits for a write in flight, if any,
+    /// and counts what completed; false (nothing waited) otherwise, so the
+    /// writer thread sleeps its poll interval.
+    pub(crate) fn wait_in_flight(&mut self) -> Result<bool, Failure> {
+        match self.gather.as_mut() {
+            Some(g) if g.in_flight() => {
+                let r = g.wait_one();
+                self.reaped(r)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Counts records as written by one `write()` that took `dt` ns; every
+    /// record before `seq_after` is written.
+    fn count_written(&mut self, records: u64, bytes: u64, dt: u64, seq_after: u64) {
         self.report.write_lat.record(dt);
         if self.report.write_samples.len() < self.report.write_samples.capacity() {
             self.report.write_samples.push(dt);
         }
         self.report.records_written += records;
         self.report.bytes_written += bytes;
-        // Everything before `next_seq` is now written (packed framing: the
+        // Everything before `seq_after` is now written (packed framing: the
         // open frame was just written whole).
-        self.flusher.publish(self.next_seq);
+        self.flusher.publish(seq_after);
         self.live
             .records_written
             .store(self.report.records_written, Ordering::Relaxed);
@@ -568,6 +764,7 @@ impl Writer {
     /// thread calls it on each poll, so a frame never waits for the next
     /// record.
     pub(crate) fn tick(&mut self, now: u64) -> Step {
+        self.reap(false)?;
         if self.pack.count > 0 && now.saturating_sub(self.pack.first_ts) >= self.cfg.max_latency_ns
         {
             self.seal()?;
@@ -598,17 +795,15 @@ impl Writer {
         );
         let dt = sys::monotonic_ns() - t0;
         self.pack.buf = buf;
-        match r {
-            Ok(()) => {
-                self.count_written(records, bytes, dt);
-                Ok(())
-            }
+        match r.and_then(|()| self.wrote(records, bytes, dt)) {
+            Ok(()) => Ok(()),
             Err(e) => {
-                // Not stored: from the open frame's first record on, the
+                // Not stored: from the open frame's first record on (or an
+                // earlier frame's, when a write in flight failed too), the
                 // recording ends with a loss frame (see `finish`), and these
                 // records count as accepted but not stored.
                 self.report.discarded += records;
-                self.next_seq = self.pack.first_seq;
+                self.next_seq = self.next_seq.min(self.pack.first_seq);
                 let last = self.pack.first_seq + records - 1;
                 self.failed_seq = Some(self.failed_seq.map_or(last, |s| s.max(last)));
                 Err(e)
@@ -624,8 +819,10 @@ impl Writer {
     /// [`Writer::write_loss`]; `rotate`: may move to the next file for room
     /// (false after a failure: the frame goes into the reserved room).
     fn store_loss(&mut self, loss: LossPayload, ts_ns: u64, rotate: bool) -> Step {
-        // Frames stay in sequence order: the open frame goes first.
+        // Frames stay in sequence order: the open frame goes first, and the
+        // writes in flight complete before.
         self.seal()?;
+        self.settle()?;
         self.dropped += loss.count;
         self.next_seq = self.next_seq.max(loss.first_seq + loss.count);
         if self.cfg.framing == Framing::Raw {
@@ -663,6 +860,7 @@ impl Writer {
             return Ok(());
         }
         self.seal()?;
+        self.settle()?;
         self.ensure_room(self.cfg.stored_len(payload.len()))?;
         self.put(kind, seq, ts_ns, payload)
     }
@@ -701,10 +899,41 @@ impl Writer {
     /// A failed call is rolled back: the file position goes back to the
     /// frame's start (a partial frame there is overwritten by the closing
     /// frames, or cut off at close) and the chain to the frame before.
+    ///
+    /// io_uring back-ends: a data frame's writes are left in flight (see
+    /// [`Writer::wrote`]); any other frame's are waited for here.
     fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
+        if self.is_async() && matches!(kind, FrameKind::Data | FrameKind::Packed) {
+            // A full ledger: the oldest frame's writes first, before this
+            // frame is submitted (a failure then is an earlier frame's).
+            while self.ledger.len() == LEDGER {
+                let r = self.gather.as_mut().map_or(Ok(()), Gather::wait_one);
+                self.reaped(r)?;
+            }
+        }
         let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
-        self.put_inner(kind, seq, ts_ns, payload).map_err(|e| {
+        self.last_put = (start.unwrap_or(0), chain, seq, sys::monotonic_ns());
+        let r =
+            self.put_inner(kind, seq, ts_ns, payload)
+                .and_then(|()| match self.gather.as_mut() {
+                    Some(g)
+                        if g.is_async() && !matches!(kind, FrameKind::Data | FrameKind::Packed) =>
+                    {
+                        g.wait_all()?;
+                        match g.take_error() {
+                            Some((_, e)) => Err(e.into()),
+                            None => Ok(()),
+                        }
+                    }
+                    _ => Ok(()),
+                });
+        r.map_err(|e| {
             self.chain = chain;
+            if self.is_async() {
+                // Earlier frames' writes may have failed too: the rollback
+                // goes to the first frame hit.
+                return self.async_failed(start.unwrap_or(0), e);
+            }
             // Which file, for the one sentence (the error path only).
             let e = match &self.cur {
                 Some(cur) => e.context(&format!("writing '{}'", cur.path.display())),
@@ -776,7 +1005,9 @@ impl Writer {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.flusher.advance(cur.offset);
+        if !self.gather.as_ref().is_some_and(Gather::is_async) {
+            self.flusher.advance(cur.offset);
+        }
         Ok(())
     }
 
@@ -788,6 +1019,7 @@ impl Writer {
         post: (u64, u64),
     ) -> Step {
         self.seal()?;
+        self.settle()?;
         if self.cfg.framing.has_frames() {
             let end = EndPayload {
                 complete,
@@ -840,6 +1072,10 @@ impl Writer {
     /// frame is marked aborted with the failure's sentence, whatever
     /// `complete` says.
     pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
+        // The writes in flight first: a failure among them is stored below.
+        if !self.failed() {
+            let _ = self.settle();
+        }
         let failed = self.failed();
         if failed {
             self.release_reserve();

@@ -128,7 +128,16 @@ pub(crate) fn run_writer(
                     None => shared.failed.store(true, Ordering::Release),
                 }
             }
-            std::thread::sleep(Duration::from_micros(poll_us));
+            // io_uring: a write in flight is waited for (and counted) in
+            // place of the sleep.
+            match w.wait_in_flight() {
+                Ok(true) => {}
+                Ok(false) => std::thread::sleep(Duration::from_micros(poll_us)),
+                Err(_) => match flight.as_mut() {
+                    Some(f) => f.abort(&mut w),
+                    None => shared.failed.store(true, Ordering::Release),
+                },
+            }
         }
     }
     let end_seq = shared.end_seq.load(Ordering::Acquire);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use rtrec_engine::format::FileHeader;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
-use rtrec_engine::{Alloc, Config, Error, Flush, Io, Mode, Recorder, MIB};
+use rtrec_engine::{Alloc, Config, Error, Flush, Io, Mode, Recorder, DEFAULT_IO_BLOCK, MIB};
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 
 const FILE_SIZE: u64 = 8 * MIB;
@@ -51,7 +51,8 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
     }
     let fs = LoopFs::create(&LoopFsOptions::default()).unwrap();
     // The O_DIRECT back-end with every allocation that reserves its blocks,
-    // and io_uring.
+    // and io_uring, direct and over the page cache, with small buffers so
+    // that several writes are in flight (depth 4) and buffers are reused.
     let configurations = [
         (Alloc::Append, Flush::Fdatasync, Io::Buffered),
         (Alloc::Fallocate, Flush::Sfr, Io::Buffered),
@@ -62,6 +63,8 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
         (Alloc::Pool, Flush::Window, Io::Direct),
         (Alloc::Zero, Flush::Window, Io::Uring),
         (Alloc::Pool, Flush::Window, Io::Uring),
+        (Alloc::Append, Flush::Fdatasync, Io::UringBuffered),
+        (Alloc::Pool, Flush::Window, Io::UringBuffered),
     ];
     for mode in [Mode::Ring, Mode::Direct] {
         for (alloc, flush, io) in configurations {
@@ -80,6 +83,12 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
                 // scheduled.
                 ring_bytes: 16 * MIB as usize,
                 writer_poll_us: 100,
+                io_block: if io.is_uring() {
+                    64 * 1024
+                } else {
+                    DEFAULT_IO_BLOCK
+                },
+                io_depth: 4,
                 ..Config::default()
             };
             let mut rec = Recorder::create(&dir, cfg).unwrap();

@@ -13,8 +13,8 @@ use std::mem::{offset_of, size_of};
 use libc::E2BIG;
 
 use rtrec_engine::{
-    Alloc, Config, FlightConfig, Flush, Framing, Mode, OnFull, OnPoolEmpty, PoolConfig, RtConfig,
-    Workload,
+    Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
+    RtConfig, Workload, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
 };
 
 use crate::error::{guard, read_struct, write_struct, Extensible, Fail, WriteSize};
@@ -118,6 +118,24 @@ pub enum rtrec_on_full {
     RTREC_ON_FULL_BLOCK = 1,
 }
 
+/// How the writer gets data to the file (`rtrec_config.io`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum rtrec_io {
+    /// `write()` into the page cache; the flush thread writes back. The
+    /// default.
+    RTREC_IO_BUFFERED = 0,
+    /// `O_DIRECT` writes of whole aligned blocks (`io_block`); needs
+    /// `RTREC_ALLOC_POOL`, `RTREC_ALLOC_ZERO` or `RTREC_ALLOC_FALLOCATE`.
+    RTREC_IO_DIRECT = 1,
+    /// `RTREC_IO_DIRECT` submitted through io_uring with up to `io_depth`
+    /// writes in flight. Falls back to buffered writes (with a warning)
+    /// when the kernel refuses io_uring.
+    RTREC_IO_URING = 2,
+    /// io_uring over the page cache (no `O_DIRECT`, any allocation mode).
+    RTREC_IO_URING_BUFFERED = 3,
+}
+
 /// Each C value with the engine's, in documentation order. A test checks
 /// that every engine strategy has one: a new engine strategy needs a line
 /// here and a new enum value above.
@@ -150,6 +168,12 @@ const FRAMINGS: &[(rtrec_framing, Framing)] = &[
 const ON_FULLS: &[(rtrec_on_full, OnFull)] = &[
     (rtrec_on_full::RTREC_ON_FULL_DROP, OnFull::Drop),
     (rtrec_on_full::RTREC_ON_FULL_BLOCK, OnFull::Block),
+];
+const IOS: &[(rtrec_io, Io)] = &[
+    (rtrec_io::RTREC_IO_BUFFERED, Io::Buffered),
+    (rtrec_io::RTREC_IO_DIRECT, Io::Direct),
+    (rtrec_io::RTREC_IO_URING, Io::Uring),
+    (rtrec_io::RTREC_IO_URING_BUFFERED, Io::UringBuffered),
 ];
 const POOL_EMPTIES: &[(rtrec_pool_empty, OnPoolEmpty)] = &[
     (
@@ -202,7 +226,8 @@ into_c_int!(
     rtrec_flush,
     rtrec_framing,
     rtrec_pool_empty,
-    rtrec_on_full
+    rtrec_on_full,
+    rtrec_io
 );
 
 /// How a recording is written: the C mirror of the engine's configuration.
@@ -307,6 +332,17 @@ pub struct rtrec_config {
     /// point (`rtrec_summary.durable_seq`); 0: only when a file is closed.
     /// Default 1 s (also for callers compiled before this field).
     pub sync_every_ns: u64,
+    /// The write back-end: an `rtrec_io` value. Default
+    /// `RTREC_IO_BUFFERED` (also for callers compiled before this field).
+    pub io: c_int,
+    /// `RTREC_IO_URING`, `RTREC_IO_URING_BUFFERED`: writes in flight, each
+    /// from its own registered buffer of `io_block` bytes (1 ..= 64). 0:
+    /// the default, 4.
+    pub io_depth: u32,
+    /// The back-ends other than buffered: the gathering buffer, bytes (a
+    /// power of two, 4 KiB ..= 64 MiB, a multiple of the device's logical
+    /// block size). 0: the default, 1 MiB.
+    pub io_block: u64,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
@@ -336,6 +372,10 @@ pub(crate) const CONFIG_SIZE_VER3: usize = offset_of!(rtrec_config, reserved1) +
 #[cfg(test)]
 pub(crate) const CONFIG_SIZE_VER4: usize =
     offset_of!(rtrec_config, sync_every_ns) + size_of::<u64>();
+
+/// Size of the sixth version (`io`, `io_depth`, `io_block`).
+#[cfg(test)]
+pub(crate) const CONFIG_SIZE_VER5: usize = offset_of!(rtrec_config, io_block) + size_of::<u64>();
 
 /// `-1` for `None`, the value otherwise.
 fn cpu_to_c(cpu: Option<usize>) -> c_int {
@@ -399,6 +439,9 @@ impl rtrec_config {
             on_full: to_c(ON_FULLS, c.on_full)?,
             reserved1: 0,
             sync_every_ns: c.sync_every_ns,
+            io: to_c(IOS, c.io)?,
+            io_depth: c.io_depth,
+            io_block: c.io_block,
         })
     }
 
@@ -495,6 +538,15 @@ impl rtrec_config {
             pool,
             flight,
             on_full: from_c(ON_FULLS, self.on_full, "on_full")?,
+            io: from_c(IOS, self.io, "io")?,
+            io_depth: match self.io_depth {
+                0 => DEFAULT_IO_DEPTH,
+                n => n,
+            },
+            io_block: match self.io_block {
+                0 => DEFAULT_IO_BLOCK,
+                n => n,
+            },
             ..d
         };
         // 0 asks for the engine's sizing: the same rules `rtrec record`
@@ -600,6 +652,12 @@ mod tests {
                 "ring-full policy {n} needs an RTREC_ON_FULL_ value"
             );
         }
+        for (v, n) in Io::ALL {
+            assert!(
+                to_c(IOS, *v).is_ok(),
+                "back-end {n} needs an RTREC_IO_ value"
+            );
+        }
         for (v, n) in OnPoolEmpty::ALL {
             assert!(
                 to_c(POOL_EMPTIES, *v).is_ok(),
@@ -616,8 +674,44 @@ mod tests {
         assert_eq!(CONFIG_SIZE_VER1, rtrec_config::SIZE_VER0 + 48);
         assert_eq!(CONFIG_SIZE_VER2, CONFIG_SIZE_VER1 + 8);
         assert_eq!(CONFIG_SIZE_VER3, CONFIG_SIZE_VER2 + 8);
-        assert_eq!(CONFIG_SIZE_VER4, size_of::<rtrec_config>());
         assert_eq!(CONFIG_SIZE_VER4, CONFIG_SIZE_VER3 + 8);
+        assert_eq!(CONFIG_SIZE_VER5, size_of::<rtrec_config>());
+        assert_eq!(CONFIG_SIZE_VER5, CONFIG_SIZE_VER4 + 16);
+    }
+
+    #[test]
+    fn a_version_4_callers_struct_writes_buffered_and_the_back_end_fields_reach_the_engine() {
+        // Compiled before the back-end fields: they are not read.
+        let mut c = init();
+        c.struct_size = CONFIG_SIZE_VER4;
+        (c.io, c.io_depth, c.io_block) = (99, 99, 3);
+        // SAFETY: the struct is larger than struct_size.
+        let e = unsafe { rtrec_config::read(&c) }.unwrap();
+        assert_eq!(
+            (e.io, e.io_depth, e.io_block),
+            (Io::Buffered, DEFAULT_IO_DEPTH, DEFAULT_IO_BLOCK)
+        );
+        // Version 5: they reach the engine; 0 asks for the defaults.
+        let mut c = init();
+        assert_eq!((c.io, c.io_depth, c.io_block), (0, 4, 1 << 20));
+        (c.io, c.io_depth, c.io_block) = (rtrec_io::RTREC_IO_URING as c_int, 8, 1 << 16);
+        // SAFETY: a valid, sized struct.
+        let e = unsafe { rtrec_config::read(&c) }.unwrap();
+        assert_eq!((e.io, e.io_depth, e.io_block), (Io::Uring, 8, 1 << 16));
+        (c.io, c.io_depth, c.io_block) = (rtrec_io::RTREC_IO_URING_BUFFERED as c_int, 0, 0);
+        // SAFETY: as above.
+        let e = unsafe { rtrec_config::read(&c) }.unwrap();
+        assert_eq!(
+            (e.io, e.io_depth, e.io_block),
+            (Io::UringBuffered, DEFAULT_IO_DEPTH, DEFAULT_IO_BLOCK)
+        );
+        // A value this library does not know, and a depth out of range.
+        for (io, depth) in [(4, 4), (rtrec_io::RTREC_IO_URING as c_int, 65)] {
+            (c.io, c.io_depth) = (io, depth);
+            // SAFETY: as above.
+            let e = unsafe { rtrec_config::read(&c) }.unwrap_err();
+            assert_eq!(e.errno, libc::EINVAL, "{io} {depth}");
+        }
     }
 
     #[test]

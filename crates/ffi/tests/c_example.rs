@@ -1,6 +1,7 @@
 //! The C examples compile with `cc` against `include/rtrec.h` and the
 //! static library, run, and leave recordings that `verify` reads back
-//! complete: `examples/record.c` 1,000 records, counters in order, no gap;
+//! complete: `examples/record.c` 1,000 records, counters in order, no gap,
+//! with the default back-end and with `O_DIRECT` and io_uring;
 //! `examples/flight.c` 10 event files, each opening with its trigger.
 //!
 //! # Finding `librtrec.a`
@@ -105,7 +106,11 @@ fn compile_example(cc: &str, name: &str, out: &Path) {
 /// Compiles `examples/NAME.c`, runs it on a fresh directory and requires
 /// success; returns the temporary directory (kept alive), the recording
 /// directory and the example's stdout.
-fn build_and_run(cc: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+fn build_and_run(
+    cc: &str,
+    name: &str,
+    args: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, String) {
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join(name);
     compile_example(cc, name, &exe);
@@ -113,6 +118,7 @@ fn build_and_run(cc: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf
     std::fs::create_dir(&dir).unwrap();
     let o = Command::new(&exe)
         .arg(&dir)
+        .args(args)
         .output()
         .expect("running the example");
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -141,7 +147,26 @@ fn the_c_example_records_1000_records_that_verify_complete_and_in_order() {
         eprintln!("skipped: no C compiler (cc or $CC) to build examples/record.c");
         return;
     };
-    let (_tmp, dir, stdout) = build_and_run(&cc, "record");
+    check_record_example(&cc, &[]);
+}
+
+#[test]
+fn the_c_example_records_the_same_with_o_direct_and_io_uring() {
+    let Some(cc) = c_compiler() else {
+        eprintln!("skipped: no C compiler (cc or $CC) to build examples/record.c");
+        return;
+    };
+    // The temporary directory's file system must take O_DIRECT (as the
+    // CI's ext4 does); a kernel that refuses io_uring falls back to
+    // buffered writes, which record the same.
+    for io in ["direct", "uring", "uring-buffered"] {
+        check_record_example(&cc, &[io]);
+    }
+}
+
+/// Runs `examples/record.c DIR ARGS` and checks its 1,000 records.
+fn check_record_example(cc: &str, args: &[&str]) {
+    let (_tmp, dir, stdout) = build_and_run(cc, "record", args);
 
     assert_eq!(value(&stdout, "records_offered"), 1000);
     assert_eq!(value(&stdout, "records_written"), 1000);
@@ -233,7 +258,7 @@ fn the_flight_example_saves_10_complete_event_files_that_open_with_their_trigger
         eprintln!("skipped: no C compiler (cc or $CC) to build examples/flight.c");
         return;
     };
-    let (_tmp, dir, stdout) = build_and_run(&cc, "flight");
+    let (_tmp, dir, stdout) = build_and_run(&cc, "flight", &[]);
 
     assert_eq!(value(&stdout, "pool_prepared"), 12);
     assert_eq!(value(&stdout, "records_offered"), 2000);
