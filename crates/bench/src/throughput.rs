@@ -26,6 +26,13 @@
 //!   that is deleted after it, so probes do not fill the file system; a
 //!   rate whose recording would not fit in the free space is not probed
 //!   (the row then says the limit was the space, `capped`).
+//! - **The producer runs at SCHED_FIFO priority [`PRODUCER_PRIORITY`]** on
+//!   a thread of its own, as a periodic application that cares about its
+//!   schedule would: the question is what the back-end sustains, and a
+//!   producer at normal priority on a busy machine is late by milliseconds
+//!   whatever the back-end does. When the priority is refused (no
+//!   `CAP_SYS_NICE`), the probe runs at normal priority and the report says
+//!   so (`producer`).
 //! - **The device's bandwidth** comes from `fio` (sequential 1 MiB direct
 //!   writes) when it is installed, else from our own sequential `O_DIRECT`
 //!   writer of 1 MiB blocks into a pre-allocated file; both on the same
@@ -49,6 +56,11 @@ pub const STEP_DOWN: f64 = 0.9;
 /// The most step-downs of the confirmation phase (0.9^8 ≈ 0.43 of the
 /// coarse candidate).
 pub const MAX_STEP_DOWNS: u32 = 8;
+
+/// The SCHED_FIFO priority of a probe's producer thread: a middle
+/// priority, below the kernel's threaded interrupts (50 on PREEMPT_RT), so
+/// it never starves the I/O completions it waits for.
+pub const PRODUCER_PRIORITY: i32 = 40;
 
 /// How a probe's lateness is judged.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -139,6 +151,8 @@ pub struct ThroughputReport {
     pub coarse_s: f64,
     /// How lateness was judged.
     pub hold_rule: HoldRule,
+    /// The producer's scheduling: `SCHED_FIFO 40`, or `normal` and why.
+    pub producer: String,
     /// The device's sequential write bandwidth, bytes/s.
     pub device_bytes_per_s: f64,
     /// How it was measured: `fio` or `own O_DIRECT writer`.
@@ -157,6 +171,8 @@ pub fn run(work: &Path, o: &Options) -> anyhow::Result<ThroughputReport> {
         "rtrec bench: the device writes {}/s sequentially ({method})",
         rtrec_units::format_size(device as u64)
     );
+    let producer = producer_scheduling();
+    eprintln!("rtrec bench: the probes' producer runs at {producer}");
     let mut rows = Vec::new();
     for &size in &o.sizes {
         for (io, _) in Io::ALL {
@@ -176,6 +192,7 @@ pub fn run(work: &Path, o: &Options) -> anyhow::Result<ThroughputReport> {
         probe_s: o.probe_ns as f64 / 1e9,
         coarse_s: o.coarse_ns.min(o.probe_ns) as f64 / 1e9,
         hold_rule: o.rule,
+        producer,
         device_bytes_per_s: device,
         device_method: method,
         rows,
@@ -303,10 +320,18 @@ fn probe(
     let mut rec = Recorder::create(&dir, cfg).context("starting a throughput probe")?;
     let buf = vec![0xa5u8; size as usize];
     let mut timer = PeriodicTimer::new(period_ns);
-    for _ in 0..records {
-        timer.wait();
-        let _ = rec.record(&buf);
-    }
+    // The producer on a thread of its own at real-time priority (see the
+    // module docs); a refusal leaves it at normal priority, which
+    // `producer_scheduling` has already reported.
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _ = sys::set_fifo_priority(PRODUCER_PRIORITY);
+            for _ in 0..records {
+                timer.wait();
+                let _ = rec.record(&buf);
+            }
+        });
+    });
     let s = rec.finish().context("ending a throughput probe")?;
     let _ = std::fs::remove_dir_all(&dir);
     let late = timer.lateness().summary();
@@ -329,6 +354,17 @@ fn probe(
         bytes: s.bytes_written,
         cpu_ns: s.writer_cpu_ns.unwrap_or(0) + s.flush.cpu_ns,
     })
+}
+
+/// Whether a probe's producer can run at [`PRODUCER_PRIORITY`], tried on a
+/// short-lived thread: `SCHED_FIFO 40`, or `normal (why)`.
+fn producer_scheduling() -> String {
+    let tried = std::thread::spawn(|| sys::set_fifo_priority(PRODUCER_PRIORITY)).join();
+    match tried {
+        Ok(Ok(())) => format!("SCHED_FIFO {PRODUCER_PRIORITY}"),
+        Ok(Err(e)) => format!("normal priority (SCHED_FIFO refused: {e})"),
+        Err(_) => "normal priority".into(),
+    }
 }
 
 /// The sequential write bandwidth of the file system under `work`, bytes/s.
@@ -401,9 +437,10 @@ pub fn render(r: &ThroughputReport) -> String {
     };
     let mut t = format!(
         "Throughput: the highest rate held for {} with 0 drops and {rule} (coarse search: {} probes)\n\
-         device: {}/s sequential ({})\n\n{:<14} {:>7} | {:>12} {:>11} | {:>9} | {:>10}\n",
+         producer: {}; device: {}/s sequential ({})\n\n{:<14} {:>7} | {:>12} {:>11} | {:>9} | {:>10}\n",
         rtrec_units::format_duration((r.probe_s * 1e9) as u64),
         rtrec_units::format_duration((r.coarse_s * 1e9) as u64),
+        r.producer,
         rtrec_units::format_size(r.device_bytes_per_s as u64),
         r.device_method,
         "back-end",
