@@ -60,6 +60,53 @@ fn parse_device(s: &str) -> std::result::Result<DeviceArg, String> {
     DeviceArg::parse(s)
 }
 
+/// The emulated device of a `record --device` trial, as the summary
+/// reports it (the `device` field of `record --json`, docs/summary.md).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceReport {
+    /// The profile's name (`emmc`, or the `name` in a profile file).
+    pub profile: String,
+    /// The whole profile as it was served.
+    pub profile_file: rtrec_emu::profile::ProfileFile,
+    /// The profile's worst stall, ns ([`rtrec_emu::Profile::worst_stall_ns`]).
+    pub worst_stall_ns: u64,
+    /// The writer's longest `write()`, ns.
+    pub writer_longest_write_ns: u64,
+    /// The ring's size, bytes.
+    pub ring_bytes: u64,
+    /// The ring's capacity in seconds of data at the recording's rate
+    /// (absent when the rate is not known: records from stdin).
+    pub ring_seconds: Option<f64>,
+    /// The emulator's counters and timing error (served − asked), as of
+    /// its last stats update (every 200 ms); absent when they could not
+    /// be read.
+    pub emulator: Option<rtrec_emu::EmulatorStats>,
+}
+
+impl DeviceReport {
+    /// `device emmc: writer's longest write() 102 ms; the ring holds
+    /// 16 MiB, 4.9 s of data at this rate; worst stall of the profile
+    /// 85.3 ms; emulator timing error (served − asked): mean …`, one line.
+    pub fn line(&self) -> String {
+        let held = self.ring_seconds.map_or(String::new(), |s| {
+            format!(", {s:.2} s of data at this rate")
+        });
+        let error = self.emulator.as_ref().map_or(String::new(), |e| {
+            format!(
+                "; emulator timing error (served − asked): {}",
+                e.error_summary()
+            )
+        });
+        format!(
+            "device {}: writer's longest write() {}; the ring holds {}{held}; worst stall of the profile {}{error}\n",
+            self.profile,
+            format_duration(self.writer_longest_write_ns),
+            format_size(self.ring_bytes),
+            format_duration(self.worst_stall_ns),
+        )
+    }
+}
+
 /// A recording trial on an emulated device: a temporary ext4 image on the
 /// emulator (the bench's stack, `rtrec_host::loopfs` with
 /// `rtrec_host::emufs`), the recording directory inside it, and where the
@@ -140,13 +187,13 @@ impl Trial {
     }
 
     /// Copies the recording's files (not the pool) to the keep directory,
-    /// points the summary's file list there, and adds the device line: the
+    /// points the summary's file list there, and reports the device: the
     /// writer's longest `write()` against what the ring holds, in seconds
-    /// of data.
+    /// of data, and the emulator's timing error.
     ///
     /// # Errors
     /// The keep directory cannot be made, or a copy failed.
-    pub fn keep(&self, summary: &mut Summary, period_ns: Option<u64>) -> Result<String> {
+    pub fn keep(&self, summary: &mut Summary, period_ns: Option<u64>) -> Result<DeviceReport> {
         std::fs::create_dir_all(&self.keep)
             .context(format!("creating '{}'", self.keep.display()))?;
         let entries =
@@ -168,28 +215,24 @@ impl Trial {
                 *f = self.keep.join(name);
             }
         }
-        Ok(self.stall_line(summary, period_ns))
-    }
-
-    /// `device emmc: writer's longest write() 102 ms; the ring holds 16 MiB,
-    /// 4.9 s of data at this rate`.
-    fn stall_line(&self, s: &Summary, period_ns: Option<u64>) -> String {
-        let longest = s.write_ns.as_ref().map_or(0, |l| l.max);
-        let entry = (s.config.max_record + ENTRY_HEADER_LEN) as u64;
-        let held = match period_ns.filter(|&p| p > 0) {
-            Some(p) => format!(
-                ", {:.2} s of data at this rate",
-                (s.config.ring_bytes as u64 / entry) as f64 * p as f64 / 1e9
-            ),
-            None => String::new(),
-        };
-        format!(
-            "device {}: writer's longest write() {}; the ring holds {}{held}; worst stall of the profile {}\n",
-            self.profile.name,
-            format_duration(longest),
-            format_size(s.config.ring_bytes as u64),
-            format_duration(self.profile.worst_stall_ns()),
-        )
+        let entry = (summary.config.max_record + ENTRY_HEADER_LEN) as u64;
+        // The emulator rewrites its stats every STATS_INTERVAL: wait one,
+        // so they include the recording's last requests.
+        std::thread::sleep(rtrec_emu::STATS_INTERVAL + std::time::Duration::from_millis(50));
+        Ok(DeviceReport {
+            profile: self.profile.name.clone(),
+            profile_file: self.profile.file.clone(),
+            worst_stall_ns: self.profile.worst_stall_ns(),
+            writer_longest_write_ns: summary.write_ns.as_ref().map_or(0, |l| l.max),
+            ring_bytes: summary.config.ring_bytes as u64,
+            ring_seconds: period_ns
+                .filter(|&p| p > 0)
+                .map(|p| (summary.config.ring_bytes as u64 / entry) as f64 * p as f64 / 1e9),
+            emulator: self
+                .fs
+                .emulator_stats()
+                .and_then(|p| rtrec_emu::read_stats(p).ok()),
+        })
     }
 
     /// Takes the stack down (unmount, detach, end the emulator, delete the

@@ -373,7 +373,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         summary.attach_schedule(t);
     }
     let explained = tracing.and_then(crate::explain::Tracing::finish);
-    let device_line = match trial {
+    let device = match trial {
         Some(t) => Some(t.keep(&mut summary, plan.workload.period_ns)?),
         None => None,
     };
@@ -389,7 +389,13 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     }
     if let Some(path) = &a.json {
         let applied = isolation.as_ref().map(|i| i.applied());
-        write_json(path, &summary, rss.as_deref(), explained.as_ref(), applied)?;
+        let extra = Extra {
+            rss: rss.as_deref(),
+            explained: explained.as_ref(),
+            isolation: applied,
+            device: device.as_ref(),
+        };
+        write_json(path, &summary, &extra)?;
     }
     if let (Some(samples), false) = (&rss, a.quiet) {
         for (events, bytes) in samples {
@@ -401,7 +407,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     }
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
-        if let Some(line) = &device_line {
+        if let Some(line) = device.as_ref().map(crate::device::DeviceReport::line) {
             if a.json.as_deref() == Some(Path::new("-")) {
                 eprint!("{line}");
             } else {
@@ -892,14 +898,31 @@ fn spawn_status(
     })
 }
 
-fn write_json(
-    path: &Path,
-    s: &Summary,
-    rss: Option<&[(u64, u64)]>,
-    explained: Option<&rtrec_trace::Explanation>,
-    isolation: Option<&crate::isolation::Applied>,
-) -> crate::Result<()> {
+#[derive(Clone, Copy)]
+/// What `record --json` adds to the engine's summary (each field left out
+/// when absent; docs/summary.md).
+struct Extra<'a> {
+    /// `--rss`: resident memory after so many events.
+    rss: Option<&'a [(u64, u64)]>,
+    /// `--explain`: the slow calls' attribution.
+    explained: Option<&'a rtrec_trace::Explanation>,
+    /// `--io-class` / `--io-weight`: what was applied.
+    isolation: Option<&'a crate::isolation::Applied>,
+    /// `--device`: the emulated device.
+    device: Option<&'a crate::device::DeviceReport>,
+}
+
+fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> {
+    let Extra {
+        rss,
+        explained,
+        isolation,
+        device,
+    } = *extra;
     let mut v = serde_json::to_value(s)?;
+    if let (Some(d), Some(obj)) = (device, v.as_object_mut()) {
+        obj.insert("device".into(), serde_json::to_value(d)?);
+    }
     // --timeline: each write()'s latency in call order.
     if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {
         obj.insert("timeline_write_ns".into(), s.write_samples.clone().into());

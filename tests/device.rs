@@ -214,12 +214,15 @@ fn record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted
     }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("kept");
+    let summary = tmp.path().join("summary.json");
     let child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args([
             "record", "--device", "emmc", "--count", "300", "--period", "1ms",
         ])
         .args(["--size", "16KiB", "--dir"])
         .arg(&dir)
+        .arg("--json")
+        .arg(&summary)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -230,11 +233,24 @@ fn record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted
     assert!(o.status.success(), "{}", show(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("device emmc: writer's longest write()"),
+        out.contains("device emmc: writer's longest write()")
+            && out.contains("emulator timing error (served − asked): mean"),
         "{}",
         show(&o)
     );
     assert!(left_by(pid).is_empty(), "{:?}", left_by(pid));
+    // The JSON summary names the device and the emulator's timing error.
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let d = &s["device"];
+    assert_eq!(d["profile"], "emmc", "{d}");
+    assert_eq!(d["profile_file"]["name"], "emmc", "{d}");
+    assert_eq!(d["ring_bytes"], s["config"]["ring_bytes"], "{d}");
+    assert!(d["ring_seconds"].as_f64().unwrap() > 0.0, "{d}");
+    assert_eq!(d["emulator"]["profile"], "emmc", "{d}");
+    assert!(d["emulator"]["writes"].as_u64().unwrap() > 0, "{d}");
+    assert_eq!(d["emulator"]["early"], 0, "{d}");
+    assert!(d["emulator"]["error_max_ns"].is_u64(), "{d}");
 
     let v = rtrec(&["verify", "--json", dir.to_str().unwrap()]);
     assert!(v.status.success(), "{}", show(&v));

@@ -47,6 +47,8 @@ pub struct EmuFs {
     name: String,
     model: DeviceModel,
     timing: Arc<Mutex<Timing>>,
+    /// The device clock's start (the model's `now_ns` counts from here).
+    epoch: Instant,
 }
 
 impl EmuFs {
@@ -58,6 +60,7 @@ impl EmuFs {
             name,
             model,
             timing,
+            epoch: Instant::now(),
         }
     }
 
@@ -95,7 +98,8 @@ impl EmuFs {
     fn serve<T>(&mut self, op: Op, io: impl FnOnce(&File) -> T) -> T {
         let start = Instant::now();
         let out = io(&self.file);
-        let asked = self.model.cost(op);
+        let now_ns = start.duration_since(self.epoch).as_nanos() as u64;
+        let asked = self.model.cost(op, now_ns);
         let deadline = start + Duration::from_nanos(asked);
         loop {
             let now = Instant::now();

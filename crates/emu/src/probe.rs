@@ -231,6 +231,10 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
         flush_tail_every: if flush_tail > flush { 100 } else { 0 },
         gc_every: format!("{gc_every}B"),
         gc_pause: us(gc_pause),
+        // The probe measures flushes as they come (their cost already
+        // holds whatever the device's cache had to drain), not a cache.
+        cache: "0B".into(),
+        cache_bandwidth: "0B".into(),
     };
     Ok(ProbeResult { profile, lines })
 }

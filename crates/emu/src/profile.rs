@@ -74,6 +74,21 @@ pub struct ProfileFile {
     pub gc_every: String,
     /// Length of a garbage-collection pause (duration).
     pub gc_pause: String,
+    /// Volatile write cache (size; `0B`, the default: none, every write
+    /// costs `write_bandwidth`). With a cache, writes enter it at
+    /// `cache_bandwidth` and it drains to the medium at `write_bandwidth`;
+    /// a write finding it full waits for room, and a flush waits until it
+    /// is empty.
+    #[serde(default = "zero_size")]
+    pub cache: String,
+    /// Bytes per second into the cache: the bus rate (size; `0B`: no
+    /// limit). Used only with `cache`.
+    #[serde(default = "zero_size")]
+    pub cache_bandwidth: String,
+}
+
+fn zero_size() -> String {
+    "0B".to_string()
 }
 
 /// A checked profile: durations in ns, sizes in bytes.
@@ -103,6 +118,10 @@ pub struct Profile {
     pub gc_every_bytes: u64,
     /// GC pause, ns.
     pub gc_pause_ns: u64,
+    /// Volatile write cache, bytes (0: none).
+    pub cache_bytes: u64,
+    /// Rate into the cache, bytes/s (0: unlimited).
+    pub cache_bytes_per_s: u64,
 }
 
 /// The longest any single cost may be: one minute. A longer one is a typo
@@ -159,6 +178,8 @@ impl Profile {
             flush_tail_every: file.flush_tail_every,
             gc_every_bytes: size("gc_every", &file.gc_every)?,
             gc_pause_ns: dur("gc_pause", &file.gc_pause)?,
+            cache_bytes: size("cache", &file.cache)?,
+            cache_bytes_per_s: size("cache_bandwidth", &file.cache_bandwidth)?,
             file,
         };
         if p.gc_every_bytes > 0 && p.gc_pause_ns == 0 {
@@ -166,6 +187,12 @@ impl Profile {
         }
         if p.flush_tail_every > 0 && p.flush_tail_ns < p.flush_ns {
             return Err(bad("flush_tail", "is shorter than flush".into()));
+        }
+        if p.cache_bytes > 0 && p.write_bytes_per_s == 0 {
+            return Err(bad(
+                "cache",
+                "needs a write_bandwidth to drain at (it is 0B, no limit)".into(),
+            ));
         }
         Ok(p)
     }
@@ -196,15 +223,22 @@ impl Profile {
             && self.flush_ns == 0
             && self.flush_tail_ns == 0
             && self.gc_every_bytes == 0
+            && self.cache_bytes == 0
+    }
+
+    /// Draining a full write cache to the medium, ns (0 without a cache).
+    pub fn cache_drain_ns(&self) -> u64 {
+        crate::model::transfer_ns(self.cache_bytes, self.write_bytes_per_s)
     }
 
     /// The longest a single write can wait on this device: a GC pause, the
-    /// costlier flush it may queue behind, a seek and the request's own
-    /// latency. What the ring must ride out
+    /// costlier flush it may queue behind (with a full write cache to
+    /// drain), a seek and the request's own latency. What the ring must ride out
     /// (`rtrec_engine::sizing::ring_for_stall`).
     pub fn worst_stall_ns(&self) -> u64 {
         self.gc_pause_ns
             .saturating_add(self.flush_ns.max(self.flush_tail_ns))
+            .saturating_add(self.cache_drain_ns())
             .saturating_add(self.seek_ns)
             .saturating_add(self.write_latency_ns)
     }
@@ -231,7 +265,8 @@ mod tests {
         let emmc = Profile::load("emmc").unwrap();
         assert_eq!(emmc.write_latency_ns, 150_000);
         assert_eq!(emmc.write_bytes_per_s, 40_000_000);
-        assert_eq!(emmc.flush_tail_every, 50);
+        assert_eq!(emmc.cache_bytes, 4 << 20);
+        assert_eq!(emmc.cache_bytes_per_s, 160_000_000);
     }
 
     fn emmc_with(field: &str, value: serde_json::Value) -> String {
@@ -253,6 +288,11 @@ mod tests {
             ("queues", serde_json::json!(4), "only 1"),
             ("read_bandwidth", serde_json::json!(12), "invalid type"),
             ("surprise", serde_json::json!(1), "unknown field"),
+            (
+                "write_bandwidth",
+                serde_json::json!("0B"),
+                "needs a write_bandwidth",
+            ),
         ];
         for (field, value, expect) in cases {
             let e = Profile::from_json(&emmc_with(field, value), "'x.json'")

@@ -54,20 +54,12 @@ pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
 pub fn device_line(report: &BenchReport) -> Option<String> {
     let e = report.environment.emulator.as_ref()?;
     Some(format!(
-        "Emulated device: {} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): \
-         mean {}, p99 {}, max {}{}",
+        "Emulated device: {} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): {}",
         report.environment.device_profile,
         thousands(e.requests()),
         thousands(e.flushes),
         thousands(e.gc_pauses),
-        format_duration(e.error_mean_ns),
-        format_duration(e.error_p99_ns),
-        format_duration(e.error_max_ns),
-        if e.early > 0 {
-            format!(", {} served early", e.early)
-        } else {
-            String::new()
-        }
+        e.error_summary()
     ))
 }
 
