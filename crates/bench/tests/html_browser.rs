@@ -179,6 +179,7 @@ fn made_up_s4() -> S4Result {
             interferers_bytes_per_s: 90e6,
             error: None,
         }],
+        fio: None,
     }
 }
 
