@@ -33,6 +33,13 @@
 //!   whatever the back-end does. When the priority is refused (no
 //!   `CAP_SYS_NICE`), the probe runs at normal priority and the report says
 //!   so (`producer`).
+//! - **A probe reclaims its own space as it records**, as a logger's
+//!   retention job does: a thread at nice 10 deletes finished files, all but
+//!   the newest [`KEEP_FILES`], so a 60 s probe at the device's full rate
+//!   fits on the bench's 2 GiB file system. Each deletion frees a file's
+//!   extents (a journal transaction, like the BGTRUNC load), and every
+//!   back-end pays it alike; only when even that does not fit is a rate
+//!   left unprobed (`capped`).
 //! - **The device's bandwidth** comes from `fio` (sequential 1 MiB direct
 //!   writes) when it is installed, else from our own sequential `O_DIRECT`
 //!   writer of 1 MiB blocks into a pre-allocated file; both on the same
@@ -61,6 +68,10 @@ pub const MAX_STEP_DOWNS: u32 = 8;
 /// priority, below the kernel's threaded interrupts (50 on PREEMPT_RT), so
 /// it never starves the I/O completions it waits for.
 pub const PRODUCER_PRIORITY: i32 = 40;
+
+/// Finished files a probe keeps beside the one being written; older ones
+/// are deleted as it records.
+pub const KEEP_FILES: u64 = 2;
 
 /// How a probe's lateness is judged.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -204,11 +215,18 @@ pub fn run(work: &Path, o: &Options) -> anyhow::Result<ThroughputReport> {
 fn search(work: &Path, io: Io, size: u64, o: &Options, device: f64) -> anyhow::Result<Row> {
     let mut probes: Vec<Probe> = Vec::new();
     // The highest rate whose recording of `ns` fits in the free space.
+    // With the files reclaimed as the probe goes (see `probe`), a probe
+    // never holds more than `KEEP_FILES` + 1 files, whatever its length.
     let fit_bps = |ns: u64| {
         let free = std::fs::File::open(work)
             .and_then(|f| sys::available_bytes(&f))
             .unwrap_or(0) as f64;
-        (free - (256 << 20) as f64).max(0.0) / 1.25 / (ns as f64 / 1e9)
+        let room = (free - (256 << 20) as f64).max(0.0);
+        if room >= ((KEEP_FILES + 2) * probe_file_bytes(size)) as f64 {
+            f64::INFINITY
+        } else {
+            room / 1.25 / (ns as f64 / 1e9)
+        }
     };
     let fits = |bps: f64, ns: u64| bps <= fit_bps(ns);
     // Rates in payload bytes/s; at most one record a microsecond.
@@ -312,7 +330,7 @@ fn probe(
         io,
         max_record: size as usize,
         framing: Framing::auto(size as usize),
-        file_size: (64u64 << 20).max(size * 64),
+        file_size: probe_file_bytes(size),
         ring_bytes: (16usize << 20).max(size as usize * 16),
         prefix: "probe".into(),
         ..Config::default()
@@ -323,13 +341,16 @@ fn probe(
     // The producer on a thread of its own at real-time priority (see the
     // module docs); a refusal leaves it at normal priority, which
     // `producer_scheduling` has already reported.
+    let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
+        scope.spawn(|| reclaim(&dir, &done));
         scope.spawn(|| {
             let _ = sys::set_fifo_priority(PRODUCER_PRIORITY);
             for _ in 0..records {
                 timer.wait();
                 let _ = rec.record(&buf);
             }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
         });
     });
     let s = rec.finish().context("ending a throughput probe")?;
@@ -354,6 +375,36 @@ fn probe(
         bytes: s.bytes_written,
         cpu_ns: s.writer_cpu_ns.unwrap_or(0) + s.flush.cpu_ns,
     })
+}
+
+/// The size of a probe's files: 64 MiB, or 64 records when larger.
+fn probe_file_bytes(size: u64) -> u64 {
+    (64u64 << 20).max(size * 64)
+}
+
+/// Deletes a probe's finished files as it records, all but the newest
+/// [`KEEP_FILES`] beside the one being written, every 50 ms at nice 10,
+/// until `done`; see the module docs.
+fn reclaim(dir: &Path, done: &std::sync::atomic::AtomicBool) {
+    let _ = sys::set_thread_nice(10);
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        // Names carry the file index zero-padded, so they sort in order;
+        // hidden names are slots still being prepared.
+        let mut names: Vec<std::path::PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .collect();
+        names.sort();
+        let finished = names.len().saturating_sub(KEEP_FILES as usize + 1);
+        for old in &names[..finished] {
+            let _ = std::fs::remove_file(old);
+        }
+    }
 }
 
 /// Whether a probe's producer can run at [`PRODUCER_PRIORITY`], tried on a
