@@ -87,8 +87,13 @@ fn flusher_text(c: &CaseResult) -> &'static str {
 
 /// The results table, one row per case, then one note per case where
 /// there is more to say (reader throughput, `record()` latency, errors).
+/// Empty when no S1/S2/rtrec case ran (`--study s3` or `s4` alone): their
+/// own tables follow, and an empty header would only mislead.
 pub fn render_results(report: &BenchReport) -> String {
     let mut out = String::new();
+    if report.cases.is_empty() {
+        return out;
+    }
     let _ = writeln!(
         out,
         "Each row: the set with the largest maximum; latencies of the timed call; set maxima: the smallest and largest maximum of the sets."
