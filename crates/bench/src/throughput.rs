@@ -513,9 +513,11 @@ pub fn render(r: &ThroughputReport) -> String {
             row.cpu_s_per_gib.map_or("-".into(), |c| format!("{c:.2}")),
         ));
     }
-    t.push_str(
-        "+: the next rate up was not probed (its recording would not fit in the free space)\n",
-    );
+    if r.rows.iter().any(|row| row.capped) {
+        t.push_str(
+            "+: the next rate up was not probed (its recording would not fit in the free space)\n",
+        );
+    }
     if r.rows.iter().any(|row| !row.confirmed) {
         t.push_str(
             "0 records/s: no full-length probe held, down to 0.43 of the coarse candidate\n",
