@@ -6,29 +6,14 @@
 //! profile is one sentence and exit 2. The first three need root and a
 //! loop device (the privileged-test pattern).
 
+mod common;
+use common::{rtrec, show};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
-
-fn rtrec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout {}\nstderr {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn emulated(profile: &Path) -> LoopFs {
     LoopFs::create(&LoopFsOptions {

@@ -2,15 +2,8 @@
 //! documentation promises is in the JSON with a verdict, a reason and (for
 //! warn and fail) a fix; the exit code follows the failures.
 
-use std::process::{Command, Output};
-
-fn rtrec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("the rtrec binary runs")
-}
+mod common;
+use common::rtrec;
 
 /// Every check of docs/doctor.md, in its order.
 const CHECKS: [&str; 27] = [

@@ -10,14 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::show;
-
-fn rtrec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::{rtrec, show};
 
 /// Records `input` from stdin into `dir` in 4 KiB records and 64 KiB
 /// files (so it spans several files).

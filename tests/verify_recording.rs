@@ -5,19 +5,12 @@
 //! marked "continued", the next one not yet named); so does a lost file.
 
 mod common;
-use common::show;
+use common::{rtrec, show};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn rtrec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// A clean recording of 600 records of 4 KiB in files of 1 MiB (about 250
 /// records each), and its files in order.

@@ -6,20 +6,12 @@
 //! it), and a FIFO is refused instead of read forever.
 
 mod common;
-use common::show;
+use common::{rtrec, show};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn rtrec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 /// Records `count` records of 4 KiB into `dir` (files of 1 MiB), with
 /// `extra` options; returns its files in name order.

@@ -1,8 +1,21 @@
-//! Helpers shared by the command-line tests: showing a command's output in
-//! a failure message, and a seeded PRNG for randomised rounds.
+//! Helpers shared by the command-line tests: running the binary, showing a
+//! command's output in a failure message, and a seeded PRNG for randomised
+//! rounds.
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
+
+/// Runs the `rtrec` binary with `args`, stdin closed and without
+/// `RUST_BACKTRACE` (so a panic shows as one, not as a test environment's
+/// backtrace setting), and returns its output.
+pub fn rtrec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(args)
+        .stdin(Stdio::null())
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("the rtrec binary runs")
+}
 
 /// A command's exit code, stdout and stderr, for an assertion message.
 pub fn show(o: &Output) -> String {
