@@ -493,6 +493,19 @@ mod tests {
     use super::*;
     use crate::parse::parse;
 
+    /// Attributes every `write()` of thread 10 in `trace` (threshold 1 ns:
+    /// each call is slow).
+    fn every_write_of_tid_10(trace: &str) -> Explanation {
+        attribute(
+            &parse(trace),
+            &Options {
+                timed_tids: vec![10],
+                calls: vec!["sys_write".into()],
+                threshold_ns: Some(1),
+            },
+        )
+    }
+
     const TRACE: &str = "\
  rtrec-10 [000] ..... 100.000000: sys_write(fd: 3, buf: 0x1, count: 0x4000)
  rtrec-10 [000] ..... 100.000010: sys_write -> 0x4000
@@ -552,14 +565,7 @@ mod tests {
  rtrec-10 [000] ..s1. 200.000400: softirq_exit: vec=4 [action=BLOCK]
  rtrec-10 [000] ..... 200.000500: sys_write -> 0x4000
 ";
-        let x = attribute(
-            &parse(trace),
-            &Options {
-                timed_tids: vec![10],
-                calls: vec!["sys_write".into()],
-                threshold_ns: Some(1),
-            },
-        );
+        let x = every_write_of_tid_10(trace);
         let c = &x.slowest[0];
         let part = |cause| c.parts.iter().find(|p| p.cause == cause).unwrap();
         assert_eq!(part(Cause::Interrupt).ns, 300_000);
@@ -590,14 +596,7 @@ mod tests {
  rtrec-10 [000] ..... 300.001000: sys_write -> 0x4000
  rtrec-bgload-20 [001] ..... 300.002000: tracing_mark_write: begin bgload trunc ftruncate+fsync to 786432
 ";
-        let x = attribute(
-            &parse(trace),
-            &Options {
-                timed_tids: vec![10],
-                calls: vec!["sys_write".into()],
-                threshold_ns: Some(1),
-            },
-        );
+        let x = every_write_of_tid_10(trace);
         let c = &x.slowest[0];
         assert_eq!(
             c.during,
