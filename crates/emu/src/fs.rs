@@ -5,9 +5,14 @@
 //! above it, like the emulated device.
 //!
 //! Design choices:
-//! - One request at a time: the session runs on one thread, so requests
-//!   queue in the kernel as on a single-queue device (eMMC without command
-//!   queuing, SD).
+//! - The session thread only takes requests in: it does the real I/O at
+//!   once and queues the reply on the [`Device`] ([`crate::queue`]), whose
+//!   one thread serves them a command at a time in the profile's order.
+//!   `FUSE_ASYNC_DIO` and a large `max_background` let the kernel keep many
+//!   requests in flight, so the device's queue, not the kernel's FIFO,
+//!   decides what is served next.
+//! - A write to the image's superblock makes the server read the ext4
+//!   journal's place again ([`crate::ext4`]); writes there are synchronous.
 //! - `direct_io` on open: no FUSE page cache between the loop device and
 //!   the model, so every block request of the loop device reaches it.
 //! - A 1 MiB `max_write`, so a loop request is not split into 128 KiB
@@ -15,24 +20,27 @@
 //! - `fsync` of the emulated file costs a device flush but does not fsync
 //!   the real image: it is a scratch image, and a real flush would add this
 //!   machine's disk latency to the model's.
-//! - The server never replies before the asked delay has passed; it sleeps
+//! - The device never replies before the asked delay has passed; it sleeps
 //!   until `start + cost` and records asked against served
 //!   ([`crate::timing`]).
 
 use std::ffi::OsStr;
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use fuser::{
     FileAttr, FileType, Filesystem, KernelConfig, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
     ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow,
 };
 
+use crate::ext4;
 use crate::model::{DeviceModel, Op};
-use crate::timing::{Kind, Timing};
+use crate::queue::{Class, Device};
+use crate::timing::Timing;
 
 const ROOT: u64 = 1;
 const IMAGE: u64 = 2;
@@ -40,27 +48,63 @@ const IMAGE: u64 = 2;
 const TTL: Duration = Duration::from_secs(1);
 /// FUSE `max_write`.
 pub const MAX_WRITE: u32 = 1 << 20;
+/// Requests the kernel may keep in flight to the server (FUSE's
+/// `max_background`; its default, 12, would keep a journal write queued
+/// in the kernel behind writeback).
+pub const MAX_BACKGROUND: u16 = 256;
+/// `FUSE_ASYNC_DIO`: direct I/O is submitted without waiting for each
+/// request in turn.
+const FUSE_ASYNC_DIO: u32 = 1 << 15;
 
 /// The file system: one file, its model, its timing.
 pub struct EmuFs {
     file: File,
     name: String,
-    model: DeviceModel,
+    device: Device,
     timing: Arc<Mutex<Timing>>,
-    /// The device clock's start (the model's `now_ns` counts from here).
-    epoch: Instant,
+    /// Where ext4's journal lies in the image (empty: unknown).
+    journal: Vec<Range<u64>>,
 }
 
 impl EmuFs {
     /// Serves `file` as `/NAME` under the mount point (`name` is the image's
     /// file name). `timing` is shared with whoever writes the stats file.
+    /// Starts the device thread, which inherits the caller's scheduling
+    /// policy and priority.
     pub fn new(file: File, name: String, model: DeviceModel, timing: Arc<Mutex<Timing>>) -> Self {
-        EmuFs {
+        let device = Device::start(model, Arc::clone(&timing));
+        let mut fs = EmuFs {
             file,
             name,
-            model,
+            device,
             timing,
-            epoch: Instant::now(),
+            journal: Vec::new(),
+        };
+        fs.find_journal();
+        fs
+    }
+
+    /// Reads where the image's ext4 journal lies from its superblock.
+    fn find_journal(&mut self) {
+        let mut sb = [0u8; ext4::SUPERBLOCK_BYTES];
+        self.journal = match self.file.read_exact_at(&mut sb, ext4::SUPERBLOCK_OFFSET) {
+            Ok(()) => ext4::journal_ranges(&sb),
+            Err(_) => Vec::new(),
+        };
+        let bytes = self.journal.iter().map(|r| r.end - r.start).sum();
+        self.timing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_journal_bytes(bytes);
+    }
+
+    /// The class of a write of `bytes` at `offset`.
+    fn write_class(&self, offset: u64, bytes: u64) -> Class {
+        let end = offset + bytes;
+        if self.journal.iter().any(|r| offset < r.end && r.start < end) {
+            Class::Sync
+        } else {
+            Class::Async
         }
     }
 
@@ -92,33 +136,6 @@ impl EmuFs {
             flags: 0,
         })
     }
-
-    /// Serves `op` (whose real I/O, if any, `io` does) no earlier than the
-    /// model says, and records the timing.
-    fn serve<T>(&mut self, op: Op, io: impl FnOnce(&File) -> T) -> T {
-        let start = Instant::now();
-        let out = io(&self.file);
-        let now_ns = start.duration_since(self.epoch).as_nanos() as u64;
-        let asked = self.model.cost(op, now_ns);
-        let deadline = start + Duration::from_nanos(asked);
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            std::thread::sleep(deadline - now);
-        }
-        let served = start.elapsed().as_nanos() as u64;
-        let kind = match op {
-            Op::Read { bytes, .. } => Kind::Read(bytes),
-            Op::Write { bytes, .. } => Kind::Write(bytes),
-            Op::Flush => Kind::Flush,
-        };
-        let mut t = self.timing.lock().unwrap_or_else(|p| p.into_inner());
-        t.record(kind, asked, served);
-        t.set_gc_pauses(self.model.gc_pauses);
-        out
-    }
 }
 
 fn errno(e: &std::io::Error) -> i32 {
@@ -130,6 +147,11 @@ impl Filesystem for EmuFs {
         // If the kernel refuses 1 MiB, it says what it takes instead.
         if let Err(max) = config.set_max_write(MAX_WRITE) {
             let _ = config.set_max_write(max);
+        }
+        // Without these the kernel still works, one request at a time.
+        let _ = config.add_capabilities(FUSE_ASYNC_DIO);
+        if let Err(max) = config.set_max_background(MAX_BACKGROUND) {
+            let _ = config.set_max_background(max);
         }
         Ok(())
     }
@@ -202,8 +224,12 @@ impl Filesystem for EmuFs {
             offset,
             bytes: u64::from(size),
         };
-        match self.serve(op, |f| f.read_at(&mut buf, offset)) {
-            Ok(n) => reply.data(&buf[..n]),
+        match self.file.read_at(&mut buf, offset) {
+            Ok(n) => {
+                buf.truncate(n);
+                self.device
+                    .submit(op, Class::Sync, Box::new(move || reply.data(&buf)));
+            }
             Err(e) => reply.error(errno(&e)),
         }
     }
@@ -225,15 +251,23 @@ impl Filesystem for EmuFs {
             offset,
             bytes: data.len() as u64,
         };
-        match self.serve(op, |f| f.write_all_at(data, offset)) {
-            Ok(()) => reply.written(data.len() as u32),
-            Err(e) => reply.error(errno(&e)),
+        if let Err(e) = self.file.write_all_at(data, offset) {
+            return reply.error(errno(&e));
         }
+        let bytes = data.len() as u64;
+        let sb = ext4::SUPERBLOCK_OFFSET;
+        if offset < sb + ext4::SUPERBLOCK_BYTES as u64 && sb < offset + bytes {
+            self.find_journal();
+        }
+        let class = self.write_class(offset, bytes);
+        let n = data.len() as u32;
+        self.device
+            .submit(op, class, Box::new(move || reply.written(n)));
     }
 
     fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        self.serve(Op::Flush, |_| ());
-        reply.ok();
+        self.device
+            .submit(Op::Flush, Class::Sync, Box::new(move || reply.ok()));
     }
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lo: u64, reply: ReplyEmpty) {

@@ -25,10 +25,12 @@
 //! unmounts ext4 through it cleanly and then unmounts it.
 #![deny(missing_docs)]
 
+pub mod ext4;
 pub mod fs;
 pub mod model;
 pub mod probe;
 pub mod profile;
+pub mod queue;
 pub mod timing;
 
 use std::path::{Path, PathBuf};

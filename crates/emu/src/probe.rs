@@ -235,6 +235,10 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
         // holds whatever the device's cache had to drain), not a cache.
         cache: "0B".into(),
         cache_bandwidth: "0B".into(),
+        // Commands as the kernel sends them; synchronous I/O first, as the
+        // board's I/O scheduler did when the probe measured it.
+        max_request: "0B".into(),
+        order: "sync-first".into(),
     };
     Ok(ProbeResult { profile, lines })
 }

@@ -85,10 +85,37 @@ pub struct ProfileFile {
     /// limit). Used only with `cache`.
     #[serde(default = "zero_size")]
     pub cache_bandwidth: String,
+    /// The largest command the device takes (size; `0B`, the default:
+    /// requests are served whole). A longer write is served in commands
+    /// of this size, and the queue is looked at again between them, as
+    /// the block layer splits at the host's `max_hw_sectors` and the I/O
+    /// scheduler dispatches in between.
+    #[serde(default = "zero_size")]
+    pub max_request: String,
+    /// In which order waiting requests are served: `sync-first` (the
+    /// default; reads, flushes and writes to ext4's journal before other
+    /// writes, as CFQ, BFQ and mq-deadline dispatch synchronous I/O ahead
+    /// of writeback) or `arrival` (first come, first served).
+    #[serde(default = "sync_first")]
+    pub order: String,
 }
 
 fn zero_size() -> String {
     "0B".to_string()
+}
+
+fn sync_first() -> String {
+    "sync-first".to_string()
+}
+
+/// The order in which a device serves waiting requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Order {
+    /// Reads, flushes and journal writes before other writes (with an
+    /// expiry so writeback is not starved).
+    SyncFirst,
+    /// First come, first served.
+    Arrival,
 }
 
 /// A checked profile: durations in ns, sizes in bytes.
@@ -122,6 +149,10 @@ pub struct Profile {
     pub cache_bytes: u64,
     /// Rate into the cache, bytes/s (0: unlimited).
     pub cache_bytes_per_s: u64,
+    /// Largest device command, bytes (0: requests served whole).
+    pub max_request_bytes: u64,
+    /// Serving order.
+    pub order: Order,
 }
 
 /// The longest any single cost may be: one minute. A longer one is a typo
@@ -180,6 +211,17 @@ impl Profile {
             gc_pause_ns: dur("gc_pause", &file.gc_pause)?,
             cache_bytes: size("cache", &file.cache)?,
             cache_bytes_per_s: size("cache_bandwidth", &file.cache_bandwidth)?,
+            max_request_bytes: size("max_request", &file.max_request)?,
+            order: match file.order.as_str() {
+                "sync-first" => Order::SyncFirst,
+                "arrival" => Order::Arrival,
+                other => {
+                    return Err(bad(
+                        "order",
+                        format!("'{other}' is neither 'sync-first' nor 'arrival'"),
+                    ))
+                }
+            },
             file,
         };
         if p.gc_every_bytes > 0 && p.gc_pause_ns == 0 {
@@ -288,6 +330,12 @@ mod tests {
             ("queues", serde_json::json!(4), "only 1"),
             ("read_bandwidth", serde_json::json!(12), "invalid type"),
             ("surprise", serde_json::json!(1), "unknown field"),
+            (
+                "order",
+                serde_json::json!("elevator"),
+                "neither 'sync-first'",
+            ),
+            ("max_request", serde_json::json!("big"), "max_request"),
             (
                 "write_bandwidth",
                 serde_json::json!("0B"),

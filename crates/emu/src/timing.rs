@@ -49,6 +49,21 @@ pub struct EmulatorStats {
     pub error_max_ns: u64,
     /// Longest single delay asked, ns.
     pub asked_max_ns: u64,
+    /// Most requests waiting at once (counted each time the device picks
+    /// one, the picked one included): above 1 only when the kernel keeps
+    /// several in flight.
+    #[serde(default)]
+    pub queue_max: u64,
+    /// Requests served ahead of an older write (`sync-first` order).
+    #[serde(default)]
+    pub sync_ahead: u64,
+    /// Writes served first because they had waited `ASYNC_EXPIRE`.
+    #[serde(default)]
+    pub async_expired: u64,
+    /// Bytes of ext4 journal found in the image (0: none found, every
+    /// write served as writeback).
+    #[serde(default)]
+    pub journal_bytes: u64,
 }
 
 impl EmulatorStats {
@@ -122,6 +137,20 @@ impl Timing {
         let err = served.saturating_sub(asked);
         s.error_max_ns = s.error_max_ns.max(err);
         self.buckets[(64 - err.leading_zeros()) as usize % 64] += 1;
+    }
+
+    /// One pick of the device: `waiting` requests queued, whether the
+    /// picked one passed an older write, whether it was an expired write.
+    pub fn note_queue(&mut self, waiting: u64, ahead: bool, expired: bool) {
+        let s = &mut self.stats;
+        s.queue_max = s.queue_max.max(waiting);
+        s.sync_ahead += u64::from(ahead);
+        s.async_expired += u64::from(expired);
+    }
+
+    /// The journal found in the image, bytes.
+    pub fn set_journal_bytes(&mut self, n: u64) {
+        self.stats.journal_bytes = n;
     }
 
     /// GC pauses so far (the model counts them).
