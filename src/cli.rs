@@ -588,6 +588,10 @@ pub struct DoctorArgs {
     /// Print the checks as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// Also measure the device under DIR with a short `rtrec device probe` (about 16 MiB written to a scratch file in DIR, removed after; DIR must exist).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// `rtrec tune`.

@@ -109,3 +109,42 @@ fn tune_status_names_the_journal_and_the_lock_in_words_and_json() {
     assert!(v["journal"]["owners"].is_array(), "{v}");
     assert!(v["vm_dirty"]["dirty_ratio"].is_u64(), "{v}");
 }
+
+#[test]
+fn doctor_probe_measures_the_device_inside_dir_and_leaves_nothing_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, _) = doctor_json(&["--probe", dir.path().to_str().unwrap()]);
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "device-probe")
+        .unwrap()
+        .clone();
+    let status = c["status"].as_str().unwrap();
+    assert!(["pass", "warn"].contains(&status), "{c}");
+    let found = c["found"].as_str().unwrap();
+    assert!(
+        found.contains("flush") && found.contains("/s"),
+        "measured figures expected: {c}"
+    );
+    assert_eq!(c["fix"].is_string(), status == "warn", "{c}");
+    // The scratch file is gone: the probe writes only inside DIR and
+    // removes what it wrote.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+    // A DIR that does not exist is not probed (nothing is written in its
+    // parent).
+    let missing = dir.path().join("not-yet");
+    let (v, _) = doctor_json(&["--probe", missing.to_str().unwrap()]);
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "device-probe")
+        .unwrap()
+        .clone();
+    assert_eq!(c["status"], "skip", "{c}");
+    assert!(c["why"].as_str().unwrap().contains("does not exist"), "{c}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

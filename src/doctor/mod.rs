@@ -7,10 +7,12 @@
 //! Design choices:
 //! - DIR need not exist: the checks run on its nearest existing parent
 //!   (where `rtrec record --dir DIR` would create it), and say so.
-//! - Nothing is measured here but the steal time (200 ms of `/proc/stat`):
-//!   a device measurement writes about 100 MiB and belongs to
-//!   `rtrec device probe`; [`probe_hook`] is where its short form will add
-//!   its verdict.
+//! - Nothing is measured by default but the steal time (200 ms of
+//!   `/proc/stat`): a full device measurement writes about 100 MiB and
+//!   belongs to `rtrec device probe`. `--probe` runs its short form
+//!   ([`rtrec_emu::probe::Extent::SHORT`], about 16 MiB) in DIR itself and
+//!   judges the flush latency ([`probe_check`]); without it the check is a
+//!   `skip` naming both commands.
 
 pub mod checks;
 
@@ -50,17 +52,80 @@ pub struct Counts {
     pub skip: usize,
 }
 
-/// The hook for a short form of `rtrec device probe`; until it has one, a
-/// `skip` that names the command.
-fn probe_hook(_dir: &Path) -> Check {
+/// A flush (4 KiB write + `fdatasync`) p99 above this is a warning: etcd's
+/// published bound for its write-ahead log, the nearest published figure
+/// for "a log that must be durable soon" (docs/devices.md, DEVICES.md S24).
+pub const FLUSH_P99_WARN_NS: u64 = 10_000_000;
+
+/// Without `--probe`: a `skip` that names the commands that measure.
+fn probe_skipped() -> Check {
     Check {
         id: "device-probe",
         area: "device",
         status: Status::Skip,
         found: "not measured".into(),
-        why: "doctor reads settings only; `rtrec device probe DIR` measures this device (about 100 MiB written), `rtrec bench --dir DIR` its write() latency".into(),
+        why: "doctor reads settings only; `rtrec doctor --probe` measures briefly (16 MiB), `rtrec device probe DIR` in full (about 100 MiB), `rtrec bench --dir DIR` its write() latency".into(),
         fix: None,
     }
+}
+
+/// With `--probe`: a short probe of the device under `dir` (which must
+/// exist: the probe writes only inside it), judged by its flush p99.
+pub fn probe_check(dir: &Path) -> Check {
+    let mut c = probe_skipped();
+    if !dir.is_dir() {
+        c.found = "not measured".into();
+        c.why = format!(
+            "'{}' does not exist; the probe writes only inside DIR",
+            dir.display()
+        );
+        return c;
+    }
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let short = rtrec_emu::probe::Extent::SHORT;
+    let result = rtrec_emu::probe::probe_extent(dir, "doctor", short, |step| {
+        if !quiet {
+            eprintln!("rtrec doctor: probe {step}");
+        }
+    });
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => {
+            c.status = Status::Warn;
+            c.found = "probe failed".into();
+            c.why = format!("the short probe in '{}' failed: {e}", dir.display());
+            return c;
+        }
+    };
+    let p = &r.profile;
+    let parse = |v: &str| rtrec_units::parse_duration(v).unwrap_or(0);
+    let flush_p99 = parse(&p.flush_tail).max(parse(&p.flush));
+    c.found = format!(
+        "write {}/s, read {}/s; flush {} median, {} p99 (above a 4 KiB write); 4 KiB write {}",
+        rtrec_units::format_size(rtrec_units::parse_size(&p.write_bandwidth).unwrap_or(0)),
+        rtrec_units::format_size(rtrec_units::parse_size(&p.read_bandwidth).unwrap_or(0)),
+        p.flush,
+        rtrec_units::format_duration(flush_p99),
+        p.write_latency
+    );
+    if flush_p99 > FLUSH_P99_WARN_NS {
+        c.status = Status::Warn;
+        c.why = format!(
+            "a flush p99 above {} (etcd's bound for its log): every jbd2 commit and fsync waits this long; the ring must ride out such stalls",
+            rtrec_units::format_duration(FLUSH_P99_WARN_NS)
+        );
+        c.fix = Some(format!(
+            "rtrec device probe {} -o board.json && rtrec bench --device board.json",
+            dir.display()
+        ));
+    } else {
+        c.status = Status::Pass;
+        c.why = format!(
+            "flush p99 within {} (short probe: 16 MiB; `rtrec device probe` measures GC stalls over 64 MiB)",
+            rtrec_units::format_duration(FLUSH_P99_WARN_NS)
+        );
+    }
+    c
 }
 
 fn nearest_existing(dir: &Path) -> Option<PathBuf> {
@@ -89,7 +154,11 @@ pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
     let dev = rtrec_bench::target::block_device_of(&checked);
     let mut all = checks::filesystem(&checked, m.as_ref(), planned);
     all.extend(checks::device(dev.as_deref()));
-    all.push(probe_hook(&checked));
+    all.push(if a.probe {
+        probe_check(&a.dir)
+    } else {
+        probe_skipped()
+    });
     // What `rtrec record --rt` locks by default: the 16 MiB ring.
     all.extend(checks::system(16 << 20));
     let mut counts = Counts::default();

@@ -4,11 +4,11 @@
 //! is written outside DIR).
 //!
 //! What is measured, in order (each step's figures feed the next):
-//! 1. **Write bandwidth**: [`SEQ_BYTES`] in 1 MiB writes, then `fdatasync`;
+//! 1. **Write bandwidth**: [`Extent::seq_bytes`] in 1 MiB writes, then `fdatasync`;
 //!    bytes over the whole time.
 //! 2. **Read bandwidth**: the same file read back in 1 MiB reads after its
 //!    cached pages were dropped (`posix_fadvise(DONTNEED)`).
-//! 3. **Request latency**: [`SMALL_WRITES`] 4 KiB writes at scattered
+//! 3. **Request latency**: [`Extent::small`] 4 KiB writes at scattered
 //!    offsets, each pushed to the device with `sync_file_range(WRITE |
 //!    WAIT_AFTER)` — a device write *without* a cache flush; the median, less
 //!    the transfer time at the measured bandwidth, is the write latency.
@@ -17,7 +17,7 @@
 //!    flushes the device cache); the median less the median of step 3 is
 //!    `flush`, the 99th percentile less it is `flush_tail`, applied to every
 //!    100th flush.
-//! 5. **GC stalls**: a long sequential write ([`GC_BYTES`]) in 1 MiB
+//! 5. **GC stalls**: a long sequential write ([`Extent::gc_bytes`]) in 1 MiB
 //!    writes, each followed by `fdatasync`; a step longer than 3× the median
 //!    is a stall. `gc_every` is the bytes written per stall, `gc_pause` the
 //!    median stall's excess over the median step.
@@ -35,14 +35,38 @@ use std::time::Instant;
 
 use crate::profile::ProfileFile;
 
-/// Bytes of the sequential write and read.
-pub const SEQ_BYTES: u64 = 32 << 20;
-/// Bytes of the GC-stall write.
-pub const GC_BYTES: u64 = 64 << 20;
-/// 4 KiB writes per latency step.
-pub const SMALL_WRITES: usize = 100;
-/// 4 KiB reads for the read latency.
-pub const SMALL_READS: usize = 100;
+/// How much a probe measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    /// Bytes of the sequential write and read.
+    pub seq_bytes: u64,
+    /// Bytes of the GC-stall write.
+    pub gc_bytes: u64,
+    /// 4 KiB writes per latency step, and 4 KiB reads for the read latency.
+    pub small: usize,
+}
+
+impl Extent {
+    /// `rtrec device probe`: 32 MiB sequential, 64 MiB for GC stalls,
+    /// 100 small requests per step (about 100 MiB written).
+    pub const FULL: Extent = Extent {
+        seq_bytes: 32 << 20,
+        gc_bytes: 64 << 20,
+        small: 100,
+    };
+    /// `rtrec doctor --probe`: 8 MiB, 8 MiB and 40 (about 16 MiB written;
+    /// a GC stall every more than 8 MiB goes unseen).
+    pub const SHORT: Extent = Extent {
+        seq_bytes: 8 << 20,
+        gc_bytes: 8 << 20,
+        small: 40,
+    };
+
+    /// Bytes the probe writes in all, for the time estimate.
+    pub fn bytes_written(&self) -> u64 {
+        self.seq_bytes + self.gc_bytes + 2 * (self.small * SMALL) as u64
+    }
+}
 
 const MIB: usize = 1 << 20;
 const SMALL: usize = 4096;
@@ -72,16 +96,16 @@ fn us(ns: u64) -> String {
     rtrec_units::format_duration(ns)
 }
 
-/// Bytes the probe writes in all, for the time estimate.
+/// Bytes [`probe`] writes in all, for the time estimate.
 pub fn bytes_written() -> u64 {
-    SEQ_BYTES + GC_BYTES + 2 * (SMALL_WRITES * SMALL) as u64
+    Extent::FULL.bytes_written()
 }
 
 /// The scratch file's offsets for the scattered 4 KiB requests.
-fn scattered(i: usize) -> u64 {
+fn scattered(i: usize, seq_bytes: u64) -> u64 {
     // A stride coprime with the file's 4 KiB slots, so requests are neither
     // sequential nor repeated.
-    ((i as u64 * 2_654_435_761) % (SEQ_BYTES / SMALL as u64)) * SMALL as u64
+    ((i as u64 * 2_654_435_761) % (seq_bytes / SMALL as u64)) * SMALL as u64
 }
 
 struct Scratch {
@@ -95,11 +119,32 @@ impl Drop for Scratch {
     }
 }
 
-/// Probes the device under `dir`; `progress` gets one line per step.
+/// Probes the device under `dir` in full ([`Extent::FULL`]); `progress`
+/// gets one line per step.
 ///
 /// # Errors
 /// The scratch file cannot be made, written or read.
-pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Result<ProbeResult> {
+pub fn probe(dir: &Path, name: &str, progress: impl FnMut(&str)) -> io::Result<ProbeResult> {
+    probe_extent(dir, name, Extent::FULL, progress)
+}
+
+/// Probes the device under `dir`, measuring as much as `extent` says.
+///
+/// # Errors
+/// The scratch file cannot be made, written or read.
+pub fn probe_extent(
+    dir: &Path,
+    name: &str,
+    extent: Extent,
+    mut progress: impl FnMut(&str),
+) -> io::Result<ProbeResult> {
+    let Extent {
+        seq_bytes,
+        gc_bytes,
+        small: small_writes,
+    } = extent;
+    let small_reads = small_writes;
+    let scattered = |i| scattered(i, seq_bytes);
     let path = dir.join(format!(".rtrec-probe-{}", std::process::id()));
     let file = OpenOptions::new()
         .read(true)
@@ -113,14 +158,14 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
 
     progress("1/5 sequential write");
     let t = Instant::now();
-    for i in 0..(SEQ_BYTES as usize / MIB) {
+    for i in 0..(seq_bytes as usize / MIB) {
         f.write_all_at(&buf, (i * MIB) as u64)?;
     }
     rtrec_sys::fdatasync(f)?;
-    let write_bw = (SEQ_BYTES as f64 / t.elapsed().as_secs_f64()) as u64;
+    let write_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
     lines.push(format!(
         "sequential write: {} in {} ({}/s)",
-        rtrec_units::format_size(SEQ_BYTES),
+        rtrec_units::format_size(seq_bytes),
         rtrec_units::format_duration(t.elapsed().as_nanos() as u64),
         rtrec_units::format_size(write_bw)
     ));
@@ -129,10 +174,10 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
     rtrec_sys::fadvise_dontneed(f, 0, 0)?;
     let mut rbuf = vec![0u8; MIB];
     let t = Instant::now();
-    for i in 0..(SEQ_BYTES as usize / MIB) {
+    for i in 0..(seq_bytes as usize / MIB) {
         f.read_exact_at(&mut rbuf, (i * MIB) as u64)?;
     }
-    let read_bw = (SEQ_BYTES as f64 / t.elapsed().as_secs_f64()) as u64;
+    let read_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
     lines.push(format!(
         "sequential read: {}/s",
         rtrec_units::format_size(read_bw)
@@ -141,8 +186,8 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
     progress("3/5 4 KiB request latency");
     let transfer = |bytes: usize, bw: u64| (bytes as u64 * 1_000_000_000) / bw.max(1);
     let small = &buf[..SMALL];
-    let mut plain = Vec::with_capacity(SMALL_WRITES);
-    for i in 0..SMALL_WRITES {
+    let mut plain = Vec::with_capacity(small_writes);
+    for i in 0..small_writes {
         let off = scattered(i);
         let t = Instant::now();
         f.write_all_at(small, off)?;
@@ -157,11 +202,11 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
     let write_med = median(&mut plain);
     let write_latency = write_med.saturating_sub(transfer(SMALL, write_bw));
     rtrec_sys::fadvise_dontneed(f, 0, 0)?;
-    let mut reads = Vec::with_capacity(SMALL_READS);
+    let mut reads = Vec::with_capacity(small_reads);
     let mut sbuf = vec![0u8; SMALL];
-    for i in 0..SMALL_READS {
+    for i in 0..small_reads {
         let t = Instant::now();
-        f.read_exact_at(&mut sbuf, scattered(i + SMALL_WRITES))?;
+        f.read_exact_at(&mut sbuf, scattered(i + small_writes))?;
         reads.push(t.elapsed().as_nanos() as u64);
     }
     let read_latency = median(&mut reads).saturating_sub(transfer(SMALL, read_bw));
@@ -172,8 +217,8 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
     ));
 
     progress("4/5 flush latency");
-    let mut synced = Vec::with_capacity(SMALL_WRITES);
-    for i in 0..SMALL_WRITES {
+    let mut synced = Vec::with_capacity(small_writes);
+    for i in 0..small_writes {
         let t = Instant::now();
         f.write_all_at(small, scattered(i + 7))?;
         rtrec_sys::fdatasync(f)?;
@@ -189,9 +234,9 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
     ));
 
     progress("5/5 garbage-collection stalls (long sequential write)");
-    let base = SEQ_BYTES;
-    let mut steps = Vec::with_capacity(GC_BYTES as usize / MIB);
-    for i in 0..(GC_BYTES as usize / MIB) {
+    let base = seq_bytes;
+    let mut steps = Vec::with_capacity(gc_bytes as usize / MIB);
+    for i in 0..(gc_bytes as usize / MIB) {
         let t = Instant::now();
         f.write_all_at(&buf, base + (i * MIB) as u64)?;
         rtrec_sys::fdatasync(f)?;
@@ -206,11 +251,11 @@ pub fn probe(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> io::Resu
     let (gc_every, gc_pause) = if stalls.is_empty() {
         (0, 0)
     } else {
-        (GC_BYTES / stalls.len() as u64, median(&mut stalls))
+        (gc_bytes / stalls.len() as u64, median(&mut stalls))
     };
     lines.push(format!(
         "1 MiB write + fdatasync over {}: median {}, {} stalls over 3× the median",
-        rtrec_units::format_size(GC_BYTES),
+        rtrec_units::format_size(gc_bytes),
         rtrec_units::format_duration(step_med),
         stalls.len()
     ));
