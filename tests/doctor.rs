@@ -110,17 +110,17 @@ fn tune_status_names_the_journal_and_the_lock_in_words_and_json() {
     assert!(v["vm_dirty"]["dirty_ratio"].is_u64(), "{v}");
 }
 
+/// The check named `id` in a doctor document.
+fn check(v: &serde_json::Value, id: &str) -> serde_json::Value {
+    let checks = v["checks"].as_array().expect("checks");
+    checks.iter().find(|c| c["id"] == id).expect(id).clone()
+}
+
 #[test]
 fn doctor_probe_measures_the_device_inside_dir_and_leaves_nothing_there() {
     let dir = tempfile::tempdir().unwrap();
     let (v, _) = doctor_json(&["--probe", dir.path().to_str().unwrap()]);
-    let c = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "device-probe")
-        .unwrap()
-        .clone();
+    let c = check(&v, "device-probe");
     let status = c["status"].as_str().unwrap();
     assert!(["pass", "warn"].contains(&status), "{c}");
     let found = c["found"].as_str().unwrap();
@@ -137,13 +137,7 @@ fn doctor_probe_measures_the_device_inside_dir_and_leaves_nothing_there() {
     // parent).
     let missing = dir.path().join("not-yet");
     let (v, _) = doctor_json(&["--probe", missing.to_str().unwrap()]);
-    let c = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "device-probe")
-        .unwrap()
-        .clone();
+    let c = check(&v, "device-probe");
     assert_eq!(c["status"], "skip", "{c}");
     assert!(c["why"].as_str().unwrap().contains("does not exist"), "{c}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
