@@ -103,6 +103,10 @@ fn a_recording_on_an_emulated_emmc_verifies_and_every_request_waited_its_model_t
     // emulator started): at least one 50 ms GC pause was asked and served.
     assert!(stats.gc_pauses >= 1, "{stats:?}");
     assert!(stats.asked_max_ns >= 50_000_000, "{stats:?}");
+    // The emulator found the image's 8 MiB journal (so jbd2's log writes
+    // are served ahead of writeback) and saw the kernel's requests queued.
+    assert_eq!(stats.journal_bytes, 8 << 20, "{stats:?}");
+    assert!(stats.queue_max >= 1, "{stats:?}");
     fs.remove().unwrap();
 }
 

@@ -102,9 +102,9 @@ impl EmuFs {
     fn write_class(&self, offset: u64, bytes: u64) -> Class {
         let end = offset + bytes;
         if self.journal.iter().any(|r| offset < r.end && r.start < end) {
-            Class::Sync
+            Class::Journal
         } else {
-            Class::Async
+            Class::Writeback
         }
     }
 
@@ -228,7 +228,7 @@ impl Filesystem for EmuFs {
             Ok(n) => {
                 buf.truncate(n);
                 self.device
-                    .submit(op, Class::Sync, Box::new(move || reply.data(&buf)));
+                    .submit(op, Class::Read, Box::new(move || reply.data(&buf)));
             }
             Err(e) => reply.error(errno(&e)),
         }
@@ -267,7 +267,7 @@ impl Filesystem for EmuFs {
 
     fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
         self.device
-            .submit(Op::Flush, Class::Sync, Box::new(move || reply.ok()));
+            .submit(Op::Flush, Class::Journal, Box::new(move || reply.ok()));
     }
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lo: u64, reply: ReplyEmpty) {

@@ -86,16 +86,16 @@ pub struct ProfileFile {
     #[serde(default = "zero_size")]
     pub cache_bandwidth: String,
     /// The largest command the device takes (size; `0B`, the default:
-    /// requests are served whole). A longer write is served in commands
+    /// requests are served whole). A longer read or write is served in commands
     /// of this size, and the queue is looked at again between them, as
     /// the block layer splits at the host's `max_hw_sectors` and the I/O
     /// scheduler dispatches in between.
     #[serde(default = "zero_size")]
     pub max_request: String,
     /// In which order waiting requests are served: `sync-first` (the
-    /// default; reads, flushes and writes to ext4's journal before other
-    /// writes, as CFQ, BFQ and mq-deadline dispatch synchronous I/O ahead
-    /// of writeback) or `arrival` (first come, first served).
+    /// default; flushes and writes to ext4's journal first, then reads,
+    /// then other writes, as CFQ, BFQ and mq-deadline dispatch synchronous
+    /// I/O ahead of writeback) or `arrival` (first come, first served).
     #[serde(default = "sync_first")]
     pub order: String,
 }
@@ -111,8 +111,8 @@ fn sync_first() -> String {
 /// The order in which a device serves waiting requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Order {
-    /// Reads, flushes and journal writes before other writes (with an
-    /// expiry so writeback is not starved).
+    /// Flushes and journal writes, then reads, then other writes (with
+    /// bounds so writeback is not starved).
     SyncFirst,
     /// First come, first served.
     Arrival,

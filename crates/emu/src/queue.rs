@@ -14,12 +14,19 @@
 //! write stalls as long (docs/devices.md, "Calibration status").
 //!
 //! Design choices:
-//! - Sync first, with an expiry: reads, flushes and writes to ext4's
-//!   journal ([`crate::ext4`]) are served before other writes; a write
-//!   that has waited [`ASYNC_EXPIRE`] (CFQ's and BFQ's `fifo_expire_async`
-//!   default) goes first, so writeback is delayed, never starved.
-//! - Commands of at most `max_request` bytes: a long write is served in
-//!   pieces and the queue is looked at between them, as the block layer
+//! - Sync first, with two bounds: flushes and writes to ext4's journal
+//!   ([`crate::ext4`]) are served first (every file-system handle may wait
+//!   on a commit; CFQ let such metadata requests preempt a queue doing
+//!   regular I/O), then reads, then other writes; but after
+//!   [`SYNC_BATCH`] of them in a row while a write waited, one write
+//!   command goes (as mq-deadline's `writes_starved` bounds how long reads
+//!   may pass waiting writes), and a write that has waited
+//!   [`ASYNC_EXPIRE`] (CFQ's and BFQ's `fifo_expire_async` default) goes
+//!   first. So a reader that keeps the device busy slows writeback down but
+//!   cannot stop it, and a journal write passes at most the command in
+//!   service and a few others.
+//! - Commands of at most `max_request` bytes: a long read or write is
+//!   served in pieces and the queue is looked at between them, as the block layer
 //!   splits at the host's limit and the scheduler dispatches in between.
 //!   A request is replied to when its last piece is done.
 //! - One device thread, at the emulator's real-time priority (it inherits
@@ -42,13 +49,31 @@ use crate::timing::{Kind, Timing};
 /// served first (CFQ's and BFQ's `fifo_expire_async`: 250 ms).
 pub const ASYNC_EXPIRE: Duration = Duration::from_millis(250);
 
-/// Whether a request is served ahead of writeback.
+/// After this many sync commands in a row served while a write waited, one
+/// write command is served. Design choice: a count of commands, not of
+/// mq-deadline's batches of 16 with `writes_starved` 2, because the
+/// emulator's commands are large (up to `max_request`): four 1 MiB reads
+/// (35 ms on `emmc`) already hold writeback as long as deadline's batches
+/// of small reads would.
+pub const SYNC_BATCH: u32 = 4;
+
+/// What a request is to the scheduler, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
-    /// A read, a flush or a journal write.
-    Sync,
-    /// Any other write.
-    Async,
+    /// A write to ext4's journal or a flush: every handle of the file
+    /// system may wait on a commit, so it goes first (as CFQ let metadata
+    /// requests preempt a queue doing regular I/O).
+    Journal,
+    /// A read: synchronous, someone waits for it.
+    Read,
+    /// Any other write: writeback, which nobody waits on at once.
+    Writeback,
+}
+
+impl Class {
+    fn is_sync(self) -> bool {
+        self != Class::Writeback
+    }
 }
 
 /// How to answer a request once served (the FUSE reply, with the bytes a
@@ -148,24 +173,31 @@ impl Drop for Device {
 }
 
 /// Which waiting request to serve next, by the profile's order, from each
-/// request's class and arrival (oldest first); also whether it was taken
-/// ahead of an older one (a sync request passing writeback) and whether
-/// it was an expired write.
-fn pick<I>(items: I, order: Order, now: Instant) -> (usize, bool, bool)
+/// request's class and arrival (oldest first): the oldest journal request,
+/// else the oldest read, else the oldest write. Also whether it was taken
+/// ahead of an older request, and whether it was an expired write.
+///
+/// `passed` is how many sync commands in a row were served while a write
+/// waited; at [`SYNC_BATCH`] the oldest write goes.
+fn pick<I>(items: I, order: Order, now: Instant, passed: u32) -> (usize, bool, bool)
 where
     I: Iterator<Item = (Class, Instant)> + Clone,
 {
     if order == Order::Arrival {
         return (0, false, false);
     }
-    let oldest_async = items.clone().position(|(c, _)| c == Class::Async);
+    let oldest_async = items.clone().position(|(c, _)| c == Class::Writeback);
     if let Some((_, arrived)) = oldest_async.and_then(|i| items.clone().nth(i)) {
         if now.duration_since(arrived) >= ASYNC_EXPIRE {
             return (oldest_async.expect("found"), false, true);
         }
+        if passed >= SYNC_BATCH {
+            return (oldest_async.expect("found"), false, false);
+        }
     }
-    match items.clone().position(|(c, _)| c == Class::Sync) {
-        Some(i) => (i, oldest_async.is_some_and(|a| a < i), false),
+    let first = |class| items.clone().position(|(c, _)| c == class);
+    match first(Class::Journal).or_else(|| first(Class::Read)) {
+        Some(i) => (i, i > 0, false),
         None => (0, false, false),
     }
 }
@@ -175,6 +207,8 @@ fn serve(shared: &(Mutex<State>, Condvar), mut model: DeviceModel, timing: &Mute
     let order = model.profile().order;
     let max_command = model.profile().max_request_bytes;
     let (lock, cv) = shared;
+    // Sync commands served in a row while a write waited.
+    let mut passed = 0u32;
     loop {
         let (op, finished) = {
             let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -186,28 +220,35 @@ fn serve(shared: &(Mutex<State>, Condvar), mut model: DeviceModel, timing: &Mute
             }
             let waiting = s.queue.len() as u64;
             let items = s.queue.iter().map(|p| (p.class, p.arrived));
-            let (i, ahead, expired) = pick(items, order, Instant::now());
+            let (i, ahead, expired) = pick(items, order, Instant::now(), passed);
+            let async_waits = s.queue.iter().any(|p| p.class == Class::Writeback);
             let p = &mut s.queue[i];
-            let op = match p.op {
-                Op::Write { offset, bytes } if max_command > 0 => {
+            passed = if p.class.is_sync() && async_waits {
+                passed + 1
+            } else {
+                0
+            };
+            // The next command of the request: all of it, or its next
+            // `max_request` bytes.
+            let first = p.done == 0;
+            let (op, finished) = match p.op {
+                Op::Write { offset, bytes } | Op::Read { offset, bytes } if max_command > 0 => {
                     let piece = (bytes - p.done).min(max_command);
-                    let op = Op::Write {
-                        offset: offset + p.done,
-                        bytes: piece,
-                    };
+                    let at = offset + p.done;
                     p.done += piece;
-                    op
+                    let op = match p.op {
+                        Op::Write { .. } => Op::Write {
+                            offset: at,
+                            bytes: piece,
+                        },
+                        _ => Op::Read {
+                            offset: at,
+                            bytes: piece,
+                        },
+                    };
+                    (op, p.done >= bytes)
                 }
-                op => op,
-            };
-            // Counted once per request, at its first piece.
-            let first = match (p.op, op) {
-                (Op::Write { offset, .. }, Op::Write { offset: o, .. }) => offset == o,
-                _ => true,
-            };
-            let finished = match p.op {
-                Op::Write { bytes, .. } if max_command > 0 => p.done >= bytes,
-                _ => true,
+                op => (op, true),
             };
             let answer = finished.then(|| s.queue.remove(i).expect("picked").answer);
             let mut t = timing.lock().unwrap_or_else(|p| p.into_inner());
@@ -248,25 +289,32 @@ mod tests {
     }
 
     fn pick_on(items: &[(Class, Instant)], order: Order, now: Instant) -> (usize, bool, bool) {
-        pick(items.iter().copied(), order, now)
+        pick(items.iter().copied(), order, now, 0)
     }
 
     #[test]
     fn sync_requests_pass_writeback_until_it_expires() {
         let now = Instant::now() + Duration::from_secs(10);
         let q = [
-            pending(Class::Async, 10, now),
-            pending(Class::Async, 5, now),
-            pending(Class::Sync, 1, now),
+            pending(Class::Writeback, 10, now),
+            pending(Class::Writeback, 5, now),
+            pending(Class::Read, 1, now),
         ];
         assert_eq!(pick_on(&q, Order::SyncFirst, now), (2, true, false));
         assert_eq!(pick_on(&q, Order::Arrival, now), (0, false, false));
         let old = [
-            pending(Class::Async, 300, now),
-            pending(Class::Sync, 1, now),
+            pending(Class::Writeback, 300, now),
+            pending(Class::Read, 1, now),
         ];
         assert_eq!(pick_on(&old, Order::SyncFirst, now), (0, false, true));
-        let only_async = [pending(Class::Async, 1, now)];
+        // A journal write passes reads queued before it.
+        let j = [
+            pending(Class::Read, 9, now),
+            pending(Class::Writeback, 8, now),
+            pending(Class::Journal, 1, now),
+        ];
+        assert_eq!(pick_on(&j, Order::SyncFirst, now), (2, true, false));
+        let only_async = [pending(Class::Writeback, 1, now)];
         assert_eq!(
             pick_on(&only_async, Order::SyncFirst, now),
             (0, false, false)
@@ -312,13 +360,13 @@ mod tests {
                 offset: i as u64 * write_bytes,
                 bytes: write_bytes,
             };
-            device.submit(op, Class::Async, answer(name));
+            device.submit(op, Class::Writeback, answer(name));
         }
         let read = Op::Read {
             offset: 0,
             bytes: 4096,
         };
-        device.submit(read, Class::Sync, answer('R'));
+        device.submit(read, Class::Read, answer('R'));
         *t0.lock().unwrap() = Instant::now();
         device.resume();
         drop(device);
@@ -360,5 +408,35 @@ mod tests {
         assert_eq!(s.bytes_written, 3 << 20);
         assert!(done[1].1 >= Duration::from_millis(45));
         assert!(done[3].1 >= Duration::from_millis(125));
+    }
+
+    #[test]
+    fn a_stream_of_reads_lets_a_waiting_write_through_after_a_batch() {
+        let timing = Arc::new(Mutex::new(Timing::new("t")));
+        let device = Device::paused(model("sync-first", "0B"), Arc::clone(&timing));
+        let done = Arc::new(Mutex::new(String::new()));
+        let answer = |name: char| -> Answer {
+            let done = Arc::clone(&done);
+            Box::new(move || done.lock().unwrap().push(name))
+        };
+        let write = Op::Write {
+            offset: 0,
+            bytes: 4096,
+        };
+        device.submit(write, Class::Writeback, answer('W'));
+        for _ in 0..6 {
+            let read = Op::Read {
+                offset: 0,
+                bytes: 4096,
+            };
+            device.submit(read, Class::Read, answer('R'));
+        }
+        device.resume();
+        drop(device);
+        let order = done.lock().unwrap().clone();
+        assert_eq!(
+            order,
+            format!("{}W{}", "R".repeat(SYNC_BATCH as usize), "RR")
+        );
     }
 }

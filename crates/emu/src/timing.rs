@@ -54,7 +54,7 @@ pub struct EmulatorStats {
     /// several in flight.
     #[serde(default)]
     pub queue_max: u64,
-    /// Requests served ahead of an older write (`sync-first` order).
+    /// Requests served ahead of an older one (`sync-first` order).
     #[serde(default)]
     pub sync_ahead: u64,
     /// Writes served first because they had waited `ASYNC_EXPIRE`.
