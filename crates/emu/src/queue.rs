@@ -340,39 +340,59 @@ mod tests {
         DeviceModel::new(crate::profile::Profile::from_json(&v.to_string(), "t").unwrap())
     }
 
-    /// Queues writes A, B, C (writeback) and then read R while the device
-    /// is paused, resumes it, and returns the order of completion with each
-    /// one's time since the resume, and the timing counters.
-    fn run(order: &str, max: &str, write_bytes: u64) -> (Vec<(char, Duration)>, Timing) {
+    /// Queues `requests` (name, op, class) while the device is paused,
+    /// resumes it, and returns the order of completion with each one's time
+    /// since the resume, and the timing counters.
+    fn serve_all(
+        order: &str,
+        max: &str,
+        requests: &[(char, Op, Class)],
+    ) -> (Vec<(char, Duration)>, Timing) {
         let timing = Arc::new(Mutex::new(Timing::new("t")));
         let device = Device::paused(model(order, max), Arc::clone(&timing));
         let done = Arc::new(Mutex::new(Vec::new()));
         let t0 = Arc::new(Mutex::new(Instant::now()));
-        let answer = |name: char| -> Answer {
+        for &(name, op, class) in requests {
             let (done, t0) = (Arc::clone(&done), Arc::clone(&t0));
-            Box::new(move || {
+            let answer: Answer = Box::new(move || {
                 let at = t0.lock().unwrap().elapsed();
                 done.lock().unwrap().push((name, at));
-            })
-        };
-        for (i, name) in ['A', 'B', 'C'].into_iter().enumerate() {
-            let op = Op::Write {
-                offset: i as u64 * write_bytes,
-                bytes: write_bytes,
-            };
-            device.submit(op, Class::Writeback, answer(name));
+            });
+            device.submit(op, class, answer);
         }
-        let read = Op::Read {
-            offset: 0,
-            bytes: 4096,
-        };
-        device.submit(read, Class::Read, answer('R'));
         *t0.lock().unwrap() = Instant::now();
         device.resume();
         drop(device);
         let done = done.lock().unwrap().clone();
         let timing = timing.lock().unwrap().clone();
         (done, timing)
+    }
+
+    fn read(name: char) -> (char, Op, Class) {
+        let op = Op::Read {
+            offset: 0,
+            bytes: 4096,
+        };
+        (name, op, Class::Read)
+    }
+
+    fn write(name: char, i: u64, bytes: u64) -> (char, Op, Class) {
+        let op = Op::Write {
+            offset: i * bytes,
+            bytes,
+        };
+        (name, op, Class::Writeback)
+    }
+
+    /// Writes A, B, C (writeback) of `write_bytes` each, then read R.
+    fn run(order: &str, max: &str, write_bytes: u64) -> (Vec<(char, Duration)>, Timing) {
+        let requests = [
+            write('A', 0, write_bytes),
+            write('B', 1, write_bytes),
+            write('C', 2, write_bytes),
+            read('R'),
+        ];
+        serve_all(order, max, &requests)
     }
 
     #[test]
@@ -412,31 +432,11 @@ mod tests {
 
     #[test]
     fn a_stream_of_reads_lets_a_waiting_write_through_after_a_batch() {
-        let timing = Arc::new(Mutex::new(Timing::new("t")));
-        let device = Device::paused(model("sync-first", "0B"), Arc::clone(&timing));
-        let done = Arc::new(Mutex::new(String::new()));
-        let answer = |name: char| -> Answer {
-            let done = Arc::clone(&done);
-            Box::new(move || done.lock().unwrap().push(name))
-        };
-        let write = Op::Write {
-            offset: 0,
-            bytes: 4096,
-        };
-        device.submit(write, Class::Writeback, answer('W'));
-        for _ in 0..6 {
-            let read = Op::Read {
-                offset: 0,
-                bytes: 4096,
-            };
-            device.submit(read, Class::Read, answer('R'));
-        }
-        device.resume();
-        drop(device);
-        let order = done.lock().unwrap().clone();
-        assert_eq!(
-            order,
-            format!("{}W{}", "R".repeat(SYNC_BATCH as usize), "RR")
-        );
+        let mut requests = vec![write('W', 0, 4096)];
+        requests.extend((0..6).map(|_| read('R')));
+        let (done, _) = serve_all("sync-first", "0B", &requests);
+        let order: String = done.iter().map(|d| d.0).collect();
+        let batch = "R".repeat(SYNC_BATCH as usize);
+        assert_eq!(order, format!("{batch}WRR"));
     }
 }
