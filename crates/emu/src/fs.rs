@@ -12,11 +12,15 @@
 //!   requests in flight, so the device's queue, not the kernel's FIFO,
 //!   decides what is served next.
 //! - A write to the image's superblock makes the server read the ext4
-//!   journal's place again ([`crate::ext4`]); writes there are synchronous.
+//!   journal's place again ([`crate::ext4`]); writes there and flushes are
+//!   [`Class::Journal`], reads [`Class::Read`], other writes
+//!   [`Class::Writeback`].
 //! - `direct_io` on open: no FUSE page cache between the loop device and
 //!   the model, so every block request of the loop device reaches it.
-//! - A 1 MiB `max_write`, so a loop request is not split into 128 KiB
-//!   FUSE requests that would each pay the per-request latency.
+//! - A 1 MiB `max_write` (and `max_pages`, FUSE ABI 7.28), so a loop
+//!   request is not split into 128 KiB FUSE requests that would each pay
+//!   the per-request latency; the profile's `max_request` splits them as
+//!   the emulated host would.
 //! - `fsync` of the emulated file costs a device flush but does not fsync
 //!   the real image: it is a scratch image, and a real flush would add this
 //!   machine's disk latency to the model's.
