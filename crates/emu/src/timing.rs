@@ -72,6 +72,25 @@ impl EmulatorStats {
         self.reads + self.writes + self.flushes
     }
 
+    /// How the queue was used, in words: `queue: up to 161 waiting, 1,771
+    /// served ahead of older ones, 4,065 writes let through after 250 ms;
+    /// journal of 128 MiB found` (or `no ext4 journal found: every write
+    /// served as writeback`).
+    pub fn queue_summary(&self) -> String {
+        let journal = if self.journal_bytes > 0 {
+            format!(
+                "journal of {} found",
+                rtrec_units::format_size(self.journal_bytes)
+            )
+        } else {
+            "no ext4 journal found: every write served as writeback".to_string()
+        };
+        format!(
+            "queue: up to {} waiting, {} served ahead of older ones, {} writes let through after 250 ms; {journal}",
+            self.queue_max, self.sync_ahead, self.async_expired
+        )
+    }
+
     /// The timing error in words: `mean 38.1 µs, p99 131 µs, max 289 µs`,
     /// with `, N served early` when any was (the bench table and the
     /// recording summary both print it).
@@ -199,5 +218,19 @@ mod tests {
         assert_eq!(s.asked_max_ns, 2_000_000);
         // 99 of 101 errors are 100 ns: p99 falls in the bucket below 128 ns.
         assert_eq!(s.error_p99_ns, 127);
+    }
+
+    #[test]
+    fn the_queue_summary_names_the_journal_or_its_absence() {
+        let mut t = Timing::new("emmc");
+        t.note_queue(3, true, false);
+        t.note_queue(1, false, true);
+        let s = t.snapshot();
+        assert_eq!(
+            s.queue_summary(),
+            "queue: up to 3 waiting, 1 served ahead of older ones, 1 writes let through after 250 ms; no ext4 journal found: every write served as writeback"
+        );
+        t.set_journal_bytes(128 << 20);
+        assert!(t.snapshot().queue_summary().ends_with("journal of 128 MiB found"));
     }
 }

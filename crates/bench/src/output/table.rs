@@ -54,12 +54,13 @@ pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
 pub fn device_line(report: &BenchReport) -> Option<String> {
     let e = report.environment.emulator.as_ref()?;
     Some(format!(
-        "Emulated device: {} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): {}",
+        "Emulated device: {} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): {}; {}",
         report.environment.device_profile,
         thousands(e.requests()),
         thousands(e.flushes),
         thousands(e.gc_pauses),
-        e.error_summary()
+        e.error_summary(),
+        e.queue_summary()
     ))
 }
 
