@@ -231,6 +231,9 @@ mod tests {
             "queue: up to 3 waiting, 1 served ahead of older ones, 1 writes let through after 250 ms; no ext4 journal found: every write served as writeback"
         );
         t.set_journal_bytes(128 << 20);
-        assert!(t.snapshot().queue_summary().ends_with("journal of 128 MiB found"));
+        assert!(t
+            .snapshot()
+            .queue_summary()
+            .ends_with("journal of 128 MiB found"));
     }
 }
