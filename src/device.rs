@@ -84,9 +84,9 @@ pub struct DeviceReport {
 }
 
 impl DeviceReport {
-    /// `device emmc: writer's longest write() 102 ms; the ring holds
-    /// 16 MiB, 4.9 s of data at this rate; worst stall of the profile
-    /// 85.3 ms; emulator timing error (served − asked): mean …`, one line.
+    /// `device emmc: writer's longest write() 18.5 ms; the ring holds
+    /// 16 MiB, 5.11 s of data at this rate; worst stall of the profile
+    /// 117 ms; emulator timing error (served − asked): mean …`, one line.
     pub fn line(&self) -> String {
         let held = self.ring_seconds.map_or(String::new(), |s| {
             format!(", {s:.2} s of data at this rate")
