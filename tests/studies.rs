@@ -251,3 +251,43 @@ fn s4_with_fio_parses_fios_jobs_in_their_groups_and_puts_every_setting_back() {
     assert!(text.contains("S4 the same matrix with fio-"), "{text}");
     assert_put_back(&h, pid, &before);
 }
+
+/// `--study s3 --device FILE`: every variant's own image sits on the
+/// emulated device, and each S3 case keeps that device's counters (fsyncs
+/// reached it as flushes, nothing was served early); everything is put
+/// back. A quick profile (the shipped emmc without GC busy) keeps it short.
+#[test]
+fn s3_on_an_emulated_device_runs_each_variant_through_it_and_puts_every_setting_back() {
+    let name = "s3_on_an_emulated_device_runs_each_variant_through_it_and_puts_every_setting_back";
+    if !require_privileged(name) {
+        return;
+    }
+    let h = rtrec_host::cgroup::detect().expect("an I/O cgroup hierarchy");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut p: serde_json::Value =
+        serde_json::from_str(rtrec_emu::profile::BUILTIN[0].1).unwrap();
+    p["name"] = "quick".into();
+    p["gc_every"] = "0B".into();
+    let profile = tmp.path().join("quick.json");
+    std::fs::write(&profile, p.to_string()).unwrap();
+    let before = disk_settings();
+    let (pid, _, v) = bench(&[
+        "--study",
+        "s3",
+        "--rounds",
+        "1",
+        "--device",
+        profile.to_str().unwrap(),
+    ]);
+    let s3 = v["s3"]["cases"].as_array().expect("an s3 section");
+    assert_eq!(s3.len(), 3, "{}", v["s3"]);
+    for c in s3 {
+        assert!(c["error"].is_null(), "{c}");
+        let e = &c["emulator"];
+        assert_eq!(e["profile"], "quick", "{c}");
+        assert!(e["writes"].as_u64() > Some(0), "{c}");
+        assert!(e["flushes"].as_u64() > Some(0), "{c}");
+        assert_eq!(e["early"], 0, "{c}");
+    }
+    assert_put_back(&h, pid, &before);
+}

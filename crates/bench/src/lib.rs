@@ -719,7 +719,16 @@ fn run_plan(
     if plan.s3 && !signal::interrupted() {
         if flusher.can_switch() {
             let rounds = args.rounds.unwrap_or(s3::DEFAULT_ROUNDS);
-            report.s3 = Some(s3::run(&launcher, rounds, args.image_dir.as_deref()));
+            let emulator = match &args.device {
+                Some(d) => d.emulator()?,
+                None => None,
+            };
+            report.s3 = Some(s3::run(
+                &launcher,
+                rounds,
+                args.image_dir.as_deref(),
+                emulator.as_ref(),
+            ));
         } else {
             eprintln!("rtrec bench: S3 needs root (its own ext4 images); skipped");
         }

@@ -10,6 +10,10 @@
 //! (`sync_file_range()` every window, the last one waited for) — whether
 //! bounding dirty data fixes fsync latency on a modern kernel.
 //!
+//! With `--device PROFILE` every variant's image sits on the emulated
+//! device (`hdd-5400` is S3's laptop disk), and each case keeps the
+//! emulator's counters and timing error.
+//!
 //! Design choice: the tester runs in the bench process (its samples are
 //! the measurement, no process boundary to cross); the streamer is a
 //! `__bgload stream` process, so it competes as another application would.
@@ -21,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rtrec_engine::{Latency, LatencySummary, PeriodicTimer};
+use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopfs::{LoopFs, LoopFsOptions};
 use rtrec_sys as sys;
 use serde::{Deserialize, Serialize};
@@ -113,6 +118,10 @@ pub struct S3Case {
     pub stream_with_tester_bytes_per_s: f64,
     /// Why the case did not complete, if it did not.
     pub error: Option<String>,
+    /// The emulated device's counters and timing error for this variant's
+    /// image (`--device`; absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator: Option<rtrec_emu::EmulatorStats>,
 }
 
 /// The whole study.
@@ -124,9 +133,14 @@ pub struct S3Result {
     pub cases: Vec<S3Case>,
 }
 
-/// Runs every variant with `rounds` tester rounds (`journal`: the
-/// process's journal under the global lock; `image_dir`: `--image-dir`).
-pub fn run(launcher: &Launcher, rounds: u32, image_dir: Option<&Path>) -> S3Result {
+/// Runs every variant with `rounds` tester rounds (`image_dir`:
+/// `--image-dir`; `emulator`: the emulated device each image sits on).
+pub fn run(
+    launcher: &Launcher,
+    rounds: u32,
+    image_dir: Option<&Path>,
+    emulator: Option<&EmulatorCommand>,
+) -> S3Result {
     let mut cases = Vec::new();
     for v in VARIANTS {
         if interrupted() {
@@ -144,8 +158,9 @@ pub fn run(launcher: &Launcher, rounds: u32, image_dir: Option<&Path>) -> S3Resu
             stream_alone_bytes_per_s: 0.0,
             stream_with_tester_bytes_per_s: 0.0,
             error: None,
+            emulator: None,
         };
-        if let Err(e) = run_variant(launcher, v, rounds, image_dir, &mut c) {
+        if let Err(e) = run_variant(launcher, v, rounds, image_dir, emulator, &mut c) {
             c.error = Some(format!("{e:#}"));
         }
         cases.push(c);
@@ -161,12 +176,14 @@ fn run_variant(
     v: Variant,
     rounds: u32,
     image_dir: Option<&Path>,
+    emulator: Option<&EmulatorCommand>,
     c: &mut S3Case,
 ) -> anyhow::Result<()> {
     let opts = LoopFsOptions {
         size: 4 << 30,
         parent: image_dir.map(Path::to_path_buf),
         mount_options: mount_options(v.data),
+        emulator: emulator.cloned(),
         ..LoopFsOptions::default()
     };
     let fs = LoopFs::create(&opts).with_context(|| format!("making the data={} image", v.data))?;
@@ -194,6 +211,9 @@ fn run_variant(
     c.rounds = samples.len() as u32;
     c.fsync_ns = lat.summary();
     c.fsync_samples_ns = samples;
+    c.emulator = fs
+        .emulator_stats()
+        .and_then(|p| rtrec_emu::read_stats(p).ok());
     fs.remove().context("removing the image")?;
     Ok(())
 }

@@ -118,6 +118,7 @@ fn made_up_s3() -> S3Result {
                 stream_alone_bytes_per_s: 120e6,
                 stream_with_tester_bytes_per_s: 110e6,
                 error: None,
+                emulator: None,
             }
         })
         .collect();

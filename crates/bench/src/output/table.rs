@@ -454,6 +454,19 @@ pub fn render_s3(r: &crate::s3::S3Result) -> String {
                 .unwrap_or_default()
         );
     }
+    for c in &r.cases {
+        if let Some(e) = &c.emulator {
+            let _ = writeln!(
+                out,
+                "{}: emulated device {} ({} requests, {} flushes); emulator timing error (served − asked): {}",
+                c.name,
+                e.profile,
+                thousands(e.requests()),
+                thousands(e.flushes),
+                e.error_summary()
+            );
+        }
+    }
     let p = &r.published;
     let _ = writeln!(
         out,
