@@ -264,8 +264,7 @@ fn s3_on_an_emulated_device_runs_each_variant_through_it_and_puts_every_setting_
     }
     let h = rtrec_host::cgroup::detect().expect("an I/O cgroup hierarchy");
     let tmp = tempfile::tempdir().unwrap();
-    let mut p: serde_json::Value =
-        serde_json::from_str(rtrec_emu::profile::BUILTIN[0].1).unwrap();
+    let mut p: serde_json::Value = serde_json::from_str(rtrec_emu::profile::BUILTIN[0].1).unwrap();
     p["name"] = "quick".into();
     p["gc_every"] = "0B".into();
     let profile = tmp.path().join("quick.json");

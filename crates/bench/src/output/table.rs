@@ -431,7 +431,15 @@ pub fn render_s3(r: &crate::s3::S3Result) -> String {
         "\nS3 fsync under streaming writes\n{:<26} {:>6} {:>10} {:>10} {:>10} {:>12} {:>12}",
         "case", "rounds", "fsync min", "avg", "max", "stream alone", "with tester"
     );
-    let mbs = |b: f64| format!("{:.0} MB/s", b / 1e6);
+    // 0: the streamer gave no figure (it did not end within its grace, as
+    // a writer blocked on a slow device may not, and was killed).
+    let mbs = |b: f64| {
+        if b > 0.0 {
+            format!("{:.0} MB/s", b / 1e6)
+        } else {
+            "-".to_string()
+        }
+    };
     for c in &r.cases {
         let f = |g: fn(&rtrec_engine::LatencySummary) -> u64| {
             c.fsync_ns
@@ -466,6 +474,15 @@ pub fn render_s3(r: &crate::s3::S3Result) -> String {
                 e.error_summary()
             );
         }
+    }
+    if r.cases.iter().any(|c| {
+        c.error.is_none()
+            && (c.stream_alone_bytes_per_s <= 0.0 || c.stream_with_tester_bytes_per_s <= 0.0)
+    }) {
+        let _ = writeln!(
+            out,
+            "-: the streamer gave no figure (it did not end within its grace after being asked to stop, and was killed)"
+        );
     }
     let p = &r.published;
     let _ = writeln!(
@@ -586,5 +603,41 @@ fn ring_held(c: &CaseResult) -> String {
             (ring / entry) as f64 * c.protocol.period_ns as f64 / 1e9
         ),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::s3::{S3Case, S3Result};
+
+    #[test]
+    fn s3_shows_a_missing_stream_figure_as_a_dash_with_its_reason() {
+        let case = |alone: f64| S3Case {
+            name: "S3-FSYNC-ORDERED".into(),
+            data_mode: "ordered".into(),
+            mount_options: String::new(),
+            window_bytes: 0,
+            rounds: 1,
+            fsync_ns: None,
+            fsync_samples_ns: Vec::new(),
+            stream_alone_bytes_per_s: alone,
+            stream_with_tester_bytes_per_s: 21e6,
+            error: None,
+            emulator: None,
+        };
+        let r = |alone| S3Result {
+            published: crate::s3::published(),
+            cases: vec![case(alone)],
+        };
+        let missing = render_s3(&r(0.0));
+        assert!(!missing.contains("0 MB/s "), "{missing}");
+        assert!(
+            missing.contains("-: the streamer gave no figure"),
+            "{missing}"
+        );
+        let present = render_s3(&r(24e6));
+        assert!(present.contains("24 MB/s"), "{present}");
+        assert!(!present.contains("gave no figure"), "{present}");
     }
 }
