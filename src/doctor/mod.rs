@@ -74,7 +74,6 @@ fn probe_skipped() -> Check {
 pub fn probe_check(dir: &Path) -> Check {
     let mut c = probe_skipped();
     if !dir.is_dir() {
-        c.found = "not measured".into();
         c.why = format!(
             "'{}' does not exist; the probe writes only inside DIR",
             dir.display()
@@ -97,16 +96,24 @@ pub fn probe_check(dir: &Path) -> Check {
             return c;
         }
     };
-    let p = &r.profile;
-    let parse = |v: &str| rtrec_units::parse_duration(v).unwrap_or(0);
-    let flush_p99 = parse(&p.flush_tail).max(parse(&p.flush));
+    // The probe's figures, checked by the same parser as any profile.
+    let p = match rtrec_emu::Profile::from_file(r.profile, "measured by the probe") {
+        Ok(p) => p,
+        Err(e) => {
+            c.status = Status::Warn;
+            c.found = "probe failed".into();
+            c.why = e.to_string();
+            return c;
+        }
+    };
+    let flush_p99 = p.flush_tail_ns.max(p.flush_ns);
     c.found = format!(
         "write {}/s, read {}/s; flush {} median, {} p99 (above a 4 KiB write); 4 KiB write {}",
-        rtrec_units::format_size(rtrec_units::parse_size(&p.write_bandwidth).unwrap_or(0)),
-        rtrec_units::format_size(rtrec_units::parse_size(&p.read_bandwidth).unwrap_or(0)),
-        p.flush,
+        rtrec_units::format_size(p.write_bytes_per_s),
+        rtrec_units::format_size(p.read_bytes_per_s),
+        rtrec_units::format_duration(p.flush_ns),
         rtrec_units::format_duration(flush_p99),
-        p.write_latency
+        rtrec_units::format_duration(p.write_latency_ns)
     );
     if flush_p99 > FLUSH_P99_WARN_NS {
         c.status = Status::Warn;

@@ -104,8 +104,7 @@ impl EmuFs {
 
     /// The class of a write of `bytes` at `offset`.
     fn write_class(&self, offset: u64, bytes: u64) -> Class {
-        let end = offset + bytes;
-        if self.journal.iter().any(|r| offset < r.end && r.start < end) {
+        if self.journal.iter().any(|r| overlaps(offset, bytes, r)) {
             Class::Journal
         } else {
             Class::Writeback
@@ -140,6 +139,11 @@ impl EmuFs {
             flags: 0,
         })
     }
+}
+
+/// Whether `bytes` at `offset` touch `range`.
+fn overlaps(offset: u64, bytes: u64, range: &Range<u64>) -> bool {
+    offset < range.end && range.start < offset + bytes
 }
 
 fn errno(e: &std::io::Error) -> i32 {
@@ -260,7 +264,7 @@ impl Filesystem for EmuFs {
         }
         let bytes = data.len() as u64;
         let sb = ext4::SUPERBLOCK_OFFSET;
-        if offset < sb + ext4::SUPERBLOCK_BYTES as u64 && sb < offset + bytes {
+        if overlaps(offset, bytes, &(sb..sb + ext4::SUPERBLOCK_BYTES as u64)) {
             self.find_journal();
         }
         let class = self.write_class(offset, bytes);

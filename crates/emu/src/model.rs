@@ -53,6 +53,33 @@ pub enum Op {
     Flush,
 }
 
+impl Op {
+    /// The part of a read or write from `done` bytes in, at most `max`
+    /// bytes long (a flush, or `max` 0, is itself whole).
+    pub fn piece(self, done: u64, max: u64) -> Op {
+        let cut = |offset: u64, bytes: u64| (offset + done, (bytes - done).min(max));
+        match self {
+            Op::Read { offset, bytes } if max > 0 => {
+                let (offset, bytes) = cut(offset, bytes);
+                Op::Read { offset, bytes }
+            }
+            Op::Write { offset, bytes } if max > 0 => {
+                let (offset, bytes) = cut(offset, bytes);
+                Op::Write { offset, bytes }
+            }
+            op => op,
+        }
+    }
+
+    /// Bytes moved (0 for a flush).
+    pub fn bytes(self) -> u64 {
+        match self {
+            Op::Read { bytes, .. } | Op::Write { bytes, .. } => bytes,
+            Op::Flush => 0,
+        }
+    }
+}
+
 /// The model's state: where the last request ended, bytes written since
 /// the last GC pause, flushes so far, the write cache's dirty bytes.
 #[derive(Debug, Clone)]

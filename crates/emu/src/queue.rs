@@ -186,13 +186,16 @@ where
     if order == Order::Arrival {
         return (0, false, false);
     }
-    let oldest_async = items.clone().position(|(c, _)| c == Class::Writeback);
-    if let Some((_, arrived)) = oldest_async.and_then(|i| items.clone().nth(i)) {
+    let oldest_async = items
+        .clone()
+        .enumerate()
+        .find(|(_, (c, _))| *c == Class::Writeback);
+    if let Some((i, (_, arrived))) = oldest_async {
         if now.duration_since(arrived) >= ASYNC_EXPIRE {
-            return (oldest_async.expect("found"), false, true);
+            return (i, false, true);
         }
         if passed >= SYNC_BATCH {
-            return (oldest_async.expect("found"), false, false);
+            return (i, false, false);
         }
     }
     let first = |class| items.clone().position(|(c, _)| c == class);
@@ -231,25 +234,9 @@ fn serve(shared: &(Mutex<State>, Condvar), mut model: DeviceModel, timing: &Mute
             // The next command of the request: all of it, or its next
             // `max_request` bytes.
             let first = p.done == 0;
-            let (op, finished) = match p.op {
-                Op::Write { offset, bytes } | Op::Read { offset, bytes } if max_command > 0 => {
-                    let piece = (bytes - p.done).min(max_command);
-                    let at = offset + p.done;
-                    p.done += piece;
-                    let op = match p.op {
-                        Op::Write { .. } => Op::Write {
-                            offset: at,
-                            bytes: piece,
-                        },
-                        _ => Op::Read {
-                            offset: at,
-                            bytes: piece,
-                        },
-                    };
-                    (op, p.done >= bytes)
-                }
-                op => (op, true),
-            };
+            let op = p.op.piece(p.done, max_command);
+            p.done += op.bytes();
+            let finished = p.done >= p.op.bytes();
             let answer = finished.then(|| s.queue.remove(i).expect("picked").answer);
             let mut t = timing.lock().unwrap_or_else(|p| p.into_inner());
             t.note_queue(waiting, first && ahead, first && expired);

@@ -86,8 +86,11 @@ impl EmulatorStats {
             "no ext4 journal found: every write served as writeback".to_string()
         };
         format!(
-            "queue: up to {} waiting, {} served ahead of older ones, {} writes let through after 250 ms; {journal}",
-            self.queue_max, self.sync_ahead, self.async_expired
+            "queue: up to {} waiting, {} served ahead of older ones, {} writes let through after {}; {journal}",
+            self.queue_max,
+            self.sync_ahead,
+            self.async_expired,
+            rtrec_units::format_duration(crate::queue::ASYNC_EXPIRE.as_nanos() as u64)
         )
     }
 

@@ -54,14 +54,24 @@ pub fn protocol_lines(report: &BenchReport) -> Vec<String> {
 pub fn device_line(report: &BenchReport) -> Option<String> {
     let e = report.environment.emulator.as_ref()?;
     Some(format!(
-        "Emulated device: {} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): {}; {}",
-        report.environment.device_profile,
+        "Emulated device: {}; {}",
+        emulator_summary(e),
+        e.queue_summary()
+    ))
+}
+
+/// `emmc (149,330 requests, 20,611 flushes, 1,256 GC pauses); emulator
+/// timing error (served − asked): mean …`: the bench's device line and each
+/// S3 variant's.
+fn emulator_summary(e: &rtrec_emu::EmulatorStats) -> String {
+    format!(
+        "{} ({} requests, {} flushes, {} GC pauses); emulator timing error (served − asked): {}",
+        e.profile,
         thousands(e.requests()),
         thousands(e.flushes),
         thousands(e.gc_pauses),
-        e.error_summary(),
-        e.queue_summary()
-    ))
+        e.error_summary()
+    )
 }
 
 fn published_max_ratio(c: &CaseResult) -> Option<f64> {
@@ -464,15 +474,7 @@ pub fn render_s3(r: &crate::s3::S3Result) -> String {
     }
     for c in &r.cases {
         if let Some(e) = &c.emulator {
-            let _ = writeln!(
-                out,
-                "{}: emulated device {} ({} requests, {} flushes); emulator timing error (served − asked): {}",
-                c.name,
-                e.profile,
-                thousands(e.requests()),
-                thousands(e.flushes),
-                e.error_summary()
-            );
+            let _ = writeln!(out, "{}: emulated device {}", c.name, emulator_summary(e));
         }
     }
     if r.cases.iter().any(|c| {
