@@ -77,106 +77,121 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The Prometheus text: one `# HELP` and `# TYPE` per metric family, one
-/// sample per series.
+/// A series: its name (as the `# TYPE` line gives it), type, help text,
+/// and its samples' extra labels and values (from a snapshot, and whether
+/// the recording has ended).
+type Series = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&LiveSnapshot, bool) -> Vec<(&'static str, f64)>,
+);
+
+/// Every series, in the order the file lists them (docs/status.md).
+const SERIES: &[Series] = &[
+    (
+        "rtrec_records_queued_total",
+        "counter",
+        "Records accepted by record() (copied into the ring, or written in inline mode).",
+        |s, _| vec![("", s.records_queued as f64)],
+    ),
+    (
+        "rtrec_records_written_total",
+        "counter",
+        "Records whose write() returned: they survive the death of the process.",
+        |s, _| vec![("", s.records_written as f64)],
+    ),
+    (
+        "rtrec_records_durable_total",
+        "counter",
+        "Records below the durable point (on storage, or their loss is): they survive a power cut.",
+        |s, _| vec![("", s.durable_seq as f64)],
+    ),
+    (
+        "rtrec_records_dropped_total",
+        "counter",
+        "Records dropped, by cause; each loss is stored in the recording.",
+        |s, _| {
+            vec![
+                ("cause=\"ring_full\"", s.drops_ring_full as f64),
+                ("cause=\"too_large\"", s.drops_too_large as f64),
+                ("cause=\"writer_failed\"", s.drops_writer_failed as f64),
+            ]
+        },
+    ),
+    (
+        "rtrec_written_bytes_total",
+        "counter",
+        "Payload bytes written.",
+        |s, _| vec![("", s.bytes_written as f64)],
+    ),
+    (
+        "rtrec_missed_periods_total",
+        "counter",
+        "Periods whose release was missed (synthetic source).",
+        |s, _| vec![("", s.missed_periods as f64)],
+    ),
+    (
+        "rtrec_flight_events_total",
+        "counter",
+        "Flight-recorder events started.",
+        |s, _| vec![("", s.events as f64)],
+    ),
+    (
+        "rtrec_ring_capacity_bytes",
+        "gauge",
+        "The ring's capacity (0 without a ring).",
+        |s, _| vec![("", s.ring_capacity_bytes as f64)],
+    ),
+    (
+        "rtrec_ring_used_bytes",
+        "gauge",
+        "Bytes waiting in the ring at the writer's last look.",
+        |s, _| vec![("", s.ring_used_bytes as f64)],
+    ),
+    (
+        "rtrec_ring_high_water_bytes",
+        "gauge",
+        "The fullest the ring has been since the start.",
+        |s, _| vec![("", s.ring_high_water_bytes as f64)],
+    ),
+    (
+        "rtrec_write_max_seconds",
+        "gauge",
+        "The longest write() call since the start.",
+        |s, _| vec![("", s.max_write_ns as f64 / 1e9)],
+    ),
+    (
+        "rtrec_lateness_max_seconds",
+        "gauge",
+        "The latest a period's release has been since the start.",
+        |s, _| vec![("", s.max_lateness_ns as f64 / 1e9)],
+    ),
+    (
+        "rtrec_recording_done",
+        "gauge",
+        "1 once the recording has ended and these are its final counts.",
+        |_, done| vec![("", if done { 1.0 } else { 0.0 })],
+    ),
+];
+
+/// The Prometheus text: one `# HELP` and `# TYPE` per series, one sample
+/// per label set.
 pub fn prometheus(s: &LiveSnapshot, done: bool, labels: &Labels) -> String {
     let base = format!(
         "dir=\"{}\",prefix=\"{}\"",
         escape(&labels.dir),
         escape(&labels.prefix)
     );
-    let secs = |ns: u64| ns as f64 / 1e9;
     let mut out = String::new();
-    let mut family = |name: &str, kind: &str, help: &str, samples: &[(&str, f64)]| {
+    for (name, kind, help, samples) in SERIES {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} {kind}");
-        for (extra, value) in samples {
+        for (extra, value) in samples(s, done) {
             let sep = if extra.is_empty() { "" } else { "," };
             let _ = writeln!(out, "{name}{{{base}{sep}{extra}}} {value}");
         }
-    };
-    family(
-        "rtrec_records_queued_total",
-        "counter",
-        "Records accepted by record() (copied into the ring, or written in inline mode).",
-        &[("", s.records_queued as f64)],
-    );
-    family(
-        "rtrec_records_written_total",
-        "counter",
-        "Records whose write() returned: they survive the death of the process.",
-        &[("", s.records_written as f64)],
-    );
-    family(
-        "rtrec_records_durable_total",
-        "counter",
-        "Records below the durable point (on storage, or their loss is): they survive a power cut.",
-        &[("", s.durable_seq as f64)],
-    );
-    family(
-        "rtrec_records_dropped_total",
-        "counter",
-        "Records dropped, by cause; each loss is stored in the recording.",
-        &[
-            ("cause=\"ring_full\"", s.drops_ring_full as f64),
-            ("cause=\"too_large\"", s.drops_too_large as f64),
-            ("cause=\"writer_failed\"", s.drops_writer_failed as f64),
-        ],
-    );
-    family(
-        "rtrec_written_bytes_total",
-        "counter",
-        "Payload bytes written.",
-        &[("", s.bytes_written as f64)],
-    );
-    family(
-        "rtrec_missed_periods_total",
-        "counter",
-        "Periods whose release was missed (synthetic source).",
-        &[("", s.missed_periods as f64)],
-    );
-    family(
-        "rtrec_flight_events_total",
-        "counter",
-        "Flight-recorder events started.",
-        &[("", s.events as f64)],
-    );
-    family(
-        "rtrec_ring_capacity_bytes",
-        "gauge",
-        "The ring's capacity (0 without a ring).",
-        &[("", s.ring_capacity_bytes as f64)],
-    );
-    family(
-        "rtrec_ring_used_bytes",
-        "gauge",
-        "Bytes waiting in the ring at the writer's last look.",
-        &[("", s.ring_used_bytes as f64)],
-    );
-    family(
-        "rtrec_ring_high_water_bytes",
-        "gauge",
-        "The fullest the ring has been since the start.",
-        &[("", s.ring_high_water_bytes as f64)],
-    );
-    family(
-        "rtrec_write_max_seconds",
-        "gauge",
-        "The longest write() call since the start.",
-        &[("", secs(s.max_write_ns))],
-    );
-    family(
-        "rtrec_lateness_max_seconds",
-        "gauge",
-        "The latest a period's release has been since the start.",
-        &[("", secs(s.max_lateness_ns))],
-    );
-    family(
-        "rtrec_recording_done",
-        "gauge",
-        "1 once the recording has ended and these are its final counts.",
-        &[("", if done { 1.0 } else { 0.0 })],
-    );
+    }
     out
 }
 
