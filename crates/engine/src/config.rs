@@ -31,7 +31,7 @@ pub enum Alloc {
     /// recording.
     Zero,
     /// Take files from a pool prepared while idle (zero-filled, or recycled
-    /// from finished recordings; see [`crate::pool`]): nothing is allocated
+    /// from finished recordings; see `docs/durability.md`, the pool): nothing is allocated
     /// when a recording starts, nothing truncated when it ends (the header
     /// records the valid length instead).
     Pool,
@@ -104,21 +104,21 @@ pub enum Io {
     #[default]
     Buffered,
     /// `O_DIRECT`: each frame goes to the device from an aligned buffer
-    /// that gathers it behind the file's partial last block (see
-    /// `crate::direct`); there is no dirty page to write back, durability
+    /// that gathers it behind the file's partial last block; there is no
+    /// dirty page to write back, durability
     /// points are a device cache flush (`fdatasync`).
     Direct,
-    /// [`Io::Direct`] with each block write submitted through io_uring
+    /// `direct` with each block write submitted through io_uring
     /// (registered buffers, the file as a fixed file), up to
-    /// [`Config::io_depth`] writes in flight, their completions reaped by
+    /// `io_depth` (`--io-depth`) writes in flight, their completions reaped by
     /// the writer. When the kernel refuses io_uring (e.g.
     /// `kernel.io_uring_disabled`), the recording says so in a warning and
     /// writes buffered.
     Uring,
     /// io_uring over the page cache (no `O_DIRECT`): the gatherer's
-    /// registered buffers and writes in flight of [`Io::Uring`], frames
+    /// registered buffers and writes in flight of `uring`, frames
     /// written exactly (no padding, no rewrite); the flusher writes back
-    /// dirty pages as with [`Io::Buffered`]. Any allocation mode.
+    /// dirty pages as with `buffered`. Any allocation mode.
     UringBuffered,
 }
 
