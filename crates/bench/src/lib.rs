@@ -18,7 +18,7 @@
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_fio`]:
-//!   S4's matrix run by fio (`--with-fio`); [`s4_plot`]: S4's throughput
+//!   S4's matrix run by fio (`--with-fio`); [`export::s4_plot`]: S4's throughput
 //!   shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
@@ -47,7 +47,6 @@ pub mod report;
 pub mod s3;
 pub mod s4;
 pub mod s4_fio;
-pub mod s4_plot;
 pub mod scenario;
 pub mod signal;
 pub mod study;
@@ -629,12 +628,12 @@ fn run_plan(
     if let Some(p) = &args.plot {
         exports.add(Box::new(SvgExporter), p.clone());
         if plan.s4 && p.as_os_str() != export::STDOUT {
-            let beside = s4_plot::path_beside(p);
+            let beside = export::s4_plot::path_beside(p);
             eprintln!(
                 "rtrec bench: the S4 throughput shares are drawn to {}",
                 beside.display()
             );
-            exports.add(Box::new(s4_plot::S4PlotExporter), beside);
+            exports.add(Box::new(export::s4_plot::S4PlotExporter), beside);
         }
     }
     if let Some(p) = &args.html {

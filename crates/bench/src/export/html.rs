@@ -14,7 +14,7 @@
 //!   shapes are few (lines, rectangles, text), and each element carries a
 //!   class (`box`, `bar`, `point`, `whisker`) that the browser test counts.
 //!   The one exception is S4's share plot: it is the drawing `--plot`
-//!   writes beside the latency plot ([`crate::s4_plot`], through its
+//!   writes beside the latency plot ([`super::s4_plot`], through its
 //!   exporter), inlined, so the two can never disagree.
 //! - S3's published figures are a range for the whole study (ext3
 //!   `data=ordered` on 2.6.29, without and with the fix), so every variant's
@@ -38,8 +38,8 @@ use rtrec_engine::LatencySummary;
 
 use crate::report::{BenchReport, CaseResult, PublishedFigure};
 
-use super::Exporter;
-use crate::s4_plot::S4PlotExporter;
+use super::exporter::Exporter;
+use super::s4_plot::S4PlotExporter;
 
 /// Writes [`BenchReport`] as one self-contained HTML page.
 pub struct HtmlExporter;
