@@ -648,7 +648,7 @@ pub enum TuneAction {
 
 /// `rtrec completions SHELL`: the completion script, generated from the
 /// one definition of the command line.
-pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
+pub fn completions(shell: clap_complete::Shell) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, &mut Cli::command(), "rtrec", &mut out);
@@ -657,14 +657,18 @@ pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
 
 /// `rtrec man [COMMAND]`: the man page (roff) of rtrec or of one command,
 /// generated from the one definition of the command line.
-pub fn man(command: Option<&str>) -> crate::Result<i32> {
+pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let root = Cli::command();
     let cmd = match command {
         None => root,
         Some(name) => match root.find_subcommand(name).filter(|c| !c.is_hide_set()) {
             Some(c) => c.clone().display_name(format!("rtrec-{name}")),
-            None => return crate::usage(format!("no command '{name}' (rtrec --help lists them)")),
+            None => {
+                return crate::error::usage(format!(
+                    "no command '{name}' (rtrec --help lists them)"
+                ))
+            }
         },
     };
     let mut out = Vec::new();

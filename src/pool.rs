@@ -8,11 +8,11 @@ use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 
 use crate::cli::{PoolAction, PoolArgs};
-use crate::usage;
+use crate::error::usage;
 use rtrec_units::{format_size, parse_size};
 
 /// The pool of `dir`, or a usage error that says how to make one.
-fn existing(dir: &std::path::Path) -> crate::Result<Pool> {
+fn existing(dir: &std::path::Path) -> crate::error::Result<Pool> {
     match Pool::open(dir)? {
         Some(p) => Ok(p),
         None => usage(format!(
@@ -53,7 +53,7 @@ fn render_status(st: &rtrec_engine::pool::PoolStatus) -> String {
 }
 
 /// Runs `rtrec pool`.
-pub fn run(a: &PoolArgs) -> crate::Result<i32> {
+pub fn run(a: &PoolArgs) -> crate::error::Result<i32> {
     match &a.action {
         PoolAction::Prepare {
             dir,

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::cli::DoctorArgs;
-use crate::{usage, Context};
+use crate::error::{usage, Context};
 use checks::{Check, Status};
 
 /// The `--json` document.
@@ -147,9 +147,9 @@ fn nearest_existing(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Runs every check for `a`.
-pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
+pub fn collect(a: &DoctorArgs) -> crate::error::Result<Report> {
     let planned = rtrec_units::parse_size(&a.planned)
-        .map_err(|e| crate::Error::Usage(format!("--planned: {e}")))?;
+        .map_err(|e| crate::error::Error::Usage(format!("--planned: {e}")))?;
     let Some(checked) = nearest_existing(&a.dir) else {
         return usage(format!(
             "'{}' has no existing parent directory",
@@ -225,7 +225,7 @@ pub fn render(r: &Report) -> String {
 }
 
 /// Runs `rtrec doctor`.
-pub fn run(a: &DoctorArgs) -> crate::Result<i32> {
+pub fn run(a: &DoctorArgs) -> crate::error::Result<i32> {
     let r = collect(a)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
