@@ -16,6 +16,7 @@
 use std::fs;
 use std::path::Path;
 
+use rtrec_host::machine;
 use rtrec_host::mounts::MountEntry;
 use serde::Serialize;
 
@@ -269,8 +270,8 @@ pub fn filesystem(dir: &Path, m: Option<&MountEntry>, planned: u64) -> Vec<Check
     out.push(if !ext4 {
         check("journal-size", area, Status::Skip, &m.fstype, "an ext4 journal", None)
     } else {
-        match rtrec_bench::target::journal_bytes(m).or_else(|| jbd2_journal_bytes(m)) {
-            None if m.source.starts_with("/dev/") && jbd2_info(m).is_none() => check("journal-size", area, Status::Warn,
+        match machine::journal_bytes(m).or_else(|| machine::jbd2_journal_bytes(m)) {
+            None if m.source.starts_with("/dev/") && machine::jbd2_info(m).is_none() => check("journal-size", area, Status::Warn,
                 "no journal",
                 format!("{} has no jbd2 journal: after a power cut only fsck repairs the metadata, and the durability contract assumes a journal", m.source),
                 Some(format!("tune2fs -J size=128 {} (unmounted)", m.source))),
@@ -284,34 +285,6 @@ pub fn filesystem(dir: &Path, m: Option<&MountEntry>, planned: u64) -> Vec<Check
     });
     out.push(free_space(dir, planned));
     out
-}
-
-/// `/proc/fs/jbd2/DEV-8/info` of an ext4 mount: the kernel's view of its
-/// journal, readable where the device node is not (e.g. a VM that refuses
-/// raw reads of its root disk). `None`: no journal is loaded for it.
-fn jbd2_info(m: &MountEntry) -> Option<String> {
-    let dev = m.source.strip_prefix("/dev/")?;
-    fs::read_to_string(format!("/proc/fs/jbd2/{dev}-8/info")).ok()
-}
-
-/// The journal's size from jbd2's "each up to N blocks": the kernel caps a
-/// transaction at a quarter of the journal, so the journal is about 4 × N
-/// blocks (an estimate, stated as "about" by the caller's format).
-fn jbd2_journal_bytes(m: &MountEntry) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let blocks = jbd2_max_transaction_blocks(&jbd2_info(m)?)?;
-    let block = fs::metadata(&m.target).ok()?.blksize();
-    Some(blocks * 4 * block)
-}
-
-/// The N of jbd2's "N transactions (…), each up to N blocks" line.
-fn jbd2_max_transaction_blocks(info: &str) -> Option<u64> {
-    info.split("each up to ")
-        .nth(1)?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 fn free_space(dir: &Path, planned: u64) -> Check {
@@ -1023,13 +996,6 @@ fn steal(vm: bool) -> Check {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn jbd2_info_gives_the_largest_transaction() {
-        let info = "25055 transactions (25055 requested), each up to 10922 blocks\naverage: \n";
-        assert_eq!(super::jbd2_max_transaction_blocks(info), Some(10922));
-        assert_eq!(super::jbd2_max_transaction_blocks("average:\n"), None);
-    }
-
     use super::*;
 
     #[test]

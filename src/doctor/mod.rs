@@ -158,7 +158,7 @@ pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
     };
     let mounts = rtrec_host::mounts::read_mounts().context("reading /proc/self/mounts")?;
     let m = rtrec_host::mounts::mount_of(&checked, &mounts);
-    let dev = rtrec_bench::target::block_device_of(&checked);
+    let dev = rtrec_host::machine::block_device_of(&checked);
     let mut all = checks::filesystem(&checked, m.as_ref(), planned);
     all.extend(checks::device(dev.as_deref()));
     all.push(if a.probe {

@@ -30,6 +30,9 @@
 //! `12.5 ms`, `2.4 s`, `16 KiB`, `1.5 MiB`. Every printed value parses back
 //! with the grammar above (exactly, when it is exact).
 //!
+//! [`histogram`] draws latencies as a text histogram on a logarithmic
+//! axis, its bin edges printed by [`format_duration`].
+//!
 //! # Design choices
 //!
 //! - Hand-written, no dependencies: `parse-size` reads a bare number as
@@ -41,6 +44,8 @@
 //!   in case is answered with the right spelling rather than accepted, since
 //!   `mb` could as well be read as millibits.
 #![deny(missing_docs)]
+
+pub mod histogram;
 
 use std::fmt;
 
