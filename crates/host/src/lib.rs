@@ -21,6 +21,7 @@
 //! |---|---|
 //! | [`change`] | what a journal entry says: a [`Change`] and its [`EntryId`] |
 //! | [`error`] | the crate's one [`Error`] |
+//! | [`tools`] | external programs, their Debian packages, the rule for a test whose program is missing |
 //! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
 //! | [`mounts`] | the mount table, unmounting |
 //! | [`machine`] | facts of the machine, read only: block device of a path, journal size, CPU, clocks, memory, user-mode emulation |
@@ -65,6 +66,7 @@ pub mod signals;
 pub mod status;
 pub mod sysctl;
 pub mod tmpfs;
+pub mod tools;
 pub mod tracefs;
 mod undo;
 
