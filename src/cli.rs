@@ -608,9 +608,17 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "100MiB", value_name = "SIZE")]
     pub planned: String,
 
+    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as `rtrec record` would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
+    #[arg(long, value_name = "SIZE/PERIOD")]
+    pub rate: Option<String>,
+
     /// Print the checks as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// List the checks (id, group, what each checks) and exit; docs/doctor.md says what each reads.
+    #[arg(long)]
+    pub list: bool,
 
     /// Also measure the device under DIR with a short `rtrec device probe` (about 16 MiB written to a scratch file in DIR, removed after; DIR must exist).
     #[arg(long)]

@@ -441,7 +441,7 @@ fn record(
     }
     if a.histogram {
         let h = summary.write_latency.histogram();
-        let text = rtrec_bench::output::histogram::render(
+        let text = rtrec_units::histogram::render(
             h.iter_recorded()
                 .map(|v| (v.value_iterated_to(), v.count_at_value())),
         );

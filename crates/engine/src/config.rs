@@ -529,6 +529,37 @@ impl Default for Config {
     }
 }
 
+/// Checks a file name prefix: printable ASCII, no `/`, not starting with
+/// `.`, so a file can neither leave the directory nor hide in it. The one
+/// rule, for [`Config::validate`] and the C API.
+///
+/// # Errors
+///
+/// [`ConfigError::BadPrefix`].
+pub fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
+    if prefix.is_empty()
+        || prefix.starts_with('.')
+        || prefix.contains(['/', '\0'])
+        || !prefix.chars().all(|c| c.is_ascii_graphic())
+    {
+        return Err(ConfigError::BadPrefix(prefix.escape_debug().to_string()));
+    }
+    Ok(())
+}
+
+/// Checks the writer thread's SCHED_FIFO priority (1–99). The one rule,
+/// for [`Config::validate`] and the C API.
+///
+/// # Errors
+///
+/// [`ConfigError::BadPriority`].
+pub fn check_writer_priority(priority: i32) -> Result<(), ConfigError> {
+    if !(1..=99).contains(&priority) {
+        return Err(ConfigError::BadPriority(priority));
+    }
+    Ok(())
+}
+
 impl Config {
     /// The flags every file header of this configuration starts with (the
     /// pool adds its own when it hands a file over).
@@ -586,19 +617,9 @@ impl Config {
         if self.flush != Flush::None && self.flush_every == 0 {
             return Err(ConfigError::FlushEveryZero);
         }
-        if self.prefix.is_empty()
-            || self.prefix.starts_with('.')
-            || self.prefix.contains(['/', '\0'])
-            || !self.prefix.chars().all(|c| c.is_ascii_graphic())
-        {
-            return Err(ConfigError::BadPrefix(
-                self.prefix.escape_debug().to_string(),
-            ));
-        }
+        check_prefix(&self.prefix)?;
         if let Some(p) = self.rt.writer_priority {
-            if !(1..=99).contains(&p) {
-                return Err(ConfigError::BadPriority(p));
-            }
+            check_writer_priority(p)?;
         }
         if self.max_record == 0 {
             return Err(ConfigError::MaxRecordZero);
