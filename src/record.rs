@@ -301,7 +301,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
-        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
     let mut rec = created.map_err(|e| crate::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
