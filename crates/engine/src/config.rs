@@ -111,7 +111,10 @@ pub enum Io {
     /// `O_DIRECT`: each frame goes to the device from an aligned buffer
     /// that gathers it behind the file's partial last block (see
     /// `crate::io`); there is no dirty page to write back, durability
-    /// points are a device cache flush (`fdatasync`).
+    /// points are a device cache flush (`fdatasync`). While the writer is
+    /// behind (its ring 25 % full, until empty) frames are coalesced into
+    /// writes of up to [`Config::io_block`] bytes (`docs/durability.md`,
+    /// "When the writer falls behind").
     Direct,
     /// [`Io::Direct`] with each block write submitted through io_uring
     /// (registered buffers, the file as a fixed file), up to

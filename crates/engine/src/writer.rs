@@ -20,8 +20,10 @@
 //! `writer_failed` drops and covered by the loss frame the recording ends
 //! with, like a failed record of its own frame.
 //!
-//! With an asynchronous back-end ([`Backend::is_async`]: the io_uring ones)
-//! a frame's writes complete after `put` returns: data frames wait in a small
+//! With an asynchronous back-end ([`Backend::is_async`]: every one but
+//! `buffered` — io_uring's writes complete later, and the gathering
+//! back-ends coalesce frames while the writer is behind, see [`Writer::pace`])
+//! a frame's writes may complete after `put` returns: data frames wait in a small
 //! ledger ([`Pending`], [`LEDGER`] entries allocated once) and count as
 //! written — and are published to the flusher, so for the next durable
 //! point — only when the back-end's completed offset passes their end
@@ -115,11 +117,11 @@ pub(crate) struct WriterReport {
     pub(crate) warnings: Vec<String>,
 }
 
-/// io_uring back-ends: the most data frames whose writes may be in flight
+/// Asynchronous back-ends: the most data frames whose writes may be in flight
 /// (the writer waits for the oldest when the ledger is full).
 pub(crate) const LEDGER: usize = 256;
 
-/// io_uring back-ends: a data frame submitted and not yet counted as
+/// Asynchronous back-ends: a data frame submitted and not yet counted as
 /// written (see the module docs).
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -188,13 +190,16 @@ pub(crate) struct Writer {
     /// The storage back-end every frame goes through (see [`crate::io`]),
     /// chosen once in [`Writer::create`].
     io: Box<dyn Backend>,
-    /// io_uring back-ends: data frames submitted, not yet counted.
+    /// Asynchronous back-ends: data frames submitted, not yet counted.
     ledger: VecDeque<Pending>,
     /// The last frame `put`: its start offset, the chain before it, its
     /// first sequence number, when it was submitted.
     last_put: (u64, u32, u64, u64),
     /// The completed offset last given to the flusher.
     advanced: u64,
+    /// Ring mode, the writer behind: the back-end coalesces frames (see
+    /// [`Writer::pace`]).
+    coalescing: bool,
 }
 
 impl Writer {
@@ -266,6 +271,7 @@ impl Writer {
             io,
             last_put: (0, 0, 0, 0),
             advanced: 0,
+            coalescing: false,
             cfg,
         };
         if w.cfg.framing == Framing::Packed {
@@ -500,7 +506,7 @@ impl Writer {
     }
 
     /// The frame just `put` holds `records` records of `bytes` bytes and
-    /// took `dt` ns: counted as written now, or (io_uring) queued in the
+    /// took `dt` ns: counted as written now, or (asynchronous back-ends) queued in the
     /// ledger until its writes complete.
     fn wrote(&mut self, records: u64, bytes: u64, dt: u64) -> Step {
         if !self.is_async() {
@@ -528,12 +534,13 @@ impl Writer {
         r
     }
 
-    /// True when the back-end's writes complete later (io_uring).
+    /// True when the back-end's writes may complete later (io_uring; the
+    /// gathering back-ends, while coalescing).
     fn is_async(&self) -> bool {
         self.io.is_async()
     }
 
-    /// io_uring back-ends: reaps the completions that came (all, waiting
+    /// Asynchronous back-ends: reaps the completions that came (all, waiting
     /// for them, when `all`), counts the frames now wholly written, and
     /// handles a failed write.
     fn reap(&mut self, all: bool) -> Step {
@@ -541,7 +548,7 @@ impl Writer {
             return Ok(());
         }
         let r = if all {
-            self.io.wait_all()
+            self.flush_gathered().and_then(|()| self.io.wait_all())
         } else {
             self.io.poll()
         };
@@ -577,13 +584,15 @@ impl Writer {
         }
     }
 
-    /// io_uring back-ends: a write at file offset `off` failed with `e`.
+    /// Asynchronous back-ends: a write at file offset `off` failed with `e`.
     /// Waits for the other writes in flight; the frames before `off` are
     /// written, the rest are rolled back and their records discarded
     /// (stored as the closing loss), as after a failed `write()`.
     fn async_failed(&mut self, off: u64, e: Failure) -> Failure {
         let (mut off, mut e) = (off, e);
         let _ = self.io.wait_all();
+        // Frames gathered and not yet written (coalescing) are not written.
+        off = off.min(self.io.completed_to());
         if let Some((o, earlier)) = self.io.take_error().filter(|(o, _)| *o < off) {
             (off, e) = (o, Failure::from_io(&earlier));
         }
@@ -611,10 +620,35 @@ impl Writer {
         self.fail(f)
     }
 
-    /// io_uring back-ends: waits for all writes in flight and counts them
+    /// Asynchronous back-ends: waits for all writes in flight and counts them
     /// (before a frame that must follow them, and at the end).
     fn settle(&mut self) -> Step {
         self.reap(true)
+    }
+
+    /// Writes what the back-end has gathered and not yet written, if any.
+    fn flush_gathered(&mut self) -> io::Result<()> {
+        match &self.cur {
+            Some(cur) => self.io.flush(&cur.file),
+            None => Ok(()),
+        }
+    }
+
+    /// Ring mode: whether the writer is `behind` (see
+    /// [`crate::io::coalesce_next`]). While it is, the back-end coalesces
+    /// frames into larger writes; once it has caught up, what is gathered
+    /// is written at once and each frame is written through again.
+    pub(crate) fn pace(&mut self, behind: bool) -> Step {
+        if behind == self.coalescing {
+            return Ok(());
+        }
+        self.coalescing = behind;
+        self.io.coalesce(behind);
+        if behind {
+            return Ok(());
+        }
+        let r = self.flush_gathered();
+        self.reaped(r)
     }
 
     /// Ring mode, nothing to write: waits for a write in flight, if any,
@@ -823,14 +857,14 @@ impl Writer {
     /// frame's start (a partial frame there is overwritten by the closing
     /// frames, or cut off at close) and the chain to the frame before.
     ///
-    /// io_uring back-ends: a data frame's writes are left in flight (see
+    /// Asynchronous back-ends: a data frame's writes are left in flight (see
     /// [`Writer::wrote`]); any other frame's are waited for here.
     fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
         if self.is_async() && matches!(kind, FrameKind::Data | FrameKind::Packed) {
             // A full ledger: the oldest frame's writes first, before this
             // frame is submitted (a failure then is an earlier frame's).
             while self.ledger.len() == LEDGER {
-                let r = self.io.wait_one();
+                let r = self.flush_gathered().and_then(|()| self.io.wait_one());
                 self.reaped(r)?;
             }
         }
@@ -840,6 +874,7 @@ impl Writer {
             if !self.is_async() || matches!(kind, FrameKind::Data | FrameKind::Packed) {
                 return Ok(());
             }
+            self.flush_gathered()?;
             self.io.wait_all()?;
             match self.io.take_error() {
                 Some((_, e)) => Err(e.into()),
@@ -1139,4 +1174,48 @@ fn start_flusher(
     };
     Flusher::start(&flush_cfg, live.clone())
         .map_err(|e| Error::io("starting the flush thread for", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Io;
+    use crate::reader::{verify_file, FileStatus};
+
+    /// While the writer is behind, the `direct` and `uring-buffered`
+    /// back-ends gather frames: they are not counted as written (nor
+    /// published for a durable point) until the writer has caught up and
+    /// the gathered bytes are written; the file then verifies whole.
+    #[test]
+    fn frames_gathered_while_behind_count_as_written_only_once_written() {
+        for io in [Io::Direct, Io::UringBuffered] {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = Config {
+                io,
+                alloc: Alloc::Zero,
+                framing: Framing::Framed,
+                file_size: 4 << 20,
+                ..Config::default()
+            };
+            let mut w = Writer::create(dir.path(), &cfg, Arc::new(LiveStats::default())).unwrap();
+            if w.io.io() != io {
+                // The kernel refused io_uring: the buffered fallback does
+                // not coalesce.
+                continue;
+            }
+            w.pace(true).unwrap();
+            for seq in 0..20 {
+                w.write_data(seq, seq, &[seq as u8; 1000]).unwrap();
+            }
+            assert_eq!(w.report.records_written, 0, "{io}: gathered, not written");
+            w.pace(false).unwrap();
+            w.settle().unwrap();
+            assert_eq!(w.report.records_written, 20, "{io}");
+            let report = w.finish(20, true, "");
+            assert!(report.error.is_none(), "{io}: {:?}", report.error);
+            let r = verify_file(&report.files[0]).unwrap();
+            assert_eq!(r.status, FileStatus::Complete, "{io}: {:?}", r.notes);
+            assert_eq!(r.records, 20, "{io}");
+        }
+    }
 }

@@ -35,10 +35,6 @@ impl Transport for Pwrite {
     fn write(&mut self, f: &File, start: usize, end: usize, off: u64) -> io::Result<()> {
         sys::pwrite_all(f, &self.0[start..end], off)
     }
-
-    fn is_async(&self) -> bool {
-        false
-    }
 }
 
 #[cfg(test)]

@@ -27,6 +27,19 @@
 //! - **Through the page cache** (`uring_buffered`) the "logical block" is
 //!   one byte: frames are written exactly, with no padding and no rewrite.
 //!
+//! - **Coalescing when behind** ([`Backend::coalesce`], issue 23): while
+//!   the writer is behind (its ring filled past [`super::BEHIND_PERCENT`])
+//!   frames are only copied, and the buffer is written when it is full —
+//!   one write of [`crate::config::Config::io_block`] bytes (1 MiB by
+//!   default) in place of one per frame — or when the writer asks
+//!   ([`Backend::flush`]: it has caught up, a frame other than data
+//!   follows, the file closes, its ledger of frames in flight is full).
+//!   With io_uring the next buffer fills while the full ones are in flight,
+//!   up to `io_depth` of them. A frame gathered and not yet written is not
+//!   *written*: [`Backend::completed_to`] stays at the end of the last
+//!   write, so the writer counts it, and a durable point covers it, only
+//!   once its write has completed (`docs/durability.md`).
+//!
 //! With io_uring (the `uring` module) writes are in flight; the rules for
 //! what may be in flight together are that module's.
 
@@ -65,8 +78,6 @@ pub(super) trait Transport: Send {
     /// Writes (or submits) the current buffer's `[start, end)` at file
     /// offset `off`.
     fn write(&mut self, f: &File, start: usize, end: usize, off: u64) -> io::Result<()>;
-    /// See [`Backend::is_async`].
-    fn is_async(&self) -> bool;
     /// See [`Backend::poll`].
     fn poll(&mut self) -> io::Result<()> {
         Ok(())
@@ -114,6 +125,12 @@ pub(super) struct Gather<T> {
     /// The current buffer's `[..clean]` is submitted and final (whole
     /// blocks).
     clean: usize,
+    /// Every byte of the file before this offset is written or submitted
+    /// (the mirrored end at the last write).
+    written: u64,
+    /// Behind: frames are gathered and written a buffer at a time (see the
+    /// module docs).
+    coalesce: bool,
 }
 
 impl<T: Transport> Gather<T> {
@@ -128,7 +145,14 @@ impl<T: Transport> Gather<T> {
             base: 0,
             len: 0,
             clean: 0,
+            written: 0,
+            coalesce: false,
         }
+    }
+
+    /// The file offset of the mirrored end: where the next frame goes.
+    fn end(&self) -> u64 {
+        self.base + self.len as u64
     }
 
     /// Mirrors the file from the block holding `offset` on (no write in
@@ -138,6 +162,7 @@ impl<T: Transport> Gather<T> {
         self.base = offset / lbs * lbs;
         self.len = (offset - self.base) as usize;
         self.clean = 0;
+        self.written = offset;
         if self.len > 0 {
             let (lbs, base) = (self.lbs, self.base);
             let buf = self.t.buf();
@@ -165,6 +190,7 @@ impl<T: Transport> Gather<T> {
         self.t.buf()[len..end].fill(0);
         self.t.write(f, clean, end, off)?;
         self.clean = self.len / self.lbs * self.lbs;
+        self.written = self.end();
         Ok(())
     }
 }
@@ -174,8 +200,10 @@ impl<T: Transport> Backend for Gather<T> {
         self.io
     }
 
+    /// Always: even with `pwrite()`, a frame gathered while coalescing is
+    /// written later.
     fn is_async(&self) -> bool {
-        self.t.is_async()
+        true
     }
 
     fn bypasses_page_cache(&self) -> bool {
@@ -230,7 +258,18 @@ impl<T: Transport> Backend for Gather<T> {
                 }
             }
         }
-        if self.len > self.clean {
+        if !self.coalesce && self.len > self.clean {
+            self.write_out(f)?;
+        }
+        Ok(())
+    }
+
+    fn coalesce(&mut self, on: bool) {
+        self.coalesce = on;
+    }
+
+    fn flush(&mut self, f: &File) -> io::Result<()> {
+        if self.end() > self.written {
             self.write_out(f)?;
         }
         Ok(())
@@ -253,8 +292,8 @@ impl<T: Transport> Backend for Gather<T> {
     }
 
     fn completed_to(&self) -> u64 {
-        let end = self.base + self.len as u64;
-        self.t.oldest_unfinished().map_or(end, |o| o.min(end))
+        let w = self.written;
+        self.t.oldest_unfinished().map_or(w, |o| o.min(w))
     }
 
     fn take_error(&mut self) -> Option<(u64, io::Error)> {
@@ -268,6 +307,7 @@ impl<T: Transport> Backend for Gather<T> {
         if offset >= self.base && offset <= self.base + self.len as u64 {
             self.len = (offset - self.base) as usize;
             self.clean = self.clean.min(self.len / self.lbs * self.lbs);
+            self.written = self.written.min(offset);
             Ok(())
         } else {
             self.reload(f, offset)
@@ -302,6 +342,61 @@ pub(super) mod tests {
             Ok(g) => check_gatherer(g),
             Err(e) => assert!(e.raw_os_error().is_some(), "{e}"),
         }
+    }
+
+    /// A transport that writes nothing and counts each write's size.
+    struct Counting {
+        buf: Vec<u8>,
+        writes: Vec<usize>,
+    }
+
+    impl Transport for Counting {
+        fn len(&self) -> usize {
+            self.buf.len()
+        }
+
+        fn buf(&mut self) -> &mut [u8] {
+            &mut self.buf
+        }
+
+        fn write(&mut self, _f: &File, start: usize, end: usize, _off: u64) -> io::Result<()> {
+            self.writes.push(end - start);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_behind_writer_gets_buffer_sized_writes_and_a_caught_up_one_a_write_per_frame() {
+        let f = tempfile::tempfile().unwrap();
+        let t = Counting {
+            buf: vec![0; 4096],
+            writes: Vec::new(),
+        };
+        // Through the page cache: 1-byte blocks, sizes exactly the frames'.
+        let mut g = Gather::new(Io::UringBuffered, t, false);
+        g.start(&f, 0).unwrap();
+        let (head, body) = ([1u8; 40], [2u8; 60]);
+        // Caught up: each 100-byte frame is written through at once.
+        for _ in 0..4 {
+            g.write(&f, &head, &body).unwrap();
+        }
+        assert_eq!(g.completed_to(), 400);
+        // Behind: frames are gathered; the full buffer goes in one write,
+        // the rest waits, and is not counted as written.
+        g.coalesce(true);
+        for _ in 0..50 {
+            g.write(&f, &head, &body).unwrap();
+        }
+        assert_eq!(g.completed_to(), 4096);
+        // Caught up again: what was gathered is written at once, then one
+        // write per frame.
+        g.coalesce(false);
+        g.flush(&f).unwrap();
+        assert_eq!(g.completed_to(), 5400);
+        g.flush(&f).unwrap();
+        g.write(&f, &head, &body).unwrap();
+        assert_eq!(g.completed_to(), 5500);
+        assert_eq!(g.t.writes, [100, 100, 100, 100, 3696, 1304, 100]);
     }
 
     /// Writes pieces through a small back-end (crossing its buffer, rolling

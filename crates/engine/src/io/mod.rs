@@ -69,6 +69,19 @@ pub(crate) trait Backend: Send {
     /// them). On success every byte is written or in flight.
     fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()>;
 
+    /// While `on` (the writer is behind), gathers frames into larger writes
+    /// instead of writing each at once (see [`BEHIND_PERCENT`]); the
+    /// writer calls [`Backend::flush`] when it turns it off.
+    fn coalesce(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// Writes (or submits) what is gathered and not yet written.
+    fn flush(&mut self, f: &File) -> io::Result<()> {
+        let _ = f;
+        Ok(())
+    }
+
     /// Reaps the completions that have come, without waiting.
     fn poll(&mut self) -> io::Result<()> {
         Ok(())
@@ -107,6 +120,27 @@ pub(crate) trait Backend: Send {
     /// Waits for the writes in flight and leaves `f` as a buffered file
     /// (for the header rewrite at close).
     fn stop(&mut self, f: &File) -> io::Result<()>;
+}
+
+/// The writer is behind when its ring holds at least this share of its
+/// capacity, percent: the `direct`, `uring` and `uring-buffered` back-ends
+/// then coalesce frames into writes of up to
+/// [`crate::config::Config::io_block`] bytes (1 MiB by default), until the
+/// ring is empty again (see [`coalesce_next`] and the `gather` module).
+pub(crate) const BEHIND_PERCENT: usize = 25;
+
+/// The coalescing policy, from the ring's fill: on once `queued` bytes
+/// reach [`BEHIND_PERCENT`] of `capacity`, off once the ring is empty
+/// (caught up), unchanged (`was`) in between, so it does not flap at the
+/// watermark.
+pub(crate) fn coalesce_next(was: bool, queued: usize, capacity: usize) -> bool {
+    if queued == 0 {
+        false
+    } else if queued.saturating_mul(100) >= capacity.saturating_mul(BEHIND_PERCENT) {
+        true
+    } else {
+        was
+    }
 }
 
 /// One row of [`ENGINES`]: a back-end's name and how to make it.
@@ -193,6 +227,20 @@ pub(crate) fn open(cfg: &Config) -> io::Result<Opened> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coalescing_starts_at_the_watermark_and_stops_only_when_caught_up() {
+        let cap = 1000;
+        // Caught up and below the watermark: small writes.
+        assert!(!coalesce_next(false, 0, cap));
+        assert!(!coalesce_next(false, 249, cap));
+        // At the watermark: coalesce, and keep on below it while behind.
+        assert!(coalesce_next(false, 250, cap));
+        assert!(coalesce_next(true, 100, cap));
+        assert!(coalesce_next(true, 1, cap));
+        // The ring is empty: back to small writes.
+        assert!(!coalesce_next(true, 0, cap));
+    }
 
     #[test]
     fn every_io_value_has_exactly_one_engine_row() {

@@ -200,10 +200,6 @@ impl Transport for Ring {
         Ok(())
     }
 
-    fn is_async(&self) -> bool {
-        true
-    }
-
     fn poll(&mut self) -> io::Result<()> {
         while self.reap(false)? {}
         Ok(())
