@@ -97,7 +97,7 @@ macro_rules! durability {
         "\
 Durability: a record is queued when record() accepted it, written when write() returned,\n\
 durable when synced to storage. If the process dies, every written record survives (in\n\
-direct mode: every record stored without error; in ring mode: what the writer had written,\n\
+inline mode: every record stored without error; in ring mode: what the writer had written,\n\
 not what was still queued). After a power cut, every record before the last durable point\n\
 (durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
 write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
@@ -391,7 +391,7 @@ pub struct RecordArgs {
     #[arg(long, default_value = "64KiB", value_name = "SIZE")]
     pub max_line: String,
 
-    /// Write path: who calls write().
+    /// Write path: who calls write(): the writer thread behind a ring, or the caller inline (`direct` is the former name of inline and still accepted).
     #[arg(long, value_enum, default_value_t = Config::default().mode, value_name = "MODE")]
     pub mode: Mode,
 

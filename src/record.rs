@@ -306,7 +306,7 @@ fn record(
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
-        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
     let mut rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
