@@ -45,6 +45,7 @@ use crate::ext4;
 use crate::model::{DeviceModel, Op};
 use crate::queue::{Class, Device};
 use crate::timing::Timing;
+use crate::writelog::WriteLog;
 
 const ROOT: u64 = 1;
 const IMAGE: u64 = 2;
@@ -68,6 +69,8 @@ pub struct EmuFs {
     timing: Arc<Mutex<Timing>>,
     /// Where ext4's journal lies in the image (empty: unknown).
     journal: Vec<Range<u64>>,
+    /// The write log, when asked for ([`crate::writelog`]).
+    log: Option<Arc<Mutex<WriteLog>>>,
 }
 
 impl EmuFs {
@@ -83,9 +86,16 @@ impl EmuFs {
             device,
             timing,
             journal: Vec::new(),
+            log: None,
         };
         fs.find_journal();
         fs
+    }
+
+    /// Logs every completed write and flush into `log` from now on.
+    pub fn with_log(mut self, log: WriteLog) -> Self {
+        self.log = Some(Arc::new(Mutex::new(log)));
+        self
     }
 
     /// Reads where the image's ext4 journal lies from its superblock.
@@ -144,6 +154,11 @@ impl EmuFs {
 /// Whether `bytes` at `offset` touch `range`.
 fn overlaps(offset: u64, bytes: u64, range: &Range<u64>) -> bool {
     offset < range.end && range.start < offset + bytes
+}
+
+/// The log, even if a panic poisoned its lock (it holds only buffers).
+fn lock(log: &Mutex<WriteLog>) -> std::sync::MutexGuard<'_, WriteLog> {
+    log.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn errno(e: &std::io::Error) -> i32 {
@@ -269,13 +284,32 @@ impl Filesystem for EmuFs {
         }
         let class = self.write_class(offset, bytes);
         let n = data.len() as u32;
-        self.device
-            .submit(op, class, Box::new(move || reply.written(n)));
+        let answer: Box<dyn FnOnce() + Send> = match &self.log {
+            None => Box::new(move || reply.written(n)),
+            Some(log) => {
+                // Copied now: FUSE's buffer is gone when the write completes.
+                let (log, data) = (Arc::clone(log), data.to_vec());
+                Box::new(move || {
+                    lock(&log).write(offset, &data);
+                    reply.written(n);
+                })
+            }
+        };
+        self.device.submit(op, class, answer);
     }
 
     fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        self.device
-            .submit(Op::Flush, Class::Journal, Box::new(move || reply.ok()));
+        let answer: Box<dyn FnOnce() + Send> = match &self.log {
+            None => Box::new(move || reply.ok()),
+            Some(log) => {
+                let log = Arc::clone(log);
+                Box::new(move || {
+                    lock(&log).flush();
+                    reply.ok();
+                })
+            }
+        };
+        self.device.submit(Op::Flush, Class::Journal, answer);
     }
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lo: u64, reply: ReplyEmpty) {

@@ -5,7 +5,8 @@
 //! argument that names one ([`DeviceArg`]), the device model that
 //! turns a request into a service time ([`model`]), the emulator's timing
 //! error ([`timing`]), the FUSE file that serves an image through the model
-//! ([`fs`]), measuring a real device into a profile ([`probe`]), and the
+//! ([`fs`]), its optional write log ([`writelog`]) and the crash states built
+//! from it ([`crashimg`]), measuring a real device into a profile ([`probe`]), and the
 //! emulator process's entry point ([`emulate_main`], run
 //! as the hidden `rtrec __emulate`).
 //!
@@ -26,6 +27,7 @@
 //! unmounts ext4 through it cleanly and then unmounts it.
 #![deny(missing_docs)]
 
+pub mod crashimg;
 pub mod device_arg;
 pub mod ext4;
 pub mod fs;
@@ -36,6 +38,7 @@ pub mod profile;
 pub mod queue;
 mod rate;
 pub mod timing;
+pub mod writelog;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -75,6 +78,11 @@ pub struct EmulateArgs {
     /// Where to write the stats (JSON, rewritten while serving).
     #[arg(long)]
     pub stats: PathBuf,
+    /// Log every completed write and flush into this directory (created
+    /// if missing), with a copy of the image as it was at start: see
+    /// [`writelog`]. Off by default.
+    #[arg(long, value_name = "DIR")]
+    pub write_log: Option<PathBuf>,
 }
 
 /// Rewrites the stats in place through `file`, opened once at start.
@@ -150,6 +158,13 @@ pub fn serve(args: &EmulateArgs) -> Result<(), String> {
     if let Err(e) = rtrec_sys::set_fifo_priority(EMULATOR_PRIORITY) {
         eprintln!("rtrec __emulate: warning: no real-time priority ({e}); its delays may be late");
     }
+    let log = match &args.write_log {
+        Some(dir) => Some(
+            writelog::WriteLog::create(dir, &file)
+                .map_err(|e| format!("starting the write log in {}: {e}", dir.display()))?,
+        ),
+        None => None,
+    };
     let fs = fs::EmuFs::new(
         file,
         // Served under its own name, so its owner knows the path.
@@ -160,6 +175,10 @@ pub fn serve(args: &EmulateArgs) -> Result<(), String> {
         model::DeviceModel::new(profile.clone()),
         Arc::clone(&timing),
     );
+    let fs = match log {
+        Some(log) => fs.with_log(log),
+        None => fs,
+    };
     let options = [
         MountOption::FSName(format!("rtrec-emu-{}", profile.name)),
         MountOption::Subtype("rtrec-emu".into()),
