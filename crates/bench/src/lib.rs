@@ -22,6 +22,8 @@
 //!   shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
+//! - [`crash`]: `--study crash`, crash states of the emulated device's write
+//!   log checked against the durability contract;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
 //!   rate against the device's bandwidth;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
@@ -37,6 +39,7 @@
 
 pub mod benchmark;
 pub mod bgload;
+pub mod crash;
 mod error;
 pub mod explain;
 pub mod export;
@@ -186,6 +189,26 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = throughput::HoldRule::Max, value_name = "RULE", requires = "study")]
     pub hold_rule: throughput::HoldRule,
 
+    /// With --study crash: crash states to check in all, shared by the variants (default 200).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub crash_states: Option<u64>,
+
+    /// With --study crash: records per recording (default 1500: 3 s at 2ms).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub crash_count: Option<u64>,
+
+    /// With --study crash: a torn write keeps whole units of this size, 512B or 4KiB (default 512B).
+    #[arg(long, value_name = "SIZE", value_parser = parse_record_size, requires = "study")]
+    pub crash_atomic: Option<u64>,
+
+    /// With --study crash: the seed of every draw (default: from the clock; printed, so a run can be repeated).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub crash_seed: Option<u64>,
+
+    /// With --study crash: only these variants, comma-separated (pool, append, stdin, pool-1MiB; default all).
+    #[arg(long, value_delimiter = ',', value_name = "NAME", requires = "study")]
+    pub crash_variants: Vec<String>,
+
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
@@ -281,6 +304,11 @@ fn throughput_asked(names: &[String]) -> bool {
     names.len() == 1 && names[0].eq_ignore_ascii_case("throughput")
 }
 
+/// True when `--study crash` was given (it runs alone).
+fn crash_asked(names: &[String]) -> bool {
+    names.len() == 1 && names[0].eq_ignore_ascii_case("crash")
+}
+
 fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
     if names.is_empty() {
         return Ok((Vec::new(), false, false));
@@ -294,18 +322,17 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             "s3" => s3 = true,
             "s4" => s4 = true,
             // Runs alone, instead of the cases (see `throughput_asked`).
-            "throughput" if names.len() == 1 => {}
-            "throughput" => {
+            "throughput" | "crash" if names.len() == 1 => {}
+            "throughput" | "crash" => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
-                    hint: "the throughput study runs alone: give --study throughput by itself"
-                        .into(),
+                    hint: format!("the {n} study runs alone: give --study {n} by itself"),
                 })
             }
             _ => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
-                    hint: "expected one of s1, s2, s3, s4, rtrec, throughput".into(),
+                    hint: "expected one of s1, s2, s3, s4, rtrec, throughput, crash".into(),
                 })
             }
         }
@@ -333,6 +360,28 @@ impl Plan {
         }
         if a.writes == Some(0) {
             return Err(at_least_1("--writes"));
+        }
+        if a.crash_states == Some(0) {
+            return Err(at_least_1("--crash-states"));
+        }
+        if a.crash_count == Some(0) {
+            return Err(at_least_1("--crash-count"));
+        }
+        if a.crash_atomic.is_some_and(|u| u != 512 && u != 4096) {
+            return Err(Error::OutOfRange {
+                flag: "--crash-atomic",
+                requirement: "512B or 4KiB".into(),
+            });
+        }
+        if let Some(v) = a
+            .crash_variants
+            .iter()
+            .find(|v| !crash::VARIANTS.iter().any(|x| x.name == v.as_str()))
+        {
+            return Err(Error::UnknownCase {
+                name: v.clone(),
+                hint: "expected one of pool, append, stdin, pool-1MiB".into(),
+            });
         }
         if a.size.is_some_and(|s| s > protocol::FILE_BYTES / 2) {
             return Err(Error::OutOfRange {
@@ -519,16 +568,82 @@ fn run_throughput(
     let r = r?;
     print!("{}", throughput::render(&r));
     if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&r)?;
-        if p.as_os_str() == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
-        }
+        write_json(p, &r)?;
     }
     released?;
     removed?;
     Ok(0)
+}
+
+/// A study's result as pretty JSON to `p` (`-`: stdout).
+fn write_json(p: &std::path::Path, r: &impl serde::Serialize) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(r)?;
+    if p.as_os_str() == "-" {
+        println!("{text}");
+    } else {
+        std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
+    }
+    Ok(())
+}
+
+/// `--study crash` with the global lock held (in `flusher`); its own
+/// images are made and removed by [`crash::run`], `target` only gives the
+/// environment. Exit code 1 when a violation was found.
+fn run_crash(args: &BenchArgs, target: Target, flusher: FlusherControl) -> anyhow::Result<i32> {
+    let device = match &args.device {
+        Some(d) => d.clone(),
+        None => DeviceArg::parse("emmc").map_err(|e| anyhow::anyhow!("{e}"))?,
+    };
+    let emulator = target::emulator(&device)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "the crash study needs an emulated device; --device native emulates nothing"
+        )
+    })?;
+    let seed = args.crash_seed.unwrap_or_else(rtrec_sys::time::realtime_ns);
+    let opts = crash::Options {
+        states: args.crash_states.unwrap_or(200),
+        count: args.crash_count.unwrap_or(1500),
+        atomic: args.crash_atomic.unwrap_or(512),
+        seed,
+        emulator,
+        rtrec: std::env::current_exe().context("finding the rtrec executable")?,
+        parent: args.image_dir.clone().unwrap_or_else(std::env::temp_dir),
+        only: args.crash_variants.clone(),
+    };
+    eprintln!(
+        "rtrec bench: crash study: {} states over {} variants on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
+        opts.states,
+        if opts.only.is_empty() { crash::VARIANTS.len() } else { opts.only.len() },
+        device.profile.name,
+        opts.atomic
+    );
+    let environment = target::environment(
+        &target,
+        Some(&device),
+        flusher.found(),
+        flusher.can_switch(),
+    );
+    let r = crash::run(&opts);
+    let released = flusher.finish();
+    let removed = target.remove();
+    let r = r?;
+    eprintln!(
+        "rtrec bench: crash: {} states checked, {} with ext4 repaired, {} violations",
+        r.states_checked,
+        r.fs_repaired,
+        r.violations.len()
+    );
+    if let Some(p) = &args.json {
+        let v = serde_json::json!({
+            "schema_version": SCHEMA_VERSION,
+            "environment": environment,
+            "crash": r,
+        });
+        write_json(p, &v)?;
+    }
+    released?;
+    removed?;
+    Ok(if r.violations.is_empty() { 0 } else { 1 })
 }
 
 /// [`run`] with options.
@@ -604,6 +719,9 @@ fn run_plan(
     )?;
     if throughput_asked(&args.study) {
         return run_throughput(args, target, flusher);
+    }
+    if crash_asked(&args.study) {
+        return run_crash(args, target, flusher);
     }
     let mut run = Run {
         report: empty_report(args, &target, &flusher),
