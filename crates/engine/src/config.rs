@@ -31,7 +31,7 @@ pub enum Alloc {
     /// recording.
     Zero,
     /// Take files from a pool prepared while idle (zero-filled, or recycled
-    /// from finished recordings; see [`crate::pool`]): nothing is allocated
+    /// from finished recordings; see `docs/durability.md`, the pool): nothing is allocated
     /// when a recording starts, nothing truncated when it ends (the header
     /// records the valid length instead).
     Pool,
@@ -109,24 +109,24 @@ pub enum Io {
     #[default]
     Buffered,
     /// `O_DIRECT`: each frame goes to the device from an aligned buffer
-    /// that gathers it behind the file's partial last block (see
-    /// `crate::io`); there is no dirty page to write back, durability
-    /// points are a device cache flush (`fdatasync`). While the writer is
-    /// behind (its ring 25 % full, until empty) frames are coalesced into
-    /// writes of up to [`Config::io_block`] bytes (`docs/durability.md`,
-    /// "When the writer falls behind").
+    /// that gathers it behind the file's partial last block; there is no
+    /// dirty page to write back, durability points are a device cache
+    /// flush (`fdatasync`). While the writer is behind (its ring 25 % full,
+    /// until empty) frames are coalesced into writes of up to `io_block`
+    /// (`--io-block`) bytes (`docs/durability.md`, "When the writer falls
+    /// behind").
     Direct,
-    /// [`Io::Direct`] with each block write submitted through io_uring
+    /// `direct` with each block write submitted through io_uring
     /// (registered buffers, the file as a fixed file), up to
-    /// [`Config::io_depth`] writes in flight, their completions reaped by
+    /// `io_depth` (`--io-depth`) writes in flight, their completions reaped by
     /// the writer. When the kernel refuses io_uring (e.g.
     /// `kernel.io_uring_disabled`), the recording says so in a warning and
     /// writes buffered.
     Uring,
     /// io_uring over the page cache (no `O_DIRECT`): the gatherer's
-    /// registered buffers and writes in flight of [`Io::Uring`], frames
+    /// registered buffers and writes in flight of `uring`, frames
     /// written exactly (no padding, no rewrite); the flusher writes back
-    /// dirty pages as with [`Io::Buffered`]. Any allocation mode.
+    /// dirty pages as with `buffered`. Any allocation mode.
     UringBuffered,
 }
 
@@ -543,6 +543,37 @@ impl Default for Config {
     }
 }
 
+/// Checks a file name prefix: printable ASCII, no `/`, not starting with
+/// `.`, so a file can neither leave the directory nor hide in it. The one
+/// rule, for [`Config::validate`] and the C API.
+///
+/// # Errors
+///
+/// [`ConfigError::BadPrefix`].
+pub fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
+    if prefix.is_empty()
+        || prefix.starts_with('.')
+        || prefix.contains(['/', '\0'])
+        || !prefix.chars().all(|c| c.is_ascii_graphic())
+    {
+        return Err(ConfigError::BadPrefix(prefix.escape_debug().to_string()));
+    }
+    Ok(())
+}
+
+/// Checks the writer thread's SCHED_FIFO priority (1–99). The one rule,
+/// for [`Config::validate`] and the C API.
+///
+/// # Errors
+///
+/// [`ConfigError::BadPriority`].
+pub fn check_writer_priority(priority: i32) -> Result<(), ConfigError> {
+    if !(1..=99).contains(&priority) {
+        return Err(ConfigError::BadPriority(priority));
+    }
+    Ok(())
+}
+
 impl Config {
     /// The flags every file header of this configuration starts with (the
     /// pool adds its own when it hands a file over).
@@ -600,19 +631,9 @@ impl Config {
         if self.flush != Flush::None && self.flush_every == 0 {
             return Err(ConfigError::FlushEveryZero);
         }
-        if self.prefix.is_empty()
-            || self.prefix.starts_with('.')
-            || self.prefix.contains(['/', '\0'])
-            || !self.prefix.chars().all(|c| c.is_ascii_graphic())
-        {
-            return Err(ConfigError::BadPrefix(
-                self.prefix.escape_debug().to_string(),
-            ));
-        }
+        check_prefix(&self.prefix)?;
         if let Some(p) = self.rt.writer_priority {
-            if !(1..=99).contains(&p) {
-                return Err(ConfigError::BadPriority(p));
-            }
+            check_writer_priority(p)?;
         }
         if self.max_record == 0 {
             return Err(ConfigError::MaxRecordZero);

@@ -29,6 +29,7 @@ use crate::flight::{Flight, FlightStats};
 use crate::format::LossPayload;
 use crate::io::coalesce_next;
 use crate::ring::{pop, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
+use crate::stats::LiveStats;
 use crate::writer::{Writer, WriterReport};
 
 /// What the writer thread hands back when it ends.
@@ -109,12 +110,14 @@ pub(crate) fn run_writer(
     max_record: usize,
     poll_us: u64,
     mut flight: Option<Flight>,
+    live: Arc<LiveStats>,
 ) -> ThreadReport {
     let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
     let capacity = c.buffer().capacity();
     let mut behind = false;
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
+        live.note_ring_fill(c.slots() as u64);
         let mut any = false;
         while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
             any = true;

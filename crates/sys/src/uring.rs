@@ -25,7 +25,7 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::AlignedBuf;
+use crate::direct::AlignedBuf;
 
 /// One reaped completion: the tag given to [`UringWriter::submit`] and the
 /// write's result (bytes written, or `-errno`).
