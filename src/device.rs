@@ -14,7 +14,7 @@ use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
 
 use crate::cli::{DeviceAction, DeviceArgs};
-use crate::{usage, Context, Result};
+use crate::error::{usage, Context, Result};
 
 /// Runs `rtrec device`.
 pub fn run(args: &DeviceArgs) -> Result<i32> {
@@ -36,7 +36,7 @@ pub fn run(args: &DeviceArgs) -> Result<i32> {
     // What it wrote must load as a profile, or it is not written.
     let json = serde_json::to_string_pretty(&result.profile).expect("plain data") + "\n";
     rtrec_emu::Profile::from_json(&json, "measured")
-        .map_err(|e| crate::Error::Usage(e.to_string()))?;
+        .map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     match output {
         Some(path) => {
             std::fs::write(path, &json).context(format!("writing '{}'", path.display()))?

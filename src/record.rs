@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Context;
+use crate::error::Context;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
@@ -16,7 +16,8 @@ use rtrec_engine::{
 };
 
 use crate::cli::RecordArgs;
-use crate::{signals, usage};
+use crate::error::usage;
+use crate::signals;
 use rtrec_units::{format_duration, format_size, parse_duration, parse_size};
 
 /// Where records come from.
@@ -41,13 +42,13 @@ struct Plan {
     workload: Workload,
 }
 
-fn size_arg(name: &str, s: &str) -> crate::Result<u64> {
+fn size_arg(name: &str, s: &str) -> crate::error::Result<u64> {
     parse_size(s).or_else(|e| usage(format!("--{name}: {e}")))
 }
 
 /// A duration flag: the units grammar, and more than zero (every duration
 /// `record` takes is a period or a span).
-fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
+fn duration_arg(name: &str, s: &str) -> crate::error::Result<u64> {
     match parse_duration(s) {
         Ok(0) => usage(format!(
             "--{name}: '{s}' is zero; the duration must be positive"
@@ -57,7 +58,7 @@ fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
     }
 }
 
-fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
+fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
     let period_ns = duration_arg("period", &a.period)?;
     let size = size_arg("size", &a.size)?;
     if size == 0 {
@@ -236,7 +237,7 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
 
 /// Runs `rtrec record`; with `--device`, in the recording directory of an
 /// emulated device's trial (see [`crate::device::Trial`]).
-pub fn run(a: &RecordArgs) -> crate::Result<i32> {
+pub fn run(a: &RecordArgs) -> crate::error::Result<i32> {
     let mut plan = resolve(a)?;
     let Some(trial) = crate::device::Trial::start(&a.device, &plan.dir, a.quiet)? else {
         return record(a, plan, None);
@@ -251,7 +252,11 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     trial.finish(result)
 }
 
-fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> crate::Result<i32> {
+fn record(
+    a: &RecordArgs,
+    plan: Plan,
+    trial: Option<&crate::device::Trial>,
+) -> crate::error::Result<i32> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
@@ -282,7 +287,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
             for (from, to) in pool
                 .recover()
-                .map_err(|e| crate::Error::Usage(e.to_string()))?
+                .map_err(|e| crate::error::Error::Usage(e.to_string()))?
             {
                 eprintln!(
                     "rtrec: recovered an unfinished recording: '{}' moved back as '{}'",
@@ -301,9 +306,9 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
-        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
-    let mut rec = created.map_err(|e| crate::Error::Usage(e.to_string()))?;
+    let mut rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let live = rec.live();
     let rss = plan
@@ -879,7 +884,7 @@ struct Extra<'a> {
     device: Option<&'a crate::device::DeviceReport>,
 }
 
-fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> {
+fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Result<()> {
     let Extra {
         rss,
         explained,

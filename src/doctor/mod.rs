@@ -38,7 +38,7 @@ use rtrec_units::{format_duration, format_size};
 use serde::Serialize;
 
 use crate::cli::DoctorArgs;
-use crate::{usage, Context};
+use crate::error::{usage, Context};
 use verdict::{Check, Facts, Status};
 
 /// The `--json` document.
@@ -138,15 +138,15 @@ pub fn ring_for(rate: Option<(u64, u64)>, stall_ns: Option<u64>) -> (u64, String
 }
 
 /// Gathers the facts for `a` (and runs the probe with `--probe`).
-pub fn facts(a: &DoctorArgs) -> crate::Result<Facts> {
+pub fn facts(a: &DoctorArgs) -> crate::error::Result<Facts> {
     let planned = rtrec_units::parse_size(&a.planned)
-        .map_err(|e| crate::Error::Usage(format!("--planned: {e}")))?;
+        .map_err(|e| crate::error::Error::Usage(format!("--planned: {e}")))?;
     let rate = a
         .rate
         .as_deref()
         .map(parse_rate)
         .transpose()
-        .map_err(|e| crate::Error::Usage(format!("--rate: {e}")))?;
+        .map_err(|e| crate::error::Error::Usage(format!("--rate: {e}")))?;
     let Some(checked) = nearest_existing(&a.dir) else {
         return usage(format!(
             "'{}' has no existing parent directory",
@@ -173,7 +173,7 @@ pub fn facts(a: &DoctorArgs) -> crate::Result<Facts> {
 }
 
 /// Runs every check for `a`.
-pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
+pub fn collect(a: &DoctorArgs) -> crate::error::Result<Report> {
     let facts = facts(a)?;
     let all = checks::run_all(&facts);
     let mut counts = Counts::default();
@@ -242,7 +242,7 @@ pub fn list() -> String {
 }
 
 /// Runs `rtrec doctor`.
-pub fn run(a: &DoctorArgs) -> crate::Result<i32> {
+pub fn run(a: &DoctorArgs) -> crate::error::Result<i32> {
     if a.list {
         print!("{}", list());
         return Ok(0);

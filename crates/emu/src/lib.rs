@@ -29,10 +29,12 @@
 pub mod device_arg;
 pub mod ext4;
 pub mod fs;
+pub mod limits;
 pub mod model;
 pub mod probe;
 pub mod profile;
 pub mod queue;
+mod rate;
 pub mod timing;
 
 use std::path::{Path, PathBuf};

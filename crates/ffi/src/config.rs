@@ -142,7 +142,7 @@ pub enum rtrec_io {
 /// here and a new enum value above.
 const MODES: &[(rtrec_mode, Mode)] = &[
     (rtrec_mode::RTREC_MODE_RING, Mode::Ring),
-    (rtrec_mode::RTREC_MODE_DIRECT, Mode::Direct),
+    (rtrec_mode::RTREC_MODE_DIRECT, Mode::Inline),
 ];
 const ALLOCS: &[(rtrec_alloc, Alloc)] = &[
     (rtrec_alloc::RTREC_ALLOC_APPEND, Alloc::Append),
@@ -858,7 +858,7 @@ mod tests {
         assert_eq!(
             (e.mode, e.alloc, e.flush, e.framing),
             (
-                Mode::Direct,
+                Mode::Inline,
                 Alloc::FallocateKeepSize,
                 Flush::Sfr,
                 Framing::Raw
