@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use rtrec_bench::target::IMAGE_BYTES;
-use rtrec_bench::DeviceArg;
+use rtrec_emu::DeviceArg;
 use rtrec_engine::sizing::{ring_for_stall, ENTRY_HEADER_LEN};
 use rtrec_engine::{Summary, Workload};
-use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions};
+use rtrec_host::emufs::EmulatorCommand;
+use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
 
 use crate::cli::{DeviceAction, DeviceArgs};
@@ -142,10 +142,11 @@ impl Trial {
             ));
         }
         let emulator = device
-            .emulator()
-            .map_err(|e| crate::error::Error::Usage(format!("{e:#}")))?;
+            .emulator_args()
+            .map(EmulatorCommand::of_this_program)
+            .transpose()?;
         let opts = LoopFsOptions {
-            size: IMAGE_BYTES,
+            size: WORK_IMAGE_SIZE,
             emulator,
             ..LoopFsOptions::default()
         };

@@ -115,8 +115,14 @@ fn open_parts(files: &[PathBuf]) -> crate::error::Result<(Vec<Part>, usize)> {
                 report,
             }),
             _ => {
-                let why = report.notes.first().cloned().unwrap_or_default();
-                return usage(format!("'{name}' is not an rtrec recording ({why})"));
+                // The reader's note already says "not an rtrec recording
+                // (why)": it is the sentence, not a reason to wrap again.
+                let why = report
+                    .notes
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "not an rtrec recording".to_string());
+                return usage(format!("'{name}' is {why}"));
             }
         }
     }

@@ -72,8 +72,8 @@ use crate::protocol::{Overrides, Protocol};
 use crate::report::{BenchReport, SCHEMA_VERSION};
 use crate::scenario::{Scenario, SCENARIOS};
 use crate::study::Study;
-pub use crate::target::DeviceArg;
 use crate::target::Target;
+pub use rtrec_emu::DeviceArg;
 
 /// The options of `rtrec bench`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -785,7 +785,7 @@ impl Run {
         if self.flusher.can_switch() {
             let rounds = args.rounds.unwrap_or(s3::DEFAULT_ROUNDS);
             let emulator = match &args.device {
-                Some(d) => d.emulator()?,
+                Some(d) => target::emulator(d)?,
                 None => None,
             };
             self.report.s3 = Some(s3::run(

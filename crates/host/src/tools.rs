@@ -126,10 +126,19 @@ pub fn first_missing(tools: &[Tool]) -> Option<Tool> {
 /// When a tool is missing and `RTREC_REQUIRE_PRIVILEGED=1` (as in CI), so
 /// that a skip cannot pass for a success.
 pub fn require(test: &str, tools: &[Tool]) -> bool {
-    let Some(missing) = first_missing(tools) else {
-        return true;
-    };
-    let reason = missing.missing_reason();
+    match first_missing(tools) {
+        None => true,
+        Some(missing) => skip(test, &missing.missing_reason()),
+    }
+}
+
+/// The rule of [`require`] for any other missing piece (a Python package,
+/// say): prints `skipped TEST: REASON` and returns false, or panics under
+/// `RTREC_REQUIRE_PRIVILEGED=1`. `reason` starts with "needs …".
+///
+/// # Panics
+/// Under `RTREC_REQUIRE_PRIVILEGED=1`.
+pub fn skip(test: &str, reason: &str) -> bool {
     if std::env::var_os(REQUIRE_PRIVILEGED_ENV).is_some_and(|v| v == "1") {
         panic!("{test} {reason}, and {REQUIRE_PRIVILEGED_ENV}=1 forbids skipping it");
     }

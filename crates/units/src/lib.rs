@@ -32,6 +32,9 @@
 //! prints a throughput as the published studies do (`21 MB/s`, decimal),
 //! the one place every table, log line and page takes it from.
 //!
+//! [`histogram`] draws latencies as a text histogram on a logarithmic
+//! axis, its bin edges printed by [`format_duration`].
+//!
 //! # Design choices
 //!
 //! - Hand-written, no dependencies: `parse-size` reads a bare number as
@@ -43,6 +46,8 @@
 //!   in case is answered with the right spelling rather than accepted, since
 //!   `mb` could as well be read as millibits.
 #![deny(missing_docs)]
+
+pub mod histogram;
 
 use std::fmt;
 
