@@ -181,6 +181,15 @@ impl Crate {
                         }
                     }
                 }
+                TokenTree::Ident(id) if id == "pub" => {
+                    // `pub(in crate::io)` restricts visibility, it imports nothing.
+                    if let Some(TokenTree::Group(g)) = tokens.get(i + 1) {
+                        if g.delimiter() == Delimiter::Parenthesis {
+                            i += 2;
+                            continue;
+                        }
+                    }
+                }
                 TokenTree::Ident(id) if id == "use" => {
                     let line = id.span().start().line;
                     let end = (i + 1..tokens.len())
@@ -942,7 +951,13 @@ fn the_checker_finds_a_circle_of_each_kind() {
 #[test]
 fn the_checker_ignores_comments_strings_and_one_way_imports() {
     let dir = fixture(&[
-        ("lib.rs", "mod base; mod a; mod b;\npub use a::A;\n"),
+        ("lib.rs", "mod base; mod a; mod b; mod io;\npub use a::A;\n"),
+        // A visibility restricted to the parent imports nothing from it.
+        ("io/mod.rs", "mod gather;\npub use gather::Gather;\n"),
+        (
+            "io/gather.rs",
+            "pub struct Gather;\npub(in crate::io) fn check() {}\n",
+        ),
         ("base.rs", "pub struct Base;\n"),
         ("a.rs", "use crate::base::Base;\npub struct A;\n"),
         (
