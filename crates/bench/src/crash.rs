@@ -156,6 +156,9 @@ pub struct VariantResult {
     pub log_flushes: u64,
     /// Durable points published (distinct values seen in `--status`).
     pub durable_points: u64,
+    /// The first ten states ext4 needed repair in: seed, state and the
+    /// first problem `e2fsck -fn` named.
+    pub fs_repairs: Vec<String>,
 }
 
 /// The study's result (`crash` in `--json`).
@@ -266,7 +269,13 @@ fn run_variant(
             .context("building a crash image")?;
         let c = check(o, &image, work.path(), durable)?;
         r.states += 1;
-        r.fs_repaired += u64::from(c.fs_repaired);
+        if let Some(what) = c.fs_repaired {
+            r.fs_repaired += 1;
+            if r.fs_repairs.len() < 10 {
+                r.fs_repairs
+                    .push(format!("seed {seed}, {}: {what}", state.describe()));
+            }
+        }
         let t0 = log.entries.first().map_or(0, |e| e.time_ns);
         for what in c.broken {
             let x = Violation {
@@ -422,7 +431,8 @@ pub fn synthetic(seq: u64) -> Vec<u8> {
 
 /// What one crash state showed.
 struct Checked {
-    fs_repaired: bool,
+    /// What `e2fsck` repaired first, if anything.
+    fs_repaired: Option<String>,
     broken: Vec<String>,
 }
 
@@ -445,8 +455,9 @@ fn first_line(b: &[u8]) -> String {
 /// Whether `e2fsck -fn`'s output asks to repair anything but the free
 /// block and inode counts (the superblock's and the groups' summaries,
 /// which ext4 does not keep current on storage and recomputes at mount).
-fn fs_damage(fsck_n: &str) -> bool {
+fn fs_damage(fsck_n: &str) -> Option<String> {
     let mut summary = false;
+    let mut before = "";
     for line in fsck_n.lines() {
         if line.starts_with("Free blocks count wrong")
             || line.starts_with("Free inodes count wrong")
@@ -454,12 +465,20 @@ fn fs_damage(fsck_n: &str) -> bool {
             summary = true;
         } else if line.ends_with("? no") {
             if !summary {
-                return true;
+                let what = if line.len() > "Fix? no".len() {
+                    line
+                } else {
+                    before
+                };
+                return Some(what.trim().to_string());
             }
             summary = false;
         }
+        if !line.trim().is_empty() {
+            before = line;
+        }
     }
-    false
+    None
 }
 
 /// Checks the crash image `image` against the contract, with `durable`
@@ -669,9 +688,12 @@ mod tests {
     #[test]
     fn only_repairs_beyond_the_summary_counters_count_as_ext4_damage() {
         let counters = "Pass 5: Checking group summary information\nFree blocks count wrong (227225, counted=225198).\nFix? no\n\nFree inodes count wrong (65525, counted=65521).\nFix? no\n";
-        assert!(!fs_damage(counters));
+        assert_eq!(fs_damage(counters), None);
         let orphan = format!("{counters}Inode 12 was part of the orphaned inode list.  FIXED.\nEntry 'x' in / (2) has deleted/unused inode 13.  Clear? no\n");
-        assert!(fs_damage(&orphan));
+        assert_eq!(
+            fs_damage(&orphan).as_deref(),
+            Some("Entry 'x' in / (2) has deleted/unused inode 13.  Clear? no")
+        );
     }
 
     #[test]
