@@ -209,6 +209,17 @@ pub enum DeviceAction {
     },
 }
 
+/// `rtrec record --device`: the flag, flattened into the record arguments
+/// (the trial itself is `crate::device::Trial`).
+#[derive(Debug, Args)]
+pub struct RecordDeviceArgs {
+    /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
+    /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
+    /// is sized for the profile's worst stall (see docs/devices.md).
+    #[arg(long, value_name = "PROFILE", value_parser = rtrec_bench::DeviceArg::parse)]
+    pub device: Option<rtrec_bench::DeviceArg>,
+}
+
 /// `rtrec pool`.
 #[derive(Debug, Args)]
 pub struct PoolArgs {
@@ -513,10 +524,10 @@ pub struct RecordArgs {
     pub timeline: bool,
 
     #[command(flatten)]
-    pub explain: crate::explain::ExplainArgs,
+    pub explain: rtrec_trace::ExplainArgs,
 
     #[command(flatten)]
-    pub device: crate::device::RecordDeviceArgs,
+    pub device: RecordDeviceArgs,
 
     #[command(flatten)]
     pub isolation: crate::isolation::IsolationArgs,

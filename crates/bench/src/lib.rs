@@ -191,17 +191,9 @@ pub struct BenchArgs {
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
 
-    /// Trace every case and attribute its slow calls to kernel causes (needs root and tracefs; own tracefs instance).
-    #[arg(long)]
-    pub explain: bool,
-
-    /// With --explain: calls slower than this are explained (default: 10 × the median and at least 100µs).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "explain")]
-    pub explain_threshold: Option<Duration>,
-
-    /// With --explain: keep each case's raw trace (tracefs text, as trace-cmd and perf users read it) in DIR.
-    #[arg(long, value_name = "DIR", requires = "explain")]
-    pub explain_raw: Option<PathBuf>,
+    /// `--explain`, `--explain-threshold`, `--explain-raw`.
+    #[command(flatten)]
+    pub explain: rtrec_trace::ExplainArgs,
 }
 
 /// `--device`: a shipped profile's name or a profile file, loaded and
@@ -609,19 +601,10 @@ fn run_plan(
         return run_throughput(args, target, flusher);
     }
 
-    let mut tracer = None;
-    if args.explain {
-        match rtrec_trace::Session::create() {
-            Ok(session) => {
-                tracer = Some(explain::Tracer {
-                    session,
-                    threshold_ns: args.explain_threshold.map(|d| d.as_nanos() as u64),
-                    raw: args.explain_raw.clone(),
-                })
-            }
-            Err(sentence) => eprintln!("rtrec bench: {sentence}"),
-        }
-    }
+    let mut tracer = args.explain.tracer().unwrap_or_else(|sentence| {
+        eprintln!("rtrec bench: {sentence}");
+        None
+    });
     let mut exports = Exports::default();
     if let Some(p) = &args.json {
         exports.add(Box::new(JsonExporter) as Box<dyn Exporter>, p.clone());

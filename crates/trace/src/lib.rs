@@ -14,17 +14,23 @@
 //! | [`mod@attribute`] | slow calls and the split of their time |
 //! | [`session`] | the instance: events, filters, triggers, reading back |
 //! | [`table`] | the attribution table as text |
+//! | [`tracer`] | one traced run: its threads, started and stopped |
+//! | [`args`] | the `--explain` flags of every command that traces |
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod attribute;
 pub mod cause;
 pub mod parse;
 pub mod session;
 pub mod table;
+pub mod tracer;
 
+pub use args::ExplainArgs;
 pub use attribute::{attribute, CauseRow, Explanation, Options, Part, SlowCall};
 pub use cause::Cause;
 pub use session::{Session, Watch};
+pub use tracer::Tracer;
 
 /// The threads of this process named `name` (`rtrec-writer`), from
 /// `/proc/self/task/*/comm`.
