@@ -15,9 +15,9 @@ use rtrec_engine::{
     Recorder, Summary, Workload,
 };
 
-use crate::cli::RecordArgs;
+use crate::cli::{RecordArgs, DEFAULT_POST, DEFAULT_PRE};
 use crate::{signals, usage};
-use rtrec_units::{format_duration, format_size, parse_duration, parse_size};
+use rtrec_units::{format_duration, format_size, Size};
 
 /// Where records come from.
 enum Source {
@@ -41,46 +41,24 @@ struct Plan {
     workload: Workload,
 }
 
-fn size_arg(name: &str, s: &str) -> crate::Result<u64> {
-    parse_size(s).or_else(|e| usage(format!("--{name}: {e}")))
-}
-
-/// A duration flag: the units grammar, and more than zero (every duration
-/// `record` takes is a period or a span).
-fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
-    match parse_duration(s) {
-        Ok(0) => usage(format!(
-            "--{name}: '{s}' is zero; the duration must be positive"
-        )),
-        Ok(ns) => Ok(ns),
-        Err(e) => usage(format!("--{name}: {e}")),
-    }
-}
-
+/// Stage one: the options, already typed and checked value by value by
+/// the command line's parsers, checked together and resolved into a plan
+/// (no I/O).
 fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
-    let period_ns = duration_arg("period", &a.period)?;
-    let size = size_arg("size", &a.size)?;
-    if size == 0 {
-        return usage("--size: the record size must be more than 0 bytes");
-    }
-    let max_line = size_arg("max-line", &a.max_line)?;
-    let count = match (&a.total, a.count) {
+    let period_ns = a.period.ns();
+    let size = a.size.bytes();
+    let max_line = a.max_line.bytes();
+    let count = match (a.total, a.count) {
         // --duration: the periods that fit in it (the synthetic source
         // releases one record per period, so a duration is a count).
         (None, None) if a.duration.is_some() => {
-            let d = duration_arg("duration", a.duration.as_deref().unwrap_or_default())?;
+            let d = a.duration.map_or(0, rtrec_units::Duration::ns);
             if d < period_ns {
                 return usage("--duration: the duration must be at least one --period");
             }
             Some(d / period_ns)
         }
-        (Some(t), _) => {
-            let total = size_arg("total", t)?;
-            if total == 0 {
-                return usage("--total: the total must be more than 0 bytes");
-            }
-            Some(total.div_ceil(size))
-        }
+        (Some(total), _) => Some(total.bytes().div_ceil(size)),
         (None, Some(0)) => return usage("--count: the count must be at least 1"),
         (None, c) => c,
     };
@@ -102,16 +80,13 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
         },
         ..Config::default()
     };
-    cfg.max_latency_ns = duration_arg("max-latency", &a.max_latency)?;
-    cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
+    cfg.max_latency_ns = a.max_latency.ns();
+    cfg.flush_every = a.flush_every.bytes();
     cfg.io = a.io;
-    cfg.io_block = size_arg("io-block", &a.io_block)?;
+    cfg.io_block = a.io_block.bytes();
     cfg.io_depth = a.io_depth;
     // 0 is allowed here: durable points only when a file is closed.
-    cfg.sync_every_ns = match a.sync_every.trim() {
-        "0" => 0,
-        s => parse_duration(s).or_else(|e| usage(format!("--sync-every: {e}")))?,
-    };
+    cfg.sync_every_ns = a.sync_every.ns();
     cfg.pool.files = a.pool_files;
     cfg.pool.on_empty = a.on_pool_empty;
     cfg.pool.refill_on_finish = !a.no_refill;
@@ -156,42 +131,30 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     if trigger_stdin && a.stdin {
         return usage("--trigger-on stdin cannot be used with --stdin: stdin carries the records");
     }
-    let trigger_every = match &a.trigger_every {
-        Some(d) => Some(duration_arg("trigger-every", d)?),
-        None => None,
-    };
+    let trigger_every = a.trigger_every.map(rtrec_units::Duration::ns);
     let flight_asked = a.pre.is_some() || a.post.is_some() || a.pre_bytes.is_some();
     if !flight_asked && (trigger_stdin || trigger_sigusr1 || trigger_every.is_some()) {
         return usage("triggers need the flight recorder: give --pre and --post");
     }
     if flight_asked {
-        let pre_ns = duration_arg("pre", a.pre.as_deref().unwrap_or("2s"))?;
-        let post_ns = duration_arg("post", a.post.as_deref().unwrap_or("5s"))?;
-        let pre_bytes = match &a.pre_bytes {
-            Some(s) => size_arg("pre-bytes", s)?,
-            None => 0, // sized below
-        };
         cfg.flight = Some(FlightConfig {
-            pre_ns,
-            pre_bytes,
-            post_ns,
+            pre_ns: a.pre.unwrap_or(DEFAULT_PRE).ns(),
+            pre_bytes: a.pre_bytes.map_or(0, Size::bytes), // 0: sized below
+            post_ns: a.post.unwrap_or(DEFAULT_POST).ns(),
         });
     }
     // The engine sizes what the user did not set, by the same rules as the
     // C API (see `rtrec_engine::sizing`).
     let sizes = cfg.sizes_for(&workload);
-    cfg.file_size = match &a.file_size {
-        Some(s) => size_arg("file-size", s)?,
-        None => sizes.file_size,
-    };
+    cfg.file_size = a.file_size.map_or(sizes.file_size, Size::bytes);
     if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
         return usage(format!(
             "a record of {} bytes does not fit in a file of {} bytes; raise --file-size or lower --size",
             cfg.max_record, cfg.file_size
         ));
     }
-    cfg.ring_bytes = match &a.ring {
-        Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
+    cfg.ring_bytes = match a.ring {
+        Some(s) => usize::try_from(s.bytes()).or_else(|_| usage("--ring: too large"))?,
         None => sizes.ring_bytes,
     };
     if let Some(f) = cfg.flight.as_mut().filter(|_| a.pre_bytes.is_none()) {

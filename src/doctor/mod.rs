@@ -148,8 +148,7 @@ fn nearest_existing(dir: &Path) -> Option<PathBuf> {
 
 /// Runs every check for `a`.
 pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
-    let planned = rtrec_units::parse_size(&a.planned)
-        .map_err(|e| crate::Error::Usage(format!("--planned: {e}")))?;
+    let planned = a.planned.bytes();
     let Some(checked) = nearest_existing(&a.dir) else {
         return usage(format!(
             "'{}' has no existing parent directory",

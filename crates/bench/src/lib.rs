@@ -92,11 +92,11 @@ pub struct BenchArgs {
     pub rounds: Option<u32>,
 
     /// S4: how long each cell of the matrix runs (default 3s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_span)]
     pub cell: Option<Duration>,
 
     /// S4: request sizes, comma-separated (default 1MB,4MB,16MB,35MB,50MB,100MB).
-    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_record_size)]
+    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_size)]
     pub request_sizes: Vec<u64>,
 
     /// S4: schedulers to compare, comma-separated (default none,mq-deadline,bfq,bfq-strict; the RTREC-ISOLATED cases of the ones left out are skipped).
@@ -172,11 +172,11 @@ pub struct BenchArgs {
     pub lock_timeout: Option<Duration>,
 
     /// With --study throughput: how long a probe that decides the sustained rate records (default 60s).
-    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub probe_duration: Option<Duration>,
 
     /// With --study throughput: how long each probe of the coarse search records (default 5s; at least --probe-duration: one phase).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub coarse_duration: Option<Duration>,
 
     /// With --study throughput: bisection steps of the coarse search after the first failing rate (default 5).
@@ -202,32 +202,51 @@ fn parse_device(s: &str) -> Result<DeviceArg, String> {
     DeviceArg::parse(s)
 }
 
-/// `--period`: the units grammar, from 1 ns to 1 hour.
+/// At most this long: a period or a run of the bench (1 hour).
+const MAX_BENCH_NS: u64 = 3_600_000_000_000;
+
+/// `d`, or a sentence when it is over `max_ns` (`range` in words).
+fn at_most(
+    s: &str,
+    d: rtrec_units::Duration,
+    max_ns: u64,
+    range: &str,
+) -> Result<Duration, String> {
+    if d.ns() > max_ns {
+        return Err(format!("'{s}' is out of range ({range})"));
+    }
+    Ok(d.into())
+}
+
+/// `--period`: an interval (`rtrec_units::interval`) of at most 1 hour.
 fn parse_period(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if (1..=3_600_000_000_000).contains(&ns) => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is out of range (1ns to 1h)")),
-        Err(e) => Err(e.to_string()),
-    }
+    let d = rtrec_units::interval(s).map_err(|e| e.to_string())?;
+    at_most(s, d, MAX_BENCH_NS, "1ns to 1h")
 }
 
-/// `--lock-timeout`: the units grammar, from 0 (do not wait) to 1 day.
+/// `--cell`, `--probe-duration`, `--coarse-duration`: a span
+/// (`rtrec_units::span`) of at most 1 hour.
+fn parse_span(s: &str) -> Result<Duration, String> {
+    let d = rtrec_units::span(s).map_err(|e| e.to_string())?;
+    at_most(s, d, MAX_BENCH_NS, "1ns to 1h")
+}
+
+/// `--lock-timeout`: from 0 (do not wait) to 1 day.
 pub fn parse_lock_timeout(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if ns <= 86_400_000_000_000 => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is out of range (0s to 24h)")),
-        Err(e) => Err(e.to_string()),
-    }
+    let d = rtrec_units::span_or_zero(s).map_err(|e| e.to_string())?;
+    at_most(s, d, 24 * MAX_BENCH_NS, "0s to 24h")
 }
 
-/// `--size`: the units grammar, at least one byte (the upper bound depends
-/// on the file size and is checked by [`Plan::from_args`]).
-fn parse_record_size(s: &str) -> Result<u64, String> {
-    match rtrec_units::parse_size(s) {
-        Ok(0) => Err(format!("'{s}' is zero; a write needs at least 1B")),
-        Ok(b) => Ok(b),
-        Err(e) => Err(e.to_string()),
-    }
+/// `--size`: one record (`rtrec_units::record_size`, at least one byte;
+/// the upper bound depends on the file size and is checked by
+/// [`Plan::from_args`]).
+fn parse_record_size(s: &str) -> Result<u64, rtrec_units::Error> {
+    rtrec_units::record_size(s).map(rtrec_units::Size::bytes)
+}
+
+/// `--request-sizes`: sizes (`rtrec_units::size`, at least one byte).
+fn parse_size(s: &str) -> Result<u64, rtrec_units::Error> {
+    rtrec_units::size(s).map(rtrec_units::Size::bytes)
 }
 
 #[derive(Parser)]
