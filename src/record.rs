@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Context;
+use rtrec_engine::result::{RecordResult, ResidentSample};
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
@@ -862,8 +863,8 @@ fn spawn_status(
 }
 
 #[derive(Clone, Copy)]
-/// What `record --json` adds to the engine's summary (each field left out
-/// when absent; docs/summary.md).
+/// What `record --json` adds to the engine's summary (each section left
+/// out when absent; docs/record-schema.md).
 struct Extra<'a> {
     /// `--rss`: resident memory after so many events.
     rss: Option<&'a [(u64, u64)]>,
@@ -875,6 +876,8 @@ struct Extra<'a> {
     device: Option<&'a crate::device::DeviceReport>,
 }
 
+/// `--json`: the summary and the sections `extra` holds, as the one typed
+/// document of `rtrec_engine::result` (docs/record-schema.md).
 fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> {
     let Extra {
         rss,
@@ -882,27 +885,19 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> 
         isolation,
         device,
     } = *extra;
-    let mut v = serde_json::to_value(s)?;
-    if let (Some(d), Some(obj)) = (device, v.as_object_mut()) {
-        obj.insert("device".into(), serde_json::to_value(d)?);
-    }
-    // --timeline: each write()'s latency in call order.
-    if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {
-        obj.insert("timeline_write_ns".into(), s.write_samples.clone().into());
-    }
-    if let (Some(i), Some(obj)) = (isolation, v.as_object_mut()) {
-        obj.insert("isolation".into(), serde_json::to_value(i)?);
-    }
-    if let (Some(x), Some(obj)) = (explained, v.as_object_mut()) {
-        obj.insert("explain".into(), serde_json::to_value(x)?);
-    }
-    if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
-        let list: Vec<_> = samples
-            .iter()
-            .map(|(e, b)| serde_json::json!({"events": e, "resident_bytes": b}))
-            .collect();
-        obj.insert("resident_after_events".into(), list.into());
-    }
+    let mut r = RecordResult::new(s.clone());
+    r.resident_after_events = rss
+        .unwrap_or_default()
+        .iter()
+        .map(|&(events, resident_bytes)| ResidentSample {
+            events,
+            resident_bytes,
+        })
+        .collect();
+    r.isolation = isolation.map(serde_json::to_value).transpose()?;
+    r.explain = explained.map(serde_json::to_value).transpose()?;
+    r.device = device.map(serde_json::to_value).transpose()?;
+    let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {
         std::io::stdout().write_all(text.as_bytes())?;
