@@ -8,7 +8,7 @@
 //!   engine.
 //! - Sizes and durations are typed ([`Size`], [`Duration`]) and parsed by
 //!   `rtrec-units`' one parser per kind of value (`value_parser =
-//!   rtrec_units::record_size`, `span`, …), the same for every command: a
+//!   rtrec_units::value::record_size`, `span`, …), the same for every command: a
 //!   bare number suggests the unit that fits the flag, and zero gets one
 //!   sentence everywhere. Their defaults are the engine's constants (or the
 //!   named ones below), shown by `--help` through the values' exact
@@ -25,7 +25,7 @@ use rtrec_engine::{
     Alloc, Config, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
     DEFAULT_SYNC_EVERY_NS,
 };
-use rtrec_units::{Duration, Size};
+use rtrec_units::value::{Duration, Size};
 
 /// `record --period`'s default: the published study's (S1) 5 ms.
 pub const DEFAULT_PERIOD: Duration = Duration::from_ns(5_000_000);
@@ -130,7 +130,7 @@ macro_rules! durability {
         "\
 Durability: a record is queued when record() accepted it, written when write() returned,\n\
 durable when synced to storage. If the process dies, every written record survives (in\n\
-direct mode: every record stored without error; in ring mode: what the writer had written,\n\
+inline mode: every record stored without error; in ring mode: what the writer had written,\n\
 not what was still queued). After a power cut, every record before the last durable point\n\
 (durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
 write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
@@ -249,8 +249,8 @@ pub struct RecordDeviceArgs {
     /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
     /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
     /// is sized for the profile's worst stall (see docs/devices.md).
-    #[arg(long, value_name = "PROFILE", value_parser = rtrec_bench::DeviceArg::parse)]
-    pub device: Option<rtrec_bench::DeviceArg>,
+    #[arg(long, value_name = "PROFILE", value_parser = rtrec_emu::DeviceArg::parse)]
+    pub device: Option<rtrec_emu::DeviceArg>,
 }
 
 /// `rtrec pool`.
@@ -261,28 +261,51 @@ pub struct PoolArgs {
     pub action: PoolAction,
 }
 
+/// The recording directory of a `pool` action: a plain argument, as
+/// `verify`, `doctor` and `recover` take it, or `--dir` (the spelling
+/// `record` uses); `./rtrec-data` when neither is given.
+#[derive(Debug, Args)]
+pub struct PoolDir {
+    /// Recording directory (the pool lives in DIR/.pool) [default: ./rtrec-data].
+    #[arg(value_name = "DIR", conflicts_with = "dir_flag")]
+    dir: Option<PathBuf>,
+    /// The same as DIR.
+    #[arg(long = "dir", id = "dir_flag", value_name = "DIR")]
+    dir_flag: Option<PathBuf>,
+}
+
+impl PoolDir {
+    /// The directory given, or `./rtrec-data`.
+    pub fn path(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .or_else(|| self.dir_flag.clone())
+            .unwrap_or_else(|| PathBuf::from("./rtrec-data"))
+    }
+}
+
 /// `rtrec pool` actions.
 #[derive(Debug, Subcommand)]
 pub enum PoolAction {
     /// Create the pool if needed and top it up: allocate and zero-fill files now, while idle.
     #[command(after_help = EXAMPLES_PREPARE)]
     Prepare {
-        /// Recording directory (the pool lives in DIR/.pool).
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
         /// Files to keep ready (becomes the pool's target).
         #[arg(long, default_value_t = 2, value_name = "N")]
         files: u32,
         /// Bytes per file; a pool of another size is resized (its idle files are removed first).
-        #[arg(long, value_parser = rtrec_units::size, default_value_t = Size::from_bytes(DEFAULT_FILE_SIZE), value_name = "SIZE")]
+        #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(DEFAULT_FILE_SIZE), value_name = "SIZE")]
         file_size: Size,
     },
     /// Show the pool: file size, target, every ready file with its bytes on disk, preparations in progress.
     #[command(after_help = EXAMPLES_POOL_STATUS)]
     Status {
-        /// Recording directory.
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -290,9 +313,9 @@ pub enum PoolAction {
     /// Give back disk: keep at most N ready files and make N the target.
     #[command(after_help = EXAMPLES_TRIM)]
     Trim {
-        /// Recording directory.
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
         /// Ready files to keep (0 empties the pool; its target becomes at least 1).
         #[arg(long, value_name = "N")]
         keep: u32,
@@ -300,9 +323,9 @@ pub enum PoolAction {
     /// Remove the pool: every ready file, its description and DIR/.pool.
     #[command(after_help = EXAMPLES_REMOVE)]
     Remove {
-        /// Recording directory.
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
     },
     /// Give finished recordings back to the pool (their data are given up).
     #[command(after_help = EXAMPLES_RECYCLE)]
@@ -369,7 +392,7 @@ pub struct RecordArgs {
     /// Period of the synthetic source (e.g. 5ms, 250us).
     #[arg(
         long,
-        value_parser = rtrec_units::interval,
+        value_parser = rtrec_units::value::interval,
         default_value_t = DEFAULT_PERIOD,
         allow_hyphen_values = true,
         value_name = "DURATION"
@@ -382,7 +405,7 @@ pub struct RecordArgs {
     /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800).
     #[arg(
         long,
-        value_parser = rtrec_units::record_size,
+        value_parser = rtrec_units::value::record_size,
         default_value_t = DEFAULT_RECORD_SIZE,
         allow_hyphen_values = true,
         value_name = "SIZE"
@@ -390,7 +413,7 @@ pub struct RecordArgs {
     pub size: Size,
 
     /// Stop after this many payload bytes (e.g. 100MiB). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
-    #[arg(long, value_parser = rtrec_units::size, conflicts_with = "count", value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, conflicts_with = "count", value_name = "SIZE")]
     pub total: Option<Size>,
 
     /// Stop after this many records.
@@ -398,7 +421,7 @@ pub struct RecordArgs {
     pub count: Option<u64>,
 
     /// Stop after this long (e.g. 10s, 5min), as fio's runtime= and cyclictest's -D: the periods that fit in it.
-    #[arg(long, value_parser = rtrec_units::span, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
+    #[arg(long, value_parser = rtrec_units::value::span, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
     pub duration: Option<Duration>,
 
     /// Record what arrives on standard input instead of a synthetic source.
@@ -411,10 +434,10 @@ pub struct RecordArgs {
     pub lines: bool,
 
     /// With --lines: the longest line accepted.
-    #[arg(long, value_parser = rtrec_units::record_size, default_value_t = DEFAULT_MAX_LINE, value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::record_size, default_value_t = DEFAULT_MAX_LINE, value_name = "SIZE")]
     pub max_line: Size,
 
-    /// Write path: who calls write().
+    /// Write path: who calls write(): the writer thread behind a ring, or the caller inline (`direct` is the former name of inline and still accepted).
     #[arg(long, value_enum, default_value_t = Config::default().mode, value_name = "MODE")]
     pub mode: Mode,
 
@@ -434,7 +457,7 @@ pub struct RecordArgs {
     pub io: Io,
 
     /// With --io direct, uring or uring-buffered: the gathering buffer (a power of two, 4KiB-64MiB; io_uring registers --io-depth of them).
-    #[arg(long, value_parser = rtrec_units::size, default_value_t = Size::from_bytes(DEFAULT_IO_BLOCK), value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(DEFAULT_IO_BLOCK), value_name = "SIZE")]
     pub io_block: Size,
 
     /// With --io uring or uring-buffered: writes in flight and registered buffers (1-64).
@@ -446,23 +469,23 @@ pub struct RecordArgs {
     pub flush: Flush,
 
     /// Flush interval.
-    #[arg(long, value_parser = rtrec_units::size, default_value_t = Size::from_bytes(Config::default().flush_every), value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(Config::default().flush_every), value_name = "SIZE")]
     pub flush_every: Size,
 
     /// Make written records durable (fdatasync on the flush thread) at least this often; 0: only when a file is closed.
-    #[arg(long, value_parser = rtrec_units::interval_or_zero, default_value_t = Duration::from_ns(DEFAULT_SYNC_EVERY_NS), value_name = "DURATION")]
+    #[arg(long, value_parser = rtrec_units::value::interval_or_zero, default_value_t = Duration::from_ns(DEFAULT_SYNC_EVERY_NS), value_name = "DURATION")]
     pub sync_every: Duration,
 
-    /// Keep FILE up to date (atomically replaced about every 20ms) with the queued, written and durable counts, as one JSON line.
+    /// Keep FILE up to date (atomically replaced about every 20ms) with the live counters: queued, written, durable, drops by cause, missed periods, ring fill, longest write() and lateness. A FILE ending in .prom gets the Prometheus text format (node_exporter's textfile collector, docs/status.md), any other one JSON line.
     #[arg(long, value_name = "FILE")]
     pub status: Option<PathBuf>,
 
     /// Bytes per file [default: enough for the whole recording when its length is known, else 64MiB].
-    #[arg(long, value_parser = rtrec_units::size, value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub file_size: Option<Size>,
 
     /// Capacity of the ring between producer and writer [default: 16MiB, at least 4 records].
-    #[arg(long, value_parser = rtrec_units::size, value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub ring: Option<Size>,
 
     /// When the ring is full: drop (count and store the loss; the producer never waits) or block
@@ -482,7 +505,7 @@ pub struct RecordArgs {
     pub framing: Option<Framing>,
 
     /// With packed framing: the longest a record waits in an open frame before it is written (a kill or power cut loses at most this span).
-    #[arg(long, value_parser = rtrec_units::interval, default_value_t = Duration::from_ns(Config::default().max_latency_ns), value_name = "DURATION")]
+    #[arg(long, value_parser = rtrec_units::value::interval, default_value_t = Duration::from_ns(Config::default().max_latency_ns), value_name = "DURATION")]
     pub max_latency: Duration,
 
     /// Same as --framing raw: the bytes exactly as given (counters go to a .meta.json sidecar).
@@ -522,15 +545,15 @@ pub struct RecordArgs {
     pub refill_while_recording: bool,
 
     /// Flight recorder: keep this span before a trigger in memory (e.g. 2s).
-    #[arg(long, value_parser = rtrec_units::span, value_name = "DURATION")]
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
     pub pre: Option<Duration>,
 
     /// Flight recorder: record this span after a trigger [default: 5s].
-    #[arg(long, value_parser = rtrec_units::span, value_name = "DURATION")]
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
     pub post: Option<Duration>,
 
     /// Flight recorder: also bound the pre-trigger window in bytes [default: what --pre needs at this rate].
-    #[arg(long, value_parser = rtrec_units::size, value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub pre_bytes: Option<Size>,
 
     /// Flight recorder trigger: SIGUSR1, or stdin (each line triggers; not with --stdin). Repeatable.
@@ -539,7 +562,7 @@ pub struct RecordArgs {
     pub trigger_on: Vec<String>,
 
     /// Flight recorder: trigger every DURATION (synthetic faults, for trying it out).
-    #[arg(long, value_parser = rtrec_units::span, value_name = "DURATION")]
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
     pub trigger_every: Option<Duration>,
 
     /// Write the summary as JSON to FILE ('-' for stdout).
@@ -628,12 +651,20 @@ pub struct DoctorArgs {
     pub dir: PathBuf,
 
     /// Size of the recording planned, checked against the free space.
-    #[arg(long, value_parser = rtrec_units::size, default_value_t = DEFAULT_PLANNED, value_name = "SIZE")]
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = DEFAULT_PLANNED, value_name = "SIZE")]
     pub planned: Size,
+
+    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as `rtrec record` would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
+    #[arg(long, value_name = "SIZE/PERIOD")]
+    pub rate: Option<String>,
 
     /// Print the checks as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// List the checks (id, group, what each checks) and exit; docs/doctor.md says what each reads.
+    #[arg(long)]
+    pub list: bool,
 
     /// Also measure the device under DIR with a short `rtrec device probe` (about 16 MiB written to a scratch file in DIR, removed after; DIR must exist).
     #[arg(long)]
@@ -671,7 +702,7 @@ pub enum TuneAction {
 
 /// `rtrec completions SHELL`: the completion script, generated from the
 /// one definition of the command line.
-pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
+pub fn completions(shell: clap_complete::Shell) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, &mut Cli::command(), "rtrec", &mut out);
@@ -680,14 +711,18 @@ pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
 
 /// `rtrec man [COMMAND]`: the man page (roff) of rtrec or of one command,
 /// generated from the one definition of the command line.
-pub fn man(command: Option<&str>) -> crate::Result<i32> {
+pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let root = Cli::command();
     let cmd = match command {
         None => root,
         Some(name) => match root.find_subcommand(name).filter(|c| !c.is_hide_set()) {
             Some(c) => c.clone().display_name(format!("rtrec-{name}")),
-            None => return crate::usage(format!("no command '{name}' (rtrec --help lists them)")),
+            None => {
+                return crate::error::usage(format!(
+                    "no command '{name}' (rtrec --help lists them)"
+                ))
+            }
         },
     };
     let mut out = Vec::new();
@@ -800,6 +835,51 @@ mod tests {
             assert!((2..=4).contains(&lines.len()), "{path}: {lines:?}");
             for l in lines {
                 assert!(l.contains("rtrec "), "{path}: {l}");
+            }
+        }
+    }
+
+    #[test]
+    fn pool_actions_take_the_directory_as_a_plain_argument_or_as_dir() {
+        let dir_of = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Pool(p) => match p.action {
+                PoolAction::Status { dir, .. } | PoolAction::Remove { dir } => dir.path(),
+                other => panic!("{other:?}"),
+            },
+            _ => unreachable!(),
+        };
+        let d = PathBuf::from("/data/rec");
+        assert_eq!(dir_of(&["rtrec", "pool", "status", "/data/rec"]), d);
+        assert_eq!(
+            dir_of(&["rtrec", "pool", "status", "--dir", "/data/rec"]),
+            d
+        );
+        assert_eq!(dir_of(&["rtrec", "pool", "remove", "/data/rec"]), d);
+        assert_eq!(
+            dir_of(&["rtrec", "pool", "status"]),
+            PathBuf::from("./rtrec-data")
+        );
+        assert!(Cli::try_parse_from(["rtrec", "pool", "status", "/a", "--dir", "/b"]).is_err());
+    }
+
+    #[test]
+    fn no_help_shows_rustdoc_syntax() {
+        // Doc comments serve rustdoc and --help alike; a link that rustdoc
+        // resolves ("[`Io::Direct`]", "[text](url)") is noise in a terminal.
+        for (path, mut cmd) in commands() {
+            for help in [
+                cmd.render_help().to_string(),
+                cmd.render_long_help().to_string(),
+            ] {
+                for (i, line) in help.lines().enumerate() {
+                    for mark in ["[`", "`]", "](", "crate::"] {
+                        assert!(
+                            !line.contains(mark),
+                            "{path} --help line {}: {mark:?} in {line:?}",
+                            i + 1
+                        );
+                    }
+                }
             }
         }
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Context;
+use crate::error::Context;
 use rtrec_engine::result::{RecordResult, ResidentSample};
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
@@ -17,8 +17,10 @@ use rtrec_engine::{
 };
 
 use crate::cli::{RecordArgs, DEFAULT_POST, DEFAULT_PRE};
-use crate::{signals, usage};
-use rtrec_units::{format_duration, format_size, Size};
+use crate::error::usage;
+use crate::signals;
+use rtrec_units::value::Size;
+use rtrec_units::{format_duration, format_size};
 
 /// Where records come from.
 enum Source {
@@ -45,7 +47,7 @@ struct Plan {
 /// Stage one: the options, already typed and checked value by value by
 /// the command line's parsers, checked together and resolved into a plan
 /// (no I/O).
-fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
+fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
     let period_ns = a.period.ns();
     let size = a.size.bytes();
     let max_line = a.max_line.bytes();
@@ -53,7 +55,7 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
         // --duration: the periods that fit in it (the synthetic source
         // releases one record per period, so a duration is a count).
         (None, None) if a.duration.is_some() => {
-            let d = a.duration.map_or(0, rtrec_units::Duration::ns);
+            let d = a.duration.map_or(0, rtrec_units::value::Duration::ns);
             if d < period_ns {
                 return usage("--duration: the duration must be at least one --period");
             }
@@ -132,7 +134,7 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
     if trigger_stdin && a.stdin {
         return usage("--trigger-on stdin cannot be used with --stdin: stdin carries the records");
     }
-    let trigger_every = a.trigger_every.map(rtrec_units::Duration::ns);
+    let trigger_every = a.trigger_every.map(rtrec_units::value::Duration::ns);
     let flight_asked = a.pre.is_some() || a.post.is_some() || a.pre_bytes.is_some();
     if !flight_asked && (trigger_stdin || trigger_sigusr1 || trigger_every.is_some()) {
         return usage("triggers need the flight recorder: give --pre and --post");
@@ -200,7 +202,7 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
 
 /// Runs `rtrec record`; with `--device`, in the recording directory of an
 /// emulated device's trial (see [`crate::device::Trial`]).
-pub fn run(a: &RecordArgs) -> crate::Result<i32> {
+pub fn run(a: &RecordArgs) -> crate::error::Result<i32> {
     let mut plan = resolve(a)?;
     let Some(trial) = crate::device::Trial::start(&a.device, &plan.dir, a.quiet)? else {
         return record(a, plan, None);
@@ -215,7 +217,11 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     trial.finish(result)
 }
 
-fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> crate::Result<i32> {
+fn record(
+    a: &RecordArgs,
+    plan: Plan,
+    trial: Option<&crate::device::Trial>,
+) -> crate::error::Result<i32> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
@@ -246,7 +252,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
             for (from, to) in pool
                 .recover()
-                .map_err(|e| crate::Error::Usage(e.to_string()))?
+                .map_err(|e| crate::error::Error::Usage(e.to_string()))?
             {
                 eprintln!(
                     "rtrec: recovered an unfinished recording: '{}' moved back as '{}'",
@@ -265,9 +271,9 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
-        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
-    let mut rec = created.map_err(|e| crate::Error::Usage(e.to_string()))?;
+    let mut rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let live = rec.live();
     let rss = plan
@@ -278,10 +284,17 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
-    let status = a
-        .status
-        .clone()
-        .map(|path| spawn_status(path, live.clone(), done.clone()));
+    let status = a.status.clone().map(|path| {
+        let labels = crate::status::Labels {
+            // Absolute, so every board's series name the place alike.
+            dir: std::fs::canonicalize(&plan.dir)
+                .unwrap_or_else(|_| plan.dir.clone())
+                .display()
+                .to_string(),
+            prefix: plan.cfg.prefix.clone(),
+        };
+        crate::status::spawn(path, labels, live.clone(), done.clone())
+    });
     let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
 
     // Triggers from outside the process reach a flight recorder through
@@ -307,6 +320,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     let outcome = match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
+            t.publish_to(live.clone());
             let r = synthetic(&mut session, &mut t, plan.size, plan.count);
             timer = Some(t);
             r
@@ -392,7 +406,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     }
     if a.histogram {
         let h = summary.write_latency.histogram();
-        let text = rtrec_bench::output::histogram::render(
+        let text = rtrec_units::histogram::render(
             h.iter_recorded()
                 .map(|v| (v.value_iterated_to(), v.count_at_value())),
         );
@@ -821,47 +835,6 @@ fn spawn_progress(
     })
 }
 
-/// `--status FILE`: the live counts as one JSON line, replaced atomically
-/// about every 20 ms, and once more with `"done": true` when the recording
-/// has ended. The temporary file is created `O_EXCL|O_NOFOLLOW` relative to
-/// the directory and renamed over the name (a planted symlink is replaced,
-/// never written through); not fsynced: it is for watching, and lives
-/// outside the recording's filesystem.
-fn spawn_status(
-    path: PathBuf,
-    live: Arc<LiveStats>,
-    done: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<std::io::Result<()>> {
-    std::thread::spawn(move || {
-        let (dir, name) = rtrec_sys::Dir::of_file(&path)?;
-        let mut tmp = std::ffi::OsString::from(".");
-        tmp.push(name);
-        tmp.push(".tmp");
-        let name = name.to_os_string();
-        loop {
-            let finished = done.load(Ordering::Acquire);
-            let line = serde_json::json!({
-                "records_queued": live.records_queued.load(Ordering::Relaxed),
-                "records_written": live.records_written.load(Ordering::Relaxed),
-                "records_dropped": live.records_dropped.load(Ordering::Relaxed),
-                "written_seq": live.written_seq.load(Ordering::Acquire),
-                "durable_seq": live.durable_seq.load(Ordering::Acquire),
-                "events": live.events.load(Ordering::Relaxed),
-                "done": finished,
-            })
-            .to_string()
-                + "\n";
-            dir.remove_file(&tmp)?;
-            dir.create_excl(&tmp, 0o644)?.write_all(line.as_bytes())?;
-            dir.rename_replace(&tmp, &name)?;
-            if finished {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    })
-}
-
 #[derive(Clone, Copy)]
 /// What `record --json` adds to the engine's summary (each section left
 /// out when absent; docs/record-schema.md).
@@ -878,7 +851,7 @@ struct Extra<'a> {
 
 /// `--json`: the summary and the sections `extra` holds, as the one typed
 /// document of `rtrec_engine::result` (docs/record-schema.md).
-fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> {
+fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Result<()> {
     let Extra {
         rss,
         explained,

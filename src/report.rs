@@ -17,7 +17,7 @@ use rtrec_bench::export::html;
 use rtrec_engine::result::RecordResult;
 
 use crate::cli::ReportArgs;
-use crate::{usage, Context};
+use crate::error::{usage, Context};
 
 /// The tags of a result document: what it is, and which version.
 #[derive(serde::Deserialize)]
@@ -27,7 +27,7 @@ struct Tag {
 }
 
 /// Runs `rtrec report`.
-pub fn run(a: &ReportArgs) -> crate::Result<i32> {
+pub fn run(a: &ReportArgs) -> crate::error::Result<i32> {
     let bytes = if a.input.as_os_str() == "-" {
         let mut v = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut v).context("reading stdin")?;

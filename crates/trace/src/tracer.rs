@@ -1,10 +1,11 @@
 //! One traced run: which threads are timed and which are rtrec's own
-//! others, started and stopped around each run (a bench set, a recording)
-//! and attributed when stopped.
+//! others (found by name, [`threads_named`]), started and stopped around
+//! each run (a bench set, a recording) and attributed when stopped.
 
 use std::path::{Path, PathBuf};
 
-use crate::{Explanation, Session, Watch};
+use crate::attribute::Explanation;
+use crate::session::{Session, Watch};
 
 /// The tracing of the runs of one command.
 pub struct Tracer {
@@ -25,8 +26,8 @@ impl Tracer {
     /// The kernel refused the core events.
     pub fn start(&mut self, timed: Vec<i32>, loads: &[i32], dir: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
-        let mut other = crate::threads_named("rtrec-flush");
-        other.extend(crate::threads_named("rtrec-pool"));
+        let mut other = threads_named("rtrec-flush");
+        other.extend(threads_named("rtrec-pool"));
         other.extend_from_slice(loads);
         other.retain(|t| !timed.contains(t));
         self.session.start(Watch {
@@ -51,4 +52,18 @@ impl Tracer {
         let raw = self.raw.clone();
         self.session.stop(raw.as_deref().map(|d| (d, name)))
     }
+}
+
+/// The threads of this process named `name` (`rtrec-writer`), from
+/// `/proc/self/task/*/comm`.
+pub fn threads_named(name: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter(|d| {
+            std::fs::read_to_string(d.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
+        })
+        .filter_map(|d| d.file_name().to_str()?.parse().ok())
+        .collect()
 }

@@ -54,7 +54,7 @@ impl FromStr for Size {
 /// it parses back to the same value.
 ///
 /// ```
-/// use rtrec_units::Size;
+/// use rtrec_units::value::Size;
 /// assert_eq!(Size::from_bytes(2 << 20).to_string(), "2MiB");
 /// assert_eq!(Size::from_bytes(18_800).to_string(), "18800B");
 /// ```
@@ -110,7 +110,7 @@ impl FromStr for Duration {
 /// parses back to the same value.
 ///
 /// ```
-/// use rtrec_units::Duration;
+/// use rtrec_units::value::Duration;
 /// assert_eq!(Duration::from_ns(50_000_000).to_string(), "50ms");
 /// assert_eq!(Duration::from_ns(1_500_000).to_string(), "1500µs");
 /// ```
@@ -149,9 +149,9 @@ fn positive(s: &str, kind: Kind) -> Result<u64, Error> {
 /// or KiB.
 ///
 /// ```
-/// assert_eq!(rtrec_units::record_size("16KiB").unwrap().bytes(), 16_384);
+/// assert_eq!(rtrec_units::value::record_size("16KiB").unwrap().bytes(), 16_384);
 /// assert_eq!(
-///     rtrec_units::record_size("0B").unwrap_err().to_string(),
+///     rtrec_units::value::record_size("0B").unwrap_err().to_string(),
 ///     "'0B' is zero: give a size of at least 1B"
 /// );
 /// ```
@@ -193,7 +193,7 @@ pub fn interval_or_zero(s: &str) -> Result<Duration, Error> {
 ///
 /// ```
 /// assert_eq!(
-///     rtrec_units::span("10").unwrap_err().to_string(),
+///     rtrec_units::value::span("10").unwrap_err().to_string(),
 ///     "'10' needs a unit: did you mean 10s?"
 /// );
 /// ```
