@@ -654,7 +654,7 @@ pub struct DoctorArgs {
     #[arg(long, value_parser = rtrec_units::value::size, default_value_t = DEFAULT_PLANNED, value_name = "SIZE")]
     pub planned: Size,
 
-    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as `rtrec record` would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
+    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as rtrec record would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
     #[arg(long, value_name = "SIZE/PERIOD")]
     pub rate: Option<String>,
 
