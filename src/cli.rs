@@ -97,7 +97,7 @@ macro_rules! durability {
         "\
 Durability: a record is queued when record() accepted it, written when write() returned,\n\
 durable when synced to storage. If the process dies, every written record survives (in\n\
-direct mode: every record stored without error; in ring mode: what the writer had written,\n\
+inline mode: every record stored without error; in ring mode: what the writer had written,\n\
 not what was still queued). After a power cut, every record before the last durable point\n\
 (durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
 write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
@@ -217,15 +217,38 @@ pub struct PoolArgs {
     pub action: PoolAction,
 }
 
+/// The recording directory of a `pool` action: a plain argument, as
+/// `verify`, `doctor` and `recover` take it, or `--dir` (the spelling
+/// `record` uses); `./rtrec-data` when neither is given.
+#[derive(Debug, Args)]
+pub struct PoolDir {
+    /// Recording directory (the pool lives in DIR/.pool) [default: ./rtrec-data].
+    #[arg(value_name = "DIR", conflicts_with = "dir_flag")]
+    dir: Option<PathBuf>,
+    /// The same as DIR.
+    #[arg(long = "dir", id = "dir_flag", value_name = "DIR")]
+    dir_flag: Option<PathBuf>,
+}
+
+impl PoolDir {
+    /// The directory given, or `./rtrec-data`.
+    pub fn path(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .or_else(|| self.dir_flag.clone())
+            .unwrap_or_else(|| PathBuf::from("./rtrec-data"))
+    }
+}
+
 /// `rtrec pool` actions.
 #[derive(Debug, Subcommand)]
 pub enum PoolAction {
     /// Create the pool if needed and top it up: allocate and zero-fill files now, while idle.
     #[command(after_help = EXAMPLES_PREPARE)]
     Prepare {
-        /// Recording directory (the pool lives in DIR/.pool).
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
         /// Files to keep ready (becomes the pool's target).
         #[arg(long, default_value_t = 2, value_name = "N")]
         files: u32,
@@ -236,9 +259,9 @@ pub enum PoolAction {
     /// Show the pool: file size, target, every ready file with its bytes on disk, preparations in progress.
     #[command(after_help = EXAMPLES_POOL_STATUS)]
     Status {
-        /// Recording directory.
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -246,9 +269,9 @@ pub enum PoolAction {
     /// Give back disk: keep at most N ready files and make N the target.
     #[command(after_help = EXAMPLES_TRIM)]
     Trim {
-        /// Recording directory.
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
         /// Ready files to keep (0 empties the pool; its target becomes at least 1).
         #[arg(long, value_name = "N")]
         keep: u32,
@@ -256,9 +279,9 @@ pub enum PoolAction {
     /// Remove the pool: every ready file, its description and DIR/.pool.
     #[command(after_help = EXAMPLES_REMOVE)]
     Remove {
-        /// Recording directory.
-        #[arg(long, default_value = "./rtrec-data", value_name = "DIR")]
-        dir: PathBuf,
+        /// The recording directory.
+        #[command(flatten)]
+        dir: PoolDir,
     },
     /// Give finished recordings back to the pool (their data are given up).
     #[command(after_help = EXAMPLES_RECYCLE)]
@@ -368,7 +391,7 @@ pub struct RecordArgs {
     #[arg(long, default_value = "64KiB", value_name = "SIZE")]
     pub max_line: String,
 
-    /// Write path: who calls write().
+    /// Write path: who calls write(): the writer thread behind a ring, or the caller inline (`direct` is the former name of inline and still accepted).
     #[arg(long, value_enum, default_value_t = Config::default().mode, value_name = "MODE")]
     pub mode: Mode,
 
@@ -407,7 +430,7 @@ pub struct RecordArgs {
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub sync_every: String,
 
-    /// Keep FILE up to date (atomically replaced about every 20ms) with the queued, written and durable counts, as one JSON line.
+    /// Keep FILE up to date (atomically replaced about every 20ms) with the live counters: queued, written, durable, drops by cause, missed periods, ring fill, longest write() and lateness. A FILE ending in .prom gets the Prometheus text format (node_exporter's textfile collector, docs/status.md), any other one JSON line.
     #[arg(long, value_name = "FILE")]
     pub status: Option<PathBuf>,
 
@@ -585,9 +608,17 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "100MiB", value_name = "SIZE")]
     pub planned: String,
 
+    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as `rtrec record` would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
+    #[arg(long, value_name = "SIZE/PERIOD")]
+    pub rate: Option<String>,
+
     /// Print the checks as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// List the checks (id, group, what each checks) and exit; docs/doctor.md says what each reads.
+    #[arg(long)]
+    pub list: bool,
 
     /// Also measure the device under DIR with a short `rtrec device probe` (about 16 MiB written to a scratch file in DIR, removed after; DIR must exist).
     #[arg(long)]
@@ -625,7 +656,7 @@ pub enum TuneAction {
 
 /// `rtrec completions SHELL`: the completion script, generated from the
 /// one definition of the command line.
-pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
+pub fn completions(shell: clap_complete::Shell) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, &mut Cli::command(), "rtrec", &mut out);
@@ -634,14 +665,18 @@ pub fn completions(shell: clap_complete::Shell) -> crate::Result<i32> {
 
 /// `rtrec man [COMMAND]`: the man page (roff) of rtrec or of one command,
 /// generated from the one definition of the command line.
-pub fn man(command: Option<&str>) -> crate::Result<i32> {
+pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let root = Cli::command();
     let cmd = match command {
         None => root,
         Some(name) => match root.find_subcommand(name).filter(|c| !c.is_hide_set()) {
             Some(c) => c.clone().display_name(format!("rtrec-{name}")),
-            None => return crate::usage(format!("no command '{name}' (rtrec --help lists them)")),
+            None => {
+                return crate::error::usage(format!(
+                    "no command '{name}' (rtrec --help lists them)"
+                ))
+            }
         },
     };
     let mut out = Vec::new();
@@ -754,6 +789,51 @@ mod tests {
             assert!((2..=4).contains(&lines.len()), "{path}: {lines:?}");
             for l in lines {
                 assert!(l.contains("rtrec "), "{path}: {l}");
+            }
+        }
+    }
+
+    #[test]
+    fn pool_actions_take_the_directory_as_a_plain_argument_or_as_dir() {
+        let dir_of = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Pool(p) => match p.action {
+                PoolAction::Status { dir, .. } | PoolAction::Remove { dir } => dir.path(),
+                other => panic!("{other:?}"),
+            },
+            _ => unreachable!(),
+        };
+        let d = PathBuf::from("/data/rec");
+        assert_eq!(dir_of(&["rtrec", "pool", "status", "/data/rec"]), d);
+        assert_eq!(
+            dir_of(&["rtrec", "pool", "status", "--dir", "/data/rec"]),
+            d
+        );
+        assert_eq!(dir_of(&["rtrec", "pool", "remove", "/data/rec"]), d);
+        assert_eq!(
+            dir_of(&["rtrec", "pool", "status"]),
+            PathBuf::from("./rtrec-data")
+        );
+        assert!(Cli::try_parse_from(["rtrec", "pool", "status", "/a", "--dir", "/b"]).is_err());
+    }
+
+    #[test]
+    fn no_help_shows_rustdoc_syntax() {
+        // Doc comments serve rustdoc and --help alike; a link that rustdoc
+        // resolves ("[`Io::Direct`]", "[text](url)") is noise in a terminal.
+        for (path, mut cmd) in commands() {
+            for help in [
+                cmd.render_help().to_string(),
+                cmd.render_long_help().to_string(),
+            ] {
+                for (i, line) in help.lines().enumerate() {
+                    for mark in ["[`", "`]", "](", "crate::"] {
+                        assert!(
+                            !line.contains(mark),
+                            "{path} --help line {}: {mark:?} in {line:?}",
+                            i + 1
+                        );
+                    }
+                }
             }
         }
     }

@@ -6,15 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-use rtrec_bench::target::IMAGE_BYTES;
-use rtrec_bench::DeviceArg;
+use rtrec_emu::DeviceArg;
 use rtrec_engine::sizing::{ring_for_stall, ENTRY_HEADER_LEN};
 use rtrec_engine::{Summary, Workload};
-use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions};
+use rtrec_host::emufs::EmulatorCommand;
+use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
 
 use crate::cli::{DeviceAction, DeviceArgs};
-use crate::{usage, Context, Result};
+use crate::error::{usage, Context, Result};
 
 /// Runs `rtrec device`.
 pub fn run(args: &DeviceArgs) -> Result<i32> {
@@ -36,7 +36,7 @@ pub fn run(args: &DeviceArgs) -> Result<i32> {
     // What it wrote must load as a profile, or it is not written.
     let json = serde_json::to_string_pretty(&result.profile).expect("plain data") + "\n";
     rtrec_emu::Profile::from_json(&json, "measured")
-        .map_err(|e| crate::Error::Usage(e.to_string()))?;
+        .map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     match output {
         Some(path) => {
             std::fs::write(path, &json).context(format!("writing '{}'", path.display()))?
@@ -142,10 +142,11 @@ impl Trial {
             ));
         }
         let emulator = device
-            .emulator()
-            .map_err(|e| crate::Error::Usage(format!("{e:#}")))?;
+            .emulator_args()
+            .map(EmulatorCommand::of_this_program)
+            .transpose()?;
         let opts = LoopFsOptions {
-            size: IMAGE_BYTES,
+            size: WORK_IMAGE_SIZE,
             emulator,
             ..LoopFsOptions::default()
         };

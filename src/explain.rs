@@ -7,7 +7,7 @@
 //! once the recorder (and so its writer thread) exists, [`Tracing::finish`]
 //! after `finish()`/`abort()` has drained it — so nothing in the recording
 //! path knows about tracing. In ring mode the timed thread is the engine's
-//! writer (`rtrec-writer`); in direct mode the producer itself calls
+//! writer (`rtrec-writer`); in inline mode the producer itself calls
 //! `write()`.
 
 use std::path::{Path, PathBuf};

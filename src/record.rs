@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Context;
+use crate::error::Context;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
@@ -16,7 +16,8 @@ use rtrec_engine::{
 };
 
 use crate::cli::RecordArgs;
-use crate::{signals, usage};
+use crate::error::usage;
+use crate::signals;
 use rtrec_units::{format_duration, format_size, parse_duration, parse_size};
 
 /// Where records come from.
@@ -41,13 +42,13 @@ struct Plan {
     workload: Workload,
 }
 
-fn size_arg(name: &str, s: &str) -> crate::Result<u64> {
+fn size_arg(name: &str, s: &str) -> crate::error::Result<u64> {
     parse_size(s).or_else(|e| usage(format!("--{name}: {e}")))
 }
 
 /// A duration flag: the units grammar, and more than zero (every duration
 /// `record` takes is a period or a span).
-fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
+fn duration_arg(name: &str, s: &str) -> crate::error::Result<u64> {
     match parse_duration(s) {
         Ok(0) => usage(format!(
             "--{name}: '{s}' is zero; the duration must be positive"
@@ -57,7 +58,7 @@ fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
     }
 }
 
-fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
+fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
     let period_ns = duration_arg("period", &a.period)?;
     let size = size_arg("size", &a.size)?;
     if size == 0 {
@@ -236,7 +237,7 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
 
 /// Runs `rtrec record`; with `--device`, in the recording directory of an
 /// emulated device's trial (see [`crate::device::Trial`]).
-pub fn run(a: &RecordArgs) -> crate::Result<i32> {
+pub fn run(a: &RecordArgs) -> crate::error::Result<i32> {
     let mut plan = resolve(a)?;
     let Some(trial) = crate::device::Trial::start(&a.device, &plan.dir, a.quiet)? else {
         return record(a, plan, None);
@@ -251,7 +252,11 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     trial.finish(result)
 }
 
-fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> crate::Result<i32> {
+fn record(
+    a: &RecordArgs,
+    plan: Plan,
+    trial: Option<&crate::device::Trial>,
+) -> crate::error::Result<i32> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
@@ -282,7 +287,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
             for (from, to) in pool
                 .recover()
-                .map_err(|e| crate::Error::Usage(e.to_string()))?
+                .map_err(|e| crate::error::Error::Usage(e.to_string()))?
             {
                 eprintln!(
                     "rtrec: recovered an unfinished recording: '{}' moved back as '{}'",
@@ -301,9 +306,9 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     // Nothing has been recorded if this fails: exit 2, as for bad input.
     let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
-        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Direct);
+        i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
-    let mut rec = created.map_err(|e| crate::Error::Usage(e.to_string()))?;
+    let mut rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let live = rec.live();
     let rss = plan
@@ -314,10 +319,17 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
-    let status = a
-        .status
-        .clone()
-        .map(|path| spawn_status(path, live.clone(), done.clone()));
+    let status = a.status.clone().map(|path| {
+        let labels = crate::status::Labels {
+            // Absolute, so every board's series name the place alike.
+            dir: std::fs::canonicalize(&plan.dir)
+                .unwrap_or_else(|_| plan.dir.clone())
+                .display()
+                .to_string(),
+            prefix: plan.cfg.prefix.clone(),
+        };
+        crate::status::spawn(path, labels, live.clone(), done.clone())
+    });
     let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
 
     // Triggers from outside the process reach a flight recorder through
@@ -343,6 +355,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     let outcome = match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
+            t.publish_to(live.clone());
             let r = synthetic(&mut session, &mut t, plan.size, plan.count);
             timer = Some(t);
             r
@@ -428,7 +441,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     }
     if a.histogram {
         let h = summary.write_latency.histogram();
-        let text = rtrec_bench::output::histogram::render(
+        let text = rtrec_units::histogram::render(
             h.iter_recorded()
                 .map(|v| (v.value_iterated_to(), v.count_at_value())),
         );
@@ -857,47 +870,6 @@ fn spawn_progress(
     })
 }
 
-/// `--status FILE`: the live counts as one JSON line, replaced atomically
-/// about every 20 ms, and once more with `"done": true` when the recording
-/// has ended. The temporary file is created `O_EXCL|O_NOFOLLOW` relative to
-/// the directory and renamed over the name (a planted symlink is replaced,
-/// never written through); not fsynced: it is for watching, and lives
-/// outside the recording's filesystem.
-fn spawn_status(
-    path: PathBuf,
-    live: Arc<LiveStats>,
-    done: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<std::io::Result<()>> {
-    std::thread::spawn(move || {
-        let (dir, name) = rtrec_sys::Dir::of_file(&path)?;
-        let mut tmp = std::ffi::OsString::from(".");
-        tmp.push(name);
-        tmp.push(".tmp");
-        let name = name.to_os_string();
-        loop {
-            let finished = done.load(Ordering::Acquire);
-            let line = serde_json::json!({
-                "records_queued": live.records_queued.load(Ordering::Relaxed),
-                "records_written": live.records_written.load(Ordering::Relaxed),
-                "records_dropped": live.records_dropped.load(Ordering::Relaxed),
-                "written_seq": live.written_seq.load(Ordering::Acquire),
-                "durable_seq": live.durable_seq.load(Ordering::Acquire),
-                "events": live.events.load(Ordering::Relaxed),
-                "done": finished,
-            })
-            .to_string()
-                + "\n";
-            dir.remove_file(&tmp)?;
-            dir.create_excl(&tmp, 0o644)?.write_all(line.as_bytes())?;
-            dir.rename_replace(&tmp, &name)?;
-            if finished {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    })
-}
-
 #[derive(Clone, Copy)]
 /// What `record --json` adds to the engine's summary (each field left out
 /// when absent; docs/summary.md).
@@ -912,7 +884,7 @@ struct Extra<'a> {
     device: Option<&'a crate::device::DeviceReport>,
 }
 
-fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> {
+fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Result<()> {
     let Extra {
         rss,
         explained,

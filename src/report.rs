@@ -13,10 +13,10 @@ use std::io::Write;
 use rtrec_bench::export::html;
 
 use crate::cli::ReportArgs;
-use crate::{usage, Context};
+use crate::error::{usage, Context};
 
 /// Runs `rtrec report`.
-pub fn run(a: &ReportArgs) -> crate::Result<i32> {
+pub fn run(a: &ReportArgs) -> crate::error::Result<i32> {
     let bytes = if a.input.as_os_str() == "-" {
         let mut v = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut v).context("reading stdin")?;

@@ -18,7 +18,7 @@
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_fio`]:
-//!   S4's matrix run by fio (`--with-fio`); [`s4_plot`]: S4's throughput
+//!   S4's matrix run by fio (`--with-fio`); [`export::s4_plot`]: S4's throughput
 //!   shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
@@ -47,7 +47,6 @@ pub mod report;
 pub mod s3;
 pub mod s4;
 pub mod s4_fio;
-pub mod s4_plot;
 pub mod scenario;
 pub mod signal;
 pub mod study;
@@ -73,8 +72,8 @@ use crate::protocol::{Overrides, Protocol};
 use crate::report::{BenchReport, SCHEMA_VERSION};
 use crate::scenario::{Scenario, SCENARIOS};
 use crate::study::Study;
-pub use crate::target::DeviceArg;
 use crate::target::Target;
+pub use rtrec_emu::DeviceArg;
 
 /// The options of `rtrec bench`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -580,21 +579,19 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
 }
 
 /// The second stage of [`run_with`]: sets up the target, runs every case
-/// of `plan` with the global lock held (in `flusher`), exports and puts the
-/// machine back.
+/// of `plan` with the global lock held (in `flusher`), then S3 and S4,
+/// puts the machine back and prints the tables. Each step is one function
+/// below; every step that adds results exports them again, so a late
+/// failure loses nothing.
 fn run_plan(
     args: &BenchArgs,
     opts: &RunOptions,
     plan: &Plan,
     fio: Option<String>,
-    mut flusher: FlusherControl,
+    flusher: FlusherControl,
     restored: &[String],
 ) -> anyhow::Result<i32> {
-    let launcher = match &opts.launcher {
-        Some(l) => l.clone(),
-        None => Launcher::current_exe()
-            .context("finding the rtrec executable to start background loads")?,
-    };
+    let launcher = launcher(opts)?;
     restored
         .iter()
         .for_each(|l| eprintln!("rtrec bench: put back {l}"));
@@ -608,20 +605,58 @@ fn run_plan(
     if throughput_asked(&args.study) {
         return run_throughput(args, target, flusher);
     }
+    let mut run = Run {
+        report: empty_report(args, &target, &flusher),
+        exports: exports(args, plan),
+        tracer: tracer(args),
+        launcher,
+        target,
+        flusher,
+        warnings,
+        failed: false,
+    };
+    run.announce(plan);
+    run.cases(plan);
+    if plan.s3 && !signal::interrupted() {
+        run.s3(args)?;
+    }
+    if plan.s4 && !signal::interrupted() {
+        run.s4(args, plan, fio);
+    }
+    run.finish(args, plan)
+}
 
-    let mut tracer = None;
-    if args.explain {
-        match rtrec_trace::Session::create() {
-            Ok(session) => {
-                tracer = Some(explain::Tracer {
-                    session,
-                    threshold_ns: args.explain_threshold.map(|d| d.as_nanos() as u64),
-                    raw: args.explain_raw.clone(),
-                })
-            }
-            Err(sentence) => eprintln!("rtrec bench: {sentence}"),
+/// How to start background loads: the caller's, or this executable.
+fn launcher(opts: &RunOptions) -> anyhow::Result<Launcher> {
+    match &opts.launcher {
+        Some(l) => Ok(l.clone()),
+        None => Launcher::current_exe()
+            .context("finding the rtrec executable to start background loads"),
+    }
+}
+
+/// `--explain`: a tracing session, or `None` (with the reason printed)
+/// when tracefs cannot give one; the cases then run untraced.
+fn tracer(args: &BenchArgs) -> Option<explain::Tracer> {
+    if !args.explain {
+        return None;
+    }
+    match rtrec_trace::Session::create() {
+        Ok(session) => Some(explain::Tracer {
+            session,
+            threshold_ns: args.explain_threshold.map(|d| d.as_nanos() as u64),
+            raw: args.explain_raw.clone(),
+        }),
+        Err(sentence) => {
+            eprintln!("rtrec bench: {sentence}");
+            None
         }
     }
+}
+
+/// The exports asked for on the command line (S4's share plot beside
+/// `--plot` when S4 runs).
+fn exports(args: &BenchArgs, plan: &Plan) -> Exports {
     let mut exports = Exports::default();
     if let Some(p) = &args.json {
         exports.add(Box::new(JsonExporter) as Box<dyn Exporter>, p.clone());
@@ -629,12 +664,12 @@ fn run_plan(
     if let Some(p) = &args.plot {
         exports.add(Box::new(SvgExporter), p.clone());
         if plan.s4 && p.as_os_str() != export::STDOUT {
-            let beside = s4_plot::path_beside(p);
+            let beside = export::s4_plot::path_beside(p);
             eprintln!(
                 "rtrec bench: the S4 throughput shares are drawn to {}",
                 beside.display()
             );
-            exports.add(Box::new(s4_plot::S4PlotExporter), beside);
+            exports.add(Box::new(export::s4_plot::S4PlotExporter), beside);
         }
     }
     if let Some(p) = &args.html {
@@ -646,10 +681,15 @@ fn run_plan(
     if let Some(p) = &args.export_markdown {
         exports.add(Box::new(MarkdownExporter), p.clone());
     }
-    let mut report = BenchReport {
+    exports
+}
+
+/// The report before any case: the environment, nothing measured yet.
+fn empty_report(args: &BenchArgs, target: &Target, flusher: &FlusherControl) -> BenchReport {
+    BenchReport {
         schema_version: SCHEMA_VERSION,
         environment: target::environment(
-            &target,
+            target,
             args.device.as_ref(),
             flusher.found(),
             flusher.can_switch(),
@@ -660,71 +700,96 @@ fn run_plan(
         cases: Vec::new(),
         s3: None,
         s4: None,
-    };
-    let env = &report.environment;
-    eprintln!(
-        "rtrec bench: {} cases on {} ({}, {}, {}); timed loops take about {} (plus setup)",
-        plan.cases.len(),
-        env.path,
-        env.filesystem,
-        env.mount_options,
-        env.device,
-        rtrec_units::format_duration(plan.loop_ns())
-    );
-    for w in &warnings {
-        eprintln!("rtrec bench: warning: {w}");
     }
-    let mut failed = false;
-    for (i, (s, p)) in plan.cases.iter().enumerate() {
-        if signal::interrupted() {
-            break;
-        }
-        let warned = warnings.len();
-        let mut ctx = RunContext {
-            work: &target.work,
-            launcher: &launcher,
-            flusher: &mut flusher,
-            warnings: &mut warnings,
-            tracer: tracer.as_mut(),
-        };
-        let r = benchmark::run_case(s, p, &mut ctx);
-        for w in &warnings[warned..] {
+}
+
+/// A run in progress: what it holds from setup to teardown, and the report
+/// it fills.
+struct Run {
+    launcher: Launcher,
+    target: Target,
+    flusher: FlusherControl,
+    tracer: Option<explain::Tracer>,
+    warnings: Vec<output::Warning>,
+    exports: Exports,
+    report: BenchReport,
+    /// A case or S4 failed (exit code 1).
+    failed: bool,
+}
+
+impl Run {
+    /// The one line before the cases: how many, where, and how long.
+    fn announce(&self, plan: &Plan) {
+        let env = &self.report.environment;
+        eprintln!(
+            "rtrec bench: {} cases on {} ({}, {}, {}); timed loops take about {} (plus setup)",
+            plan.cases.len(),
+            env.path,
+            env.filesystem,
+            env.mount_options,
+            env.device,
+            rtrec_units::format_duration(plan.loop_ns())
+        );
+        for w in &self.warnings {
             eprintln!("rtrec bench: warning: {w}");
         }
-        // What is left, from the plan: the timed loops of the cases to come.
-        let left_ns: u64 = plan.cases[i + 1..].iter().map(|(_, p)| p.loop_ns()).sum();
-        eprintln!(
-            "rtrec bench: [{}/{}] {}{}",
-            i + 1,
-            plan.cases.len(),
-            case_line(&r),
-            if left_ns > 0 {
+    }
+
+    /// Runs every case of the plan until a stop signal, one log line and
+    /// one export after each.
+    fn cases(&mut self, plan: &Plan) {
+        for (i, (s, p)) in plan.cases.iter().enumerate() {
+            if signal::interrupted() {
+                break;
+            }
+            let warned = self.warnings.len();
+            let mut ctx = RunContext {
+                work: &self.target.work,
+                launcher: &self.launcher,
+                flusher: &mut self.flusher,
+                warnings: &mut self.warnings,
+                tracer: self.tracer.as_mut(),
+            };
+            let r = benchmark::run_case(s, p, &mut ctx);
+            for w in &self.warnings[warned..] {
+                eprintln!("rtrec bench: warning: {w}");
+            }
+            // What is left, from the plan: the timed loops of the cases to come.
+            let left_ns: u64 = plan.cases[i + 1..].iter().map(|(_, p)| p.loop_ns()).sum();
+            let left = if left_ns > 0 {
                 format!(
                     "; about {} of timed loops left",
                     rtrec_units::format_duration(left_ns)
                 )
             } else {
                 String::new()
-            }
-        );
-        failed |= r.error.is_some();
-        report.cases.push(r);
-        report.environment.emulator = target.emulator_stats();
-        report.fill_floor_ratios();
-        report.warnings = warnings.iter().map(ToString::to_string).collect();
-        if let Err(e) = exports.write_all(&report) {
-            eprintln!("rtrec bench: {e:#}");
+            };
+            eprintln!(
+                "rtrec bench: [{}/{}] {}{left}",
+                i + 1,
+                plan.cases.len(),
+                case_line(&r)
+            );
+            self.failed |= r.error.is_some();
+            self.report.cases.push(r);
+            self.report.environment.emulator = self.target.emulator_stats();
+            self.report.fill_floor_ratios();
+            self.report.warnings = self.warnings.iter().map(ToString::to_string).collect();
+            self.export();
         }
     }
-    if plan.s3 && !signal::interrupted() {
-        if flusher.can_switch() {
+
+    /// S3 (fsync-tester beside a streaming writer, on images of its own;
+    /// needs root), then an export.
+    fn s3(&mut self, args: &BenchArgs) -> anyhow::Result<()> {
+        if self.flusher.can_switch() {
             let rounds = args.rounds.unwrap_or(s3::DEFAULT_ROUNDS);
             let emulator = match &args.device {
-                Some(d) => d.emulator()?,
+                Some(d) => target::emulator(d)?,
                 None => None,
             };
-            report.s3 = Some(s3::run(
-                &launcher,
+            self.report.s3 = Some(s3::run(
+                &self.launcher,
                 rounds,
                 args.image_dir.as_deref(),
                 emulator.as_ref(),
@@ -732,12 +797,14 @@ fn run_plan(
         } else {
             eprintln!("rtrec bench: S3 needs root (its own ext4 images); skipped");
         }
-        if let Err(e) = exports.write_all(&report) {
-            eprintln!("rtrec bench: {e:#}");
-        }
+        self.export();
+        Ok(())
     }
-    if plan.s4 && !signal::interrupted() {
-        match (flusher.journal(), target.loop_device()) {
+
+    /// S4 (BFQ weights on our own loop device; needs root and no `--dir`),
+    /// then an export.
+    fn s4(&mut self, args: &BenchArgs, plan: &Plan, fio: Option<String>) {
+        match (self.flusher.journal(), self.target.loop_device()) {
             (Some(journal), Some(device)) => {
                 let sizes = if args.request_sizes.is_empty() {
                     s4::SIZES.to_vec()
@@ -745,9 +812,9 @@ fn run_plan(
                     args.request_sizes.clone()
                 };
                 let ctx = s4::S4Context {
-                    launcher: &launcher,
+                    launcher: &self.launcher,
                     journal,
-                    work: &target.work,
+                    work: &self.target.work,
                     device,
                     cell: args.cell.unwrap_or(s4::DEFAULT_CELL),
                     sizes: &sizes,
@@ -756,9 +823,9 @@ fn run_plan(
                     fio,
                 };
                 match s4::run(&ctx) {
-                    Ok(r) => report.s4 = Some(r),
+                    Ok(r) => self.report.s4 = Some(r),
                     Err(e) => {
-                        failed = true;
+                        self.failed = true;
                         eprintln!("rtrec bench: S4: {e:#}");
                     }
                 }
@@ -767,27 +834,69 @@ fn run_plan(
                 eprintln!("rtrec bench: S4 needs root and our own ext4 image (not --dir); skipped")
             }
         }
-        if let Err(e) = exports.write_all(&report) {
+        self.export();
+    }
+
+    /// Writes every export of the report so far; a failure is printed, the
+    /// run goes on.
+    fn export(&self) {
+        if let Err(e) = self.exports.write_all(&self.report) {
             eprintln!("rtrec bench: {e:#}");
         }
     }
-    report.interrupted = signal::interrupted();
-    report.complete = !report.interrupted && report.cases.len() == plan.cases.len();
-    // FON: the values found at start, which must now be in force again.
-    let restored = flusher.set(scenario::Flusher::On).map(|_| ());
-    if let Some((found, now)) = flusher.changed() {
-        warnings.push(output::Warning::DirtySettingsChanged { found, now });
+
+    /// Puts the machine back (dirty settings, tracefs instance, target),
+    /// exports the final report, prints the tables and returns the exit
+    /// code: 130 interrupted, 1 a case failed, 0 otherwise.
+    fn finish(self, args: &BenchArgs, plan: &Plan) -> anyhow::Result<i32> {
+        let Run {
+            target,
+            mut flusher,
+            tracer,
+            mut warnings,
+            exports,
+            mut report,
+            failed,
+            ..
+        } = self;
+        report.interrupted = signal::interrupted();
+        report.complete = !report.interrupted && report.cases.len() == plan.cases.len();
+        // FON: the values found at start, which must now be in force again.
+        let restored = flusher.set(scenario::Flusher::On).map(|_| ());
+        if let Some((found, now)) = flusher.changed() {
+            warnings.push(output::Warning::DirtySettingsChanged { found, now });
+        }
+        let restored = restored.and(flusher.finish());
+        if let Err(e) = tracer.map_or(Ok(()), |t| t.session.remove()) {
+            eprintln!("rtrec bench: removing the tracefs instance: {e}");
+        }
+        let removed = target.remove();
+        report.warnings = warnings.iter().map(ToString::to_string).collect();
+        let exported = exports.write_all(&report);
+        // With `--json -` the JSON is stdout's; the table goes to stderr.
+        let text = render(args, &report, &warnings);
+        if exports.uses_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+        restored?;
+        removed?;
+        exported?;
+        Ok(if report.interrupted {
+            130
+        } else if failed {
+            1
+        } else {
+            0
+        })
     }
-    let restored = restored.and(flusher.finish());
-    let untraced = tracer.map_or(Ok(()), |t| t.session.remove());
-    if let Err(e) = untraced {
-        eprintln!("rtrec bench: removing the tracefs instance: {e}");
-    }
-    let removed = target.remove();
-    report.warnings = warnings.iter().map(ToString::to_string).collect();
-    let exported = exports.write_all(&report);
-    // With `--json -` the JSON is stdout's; the table goes to stderr.
-    let mut text = table::render_results(&report);
+}
+
+/// The tables at the end: the cases, S3, S4, `--histogram`'s histograms
+/// and the warnings.
+fn render(args: &BenchArgs, report: &BenchReport, warnings: &[output::Warning]) -> String {
+    let mut text = table::render_results(report);
     if let Some(r) = &report.s3 {
         text.push_str(&table::render_s3(r));
     }
@@ -809,25 +918,11 @@ fn run_plan(
     }
     if !warnings.is_empty() {
         text.push('\n');
-        for w in &warnings {
+        for w in warnings {
             text.push_str(&format!("warning: {w}\n"));
         }
     }
-    if exports.uses_stdout() {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    restored?;
-    removed?;
-    exported?;
-    Ok(if report.interrupted {
-        130
-    } else if failed {
-        1
-    } else {
-        0
-    })
+    text
 }
 
 /// One line for the log after each case.

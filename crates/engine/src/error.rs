@@ -150,7 +150,7 @@ pub enum ConfigError {
     /// A pool of 0 files.
     #[error("the pool needs at least 1 file")]
     EmptyPool,
-    /// The flight recorder in direct mode.
+    /// The flight recorder in inline mode.
     #[error("the flight recorder needs the ring mode (records wait in memory for a trigger)")]
     FlightNeedsRing,
     /// The flight recorder with raw files.

@@ -1,5 +1,5 @@
 //! The recorder: the public object a real-time application holds. It owns
-//! the producer end of the data path (ring mode) or the writer itself (direct
+//! the producer end of the data path (ring mode) or the writer itself (inline
 //! mode), assigns sequence numbers and timestamps, counts every drop, and
 //! assembles the [`Summary`] at the end.
 
@@ -90,7 +90,7 @@ pub struct Summary {
     /// `record()` calls.
     pub records_offered: u64,
     /// Records accepted by `record()`: copied into the ring (ring mode) or
-    /// written (direct mode). See `docs/durability.md`.
+    /// written (inline mode). See `docs/durability.md`.
     pub records_queued: u64,
     /// Records stored in files (`write()` returned): they survive the death
     /// of the process.
@@ -123,7 +123,7 @@ pub struct Summary {
     pub lateness_ns: Option<LatencySummary>,
     /// What the flush thread did.
     pub flush: FlushStats,
-    /// CPU time of the writer thread, ns (ring mode; `None` in direct mode,
+    /// CPU time of the writer thread, ns (ring mode; `None` in inline mode,
     /// where the caller's thread writes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writer_cpu_ns: Option<u64>,
@@ -201,7 +201,7 @@ enum Inner {
         shared: Arc<RingShared>,
         thread: Option<JoinHandle<ThreadReport>>,
     },
-    Direct {
+    Inline {
         writer: Option<Box<Writer>>,
     },
 }
@@ -218,7 +218,7 @@ enum Inner {
 /// (drop-newest). Under [`OnFull::Block`] (opt-in, for producers that can
 /// wait, such as a pipe) `record()` instead waits for room when the ring is
 /// full, which makes system calls; while the ring has room it is the same
-/// wait-free copy. In [`Mode::Direct`] the caller's thread calls `write()`
+/// wait-free copy. In [`Mode::Inline`] the caller's thread calls `write()`
 /// itself, which is what the published study measures.
 ///
 /// # Example
@@ -265,21 +265,24 @@ impl Recorder {
         // The ring first: a ring that cannot be allocated leaves no file.
         let mut ring = match cfg.mode {
             Mode::Ring => Some(ring::new_prefaulted(cfg.ring_bytes)?),
-            Mode::Direct => None,
+            Mode::Inline => None,
         };
         let writer = Writer::create(dir, &cfg, live.clone())?;
         let inner = match cfg.mode {
-            Mode::Direct => Inner::Direct {
+            Mode::Inline => Inner::Inline {
                 writer: Some(Box::new(writer)),
             },
             Mode::Ring => {
                 let (producer, consumer) = ring.take().expect("allocated above in ring mode");
+                live.ring_capacity_bytes
+                    .store(cfg.ring_bytes as u64, Ordering::Relaxed);
                 let shared = Arc::new(RingShared::new());
                 let s = shared.clone();
                 let (max, poll) = (cfg.max_record, cfg.writer_poll_us);
                 let rt = cfg.rt.clone();
                 // Allocated here, before recording starts.
                 let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
+                let ring_live = live.clone();
                 let thread = std::thread::Builder::new()
                     .name("rtrec-writer".into())
                     .spawn(move || {
@@ -298,8 +301,9 @@ impl Recorder {
                                 ));
                             }
                         }
-                        let mut report =
-                            writer_thread::run_writer(consumer, writer, s, max, poll, flight);
+                        let mut report = writer_thread::run_writer(
+                            consumer, writer, s, max, poll, flight, ring_live,
+                        );
                         report.writer.warnings.extend(warnings);
                         report
                     })
@@ -395,7 +399,7 @@ impl Recorder {
                     }
                     r
                 }
-                Inner::Direct { writer } => match writer.as_mut() {
+                Inner::Inline { writer } => match writer.as_mut() {
                     Some(w) if !w.failed() => w
                         .write_data(seq, t0, data)
                         .map_err(|_| RecordError::WriterFailed),
@@ -410,6 +414,12 @@ impl Recorder {
             Err(e) => {
                 self.drops.count(e);
                 self.live.records_dropped.fetch_add(1, Ordering::Relaxed);
+                let cause = match e {
+                    RecordError::RingFull => &self.live.drops_ring_full,
+                    RecordError::TooLarge => &self.live.drops_too_large,
+                    RecordError::WriterFailed => &self.live.drops_writer_failed,
+                };
+                cause.fetch_add(1, Ordering::Relaxed);
                 self.note_loss(seq, t0, e);
             }
         }
@@ -489,7 +499,7 @@ impl Recorder {
                     })
                 }
             },
-            Inner::Direct { writer } => {
+            Inner::Inline { writer } => {
                 if let Some(w) = writer.as_mut() {
                     if !w.failed() {
                         let loss = LossPayload {
@@ -554,7 +564,7 @@ impl Recorder {
                 let r = t.join().map_err(|_| Error::WriterPanicked)?;
                 (r.writer, r.flight)
             }
-            Inner::Direct { writer } => {
+            Inner::Inline { writer } => {
                 let w = writer.take().ok_or(Error::AlreadyFinished)?;
                 (w.finish(end_seq, complete, &reason), None)
             }
@@ -565,7 +575,7 @@ impl Recorder {
         let dropped = self.drops.total();
         let queued = match self.cfg.mode {
             Mode::Ring => self.next_seq - (dropped - report.discarded),
-            Mode::Direct => report.records_written,
+            Mode::Inline => report.records_written,
         };
         let abort_reason = match (&report.error, complete) {
             (Some(f), _) => Some(format!("write error: {}", f.message)),

@@ -17,6 +17,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::mem::offset_of;
 use std::mem::size_of;
 
+use rtrec_engine::config::{check_prefix, check_writer_priority};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
     RtConfig, Workload, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
@@ -158,7 +159,7 @@ pub enum rtrec_io {
 /// here and a new enum value above.
 const MODES: &[(rtrec_mode, Mode)] = &[
     (rtrec_mode::RTREC_MODE_RING, Mode::Ring),
-    (rtrec_mode::RTREC_MODE_DIRECT, Mode::Direct),
+    (rtrec_mode::RTREC_MODE_DIRECT, Mode::Inline),
 ];
 const ALLOCS: &[(rtrec_alloc, Alloc)] = &[
     (rtrec_alloc::RTREC_ALLOC_APPEND, Alloc::Append),
@@ -549,12 +550,9 @@ impl rtrec_config {
         let d = Config::default();
         let writer_priority = match self.writer_priority {
             0 => None,
-            p @ 1..=99 => Some(p),
-            p => {
-                return Err(Fail::inval(format!(
-                    "rtrec_config.writer_priority is {p}; use 1..99 for SCHED_FIFO, or 0 for none"
-                )))
-            }
+            p => Some(check_writer_priority(p).map(|()| p).map_err(|e| {
+                Fail::inval(format!("rtrec_config.writer_priority: {e}; or 0 for none"))
+            })?),
         };
         let prefix = if self.prefix.is_null() {
             d.prefix.clone()
@@ -564,11 +562,7 @@ impl rtrec_config {
             let p = p
                 .to_str()
                 .map_err(|_| Fail::inval("rtrec_config.prefix is not valid UTF-8"))?;
-            if p.is_empty() || p.contains('/') || p.starts_with('.') {
-                return Err(Fail::inval(format!(
-                    "rtrec_config.prefix '{p}' must be a plain file name part: not empty, no '/', not starting with '.'"
-                )));
-            }
+            check_prefix(p).map_err(|e| Fail::inval(format!("rtrec_config.prefix: {e}")))?;
             p.to_string()
         };
         for (name, v) in [
@@ -1009,7 +1003,7 @@ mod tests {
         assert_eq!(
             (e.mode, e.alloc, e.flush, e.framing),
             (
-                Mode::Direct,
+                Mode::Inline,
                 Alloc::FallocateKeepSize,
                 Flush::Sfr,
                 Framing::Raw
@@ -1051,9 +1045,22 @@ mod tests {
         let mut c = init();
         c.prefix = c"../x".as_ptr();
         // SAFETY: prefix is a C string literal.
-        assert_eq!(
-            unsafe { c.engine_config() }.unwrap_err().errno,
-            libc::EINVAL
+        let f = unsafe { c.engine_config() }.unwrap_err();
+        assert_eq!(f.errno, libc::EINVAL);
+        assert!(f.msg.starts_with("rtrec_config.prefix: "), "{}", f.msg);
+    }
+
+    #[test]
+    fn a_priority_outside_1_to_99_is_einval_with_the_field_name() {
+        let mut c = init();
+        c.writer_priority = 100;
+        // SAFETY: prefix is NULL.
+        let f = unsafe { c.engine_config() }.unwrap_err();
+        assert_eq!(f.errno, libc::EINVAL);
+        assert!(
+            f.msg.starts_with("rtrec_config.writer_priority: ") && f.msg.contains("100"),
+            "{}",
+            f.msg
         );
     }
 }

@@ -244,7 +244,7 @@ mod tests {
             assert_eq!(rtrec_pool_prepare(d.as_ptr(), 2 << 20, 1), -EEXIST);
             assert_eq!(rtrec_pool_prepare(d.as_ptr(), 1 << 20, 2), -EEXIST);
         }
-        let msg = unsafe { CStr::from_ptr(crate::rtrec_last_error()) }
+        let msg = unsafe { CStr::from_ptr(crate::error::rtrec_last_error()) }
             .to_string_lossy()
             .into_owned();
         assert!(msg.contains("1 files of 1048576 bytes"), "{msg}");

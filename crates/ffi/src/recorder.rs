@@ -490,7 +490,10 @@ mod tests {
                 -EINVAL
             );
             assert_eq!(rtrec_config_init(null_mut()), -EINVAL);
-            assert_eq!(crate::rtrec_summary_attach_timer(&mut s, null()), -EINVAL);
+            assert_eq!(
+                crate::summary::rtrec_summary_attach_timer(&mut s, null()),
+                -EINVAL
+            );
         }
         assert!(rec.is_null());
         assert_eq!(s.records_offered, 0);

@@ -399,4 +399,30 @@ mod tests {
         assert_eq!((f.errno, s.records_written), (libc::EINVAL, 0));
         assert!(f.msg.contains("sizeof(rtrec_summary)"), "{}", f.msg);
     }
+
+    // Here, not in the timer's tests: the summary imports the timer, so a
+    // test there that imported the summary back would close a circle.
+    #[test]
+    fn a_timer_paces_and_its_lateness_reaches_the_summary() {
+        use crate::timer::{rtrec_timer_create, rtrec_timer_destroy, rtrec_timer_wait};
+
+        let mut t = std::ptr::null_mut();
+        // SAFETY: valid out pointer.
+        assert_eq!(unsafe { rtrec_timer_create(200_000, &mut t) }, 0);
+        let mut late = u64::MAX;
+        for _ in 0..5 {
+            // SAFETY: a live timer and a valid out pointer.
+            assert_eq!(unsafe { rtrec_timer_wait(t, &mut late) }, 0);
+        }
+        assert!(late < u64::MAX);
+        let mut s = rtrec_summary {
+            struct_size: std::mem::size_of::<rtrec_summary>(),
+            ..Default::default()
+        };
+        // SAFETY: a sized summary and a live timer.
+        assert_eq!(unsafe { rtrec_summary_attach_timer(&mut s, t) }, 0);
+        assert_eq!(s.lateness_ns.count, 5);
+        // SAFETY: a live timer, not used again.
+        unsafe { rtrec_timer_destroy(t) };
+    }
 }

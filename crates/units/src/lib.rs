@@ -28,7 +28,12 @@
 //! `B`, `KiB`, `MiB`, `GiB` or `TiB`; both keep three significant digits
 //! (whole numbers from 100 up) and drop trailing zeros: `812 ns`,
 //! `12.5 ms`, `2.4 s`, `16 KiB`, `1.5 MiB`. Every printed value parses back
-//! with the grammar above (exactly, when it is exact).
+//! with the grammar above (exactly, when it is exact). [`format_mb_per_s`]
+//! prints a throughput as the published studies do (`21 MB/s`, decimal),
+//! the one place every table, log line and page takes it from.
+//!
+//! [`histogram`] draws latencies as a text histogram on a logarithmic
+//! axis, its bin edges printed by [`format_duration`].
 //!
 //! # Design choices
 //!
@@ -41,6 +46,8 @@
 //!   in case is answered with the right spelling rather than accepted, since
 //!   `mb` could as well be read as millibits.
 #![deny(missing_docs)]
+
+pub mod histogram;
 
 use std::fmt;
 
@@ -387,6 +394,30 @@ pub fn format_size(bytes: u64) -> String {
     )
 }
 
+/// A throughput as the published studies print it: decimal megabytes per
+/// second (10⁶ bytes, not MiB), whole from 10 MB/s up, one decimal below
+/// (a trailing `.0` dropped), so a slow SD card does not read `0 MB/s`.
+/// A negative or non-finite rate (no measurement) prints as `? MB/s`.
+///
+/// ```
+/// use rtrec_units::format_mb_per_s;
+/// assert_eq!(format_mb_per_s(21e6), "21 MB/s");
+/// assert_eq!(format_mb_per_s(2.46e6), "2.5 MB/s");
+/// assert_eq!(format_mb_per_s(0.0), "0 MB/s");
+/// ```
+pub fn format_mb_per_s(bytes_per_s: f64) -> String {
+    if !bytes_per_s.is_finite() || bytes_per_s < 0.0 {
+        return "? MB/s".to_string();
+    }
+    let mb = bytes_per_s / 1e6;
+    if (mb * 10.0).round() >= 100.0 {
+        format!("{mb:.0} MB/s")
+    } else {
+        let tenth = format!("{mb:.1}");
+        format!("{} MB/s", tenth.strip_suffix(".0").unwrap_or(&tenth))
+    }
+}
+
 /// `v` in the largest of `units` (ascending) it reaches, rounded to three
 /// significant digits in exact integer arithmetic; a value that rounds up
 /// to the next unit is printed in it (`999,999 ns` is `1 ms`).
@@ -426,6 +457,30 @@ fn scaled(v: u64, units: &[(&str, u64)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_mb_per_s_prints_whole_decimal_megabytes_and_a_tenth_below_ten() {
+        let cases = [
+            (0.0, "0 MB/s"),
+            (40_000.0, "0 MB/s"),
+            (60_000.0, "0.1 MB/s"),
+            (450_000.0, "0.5 MB/s"),
+            (2e6, "2 MB/s"),
+            (2.46e6, "2.5 MB/s"),
+            (9.94e6, "9.9 MB/s"),
+            (9.96e6, "10 MB/s"),
+            (21e6, "21 MB/s"),
+            (24.5e6, "24 MB/s"),
+            (1_048_576.0 * 100.0, "105 MB/s"),
+            (1.5e9, "1500 MB/s"),
+            (-1.0, "? MB/s"),
+            (f64::NAN, "? MB/s"),
+            (f64::INFINITY, "? MB/s"),
+        ];
+        for (rate, text) in cases {
+            assert_eq!(format_mb_per_s(rate), text, "{rate} B/s");
+        }
+    }
 
     fn size_err(s: &str) -> String {
         parse_size(s).unwrap_err().to_string()

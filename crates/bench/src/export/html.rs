@@ -14,7 +14,7 @@
 //!   shapes are few (lines, rectangles, text), and each element carries a
 //!   class (`box`, `bar`, `point`, `whisker`) that the browser test counts.
 //!   The one exception is S4's share plot: it is the drawing `--plot`
-//!   writes beside the latency plot ([`crate::s4_plot`], through its
+//!   writes beside the latency plot ([`super::s4_plot`], through its
 //!   exporter), inlined, so the two can never disagree.
 //! - S3's published figures are a range for the whole study (ext3
 //!   `data=ordered` on 2.6.29, without and with the fix), so every variant's
@@ -35,11 +35,12 @@
 use std::fmt::Write as _;
 
 use rtrec_engine::LatencySummary;
+use rtrec_units::format_mb_per_s;
 
 use crate::report::{BenchReport, CaseResult, PublishedFigure};
 
-use super::Exporter;
-use crate::s4_plot::S4PlotExporter;
+use super::exporter::Exporter;
+use super::s4_plot::S4PlotExporter;
 
 /// Writes [`BenchReport`] as one self-contained HTML page.
 pub struct HtmlExporter;
@@ -620,10 +621,6 @@ fn failed_cell(error: Option<&str>, span: usize) -> Option<String> {
     })
 }
 
-fn mb_per_s(bytes_per_s: f64) -> String {
-    format!("{:.0} MB/s", bytes_per_s / 1e6)
-}
-
 /// S3: the table (measured per variant, the article's figures below it),
 /// a box plot of `fsync()` per variant against the article's range, and
 /// `fsync()` over the tester's rounds per variant.
@@ -652,8 +649,8 @@ pub fn s3_section(r: &crate::s3::S3Result) -> String {
                 f(|s| s.min),
                 f(|s| s.mean),
                 f(|s| s.max),
-                mb_per_s(c.stream_alone_bytes_per_s),
-                mb_per_s(c.stream_with_tester_bytes_per_s)
+                format_mb_per_s(c.stream_alone_bytes_per_s),
+                format_mb_per_s(c.stream_with_tester_bytes_per_s)
             )
         });
         let _ = write!(b, "{cells}</tr>");
@@ -772,7 +769,7 @@ pub fn s4_section(r: &BenchReport, s4: &crate::s4::S4Result) -> String {
                 pct(&c.share_pct),
                 pct(&c.target_pct),
                 s4_published(c),
-                mb_per_s(c.job_bytes_per_s.iter().sum()),
+                format_mb_per_s(c.job_bytes_per_s.iter().sum()),
                 joined(
                     c.cgroup_device_bytes
                         .iter()
@@ -813,7 +810,7 @@ pub fn s4_section(r: &BenchReport, s4: &crate::s4::S4Result) -> String {
                 m(c.lateness_ns),
                 c.missed_periods,
                 c.records_dropped,
-                mb_per_s(c.interferers_bytes_per_s)
+                format_mb_per_s(c.interferers_bytes_per_s)
             )
         });
         let _ = write!(b, "{cells}</tr>");
