@@ -66,10 +66,12 @@ impl RingShared {
 /// `ENOMEM` (one sentence) when `bytes` cannot be allocated: the size is
 /// tried with a fallible reservation first, since the ring's own
 /// allocation would abort the process (a C host included) on failure.
-pub(crate) fn new_prefaulted(bytes: usize) -> Result<(Producer<u8>, Consumer<u8>), crate::Error> {
+pub(crate) fn new_prefaulted(
+    bytes: usize,
+) -> Result<(Producer<u8>, Consumer<u8>), crate::error::Error> {
     let mut probe: Vec<u8> = Vec::new();
     if probe.try_reserve_exact(bytes).is_err() {
-        return Err(crate::Error::Path {
+        return Err(crate::error::Error::Path {
             message: format!(
                 "cannot allocate a ring of {bytes} bytes (out of memory); use a smaller ring"
             ),

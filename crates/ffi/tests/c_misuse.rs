@@ -2,7 +2,8 @@
 //! `tests/c/misuse.c` (use after finish, double finish, destroy after
 //! finish, destroyed timers, garbage handles, garbage and in-between
 //! `struct_size`, impossible rings and timer periods, a CPU that does not
-//! exist, a zero-filled config) runs natively, under AddressSanitizer
+//! exist, a zero-filled config, two threads finishing one handle) runs
+//! natively, under AddressSanitizer
 //! (`cc -fsanitize=address`) and under valgrind, and must print "ok" and
 //! nothing on stderr; `tests/c/threads.c` (8 threads × 20 rounds in one
 //! directory, with and without the pool) must succeed every run, and
@@ -74,10 +75,10 @@ fn run_misuse(mut cmd: Command) {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", show(&o));
     assert!(o.stderr.is_empty(), "{}", show(&o));
     // Every recording it left is complete or (destroyed) aborted; the
-    // failed creates left none: one file for each of its 5 recordings.
+    // failed creates left none: one file for each of its 6 recordings.
     use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
     let files = recording_files(dir.path()).unwrap();
-    assert_eq!(files.len(), 5, "{files:?}");
+    assert_eq!(files.len(), 6, "{files:?}");
     for f in files {
         let r = verify_file(&f).unwrap();
         assert!(
@@ -97,7 +98,7 @@ fn misuse_returns_its_code_natively_and_under_address_sanitizer() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let plain = tmp.path().join("misuse");
-    compile("misuse", &[], &plain);
+    compile("misuse", &["-pthread"], &plain);
     run_misuse(Command::new(&plain));
     let asan = tmp.path().join("misuse-asan");
     compile(
@@ -119,7 +120,7 @@ fn misuse_returns_its_code_under_valgrind() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join("misuse");
-    compile("misuse", &[], &exe);
+    compile("misuse", &["-pthread"], &exe);
     let mut cmd = Command::new("valgrind");
     cmd.args([
         "-q",
