@@ -608,7 +608,7 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "100MiB", value_name = "SIZE")]
     pub planned: String,
 
-    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as `rtrec record` would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
+    /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as rtrec record would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
     #[arg(long, value_name = "SIZE/PERIOD")]
     pub rate: Option<String>,
 

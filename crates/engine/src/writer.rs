@@ -595,11 +595,12 @@ impl Writer {
     fn async_failed(&mut self, off: u64, e: Failure) -> Failure {
         let (mut off, mut e) = (off, e);
         let _ = self.io.wait_all();
-        // Frames gathered and not yet written (coalescing) are not written.
-        off = off.min(self.io.completed_to());
         if let Some((o, earlier)) = self.io.take_error().filter(|(o, _)| *o < off) {
             (off, e) = (o, Failure::from_io(&earlier));
         }
+        // Frames gathered and not yet written (coalescing) are not written
+        // either (taken after the error, which also bounds this offset).
+        off = off.min(self.io.completed_to());
         self.count_completed(off);
         let mut back = off;
         if let Some(first) = self.ledger.front().copied() {

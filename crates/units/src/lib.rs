@@ -30,7 +30,8 @@
 //! `12.5 ms`, `2.4 s`, `16 KiB`, `1.5 MiB`. Every printed value parses back
 //! with the grammar above (exactly, when it is exact). [`format_mb_per_s`]
 //! prints a throughput as the published studies do (`21 MB/s`, decimal),
-//! the one place every table, log line and page takes it from.
+//! [`format_size_per_s`] in rtrec's own units (`4 MiB/s`): the one place
+//! every table, log line and page takes a throughput from.
 //!
 //! [`histogram`] draws latencies as a text histogram on a logarithmic
 //! axis, its bin edges printed by [`format_duration`].
@@ -394,6 +395,19 @@ pub fn format_size(bytes: u64) -> String {
     )
 }
 
+/// A throughput in rtrec's own units: [`format_size`] per second
+/// (`4 MiB/s`), which `SIZE/PERIOD` rate arguments read back. The bench's
+/// comparisons with published figures use [`format_mb_per_s`] instead.
+///
+/// ```
+/// use rtrec_units::format_size_per_s;
+/// assert_eq!(format_size_per_s(4 << 20), "4 MiB/s");
+/// assert_eq!(format_size_per_s(1_572_864), "1.5 MiB/s");
+/// ```
+pub fn format_size_per_s(bytes_per_s: u64) -> String {
+    format!("{}/s", format_size(bytes_per_s))
+}
+
 /// A throughput as the published studies print it: decimal megabytes per
 /// second (10⁶ bytes, not MiB), whole from 10 MB/s up, one decimal below
 /// (a trailing `.0` dropped), so a slow SD card does not read `0 MB/s`.
@@ -457,6 +471,14 @@ fn scaled(v: u64, units: &[(&str, u64)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_size_per_s_is_a_size_per_second() {
+        assert_eq!(format_size_per_s(0), "0 B/s");
+        assert_eq!(format_size_per_s(512), "512 B/s");
+        assert_eq!(format_size_per_s(40 << 20), "40 MiB/s");
+        assert_eq!(format_size_per_s(123_456_789), "118 MiB/s");
+    }
 
     #[test]
     fn format_mb_per_s_prints_whole_decimal_megabytes_and_a_tenth_below_ten() {

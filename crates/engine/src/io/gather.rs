@@ -48,7 +48,7 @@ use std::io;
 
 use rtrec_sys as sys;
 
-use super::Backend;
+use super::backend::Backend;
 use crate::config::Io;
 
 /// The buffers' address alignment: the largest logical block size we
