@@ -339,6 +339,13 @@ fn allocate_and_name(
         0
     };
     sys::seek_to(file, offset).map_err(|e| Error::io("seeking in", tmp, e))?;
+    // As PostgreSQL's durable_rename: the header is on storage before the
+    // name appears, so a power cut never leaves a `.rtr` name over a file
+    // without its header (the directory is synced before the first durable
+    // point in the file: docs/durability.md, "New files and their names").
+    if framing.has_frames() {
+        sys::fdatasync(file).map_err(|e| Error::io("syncing the header of", tmp, e))?;
+    }
     dir.rename_noreplace(tmp_name, dir, name)
         .map_err(|e| Error::io("naming", &dir.join(name), e))?;
     Ok((header, offset))
@@ -371,13 +378,19 @@ pub(crate) fn create_reserve(dir: &Path, base: &str) -> Result<PathBuf, Error> {
     Ok(path)
 }
 
-/// Closes a file: records its valid length in the header, truncates unused
-/// space and fsyncs (data and metadata), as S1 ends a recording.
+/// Closes a file: syncs its frames, then records its valid length in the
+/// header, truncates unused space and fsyncs (data and metadata), as S1
+/// ends a recording.
 ///
 /// A pooled file (see [`crate::pool`]) is not truncated: its header's valid
 /// length is what counts, and its size stays ready for its next life.
 pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
     if framing.has_frames() {
+        // The frames the valid length points to are on storage before the
+        // header says so (with their size or extent conversion, which
+        // fdatasync includes): a power cut in between leaves an unfinished
+        // file, never a header promising bytes that are not there.
+        sys::fdatasync(&*f.file)?;
         f.header.valid_len = f.offset;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }

@@ -14,9 +14,10 @@
 //! recording a new generation and renames it back into `.pool/`.
 //!
 //! Crash recovery: a slot's header is rewritten only after the slot was
-//! renamed out of `.pool/`, but after a power cut the header write may be
-//! on storage while the rename is not: a `slot-*.rtp` whose header shows a
-//! recording (no [`FLAG_SLOT`]) holds an unfinished recording. It is never
+//! renamed out of `.pool/` (to a hidden name; the recording's name comes
+//! once the header is synced), but after a power cut the header write may
+//! be on storage while the rename is not: a `slot-*.rtp` whose header shows
+//! a recording (no [`FLAG_SLOT`]) holds an unfinished recording. It is never
 //! taken as free; [`Pool::recover`] (run when a recording starts, and by
 //! `rtrec recover`) moves it back into the recording directory as
 //! `recovered-STAMP-ID-NNNN.rtr`, and `rtrec verify` mentions it.
@@ -733,7 +734,10 @@ impl Pool {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::io("reading", &slot, e)),
             }
-            match pool.rename_noreplace(slot_name, &rec, dest_name) {
+            // Claimed under a hidden name first: the name `dest` appears
+            // only once the new header is on storage (below).
+            let hidden = format!(".{}.tmp", dest_name.to_string_lossy());
+            match pool.rename_noreplace(slot_name, &rec, &hidden) {
                 Ok(()) => {}
                 // Taken by someone else meanwhile.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -741,7 +745,7 @@ impl Pool {
             }
             drop(lock);
             let file = rec
-                .open_existing_nofollow(dest_name, true)
+                .open_existing_nofollow(&hidden, true)
                 .map_err(|e| Error::io("opening", dest, e))?;
             // Again on the open file: a link made between the check and
             // the rename shows here.
@@ -766,6 +770,13 @@ impl Pool {
             header.valid_len = 0;
             sys::pwrite_all(&file, &header.encode(), 0)
                 .map_err(|e| Error::io("writing the header of", dest, e))?;
+            // As PostgreSQL's durable_rename: the file's header is synced
+            // before its name appears, so a power cut never leaves a `.rtr`
+            // name over a header-less file (the directory is synced before
+            // the first durable point in it: docs/durability.md).
+            sys::fdatasync(&file).map_err(|e| Error::io("syncing the header of", dest, e))?;
+            rec.rename_noreplace(&hidden, &rec, dest_name)
+                .map_err(|e| Error::io("naming", dest, e))?;
             sys::seek_to(&file, HEADER_LEN as u64).map_err(|e| Error::io("seeking in", dest, e))?;
             return Ok(Some(OpenFile {
                 file: Arc::new(file),
