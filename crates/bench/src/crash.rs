@@ -67,31 +67,56 @@ pub struct Variant {
     pub stdin: bool,
 }
 
-/// The variants, in run order: the default pool, appended files, records
-/// from stdin, and pool files of 1 MiB (a file switch about every half
-/// second).
-pub const VARIANTS: [Variant; 4] = [
-    Variant {
-        name: "pool",
-        args: &["--alloc", "pool"],
-        stdin: false,
-    },
-    Variant {
-        name: "append",
-        args: &["--alloc", "append"],
-        stdin: false,
-    },
-    Variant {
-        name: "stdin",
-        args: &["--alloc", "pool"],
-        stdin: true,
-    },
-    Variant {
-        name: "pool-1MiB",
-        args: &["--alloc", "pool", "--file-size", "1MiB"],
-        stdin: false,
-    },
+/// The variants, in run order. The first four run by default (and in CI):
+/// the default pool, appended files, records from stdin, and pool files of
+/// 1 MiB (a file switch about every half second). The others widen the
+/// matrix (`--crash-variants all`): zero-filled files, the direct and
+/// io_uring back-ends, inline mode, and no periodic sync.
+pub const VARIANTS: [Variant; 9] = [
+    variant("pool", &["--alloc", "pool"], false),
+    variant("append", &["--alloc", "append"], false),
+    variant("stdin", &["--alloc", "pool"], true),
+    variant(
+        "pool-1MiB",
+        &["--alloc", "pool", "--file-size", "1MiB"],
+        false,
+    ),
+    variant("zero", &["--alloc", "zero", "--file-size", "1MiB"], false),
+    variant(
+        "pool-direct",
+        &["--alloc", "pool", "--file-size", "1MiB", "--io", "direct"],
+        false,
+    ),
+    variant(
+        "zero-uring",
+        &["--alloc", "zero", "--file-size", "1MiB", "--io", "uring"],
+        false,
+    ),
+    variant(
+        "pool-inline",
+        &["--alloc", "pool", "--file-size", "1MiB", "--mode", "inline"],
+        false,
+    ),
+    variant(
+        "pool-sync-0",
+        &[
+            "--alloc",
+            "pool",
+            "--file-size",
+            "1MiB",
+            "--sync-every",
+            "0",
+        ],
+        false,
+    ),
 ];
+
+/// How many of [`VARIANTS`] run by default.
+pub const DEFAULT_VARIANTS: usize = 4;
+
+const fn variant(name: &'static str, args: &'static [&'static str], stdin: bool) -> Variant {
+    Variant { name, args, stdin }
+}
 
 /// The period of every variant.
 const PERIOD: Duration = Duration::from_millis(2);
@@ -114,7 +139,8 @@ pub struct Options {
     /// Where images, logs and crash images go (a directory on this
     /// machine's disk).
     pub parent: PathBuf,
-    /// Only these variants (by name; empty: all).
+    /// Only these variants (by name; empty: the first
+    /// [`DEFAULT_VARIANTS`]; `all`: every one).
     pub only: Vec<String>,
 }
 
@@ -190,10 +216,7 @@ pub fn run(o: &Options) -> anyhow::Result<CrashReport> {
         atomic_bytes: o.atomic,
         ..CrashReport::default()
     };
-    let variants: Vec<&Variant> = VARIANTS
-        .iter()
-        .filter(|v| o.only.is_empty() || o.only.iter().any(|n| n == v.name))
-        .collect();
+    let variants = selected(&o.only);
     let n = variants.len().max(1) as u64;
     for (k, v) in variants.iter().enumerate() {
         if crate::signal::interrupted() {
@@ -210,6 +233,21 @@ pub fn run(o: &Options) -> anyhow::Result<CrashReport> {
         report.variants.push(r);
     }
     Ok(report)
+}
+
+/// The variants `names` selects: none named, the first
+/// [`DEFAULT_VARIANTS`]; `all`, every one; else those named.
+pub fn selected(names: &[String]) -> Vec<&'static Variant> {
+    VARIANTS
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| match names {
+            [] => *i < DEFAULT_VARIANTS,
+            [all] if all == "all" => true,
+            names => names.iter().any(|n| n == v.name),
+        })
+        .map(|(_, v)| v)
+        .collect()
 }
 
 /// A durable point seen in `--status`: (`CLOCK_MONOTONIC` ns when seen,
@@ -358,13 +396,16 @@ fn record(o: &Options, v: &Variant, log_dir: &Path, work: &Path) -> anyhow::Resu
     let mut cmd = Command::new(&o.rtrec);
     cmd.arg("record")
         .args(v.args)
-        .args(["--size", "4KiB", "--count", &count, "--sync-every", "200ms"])
+        .args(["--size", "4KiB", "--count", &count])
         .args(["--quiet", "--dir"])
         .arg(&dir)
         .arg("--status")
         .arg(&status)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    if !v.args.contains(&"--sync-every") {
+        cmd.args(["--sync-every", "200ms"]);
+    }
     if v.stdin {
         cmd.arg("--stdin").stdin(Stdio::piped());
     } else {

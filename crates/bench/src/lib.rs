@@ -205,7 +205,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", requires = "study")]
     pub crash_seed: Option<u64>,
 
-    /// With --study crash: only these variants, comma-separated (pool, append, stdin, pool-1MiB; default all).
+    /// With --study crash: these variants, comma-separated (default pool, append, stdin, pool-1MiB; also zero, pool-direct, zero-uring, pool-inline, pool-sync-0; `all`: every one).
     #[arg(long, value_delimiter = ',', value_name = "NAME", requires = "study")]
     pub crash_variants: Vec<String>,
 
@@ -387,11 +387,14 @@ impl Plan {
         if let Some(v) = a
             .crash_variants
             .iter()
-            .find(|v| !crash::VARIANTS.iter().any(|x| x.name == v.as_str()))
+            .find(|v| v.as_str() != "all" && !crash::VARIANTS.iter().any(|x| x.name == v.as_str()))
         {
             return Err(Error::UnknownCase {
                 name: v.clone(),
-                hint: "expected one of pool, append, stdin, pool-1MiB".into(),
+                hint: format!(
+                    "expected all or some of {}",
+                    crash::VARIANTS.map(|x| x.name).join(", ")
+                ),
             });
         }
         if a.size.is_some_and(|s| s > protocol::FILE_BYTES / 2) {
@@ -624,7 +627,7 @@ fn run_crash(args: &BenchArgs, target: Target, flusher: FlusherControl) -> anyho
     eprintln!(
         "rtrec bench: crash study: {} states over {} variants on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
         opts.states,
-        if opts.only.is_empty() { crash::VARIANTS.len() } else { opts.only.len() },
+        crash::selected(&opts.only).len(),
         device.profile.name,
         opts.atomic
     );
