@@ -9,8 +9,9 @@
 //! power cut at a chosen crash point could leave ([`rtrec_emu::crashimg`]),
 //! and checks it:
 //! - the ext4 journal is replayed (`e2fsck -E journal_only`), then
-//!   `e2fsck -fy` says whether ext4 itself needed repair (counted apart from
-//!   rtrec's damage);
+//!   `e2fsck -fn` says whether ext4 itself needs repair beyond the summary
+//!   counters it recomputes at mount (counted apart from rtrec's damage),
+//!   and `e2fsck -fy` repairs it;
 //! - the recording directory is read out with `debugfs rdump` (read-only,
 //!   no mount, no loop device per state);
 //! - `rtrec recover`, `rtrec verify --json` and `rtrec export` run on it;
