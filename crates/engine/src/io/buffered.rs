@@ -9,7 +9,7 @@ use std::io;
 
 use rtrec_sys as sys;
 
-use super::Backend;
+use super::backend::Backend;
 use crate::config::{Config, Io};
 
 /// See the module docs.

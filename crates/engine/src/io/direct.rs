@@ -10,8 +10,8 @@ use std::io;
 
 use rtrec_sys as sys;
 
+use super::backend::Backend;
 use super::gather::{Gather, Transport, ALIGN};
-use super::Backend;
 use crate::config::{Config, Io};
 
 /// `pwrite()` from one aligned buffer.

@@ -48,7 +48,7 @@ use std::io;
 
 use rtrec_sys as sys;
 
-use super::Backend;
+use super::backend::Backend;
 use crate::config::Io;
 
 /// The buffers' address alignment: the largest logical block size we
@@ -332,7 +332,7 @@ pub(super) mod tests {
     /// and runs [`check_gatherer`] on it; a kernel that refuses io_uring
     /// (an errno) leaves nothing to check here: the writer falls back
     /// (`io::tests`).
-    pub(in crate::io) fn check_engine(open: fn(&Config) -> io::Result<Box<dyn Backend>>) {
+    pub(crate) fn check_engine(open: fn(&Config) -> io::Result<Box<dyn Backend>>) {
         let cfg = Config {
             io_block: 8192,
             io_depth: 2,

@@ -32,8 +32,8 @@ use std::io;
 
 use rtrec_sys as sys;
 
+use super::backend::{Backend, Refused};
 use super::gather::{Gather, Transport, ALIGN};
-use super::{Backend, Refused};
 use crate::config::{Config, Io};
 
 /// What the warning says when the kernel refuses io_uring.

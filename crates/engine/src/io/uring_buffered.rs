@@ -7,9 +7,9 @@
 
 use std::io;
 
+use super::backend::Backend;
 use super::gather::Gather;
 use super::uring::Ring;
-use super::Backend;
 use crate::config::{Config, Io};
 
 /// Sets up the ring and its buffers; fails (with the errno) when the
