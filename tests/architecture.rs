@@ -1,6 +1,7 @@
 //! The architecture holds: no module imports a module that imports it back,
-//! in any crate of the workspace, and `docs/architecture.md` draws the crate
-//! graph `cargo metadata` reports.
+//! in any crate of the workspace; `docs/architecture.md` draws the crate
+//! graph `cargo metadata` reports, and lists every module of every crate,
+//! each after the modules it imports.
 //!
 //! The module graph is read from the sources, not from the compiler: every
 //! `.rs` file reachable through `mod` declarations from a library or binary
@@ -15,7 +16,7 @@
 //! re-export loop (`lib.rs: pub use flush::*;` while `flush.rs` uses
 //! `crate::cvt`) is a circle.
 //!
-//! The checker is tested on small fixtures: one with a circle of each kind
+//! The checkers are tested on small fixtures: one with a circle of each kind
 //! (it must name them all) and one without, whose comments and strings
 //! mention the same paths (it must name none).
 
@@ -177,6 +178,15 @@ impl Crate {
                                 continue;
                             }
                             _ => declared.push((name, cfg_test)),
+                        }
+                    }
+                }
+                TokenTree::Ident(id) if id == "pub" => {
+                    // `pub(in crate::io)` restricts visibility, it imports nothing.
+                    if let Some(TokenTree::Group(g)) = tokens.get(i + 1) {
+                        if g.delimiter() == Delimiter::Parenthesis {
+                            i += 2;
+                            continue;
                         }
                     }
                 }
@@ -612,6 +622,224 @@ fn workspace_roots() -> Vec<(String, PathBuf)> {
     roots.into_iter().collect()
 }
 
+/// The workspace's crates and their normal dependencies on each other, from
+/// `cargo metadata`: `crate → (required, optional)`.
+type CrateGraph = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+fn metadata_graph() -> CrateGraph {
+    let meta = metadata();
+    let packages = meta["packages"].as_array().unwrap();
+    let names: BTreeSet<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let mut graph = CrateGraph::new();
+    for p in packages {
+        let entry = graph
+            .entry(p["name"].as_str().unwrap().to_string())
+            .or_default();
+        for d in p["dependencies"].as_array().unwrap() {
+            let name = d["name"].as_str().unwrap();
+            if !names.contains(name) || !d["kind"].is_null() {
+                continue;
+            }
+            if d["optional"].as_bool() == Some(true) {
+                entry.1.insert(name.to_string());
+            } else {
+                entry.0.insert(name.to_string());
+            }
+        }
+    }
+    graph
+}
+
+/// The text of `docs/architecture.md`.
+fn architecture_md() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The workspace crate names in `text`, in order (`rtrec`, `rtrec-sys`, …).
+fn crate_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(at) = text[i..].find("rtrec") {
+        let start = i + at;
+        let mut end = start + "rtrec".len();
+        while end < bytes.len() && (bytes[end].is_ascii_lowercase() || bytes[end] == b'-') {
+            end += 1;
+        }
+        let before_ok =
+            start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        let after_ok =
+            end >= bytes.len() || !(bytes[end] == b'_' || bytes[end] == b'.' || bytes[end] == b'/');
+        if before_ok && after_ok {
+            names.push(text[start..end].trim_end_matches('-').to_string());
+        }
+        i = end;
+    }
+    names
+}
+
+/// The crate graph drawn in the document's `## Crates` section: its first
+/// `text` block, one line `A ──► B, C` per crate (names after `optional`
+/// are optional dependencies) and one line `A, B: no workspace
+/// dependencies`.
+fn documented_graph(doc: &str) -> CrateGraph {
+    let section = &doc[doc.find("\n## Crates").expect("a `## Crates` section")..];
+    let block = section
+        .split("```text\n")
+        .nth(1)
+        .expect("a text block in `## Crates`");
+    let block = &block[..block.find("```").expect("the text block ends")];
+    let mut graph = CrateGraph::new();
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some((left, right)) = line.split_once("──►") {
+            let from = crate_names(left);
+            assert_eq!(from.len(), 1, "one crate left of the arrow: {line:?}");
+            let (required, optional) = right.split_once("optional").unwrap_or((right, ""));
+            let entry = graph.entry(from[0].clone()).or_default();
+            entry.0.extend(crate_names(required));
+            entry.1.extend(crate_names(optional));
+        } else if let Some((left, _)) = line.split_once(": no workspace dependencies") {
+            for name in crate_names(left) {
+                graph.entry(name).or_default();
+            }
+        } else {
+            panic!("a line of the crate graph is neither `A ──► B, C` nor `A: no workspace dependencies`: {line:?}");
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_crate_graph_in_the_architecture_document_is_cargo_metadatas() {
+    let documented = documented_graph(&architecture_md());
+    let actual = metadata_graph();
+    assert!(
+        actual.len() >= 9,
+        "cargo metadata lists the workspace: {actual:?}"
+    );
+    let show = |g: &CrateGraph| {
+        g.iter()
+            .map(|(c, (r, o))| format!("  {c} ──► {r:?} optional {o:?}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        documented == actual,
+        "docs/architecture.md's crate graph differs from cargo metadata.\ndocument:\n{}\ncargo metadata:\n{}",
+        show(&documented),
+        show(&actual)
+    );
+}
+
+#[test]
+fn the_documents_crate_graph_parser_reads_every_kind_of_line() {
+    let doc = "intro\n## Crates\n\n```text\n\
+               rtrec (binary) ──► rtrec-engine, rtrec-sys; optional: rtrec-bench\n\
+               rtrec-engine   ──► rtrec-sys          (librtrec.so for C)\n\
+               rtrec-bench    ──► rtrec-engine\n\
+               rtrec-sys, rtrec-units: no workspace dependencies\n```\n\n\
+               ```text\nrtrec-other ──► rtrec-sys\n```\n";
+    let graph = documented_graph(doc);
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    let expected: CrateGraph = [
+        (
+            "rtrec",
+            (set(&["rtrec-engine", "rtrec-sys"]), set(&["rtrec-bench"])),
+        ),
+        ("rtrec-engine", (set(&["rtrec-sys"]), set(&[]))),
+        ("rtrec-bench", (set(&["rtrec-engine"]), set(&[]))),
+        ("rtrec-sys", (set(&[]), set(&[]))),
+        ("rtrec-units", (set(&[]), set(&[]))),
+    ]
+    .into_iter()
+    .map(|(c, deps)| (c.to_string(), deps))
+    .collect();
+    assert_eq!(
+        graph, expected,
+        "librtrec.so is not a crate; the second block is not the graph"
+    );
+}
+
+/// The modules `docs/architecture.md` lists for `krate` under `## Modules`,
+/// in order: the first column of its table, or else every backticked name
+/// of its paragraph (`export/` is `export`).
+fn documented_modules(doc: &str, krate: &str) -> Vec<String> {
+    let start = doc.find("\n## Modules").expect("a `## Modules` section");
+    let section = &doc[start + 1..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let heading = if krate == "rtrec" {
+        "**rtrec (src/)**".to_string()
+    } else {
+        format!("**{krate}**")
+    };
+    let Some(at) = section.find(&heading) else {
+        return Vec::new();
+    };
+    let text = &section[at + heading.len()..];
+    let text = &text[..text.find("\n**rtrec").unwrap_or(text.len())];
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    let spans: Vec<&str> = if rows.is_empty() {
+        text.split('`').skip(1).step_by(2).collect()
+    } else {
+        rows.iter().filter_map(|r| r.split('`').nth(1)).collect()
+    };
+    spans
+        .iter()
+        .map(|s| s.trim_end_matches('/').to_string())
+        .collect()
+}
+
+#[test]
+fn the_architecture_document_lists_every_module_lowest_first() {
+    let doc = architecture_md();
+    let mut wrong = Vec::new();
+    for (name, root) in workspace_roots() {
+        let krate = Crate::read(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let modules: BTreeSet<String> = krate
+            .modules
+            .iter()
+            .filter(|(path, m)| path.len() == 1 && m.file == **path)
+            .map(|(path, _)| path[0].clone())
+            .collect();
+        let mut listed: Vec<String> = Vec::new();
+        for m in documented_modules(&doc, &name) {
+            if modules.contains(&m) && !listed.contains(&m) {
+                listed.push(m);
+            }
+        }
+        for m in modules.iter().filter(|m| !listed.contains(m)) {
+            wrong.push(format!("{name}: module `{m}` is not listed"));
+        }
+        let position = |m: &str| listed.iter().position(|l| l == m);
+        for (from, tos) in krate.edges() {
+            for to in tos.keys() {
+                let (Some(a), Some(b)) = (from.first(), to.first()) else {
+                    continue;
+                };
+                let pair: Vec<&str> = if a < b { vec![a, b] } else { vec![b, a] };
+                let tolerated = BEING_REMOVED.iter().any(|(c, m)| *c == name && *m == pair);
+                if a != b && !tolerated && position(b) > position(a) {
+                    wrong.push(format!("{name}: `{a}` imports `{b}`, listed after it"));
+                }
+            }
+        }
+    }
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md, `## Modules, lowest first`:\n{}",
+        wrong.join("\n")
+    );
+}
+
 /// Circles being removed on another branch, tolerated only while they are
 /// exactly this knot (a knot that grows, or any other circle, fails):
 /// `(crate, modules of the knot)`. Delete a line once its branch has landed.
@@ -723,7 +951,13 @@ fn the_checker_finds_a_circle_of_each_kind() {
 #[test]
 fn the_checker_ignores_comments_strings_and_one_way_imports() {
     let dir = fixture(&[
-        ("lib.rs", "mod base; mod a; mod b;\npub use a::A;\n"),
+        ("lib.rs", "mod base; mod a; mod b; mod io;\npub use a::A;\n"),
+        // A visibility restricted to the parent imports nothing from it.
+        ("io/mod.rs", "mod gather;\npub use gather::Gather;\n"),
+        (
+            "io/gather.rs",
+            "pub struct Gather;\npub(in crate::io) fn check() {}\n",
+        ),
         ("base.rs", "pub struct Base;\n"),
         ("a.rs", "use crate::base::Base;\npub struct A;\n"),
         (

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use rtrec_units::{format_duration, format_size};
+use rtrec_units::{format_duration, format_size_per_s};
 
 use super::verdict::{read_trim, Facts, Finding};
 
@@ -224,9 +224,9 @@ pub fn device_probe(f: &Facts) -> Finding {
     };
     let flush_p99 = p.flush_tail_ns.max(p.flush_ns);
     let found = format!(
-        "write {}/s, read {}/s; flush {} median, {} p99 (above a 4 KiB write); 4 KiB write {}",
-        format_size(p.write_bytes_per_s),
-        format_size(p.read_bytes_per_s),
+        "write {}, read {}; flush {} median, {} p99 (above a 4 KiB write); 4 KiB write {}",
+        format_size_per_s(p.write_bytes_per_s),
+        format_size_per_s(p.read_bytes_per_s),
         format_duration(p.flush_ns),
         format_duration(flush_p99),
         format_duration(p.write_latency_ns)

@@ -1,7 +1,6 @@
-//! The one trait every storage back-end fills ([`Backend`]), and what a
-//! back-end's row says when the kernel refuses it ([`Refused`]). A leaf
-//! below the back-end modules and the table in `io/mod.rs` that lists them,
-//! so none of them imports another back and forth.
+//! The one trait every storage back-end fills, and what a warning says when
+//! the kernel refuses one: below the back-ends and the list that picks them
+//! ([`super`]), so no back-end imports that list back.
 
 use std::fs::File;
 use std::io;
@@ -34,7 +33,7 @@ pub(crate) trait Backend: Send {
     fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()>;
 
     /// While `on` (the writer is behind), gathers frames into larger writes
-    /// instead of writing each at once (see `io::BEHIND_PERCENT`); the
+    /// instead of writing each at once (see [`super::BEHIND_PERCENT`]); the
     /// writer calls [`Backend::flush`] when it turns it off.
     fn coalesce(&mut self, on: bool) {
         let _ = on;

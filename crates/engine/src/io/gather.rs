@@ -332,7 +332,7 @@ pub(super) mod tests {
     /// and runs [`check_gatherer`] on it; a kernel that refuses io_uring
     /// (an errno) leaves nothing to check here: the writer falls back
     /// (`io::tests`).
-    pub(crate) fn check_engine(open: fn(&Config) -> io::Result<Box<dyn Backend>>) {
+    pub(in crate::io) fn check_engine(open: fn(&Config) -> io::Result<Box<dyn Backend>>) {
         let cfg = Config {
             io_block: 8192,
             io_depth: 2,

@@ -29,6 +29,8 @@
 //!   `kernel.io_uring_disabled`) may name a fallback in its row: the
 //!   recording then writes buffered and says why in a warning, and the
 //!   configuration stored with the recording names the back-end it used.
+//! - **The trait sits in `backend`, below this module and every back-end**,
+//!   so a back-end never imports the module that lists it.
 //! - **Coalescing is two provided methods** ([`Backend::coalesce`],
 //!   [`Backend::flush`]) that the writer calls from its pacing
 //!   ([`coalesce_next`], from the ring's fill): `buffered` keeps the no-op
