@@ -4,8 +4,8 @@
 //! each after the modules it imports.
 //!
 //! The module graph is read from the sources, not from the compiler: every
-//! `.rs` file reachable through `mod` declarations from a library or binary
-//! target is tokenized (comments and string literals drop out), and every
+//! `.rs` file reachable through `mod` declarations from a target (library,
+//! binary, test, example, build script) is tokenized (comments and string literals drop out), and every
 //! path that names a module of the same crate is an edge from the file that
 //! holds it: `use crate::…`, `use super::…`, `use self::…`, `pub use …`,
 //! paths through a child module (`html::render`) and paths in code
@@ -598,23 +598,34 @@ fn metadata() -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
 }
 
-/// Every library and binary root of the workspace: (crate name, root file).
-fn workspace_roots() -> Vec<(String, PathBuf)> {
+/// Which targets' sources to read.
+#[derive(Clone, Copy, PartialEq)]
+enum Targets {
+    /// Libraries and binaries: the crates the document describes.
+    Code,
+    /// Those, and every test, bench, example and build script (each its
+    /// own crate, named `package (kind name)`).
+    All,
+}
+
+/// The roots of the workspace's targets: (crate name, root file).
+fn workspace_roots(which: Targets) -> Vec<(String, PathBuf)> {
     let meta = metadata();
     let mut roots = BTreeSet::new();
     for package in meta["packages"].as_array().unwrap() {
+        let package_name = package["name"].as_str().unwrap();
         for target in package["targets"].as_array().unwrap() {
-            let kinds: Vec<&str> = target["kind"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|k| k.as_str())
-                .collect();
-            let code = kinds
-                .iter()
-                .any(|k| matches!(*k, "lib" | "rlib" | "cdylib" | "staticlib" | "bin"));
-            if code {
-                let name = package["name"].as_str().unwrap().to_string();
+            let kind = target["kind"][0].as_str().unwrap_or_default();
+            let code = matches!(kind, "lib" | "rlib" | "cdylib" | "staticlib" | "bin");
+            let name = if code {
+                package_name.to_string()
+            } else {
+                format!(
+                    "{package_name} ({kind} {})",
+                    target["name"].as_str().unwrap_or_default()
+                )
+            };
+            if code || which == Targets::All {
                 roots.insert((name, PathBuf::from(target["src_path"].as_str().unwrap())));
             }
         }
@@ -801,7 +812,7 @@ fn documented_modules(doc: &str, krate: &str) -> Vec<String> {
 fn the_architecture_document_lists_every_module_lowest_first() {
     let doc = architecture_md();
     let mut wrong = Vec::new();
-    for (name, root) in workspace_roots() {
+    for (name, root) in workspace_roots(Targets::Code) {
         let krate = Crate::read(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
         let modules: BTreeSet<String> = krate
             .modules
@@ -850,10 +861,10 @@ const BEING_REMOVED: &[(&str, &[&str])] = &[
 
 #[test]
 fn no_module_imports_a_module_that_imports_it_back() {
-    let roots = workspace_roots();
+    let roots = workspace_roots(Targets::All);
     assert!(
         roots.len() >= 9,
-        "cargo metadata lists the workspace's crates: {roots:?}"
+        "cargo metadata lists the workspace's targets: {roots:?}"
     );
     let mut circles = Vec::new();
     for (name, root) in &roots {
