@@ -90,20 +90,16 @@ pub fn parse_rate(s: &str) -> std::result::Result<(u64, u64), String> {
     let (size, period) = s
         .split_once('/')
         .ok_or_else(|| format!("'{s}' is not SIZE/PERIOD (e.g. 16KiB/5ms, 4MiB/s)"))?;
-    let size = rtrec_units::parse_size(size).map_err(|e| e.to_string())?;
+    // The same parsers as record's --size and --period.
+    let size = rtrec_units::value::record_size(size).map_err(|e| e.to_string())?;
     // `4MiB/s`: a unit alone means one of it.
     let period = if period.starts_with(|c: char| c.is_ascii_digit()) {
         period.to_string()
     } else {
         format!("1{period}")
     };
-    let period = rtrec_units::parse_duration(&period).map_err(|e| e.to_string())?;
-    if size == 0 || period == 0 {
-        return Err(format!(
-            "'{s}': the size and the period must be more than 0"
-        ));
-    }
-    Ok((size, period))
+    let period = rtrec_units::value::interval(&period).map_err(|e| e.to_string())?;
+    Ok((size.bytes(), period.ns()))
 }
 
 /// The ring `rtrec record` would allocate at `rate` (record size,
@@ -139,8 +135,7 @@ pub fn ring_for(rate: Option<(u64, u64)>, stall_ns: Option<u64>) -> (u64, String
 
 /// Gathers the facts for `a` (and runs the probe with `--probe`).
 pub fn facts(a: &DoctorArgs) -> crate::error::Result<Facts> {
-    let planned = rtrec_units::parse_size(&a.planned)
-        .map_err(|e| crate::error::Error::Usage(format!("--planned: {e}")))?;
+    let planned = a.planned.bytes();
     let rate = a
         .rate
         .as_deref()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use rtrb::Producer;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use rtrec_sys as sys;
 
@@ -51,7 +51,7 @@ impl RecordError {
 }
 
 /// Drop counters by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drops {
     /// Ring full (writer behind).
     pub ring_full: u64,
@@ -77,7 +77,7 @@ impl Drops {
 
 /// What a recording did. This struct is the `--json` schema of
 /// `rtrec record`; field names carry their unit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// The configuration used.
     pub config: Config,
@@ -150,7 +150,7 @@ pub struct Summary {
     pub error: Option<Failure>,
     /// Settings that could not be applied (e.g. real-time priority without
     /// the privilege); the recording ran without them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Raw `write()` latencies (only with `keep_write_samples`).
     #[serde(skip)]
@@ -262,13 +262,18 @@ impl Recorder {
         cfg.validate()?;
         let started_ns = sys::monotonic_ns();
         let live = Arc::new(LiveStats::default());
+        // The ring first: a ring that cannot be allocated leaves no file.
+        let mut ring = match cfg.mode {
+            Mode::Ring => Some(ring::new_prefaulted(cfg.ring_bytes)?),
+            Mode::Inline => None,
+        };
         let writer = Writer::create(dir, &cfg, live.clone())?;
         let inner = match cfg.mode {
             Mode::Inline => Inner::Inline {
                 writer: Some(Box::new(writer)),
             },
             Mode::Ring => {
-                let (producer, consumer) = ring::new_prefaulted(cfg.ring_bytes);
+                let (producer, consumer) = ring.take().expect("allocated above in ring mode");
                 live.ring_capacity_bytes
                     .store(cfg.ring_bytes as u64, Ordering::Relaxed);
                 let shared = Arc::new(RingShared::new());

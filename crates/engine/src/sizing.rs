@@ -162,6 +162,16 @@ pub fn ring_for_stall(w: &Workload, max_record: usize, stall_ns: u64) -> usize {
         .max(MIN_RING_BYTES)
 }
 
+/// What a ring of `ring_bytes` holds in seconds of data when one record of
+/// `max_record` bytes arrives every `period_ns`: the whole entries it
+/// takes, one period each. `None` when the rate is unknown (no period, or
+/// 0).
+pub fn ring_seconds(ring_bytes: u64, max_record: u64, period_ns: Option<u64>) -> Option<f64> {
+    let entry = max_record.saturating_add(ENTRY_HEADER_LEN as u64);
+    let p = period_ns.filter(|&p| p > 0)?;
+    Some((ring_bytes / entry) as f64 * p as f64 / 1e9)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +250,15 @@ mod tests {
             ring_for_stall(&Workload::UNKNOWN, mib, 250_000_000),
             MIN_RING_BYTES
         );
+    }
+
+    #[test]
+    fn the_ring_holds_one_period_per_whole_entry_and_nothing_known_without_a_rate() {
+        // 16 MiB of 16 KiB records (+ 24 B headers): 1022 entries of 5 ms.
+        let held = ring_seconds(16 * MIB, 16 << 10, Some(5_000_000));
+        assert_eq!(held, Some(1022.0 * 5e6 / 1e9));
+        assert_eq!(ring_seconds(16 * MIB, 16 << 10, None), None);
+        assert_eq!(ring_seconds(16 * MIB, 16 << 10, Some(0)), None);
     }
 
     #[test]

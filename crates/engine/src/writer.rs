@@ -72,7 +72,7 @@ use crate::stats::{Latency, LiveStats};
 pub(crate) type Step = Result<(), Failure>;
 
 /// How the file pool served the recording.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PoolStats {
     /// Files taken from the pool.
     pub taken: u64,
@@ -162,6 +162,9 @@ pub(crate) struct Writer {
     cfg: Config,
     cur: Option<OpenFile>,
     cur_base: String,
+    /// Keeps `base` taken until the writer is dropped (see
+    /// [`file::NameClaim`]).
+    _name_claim: file::NameClaim,
     cur_index: u32,
     pool: Option<Pool>,
     refiller: Option<Refiller>,
@@ -228,7 +231,7 @@ impl Writer {
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
         let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
-        let base = file::recording_base(dir, &cfg);
+        let (base, name_claim) = file::claim_recording_base(dir, &cfg)?;
         let reserve = if cfg.alloc == Alloc::Append {
             Some(file::create_reserve(dir, &base)?)
         } else {
@@ -242,6 +245,7 @@ impl Writer {
             dir: dir.to_path_buf(),
             cur_base: base.clone(),
             base,
+            _name_claim: name_claim,
             cur: None,
             cur_index: 0,
             pool,
@@ -591,11 +595,12 @@ impl Writer {
     fn async_failed(&mut self, off: u64, e: Failure) -> Failure {
         let (mut off, mut e) = (off, e);
         let _ = self.io.wait_all();
-        // Frames gathered and not yet written (coalescing) are not written.
-        off = off.min(self.io.completed_to());
         if let Some((o, earlier)) = self.io.take_error().filter(|(o, _)| *o < off) {
             (off, e) = (o, Failure::from_io(&earlier));
         }
+        // Frames gathered and not yet written (coalescing) are not written
+        // either (taken after the error, which also bounds this offset).
+        off = off.min(self.io.completed_to());
         self.count_completed(off);
         let mut back = off;
         if let Some(first) = self.ledger.front().copied() {
