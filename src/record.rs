@@ -12,7 +12,7 @@ use crate::Context;
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
-    Recorder, Summary, Workload,
+    Recorder, RingSizing, Stall, StallSource, Summary, Workload,
 };
 
 use crate::cli::RecordArgs;
@@ -39,6 +39,8 @@ struct Plan {
     trigger_sigusr1: bool,
     trigger_every: Option<u64>,
     workload: Workload,
+    /// How the ring was sized, for the summary and `--json`.
+    ring: RingSizing,
 }
 
 fn size_arg(name: &str, s: &str) -> crate::Result<u64> {
@@ -54,6 +56,30 @@ fn duration_arg(name: &str, s: &str) -> crate::Result<u64> {
         )),
         Ok(ns) => Ok(ns),
         Err(e) => usage(format!("--{name}: {e}")),
+    }
+}
+
+/// `--stall`: a duration, or a device profile (a shipped name or a file
+/// from `rtrec device probe`) whose worst stall is taken.
+fn stall_arg(s: &str) -> crate::Result<Stall> {
+    if let Ok(ns) = parse_duration(s) {
+        return Ok(Stall {
+            ns,
+            source: StallSource::Given,
+        });
+    }
+    match rtrec_emu::Profile::load(s) {
+        Ok(p) => Ok(Stall {
+            ns: p.worst_stall_ns(),
+            source: if std::path::Path::new(s).exists() {
+                StallSource::Probe
+            } else {
+                StallSource::Device
+            },
+        }),
+        Err(e) => usage(format!(
+            "--stall: '{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
+        )),
     }
 }
 
@@ -140,6 +166,14 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
         },
         records: count,
         fixed_size: !a.lines,
+        stall: match (&a.stall, &a.device.device) {
+            (Some(s), _) => Some(stall_arg(s)?),
+            (None, Some(d)) => Some(Stall {
+                ns: d.profile.worst_stall_ns(),
+                source: StallSource::Device,
+            }),
+            (None, None) => None,
+        },
     };
     let (mut trigger_stdin, mut trigger_sigusr1) = (false, false);
     for t in &a.trigger_on {
@@ -190,10 +224,15 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
             cfg.max_record, cfg.file_size
         ));
     }
-    cfg.ring_bytes = match &a.ring {
-        Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
-        None => sizes.ring_bytes,
+    let ring = match a.ring.as_deref() {
+        None | Some("auto") => sizes.ring,
+        Some(s) => {
+            let bytes =
+                usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?;
+            sizes.ring.fixed(bytes, cfg.max_record, workload.period_ns)
+        }
     };
+    cfg.ring_bytes = ring.ring_bytes;
     if let Some(f) = cfg.flight.as_mut().filter(|_| a.pre_bytes.is_none()) {
         f.pre_bytes = sizes.pre_bytes;
     }
@@ -231,7 +270,83 @@ fn resolve(a: &RecordArgs) -> crate::Result<Plan> {
         trigger_sigusr1,
         trigger_every,
         workload,
+        ring,
     })
+}
+
+/// What forbids the ring the data needs, one sentence each: the auto
+/// rule's memory cap, and `RLIMIT_MEMLOCK` when `--rt` locks the ring
+/// (root is not bound by it).
+fn ring_warnings(plan: &Plan) -> Vec<String> {
+    let r = &plan.ring;
+    let mut out = Vec::new();
+    if r.auto && r.capped() {
+        out.push(format!(
+            "the ring needs {} to absorb a {} writer stall ({}) {} times at this rate, but the memory cap is {} (1/8 of memory, at most 256 MiB), so it absorbs {}; give --ring SIZE to override",
+            format_size(r.needed_bytes),
+            format_duration(r.stall_ns),
+            stall_from(r.stall_source),
+            r.margin,
+            format_size(r.cap_bytes),
+            covers(r),
+        ));
+    }
+    let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
+    if locks && rtrec_sys::effective_uid() != 0 {
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        if let Some(Some(limit)) = crate::doctor::checks::memlock_limit(&limits) {
+            if limit < r.ring_bytes as u64 {
+                out.push(format!(
+                    "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
+                    format_size(limit),
+                    format_size(r.ring_bytes as u64)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn stall_from(s: StallSource) -> &'static str {
+    match s {
+        StallSource::Default => "the default, no device known",
+        StallSource::Device => "the device profile's worst",
+        StallSource::Probe => "the probed device's worst",
+        StallSource::Given => "--stall",
+    }
+}
+
+fn covers(r: &RingSizing) -> String {
+    r.covers_stall_s
+        .map_or("an unknown time at an unknown rate".into(), |s| {
+            format!("a writer stall of up to {s:.2} s")
+        })
+}
+
+/// The summary's ring line: its size, how it was sized, and the longest
+/// writer stall it absorbs at this rate.
+fn ring_line(r: &RingSizing) -> String {
+    let how = match (r.auto, r.rate_bytes_per_s) {
+        (false, _) => "--ring".to_string(),
+        (true, None) => "auto: the rate is unknown, the default".to_string(),
+        (true, Some(rate)) => format!(
+            "auto: {}/s × {} stall ({}) × {}{}",
+            format_size(rate),
+            format_duration(r.stall_ns),
+            stall_from(r.stall_source),
+            r.margin,
+            if r.capped() {
+                format!(", capped at {}", format_size(r.cap_bytes))
+            } else {
+                String::new()
+            }
+        ),
+    };
+    format!(
+        "ring {} ({how}): absorbs {}\n",
+        format_size(r.ring_bytes as u64),
+        covers(r)
+    )
 }
 
 /// Runs `rtrec record`; with `--device`, in the recording directory of an
@@ -243,10 +358,6 @@ pub fn run(a: &RecordArgs) -> crate::Result<i32> {
     };
     plan.dir = trial.dir().to_path_buf();
     plan.dir_is_default = false;
-    if a.ring.is_none() {
-        plan.cfg.ring_bytes =
-            trial.ring_bytes(&plan.workload, plan.cfg.max_record, plan.cfg.ring_bytes);
-    }
     let result = record(a, plan, Some(&trial));
     trial.finish(result)
 }
@@ -256,6 +367,10 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
     let _stop_signals = signals::install()?;
+    for w in ring_warnings(&plan) {
+        eprintln!("rtrec: warning: {w}");
+    }
+    let plan_ring = plan.ring;
     if let Some(setup) = &plan.rt {
         for w in rt::apply(setup) {
             eprintln!("rtrec: warning: {w} (recording without it)");
@@ -394,6 +509,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
             explained: explained.as_ref(),
             isolation: applied,
             device: device.as_ref(),
+            ring: (summary.config.mode == Mode::Ring).then_some(&plan_ring),
         };
         write_json(path, &summary, &extra)?;
     }
@@ -407,7 +523,9 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     }
     if !a.quiet {
         print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
-        if let Some(line) = device.as_ref().map(crate::device::DeviceReport::line) {
+        let ring = (summary.config.mode == Mode::Ring).then(|| ring_line(&plan_ring));
+        let device = device.as_ref().map(crate::device::DeviceReport::line);
+        for line in [ring, device].iter().flatten() {
             if a.json.as_deref() == Some(Path::new("-")) {
                 eprint!("{line}");
             } else {
@@ -910,6 +1028,8 @@ struct Extra<'a> {
     isolation: Option<&'a crate::isolation::Applied>,
     /// `--device`: the emulated device.
     device: Option<&'a crate::device::DeviceReport>,
+    /// Ring mode: how the ring was sized.
+    ring: Option<&'a RingSizing>,
 }
 
 fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> {
@@ -918,10 +1038,14 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::Result<()> 
         explained,
         isolation,
         device,
+        ring,
     } = *extra;
     let mut v = serde_json::to_value(s)?;
     if let (Some(d), Some(obj)) = (device, v.as_object_mut()) {
         obj.insert("device".into(), serde_json::to_value(d)?);
+    }
+    if let (Some(r), Some(obj)) = (ring, v.as_object_mut()) {
+        obj.insert("ring".into(), serde_json::to_value(r)?);
     }
     // --timeline: each write()'s latency in call order.
     if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {

@@ -557,7 +557,7 @@ impl rtrec_config {
             cfg.file_size = sizes.file_size;
         }
         if cfg.ring_bytes == 0 {
-            cfg.ring_bytes = sizes.ring_bytes;
+            cfg.ring_bytes = sizes.ring.ring_bytes;
         }
         if let Some(f) = cfg.flight.as_mut().filter(|f| f.pre_bytes == 0) {
             f.pre_bytes = sizes.pre_bytes;
