@@ -407,7 +407,7 @@ pub struct RecordArgs {
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub sync_every: String,
 
-    /// Keep FILE up to date (atomically replaced about every 20ms) with the queued, written and durable counts, as one JSON line.
+    /// Keep FILE up to date (atomically replaced about every 20ms) with the live counters: queued, written, durable, drops by cause, missed periods, ring fill, longest write() and lateness. A FILE ending in .prom gets the Prometheus text format (node_exporter's textfile collector, docs/status.md), any other one JSON line.
     #[arg(long, value_name = "FILE")]
     pub status: Option<PathBuf>,
 

@@ -20,6 +20,7 @@ mod record;
 mod recover;
 mod report;
 mod signals;
+mod status;
 mod trigger;
 mod tune;
 mod verify;

@@ -429,10 +429,17 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     let show = !a.quiet && std::io::stderr().is_terminal();
     let done = Arc::new(AtomicBool::new(false));
     let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
-    let status = a
-        .status
-        .clone()
-        .map(|path| spawn_status(path, live.clone(), done.clone()));
+    let status = a.status.clone().map(|path| {
+        let labels = crate::status::Labels {
+            // Absolute, so every board's series name the place alike.
+            dir: std::fs::canonicalize(&plan.dir)
+                .unwrap_or_else(|_| plan.dir.clone())
+                .display()
+                .to_string(),
+            prefix: plan.cfg.prefix.clone(),
+        };
+        crate::status::spawn(path, labels, live.clone(), done.clone())
+    });
     let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
 
     // Triggers from outside the process reach a flight recorder through
@@ -458,6 +465,7 @@ fn record(a: &RecordArgs, plan: Plan, trial: Option<&crate::device::Trial>) -> c
     let outcome = match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
+            t.publish_to(live.clone());
             let r = synthetic(&mut session, &mut t, plan.size, plan.count);
             timer = Some(t);
             r
@@ -972,47 +980,6 @@ fn spawn_progress(
             std::thread::sleep(Duration::from_millis(200));
         }
         bar.finish_and_clear();
-    })
-}
-
-/// `--status FILE`: the live counts as one JSON line, replaced atomically
-/// about every 20 ms, and once more with `"done": true` when the recording
-/// has ended. The temporary file is created `O_EXCL|O_NOFOLLOW` relative to
-/// the directory and renamed over the name (a planted symlink is replaced,
-/// never written through); not fsynced: it is for watching, and lives
-/// outside the recording's filesystem.
-fn spawn_status(
-    path: PathBuf,
-    live: Arc<LiveStats>,
-    done: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<std::io::Result<()>> {
-    std::thread::spawn(move || {
-        let (dir, name) = rtrec_sys::Dir::of_file(&path)?;
-        let mut tmp = std::ffi::OsString::from(".");
-        tmp.push(name);
-        tmp.push(".tmp");
-        let name = name.to_os_string();
-        loop {
-            let finished = done.load(Ordering::Acquire);
-            let line = serde_json::json!({
-                "records_queued": live.records_queued.load(Ordering::Relaxed),
-                "records_written": live.records_written.load(Ordering::Relaxed),
-                "records_dropped": live.records_dropped.load(Ordering::Relaxed),
-                "written_seq": live.written_seq.load(Ordering::Acquire),
-                "durable_seq": live.durable_seq.load(Ordering::Acquire),
-                "events": live.events.load(Ordering::Relaxed),
-                "done": finished,
-            })
-            .to_string()
-                + "\n";
-            dir.remove_file(&tmp)?;
-            dir.create_excl(&tmp, 0o644)?.write_all(line.as_bytes())?;
-            dir.rename_replace(&tmp, &name)?;
-            if finished {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
     })
 }
 

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use rtrec_engine::format::{FileHeader, FrameKind, LossPayload};
 use rtrec_engine::reader::walk_frames;
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
+use rtrec_host::tools;
 use serde_json::Value;
 
 const MIB: u64 = 1 << 20;
@@ -492,7 +493,9 @@ struct Snapshot {
 
 #[test]
 fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
-    if !require_privileged("power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording")
+    let name = "power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording";
+    if !require_privileged(name)
+        || !tools::require(name, &[tools::MKFS_XFS, tools::E2FSCK, tools::DEBUGFS])
     {
         return;
     }

@@ -10,13 +10,6 @@ fn rtrec() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rtrec"))
 }
 
-fn strace_available() -> bool {
-    Command::new("strace")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Runs `rtrec record ARGS` under strace; returns the traced calls.
 fn traced_record(dir: &Path, log: &Path, extra: &[&str]) -> String {
     let out = Command::new("strace")
@@ -50,12 +43,10 @@ fn traced_record(dir: &Path, log: &Path, extra: &[&str]) -> String {
 
 #[test]
 fn a_pooled_recording_makes_no_fallocate_or_ftruncate_call_and_the_s1_design_does() {
-    if !strace_available() {
-        assert!(
-            std::env::var("RTREC_REQUIRE_PRIVILEGED").as_deref() != Ok("1"),
-            "strace is needed for this test (CI installs it)"
-        );
-        eprintln!("skipped: strace is not installed");
+    if !rtrec_host::tools::require(
+        "a_pooled_recording_makes_no_fallocate_or_ftruncate_call_and_the_s1_design_does",
+        &[rtrec_host::tools::STRACE],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use rtrec_host::tools;
 use serde_json::Value;
 
 mod common;
@@ -96,26 +97,6 @@ fn noise(len: usize, mut x: u64) -> Vec<u8> {
     v
 }
 
-/// ffmpeg and ffprobe, or the reason to skip.
-fn have_ffmpeg() -> bool {
-    let ok = ["ffmpeg", "ffprobe"].iter().all(|t| {
-        Command::new(t)
-            .arg("-version")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if !ok {
-        assert_ne!(
-            std::env::var("RTREC_REQUIRE_PRIVILEGED").as_deref(),
-            Ok("1"),
-            "ffmpeg/ffprobe are missing (install Debian's ffmpeg)"
-        );
-        eprintln!("skipped: ffmpeg/ffprobe are not installed");
-    }
-    ok
-}
-
 /// An ffmpeg generating a test picture as MPEG-2 in MPEG-TS on stdout,
 /// `secs` long; `live` paces it in real time (`-re`).
 fn ffmpeg_ts(secs: u32, live: bool) -> Command {
@@ -185,7 +166,10 @@ fn decode_errors(file: &Path) -> String {
 
 #[test]
 fn an_mpeg_ts_stream_through_stdin_comes_back_byte_for_byte_and_every_frame_decodes() {
-    if !have_ffmpeg() {
+    if !tools::require(
+        "an_mpeg_ts_stream_through_stdin_comes_back_byte_for_byte_and_every_frame_decodes",
+        &[tools::FFMPEG, tools::FFPROBE],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -237,7 +221,10 @@ fn kill(sig: &str, pid: u32) {
 
 #[test]
 fn the_flight_recorder_on_a_live_stream_saves_one_playable_file_per_trigger() {
-    if !have_ffmpeg() {
+    if !tools::require(
+        "the_flight_recorder_on_a_live_stream_saves_one_playable_file_per_trigger",
+        &[tools::FFMPEG, tools::FFPROBE],
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -184,12 +184,7 @@ fn s4_with_fio_parses_fios_jobs_in_their_groups_and_puts_every_setting_back() {
     if !require_privileged(name) {
         return;
     }
-    if Command::new("fio").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
-            "{name}: fio is not installed"
-        );
-        eprintln!("skipping {name}: fio is not installed");
+    if !rtrec_host::tools::require(name, &[rtrec_host::tools::FIO]) {
         return;
     }
     let h = rtrec_host::cgroup::detect().expect("an I/O cgroup hierarchy");

@@ -76,5 +76,5 @@ pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
 pub use sizing::{RingSizing, Sizes, Stall, StallSource, Workload, MIB};
-pub use stats::{Latency, LatencySummary, LiveStats};
+pub use stats::{Latency, LatencySummary, LiveSnapshot, LiveStats};
 pub use writer::PoolStats;

@@ -269,12 +269,15 @@ impl Recorder {
             },
             Mode::Ring => {
                 let (producer, consumer) = ring::new_prefaulted(cfg.ring_bytes);
+                live.ring_capacity_bytes
+                    .store(cfg.ring_bytes as u64, Ordering::Relaxed);
                 let shared = Arc::new(RingShared::new());
                 let s = shared.clone();
                 let (max, poll) = (cfg.max_record, cfg.writer_poll_us);
                 let rt = cfg.rt.clone();
                 // Allocated here, before recording starts.
                 let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
+                let ring_live = live.clone();
                 let thread = std::thread::Builder::new()
                     .name("rtrec-writer".into())
                     .spawn(move || {
@@ -293,8 +296,9 @@ impl Recorder {
                                 ));
                             }
                         }
-                        let mut report =
-                            writer_thread::run_writer(consumer, writer, s, max, poll, flight);
+                        let mut report = writer_thread::run_writer(
+                            consumer, writer, s, max, poll, flight, ring_live,
+                        );
                         report.writer.warnings.extend(warnings);
                         report
                     })
@@ -405,6 +409,12 @@ impl Recorder {
             Err(e) => {
                 self.drops.count(e);
                 self.live.records_dropped.fetch_add(1, Ordering::Relaxed);
+                let cause = match e {
+                    RecordError::RingFull => &self.live.drops_ring_full,
+                    RecordError::TooLarge => &self.live.drops_too_large,
+                    RecordError::WriterFailed => &self.live.drops_writer_failed,
+                };
+                cause.fetch_add(1, Ordering::Relaxed);
                 self.note_loss(seq, t0, e);
             }
         }

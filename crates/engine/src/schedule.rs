@@ -6,7 +6,10 @@
 
 use rtrec_sys as sys;
 
-use crate::stats::Latency;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::stats::{Latency, LiveStats};
 
 /// Releases the caller once per period on an absolute schedule.
 ///
@@ -22,6 +25,7 @@ pub struct PeriodicTimer {
     lateness: Latency,
     missed: u64,
     periods: u64,
+    publish: Option<Arc<LiveStats>>,
 }
 
 /// One release of the timer.
@@ -51,7 +55,16 @@ impl PeriodicTimer {
             lateness: Latency::new(),
             missed: 0,
             periods: 0,
+            publish: None,
         }
+    }
+
+    /// Also publishes the missed periods and the longest lateness into
+    /// `live` ([`LiveStats::missed_periods`], [`LiveStats::max_lateness_ns`])
+    /// at each release, for `--status` (two relaxed atomic updates: no
+    /// lock, no system call).
+    pub fn publish_to(&mut self, live: Arc<LiveStats>) {
+        self.publish = Some(live);
     }
 
     /// Sleeps until the next planned release and returns it. Allocation-free.
@@ -66,6 +79,12 @@ impl PeriodicTimer {
         let index = self.periods;
         self.periods += 1 + skipped;
         self.next_ns = planned + (1 + skipped) * self.period_ns;
+        if let Some(live) = &self.publish {
+            if skipped > 0 {
+                live.missed_periods.fetch_add(skipped, Ordering::Relaxed);
+            }
+            live.max_lateness_ns.fetch_max(late, Ordering::Relaxed);
+        }
         Tick {
             index: index + skipped,
             planned_ns: planned,

@@ -4,7 +4,7 @@
 //! and the live counters ([`LiveStats`]) the producer, the writer and the
 //! flush thread publish while recording.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -146,6 +146,101 @@ pub struct LiveStats {
     /// loss is): the last durable point, published by the flush thread
     /// after each sync and by the writer after closing a file.
     pub durable_seq: AtomicU64,
+    /// Records dropped because the ring was full (part of
+    /// `records_dropped`).
+    pub drops_ring_full: AtomicU64,
+    /// Records dropped because they were larger than `max_record`.
+    pub drops_too_large: AtomicU64,
+    /// Records dropped after a write error.
+    pub drops_writer_failed: AtomicU64,
+    /// Periods whose release was missed, published by a
+    /// [`crate::PeriodicTimer`] given these stats
+    /// ([`crate::PeriodicTimer::publish_to`]).
+    pub missed_periods: AtomicU64,
+    /// The longest lateness of a period's release so far, ns (published as
+    /// `missed_periods` is).
+    pub max_lateness_ns: AtomicU64,
+    /// The ring's capacity, bytes (0 in direct mode: no ring).
+    pub ring_capacity_bytes: AtomicU64,
+    /// Bytes waiting in the ring, sampled by the writer thread before each
+    /// drain (the fill only grows between two drains, so this is the peak
+    /// since the last sample).
+    pub ring_used_bytes: AtomicU64,
+    /// The largest `ring_used_bytes` so far: how close the ring came to
+    /// dropping.
+    pub ring_high_water_bytes: AtomicU64,
+}
+
+/// One reading of [`LiveStats`], every counter as a plain number (what
+/// `--status` writes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LiveSnapshot {
+    /// [`LiveStats::records_queued`].
+    pub records_queued: u64,
+    /// [`LiveStats::records_written`].
+    pub records_written: u64,
+    /// [`LiveStats::records_dropped`].
+    pub records_dropped: u64,
+    /// [`LiveStats::written_seq`].
+    pub written_seq: u64,
+    /// [`LiveStats::durable_seq`].
+    pub durable_seq: u64,
+    /// [`LiveStats::events`].
+    pub events: u64,
+    /// [`LiveStats::bytes_written`].
+    pub bytes_written: u64,
+    /// [`LiveStats::drops_ring_full`].
+    pub drops_ring_full: u64,
+    /// [`LiveStats::drops_too_large`].
+    pub drops_too_large: u64,
+    /// [`LiveStats::drops_writer_failed`].
+    pub drops_writer_failed: u64,
+    /// [`LiveStats::missed_periods`].
+    pub missed_periods: u64,
+    /// [`LiveStats::max_write_ns`].
+    pub max_write_ns: u64,
+    /// [`LiveStats::max_lateness_ns`].
+    pub max_lateness_ns: u64,
+    /// [`LiveStats::ring_capacity_bytes`].
+    pub ring_capacity_bytes: u64,
+    /// [`LiveStats::ring_used_bytes`].
+    pub ring_used_bytes: u64,
+    /// [`LiveStats::ring_high_water_bytes`].
+    pub ring_high_water_bytes: u64,
+}
+
+impl LiveStats {
+    /// Reads every counter (each on its own: the snapshot is not one
+    /// instant, but each number is one the recording really had).
+    pub fn snapshot(&self) -> LiveSnapshot {
+        let r = |a: &AtomicU64| a.load(Ordering::Acquire);
+        LiveSnapshot {
+            records_queued: r(&self.records_queued),
+            records_written: r(&self.records_written),
+            records_dropped: r(&self.records_dropped),
+            written_seq: r(&self.written_seq),
+            durable_seq: r(&self.durable_seq),
+            events: r(&self.events),
+            bytes_written: r(&self.bytes_written),
+            drops_ring_full: r(&self.drops_ring_full),
+            drops_too_large: r(&self.drops_too_large),
+            drops_writer_failed: r(&self.drops_writer_failed),
+            missed_periods: r(&self.missed_periods),
+            max_write_ns: r(&self.max_write_ns),
+            max_lateness_ns: r(&self.max_lateness_ns),
+            ring_capacity_bytes: r(&self.ring_capacity_bytes),
+            ring_used_bytes: r(&self.ring_used_bytes),
+            ring_high_water_bytes: r(&self.ring_high_water_bytes),
+        }
+    }
+
+    /// The writer thread's sample of the ring's fill (see
+    /// [`LiveStats::ring_used_bytes`]).
+    pub(crate) fn note_ring_fill(&self, used: u64) {
+        self.ring_used_bytes.store(used, Ordering::Relaxed);
+        self.ring_high_water_bytes
+            .fetch_max(used, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use rtrb::Consumer;
 use crate::flight::{Flight, FlightStats};
 use crate::format::LossPayload;
 use crate::ring::{pop, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
+use crate::stats::LiveStats;
 use crate::writer::{Writer, WriterReport};
 
 /// What the writer thread hands back when it ends.
@@ -91,10 +92,12 @@ pub(crate) fn run_writer(
     max_record: usize,
     poll_us: u64,
     mut flight: Option<Flight>,
+    live: Arc<LiveStats>,
 ) -> ThreadReport {
     let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
+        live.note_ring_fill(c.slots() as u64);
         let mut any = false;
         while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
             any = true;

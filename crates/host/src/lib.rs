@@ -20,6 +20,7 @@
 //! |---|---|
 //! | [`change`] | what a journal entry says: a [`Change`] and its [`EntryId`] |
 //! | [`error`] | the crate's one [`Error`] |
+//! | [`tools`] | external programs, their Debian packages, the rule for a test whose program is missing |
 //! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
 //! | [`mounts`] | the mount table, unmounting |
 //! | [`allowlist`] | which journal entries of other processes a restore obeys |
@@ -62,6 +63,7 @@ pub mod signals;
 pub mod status;
 pub mod sysctl;
 pub mod tmpfs;
+pub mod tools;
 pub mod tracefs;
 mod undo;
 

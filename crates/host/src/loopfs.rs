@@ -12,9 +12,9 @@
 //! the last unmount, whatever happens to us in between. Unmounting is
 //! [`crate::mounts`]'s, detaching (`losetup -d`) [`crate::loopdev`]'s.
 
-use std::fs::{self, DirBuilder, OpenOptions};
+use std::fs::{DirBuilder, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,6 +25,8 @@ use crate::error::{io_err, Error, Result};
 use crate::journal::Journal;
 use crate::loopdev::run;
 use crate::mounts::{mount_at, MOUNTS_FILE};
+use crate::tools;
+pub use crate::tools::REQUIRE_PRIVILEGED_ENV;
 
 /// Default size of the image: 1 GiB (sparse, so it costs only what is
 /// written).
@@ -35,10 +37,6 @@ pub const DEFAULT_JOURNAL_MIB: u32 = 128;
 
 /// Default mount options: the study's recording partition (S1).
 pub const DEFAULT_MOUNT_OPTIONS: &str = "noatime,lazytime,delalloc,nodiscard,data=ordered";
-
-/// Set to `1` (as CI does) to make [`require_privileged`] fail a test
-/// instead of skipping it.
-pub const REQUIRE_PRIVILEGED_ENV: &str = "RTREC_REQUIRE_PRIVILEGED";
 
 /// How to make a [`LoopFs`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,16 +304,8 @@ pub fn privileged() -> Result<(), String> {
     if !Path::new("/dev/loop-control").exists() {
         return Err("no /dev/loop-control (is the loop module loaded?)".to_string());
     }
-    for tool in ["mkfs.ext4", "mount", "losetup"] {
-        let on_path = std::env::var_os("PATH").is_some_and(|path| {
-            std::env::split_paths(&path).any(|dir| {
-                fs::metadata(dir.join(tool))
-                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            })
-        });
-        if !on_path {
-            return Err(format!("{tool} is not on PATH"));
-        }
+    if let Some(tool) = tools::first_missing(&[tools::MKFS_EXT4, tools::MOUNT, tools::LOSETUP]) {
+        return Err(tool.missing_reason());
     }
     Ok(())
 }
