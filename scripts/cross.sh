@@ -55,7 +55,9 @@ if [ ! -d "$sysroot/lib/rustlib/$target/lib" ]; then
   mkdir -p "$state/lists/partial" "$state/cache/archives/partial"
   apt_arch=(-o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache"
     -o "Dir::State::status=/dev/null" -o "APT::Architecture=$arch" -o "APT::Architectures::=$arch")
-  apt-get "${apt_arch[@]}" update -qq
+  # A mirror half-synced (one index failing) need not stop us: the pinned
+  # version is either found below or reported as missing.
+  apt-get "${apt_arch[@]}" update -qq || echo "cross.sh: apt-get update for $arch failed in part; trying with what it fetched" >&2
   (cd "$debs" && apt-get "${apt_arch[@]}" download -qq "libstd-rust-web-dev=$RUST_DEB_VERSION" 2>&1 |
     grep -v 'Download is performed unsandboxed') || true
   if ! ls "$debs"/*.deb >/dev/null 2>&1; then
@@ -73,7 +75,14 @@ fi
 triple=$(echo "$target" | tr 'a-z-' 'A-Z_')
 export RUSTC="$DEB_RUSTC"
 export "CARGO_TARGET_${triple}_LINKER=$gnu-gcc"
-export "CARGO_TARGET_${triple}_RUSTFLAGS=--sysroot=$sysroot"
+rustflags="--sysroot=$sysroot"
+# The io-uring crate ships bindings generated for 64-bit targets only and
+# refuses others; its x86-64 bindings, which it falls back to, use only
+# fixed-width types (the kernel's io_uring ABI passes addresses as __u64),
+# laid out the same on 32-bit ARM (AAPCS aligns u64 to 8), so the check is
+# skipped there.
+[ "$arch" = armhf ] && rustflags+=" --cfg io_uring_skip_arch_check"
+export "CARGO_TARGET_${triple}_RUSTFLAGS=$rustflags"
 export "CARGO_TARGET_${triple}_RUNNER=$qemu -L /usr/$gnu"
 export "CC_${target//-/_}=$gnu-gcc"
 # No debug info: the artifacts are for a board, and it halves the link time.
