@@ -109,7 +109,7 @@ fn secs(ns: u64) -> String {
 }
 
 /// Runs `rtrec events`.
-pub fn run(a: &EventsArgs) -> crate::Result<i32> {
+pub fn run(a: &EventsArgs) -> crate::error::Result<i32> {
     let (files, _in_pool) = verify_paths(&a.paths)?;
     let list = events(&files);
     let clean = list.iter().all(|e| badness(e.status) == 0);

@@ -58,7 +58,7 @@ use rtrec_engine::reader::{
 use rtrec_engine::utc_iso;
 
 use crate::cli::ExportArgs;
-use crate::usage;
+use crate::error::usage;
 
 /// One input file of the recording, verified.
 struct Part {
@@ -78,7 +78,7 @@ impl Part {
 }
 
 /// The inputs as files: a directory stands for its recording files.
-fn input_files(inputs: &[PathBuf]) -> crate::Result<Vec<PathBuf>> {
+fn input_files(inputs: &[PathBuf]) -> crate::error::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in inputs {
         if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
@@ -101,7 +101,7 @@ fn input_files(inputs: &[PathBuf]) -> crate::Result<Vec<PathBuf>> {
 
 /// Opens and verifies each file; returns the parts of recordings and the
 /// number of idle pool slots skipped.
-fn open_parts(files: &[PathBuf]) -> crate::Result<(Vec<Part>, usize)> {
+fn open_parts(files: &[PathBuf]) -> crate::error::Result<(Vec<Part>, usize)> {
     let (mut parts, mut slots) = (Vec::new(), 0);
     for path in files {
         let name = path.display();
@@ -115,8 +115,14 @@ fn open_parts(files: &[PathBuf]) -> crate::Result<(Vec<Part>, usize)> {
                 report,
             }),
             _ => {
-                let why = report.notes.first().cloned().unwrap_or_default();
-                return usage(format!("'{name}' is not an rtrec recording ({why})"));
+                // The reader's note already says "not an rtrec recording
+                // (why)": it is the sentence, not a reason to wrap again.
+                let why = report
+                    .notes
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "not an rtrec recording".to_string());
+                return usage(format!("'{name}' is {why}"));
             }
         }
     }
@@ -124,7 +130,7 @@ fn open_parts(files: &[PathBuf]) -> crate::Result<(Vec<Part>, usize)> {
 }
 
 /// Refuses parts of different recordings; sorts the others by file index.
-fn one_recording(parts: &mut [Part]) -> crate::Result<()> {
+fn one_recording(parts: &mut [Part]) -> crate::error::Result<()> {
     let mut ids: Vec<(u64, String)> = Vec::new();
     for p in parts.iter() {
         if !ids.iter().any(|(id, _)| *id == p.header.recording_id) {
@@ -205,7 +211,7 @@ fn copy_part(
     framed: bool,
     line_end: &[u8],
     out: &mut dyn Write,
-) -> crate::Result<(u64, u64)> {
+) -> crate::error::Result<(u64, u64)> {
     let (mut records, mut written) = (0u64, 0u64);
     if framed {
         let mut h = p.header.clone();
@@ -243,7 +249,7 @@ fn copy_part(
 }
 
 /// Runs `rtrec export`.
-pub fn run(a: &ExportArgs) -> crate::Result<i32> {
+pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let (mut parts, slots) = open_parts(&input_files(&a.inputs)?)?;
     if parts.is_empty() {
         return usage(format!(

@@ -7,7 +7,7 @@
 //!   engine starts inherit it (Linux copies a set ioprio to new threads),
 //!   and in ring mode the producer goes back to none after — the engine
 //!   stays free of policy, as in the bench's RTREC-ISOLATED-* cases. In
-//!   direct mode the producer does the writes itself and keeps the class.
+//!   inline mode the producer does the writes itself and keeps the class.
 //! - `--io-weight N` makes rtrec's own cgroup (`rtrec-<pid>-record`, v1
 //!   `blkio` or v2 `io`, whichever the machine has) with BFQ weight N,
 //!   journaled before it exists, moves this process in, and at the end
@@ -171,7 +171,7 @@ impl Isolation {
     }
 
     /// Call right after `Recorder::create`: in ring mode the producer makes
-    /// no I/O and goes back to no class; in direct mode it keeps it.
+    /// no I/O and goes back to no class; in inline mode it keeps it.
     pub fn after_create(&self, direct: bool) {
         if self.applied.io_class.is_some() && !direct {
             let _ = rtrec_sys::set_thread_ioprio(0, 0);

@@ -25,8 +25,6 @@ mod trigger;
 mod tune;
 mod verify;
 
-pub use error::{usage, Context, Error, Result};
-
 fn main() {
     let cli = cli::parse();
     // Commands that only report die quietly when their reader goes
@@ -51,7 +49,7 @@ fn main() {
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
         cli::Command::Report(a) => report::run(&a),
-        cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(Error::from),
+        cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(error::Error::from),
         cli::Command::Completions { shell } => cli::completions(shell),
         cli::Command::Man { command } => cli::man(command.as_deref()),
         cli::Command::Trigger(a) => trigger::run(&a),

@@ -8,15 +8,15 @@ use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 
 use crate::cli::{PoolAction, PoolArgs};
-use crate::usage;
-use rtrec_units::{format_size, parse_size};
+use crate::error::usage;
+use rtrec_units::format_size;
 
 /// The pool of `dir`, or a usage error that says how to make one.
-fn existing(dir: &std::path::Path) -> crate::Result<Pool> {
+fn existing(dir: &std::path::Path) -> crate::error::Result<Pool> {
     match Pool::open(dir)? {
         Some(p) => Ok(p),
         None => usage(format!(
-            "'{}' has no pool; create one with `rtrec pool prepare --dir {}`",
+            "'{}' has no pool; create one with `rtrec pool prepare {}`",
             dir.display(),
             dir.display()
         )),
@@ -53,21 +53,21 @@ fn render_status(st: &rtrec_engine::pool::PoolStatus) -> String {
 }
 
 /// Runs `rtrec pool`.
-pub fn run(a: &PoolArgs) -> crate::Result<i32> {
+pub fn run(a: &PoolArgs) -> crate::error::Result<i32> {
     match &a.action {
         PoolAction::Prepare {
             dir,
             files,
             file_size,
         } => {
-            let size = parse_size(file_size).or_else(|e| usage(format!("--file-size: {e}")))?;
+            let size = file_size.bytes();
             if size < 64 * 1024 {
                 return usage("--file-size: pool files must be at least 64KiB");
             }
             if *files == 0 {
                 return usage("--files: the pool needs at least 1 file");
             }
-            let (pool, resized) = Pool::open_resized(dir, size, *files)?;
+            let (pool, resized) = Pool::open_resized(&dir.path(), size, *files)?;
             if let Some(r) = resized {
                 eprintln!("rtrec pool: {r}");
             }
@@ -104,7 +104,7 @@ pub fn run(a: &PoolArgs) -> crate::Result<i32> {
             Ok(0)
         }
         PoolAction::Status { dir, json } => {
-            let st = existing(dir)?.status()?;
+            let st = existing(&dir.path())?.status()?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&st)?);
             } else {
@@ -113,7 +113,7 @@ pub fn run(a: &PoolArgs) -> crate::Result<i32> {
             Ok(0)
         }
         PoolAction::Trim { dir, keep } => {
-            let pool = existing(dir)?;
+            let pool = existing(&dir.path())?;
             let (pool, t) = pool.trim(*keep)?;
             println!(
                 "removed {} file(s), {} freed; target now {} file(s) of {}",
@@ -125,7 +125,7 @@ pub fn run(a: &PoolArgs) -> crate::Result<i32> {
             Ok(0)
         }
         PoolAction::Remove { dir } => {
-            let pool = existing(dir)?;
+            let pool = existing(&dir.path())?;
             let shown = pool.dir().display().to_string();
             let t = pool.remove()?;
             println!(

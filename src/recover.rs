@@ -12,9 +12,9 @@ use rtrec_engine::pool::Pool;
 use crate::cli::RecoverArgs;
 
 /// Runs `rtrec recover`.
-pub fn run(a: &RecoverArgs) -> crate::Result<i32> {
+pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
     if !a.dir.is_dir() {
-        return crate::usage(format!("'{}' is not a directory", a.dir.display()));
+        return crate::error::usage(format!("'{}' is not a directory", a.dir.display()));
     }
     let Some(pool) = Pool::open(&a.dir)? else {
         println!(

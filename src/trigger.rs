@@ -116,7 +116,7 @@ impl Drop for Listener {
 
 /// Runs `rtrec trigger DIR`: exit 0 when the recorder got the request, 1
 /// when no recorder listens in DIR.
-pub fn run(a: &TriggerArgs) -> crate::Result<i32> {
+pub fn run(a: &TriggerArgs) -> crate::error::Result<i32> {
     let path = a.dir.join(SOCKET_NAME);
     let sent = UnixDatagram::unbound().and_then(|s| s.send_to(MESSAGE, &path));
     match sent {
@@ -132,6 +132,6 @@ pub fn run(a: &TriggerArgs) -> crate::Result<i32> {
             );
             Ok(1)
         }
-        Err(e) => crate::usage(format!("cannot reach '{}': {e}", path.display())),
+        Err(e) => crate::error::usage(format!("cannot reach '{}': {e}", path.display())),
     }
 }

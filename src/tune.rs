@@ -63,7 +63,7 @@ fn render(s: &Status) -> String {
 }
 
 /// Runs `rtrec tune`.
-pub fn run(a: &TuneArgs) -> crate::Result<i32> {
+pub fn run(a: &TuneArgs) -> crate::error::Result<i32> {
     if a.restore {
         let report = if a.force {
             restore_all_forced()?

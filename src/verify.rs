@@ -25,7 +25,7 @@ use rtrec_engine::reader::{
 use serde::Serialize;
 
 use crate::cli::VerifyArgs;
-use crate::usage;
+use crate::error::usage;
 use rtrec_engine::utc_iso;
 use rtrec_units::format_size;
 
@@ -60,7 +60,7 @@ struct Report {
 /// Also returns the pool slots of those directories that hold an
 /// unfinished recording (a crash came before its move out of the pool was
 /// on storage).
-pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<(Vec<FileReport>, Vec<PathBuf>)> {
+pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<(Vec<FileReport>, Vec<PathBuf>)> {
     let mut found: Vec<PathBuf> = Vec::new();
     let mut in_pool: Vec<PathBuf> = Vec::new();
     for p in paths {
@@ -69,8 +69,9 @@ pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<(Vec<FileReport>, Vec<Pa
             Err(e) => return usage(format!("cannot read '{}': {e}", p.display())),
         };
         if meta.is_dir() {
-            let more = recording_files(p)
-                .map_err(|e| crate::Error::Usage(format!("cannot list '{}': {e}", p.display())))?;
+            let more = recording_files(p).map_err(|e| {
+                crate::error::Error::Usage(format!("cannot list '{}': {e}", p.display()))
+            })?;
             let hidden = match Pool::open(p) {
                 Ok(Some(pool)) => pool.unfinished().unwrap_or_default(),
                 _ => Vec::new(),
@@ -89,17 +90,16 @@ pub fn verify_paths(paths: &[PathBuf]) -> crate::Result<(Vec<FileReport>, Vec<Pa
     }
     let mut files = Vec::with_capacity(found.len());
     for p in &found {
-        files.push(
-            verify_file(p)
-                .map_err(|e| crate::Error::Usage(format!("cannot read '{}': {e}", p.display())))?,
-        );
+        files.push(verify_file(p).map_err(|e| {
+            crate::error::Error::Usage(format!("cannot read '{}': {e}", p.display()))
+        })?);
     }
     check_continuity(&mut files);
     Ok((files, in_pool))
 }
 
 /// Runs `rtrec verify`.
-pub fn run(a: &VerifyArgs) -> crate::Result<i32> {
+pub fn run(a: &VerifyArgs) -> crate::error::Result<i32> {
     let (files, in_pool) = verify_paths(&a.paths)?;
     let report = Report {
         records: files.iter().map(|f| f.records).sum(),

@@ -170,7 +170,7 @@ fn an_unknown_strategy_names_the_choices_and_exits_2() {
     for (flag, expect) in [
         ("--alloc", "append"),
         ("--flush", "window"),
-        ("--mode", "direct"),
+        ("--mode", "inline"),
     ] {
         let o = record_refuses(&[flag, "bogus", "--count", "5"], 2);
         let err = stderr(&o);

@@ -188,10 +188,10 @@ fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_
     // io_uring back-ends (4 writes in flight) with an allocation each takes.
     let runs = allocs
         .iter()
-        .flat_map(|&a| [(a, "ring", "buffered"), (a, "direct", "buffered")])
+        .flat_map(|&a| [(a, "ring", "buffered"), (a, "inline", "buffered")])
         .chain([
             ("fallocate", "ring", "uring"),
-            ("pool", "direct", "uring"),
+            ("pool", "inline", "uring"),
             ("append", "ring", "uring-buffered"),
         ]);
     {
@@ -247,9 +247,9 @@ fn a_full_disk_inside_an_appended_file_ends_the_recording_honestly() {
     // (with writes in flight), not in the call that submitted it.
     for (mode, io) in [
         ("ring", "buffered"),
-        ("direct", "buffered"),
+        ("inline", "buffered"),
         ("ring", "uring-buffered"),
-        ("direct", "uring-buffered"),
+        ("inline", "uring-buffered"),
     ] {
         let what = format!("{mode} append {io}, disk filled while recording");
         let (fs, dir) = small_fs();

@@ -3,7 +3,7 @@
 //! accepts the result as complete nor calls an intact prefix corrupt — while
 //! still calling real damage corrupt.
 //!
-//! The recorder runs in direct mode with `--trace-written`, which prints
+//! The recorder runs in inline mode with `--trace-written`, which prints
 //! `written SEQ` after each record's `write()` returned: from then on the
 //! record is in the page cache and must survive the death of the process.
 
@@ -62,7 +62,7 @@ enum KillAt {
 fn record_and_kill(dir: &Path, file_size: &str, when: &KillAt) -> Vec<u64> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args([
-            "record", "--mode", "direct", "--period", "1ms", "--size", "4KiB", "--count", "100000",
+            "record", "--mode", "inline", "--period", "1ms", "--size", "4KiB", "--count", "100000",
         ])
         .args([
             "--file-size",
@@ -228,7 +228,7 @@ fn check_killed_recording(dir: &Path, reported: &[u64], what: &str) -> Checked {
 fn assert_damage_in_the_prefix_is_corrupt(file: &Path, valid_len: u64, records: u64) {
     let bytes = std::fs::read(file).unwrap();
     let mut copy = bytes[..valid_len as usize].to_vec();
-    // Direct mode, no drops: 64-byte header, then frames of 40 + 4096 bytes.
+    // Inline mode, no drops: 64-byte header, then frames of 40 + 4096 bytes.
     let frame = 40 + 4096;
     let mid = 64 + (records / 2) as usize * frame + 40 + 2048;
     assert!(

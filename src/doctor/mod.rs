@@ -1,8 +1,13 @@
 //! `rtrec doctor [DIR]`: is this machine fit for real-time recording into
-//! DIR? Checks of the filesystem and device under DIR and of the system
-//! ([`checks`]), each pass / warn / fail / skip with one line of why and
-//! the command that fixes it; `--json` for scripts. Exit code 0 when no
-//! check fails, 1 otherwise.
+//! DIR? Checks of the filesystem and device under DIR, of the system and
+//! of the board ([`checks::CHECKS`], one function each), each pass / warn /
+//! fail / skip with one line of why and the command that fixes it;
+//! `--json` for scripts. Exit code 0 when no check fails, 1 otherwise.
+//!
+//! Modules, lowest first: [`verdict`] (the facts, a finding, a reported
+//! check) · `filesystem`, `device`, `system`, `board` (the checks of each
+//! group) · [`checks`] (the table) · this one (gathering the facts,
+//! rendering).
 //!
 //! Design choices:
 //! - DIR need not exist: the checks run on its nearest existing parent
@@ -10,19 +15,30 @@
 //! - Nothing is measured by default but the steal time (200 ms of
 //!   `/proc/stat`): a full device measurement writes about 100 MiB and
 //!   belongs to `rtrec device probe`. `--probe` runs its short form
-//!   ([`rtrec_emu::probe::Extent::SHORT`], about 16 MiB) in DIR itself and
-//!   judges the flush latency ([`probe_check`]); without it the check is a
-//!   `skip` naming both commands.
+//!   ([`rtrec_emu::probe::Extent::SHORT`], about 16 MiB) in DIR itself,
+//!   before the checks; the `device-probe` check judges its flush latency
+//!   and the ring is sized for its worst stall.
+//! - The ring the memory checks hold against is the engine's sizing rule
+//!   ([`rtrec_engine::Config::sizes_for`], and
+//!   [`rtrec_engine::sizing::ring_for_stall`] with a probed stall) for the
+//!   rate of `--rate SIZE/PERIOD`, as `rtrec record` would size it.
 
+mod board;
 pub mod checks;
+mod device;
+mod filesystem;
+pub(crate) mod system;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 
+use rtrec_engine::{Config, Stall, StallSource, Workload};
+use rtrec_units::{format_duration, format_size};
 use serde::Serialize;
 
 use crate::cli::DoctorArgs;
-use crate::{usage, Context};
-use checks::{Check, Status};
+use crate::error::{usage, Context};
+use verdict::{Check, Facts, Status};
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -33,7 +49,8 @@ pub struct Report {
     pub checked: PathBuf,
     /// The planned recording's size, bytes (`--planned`).
     pub planned_bytes: u64,
-    /// Every check, filesystem first, then device, then system.
+    /// Every check, in the table's order: filesystem, device, system,
+    /// board.
     pub checks: Vec<Check>,
     /// How many of each verdict.
     pub counts: Counts,
@@ -52,89 +69,6 @@ pub struct Counts {
     pub skip: usize,
 }
 
-/// A flush (4 KiB write + `fdatasync`) p99 above this is a warning: etcd's
-/// published bound for its write-ahead log, the nearest published figure
-/// for "a log that must be durable soon" (docs/devices.md, DEVICES.md S24).
-pub const FLUSH_P99_WARN_NS: u64 = 10_000_000;
-
-/// Without `--probe`: a `skip` that names the commands that measure.
-fn probe_skipped() -> Check {
-    Check {
-        id: "device-probe",
-        area: "device",
-        status: Status::Skip,
-        found: "not measured".into(),
-        why: "doctor reads settings only; `rtrec doctor --probe` measures briefly (16 MiB), `rtrec device probe DIR` in full (about 100 MiB), `rtrec bench --dir DIR` its write() latency".into(),
-        fix: None,
-    }
-}
-
-/// With `--probe`: a short probe of the device under `dir` (which must
-/// exist: the probe writes only inside it), judged by its flush p99.
-pub fn probe_check(dir: &Path) -> Check {
-    let mut c = probe_skipped();
-    if !dir.is_dir() {
-        c.why = format!(
-            "'{}' does not exist; the probe writes only inside DIR",
-            dir.display()
-        );
-        return c;
-    }
-    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let short = rtrec_emu::probe::Extent::SHORT;
-    let result = rtrec_emu::probe::probe_extent(dir, "doctor", short, |step| {
-        if !quiet {
-            eprintln!("rtrec doctor: probe {step}");
-        }
-    });
-    let r = match result {
-        Ok(r) => r,
-        Err(e) => {
-            c.status = Status::Warn;
-            c.found = "probe failed".into();
-            c.why = format!("the short probe in '{}' failed: {e}", dir.display());
-            return c;
-        }
-    };
-    // The probe's figures, checked by the same parser as any profile.
-    let p = match rtrec_emu::Profile::from_file(r.profile, "measured by the probe") {
-        Ok(p) => p,
-        Err(e) => {
-            c.status = Status::Warn;
-            c.found = "probe failed".into();
-            c.why = e.to_string();
-            return c;
-        }
-    };
-    let flush_p99 = p.flush_tail_ns.max(p.flush_ns);
-    c.found = format!(
-        "write {}/s, read {}/s; flush {} median, {} p99 (above a 4 KiB write); 4 KiB write {}",
-        rtrec_units::format_size(p.write_bytes_per_s),
-        rtrec_units::format_size(p.read_bytes_per_s),
-        rtrec_units::format_duration(p.flush_ns),
-        rtrec_units::format_duration(flush_p99),
-        rtrec_units::format_duration(p.write_latency_ns)
-    );
-    if flush_p99 > FLUSH_P99_WARN_NS {
-        c.status = Status::Warn;
-        c.why = format!(
-            "a flush p99 above {} (etcd's bound for its log): every jbd2 commit and fsync waits this long; the ring must ride out such stalls",
-            rtrec_units::format_duration(FLUSH_P99_WARN_NS)
-        );
-        c.fix = Some(format!(
-            "rtrec device probe {} -o board.json && rtrec bench --device board.json",
-            dir.display()
-        ));
-    } else {
-        c.status = Status::Pass;
-        c.why = format!(
-            "flush p99 within {} (short probe: 16 MiB; `rtrec device probe` measures GC stalls over 64 MiB)",
-            rtrec_units::format_duration(FLUSH_P99_WARN_NS)
-        );
-    }
-    c
-}
-
 fn nearest_existing(dir: &Path) -> Option<PathBuf> {
     let abs = if dir.is_absolute() {
         dir.to_path_buf()
@@ -146,10 +80,81 @@ fn nearest_existing(dir: &Path) -> Option<PathBuf> {
         .and_then(|a| a.canonicalize().ok())
 }
 
-/// Runs every check for `a`.
-pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
-    let planned = rtrec_units::parse_size(&a.planned)
-        .map_err(|e| crate::Error::Usage(format!("--planned: {e}")))?;
+/// `--rate SIZE/PERIOD`: one record of SIZE every PERIOD (`16KiB/5ms`,
+/// `4MiB/s`), as `rtrec record --size SIZE --period PERIOD`.
+///
+/// # Errors
+/// One sentence: no `/`, or a size or duration the units grammar refuses.
+pub fn parse_rate(s: &str) -> std::result::Result<(u64, u64), String> {
+    let (size, period) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not SIZE/PERIOD (e.g. 16KiB/5ms, 4MiB/s)"))?;
+    // The same parsers as record's --size and --period.
+    let size = rtrec_units::value::record_size(size).map_err(|e| e.to_string())?;
+    // `4MiB/s`: a unit alone means one of it.
+    let period = if period.starts_with(|c: char| c.is_ascii_digit()) {
+        period.to_string()
+    } else {
+        format!("1{period}")
+    };
+    let period = rtrec_units::value::interval(&period).map_err(|e| e.to_string())?;
+    Ok((size.bytes(), period.ns()))
+}
+
+/// The ring `rtrec record` would allocate at `rate` (record size,
+/// period), ridden out for `stall_ns` when the device's worst stall is
+/// known; with how it was sized, in words.
+pub fn ring_for(rate: Option<(u64, u64)>, stall_ns: Option<u64>) -> (u64, String) {
+    let Some((size, period)) = rate else {
+        let ring = Config::default()
+            .sizes_for(&Workload::UNKNOWN)
+            .ring
+            .ring_bytes;
+        return (ring as u64, "the default; --rate sizes it for yours".into());
+    };
+    let cfg = Config {
+        max_record: usize::try_from(size).unwrap_or(usize::MAX),
+        ..Config::default()
+    };
+    // The auto ring of `rtrec record` (rtrec_engine::sizing::auto_ring).
+    let w = Workload {
+        period_ns: Some(period),
+        fixed_size: true,
+        stall: stall_ns.map(|ns| Stall {
+            ns,
+            source: StallSource::Probe,
+        }),
+        ..Workload::UNKNOWN
+    };
+    let ring = cfg.sizes_for(&w).ring.ring_bytes as u64;
+    let rate_words = format!("{} every {}", format_size(size), format_duration(period));
+    match stall_ns {
+        Some(stall) => (
+            ring,
+            format!(
+                "{rate_words}, for the probed worst stall of {}",
+                format_duration(stall)
+            ),
+        ),
+        None => (
+            ring,
+            format!(
+                "{rate_words}, for the default stall of {}",
+                format_duration(rtrec_engine::sizing::DEFAULT_STALL_NS)
+            ),
+        ),
+    }
+}
+
+/// Gathers the facts for `a` (and runs the probe with `--probe`).
+pub fn facts(a: &DoctorArgs) -> crate::error::Result<Facts> {
+    let planned = a.planned.bytes();
+    let rate = a
+        .rate
+        .as_deref()
+        .map(parse_rate)
+        .transpose()
+        .map_err(|e| crate::error::Error::Usage(format!("--rate: {e}")))?;
     let Some(checked) = nearest_existing(&a.dir) else {
         return usage(format!(
             "'{}' has no existing parent directory",
@@ -157,17 +162,28 @@ pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
         ));
     };
     let mounts = rtrec_host::mounts::read_mounts().context("reading /proc/self/mounts")?;
-    let m = rtrec_host::mounts::mount_of(&checked, &mounts);
-    let dev = rtrec_bench::target::block_device_of(&checked);
-    let mut all = checks::filesystem(&checked, m.as_ref(), planned);
-    all.extend(checks::device(dev.as_deref()));
-    all.push(if a.probe {
-        probe_check(&a.dir)
-    } else {
-        probe_skipped()
-    });
-    // What `rtrec record --rt` locks by default: the 16 MiB ring.
-    all.extend(checks::system(16 << 20));
+    let probe = a.probe.then(|| device::run_probe(&a.dir));
+    let stall = probe
+        .as_ref()
+        .and_then(|p| p.as_ref().ok())
+        .map(rtrec_emu::Profile::worst_stall_ns);
+    let (ring_bytes, ring_basis) = ring_for(rate, stall);
+    Ok(Facts {
+        dir: a.dir.clone(),
+        mount: rtrec_host::mounts::mount_of(&checked, &mounts),
+        device: rtrec_host::machine::block_device_of(&checked),
+        checked,
+        planned_bytes: planned,
+        ring_bytes,
+        ring_basis,
+        probe,
+    })
+}
+
+/// Runs every check for `a`.
+pub fn collect(a: &DoctorArgs) -> crate::error::Result<Report> {
+    let facts = facts(a)?;
+    let all = checks::run_all(&facts);
     let mut counts = Counts::default();
     for c in &all {
         *match c.status {
@@ -178,9 +194,9 @@ pub fn collect(a: &DoctorArgs) -> crate::Result<Report> {
         } += 1;
     }
     Ok(Report {
-        dir: a.dir.clone(),
-        checked,
-        planned_bytes: planned,
+        dir: facts.dir,
+        checked: facts.checked,
+        planned_bytes: facts.planned_bytes,
         checks: all,
         counts,
     })
@@ -224,8 +240,21 @@ pub fn render(r: &Report) -> String {
     s
 }
 
+/// The table of checks as `--list` prints it: id, group, title.
+pub fn list() -> String {
+    let width = checks::CHECKS.iter().map(|s| s.id.len()).max().unwrap_or(0);
+    checks::CHECKS
+        .iter()
+        .map(|s| format!("{:<width$}  {:<10}  {}\n", s.id, s.area.name(), s.title))
+        .collect()
+}
+
 /// Runs `rtrec doctor`.
-pub fn run(a: &DoctorArgs) -> crate::Result<i32> {
+pub fn run(a: &DoctorArgs) -> crate::error::Result<i32> {
+    if a.list {
+        print!("{}", list());
+        return Ok(0);
+    }
     let r = collect(a)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);

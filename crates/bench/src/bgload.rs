@@ -297,31 +297,6 @@ fn ready_to_start(a: &LoadArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A zeroed buffer of `len` bytes aligned for O_DIRECT (4 KiB).
-struct Aligned {
-    storage: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl Aligned {
-    const ALIGN: usize = 4096;
-
-    fn new(len: usize) -> Aligned {
-        let storage: Vec<u8> = (0..len + Self::ALIGN).map(|i| (i % 251) as u8).collect();
-        let start = storage.as_ptr().align_offset(Self::ALIGN);
-        Aligned {
-            storage,
-            start,
-            len,
-        }
-    }
-
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.storage[self.start..self.start + self.len]
-    }
-}
-
 /// Creates (or empties) `path` for reading and writing: the file a load or
 /// the S3 tester overwrites.
 pub(crate) fn create_truncated(path: &Path) -> anyhow::Result<File> {
@@ -401,7 +376,13 @@ fn job_loop(a: &LoadArgs, write: bool) -> anyhow::Result<LoadResult> {
     }
     .with_context(|| format!("opening '{}'", path.display()))?;
     let request = a.request_bytes.min(a.file_bytes) as usize;
-    let mut buf = Aligned::new(request);
+    // Aligned for O_DIRECT (4 KiB covers every logical block size in use),
+    // filled with the same pattern as the streamer's chunks.
+    let mut buf = sys::AlignedBuf::new(request, 4096)
+        .with_context(|| format!("a buffer of {request} bytes for the job's requests"))?;
+    buf.iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = (i % 251) as u8);
     let mut r = LoadResult::default();
     ready_to_start(a)?;
     let start = Instant::now();
@@ -413,11 +394,11 @@ fn job_loop(a: &LoadArgs, write: bool) -> anyhow::Result<LoadResult> {
                 sys::fadvise_dontneed(&f, 0, 0).context("dropping the cache")?;
             }
             if write {
-                sys::pwrite_all(&f, buf.as_mut(), off).context("writing")?;
+                sys::pwrite_all(&f, &buf, off).context("writing")?;
                 r.bytes_written += request as u64;
             } else {
-                let n = std::os::unix::fs::FileExt::read_at(&f, buf.as_mut(), off)
-                    .context("reading")?;
+                let n =
+                    std::os::unix::fs::FileExt::read_at(&f, &mut buf, off).context("reading")?;
                 r.bytes_read += n as u64;
             }
             r.ops += 1;

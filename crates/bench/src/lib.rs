@@ -18,7 +18,7 @@
 //!   default) and the environment;
 //! - [`flusher`]: FON / FOFF through the journaled sysctl helpers;
 //! - [`s3`], [`s4`]: the fsync-tester and BFQ-weight studies; [`s4_fio`]:
-//!   S4's matrix run by fio (`--with-fio`); [`s4_plot`]: S4's throughput
+//!   S4's matrix run by fio (`--with-fio`); [`export::s4_plot`]: S4's throughput
 //!   shares as an SVG;
 //! - [`report`]: the result schema (`--json`); [`export`]: JSON and SVG;
 //!   [`output`]: tables, progress bars and warnings;
@@ -47,7 +47,6 @@ pub mod report;
 pub mod s3;
 pub mod s4;
 pub mod s4_fio;
-pub mod s4_plot;
 pub mod scenario;
 pub mod signal;
 pub mod study;
@@ -73,8 +72,8 @@ use crate::protocol::{Overrides, Protocol};
 use crate::report::{BenchReport, SCHEMA_VERSION};
 use crate::scenario::{Scenario, SCENARIOS};
 use crate::study::Study;
-pub use crate::target::DeviceArg;
 use crate::target::Target;
+pub use rtrec_emu::DeviceArg;
 
 /// The options of `rtrec bench`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -92,11 +91,11 @@ pub struct BenchArgs {
     pub rounds: Option<u32>,
 
     /// S4: how long each cell of the matrix runs (default 3s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_span)]
     pub cell: Option<Duration>,
 
     /// S4: request sizes, comma-separated (default 1MB,4MB,16MB,35MB,50MB,100MB).
-    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_record_size)]
+    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_size)]
     pub request_sizes: Vec<u64>,
 
     /// S4: schedulers to compare, comma-separated (default none,mq-deadline,bfq,bfq-strict; the RTREC-ISOLATED cases of the ones left out are skipped).
@@ -172,11 +171,11 @@ pub struct BenchArgs {
     pub lock_timeout: Option<Duration>,
 
     /// With --study throughput: how long a probe that decides the sustained rate records (default 60s).
-    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub probe_duration: Option<Duration>,
 
     /// With --study throughput: how long each probe of the coarse search records (default 5s; at least --probe-duration: one phase).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub coarse_duration: Option<Duration>,
 
     /// With --study throughput: bisection steps of the coarse search after the first failing rate (default 5).
@@ -191,17 +190,9 @@ pub struct BenchArgs {
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
 
-    /// Trace every case and attribute its slow calls to kernel causes (needs root and tracefs; own tracefs instance).
-    #[arg(long)]
-    pub explain: bool,
-
-    /// With --explain: calls slower than this are explained (default: 10 × the median and at least 100µs).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "explain")]
-    pub explain_threshold: Option<Duration>,
-
-    /// With --explain: keep each case's raw trace (tracefs text, as trace-cmd and perf users read it) in DIR.
-    #[arg(long, value_name = "DIR", requires = "explain")]
-    pub explain_raw: Option<PathBuf>,
+    /// `--explain`, `--explain-threshold`, `--explain-raw`.
+    #[command(flatten)]
+    pub explain: rtrec_trace::ExplainArgs,
 }
 
 /// `--device`: a shipped profile's name or a profile file, loaded and
@@ -210,32 +201,51 @@ fn parse_device(s: &str) -> Result<DeviceArg, String> {
     DeviceArg::parse(s)
 }
 
-/// `--period`: the units grammar, from 1 ns to 1 hour.
+/// At most this long: a period or a run of the bench (1 hour).
+const MAX_BENCH_NS: u64 = 3_600_000_000_000;
+
+/// `d`, or a sentence when it is over `max_ns` (`range` in words).
+fn at_most(
+    s: &str,
+    d: rtrec_units::value::Duration,
+    max_ns: u64,
+    range: &str,
+) -> Result<Duration, String> {
+    if d.ns() > max_ns {
+        return Err(format!("'{s}' is out of range ({range})"));
+    }
+    Ok(d.into())
+}
+
+/// `--period`: an interval (`rtrec_units::value::interval`) of at most 1 hour.
 fn parse_period(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if (1..=3_600_000_000_000).contains(&ns) => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is out of range (1ns to 1h)")),
-        Err(e) => Err(e.to_string()),
-    }
+    let d = rtrec_units::value::interval(s).map_err(|e| e.to_string())?;
+    at_most(s, d, MAX_BENCH_NS, "1ns to 1h")
 }
 
-/// `--lock-timeout`: the units grammar, from 0 (do not wait) to 1 day.
+/// `--cell`, `--probe-duration`, `--coarse-duration`: a span
+/// (`rtrec_units::value::span`) of at most 1 hour.
+fn parse_span(s: &str) -> Result<Duration, String> {
+    let d = rtrec_units::value::span(s).map_err(|e| e.to_string())?;
+    at_most(s, d, MAX_BENCH_NS, "1ns to 1h")
+}
+
+/// `--lock-timeout`: from 0 (do not wait) to 1 day.
 pub fn parse_lock_timeout(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if ns <= 86_400_000_000_000 => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is out of range (0s to 24h)")),
-        Err(e) => Err(e.to_string()),
-    }
+    let d = rtrec_units::value::span_or_zero(s).map_err(|e| e.to_string())?;
+    at_most(s, d, 24 * MAX_BENCH_NS, "0s to 24h")
 }
 
-/// `--size`: the units grammar, at least one byte (the upper bound depends
-/// on the file size and is checked by [`Plan::from_args`]).
-fn parse_record_size(s: &str) -> Result<u64, String> {
-    match rtrec_units::parse_size(s) {
-        Ok(0) => Err(format!("'{s}' is zero; a write needs at least 1B")),
-        Ok(b) => Ok(b),
-        Err(e) => Err(e.to_string()),
-    }
+/// `--size`: one record (`rtrec_units::value::record_size`, at least one byte;
+/// the upper bound depends on the file size and is checked by
+/// [`Plan::from_args`]).
+fn parse_record_size(s: &str) -> Result<u64, rtrec_units::Error> {
+    rtrec_units::value::record_size(s).map(rtrec_units::value::Size::bytes)
+}
+
+/// `--request-sizes`: sizes (`rtrec_units::value::size`, at least one byte).
+fn parse_size(s: &str) -> Result<u64, rtrec_units::Error> {
+    rtrec_units::value::size(s).map(rtrec_units::value::Size::bytes)
 }
 
 #[derive(Parser)]
@@ -580,21 +590,19 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
 }
 
 /// The second stage of [`run_with`]: sets up the target, runs every case
-/// of `plan` with the global lock held (in `flusher`), exports and puts the
-/// machine back.
+/// of `plan` with the global lock held (in `flusher`), then S3 and S4,
+/// puts the machine back and prints the tables. Each step is one function
+/// below; every step that adds results exports them again, so a late
+/// failure loses nothing.
 fn run_plan(
     args: &BenchArgs,
     opts: &RunOptions,
     plan: &Plan,
     fio: Option<String>,
-    mut flusher: FlusherControl,
+    flusher: FlusherControl,
     restored: &[String],
 ) -> anyhow::Result<i32> {
-    let launcher = match &opts.launcher {
-        Some(l) => l.clone(),
-        None => Launcher::current_exe()
-            .context("finding the rtrec executable to start background loads")?,
-    };
+    let launcher = launcher(opts)?;
     restored
         .iter()
         .for_each(|l| eprintln!("rtrec bench: put back {l}"));
@@ -608,20 +616,48 @@ fn run_plan(
     if throughput_asked(&args.study) {
         return run_throughput(args, target, flusher);
     }
-
-    let mut tracer = None;
-    if args.explain {
-        match rtrec_trace::Session::create() {
-            Ok(session) => {
-                tracer = Some(explain::Tracer {
-                    session,
-                    threshold_ns: args.explain_threshold.map(|d| d.as_nanos() as u64),
-                    raw: args.explain_raw.clone(),
-                })
-            }
-            Err(sentence) => eprintln!("rtrec bench: {sentence}"),
-        }
+    let mut run = Run {
+        report: empty_report(args, &target, &flusher),
+        exports: exports(args, plan),
+        tracer: tracer(args),
+        launcher,
+        target,
+        flusher,
+        warnings,
+        failed: false,
+    };
+    run.announce(plan);
+    run.cases(plan);
+    if plan.s3 && !signal::interrupted() {
+        run.s3(args)?;
     }
+    if plan.s4 && !signal::interrupted() {
+        run.s4(args, plan, fio);
+    }
+    run.finish(args, plan)
+}
+
+/// How to start background loads: the caller's, or this executable.
+fn launcher(opts: &RunOptions) -> anyhow::Result<Launcher> {
+    match &opts.launcher {
+        Some(l) => Ok(l.clone()),
+        None => Launcher::current_exe()
+            .context("finding the rtrec executable to start background loads"),
+    }
+}
+
+/// `--explain`: a tracing session, or `None` (with the reason printed)
+/// when tracefs cannot give one; the cases then run untraced.
+fn tracer(args: &BenchArgs) -> Option<rtrec_trace::Tracer> {
+    args.explain.tracer().unwrap_or_else(|sentence| {
+        eprintln!("rtrec bench: {sentence}");
+        None
+    })
+}
+
+/// The exports asked for on the command line (S4's share plot beside
+/// `--plot` when S4 runs).
+fn exports(args: &BenchArgs, plan: &Plan) -> Exports {
     let mut exports = Exports::default();
     if let Some(p) = &args.json {
         exports.add(Box::new(JsonExporter) as Box<dyn Exporter>, p.clone());
@@ -629,12 +665,12 @@ fn run_plan(
     if let Some(p) = &args.plot {
         exports.add(Box::new(SvgExporter), p.clone());
         if plan.s4 && p.as_os_str() != export::STDOUT {
-            let beside = s4_plot::path_beside(p);
+            let beside = export::s4_plot::path_beside(p);
             eprintln!(
                 "rtrec bench: the S4 throughput shares are drawn to {}",
                 beside.display()
             );
-            exports.add(Box::new(s4_plot::S4PlotExporter), beside);
+            exports.add(Box::new(export::s4_plot::S4PlotExporter), beside);
         }
     }
     if let Some(p) = &args.html {
@@ -646,10 +682,15 @@ fn run_plan(
     if let Some(p) = &args.export_markdown {
         exports.add(Box::new(MarkdownExporter), p.clone());
     }
-    let mut report = BenchReport {
+    exports
+}
+
+/// The report before any case: the environment, nothing measured yet.
+fn empty_report(args: &BenchArgs, target: &Target, flusher: &FlusherControl) -> BenchReport {
+    BenchReport {
         schema_version: SCHEMA_VERSION,
         environment: target::environment(
-            &target,
+            target,
             args.device.as_ref(),
             flusher.found(),
             flusher.can_switch(),
@@ -660,71 +701,96 @@ fn run_plan(
         cases: Vec::new(),
         s3: None,
         s4: None,
-    };
-    let env = &report.environment;
-    eprintln!(
-        "rtrec bench: {} cases on {} ({}, {}, {}); timed loops take about {} (plus setup)",
-        plan.cases.len(),
-        env.path,
-        env.filesystem,
-        env.mount_options,
-        env.device,
-        rtrec_units::format_duration(plan.loop_ns())
-    );
-    for w in &warnings {
-        eprintln!("rtrec bench: warning: {w}");
     }
-    let mut failed = false;
-    for (i, (s, p)) in plan.cases.iter().enumerate() {
-        if signal::interrupted() {
-            break;
-        }
-        let warned = warnings.len();
-        let mut ctx = RunContext {
-            work: &target.work,
-            launcher: &launcher,
-            flusher: &mut flusher,
-            warnings: &mut warnings,
-            tracer: tracer.as_mut(),
-        };
-        let r = benchmark::run_case(s, p, &mut ctx);
-        for w in &warnings[warned..] {
+}
+
+/// A run in progress: what it holds from setup to teardown, and the report
+/// it fills.
+struct Run {
+    launcher: Launcher,
+    target: Target,
+    flusher: FlusherControl,
+    tracer: Option<rtrec_trace::Tracer>,
+    warnings: Vec<output::Warning>,
+    exports: Exports,
+    report: BenchReport,
+    /// A case or S4 failed (exit code 1).
+    failed: bool,
+}
+
+impl Run {
+    /// The one line before the cases: how many, where, and how long.
+    fn announce(&self, plan: &Plan) {
+        let env = &self.report.environment;
+        eprintln!(
+            "rtrec bench: {} cases on {} ({}, {}, {}); timed loops take about {} (plus setup)",
+            plan.cases.len(),
+            env.path,
+            env.filesystem,
+            env.mount_options,
+            env.device,
+            rtrec_units::format_duration(plan.loop_ns())
+        );
+        for w in &self.warnings {
             eprintln!("rtrec bench: warning: {w}");
         }
-        // What is left, from the plan: the timed loops of the cases to come.
-        let left_ns: u64 = plan.cases[i + 1..].iter().map(|(_, p)| p.loop_ns()).sum();
-        eprintln!(
-            "rtrec bench: [{}/{}] {}{}",
-            i + 1,
-            plan.cases.len(),
-            case_line(&r),
-            if left_ns > 0 {
+    }
+
+    /// Runs every case of the plan until a stop signal, one log line and
+    /// one export after each.
+    fn cases(&mut self, plan: &Plan) {
+        for (i, (s, p)) in plan.cases.iter().enumerate() {
+            if signal::interrupted() {
+                break;
+            }
+            let warned = self.warnings.len();
+            let mut ctx = RunContext {
+                work: &self.target.work,
+                launcher: &self.launcher,
+                flusher: &mut self.flusher,
+                warnings: &mut self.warnings,
+                tracer: self.tracer.as_mut(),
+            };
+            let r = benchmark::run_case(s, p, &mut ctx);
+            for w in &self.warnings[warned..] {
+                eprintln!("rtrec bench: warning: {w}");
+            }
+            // What is left, from the plan: the timed loops of the cases to come.
+            let left_ns: u64 = plan.cases[i + 1..].iter().map(|(_, p)| p.loop_ns()).sum();
+            let left = if left_ns > 0 {
                 format!(
                     "; about {} of timed loops left",
                     rtrec_units::format_duration(left_ns)
                 )
             } else {
                 String::new()
-            }
-        );
-        failed |= r.error.is_some();
-        report.cases.push(r);
-        report.environment.emulator = target.emulator_stats();
-        report.fill_floor_ratios();
-        report.warnings = warnings.iter().map(ToString::to_string).collect();
-        if let Err(e) = exports.write_all(&report) {
-            eprintln!("rtrec bench: {e:#}");
+            };
+            eprintln!(
+                "rtrec bench: [{}/{}] {}{left}",
+                i + 1,
+                plan.cases.len(),
+                case_line(&r)
+            );
+            self.failed |= r.error.is_some();
+            self.report.cases.push(r);
+            self.report.environment.emulator = self.target.emulator_stats();
+            self.report.fill_floor_ratios();
+            self.report.warnings = self.warnings.iter().map(ToString::to_string).collect();
+            self.export();
         }
     }
-    if plan.s3 && !signal::interrupted() {
-        if flusher.can_switch() {
+
+    /// S3 (fsync-tester beside a streaming writer, on images of its own;
+    /// needs root), then an export.
+    fn s3(&mut self, args: &BenchArgs) -> anyhow::Result<()> {
+        if self.flusher.can_switch() {
             let rounds = args.rounds.unwrap_or(s3::DEFAULT_ROUNDS);
             let emulator = match &args.device {
-                Some(d) => d.emulator()?,
+                Some(d) => target::emulator(d)?,
                 None => None,
             };
-            report.s3 = Some(s3::run(
-                &launcher,
+            self.report.s3 = Some(s3::run(
+                &self.launcher,
                 rounds,
                 args.image_dir.as_deref(),
                 emulator.as_ref(),
@@ -732,12 +798,14 @@ fn run_plan(
         } else {
             eprintln!("rtrec bench: S3 needs root (its own ext4 images); skipped");
         }
-        if let Err(e) = exports.write_all(&report) {
-            eprintln!("rtrec bench: {e:#}");
-        }
+        self.export();
+        Ok(())
     }
-    if plan.s4 && !signal::interrupted() {
-        match (flusher.journal(), target.loop_device()) {
+
+    /// S4 (BFQ weights on our own loop device; needs root and no `--dir`),
+    /// then an export.
+    fn s4(&mut self, args: &BenchArgs, plan: &Plan, fio: Option<String>) {
+        match (self.flusher.journal(), self.target.loop_device()) {
             (Some(journal), Some(device)) => {
                 let sizes = if args.request_sizes.is_empty() {
                     s4::SIZES.to_vec()
@@ -745,9 +813,9 @@ fn run_plan(
                     args.request_sizes.clone()
                 };
                 let ctx = s4::S4Context {
-                    launcher: &launcher,
+                    launcher: &self.launcher,
                     journal,
-                    work: &target.work,
+                    work: &self.target.work,
                     device,
                     cell: args.cell.unwrap_or(s4::DEFAULT_CELL),
                     sizes: &sizes,
@@ -756,9 +824,9 @@ fn run_plan(
                     fio,
                 };
                 match s4::run(&ctx) {
-                    Ok(r) => report.s4 = Some(r),
+                    Ok(r) => self.report.s4 = Some(r),
                     Err(e) => {
-                        failed = true;
+                        self.failed = true;
                         eprintln!("rtrec bench: S4: {e:#}");
                     }
                 }
@@ -767,27 +835,69 @@ fn run_plan(
                 eprintln!("rtrec bench: S4 needs root and our own ext4 image (not --dir); skipped")
             }
         }
-        if let Err(e) = exports.write_all(&report) {
+        self.export();
+    }
+
+    /// Writes every export of the report so far; a failure is printed, the
+    /// run goes on.
+    fn export(&self) {
+        if let Err(e) = self.exports.write_all(&self.report) {
             eprintln!("rtrec bench: {e:#}");
         }
     }
-    report.interrupted = signal::interrupted();
-    report.complete = !report.interrupted && report.cases.len() == plan.cases.len();
-    // FON: the values found at start, which must now be in force again.
-    let restored = flusher.set(scenario::Flusher::On).map(|_| ());
-    if let Some((found, now)) = flusher.changed() {
-        warnings.push(output::Warning::DirtySettingsChanged { found, now });
+
+    /// Puts the machine back (dirty settings, tracefs instance, target),
+    /// exports the final report, prints the tables and returns the exit
+    /// code: 130 interrupted, 1 a case failed, 0 otherwise.
+    fn finish(self, args: &BenchArgs, plan: &Plan) -> anyhow::Result<i32> {
+        let Run {
+            target,
+            mut flusher,
+            tracer,
+            mut warnings,
+            exports,
+            mut report,
+            failed,
+            ..
+        } = self;
+        report.interrupted = signal::interrupted();
+        report.complete = !report.interrupted && report.cases.len() == plan.cases.len();
+        // FON: the values found at start, which must now be in force again.
+        let restored = flusher.set(scenario::Flusher::On).map(|_| ());
+        if let Some((found, now)) = flusher.changed() {
+            warnings.push(output::Warning::DirtySettingsChanged { found, now });
+        }
+        let restored = restored.and(flusher.finish());
+        if let Err(e) = tracer.map_or(Ok(()), |t| t.session.remove()) {
+            eprintln!("rtrec bench: removing the tracefs instance: {e}");
+        }
+        let removed = target.remove();
+        report.warnings = warnings.iter().map(ToString::to_string).collect();
+        let exported = exports.write_all(&report);
+        // With `--json -` the JSON is stdout's; the table goes to stderr.
+        let text = render(args, &report, &warnings);
+        if exports.uses_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+        restored?;
+        removed?;
+        exported?;
+        Ok(if report.interrupted {
+            130
+        } else if failed {
+            1
+        } else {
+            0
+        })
     }
-    let restored = restored.and(flusher.finish());
-    let untraced = tracer.map_or(Ok(()), |t| t.session.remove());
-    if let Err(e) = untraced {
-        eprintln!("rtrec bench: removing the tracefs instance: {e}");
-    }
-    let removed = target.remove();
-    report.warnings = warnings.iter().map(ToString::to_string).collect();
-    let exported = exports.write_all(&report);
-    // With `--json -` the JSON is stdout's; the table goes to stderr.
-    let mut text = table::render_results(&report);
+}
+
+/// The tables at the end: the cases, S3, S4, `--histogram`'s histograms
+/// and the warnings.
+fn render(args: &BenchArgs, report: &BenchReport, warnings: &[output::Warning]) -> String {
+    let mut text = table::render_results(report);
     if let Some(r) = &report.s3 {
         text.push_str(&table::render_s3(r));
     }
@@ -809,25 +919,11 @@ fn run_plan(
     }
     if !warnings.is_empty() {
         text.push('\n');
-        for w in &warnings {
+        for w in warnings {
             text.push_str(&format!("warning: {w}\n"));
         }
     }
-    if exports.uses_stdout() {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    restored?;
-    removed?;
-    exported?;
-    Ok(if report.interrupted {
-        130
-    } else if failed {
-        1
-    } else {
-        0
-    })
+    text
 }
 
 /// One line for the log after each case.

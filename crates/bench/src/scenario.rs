@@ -512,7 +512,7 @@ impl Scenario {
     /// The engine configuration of a recording case under `protocol`
     /// (`None` for the fallocate and memcpy cases).
     ///
-    /// The study's cases: `direct` mode, `raw` framing, the case's `alloc`
+    /// The study's cases: `inline` mode, `raw` framing, the case's `alloc`
     /// and `flush`, no durability sync. rtrec's cases: `Config::default()` as it is. Both get the
     /// workload's flush interval and file size, and keep every `write()`
     /// latency.
@@ -524,7 +524,7 @@ impl Scenario {
             // The study had no periodic durability sync: only its flush
             // strategy pushes data to storage.
             Strategies::Paper { alloc, flush } => Config {
-                mode: Mode::Direct,
+                mode: Mode::Inline,
                 alloc,
                 flush,
                 framing: Framing::Raw,

@@ -2,85 +2,35 @@
 //! with a 128 MB journal and loop-mounted `noatime,lazytime,delalloc,
 //! nodiscard`, data=ordered, as S1's recording partition), else `--dir` on
 //! an existing filesystem, else (not root) a temporary directory. Also
-//! reads what the environment is — mount options, device stack, I/O
-//! schedulers, journal size — and says which of S1's conditions a target
-//! does not meet.
+//! gathers what the environment is — mount options, device stack, I/O
+//! schedulers, journal size, read by `rtrec_host::machine` — and says
+//! which of S1's conditions a target does not meet.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::Context;
-use rtrec_emu::{EmulatorStats, Profile};
+use rtrec_emu::{DeviceArg, EmulatorStats};
 use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopdev;
 use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions};
+use rtrec_host::machine::{self, block_device_of, journal_bytes};
 use rtrec_host::mounts::{mount_of, read_mounts, MountEntry};
 
 use crate::output::Warning;
 use crate::report::Environment;
 
-/// Environment variable naming the program to run as the emulator
-/// (`PROGRAM __emulate …`; default: the running rtrec binary). For test
-/// binaries, which are not rtrec.
-pub const EMULATOR_ENV: &str = "RTREC_EMULATOR";
-
-/// `--device`: how the user named the profile, and the profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceArg {
-    /// A shipped name, or the canonical path of a profile file (what the
-    /// emulator process is given).
-    pub spec: String,
-    /// The checked profile.
-    pub profile: Profile,
+/// The emulator command serving `device`'s profile, run by this program;
+/// `None` for `native`.
+///
+/// # Errors
+/// The running executable cannot be found.
+pub fn emulator(device: &DeviceArg) -> anyhow::Result<Option<EmulatorCommand>> {
+    Ok(device
+        .emulator_args()
+        .map(EmulatorCommand::of_this_program)
+        .transpose()?)
 }
-
-impl DeviceArg {
-    /// Loads and checks a profile by name or file.
-    ///
-    /// # Errors
-    /// One sentence: no such profile or file, or an invalid profile.
-    pub fn parse(s: &str) -> Result<DeviceArg, String> {
-        let profile = Profile::load(s).map_err(|e| e.to_string())?;
-        let spec = if rtrec_emu::profile::BUILTIN.iter().any(|(n, _)| *n == s) {
-            s.to_string()
-        } else {
-            Path::new(s)
-                .canonicalize()
-                .map_err(|e| format!("'{s}': {e}"))?
-                .display()
-                .to_string()
-        };
-        Ok(DeviceArg { spec, profile })
-    }
-
-    /// The emulator command for this profile, or `None` for a profile that
-    /// emulates nothing (`native`).
-    ///
-    /// # Errors
-    /// The running executable cannot be found.
-    pub fn emulator(&self) -> anyhow::Result<Option<EmulatorCommand>> {
-        if self.profile.is_native() {
-            return Ok(None);
-        }
-        let program = match std::env::var_os(EMULATOR_ENV) {
-            Some(p) => PathBuf::from(p),
-            None => std::env::current_exe().context("finding the rtrec executable")?,
-        };
-        Ok(Some(EmulatorCommand {
-            program,
-            args: vec![
-                "__emulate".into(),
-                "--profile".into(),
-                self.spec.clone().into(),
-            ],
-        }))
-    }
-}
-
-/// Size of the default image (sparse: it costs only what is written).
-pub const IMAGE_BYTES: u64 = 2 << 30;
 
 /// The filesystem under test, removed (unmounted, detached, deleted) when
 /// dropped.
@@ -132,7 +82,7 @@ impl Target {
         warnings: &mut Vec<Warning>,
     ) -> anyhow::Result<Target> {
         let emulator = match device {
-            Some(d) => d.emulator()?,
+            Some(d) => emulator(d)?,
             None => None,
         };
         if let Some(d) = dir {
@@ -158,7 +108,7 @@ impl Target {
         match loopfs::privileged() {
             Ok(()) => {
                 let opts = LoopFsOptions {
-                    size: IMAGE_BYTES,
+                    size: loopfs::WORK_IMAGE_SIZE,
                     parent: image_dir.map(Path::to_path_buf),
                     emulator,
                     ..LoopFsOptions::default()
@@ -282,58 +232,8 @@ fn conditions(path: &Path) -> Vec<Warning> {
     }
 }
 
-/// The journal size from `dumpe2fs -h` (root, ext4 on a block device);
-/// `None` when it cannot be read.
-pub fn journal_bytes(m: &MountEntry) -> Option<u64> {
-    if m.fstype != "ext4" || !m.source.starts_with("/dev/") {
-        return None;
-    }
-    let out = Command::new("dumpe2fs")
-        .arg("-h")
-        .arg(&m.source)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    // "Journal size:" (older e2fsprogs) or "Total journal size:".
-    let v = text
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("Total journal size:")
-                .or_else(|| l.strip_prefix("Journal size:"))
-        })?
-        .trim();
-    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
-    let n: u64 = num.parse().ok()?;
-    Some(match unit.trim() {
-        "k" | "K" => n << 10,
-        "M" => n << 20,
-        "G" => n << 30,
-        _ => n,
-    })
-}
-
-/// The whole-disk block device name holding `path` (`loop0`, `vda`).
-pub fn block_device_of(path: &Path) -> Option<String> {
-    let dev = fs::metadata(path).ok()?.dev();
-    let (maj, min) = rtrec_sys::major_minor(dev);
-    let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
-    let disk = if sys.join("partition").exists() {
-        sys.parent()?.to_path_buf()
-    } else {
-        sys
-    };
-    Some(disk.file_name()?.to_string_lossy().into_owned())
-}
-
 fn scheduler(dev: &str) -> String {
     rtrec_host::iosched::read_scheduler(dev).unwrap_or_else(|_| "?".into())
-}
-
-fn first_line(path: &str) -> Option<String> {
-    fs::read_to_string(path)
-        .ok()
-        .map(|s| s.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// Reads what the bench runs on. `vm_dirty` are the values found at
@@ -346,29 +246,14 @@ pub fn environment(
 ) -> Environment {
     let mounts = read_mounts().unwrap_or_default();
     let m = mount_of(&target.work, &mounts).unwrap_or_default();
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .and_then(|r| r.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "?".into());
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory_bytes = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024;
+    let cpu = machine::cpu_model().unwrap_or_else(|| "?".into());
+    let memory_bytes = machine::meminfo_bytes("MemTotal").unwrap_or(0);
     let (device_text, io_scheduler) = match block_device_of(&target.work) {
         Some(dev) if dev.starts_with("loop") => {
-            let backing =
-                first_line(&format!("/sys/block/{dev}/loop/backing_file")).unwrap_or_default();
-            let dio = first_line(&format!("/sys/block/{dev}/loop/dio"))
-                .map(|d| d == "1")
-                .unwrap_or(false);
+            let backing = loopdev::backing_file(&Path::new("/dev").join(&dev))
+                .map(|b| b.display().to_string())
+                .unwrap_or_default();
+            let dio = machine::loop_direct_io(&dev).unwrap_or(false);
             let under = block_device_of(Path::new(&backing));
             let desc = format!(
                 "{dev} (image {backing}{}, direct I/O {})",
@@ -391,7 +276,7 @@ pub fn environment(
         None => (m.source.clone(), "?".into()),
     };
     Environment {
-        kernel: first_line("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        kernel: machine::kernel_release().unwrap_or_default(),
         cpu,
         cpus: std::thread::available_parallelism()
             .map(|n| n.get() as u32)

@@ -179,8 +179,8 @@ pub struct ThroughputReport {
 pub fn run(work: &Path, o: &Options) -> anyhow::Result<ThroughputReport> {
     let (device, method) = device_bandwidth(work, o.probe_ns.min(10_000_000_000))?;
     eprintln!(
-        "rtrec bench: the device writes {}/s sequentially ({method})",
-        rtrec_units::format_size(device as u64)
+        "rtrec bench: the device writes {} sequentially ({method})",
+        rtrec_units::format_size_per_s(device as u64)
     );
     let producer = producer_scheduling();
     eprintln!("rtrec bench: the probes' producer runs at {producer}");
@@ -189,10 +189,10 @@ pub fn run(work: &Path, o: &Options) -> anyhow::Result<ThroughputReport> {
         for (io, _) in Io::ALL {
             let row = search(work, *io, size, o, device)?;
             eprintln!(
-                "rtrec bench: {io} {}: {:.0} records/s ({}/s, {:.2} of the device)",
+                "rtrec bench: {io} {}: {:.0} records/s ({}, {:.2} of the device)",
                 rtrec_units::format_size(size),
                 row.sustained_hz,
-                rtrec_units::format_size(row.sustained_bytes_per_s as u64),
+                rtrec_units::format_size_per_s(row.sustained_bytes_per_s as u64),
                 row.fraction_of_device
             );
             rows.push(row);
@@ -488,11 +488,11 @@ pub fn render(r: &ThroughputReport) -> String {
     };
     let mut t = format!(
         "Throughput: the highest rate held for {} with 0 drops and {rule} (coarse search: {} probes)\n\
-         producer: {}; device: {}/s sequential ({})\n\n{:<14} {:>7} | {:>12} {:>11} | {:>9} | {:>10}\n",
+         producer: {}; device: {} sequential ({})\n\n{:<14} {:>7} | {:>12} {:>11} | {:>9} | {:>10}\n",
         rtrec_units::format_duration((r.probe_s * 1e9) as u64),
         rtrec_units::format_duration((r.coarse_s * 1e9) as u64),
         r.producer,
-        rtrec_units::format_size(r.device_bytes_per_s as u64),
+        rtrec_units::format_size_per_s(r.device_bytes_per_s as u64),
         r.device_method,
         "back-end",
         "record",
@@ -503,11 +503,11 @@ pub fn render(r: &ThroughputReport) -> String {
     );
     for row in &r.rows {
         t.push_str(&format!(
-            "{:<14} {:>7} | {:>12.0} {:>9}/s | {:>8.2}{} | {:>10}\n",
+            "{:<14} {:>7} | {:>12.0} {:>11} | {:>8.2}{} | {:>10}\n",
             row.io.name(),
             rtrec_units::format_size(row.record_bytes),
             row.sustained_hz,
-            rtrec_units::format_size(row.sustained_bytes_per_s as u64),
+            rtrec_units::format_size_per_s(row.sustained_bytes_per_s as u64),
             row.fraction_of_device,
             if row.capped { "+" } else { " " },
             row.cpu_s_per_gib.map_or("-".into(), |c| format!("{c:.2}")),

@@ -1,7 +1,8 @@
 //! Emulated storage: reproduce an eMMC, an SD card or a laptop disk on any
 //! machine, or replay a board's measured storage.
 //!
-//! **Owns**: device profiles as data ([`profile`]), the device model that
+//! **Owns**: device profiles as data ([`profile`]) and the `--device`
+//! argument that names one ([`DeviceArg`]), the device model that
 //! turns a request into a service time ([`model`]), the emulator's timing
 //! error ([`timing`]), the FUSE file that serves an image through the model
 //! ([`fs`]), measuring a real device into a profile ([`probe`]), and the
@@ -25,12 +26,15 @@
 //! unmounts ext4 through it cleanly and then unmounts it.
 #![deny(missing_docs)]
 
+pub mod device_arg;
 pub mod ext4;
 pub mod fs;
+pub mod limits;
 pub mod model;
 pub mod probe;
 pub mod profile;
 pub mod queue;
+mod rate;
 pub mod timing;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +44,7 @@ use std::time::Duration;
 use clap::Parser;
 use fuser::MountOption;
 
+pub use device_arg::DeviceArg;
 pub use profile::{Profile, ProfileError};
 pub use timing::EmulatorStats;
 

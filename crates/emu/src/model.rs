@@ -31,6 +31,7 @@
 //! and a comparison of designs is not a comparison of dice.
 
 use crate::profile::Profile;
+use crate::rate::{transfer_bytes, transfer_ns};
 
 /// One request to the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,20 +94,6 @@ pub struct DeviceModel {
     dirty_at_ns: u64,
     /// GC pauses served so far.
     pub gc_pauses: u64,
-}
-
-/// Time to move `bytes` at `per_s` bytes per second, ns (0: no limit).
-pub(crate) fn transfer_ns(bytes: u64, per_s: u64) -> u64 {
-    if per_s == 0 {
-        0
-    } else {
-        (u128::from(bytes) * 1_000_000_000 / u128::from(per_s)) as u64
-    }
-}
-
-/// Bytes moved in `ns` at `per_s` bytes per second.
-fn transfer_bytes(ns: u64, per_s: u64) -> u64 {
-    (u128::from(ns) * u128::from(per_s) / 1_000_000_000).min(u128::from(u64::MAX)) as u64
 }
 
 impl DeviceModel {

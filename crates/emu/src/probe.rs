@@ -164,10 +164,10 @@ pub fn probe_extent(
     rtrec_sys::fdatasync(f)?;
     let write_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
     lines.push(format!(
-        "sequential write: {} in {} ({}/s)",
+        "sequential write: {} in {} ({})",
         rtrec_units::format_size(seq_bytes),
         rtrec_units::format_duration(t.elapsed().as_nanos() as u64),
-        rtrec_units::format_size(write_bw)
+        rtrec_units::format_size_per_s(write_bw)
     ));
 
     progress("2/5 sequential read");
@@ -179,8 +179,8 @@ pub fn probe_extent(
     }
     let read_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
     lines.push(format!(
-        "sequential read: {}/s",
-        rtrec_units::format_size(read_bw)
+        "sequential read: {}",
+        rtrec_units::format_size_per_s(read_bw)
     ));
 
     progress("3/5 4 KiB request latency");

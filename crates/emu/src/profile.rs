@@ -270,7 +270,7 @@ impl Profile {
 
     /// Draining a full write cache to the medium, ns (0 without a cache).
     pub fn cache_drain_ns(&self) -> u64 {
-        crate::model::transfer_ns(self.cache_bytes, self.write_bytes_per_s)
+        crate::rate::transfer_ns(self.cache_bytes, self.write_bytes_per_s)
     }
 
     /// The longest a single write can wait on this device: a GC pause, the

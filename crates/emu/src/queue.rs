@@ -41,21 +41,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::limits::{ASYNC_EXPIRE, SYNC_BATCH};
 use crate::model::{DeviceModel, Op};
 use crate::profile::Order;
 use crate::timing::{Kind, Timing};
-
-/// How long a write may wait behind synchronous requests before it is
-/// served first (CFQ's and BFQ's `fifo_expire_async`: 250 ms).
-pub const ASYNC_EXPIRE: Duration = Duration::from_millis(250);
-
-/// After this many sync commands in a row served while a write waited, one
-/// write command is served. Design choice: a count of commands, not of
-/// mq-deadline's batches of 16 with `writes_starved` 2, because the
-/// emulator's commands are large (up to `max_request`): four 1 MiB reads
-/// (35 ms on `emmc`) already hold writeback as long as deadline's batches
-/// of small reads would.
-pub const SYNC_BATCH: u32 = 4;
 
 /// What a request is to the scheduler, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -90,7 +90,7 @@ impl EmulatorStats {
             self.queue_max,
             self.sync_ahead,
             self.async_expired,
-            rtrec_units::format_duration(crate::queue::ASYNC_EXPIRE.as_nanos() as u64)
+            rtrec_units::format_duration(crate::limits::ASYNC_EXPIRE.as_nanos() as u64)
         )
     }
 

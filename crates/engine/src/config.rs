@@ -31,7 +31,7 @@ pub enum Alloc {
     /// recording.
     Zero,
     /// Take files from a pool prepared while idle (zero-filled, or recycled
-    /// from finished recordings; see [`crate::pool`]): nothing is allocated
+    /// from finished recordings; see `docs/durability.md`, the pool): nothing is allocated
     /// when a recording starts, nothing truncated when it ends (the header
     /// records the valid length instead).
     Pool,
@@ -62,7 +62,9 @@ pub enum Flush {
     Window,
 }
 
-/// Who calls `write()`.
+/// Who calls `write()`: the writer thread behind a ring, or the caller's
+/// own thread inline. (Not to be confused with [`Io::Direct`], `O_DIRECT`:
+/// the mode says which thread writes, [`Io`] how the bytes reach the file.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
@@ -70,8 +72,11 @@ pub enum Mode {
     /// The caller's thread copies into a pre-allocated lock-free ring and a
     /// writer thread calls `write()`. `record()` never blocks.
     Ring,
-    /// The caller's thread calls `write()` itself (as S1 measures it).
-    Direct,
+    /// The caller's thread calls `write()` itself, inline in `record()` (as
+    /// S1 measures it). Formerly named `direct`, which is still accepted.
+    #[serde(alias = "direct")]
+    #[cfg_attr(feature = "clap", value(alias = "direct"))]
+    Inline,
 }
 
 /// How records are laid out in the file.
@@ -104,21 +109,24 @@ pub enum Io {
     #[default]
     Buffered,
     /// `O_DIRECT`: each frame goes to the device from an aligned buffer
-    /// that gathers it behind the file's partial last block (see
-    /// `crate::direct`); there is no dirty page to write back, durability
-    /// points are a device cache flush (`fdatasync`).
+    /// that gathers it behind the file's partial last block; there is no
+    /// dirty page to write back, durability points are a device cache
+    /// flush (`fdatasync`). While the writer is behind (its ring 25 % full,
+    /// until empty) frames are coalesced into writes of up to `io_block`
+    /// (`--io-block`) bytes (`docs/durability.md`, "When the writer falls
+    /// behind").
     Direct,
-    /// [`Io::Direct`] with each block write submitted through io_uring
+    /// `direct` with each block write submitted through io_uring
     /// (registered buffers, the file as a fixed file), up to
-    /// [`Config::io_depth`] writes in flight, their completions reaped by
+    /// `io_depth` (`--io-depth`) writes in flight, their completions reaped by
     /// the writer. When the kernel refuses io_uring (e.g.
     /// `kernel.io_uring_disabled`), the recording says so in a warning and
     /// writes buffered.
     Uring,
     /// io_uring over the page cache (no `O_DIRECT`): the gatherer's
-    /// registered buffers and writes in flight of [`Io::Uring`], frames
+    /// registered buffers and writes in flight of `uring`, frames
     /// written exactly (no padding, no rewrite); the flusher writes back
-    /// dirty pages as with [`Io::Buffered`]. Any allocation mode.
+    /// dirty pages as with `buffered`. Any allocation mode.
     UringBuffered,
 }
 
@@ -162,6 +170,9 @@ fn is_default_io_block(b: &u64) -> bool {
 
 macro_rules! named_enum {
     ($t:ty, $what:literal, [$($v:expr => $n:literal),+ $(,)?]) => {
+        named_enum!($t, $what, [$($v => $n),+], aliases []);
+    };
+    ($t:ty, $what:literal, [$($v:expr => $n:literal),+ $(,)?], aliases [$($av:expr => $an:literal),* $(,)?]) => {
         impl $t {
             /// Every value with its name, in documentation order.
             pub const ALL: &'static [($t, &'static str)] = &[$(($v, $n)),+];
@@ -178,7 +189,10 @@ macro_rules! named_enum {
         impl FromStr for $t {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
-                Self::ALL.iter().find(|(_, n)| *n == s).map(|(v, _)| *v).ok_or_else(|| {
+                // Former names still parse (old command lines, JSON, C
+                // callers); only the current name is printed.
+                let aliases: &[($t, &str)] = &[$(($av, $an)),*];
+                Self::ALL.iter().chain(aliases).find(|(_, n)| *n == s).map(|(v, _)| *v).ok_or_else(|| {
                     let names: Vec<&str> = Self::ALL.iter().map(|(_, n)| *n).collect();
                     format!("unknown {} strategy '{}' (expected one of: {})", $what, s, names.join(", "))
                 })
@@ -207,7 +221,7 @@ named_enum!(Io, "io", [
     Io::Uring => "uring",
     Io::UringBuffered => "uring-buffered",
 ]);
-named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Direct => "direct"]);
+named_enum!(Mode, "mode", [Mode::Ring => "ring", Mode::Inline => "inline"], aliases [Mode::Inline => "direct"]);
 named_enum!(Framing, "framing", [
     Framing::Framed => "framed",
     Framing::Packed => "packed",
@@ -413,7 +427,7 @@ pub struct Config {
     /// Where the writer thread (ring mode) and the flush thread mark their
     /// operations for a tracer (a tracefs instance's `trace_marker`, opened
     /// by the caller); `None`, the default: no marks. Never marked on the
-    /// producer's path (direct mode's writer runs there, so it does not
+    /// producer's path (inline mode's writer runs there, so it does not
     /// mark). Not part of the stored configuration.
     #[serde(skip)]
     pub trace_marker: Option<TraceMarker>,
@@ -538,6 +552,37 @@ fn mem_total() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// Checks a file name prefix: printable ASCII, no `/`, not starting with
+/// `.`, so a file can neither leave the directory nor hide in it. The one
+/// rule, for [`Config::validate`] and the C API.
+///
+/// # Errors
+///
+/// [`ConfigError::BadPrefix`].
+pub fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
+    if prefix.is_empty()
+        || prefix.starts_with('.')
+        || prefix.contains(['/', '\0'])
+        || !prefix.chars().all(|c| c.is_ascii_graphic())
+    {
+        return Err(ConfigError::BadPrefix(prefix.escape_debug().to_string()));
+    }
+    Ok(())
+}
+
+/// Checks the writer thread's SCHED_FIFO priority (1–99). The one rule,
+/// for [`Config::validate`] and the C API.
+///
+/// # Errors
+///
+/// [`ConfigError::BadPriority`].
+pub fn check_writer_priority(priority: i32) -> Result<(), ConfigError> {
+    if !(1..=99).contains(&priority) {
+        return Err(ConfigError::BadPriority(priority));
+    }
+    Ok(())
+}
+
 impl Config {
     /// The flags every file header of this configuration starts with (the
     /// pool adds its own when it hands a file over).
@@ -599,19 +644,9 @@ impl Config {
         if self.flush != Flush::None && self.flush_every == 0 {
             return Err(ConfigError::FlushEveryZero);
         }
-        if self.prefix.is_empty()
-            || self.prefix.starts_with('.')
-            || self.prefix.contains(['/', '\0'])
-            || !self.prefix.chars().all(|c| c.is_ascii_graphic())
-        {
-            return Err(ConfigError::BadPrefix(
-                self.prefix.escape_debug().to_string(),
-            ));
-        }
+        check_prefix(&self.prefix)?;
         if let Some(p) = self.rt.writer_priority {
-            if !(1..=99).contains(&p) {
-                return Err(ConfigError::BadPriority(p));
-            }
+            check_writer_priority(p)?;
         }
         if self.max_record == 0 {
             return Err(ConfigError::MaxRecordZero);
@@ -701,6 +736,17 @@ mod tests {
         for (v, n) in Io::ALL {
             assert_eq!(n.parse::<Io>().unwrap(), *v);
         }
+    }
+
+    #[test]
+    fn the_former_name_of_inline_mode_still_parses_and_prints_as_inline() {
+        assert_eq!("direct".parse::<Mode>().unwrap(), Mode::Inline);
+        let m: Mode = serde_json::from_str("\"direct\"").unwrap();
+        assert_eq!(m, Mode::Inline);
+        assert_eq!(serde_json::to_string(&Mode::Inline).unwrap(), "\"inline\"");
+        assert_eq!(Mode::Inline.to_string(), "inline");
+        let e = "bogus".parse::<Mode>().unwrap_err();
+        assert!(e.ends_with("(expected one of: ring, inline)"), "{e}");
     }
 
     #[test]

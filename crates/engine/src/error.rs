@@ -15,7 +15,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Errors of the engine, each one sentence for the user.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +150,7 @@ pub enum ConfigError {
     /// A pool of 0 files.
     #[error("the pool needs at least 1 file")]
     EmptyPool,
-    /// The flight recorder in direct mode.
+    /// The flight recorder in inline mode.
     #[error("the flight recorder needs the ring mode (records wait in memory for a trigger)")]
     FlightNeedsRing,
     /// The flight recorder with raw files.
@@ -177,7 +177,7 @@ pub enum ConfigError {
 }
 
 /// What kind of failure stopped writing (or flushing) during a recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
     /// The filesystem is full or the quota is used up (`ENOSPC`, `EDQUOT`).
@@ -193,7 +193,7 @@ pub enum FailureKind {
 ///
 /// Serialized in the JSON summary as `{"kind": "no-space", "errno": 28,
 /// "message": "..."}` (see `docs/summary.md`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct Failure {
     /// What kind of failure.

@@ -49,7 +49,7 @@ struct Shared {
 }
 
 /// What the flush thread did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct FlushStats {
     /// Flush calls made.
     pub flushes: u64,

@@ -23,11 +23,12 @@
 //! # Data path
 //!
 //! producer ([`recorder`]) → `ring` → `writer_thread` (→ `flight`) →
-//! `writer` (→ `direct`, the `O_DIRECT` gatherer) → `file` (or one from the [`pool`]) → `flusher`; on disk as
+//! `writer` (→ `io`, the storage back-ends: buffered, `O_DIRECT`, io_uring) → `file` (or one from the [`pool`]) → `flusher`; on disk as
 //! [`format`](mod@format) describes; read back by [`reader`]. How big the files, the
 //! ring and the flight recorder's window are is decided by [`sizing`];
 //! every failure is an [`Error`] or, while recording, a [`Failure`] in the
-//! [`Summary`].
+//! [`Summary`]; [`result`] makes the summary a versioned document
+//! (`rtrec record --json`).
 //!
 //! Only what a library user needs is public: the ring, the writer, its
 //! thread, the file and flush steps are crate-private.
@@ -49,15 +50,16 @@ pub mod stats;
 // Timing of the caller's thread.
 pub mod rt;
 pub mod schedule;
-// The data path: ring (transport) -> file, pool -> flusher -> writer (one
-// recording's files) -> flight (in front of the writer) -> the writer
+// The data path: ring (transport) -> file, pool -> flusher -> io (the
+// storage back-ends) -> writer (one recording's files) -> flight (in front of the writer) -> the writer
 // thread's loop -> recorder (the producer's handle).
-mod direct;
 mod file;
 mod flight;
 mod flusher;
+mod io;
 pub mod pool;
 pub mod recorder;
+pub mod result;
 mod ring;
 mod writer;
 mod writer_thread;

@@ -1,5 +1,5 @@
 //! The recorder: the public object a real-time application holds. It owns
-//! the producer end of the data path (ring mode) or the writer itself (direct
+//! the producer end of the data path (ring mode) or the writer itself (inline
 //! mode), assigns sequence numbers and timestamps, counts every drop, and
 //! assembles the [`Summary`] at the end.
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use rtrb::Producer;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use rtrec_sys as sys;
 
@@ -51,7 +51,7 @@ impl RecordError {
 }
 
 /// Drop counters by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drops {
     /// Ring full (writer behind).
     pub ring_full: u64,
@@ -77,7 +77,7 @@ impl Drops {
 
 /// What a recording did. This struct is the `--json` schema of
 /// `rtrec record`; field names carry their unit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// The configuration used.
     pub config: Config,
@@ -90,7 +90,7 @@ pub struct Summary {
     /// `record()` calls.
     pub records_offered: u64,
     /// Records accepted by `record()`: copied into the ring (ring mode) or
-    /// written (direct mode). See `docs/durability.md`.
+    /// written (inline mode). See `docs/durability.md`.
     pub records_queued: u64,
     /// Records stored in files (`write()` returned): they survive the death
     /// of the process.
@@ -123,7 +123,7 @@ pub struct Summary {
     pub lateness_ns: Option<LatencySummary>,
     /// What the flush thread did.
     pub flush: FlushStats,
-    /// CPU time of the writer thread, ns (ring mode; `None` in direct mode,
+    /// CPU time of the writer thread, ns (ring mode; `None` in inline mode,
     /// where the caller's thread writes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writer_cpu_ns: Option<u64>,
@@ -150,7 +150,7 @@ pub struct Summary {
     pub error: Option<Failure>,
     /// Settings that could not be applied (e.g. real-time priority without
     /// the privilege); the recording ran without them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Raw `write()` latencies (only with `keep_write_samples`).
     #[serde(skip)]
@@ -201,7 +201,7 @@ enum Inner {
         shared: Arc<RingShared>,
         thread: Option<JoinHandle<ThreadReport>>,
     },
-    Direct {
+    Inline {
         writer: Option<Box<Writer>>,
     },
 }
@@ -218,7 +218,7 @@ enum Inner {
 /// (drop-newest). Under [`OnFull::Block`] (opt-in, for producers that can
 /// wait, such as a pipe) `record()` instead waits for room when the ring is
 /// full, which makes system calls; while the ring has room it is the same
-/// wait-free copy. In [`Mode::Direct`] the caller's thread calls `write()`
+/// wait-free copy. In [`Mode::Inline`] the caller's thread calls `write()`
 /// itself, which is what the published study measures.
 ///
 /// # Example
@@ -262,13 +262,18 @@ impl Recorder {
         cfg.validate()?;
         let started_ns = sys::monotonic_ns();
         let live = Arc::new(LiveStats::default());
+        // The ring first: a ring that cannot be allocated leaves no file.
+        let mut ring = match cfg.mode {
+            Mode::Ring => Some(ring::new_prefaulted(cfg.ring_bytes)?),
+            Mode::Inline => None,
+        };
         let writer = Writer::create(dir, &cfg, live.clone())?;
         let inner = match cfg.mode {
-            Mode::Direct => Inner::Direct {
+            Mode::Inline => Inner::Inline {
                 writer: Some(Box::new(writer)),
             },
             Mode::Ring => {
-                let (producer, consumer) = ring::new_prefaulted(cfg.ring_bytes);
+                let (producer, consumer) = ring.take().expect("allocated above in ring mode");
                 live.ring_capacity_bytes
                     .store(cfg.ring_bytes as u64, Ordering::Relaxed);
                 let shared = Arc::new(RingShared::new());
@@ -394,7 +399,7 @@ impl Recorder {
                     }
                     r
                 }
-                Inner::Direct { writer } => match writer.as_mut() {
+                Inner::Inline { writer } => match writer.as_mut() {
                     Some(w) if !w.failed() => w
                         .write_data(seq, t0, data)
                         .map_err(|_| RecordError::WriterFailed),
@@ -494,7 +499,7 @@ impl Recorder {
                     })
                 }
             },
-            Inner::Direct { writer } => {
+            Inner::Inline { writer } => {
                 if let Some(w) = writer.as_mut() {
                     if !w.failed() {
                         let loss = LossPayload {
@@ -559,7 +564,7 @@ impl Recorder {
                 let r = t.join().map_err(|_| Error::WriterPanicked)?;
                 (r.writer, r.flight)
             }
-            Inner::Direct { writer } => {
+            Inner::Inline { writer } => {
                 let w = writer.take().ok_or(Error::AlreadyFinished)?;
                 (w.finish(end_seq, complete, &reason), None)
             }
@@ -570,7 +575,7 @@ impl Recorder {
         let dropped = self.drops.total();
         let queued = match self.cfg.mode {
             Mode::Ring => self.next_seq - (dropped - report.discarded),
-            Mode::Direct => report.records_written,
+            Mode::Inline => report.records_written,
         };
         let abort_reason = match (&report.error, complete) {
             (Some(f), _) => Some(format!("write error: {}", f.message)),

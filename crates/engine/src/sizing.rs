@@ -243,7 +243,7 @@ impl RingSizing {
         RingSizing {
             ring_bytes,
             auto: false,
-            covers_stall_s: covers(ring_bytes, entry_len(max_record), period_ns),
+            covers_stall_s: ring_seconds(ring_bytes as u64, max_record as u64, period_ns),
             ..self
         }
     }
@@ -251,11 +251,6 @@ impl RingSizing {
 
 fn entry_len(max_record: usize) -> u64 {
     (max_record as u64).saturating_add(ENTRY_HEADER_LEN as u64)
-}
-
-fn covers(ring_bytes: usize, entry: u64, period_ns: Option<u64>) -> Option<f64> {
-    let p = period_ns.filter(|&p| p > 0)?;
-    Some((ring_bytes as u64 / entry.max(1)) as f64 * p as f64 / 1e9)
 }
 
 /// The memory cap of the auto ring: 1/8 of `mem_total` (the machine's
@@ -296,8 +291,18 @@ pub fn auto_ring(w: &Workload, max_record: usize, cap: u64) -> RingSizing {
         rate_bytes_per_s: w
             .period()
             .map(|p| (entry as u128 * 1_000_000_000 / p as u128) as u64),
-        covers_stall_s: covers(ring_bytes, entry, w.period()),
+        covers_stall_s: ring_seconds(ring_bytes as u64, max_record as u64, w.period()),
     }
+}
+
+/// What a ring of `ring_bytes` holds in seconds of data when one record of
+/// `max_record` bytes arrives every `period_ns`: the whole entries it
+/// takes, one period each. `None` when the rate is unknown (no period, or
+/// 0).
+pub fn ring_seconds(ring_bytes: u64, max_record: u64, period_ns: Option<u64>) -> Option<f64> {
+    let entry = max_record.saturating_add(ENTRY_HEADER_LEN as u64);
+    let p = period_ns.filter(|&p| p > 0)?;
+    Some((ring_bytes / entry) as f64 * p as f64 / 1e9)
 }
 
 #[cfg(test)]
@@ -424,6 +429,15 @@ mod tests {
         assert!(!f.auto);
         assert_eq!(f.ring_bytes, 100_000);
         assert_eq!(f.covers_stall_s, Some(1.0));
+    }
+
+    #[test]
+    fn the_ring_holds_one_period_per_whole_entry_and_nothing_known_without_a_rate() {
+        // 16 MiB of 16 KiB records (+ 24 B headers): 1022 entries of 5 ms.
+        let held = ring_seconds(16 * MIB, 16 << 10, Some(5_000_000));
+        assert_eq!(held, Some(1022.0 * 5e6 / 1e9));
+        assert_eq!(ring_seconds(16 * MIB, 16 << 10, None), None);
+        assert_eq!(ring_seconds(16 * MIB, 16 << 10, Some(0)), None);
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub struct LatencySummary {
 /// updated with atomic stores: no lock, no system call.
 ///
 /// The three stages of a record, each a separate count (see
-/// `docs/durability.md`): *queued* (accepted by `record()`; in direct mode
+/// `docs/durability.md`): *queued* (accepted by `record()`; in inline mode
 /// the same as written), *written* (`write()` returned: survives the death
 /// of the process) and *durable* (synced to storage: survives a power cut).
 #[derive(Debug, Default)]

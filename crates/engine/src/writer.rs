@@ -1,14 +1,17 @@
-//! The writer: turns records into frames and `write()` calls on the current
-//! file, rotates to the next file when one is full, stores every loss as a
-//! frame, times each `write()`, and feeds the flusher. In direct mode the
-//! caller's thread drives it; in ring mode the writer thread does.
+//! The writer: turns records into frames on the current file, rotates to
+//! the next file when one is full, stores every loss as a frame, times each
+//! frame's write, and feeds the flusher. In inline mode the caller's thread
+//! drives it; in ring mode the writer thread does. How a frame's bytes reach
+//! the file is the storage back-end's business ([`crate::io`], chosen once
+//! in [`Writer::create`]); the writer only asks it what it does
+//! (asynchronous completions, page cache or not), never which one it is.
 //!
 //! Packed framing: records of consecutive sequence numbers are gathered in
 //! one open frame (a buffer allocated once, [`PACKED_PAYLOAD`] bytes) and
 //! written as one [`FrameKind::Packed`] frame when it is full, before a loss,
 //! a trigger or the end frame, when rotating to the next file, and when its
 //! oldest record has waited `max_latency_ns` (checked on each record and by
-//! the writer thread's poll, [`Writer::tick`]; in direct mode, with no
+//! the writer thread's poll, [`Writer::tick`]; in inline mode, with no
 //! writer thread, by the next record or the end). Records in the open frame
 //! are queued, not written: they count as written only once their frame
 //! is; a kill or power cut loses at most `max_latency_ns` of them (and the
@@ -17,11 +20,13 @@
 //! `writer_failed` drops and covered by the loss frame the recording ends
 //! with, like a failed record of its own frame.
 //!
-//! With an io_uring back-end ([`Io::Uring`], [`Io::UringBuffered`]) a
-//! frame's writes complete after `put` returns: data frames wait in a small
+//! With an asynchronous back-end ([`Backend::is_async`]: every one but
+//! `buffered` — io_uring's writes complete later, and the gathering
+//! back-ends coalesce frames while the writer is behind, see [`Writer::pace`])
+//! a frame's writes may complete after `put` returns: data frames wait in a small
 //! ledger ([`Pending`], [`LEDGER`] entries allocated once) and count as
 //! written — and are published to the flusher, so for the next durable
-//! point — only when the gatherer's completed offset passes their end
+//! point — only when the back-end's completed offset passes their end
 //! (reaped after each frame, on each poll of the writer thread, and while
 //! it is idle). Every other frame (loss, trigger, end) first waits for all
 //! writes in flight, and then for its own: they stay in sequence order with
@@ -49,8 +54,7 @@ use std::sync::Arc;
 
 use rtrec_sys as sys;
 
-use crate::config::{Alloc, Config, Flush, Framing, Io, Mode, OnPoolEmpty};
-use crate::direct::Gather;
+use crate::config::{Alloc, Config, Flush, Framing, Mode, OnPoolEmpty};
 use crate::error::{Error, Failure};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FlushStats, Flusher};
@@ -58,6 +62,7 @@ use crate::format::{
     self, EndPayload, FileHeader, FrameKind, LossPayload, LossReason, PackedInfo, FRAME_HEADER_LEN,
     HEADER_LEN, PACKED_PAYLOAD,
 };
+use crate::io::{self as backend, Backend};
 use crate::pool::{Pool, Refiller};
 use crate::sizing::END_PAYLOAD_MAX;
 use crate::stats::{Latency, LiveStats};
@@ -67,7 +72,7 @@ use crate::stats::{Latency, LiveStats};
 pub(crate) type Step = Result<(), Failure>;
 
 /// How the file pool served the recording.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PoolStats {
     /// Files taken from the pool.
     pub taken: u64,
@@ -112,11 +117,11 @@ pub(crate) struct WriterReport {
     pub(crate) warnings: Vec<String>,
 }
 
-/// io_uring back-ends: the most data frames whose writes may be in flight
+/// Asynchronous back-ends: the most data frames whose writes may be in flight
 /// (the writer waits for the oldest when the ledger is full).
 pub(crate) const LEDGER: usize = 256;
 
-/// io_uring back-ends: a data frame submitted and not yet counted as
+/// Asynchronous back-ends: a data frame submitted and not yet counted as
 /// written (see the module docs).
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -157,6 +162,9 @@ pub(crate) struct Writer {
     cfg: Config,
     cur: Option<OpenFile>,
     cur_base: String,
+    /// Keeps `base` taken until the writer is dropped (see
+    /// [`file::NameClaim`]).
+    _name_claim: file::NameClaim,
     cur_index: u32,
     pool: Option<Pool>,
     refiller: Option<Refiller>,
@@ -182,21 +190,27 @@ pub(crate) struct Writer {
     report: WriterReport,
     live: Arc<LiveStats>,
     pack: OpenPack,
-    /// [`Io::Direct`] and the io_uring back-ends: the aligned gatherer
-    /// every frame goes through.
-    gather: Option<Gather>,
-    /// io_uring back-ends: data frames submitted, not yet counted.
+    /// The storage back-end every frame goes through (see [`crate::io`]),
+    /// chosen once in [`Writer::create`].
+    io: Box<dyn Backend>,
+    /// Asynchronous back-ends: data frames submitted, not yet counted.
     ledger: VecDeque<Pending>,
     /// The last frame `put`: its start offset, the chain before it, its
     /// first sequence number, when it was submitted.
     last_put: (u64, u32, u64, u64),
     /// The completed offset last given to the flusher.
     advanced: u64,
+    /// Ring mode, the writer behind: the back-end coalesces frames (see
+    /// [`Writer::pace`]).
+    coalescing: bool,
 }
 
 impl Writer {
-    /// Opens the pool (if used), prepares the first file (not in flight
-    /// mode: event files come with triggers) and starts the flusher.
+    /// Creates the writer in named steps: the pool ([`open_pool`]), the
+    /// directory's name ([`sync_parent`]), the back-end, chosen once
+    /// ([`crate::io::open`]), the flush thread ([`start_flusher`]), then
+    /// the first file (not in flight mode: event files come with
+    /// triggers).
     pub(crate) fn create(dir: &Path, cfg: &Config, live: Arc<LiveStats>) -> Result<Writer, Error> {
         file::check_dir(dir)?;
         let mut cfg = cfg.clone();
@@ -205,91 +219,24 @@ impl Writer {
             files: Vec::with_capacity(16),
             ..WriterReport::default()
         };
-        let mut pool = None;
-        if cfg.alloc == Alloc::Pool {
-            let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
-            // A recording a crash left in the pool goes back first.
-            for (from, to) in p.recover()? {
-                report.warnings.push(format!(
-                    "'{}' held a recording a crash interrupted; it was moved back as '{}'",
-                    from.display(),
-                    to.display()
-                ));
-            }
-            // Then a pool of another size is resized (its idle files only).
-            let (p, resized) = p.resize(cfg.file_size, cfg.pool.files)?;
-            if let Some(r) = resized {
-                report.warnings.push(r.to_string());
-            }
-            // The pool's file size decides; check that records still fit.
-            cfg.file_size = p.file_size();
-            if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
-                return Err(Error::Usage(format!(
-                    "the pool's files ({} bytes) cannot hold a record of {} bytes; prepare a pool with larger files",
-                    p.file_size(),
-                    cfg.max_record
-                )));
-            }
-            if p.ready()
-                .map_err(|e| Error::io("listing", p.dir(), e))?
-                .is_empty()
-            {
-                // Not recording yet: preparing here is idle time.
-                p.prepare_one()?;
-                report.pool.prepared_at_start += 1;
-            }
-            pool = Some(p);
-        }
-        // The recording directory's own name too (it may just have been
-        // created): once, before recording. Best effort: a parent we may
-        // not read is named in a warning.
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
+        let pool = match cfg.alloc {
+            Alloc::Pool => Some(open_pool(dir, &mut cfg, &mut report)?),
+            _ => None,
         };
-        if let Err(e) = File::open(parent).and_then(|d| sys::fsync(&d)) {
-            report.warnings.push(format!(
-                "the directory '{}' could not be synced ({e}); a power cut soon after the start may lose the recording directory's name",
-                parent.display()
-            ));
-        }
-        let base = file::recording_base(dir, &cfg);
+        sync_parent(dir, &mut report);
+        let opened = backend::open(&cfg)
+            .map_err(|e| Error::io("allocating the write back-end's buffers for", dir, e))?;
+        report.warnings.extend(opened.warning);
+        let io = opened.backend;
+        // A refused back-end's fallback is the one the recording states.
+        cfg.io = io.io();
+        let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
+        let (base, name_claim) = file::claim_recording_base(dir, &cfg)?;
         let reserve = if cfg.alloc == Alloc::Append {
             Some(file::create_reserve(dir, &base)?)
         } else {
             None
         };
-        let gather = match cfg.io {
-            Io::Buffered => None,
-            Io::Direct => Some(
-                Gather::new(cfg.io_block)
-                    .map_err(|e| Error::io("allocating the direct I/O buffer for", dir, e))?,
-            ),
-            Io::Uring | Io::UringBuffered => {
-                match Gather::uring(cfg.io_block, cfg.io_depth, cfg.io.is_direct()) {
-                    Ok(g) => Some(g),
-                    Err(e) => {
-                        report.warnings.push(format!(
-                        "the kernel refused io_uring ({e}; see the sysctl kernel.io_uring_disabled); writing with buffered write() instead"
-                    ));
-                        cfg.io = Io::Buffered;
-                        None
-                    }
-                }
-            }
-        };
-        // Direct I/O leaves no dirty page to write back: the flush thread
-        // only makes the durability points (a device cache flush).
-        let flush_cfg = if cfg.io.is_direct() {
-            Config {
-                flush: Flush::None,
-                ..cfg.clone()
-            }
-        } else {
-            cfg.clone()
-        };
-        let flusher = Flusher::start(&flush_cfg, live.clone())
-            .map_err(|e| Error::io("starting the flush thread for", dir, e))?;
         let refiller = match &pool {
             Some(p) if cfg.pool.refill_while_recording => Some(p.start_refiller()),
             _ => None,
@@ -298,7 +245,7 @@ impl Writer {
             dir: dir.to_path_buf(),
             cur_base: base.clone(),
             base,
-            cfg,
+            _name_claim: name_claim,
             cur: None,
             cur_index: 0,
             pool,
@@ -324,14 +271,12 @@ impl Writer {
                 first_ts: 0,
                 last_ts: 0,
             },
-            ledger: VecDeque::with_capacity(if gather.as_ref().is_some_and(Gather::is_async) {
-                LEDGER
-            } else {
-                0
-            }),
-            gather,
+            ledger: VecDeque::with_capacity(if io.is_async() { LEDGER } else { 0 }),
+            io,
             last_put: (0, 0, 0, 0),
             advanced: 0,
+            coalescing: false,
+            cfg,
         };
         if w.cfg.framing == Framing::Packed {
             w.pack.buf.reserve_exact(PACKED_PAYLOAD);
@@ -422,13 +367,11 @@ impl Writer {
         if let (Some(p), true) = (&self.pool, f.header.flags & format::FLAG_POOLED != 0) {
             dirs.push(p.dir().to_path_buf());
         }
-        if let Some(g) = &mut self.gather {
-            if let Err(e) = g.start(&f.file, f.offset) {
-                let e = Error::io("switching to direct I/O", &f.path, e);
-                // Kept open: its reserved room takes the closing frames.
-                self.cur = Some(f);
-                return Err(e);
-            }
+        if let Err(e) = self.io.start(&f.file, f.offset) {
+            let e = Error::io("preparing the write back-end for", &f.path, e);
+            // Kept open: its reserved room takes the closing frames.
+            self.cur = Some(f);
+            return Err(e);
         }
         self.report.files.push(f.path.clone());
         let r = self.flusher.switch(f.file.clone(), dirs, self.next_seq);
@@ -464,7 +407,7 @@ impl Writer {
     }
 
     /// Marks `args` in the trace ([`Config::trace_marker`]), in ring mode
-    /// only: in direct mode this runs on the producer's thread, which is
+    /// only: in inline mode this runs on the producer's thread, which is
     /// never marked.
     fn mark(&self, args: std::fmt::Arguments<'_>) {
         if let (Some(m), Mode::Ring) = (&self.cfg.trace_marker, self.cfg.mode) {
@@ -487,9 +430,7 @@ impl Writer {
     /// keeps the first failure. `post`: the post-trigger span and records
     /// captured.
     pub(crate) fn abort_event(&mut self, post: (u64, u64)) {
-        if let Some(g) = self.gather.as_mut() {
-            let _ = g.wait_all();
-        }
+        let _ = self.io.wait_all();
         self.release_reserve();
         if self.cur.is_some() {
             if let Some(seq) = self.failed_seq.filter(|&s| s >= self.next_seq) {
@@ -569,7 +510,7 @@ impl Writer {
     }
 
     /// The frame just `put` holds `records` records of `bytes` bytes and
-    /// took `dt` ns: counted as written now, or (io_uring) queued in the
+    /// took `dt` ns: counted as written now, or (asynchronous back-ends) queued in the
     /// ledger until its writes complete.
     fn wrote(&mut self, records: u64, bytes: u64, dt: u64) -> Step {
         if !self.is_async() {
@@ -597,24 +538,23 @@ impl Writer {
         r
     }
 
-    /// True with an io_uring back-end (writes complete later).
+    /// True when the back-end's writes may complete later (io_uring; the
+    /// gathering back-ends, while coalescing).
     fn is_async(&self) -> bool {
-        self.gather.as_ref().is_some_and(Gather::is_async)
+        self.io.is_async()
     }
 
-    /// io_uring back-ends: reaps the completions that came (all, waiting
+    /// Asynchronous back-ends: reaps the completions that came (all, waiting
     /// for them, when `all`), counts the frames now wholly written, and
     /// handles a failed write.
     fn reap(&mut self, all: bool) -> Step {
-        let r = match self.gather.as_mut() {
-            Some(g) if g.is_async() => {
-                if all {
-                    g.wait_all()
-                } else {
-                    g.poll()
-                }
-            }
-            _ => return Ok(()),
+        if !self.is_async() {
+            return Ok(());
+        }
+        let r = if all {
+            self.flush_gathered().and_then(|()| self.io.wait_all())
+        } else {
+            self.io.poll()
         };
         self.reaped(r)
     }
@@ -622,9 +562,7 @@ impl Writer {
     /// After reaping (`r`: how the wait went): counts the frames the
     /// completed offset passed, or handles the first failed write.
     fn reaped(&mut self, r: io::Result<()>) -> Step {
-        let Some(g) = self.gather.as_mut() else {
-            return Ok(());
-        };
+        let g = &mut self.io;
         let err = match r {
             Err(e) => Some((g.completed_to(), e)),
             Ok(()) => g.take_error(),
@@ -650,18 +588,19 @@ impl Writer {
         }
     }
 
-    /// io_uring back-ends: a write at file offset `off` failed with `e`.
+    /// Asynchronous back-ends: a write at file offset `off` failed with `e`.
     /// Waits for the other writes in flight; the frames before `off` are
     /// written, the rest are rolled back and their records discarded
     /// (stored as the closing loss), as after a failed `write()`.
     fn async_failed(&mut self, off: u64, e: Failure) -> Failure {
         let (mut off, mut e) = (off, e);
-        if let Some(g) = self.gather.as_mut() {
-            let _ = g.wait_all();
-            if let Some((o, earlier)) = g.take_error().filter(|(o, _)| *o < off) {
-                (off, e) = (o, Failure::from_io(&earlier));
-            }
+        let _ = self.io.wait_all();
+        if let Some((o, earlier)) = self.io.take_error().filter(|(o, _)| *o < off) {
+            (off, e) = (o, Failure::from_io(&earlier));
         }
+        // Frames gathered and not yet written (coalescing) are not written
+        // either (taken after the error, which also bounds this offset).
+        off = off.min(self.io.completed_to());
         self.count_completed(off);
         let mut back = off;
         if let Some(first) = self.ledger.front().copied() {
@@ -676,34 +615,57 @@ impl Writer {
             self.failed_seq = Some(self.failed_seq.map_or(last, |s| s.max(last)));
         }
         let mut f = e;
-        if let (Some(cur), Some(g)) = (self.cur.as_mut(), self.gather.as_mut()) {
+        if let Some(cur) = self.cur.as_mut() {
             f = f.context(&format!("writing '{}'", cur.path.display()));
             if back < cur.offset {
                 cur.offset = back;
             }
-            let _ = g.rollback(&cur.file, cur.offset);
+            let _ = self.io.rollback(&cur.file, cur.offset);
         }
         self.fail(f)
     }
 
-    /// io_uring back-ends: waits for all writes in flight and counts them
+    /// Asynchronous back-ends: waits for all writes in flight and counts them
     /// (before a frame that must follow them, and at the end).
     fn settle(&mut self) -> Step {
         self.reap(true)
+    }
+
+    /// Writes what the back-end has gathered and not yet written, if any.
+    fn flush_gathered(&mut self) -> io::Result<()> {
+        match &self.cur {
+            Some(cur) => self.io.flush(&cur.file),
+            None => Ok(()),
+        }
+    }
+
+    /// Ring mode: whether the writer is `behind` (see
+    /// [`crate::io::coalesce_next`]). While it is, the back-end coalesces
+    /// frames into larger writes; once it has caught up, what is gathered
+    /// is written at once and each frame is written through again.
+    pub(crate) fn pace(&mut self, behind: bool) -> Step {
+        if behind == self.coalescing {
+            return Ok(());
+        }
+        self.coalescing = behind;
+        self.io.coalesce(behind);
+        if behind {
+            return Ok(());
+        }
+        let r = self.flush_gathered();
+        self.reaped(r)
     }
 
     /// Ring mode, nothing to write: waits for a write in flight, if any,
     /// and counts what completed; false (nothing waited) otherwise, so the
     /// writer thread sleeps its poll interval.
     pub(crate) fn wait_in_flight(&mut self) -> Result<bool, Failure> {
-        match self.gather.as_mut() {
-            Some(g) if g.in_flight() => {
-                let r = g.wait_one();
-                self.reaped(r)?;
-                Ok(true)
-            }
-            _ => Ok(false),
+        if !self.io.in_flight() {
+            return Ok(false);
         }
+        let r = self.io.wait_one();
+        self.reaped(r)?;
+        Ok(true)
     }
 
     /// Counts records as written by one `write()` that took `dt` ns; every
@@ -900,33 +862,30 @@ impl Writer {
     /// frame's start (a partial frame there is overwritten by the closing
     /// frames, or cut off at close) and the chain to the frame before.
     ///
-    /// io_uring back-ends: a data frame's writes are left in flight (see
+    /// Asynchronous back-ends: a data frame's writes are left in flight (see
     /// [`Writer::wrote`]); any other frame's are waited for here.
     fn put(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
         if self.is_async() && matches!(kind, FrameKind::Data | FrameKind::Packed) {
             // A full ledger: the oldest frame's writes first, before this
             // frame is submitted (a failure then is an earlier frame's).
             while self.ledger.len() == LEDGER {
-                let r = self.gather.as_mut().map_or(Ok(()), Gather::wait_one);
+                let r = self.flush_gathered().and_then(|()| self.io.wait_one());
                 self.reaped(r)?;
             }
         }
         let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
         self.last_put = (start.unwrap_or(0), chain, seq, sys::monotonic_ns());
-        let r =
-            self.put_inner(kind, seq, ts_ns, payload)
-                .and_then(|()| match self.gather.as_mut() {
-                    Some(g)
-                        if g.is_async() && !matches!(kind, FrameKind::Data | FrameKind::Packed) =>
-                    {
-                        g.wait_all()?;
-                        match g.take_error() {
-                            Some((_, e)) => Err(e.into()),
-                            None => Ok(()),
-                        }
-                    }
-                    _ => Ok(()),
-                });
+        let r = self.put_inner(kind, seq, ts_ns, payload).and_then(|()| {
+            if !self.is_async() || matches!(kind, FrameKind::Data | FrameKind::Packed) {
+                return Ok(());
+            }
+            self.flush_gathered()?;
+            self.io.wait_all()?;
+            match self.io.take_error() {
+                Some((_, e)) => Err(e.into()),
+                None => Ok(()),
+            }
+        });
         r.map_err(|e| {
             self.chain = chain;
             if self.is_async() {
@@ -940,13 +899,8 @@ impl Writer {
                 None => e,
             };
             if let (Some(cur), Some(start)) = (self.cur.as_mut(), start) {
-                if let Some(g) = &mut self.gather {
-                    cur.offset = start;
-                    let _ = g.rollback(&cur.file, start);
-                } else if cur.offset != start {
-                    cur.offset = start;
-                    let _ = sys::seek_to(&*cur.file, start);
-                }
+                cur.offset = start;
+                let _ = self.io.rollback(&cur.file, start);
             }
             self.fail(e)
         })
@@ -955,7 +909,7 @@ impl Writer {
     fn put_inner(&mut self, kind: FrameKind, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
         let cur = self.cur.as_mut().ok_or_else(Failure::closed)?;
         let f: &File = &cur.file;
-        let (mut head, mut body): (&[u8], &[u8]) = (&[], payload);
+        let (mut head, body): (&[u8], &[u8]) = (&[], payload);
         if self.cfg.framing.has_frames() {
             // A file's first frame links to the header, every later one to
             // the frame before it (see the format module's chaining).
@@ -975,37 +929,12 @@ impl Writer {
             );
             head = &self.hdr;
         }
-        if let Some(g) = &mut self.gather {
-            g.write(f, head, body)?;
-            cur.offset += (head.len() + body.len()) as u64;
-            if self.cfg.framing == Framing::Raw {
-                self.raw_sum.update(body);
-            }
-            (head, body) = (&[], &[]);
+        self.io.write(f, head, body)?;
+        cur.offset += (head.len() + body.len()) as u64;
+        if self.cfg.framing == Framing::Raw {
+            self.raw_sum.update(body);
         }
-        while !head.is_empty() || !body.is_empty() {
-            let r = if head.is_empty() {
-                sys::write_once(f, body)
-            } else {
-                sys::writev2_once(f, head, body)
-            };
-            match r {
-                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero).into()),
-                Ok(mut n) => {
-                    cur.offset += n as u64;
-                    let h = n.min(head.len());
-                    head = &head[h..];
-                    n -= h;
-                    if self.cfg.framing == Framing::Raw {
-                        self.raw_sum.update(&body[..n]);
-                    }
-                    body = &body[n..];
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        if !self.gather.as_ref().is_some_and(Gather::is_async) {
+        if !self.io.is_async() {
             self.flusher.advance(cur.offset);
         }
         Ok(())
@@ -1048,11 +977,8 @@ impl Writer {
             let sums = self.raw_sum.finish_file(name.unwrap_or_default());
             self.raw_sums.push(sums);
         }
-        let buffered = match &mut self.gather {
-            Some(g) => g.stop(&cur.file),
-            None => Ok(()),
-        };
-        buffered
+        self.io
+            .stop(&cur.file)
             .and_then(|()| file::close(&mut cur, self.cfg.framing))
             .map_err(|e| {
                 let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
@@ -1175,6 +1101,126 @@ impl Writer {
         });
         if let Err(e) = r {
             self.fail(Failure::from_io(&e).context(&format!("writing '{}'", path.display())));
+        }
+    }
+}
+
+/// [`Writer::create`]'s pool step: opens (or creates) the pool, moves back
+/// a recording a crash left in it, resizes a pool of another size, checks
+/// that records fit its files (whose size then decides `cfg.file_size`),
+/// and prepares one file when none is ready. Warnings go to `report`.
+fn open_pool(dir: &Path, cfg: &mut Config, report: &mut WriterReport) -> Result<Pool, Error> {
+    let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
+    // A recording a crash left in the pool goes back first.
+    for (from, to) in p.recover()? {
+        report.warnings.push(format!(
+            "'{}' held a recording a crash interrupted; it was moved back as '{}'",
+            from.display(),
+            to.display()
+        ));
+    }
+    // Then a pool of another size is resized (its idle files only).
+    let (p, resized) = p.resize(cfg.file_size, cfg.pool.files)?;
+    if let Some(r) = resized {
+        report.warnings.push(r.to_string());
+    }
+    // The pool's file size decides; check that records still fit.
+    cfg.file_size = p.file_size();
+    if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
+        return Err(Error::Usage(format!(
+            "the pool's files ({} bytes) cannot hold a record of {} bytes; prepare a pool with larger files",
+            p.file_size(),
+            cfg.max_record
+        )));
+    }
+    if p.ready()
+        .map_err(|e| Error::io("listing", p.dir(), e))?
+        .is_empty()
+    {
+        // Not recording yet: preparing here is idle time.
+        p.prepare_one()?;
+        report.pool.prepared_at_start += 1;
+    }
+    Ok(p)
+}
+
+/// [`Writer::create`]'s step for the recording directory's own name (it
+/// may just have been created): its parent is synced once, before
+/// recording. Best effort: a parent we may not read is named in a warning.
+fn sync_parent(dir: &Path, report: &mut WriterReport) {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Err(e) = File::open(parent).and_then(|d| sys::fsync(&d)) {
+        report.warnings.push(format!(
+            "the directory '{}' could not be synced ({e}); a power cut soon after the start may lose the recording directory's name",
+            parent.display()
+        ));
+    }
+}
+
+/// [`Writer::create`]'s flusher step. A back-end that bypasses the page
+/// cache leaves no dirty page to write back: the flush thread then only
+/// makes the durability points (a device cache flush).
+fn start_flusher(
+    dir: &Path,
+    cfg: &Config,
+    io: &dyn Backend,
+    live: &Arc<LiveStats>,
+) -> Result<Flusher, Error> {
+    let flush_cfg = if io.bypasses_page_cache() {
+        Config {
+            flush: Flush::None,
+            ..cfg.clone()
+        }
+    } else {
+        cfg.clone()
+    };
+    Flusher::start(&flush_cfg, live.clone())
+        .map_err(|e| Error::io("starting the flush thread for", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Io;
+    use crate::reader::{verify_file, FileStatus};
+
+    /// While the writer is behind, the `direct` and `uring-buffered`
+    /// back-ends gather frames: they are not counted as written (nor
+    /// published for a durable point) until the writer has caught up and
+    /// the gathered bytes are written; the file then verifies whole.
+    #[test]
+    fn frames_gathered_while_behind_count_as_written_only_once_written() {
+        for io in [Io::Direct, Io::UringBuffered] {
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = Config {
+                io,
+                alloc: Alloc::Zero,
+                framing: Framing::Framed,
+                file_size: 4 << 20,
+                ..Config::default()
+            };
+            let mut w = Writer::create(dir.path(), &cfg, Arc::new(LiveStats::default())).unwrap();
+            if w.io.io() != io {
+                // The kernel refused io_uring: the buffered fallback does
+                // not coalesce.
+                continue;
+            }
+            w.pace(true).unwrap();
+            for seq in 0..20 {
+                w.write_data(seq, seq, &[seq as u8; 1000]).unwrap();
+            }
+            assert_eq!(w.report.records_written, 0, "{io}: gathered, not written");
+            w.pace(false).unwrap();
+            w.settle().unwrap();
+            assert_eq!(w.report.records_written, 20, "{io}");
+            let report = w.finish(20, true, "");
+            assert!(report.error.is_none(), "{io}: {:?}", report.error);
+            let r = verify_file(&report.files[0]).unwrap();
+            assert_eq!(r.status, FileStatus::Complete, "{io}: {:?}", r.notes);
+            assert_eq!(r.records, 20, "{io}");
         }
     }
 }

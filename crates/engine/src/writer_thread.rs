@@ -7,6 +7,13 @@
 //! and the flight recorder, and below the [`crate::recorder`] that spawns
 //! it: none of those imports it back.
 //!
+//! Pacing (issue 23): after each entry the loop tells the writer whether it
+//! is behind — the ring filled past [`crate::io::BEHIND_PERCENT`] of its
+//! capacity, until it is empty again ([`crate::io::coalesce_next`]) — so
+//! the back-ends that can coalesce frames into larger writes do so only
+//! while the device is not keeping up, and write each frame through (the
+//! lowest latency) otherwise.
+//!
 //! Design choice: after a write failure the loop keeps draining and
 //! discarding, so the producer is never blocked by a full ring; the
 //! producer sees `failed` and counts its drops. In flight mode a failure
@@ -20,6 +27,7 @@ use rtrb::Consumer;
 
 use crate::flight::{Flight, FlightStats};
 use crate::format::LossPayload;
+use crate::io::coalesce_next;
 use crate::ring::{pop, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::stats::LiveStats;
 use crate::writer::{Writer, WriterReport};
@@ -83,6 +91,16 @@ fn handle(
     }
 }
 
+/// After a failure outside an entry (a poll, pacing): in flight mode only
+/// the event ends and the recorder goes on; otherwise the producer drops
+/// and counts from now on.
+fn fail(w: &mut Writer, flight: Option<&mut Flight>, shared: &RingShared) {
+    match flight {
+        Some(f) => f.abort(w),
+        None => shared.failed.store(true, Ordering::Release),
+    }
+}
+
 /// The writer thread: drains the ring into `w` until the producer stops,
 /// then closes the recording.
 pub(crate) fn run_writer(
@@ -95,6 +113,8 @@ pub(crate) fn run_writer(
     live: Arc<LiveStats>,
 ) -> ThreadReport {
     let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
+    let capacity = c.buffer().capacity();
+    let mut behind = false;
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         live.note_ring_fill(c.slots() as u64);
@@ -110,6 +130,10 @@ pub(crate) fn run_writer(
                 ts,
                 &stage[..len],
             );
+            behind = coalesce_next(behind, c.slots(), capacity);
+            if !w.failed() && w.pace(behind).is_err() {
+                fail(&mut w, flight.as_mut(), &shared);
+            }
         }
         if stopping {
             break;
@@ -125,21 +149,14 @@ pub(crate) fn run_writer(
             // record has waited the maximum latency, even if no record
             // follows.
             if !w.failed() && w.tick(now).is_err() {
-                match flight.as_mut() {
-                    // Only this event ends; the recorder goes on.
-                    Some(f) => f.abort(&mut w),
-                    None => shared.failed.store(true, Ordering::Release),
-                }
+                fail(&mut w, flight.as_mut(), &shared);
             }
             // io_uring: a write in flight is waited for (and counted) in
             // place of the sleep.
             match w.wait_in_flight() {
                 Ok(true) => {}
                 Ok(false) => std::thread::sleep(Duration::from_micros(poll_us)),
-                Err(_) => match flight.as_mut() {
-                    Some(f) => f.abort(&mut w),
-                    None => shared.failed.store(true, Ordering::Release),
-                },
+                Err(_) => fail(&mut w, flight.as_mut(), &shared),
             }
         }
     }

@@ -66,7 +66,7 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
         (Alloc::Append, Flush::Fdatasync, Io::UringBuffered),
         (Alloc::Pool, Flush::Window, Io::UringBuffered),
     ];
-    for mode in [Mode::Ring, Mode::Direct] {
+    for mode in [Mode::Ring, Mode::Inline] {
         for (alloc, flush, io) in configurations {
             let what = format!("{mode} {alloc} {flush} {io}");
             let dir = fs.path().join(format!("{mode}-{alloc}-{flush}-{io}"));
@@ -180,7 +180,7 @@ fn a_preallocation_larger_than_the_filesystem_fails_at_create_with_no_space_and_
     }
     let fs = small_fs();
     for (alloc, _) in Alloc::ALL {
-        for mode in [Mode::Ring, Mode::Direct] {
+        for mode in [Mode::Ring, Mode::Inline] {
             let what = format!("{mode} {alloc}");
             let dir = fs.path().join(format!("{mode}-{alloc}"));
             std::fs::create_dir(&dir).unwrap();

@@ -57,7 +57,7 @@ fn record(seed: u8, framing: Framing) -> Vec<File> {
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
         framing,
-        mode: Mode::Direct,
+        mode: Mode::Inline,
         alloc: Alloc::Append,
         flush: Flush::None,
         file_size: MIB,

@@ -13,12 +13,12 @@ use rtrec_engine::format::{decode_frame, FileHeader, FrameKind, PackedRecords, H
 use rtrec_engine::reader::{check_continuity, verify_file, FileReport, FileStatus};
 use rtrec_engine::{Alloc, Config, FlightConfig, Flush, Framing, Mode, Recorder, MIB};
 
-/// Records `n` records of `size` bytes (direct mode: deterministic) and
+/// Records `n` records of `size` bytes (inline mode: deterministic) and
 /// returns the files and what was recorded.
 fn record(dir: &Path, framing: Framing, size: usize, n: usize) -> (Vec<PathBuf>, Vec<u8>) {
     let cfg = Config {
         framing,
-        mode: Mode::Direct,
+        mode: Mode::Inline,
         alloc: Alloc::Append,
         flush: Flush::None,
         file_size: 4 * MIB,
@@ -78,7 +78,7 @@ fn every_packed_record_comes_back_exactly_across_files() {
     // Sizes across the 1- and 2-byte lengths; small files force rotation.
     let cfg = Config {
         framing: Framing::Packed,
-        mode: Mode::Direct,
+        mode: Mode::Inline,
         alloc: Alloc::Append,
         flush: Flush::None,
         file_size: 256 << 10,

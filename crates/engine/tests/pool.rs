@@ -51,7 +51,7 @@ fn a_recycled_file_yields_only_its_new_records() {
 
     // Unfinished (the process dies mid-recording): the generation bounds it.
     pool.recycle(&again.files[0], false).unwrap();
-    let mut rec = Recorder::create(dir.path(), cfg(Mode::Direct)).unwrap();
+    let mut rec = Recorder::create(dir.path(), cfg(Mode::Inline)).unwrap();
     for _ in 0..7 {
         rec.record(&[9u8; 1024]).unwrap();
     }
@@ -150,7 +150,7 @@ fn status_counts_ready_files_and_recycle_refuses_foreign_sizes() {
 /// valid length yet. Returns the pool, the slot and the recording's header.
 fn crash_left_in_pool(dir: &std::path::Path, n: u64) -> (Pool, std::path::PathBuf, FileHeader) {
     use std::os::unix::fs::FileExt;
-    let done = record(dir, cfg(Mode::Direct), n);
+    let done = record(dir, cfg(Mode::Inline), n);
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -175,7 +175,7 @@ fn a_recording_a_crash_left_in_the_pool_is_moved_back_and_never_taken_as_free() 
 
     // The next recording moves it back first, says so, and takes another
     // file.
-    let next = record(dir.path(), cfg(Mode::Direct), 5);
+    let next = record(dir.path(), cfg(Mode::Inline), 5);
     assert!(
         next.warnings.iter().any(|w| w.contains("moved back")),
         "{:?}",

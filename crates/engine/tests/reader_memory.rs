@@ -34,7 +34,7 @@ static A: Counting = Counting;
 fn verifying_a_file_48_times_the_buffer_allocates_about_one_buffer() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
-        mode: Mode::Direct,
+        mode: Mode::Inline,
         alloc: Alloc::Append,
         flush: Flush::None,
         file_size: 64 * MIB,

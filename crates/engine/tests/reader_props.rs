@@ -46,7 +46,7 @@ fn sample() -> &'static Sample {
     SAMPLE.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let cfg = Config {
-            mode: Mode::Direct,
+            mode: Mode::Inline,
             alloc: Alloc::Append,
             flush: Flush::None,
             file_size: MIB,

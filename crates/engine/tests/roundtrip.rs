@@ -20,7 +20,7 @@ fn record_n(cfg: Config, n: u64, size: usize) -> (tempfile::TempDir, rtrec_engin
 
 #[test]
 fn every_allocation_and_flush_strategy_round_trips_in_both_modes() {
-    for mode in [Mode::Ring, Mode::Direct] {
+    for mode in [Mode::Ring, Mode::Inline] {
         for (alloc, _) in Alloc::ALL {
             for (flush, _) in Flush::ALL {
                 let cfg = Config {
@@ -125,7 +125,7 @@ fn record_when_ring_full_counts_a_drop_and_stores_the_loss() {
 
 #[test]
 fn a_too_large_record_is_refused_counted_and_stored() {
-    for mode in [Mode::Ring, Mode::Direct] {
+    for mode in [Mode::Ring, Mode::Inline] {
         let cfg = Config {
             mode,
             max_record: 100,

@@ -45,6 +45,28 @@ pub struct EmulatorCommand {
     pub args: Vec<OsString>,
 }
 
+/// Environment variable naming the program to run as the emulator
+/// (`PROGRAM __emulate …`; default: the running rtrec binary). For test
+/// binaries, which are not rtrec.
+pub const EMULATOR_ENV: &str = "RTREC_EMULATOR";
+
+impl EmulatorCommand {
+    /// The emulator as this program runs it: [`EMULATOR_ENV`] when set,
+    /// else the running executable, with `args` first
+    /// (`rtrec_emu::DeviceArg::emulator_args`).
+    ///
+    /// # Errors
+    /// The running executable cannot be found.
+    pub fn of_this_program(args: Vec<OsString>) -> Result<EmulatorCommand> {
+        let program = match std::env::var_os(EMULATOR_ENV) {
+            Some(p) => PathBuf::from(p),
+            None => std::env::current_exe()
+                .map_err(crate::error::io_err("finding the rtrec executable"))?,
+        };
+        Ok(EmulatorCommand { program, args })
+    }
+}
+
 /// A running emulator; dropping it waits for the process to end (it ends
 /// when its mount is undone) and kills it after [`STOP_TIMEOUT`].
 #[derive(Debug)]

@@ -7,7 +7,8 @@
 //! what dead rtrec processes left, the kernel knobs changed through it, loop
 //! filesystems, the one `/proc/self/mounts` parser ([`mounts`]), the one
 //! place `losetup` runs ([`loopdev`]), the one signal-handling module
-//! ([`signals`]).
+//! ([`signals`]), and the read-only probes of the machine ([`machine`])
+//! that `doctor` and the bench share.
 //!
 //! **Must not depend on**: the engine (a recording never changes global
 //! state), or `libc` (every system call goes through `rtrec-sys`). Used by
@@ -23,6 +24,7 @@
 //! | [`tools`] | external programs, their Debian packages, the rule for a test whose program is missing |
 //! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
 //! | [`mounts`] | the mount table, unmounting |
+//! | [`machine`] | facts of the machine, read only: block device of a path, journal size, CPU, clocks, memory, user-mode emulation |
 //! | [`allowlist`] | which journal entries of other processes a restore obeys |
 //! | [`loopdev`] | `losetup`, backing files of loop devices |
 //! | `undo` | how each kind of change is put back (dispatch) |
@@ -57,6 +59,7 @@ pub mod lock;
 mod lockfile;
 pub mod loopdev;
 pub mod loopfs;
+pub mod machine;
 pub mod mounts;
 pub mod restore;
 pub mod signals;

@@ -32,6 +32,10 @@ pub use crate::tools::REQUIRE_PRIVILEGED_ENV;
 /// written).
 pub const DEFAULT_SIZE: u64 = 1 << 30;
 
+/// Size of the image a bench run or a `record --device` trial works in:
+/// 2 GiB (sparse), room for the longest case and a default recording.
+pub const WORK_IMAGE_SIZE: u64 = 2 << 30;
+
 /// Default ext4 journal size, as in the study (128 MB journal).
 pub const DEFAULT_JOURNAL_MIB: u32 = 128;
 

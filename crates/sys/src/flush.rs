@@ -6,7 +6,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 
-use crate::{cvt, cvt_errno};
+use crate::errno::{cvt, cvt_errno};
 
 /// Flags for [`sync_file_range`]; combine with `|`.
 pub mod sfr {

@@ -23,7 +23,7 @@
 //! Design choices:
 //! - Calls that `rustix` covers go through it; `libc` is used directly only
 //!   where rustix has no call (`sync_file_range` flags, `sched_setscheduler`,
-//!   `ioprio_set`, `CLOCK_THREAD_CPUTIME_ID`), behind [`cvt`], the one
+//!   `ioprio_set`, `CLOCK_THREAD_CPUTIME_ID`), behind [`cvt`] (in [`errno`]), the one
 //!   errno-to-`Result` helper; io_uring goes through the `io-uring` crate.
 //!   No other crate of the workspace calls `libc`.
 //! - The error type is `std::io::Error`, not a crate error enum: every
@@ -36,6 +36,7 @@
 
 pub mod dir;
 pub mod direct;
+pub mod errno;
 pub mod file;
 pub mod flush;
 pub mod mount;
@@ -47,10 +48,9 @@ pub mod testing;
 pub mod time;
 pub mod uring;
 
-use std::io;
-
 pub use dir::*;
 pub use direct::*;
+pub use errno::cvt;
 pub use file::*;
 pub use flush::*;
 pub use mount::*;
@@ -59,37 +59,3 @@ pub use replace::*;
 pub use sched::*;
 pub use time::*;
 pub use uring::*;
-
-/// Turns a C return value into `io::Result`: `-1` means "look at errno".
-///
-/// # Errors
-/// The calling thread's errno when `ret` is `-1`.
-pub fn cvt<T: PartialEq + From<i8>>(ret: T) -> io::Result<T> {
-    if ret == T::from(-1) {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
-/// Like [`cvt`], but for calls (`posix_fadvise` style) that return the error
-/// number instead of setting errno.
-pub(crate) fn cvt_errno(ret: libc::c_int) -> io::Result<()> {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(ret))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cvt_maps_minus_one_to_the_errno() {
-        // SAFETY: closing an invalid fd only sets errno.
-        let r = cvt(unsafe { libc::close(-1) });
-        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF));
-    }
-}

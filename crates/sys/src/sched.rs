@@ -8,7 +8,7 @@
 
 use std::io;
 
-use crate::cvt;
+use crate::errno::cvt;
 
 /// `gettid()`: the calling thread's kernel id. See gettid(2).
 pub fn gettid() -> i32 {

@@ -83,8 +83,8 @@ pub fn install_seccomp(prog: &[BpfInsn]) -> std::io::Result<()> {
     };
     // SAFETY: prctl/seccomp with valid arguments; the program outlives the call.
     unsafe {
-        crate::cvt(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
-        crate::cvt(libc::syscall(
+        crate::errno::cvt(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+        crate::errno::cvt(libc::syscall(
             libc::SYS_seccomp,
             1, /* SET_MODE_FILTER */
             0,

@@ -1,5 +1,6 @@
 //! Clocks and sleeps: monotonic, real and thread-CPU time in nanoseconds,
-//! and a sleep until an absolute monotonic deadline.
+//! the monotonic clock's resolution, and a sleep until an absolute
+//! monotonic deadline.
 //!
 //! Design choice: these go straight to the C library, not through rustix.
 //! glibc answers `CLOCK_MONOTONIC` and `CLOCK_REALTIME` from the vDSO with no
@@ -36,6 +37,19 @@ pub fn realtime_ns() -> u64 {
 /// See clock_gettime(2).
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `clock_getres(CLOCK_MONOTONIC)` in nanoseconds: 1 with high-resolution
+/// timers, a scheduler tick (1–10 ms) without them; `None` if the call
+/// fails. See clock_getres(2).
+pub fn monotonic_resolution_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, deadline)`: sleep until

@@ -11,7 +11,7 @@
 //!   [`UringWriter::submit`] queues one `IORING_OP_WRITE_FIXED` and enters
 //!   the kernel without waiting; [`UringWriter::complete`] reaps one
 //!   completion (waiting for it, or not). Up to `depth` writes are in
-//!   flight; the caller (the writer's gatherer, `rtrec_engine`'s `direct`
+//!   flight; the caller (the writer's gatherer, `rtrec_engine`'s `io`
 //!   module) decides what may be in flight together. Because the kernel
 //!   reads a buffer while its write is in flight, `submit` is `unsafe`: the
 //!   caller promises not to change those bytes until their completion is
@@ -25,7 +25,7 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use io_uring::{opcode, types, IoUring};
 
-use crate::AlignedBuf;
+use crate::direct::AlignedBuf;
 
 /// One reaped completion: the tag given to [`UringWriter::submit`] and the
 /// write's result (bytes written, or `-errno`).

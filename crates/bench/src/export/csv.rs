@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::report::{BenchReport, CaseResult};
 
-use super::Exporter;
+use super::exporter::Exporter;
 
 /// Writes one CSV row per case.
 pub struct CsvExporter;

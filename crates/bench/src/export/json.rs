@@ -3,7 +3,7 @@
 
 use crate::report::BenchReport;
 
-use super::Exporter;
+use super::exporter::Exporter;
 
 /// Writes [`BenchReport`] as JSON.
 pub struct JsonExporter;

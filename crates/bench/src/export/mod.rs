@@ -5,10 +5,16 @@
 //! `--export-markdown` (one row per case, as hyperfine exports). Every export is written again after every
 //! case, atomically (temporary file, then rename), so a late failure loses
 //! nothing. A target `-` is standard output, written once, at the end.
+//!
+//! The [`Exporter`] trait sits in a module of its own, below this one and
+//! every format, so a format (or the HTML page embedding another format's
+//! plot) never imports this module back.
 
 mod csv;
+mod exporter;
 pub mod html;
 mod json;
+pub mod s4_plot;
 mod svg;
 
 use std::path::{Path, PathBuf};
@@ -16,20 +22,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 pub use csv::{CsvExporter, MarkdownExporter, CSV_HEADER};
+pub use exporter::Exporter;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use svg::SvgExporter;
 
 use crate::report::BenchReport;
-
-/// One output format.
-pub trait Exporter {
-    /// The file's content for `report`.
-    ///
-    /// # Errors
-    /// The report cannot be rendered in this format.
-    fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>>;
-}
 
 /// The exports asked for, with their files.
 #[derive(Default)]

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use crate::report::{BenchReport, CaseResult};
 
-use super::Exporter;
+use super::exporter::Exporter;
 
 /// Draws the per-case latency rows.
 pub struct SvgExporter;

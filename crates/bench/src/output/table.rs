@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use rtrec_units::{format_duration, format_size};
+use rtrec_units::{format_duration, format_mb_per_s, format_size};
 
 use super::numbers::{div, ratio, thousands};
 use crate::report::{BenchReport, CaseResult};
@@ -176,13 +176,13 @@ pub fn render_results(report: &BenchReport) -> String {
                 .map(|v| format!(" (published {v} %)"))
                 .unwrap_or_default();
             notes.push(format!(
-                "{}: the reader ran at {} of its throughput alone{} ({:.0} MB/s alone)",
+                "{}: the reader ran at {} of its throughput alone{} ({} alone)",
                 c.name,
                 r.during_pct
                     .map(|v| format!("{v:.0} %"))
                     .unwrap_or_else(|| "?".into()),
                 published,
-                r.alone_bytes_per_s / 1e6
+                format_mb_per_s(r.alone_bytes_per_s)
             ));
         }
         if let Some(r) = c.record_ns {
@@ -445,7 +445,7 @@ pub fn render_s3(r: &crate::s3::S3Result) -> String {
     // a writer blocked on a slow device may not, and was killed).
     let mbs = |b: f64| {
         if b > 0.0 {
-            format!("{:.0} MB/s", b / 1e6)
+            format_mb_per_s(b)
         } else {
             "-".to_string()
         }
@@ -533,7 +533,7 @@ pub fn render_s4(r: &crate::s4::S4Result) -> String {
             m(c.lateness_ns),
             c.missed_periods,
             c.records_dropped,
-            format!("{:.0} MB/s", c.interferers_bytes_per_s / 1e6),
+            format_mb_per_s(c.interferers_bytes_per_s),
             c.error
                 .as_deref()
                 .map(|e| format!("  FAILED: {e}"))
@@ -577,7 +577,7 @@ fn s4_cells(out: &mut String, cells: &[crate::s4::S4Cell]) {
                 .join(":"),
             pct(&c.share_pct),
             pct(&c.target_pct),
-            format!("{:.0} MB/s", c.job_bytes_per_s.iter().sum::<f64>() / 1e6),
+            format_mb_per_s(c.job_bytes_per_s.iter().sum::<f64>()),
             dev,
             c.error
                 .as_deref()
@@ -596,13 +596,16 @@ fn s4_cells(out: &mut String, cells: &[crate::s4::S4Cell]) {
 /// close a stall came to a drop.
 fn ring_held(c: &CaseResult) -> String {
     let ring = rtrec_engine::Config::default().ring_bytes as u64;
-    let entry = c.protocol.record_bytes + rtrec_engine::sizing::ENTRY_HEADER_LEN as u64;
-    match c.max_ns() {
-        Some(max) if c.protocol.period_ns > 0 => format!(
-            "; its longest stall {} against a ring of {} that holds {:.2} s of data",
+    let held = rtrec_engine::sizing::ring_seconds(
+        ring,
+        c.protocol.record_bytes,
+        Some(c.protocol.period_ns),
+    );
+    match (c.max_ns(), held) {
+        (Some(max), Some(held)) => format!(
+            "; its longest stall {} against a ring of {} that holds {held:.2} s of data",
             format_duration(max),
             format_size(ring),
-            (ring / entry) as f64 * c.protocol.period_ns as f64 / 1e9
         ),
         _ => String::new(),
     }

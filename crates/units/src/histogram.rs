@@ -1,11 +1,14 @@
 //! `--histogram`: a latency histogram as text, as cyclictest prints one,
 //! but on a logarithmic axis (five bins per decade) so that a 10 µs median
 //! and a 20 ms spike fit on one screen; each bin's count is printed beside
-//! its bar, so a single spike is never hidden by the scale.
+//! its bar, so a single spike is never hidden by the scale. Here, with
+//! the printing of durations it uses, so `rtrec record --histogram` and
+//! `rtrec bench --histogram` draw the same bars without the recorder
+//! depending on the bench.
 
 use std::fmt::Write as _;
 
-use rtrec_units::format_duration;
+use crate::format_duration;
 
 /// Bins per decade.
 const PER_DECADE: f64 = 5.0;

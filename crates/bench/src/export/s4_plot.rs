@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::export::Exporter;
+use super::exporter::Exporter;
 use crate::report::BenchReport;
 use crate::s4::{S4Cell, SCHEDS};
 

@@ -1,0 +1,94 @@
+//! The one trait every storage back-end fills, and what a warning says when
+//! the kernel refuses one: below the back-ends and the list that picks them
+//! ([`super`]), so no back-end imports that list back.
+
+use std::fs::File;
+use std::io;
+
+use crate::config::Io;
+
+/// One storage back-end: what the writer asks of it for each file and each
+/// frame. Calls come from one thread (the writer's, or the producer's in
+/// inline mode). The provided methods are those of a synchronous back-end
+/// (the call is the completion: nothing is ever in flight).
+pub(crate) trait Backend: Send {
+    /// The back-end's name, as [`Io`] spells it.
+    fn io(&self) -> Io;
+
+    /// True when a frame's writes may complete after [`Backend::write`]
+    /// returns: the writer then counts frames through
+    /// [`Backend::completed_to`] and reaps with [`Backend::poll`].
+    fn is_async(&self) -> bool;
+
+    /// True when written data leave no dirty page to write back
+    /// (`O_DIRECT`): the flush thread then only makes durability points.
+    fn bypasses_page_cache(&self) -> bool;
+
+    /// Starts writing `f` at `offset` (the end of its header): no write of
+    /// the previous file is in flight after it.
+    fn start(&mut self, f: &File, offset: u64) -> io::Result<()>;
+
+    /// Writes `head` then `body` at the current end of `f` (or submits
+    /// them). On success every byte is written or in flight.
+    fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()>;
+
+    /// While `on` (the writer is behind), gathers frames into larger writes
+    /// instead of writing each at once (see [`super::BEHIND_PERCENT`]); the
+    /// writer calls [`Backend::flush`] when it turns it off.
+    fn coalesce(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// Writes (or submits) what is gathered and not yet written.
+    fn flush(&mut self, f: &File) -> io::Result<()> {
+        let _ = f;
+        Ok(())
+    }
+
+    /// Reaps the completions that have come, without waiting.
+    fn poll(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Waits for one completion when writes are in flight.
+    fn wait_one(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Waits for every write in flight.
+    fn wait_all(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// True while writes are in flight.
+    fn in_flight(&self) -> bool {
+        false
+    }
+
+    /// Every byte of the file before this offset is written; later ones
+    /// may still be in flight, or failed (see [`Backend::take_error`]).
+    fn completed_to(&self) -> u64;
+
+    /// The first failed write since the last rollback: its file offset and
+    /// error (asynchronous back-ends; the others return the error from
+    /// [`Backend::write`]).
+    fn take_error(&mut self) -> Option<(u64, io::Error)> {
+        None
+    }
+
+    /// After a failed write: waits for the writes in flight (their errors
+    /// are forgotten); the next write goes to `offset` again.
+    fn rollback(&mut self, f: &File, offset: u64) -> io::Result<()>;
+
+    /// Waits for the writes in flight and leaves `f` as a buffered file
+    /// (for the header rewrite at close).
+    fn stop(&mut self, f: &File) -> io::Result<()>;
+}
+
+/// What a warning says when the kernel refuses a back-end.
+pub(crate) struct Refused {
+    /// What the kernel refused ("io_uring").
+    pub(crate) what: &'static str,
+    /// Where to look ("see the sysctl …").
+    pub(crate) hint: &'static str,
+}

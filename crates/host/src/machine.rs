@@ -1,0 +1,276 @@
+//! Facts of the machine, read and never changed: the block device under a
+//! path, the size of an ext4 journal, what the CPU, its clocks and the
+//! memory are, and whether this process runs under a user-mode emulator.
+//! `rtrec doctor` judges them and the bench records them beside its
+//! figures; both read them here, so a recorder that never benchmarks still
+//! has them.
+//!
+//! Design choices:
+//! - Every function reads `/proc`, `/sys` or (for the journal) the output
+//!   of `dumpe2fs`, and answers `None` when the fact cannot be read: a
+//!   caller says "unknown", never guesses.
+//! - The parsers of kernel text are separate pure functions, tested on
+//!   sample text.
+//! - Nothing here goes through the journal: nothing is changed.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::mounts::MountEntry;
+
+/// The first line of a file, trimmed; `None` when it cannot be read.
+fn first_line(path: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// The whole-disk block device name holding `path` (`loop0`, `vda`), from
+/// `/sys/dev/block/MAJ:MIN`; `None` on tmpfs, network or overlay
+/// filesystems.
+pub fn block_device_of(path: &Path) -> Option<String> {
+    let dev = fs::metadata(path).ok()?.dev();
+    let (maj, min) = rtrec_sys::major_minor(dev);
+    let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    Some(disk.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Whether loop device `dev` (`loop0`) reads its file with direct I/O
+/// (`/sys/block/DEV/loop/dio`); `None` when it cannot be read.
+pub fn loop_direct_io(dev: &str) -> Option<bool> {
+    first_line(format!("/sys/block/{dev}/loop/dio")).map(|d| d == "1")
+}
+
+/// The journal size of an ext4 mount from `dumpe2fs -h` (root, ext4 on a
+/// block device); `None` when it cannot be read.
+pub fn journal_bytes(m: &MountEntry) -> Option<u64> {
+    if m.fstype != "ext4" || !m.source.starts_with("/dev/") {
+        return None;
+    }
+    let out = Command::new("dumpe2fs")
+        .arg("-h")
+        .arg(&m.source)
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    dumpe2fs_journal_bytes(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The journal size in `dumpe2fs -h` text: `Total journal size:` (or
+/// `Journal size:` of older e2fsprogs), `64M`, `1024k`.
+pub fn dumpe2fs_journal_bytes(text: &str) -> Option<u64> {
+    let v = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Total journal size:")
+                .or_else(|| l.strip_prefix("Journal size:"))
+        })?
+        .trim();
+    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: u64 = num.parse().ok()?;
+    Some(match unit.trim() {
+        "k" | "K" => n << 10,
+        "M" => n << 20,
+        "G" => n << 30,
+        _ => n,
+    })
+}
+
+/// `/proc/fs/jbd2/DEV-8/info` of an ext4 mount: the kernel's view of its
+/// journal, readable where the device node is not (e.g. a VM that refuses
+/// raw reads of its root disk). `None`: no journal is loaded for it.
+pub fn jbd2_info(m: &MountEntry) -> Option<String> {
+    let dev = m.source.strip_prefix("/dev/")?;
+    fs::read_to_string(format!("/proc/fs/jbd2/{dev}-8/info")).ok()
+}
+
+/// The journal's size from jbd2's "each up to N blocks": the kernel caps a
+/// transaction at a quarter of the journal, so the journal is about 4 × N
+/// blocks (an estimate; callers say "about").
+pub fn jbd2_journal_bytes(m: &MountEntry) -> Option<u64> {
+    let blocks = jbd2_max_transaction_blocks(&jbd2_info(m)?)?;
+    let block = fs::metadata(&m.target).ok()?.blksize();
+    Some(blocks * 4 * block)
+}
+
+/// The N of jbd2's "N transactions (…), each up to N blocks" line.
+pub fn jbd2_max_transaction_blocks(info: &str) -> Option<u64> {
+    info.split("each up to ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The running kernel's release (`/proc/sys/kernel/osrelease`).
+pub fn kernel_release() -> Option<String> {
+    first_line("/proc/sys/kernel/osrelease")
+}
+
+/// The architecture the kernel was built for (`/proc/sys/kernel/arch`,
+/// Linux 6.1 and later): unlike `uname -m`, a user-mode emulator does not
+/// answer it for its guest, so it names the real machine.
+pub fn kernel_arch() -> Option<String> {
+    first_line("/proc/sys/kernel/arch").filter(|a| !a.is_empty())
+}
+
+/// The first CPU's model name from `/proc/cpuinfo`.
+pub fn cpu_model() -> Option<String> {
+    cpuinfo_field(&fs::read_to_string("/proc/cpuinfo").ok()?, "model name")
+}
+
+/// The first CPU's flags from `/proc/cpuinfo` (x86's `flags`, ARM's
+/// `Features`); empty when it cannot be read.
+pub fn cpu_flags() -> Vec<String> {
+    let text = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpuinfo_field(&text, "flags")
+        .or_else(|| cpuinfo_field(&text, "Features"))
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The value of the first `KEY : value` line of `/proc/cpuinfo` text.
+pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+/// The clock source the kernel's timekeeping reads
+/// (`/sys/devices/system/clocksource/clocksource0/current_clocksource`:
+/// `tsc`, `arch_sys_counter`, `hpet`, `kvm-clock`).
+pub fn clocksource() -> Option<String> {
+    first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+}
+
+/// A field of `/proc/meminfo`, bytes (`MemTotal`, `MemAvailable`).
+pub fn meminfo_bytes(key: &str) -> Option<u64> {
+    parse_meminfo(&fs::read_to_string("/proc/meminfo").ok()?, key)
+}
+
+/// A field of `/proc/meminfo` text, bytes (the kernel writes kB, which
+/// are KiB).
+pub fn parse_meminfo(meminfo: &str, key: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        if k != key {
+            return None;
+        }
+        let kib: u64 = v.split_whitespace().next()?.parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
+/// Whether a kernel built for `kernel` runs programs built for `program`
+/// natively (Rust's `std::env::consts::ARCH` names; the kernel's
+/// `x86_64`, `aarch64`, `armv7l`, …): the same architecture, or its
+/// 32-bit compatibility mode (`x86` on `x86_64`, `arm` on `aarch64`).
+pub fn runs_natively(kernel: &str, program: &str) -> bool {
+    let kernel = match kernel {
+        k if k.starts_with("armv") || k == "arm" => "arm",
+        "i386" | "i486" | "i586" | "i686" => "x86",
+        "arm64" => "aarch64",
+        "ppc64le" => "powerpc64",
+        k => k,
+    };
+    kernel == program
+        || matches!(
+            (kernel, program),
+            ("x86_64", "x86") | ("aarch64", "arm") | ("powerpc64", "powerpc")
+        )
+}
+
+/// Evidence that this process runs under a user-mode emulator (qemu-user),
+/// in words; `None` when none is found. Three signs, any one suffices:
+/// the kernel was built for an architecture that cannot run this program
+/// natively ([`kernel_arch`], [`runs_natively`]); this process's name is
+/// the emulator's (`/proc/self/comm` starts with `qemu-`, which qemu does
+/// not hide); or `binfmt_misc` hands programs of this architecture to a
+/// `qemu-ARCH` interpreter.
+pub fn user_emulation() -> Option<String> {
+    let arch = std::env::consts::ARCH;
+    if let Some(k) = kernel_arch().filter(|k| !runs_natively(k, arch)) {
+        return Some(format!("an {arch} program on an {k} kernel"));
+    }
+    if let Some(comm) = first_line("/proc/self/comm").filter(|c| c.starts_with("qemu-")) {
+        return Some(format!("the process is {comm}"));
+    }
+    let qemu_arch = match arch {
+        "x86" => "i386",
+        a => a,
+    };
+    let entry = format!("/proc/sys/fs/binfmt_misc/qemu-{qemu_arch}");
+    let text = fs::read_to_string(&entry).ok()?;
+    text.lines()
+        .next()
+        .is_some_and(|l| l.trim() == "enabled")
+        .then(|| format!("{entry} is enabled"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jbd2_info_gives_the_largest_transaction() {
+        let info = "25055 transactions (25055 requested), each up to 10922 blocks\naverage: \n";
+        assert_eq!(jbd2_max_transaction_blocks(info), Some(10922));
+        assert_eq!(jbd2_max_transaction_blocks("average:\n"), None);
+    }
+
+    #[test]
+    fn dumpe2fs_journal_size_reads_both_spellings_and_units() {
+        assert_eq!(
+            dumpe2fs_journal_bytes("Inode count: 5\nTotal journal size:       128M\n"),
+            Some(128 << 20)
+        );
+        assert_eq!(
+            dumpe2fs_journal_bytes("Journal size:             1024k\n"),
+            Some(1 << 20)
+        );
+        assert_eq!(dumpe2fs_journal_bytes("Inode count: 5\n"), None);
+    }
+
+    #[test]
+    fn meminfo_fields_are_bytes() {
+        let t = "MemTotal:       24576000 kB\nMemAvailable:     512000 kB\n";
+        assert_eq!(parse_meminfo(t, "MemAvailable"), Some(512_000 * 1024));
+        assert_eq!(parse_meminfo(t, "MemTotal"), Some(24_576_000 * 1024));
+        assert_eq!(parse_meminfo(t, "SwapTotal"), None);
+    }
+
+    #[test]
+    fn cpuinfo_fields_are_found_by_exact_key() {
+        let t = "processor\t: 0\nmodel name\t: Cortex-A53\nflags\t\t: fpu tsc constant_tsc\n";
+        assert_eq!(
+            cpuinfo_field(t, "model name").as_deref(),
+            Some("Cortex-A53")
+        );
+        assert_eq!(
+            cpuinfo_field(t, "flags").as_deref(),
+            Some("fpu tsc constant_tsc")
+        );
+        assert_eq!(cpuinfo_field(t, "model"), None);
+    }
+
+    #[test]
+    fn a_kernel_runs_its_own_and_its_compat_architecture_only() {
+        assert!(runs_natively("x86_64", "x86_64"));
+        assert!(runs_natively("x86_64", "x86"));
+        assert!(runs_natively("aarch64", "aarch64"));
+        assert!(runs_natively("aarch64", "arm"));
+        assert!(runs_natively("armv7l", "arm"));
+        assert!(!runs_natively("x86_64", "aarch64"));
+        assert!(!runs_natively("x86_64", "arm"));
+        assert!(!runs_natively("armv7l", "aarch64"));
+    }
+}

@@ -1,0 +1,270 @@
+//! The checks of the block device under DIR: what kind of device it is,
+//! its I/O scheduler and tunables, and (with `--probe`) its measured flush
+//! latency; one function each (listed in [`super::checks::CHECKS`]).
+
+use std::fs;
+use std::path::Path;
+
+use rtrec_units::{format_duration, format_size_per_s};
+
+use super::verdict::{read_trim, Facts, Finding};
+
+/// A flush (4 KiB write + `fdatasync`) p99 above this is a warning: etcd's
+/// published bound for its write-ahead log, the nearest published figure
+/// for "a log that must be durable soon" (docs/devices.md, DEVICES.md S24).
+pub const FLUSH_P99_WARN_NS: u64 = 10_000_000;
+
+/// What kind of device a whole-disk name is.
+pub fn device_kind_of(dev: &str, rotational: bool) -> &'static str {
+    if dev.starts_with("loop") {
+        "loop"
+    } else if dev.starts_with("mmcblk") {
+        "eMMC/SD"
+    } else if dev.starts_with("nvme") {
+        "NVMe"
+    } else if dev.starts_with("vd") {
+        "virtio"
+    } else if rotational {
+        "rotational disk"
+    } else {
+        "SSD"
+    }
+}
+
+/// The device under DIR, or the skip that says there is none.
+fn device(f: &Facts) -> Result<&str, Finding> {
+    f.device.as_deref().ok_or_else(|| {
+        Finding::skip(
+            "?",
+            "no block device under this directory (tmpfs, network or overlay)",
+        )
+    })
+}
+
+/// `/sys/block/DEV/queue`.
+fn queue(dev: &str) -> String {
+    format!("/sys/block/{dev}/queue")
+}
+
+/// The scheduler in use (`?` when it cannot be read).
+fn scheduler(dev: &str) -> String {
+    rtrec_host::iosched::read_scheduler(dev).unwrap_or_else(|_| "?".into())
+}
+
+/// `device-kind`: local flash passes; a loop image, eMMC/SD, a disk or a
+/// virtual disk each warn with what to measure.
+pub fn device_kind(f: &Facts) -> Finding {
+    let dev = match device(f) {
+        Ok(d) => d,
+        Err(skip) => return skip,
+    };
+    let rotational = read_trim(format!("{}/rotational", queue(dev))).as_deref() == Some("1");
+    let kind = device_kind_of(dev, rotational);
+    let found = format!("{dev}: {kind}");
+    match kind {
+        "loop" => {
+            let backing = rtrec_host::loopdev::backing_file(&Path::new("/dev").join(dev))
+                .map(|b| b.display().to_string())
+                .unwrap_or_default();
+            Finding::warn(
+                format!("{dev}: loop ({backing})"),
+                "an image file: latency is that of the filesystem and device under it",
+                "record on the real device, or run `rtrec doctor` on the image's directory too",
+            )
+        }
+        "eMMC/SD" => Finding::warn(
+            found,
+            "flash with its own garbage collection: stalls of 100s of ms are common; measure with `rtrec bench`",
+            "rtrec bench --dir DIR (on this device)",
+        ),
+        "rotational disk" => Finding::warn(
+            found,
+            "seeks add milliseconds whenever another reader or writer moves the head",
+            "record on flash (SSD, NVMe, eMMC)",
+        ),
+        "virtio" => Finding::warn(
+            found,
+            "a virtual disk: the host's I/O and caches are in every figure",
+            "measure on the target board itself",
+        ),
+        _ => Finding::pass(found, "a local flash device"),
+    }
+}
+
+/// `io-scheduler`: one that dispatches without idling.
+pub fn io_scheduler(f: &Facts) -> Finding {
+    let dev = match device(f) {
+        Ok(d) => d,
+        Err(skip) => return skip,
+    };
+    match scheduler(dev).as_str() {
+        s @ ("mq-deadline" | "none" | "kyber") => Finding::pass(s, "bounded dispatch, no idling"),
+        "bfq" => Finding::pass(
+            "bfq",
+            "fair between processes; pair it with `rtrec record --io-weight`",
+        ),
+        "?" => Finding::skip("?", "the scheduler file cannot be read"),
+        other => Finding::warn(
+            other,
+            "a scheduler that may idle or reorder for throughput",
+            format!("echo mq-deadline > {}/scheduler", queue(dev)),
+        ),
+    }
+}
+
+/// The scheduler's tunables, `name=value`, sorted.
+fn scheduler_tunables(queue: &str) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(format!("{queue}/iosched"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    Some(format!("{name}={}", read_trim(e.path())?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `io-scheduler-tunables`: no write-back throttling (except under bfq).
+pub fn io_scheduler_tunables(f: &Facts) -> Finding {
+    let dev = match device(f) {
+        Ok(d) => d,
+        Err(skip) => return skip,
+    };
+    let q = queue(dev);
+    let tunables = scheduler_tunables(&q);
+    let wbt = read_trim(format!("{q}/wbt_lat_usec"));
+    let found = format!(
+        "{}{}",
+        if tunables.is_empty() {
+            "no tunables".to_string()
+        } else {
+            tunables.join(" ")
+        },
+        wbt.as_deref()
+            .map(|w| format!(" wbt_lat_usec={w}"))
+            .unwrap_or_default()
+    );
+    match wbt.as_deref() {
+        Some(w) if w != "0" && scheduler(dev) != "bfq" => Finding::warn(
+            found,
+            "write-back throttling holds writes back when reads are slow; the bench's figures were taken without it",
+            format!("echo 0 > {q}/wbt_lat_usec"),
+        ),
+        _ => Finding::pass(found, "no throttling of writes in the block layer"),
+    }
+}
+
+/// `bfq-weight`: BFQ offered, so I/O weights can work.
+pub fn bfq_weight(f: &Facts) -> Finding {
+    let dev = match device(f) {
+        Ok(d) => d,
+        Err(skip) => return skip,
+    };
+    let offered = read_trim(format!("{}/scheduler", queue(dev))).unwrap_or_default();
+    if offered
+        .split_whitespace()
+        .any(|s| s.trim_matches(['[', ']']) == "bfq")
+    {
+        Finding::pass(
+            "bfq offered",
+            "`rtrec record --io-weight` can give the recorder a larger share",
+        )
+    } else {
+        Finding::warn(
+            format!("offered: {offered}"),
+            "BFQ is not offered, so I/O weights (`rtrec record --io-weight`) have no effect",
+            "modprobe bfq",
+        )
+    }
+}
+
+/// Runs the short probe (`--probe`) in `dir`, which must exist: it writes
+/// only inside it. The measured profile, checked by the same parser as any
+/// profile, or why there is none.
+pub fn run_probe(dir: &Path) -> Result<rtrec_emu::Profile, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "'{}' does not exist; the probe writes only inside DIR",
+            dir.display()
+        ));
+    }
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let short = rtrec_emu::probe::Extent::SHORT;
+    let r = rtrec_emu::probe::probe_extent(dir, "doctor", short, |step| {
+        if !quiet {
+            eprintln!("rtrec doctor: probe {step}");
+        }
+    })
+    .map_err(|e| format!("the short probe in '{}' failed: {e}", dir.display()))?;
+    rtrec_emu::Profile::from_file(r.profile, "measured by the probe").map_err(|e| e.to_string())
+}
+
+/// `device-probe`: with `--probe`, the flush p99 of the short probe
+/// against [`FLUSH_P99_WARN_NS`]; without it, a skip naming the commands
+/// that measure.
+pub fn device_probe(f: &Facts) -> Finding {
+    let p = match &f.probe {
+        None => return Finding::skip(
+            "not measured",
+            "doctor reads settings only; `rtrec doctor --probe` measures briefly (16 MiB), `rtrec device probe DIR` in full (about 100 MiB), `rtrec bench --dir DIR` its write() latency",
+        ),
+        Some(Err(e)) if e.contains("does not exist") => return Finding::skip("not measured", e),
+        Some(Err(e)) => {
+            return Finding::warn(
+                "probe failed",
+                e,
+                format!("rtrec device probe {}", f.dir.display()),
+            )
+        }
+        Some(Ok(p)) => p,
+    };
+    let flush_p99 = p.flush_tail_ns.max(p.flush_ns);
+    let found = format!(
+        "write {}, read {}; flush {} median, {} p99 (above a 4 KiB write); 4 KiB write {}",
+        format_size_per_s(p.write_bytes_per_s),
+        format_size_per_s(p.read_bytes_per_s),
+        format_duration(p.flush_ns),
+        format_duration(flush_p99),
+        format_duration(p.write_latency_ns)
+    );
+    if flush_p99 > FLUSH_P99_WARN_NS {
+        Finding::warn(
+            found,
+            format!(
+                "a flush p99 above {} (etcd's bound for its log): every jbd2 commit and fsync waits this long; the ring must ride out such stalls",
+                format_duration(FLUSH_P99_WARN_NS)
+            ),
+            format!(
+                "rtrec device probe {} -o board.json && rtrec bench --device board.json",
+                f.dir.display()
+            ),
+        )
+    } else {
+        Finding::pass(
+            found,
+            format!(
+                "flush p99 within {} (short probe: 16 MiB; `rtrec device probe` measures GC stalls over 64 MiB)",
+                format_duration(FLUSH_P99_WARN_NS)
+            ),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_are_named_by_kind() {
+        assert_eq!(device_kind_of("mmcblk0", false), "eMMC/SD");
+        assert_eq!(device_kind_of("nvme0n1", false), "NVMe");
+        assert_eq!(device_kind_of("vda", true), "virtio");
+        assert_eq!(device_kind_of("loop3", false), "loop");
+        assert_eq!(device_kind_of("sda", true), "rotational disk");
+        assert_eq!(device_kind_of("sda", false), "SSD");
+    }
+}

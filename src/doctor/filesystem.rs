@@ -1,0 +1,303 @@
+//! The checks of the filesystem under DIR: its type, its mount options, its
+//! journal and its free space, one function each (listed in
+//! [`super::checks::CHECKS`]).
+
+use std::fs;
+
+use rtrec_host::machine;
+use rtrec_host::mounts::MountEntry;
+use rtrec_units::format_size;
+
+use super::verdict::{Facts, Finding};
+
+/// The mount under DIR, or the skip that says there is none.
+fn mount(f: &Facts) -> Result<&MountEntry, Finding> {
+    f.mount
+        .as_ref()
+        .ok_or_else(|| Finding::skip("?", "the directory is in no mount of /proc/self/mounts"))
+}
+
+/// The mount's options, one per entry.
+fn options(m: &MountEntry) -> Vec<&str> {
+    m.options.split(',').collect()
+}
+
+fn has(m: &MountEntry, option: &str) -> bool {
+    options(m).contains(&option)
+}
+
+/// The fix that remounts with `option` and keeps it.
+fn remount(m: &MountEntry, option: &str) -> String {
+    format!(
+        "mount -o remount,{option} {0} (and add {option} in /etc/fstab)",
+        m.target.display()
+    )
+}
+
+/// The skip of an ext4-only check on another filesystem.
+fn ext4_only(m: &MountEntry, what: &str) -> Option<Finding> {
+    (m.fstype != "ext4").then(|| Finding::skip(&m.fstype, what))
+}
+
+/// `fs-type`: ext4, the filesystem the published figures are for.
+pub fn fs_type(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    match m.fstype.as_str() {
+        "ext4" => Finding::pass("ext4", "the filesystem the published studies measured"),
+        "xfs" | "btrfs" | "f2fs" => Finding::warn(
+            &m.fstype,
+            "a journaling filesystem, but the published figures are for ext4: measure with `rtrec bench --dir`",
+            format!("rtrec bench --dir {} --cases ALL", f.checked.display()),
+        ),
+        "tmpfs" | "ramfs" => Finding::warn(
+            &m.fstype,
+            "in memory: nothing survives a power cut",
+            "record into a directory on a disk (--dir)",
+        ),
+        other => Finding::warn(
+            other,
+            "not a filesystem rtrec was measured on",
+            "record on ext4 (mkfs.ext4 -J size=128 …)",
+        ),
+    }
+}
+
+/// `mount-rw`: a read-only mount cannot take a recording at all.
+pub fn read_write(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if has(m, "ro") {
+        Finding::fail(
+            "ro",
+            "the filesystem is mounted read-only: a recording cannot create its files",
+            format!("mount -o remount,rw {}", m.target.display()),
+        )
+    } else {
+        Finding::pass("rw", "files can be created and written")
+    }
+}
+
+/// `mount-noatime`: reads must not write access times.
+pub fn noatime(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if has(m, "noatime") {
+        return Finding::pass("noatime", "reads do not write access times");
+    }
+    let opts = options(m);
+    let atime = opts
+        .iter()
+        .find(|o| o.ends_with("atime"))
+        .map_or("relatime", |o| *o);
+    Finding::warn(
+        atime,
+        "reads can write access times, extra metadata writes beside the recording",
+        remount(m, "noatime"),
+    )
+}
+
+/// `mount-lazytime`: file times kept in memory.
+pub fn lazytime(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if has(m, "lazytime") {
+        Finding::pass(
+            "lazytime",
+            "file times are kept in memory, not written on every write()",
+        )
+    } else {
+        Finding::warn(
+            "no lazytime",
+            "every write() may dirty the inode's mtime, a journal transaction per second",
+            remount(m, "lazytime"),
+        )
+    }
+}
+
+/// `mount-delalloc`: ext4 allocates blocks at write-back, not in write().
+pub fn delalloc(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if let Some(skip) = ext4_only(m, "an ext4 option") {
+        return skip;
+    }
+    if has(m, "nodelalloc") {
+        Finding::warn(
+            "nodelalloc",
+            "blocks are allocated inside write(), in the producer's latency",
+            remount(m, "delalloc"),
+        )
+    } else {
+        Finding::pass("delalloc", "block allocation is deferred to write-back")
+    }
+}
+
+/// `mount-data-mode`: ext4's `data=ordered`, as the studies.
+pub fn data_mode(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if let Some(skip) = ext4_only(m, "an ext4 option") {
+        return skip;
+    }
+    let fresh_mount = format!(
+        "mount with data=ordered in /etc/fstab ({}; needs a fresh mount)",
+        m.target.display()
+    );
+    match options(m)
+        .iter()
+        .find_map(|o| o.strip_prefix("data="))
+        .unwrap_or("ordered")
+    {
+        "ordered" => Finding::pass("data=ordered", "the mode the studies measured"),
+        "journal" => Finding::warn(
+            "data=journal",
+            "every byte is written twice, through the journal",
+            fresh_mount,
+        ),
+        other => Finding::warn(
+            format!("data={other}"),
+            "after a crash a file may show stale blocks; the studies used data=ordered",
+            fresh_mount,
+        ),
+    }
+}
+
+/// `mount-discard`: no online TRIM in the write path.
+pub fn discard(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if has(m, "discard") {
+        let mp = m.target.display();
+        Finding::warn(
+            "discard",
+            "online discard sends TRIMs on every delete, stalls on many devices (eMMC, SD)",
+            format!("mount -o remount,nodiscard {mp} and run fstrim {mp} while idle"),
+        )
+    } else {
+        Finding::pass(
+            "nodiscard",
+            "no TRIM in the write path (use fstrim while idle)",
+        )
+    }
+}
+
+/// `journal-size`: an ext4 journal of at least the studies' 128 MiB.
+pub fn journal_size(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    if let Some(skip) = ext4_only(m, "an ext4 journal") {
+        return skip;
+    }
+    match machine::journal_bytes(m).or_else(|| machine::jbd2_journal_bytes(m)) {
+        None if m.source.starts_with("/dev/") && machine::jbd2_info(m).is_none() => Finding::warn(
+            "no journal",
+            format!("{} has no jbd2 journal: after a power cut only fsck repairs the metadata, and the durability contract assumes a journal", m.source),
+            format!("tune2fs -J size=128 {} (unmounted)", m.source),
+        ),
+        None => Finding::skip(
+            "?",
+            format!("dumpe2fs could not read the superblock of {} (needs root, e2fsprogs and the device node)", m.source),
+        ),
+        Some(b) if b < 128 << 20 => Finding::warn(
+            format_size(b),
+            "a journal smaller than the studies' 128 MiB forces commits sooner",
+            format!("tune2fs -O ^has_journal {0} && tune2fs -J size=128 {0} (unmounted)", m.source),
+        ),
+        Some(b) => Finding::pass(format_size(b), "at least the studies' 128 MiB"),
+    }
+}
+
+/// `free-space`: room for the planned recording, and for its pool.
+pub fn free_space(f: &Facts) -> Finding {
+    let dir = &f.checked;
+    let planned = f.planned_bytes;
+    let p = format_size(planned);
+    match fs::File::open(dir).and_then(rtrec_sys::available_bytes) {
+        Err(e) => Finding::skip("?", format!("statvfs failed: {e}")),
+        Ok(a) if a < planned => Finding::fail(
+            format_size(a),
+            format!("less than the planned {p}: the recording would end early"),
+            format!(
+                "free space in {} or plan a smaller recording (--planned)",
+                dir.display()
+            ),
+        ),
+        Ok(a) if a < planned.saturating_mul(2) => Finding::warn(
+            format_size(a),
+            format!("enough for {p}, not for a second file pool of the same size"),
+            format!(
+                "free space in {} (`rtrec pool status` shows what the pool holds)",
+                dir.display()
+            ),
+        ),
+        Ok(a) => Finding::pass(
+            format_size(a),
+            format!("room for the planned {p} and its pool"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::verdict::Status;
+
+    fn facts(line: &str) -> Facts {
+        let m = rtrec_host::mounts::parse_mounts(line).remove(0);
+        Facts::of(&std::env::temp_dir(), Some(m))
+    }
+
+    #[test]
+    fn mount_options_are_judged_one_check_each() {
+        let f = facts("/dev/vda / ext4 rw,relatime,discard,data=journal 0 0\n");
+        assert_eq!(fs_type(&f).status, Status::Pass);
+        assert_eq!(read_write(&f).status, Status::Pass);
+        assert_eq!(noatime(&f).status, Status::Warn);
+        assert_eq!(lazytime(&f).status, Status::Warn);
+        assert_eq!(delalloc(&f).status, Status::Pass);
+        assert_eq!(data_mode(&f).status, Status::Warn);
+        assert_eq!(discard(&f).status, Status::Warn);
+    }
+
+    #[test]
+    fn a_read_only_mount_fails_with_a_remount_read_write() {
+        let f = facts("/dev/sdb1 /data ext4 ro,noatime 0 0\n");
+        let c = read_write(&f);
+        assert_eq!((c.status, c.found.as_str()), (Status::Fail, "ro"));
+        assert_eq!(c.fix.as_deref(), Some("mount -o remount,rw /data"));
+    }
+
+    #[test]
+    fn ext4_options_are_skipped_on_other_filesystems() {
+        let f = facts("tmpfs /tmp tmpfs rw,nodelalloc 0 0\n");
+        assert_eq!(fs_type(&f).status, Status::Warn);
+        assert_eq!(delalloc(&f).status, Status::Skip);
+        assert_eq!(data_mode(&f).status, Status::Skip);
+        assert_eq!(journal_size(&f).status, Status::Skip);
+    }
+
+    #[test]
+    fn a_directory_in_no_mount_is_skipped_not_guessed() {
+        let f = Facts::of(&std::env::temp_dir(), None);
+        for c in [fs_type(&f), read_write(&f), noatime(&f), journal_size(&f)] {
+            assert_eq!(c.status, Status::Skip, "{c:?}");
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The system-wide checks: write-back settings, rtrec's own journal, CPU
+//! frequency and idle states, isolation, the kernel's preemption and RT
+//! throttling, memory (huge pages, swap, locking), tracefs, and whether a
+//! hypervisor sits under it all; one function each (listed in
+//! [`super::checks::CHECKS`]).
+
+use std::fs;
+use std::path::Path;
+
+use rtrec_units::format_size;
+
+use super::verdict::{read_trim, Facts, Finding};
+
+/// `vm-dirty`: periodic write-back on.
+pub fn vm_dirty(_: &Facts) -> Finding {
+    match rtrec_host::sysctl::DirtySettings::read() {
+        Err(e) => Finding::skip("?", format!("cannot read vm.dirty_*: {e}")),
+        Ok(d) if d.dirty_writeback_centisecs == 0 => Finding::warn(
+            d.to_string(),
+            "periodic write-back is off (a killed benchmark's FOFF?)",
+            "rtrec tune --restore, or sysctl -w vm.dirty_writeback_centisecs=500",
+        ),
+        Ok(d) => Finding::pass(
+            d.to_string(),
+            "rtrec's flush thread bounds dirty memory itself (`rtrec record --flush window`)",
+        ),
+    }
+}
+
+/// `journal-leftovers`: no setting left changed by a dead rtrec, none held
+/// by a running one.
+pub fn journal_leftovers(_: &Facts) -> Finding {
+    let s = match rtrec_host::journal_status() {
+        Err(e) => return Finding::skip("?", e.to_string()),
+        Ok(s) if s.is_clear() => {
+            return Finding::pass("empty", "no setting is changed by rtrec now")
+        }
+        Ok(s) => s,
+    };
+    let changes = |alive: bool| -> usize {
+        s.owners
+            .iter()
+            .filter(|o| o.alive == alive)
+            .map(|o| o.changes.len())
+            .sum()
+    };
+    let (dead, live) = (changes(false), changes(true));
+    let found = format!(
+        "{dead} left by dead processes, {live} held by running ones{}",
+        s.lock_holder
+            .as_deref()
+            .map(|h| format!(", lock held by {h}"))
+            .unwrap_or_default()
+    );
+    if dead > 0 {
+        Finding::warn(
+            found,
+            "a killed rtrec left settings changed",
+            "rtrec tune --restore",
+        )
+    } else {
+        Finding::warn(
+            found,
+            "another rtrec is changing settings right now; measurements now would see them",
+            "wait for it (rtrec tune status)",
+        )
+    }
+}
+
+/// `cpu-governor`: `performance` on every CPU (or no cpufreq).
+pub fn cpu_governor(_: &Facts) -> Finding {
+    let governors: Vec<String> = (0..1024)
+        .map_while(|c| {
+            fs::metadata(format!("/sys/devices/system/cpu/cpu{c}"))
+                .ok()
+                .map(|_| c)
+        })
+        .filter_map(|c| {
+            read_trim(format!(
+                "/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"
+            ))
+        })
+        .collect();
+    if governors.is_empty() {
+        Finding::pass(
+            "no cpufreq",
+            "the CPU frequency is not scaled by Linux (fixed, or a VM)",
+        )
+    } else if governors.iter().all(|g| g == "performance") {
+        Finding::pass("performance", "no frequency ramp-up after idle")
+    } else {
+        let mut g = governors;
+        g.dedup();
+        Finding::warn(
+            g.join(","),
+            "after idle the CPU runs slow until the governor ramps up",
+            "cpupower frequency-set -g performance",
+        )
+    }
+}
+
+/// `cpu-idle`: the deepest idle state's exit latency at most 100 µs.
+pub fn cpu_idle(_: &Facts) -> Finding {
+    let deepest = (0..16)
+        .map_while(|s| {
+            read_trim(format!(
+                "/sys/devices/system/cpu/cpu0/cpuidle/state{s}/latency"
+            ))
+        })
+        .filter_map(|l| l.parse::<u64>().ok())
+        .max();
+    let driver = read_trim("/sys/devices/system/cpu/cpuidle/current_driver")
+        .unwrap_or_else(|| "none".into());
+    match deepest {
+        None => Finding::pass(
+            format!("driver {driver}, no states"),
+            "no idle states to wake from",
+        ),
+        Some(us) if us > 100 => Finding::warn(
+            format!("driver {driver}, deepest exit {us} µs"),
+            "waking from the deepest idle state adds to every period's lateness",
+            "boot with processor.max_cstate=1 (or hold /dev/cpu_dma_latency at 0 while recording)",
+        ),
+        Some(us) => Finding::pass(
+            format!("driver {driver}, deepest exit {us} µs"),
+            "idle exit latencies are small",
+        ),
+    }
+}
+
+/// The isolated CPUs (`isolcpus=`), empty when none.
+fn isolated() -> String {
+    read_trim("/sys/devices/system/cpu/isolated").unwrap_or_default()
+}
+
+/// `isolcpus`: a CPU kept for the recorder.
+pub fn isolcpus(_: &Facts) -> Finding {
+    let isolated = isolated();
+    if isolated.is_empty() {
+        Finding::warn(
+            "none",
+            "the recorder shares every CPU with the rest of the system",
+            "boot with isolcpus=N nohz_full=N and record with --rt --cpu N",
+        )
+    } else {
+        Finding::pass(
+            isolated,
+            "CPUs kept free for the recorder (`rtrec record --cpu`)",
+        )
+    }
+}
+
+/// `nohz_full`: isolated CPUs without the scheduler tick.
+pub fn nohz_full(_: &Facts) -> Finding {
+    let isolated = isolated();
+    let nohz = read_trim("/sys/devices/system/cpu/nohz_full")
+        .filter(|n| n != "(null)")
+        .unwrap_or_default();
+    match (isolated.is_empty(), nohz.is_empty()) {
+        (true, true) => Finding::pass("none", "not needed without isolated CPUs"),
+        (_, false) => Finding::pass(nohz, "no scheduler tick on these CPUs while one task runs"),
+        (false, true) => Finding::warn(
+            "none",
+            "the isolated CPUs still take the scheduler tick",
+            format!("boot with nohz_full={isolated}"),
+        ),
+    }
+}
+
+/// `rt-throttling`: on, so a runaway RT task cannot hang the machine.
+pub fn rt_throttling(_: &Facts) -> Finding {
+    match read_trim("/proc/sys/kernel/sched_rt_runtime_us").as_deref() {
+        None => Finding::skip("?", "sched_rt_runtime_us cannot be read"),
+        Some("-1") => Finding::warn(
+            "-1 (off)",
+            "a runaway SCHED_FIFO task can starve the whole machine",
+            "sysctl -w kernel.sched_rt_runtime_us=950000",
+        ),
+        Some(v) => Finding::pass(
+            format!("{v} µs of each second"),
+            "RT tasks are throttled only if they run flat out; rtrec's sleep every period",
+        ),
+    }
+}
+
+/// `preempt`: a PREEMPT_RT kernel.
+pub fn preempt(_: &Facts) -> Finding {
+    let version = read_trim("/proc/sys/kernel/version").unwrap_or_default();
+    if read_trim("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
+        return Finding::pass(
+            "PREEMPT_RT",
+            "bounded scheduling latency for `rtrec record --rt`",
+        );
+    }
+    let model = if version.contains("PREEMPT_DYNAMIC") {
+        "PREEMPT_DYNAMIC"
+    } else if version.contains("PREEMPT") {
+        "PREEMPT"
+    } else {
+        "no forced preemption"
+    };
+    Finding::warn(
+        model,
+        "without PREEMPT_RT, kernel code can delay the producer's wake-up by milliseconds",
+        "install a PREEMPT_RT kernel (Debian: apt install linux-image-rt-amd64)",
+    )
+}
+
+/// `thp`: transparent huge pages not `always`.
+pub fn thp(_: &Facts) -> Finding {
+    let path = "/sys/kernel/mm/transparent_hugepage/enabled";
+    match read_trim(path) {
+        None => Finding::pass("not built", "no huge-page compaction stalls"),
+        Some(t) if t.contains("[always]") => Finding::warn(
+            "always",
+            "page faults may stall on compaction to make huge pages",
+            format!("echo madvise > {path}"),
+        ),
+        Some(t) => Finding::pass(
+            t.split(['[', ']']).nth(1).unwrap_or(&t).to_string(),
+            "huge pages only where asked for",
+        ),
+    }
+}
+
+/// `swap`: none, or `--rt` to lock the recorder in memory.
+pub fn swap(_: &Facts) -> Finding {
+    let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
+    let n = swaps
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    if n == 0 {
+        Finding::pass("none", "nothing of the recorder can be swapped out")
+    } else {
+        Finding::warn(
+            format!("{n} swap area(s)"),
+            "without `rtrec record --rt` (mlockall) the recorder's pages can be swapped out",
+            "record with --rt, or swapoff -a",
+        )
+    }
+}
+
+/// `Max locked memory` soft limit from `/proc/self/limits` text, bytes
+/// (`None`: unlimited).
+pub fn memlock_limit(limits: &str) -> Option<Option<u64>> {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line["Max locked memory".len()..]
+        .split_whitespace()
+        .next()?;
+    Some(if soft == "unlimited" {
+        None
+    } else {
+        Some(soft.parse().ok()?)
+    })
+}
+
+/// `memlock`: RLIMIT_MEMLOCK room for what `--rt` locks (the ring and the
+/// program; root is exempt).
+pub fn memlock(f: &Facts) -> Finding {
+    let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    match memlock_limit(&limits) {
+        None => Finding::skip("?", "/proc/self/limits cannot be read"),
+        Some(None) => Finding::pass("unlimited", "`rtrec record --rt` can lock all memory"),
+        Some(Some(_)) if rtrec_sys::effective_uid() == 0 => {
+            Finding::pass("root", "root may lock memory beyond RLIMIT_MEMLOCK")
+        }
+        Some(Some(b)) if b < f.ring_bytes * 2 => Finding::warn(
+            format_size(b),
+            format!(
+                "less than `rtrec record --rt` needs to lock (the {} ring and the program)",
+                format_size(f.ring_bytes)
+            ),
+            "ulimit -l unlimited (or memlock in /etc/security/limits.conf)",
+        ),
+        Some(Some(b)) => Finding::pass(format_size(b), "enough for `rtrec record --rt`"),
+    }
+}
+
+/// `tracefs`: mounted, so `--explain` can attribute slow calls.
+pub fn tracefs(_: &Facts) -> Finding {
+    let path = rtrec_host::tracefs::TRACEFS;
+    if Path::new(path).join("trace").exists() {
+        Finding::pass(path, "`rtrec record --explain` can attribute slow calls")
+    } else if rtrec_sys::effective_uid() != 0 {
+        Finding::skip("not root", "tracefs is root's")
+    } else {
+        Finding::warn(
+            "not mounted",
+            "`rtrec record --explain` cannot attribute slow calls",
+            format!("mount -t tracefs nodev {path}"),
+        )
+    }
+}
+
+/// Whether the CPU says it runs under a hypervisor (the `hypervisor` flag).
+fn under_hypervisor() -> bool {
+    fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+}
+
+/// `hypervisor`: bare metal.
+pub fn hypervisor(_: &Facts) -> Finding {
+    if !under_hypervisor() {
+        return Finding::pass("bare metal", "no host between the recorder and the CPU");
+    }
+    let vendor = [
+        read_trim("/sys/hypervisor/type"),
+        read_trim("/sys/class/dmi/id/sys_vendor"),
+        read_trim("/sys/class/dmi/id/product_name"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|s| !s.is_empty())
+    .collect::<Vec<_>>()
+    .join(" ");
+    Finding::warn(
+        if vendor.is_empty() {
+            "yes".into()
+        } else {
+            vendor
+        },
+        "a virtual machine: the host's scheduling shows in every latency (never trust one maximum)",
+        "measure on the target hardware",
+    )
+}
+
+/// The `cpu` line of `/proc/stat`: (total jiffies, steal jiffies).
+pub fn cpu_times(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    Some((v.iter().take(8).sum(), *v.get(7)?))
+}
+
+/// `steal-time`: under 1 % over a short sample (200 ms) and since boot.
+pub fn steal_time(_: &Facts) -> Finding {
+    let read = || {
+        fs::read_to_string("/proc/stat")
+            .ok()
+            .as_deref()
+            .and_then(cpu_times)
+    };
+    let Some((t0, s0)) = read() else {
+        return Finding::skip("?", "/proc/stat cannot be read");
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (t1, s1) = read().unwrap_or((t0, s0));
+    let pct = |s: u64, t: u64| {
+        if t == 0 {
+            0.0
+        } else {
+            100.0 * s as f64 / t as f64
+        }
+    };
+    let now = pct(s1 - s0, t1 - t0);
+    let boot = pct(s0, t0);
+    let found = format!("{now:.1}% now, {boot:.2}% since boot");
+    if now >= 1.0 || boot >= 1.0 {
+        Finding::warn(
+            found,
+            "the hypervisor takes the CPU away: periods will be late by whole time slices",
+            "give the VM dedicated CPUs (pinning) or measure on hardware",
+        )
+    } else if under_hypervisor() {
+        Finding::pass(found, "the host gives this VM its CPUs for now")
+    } else {
+        Finding::pass(found, "no hypervisor steals time")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memlock_limit_reads_the_soft_limit_or_unlimited() {
+        let t = "Limit                     Soft Limit           Hard Limit           Units\n\
+                 Max locked memory         8388608              8388608              bytes\n";
+        assert_eq!(memlock_limit(t), Some(Some(8 << 20)));
+        let u = "Max locked memory         unlimited            unlimited            bytes\n";
+        assert_eq!(memlock_limit(u), Some(None));
+        assert_eq!(memlock_limit("nothing"), None);
+    }
+
+    #[test]
+    fn cpu_times_sum_the_first_eight_fields_and_take_steal() {
+        let s = "cpu  10 0 20 100 5 1 2 7 0 0\ncpu0 1 2 3\n";
+        assert_eq!(cpu_times(s), Some((145, 7)));
+        assert_eq!(cpu_times("intr 1"), None);
+    }
+}
