@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rtrec.h"
@@ -60,10 +61,7 @@ int main(int argc, char **argv)
         return failed("preparing the file pool", ret);
     printf("pool_prepared=%d\n", ret);
 
-    rtrec_config cfg = { .struct_size = sizeof cfg };
-    ret = rtrec_config_init(&cfg);
-    if (ret < 0)
-        return failed("rtrec_config_init", ret);
+    rtrec_config cfg = { .struct_size = sizeof cfg }; /* zero means default */
     cfg.max_record = RECORD_BYTES;
     cfg.ring_bytes = 1u << 20;
     cfg.alloc = RTREC_ALLOC_POOL; /* the default, said out loud */
@@ -120,7 +118,7 @@ int main(int argc, char **argv)
     ret = status ? rtrec_recorder_abort(rec, "the example failed", &s) : rtrec_recorder_finish(rec, &s);
     if (ret < 0)
         status = failed("finishing the recording", ret);
-    if (ret == 0 || ret == -EIO) { /* -EIO still fills the summary */
+    if (s.filled) { /* also after a failure while recording */
         int attached = rtrec_summary_attach_timer(&s, timer);
         if (attached < 0)
             status = failed("rtrec_summary_attach_timer", attached);
@@ -138,6 +136,7 @@ int main(int argc, char **argv)
         printf("max_lateness_ns=%" PRIu64 "\n", s.lateness_ns.max);
         printf("missed_periods=%" PRIu64 "\n", s.missed_periods);
         printf("complete=%d\n", s.complete);
+        free(s.file_names); /* the event files' names, unused here */
         if (s.flight_events != EVENTS) {
             fprintf(stderr, "flight: %" PRIu64 " of %d events were saved\n", s.flight_events, EVENTS);
             status = 1;

@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rtrec.h"
@@ -51,20 +52,23 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* Defaults, then what this program needs. struct_size comes first. */
+    /* What this program needs; every field left 0 is the default.
+     * struct_size comes first. */
     rtrec_config cfg = { .struct_size = sizeof cfg };
-    int ret = rtrec_config_init(&cfg);
-    if (ret < 0)
-        return failed("rtrec_config_init", ret);
     cfg.max_record = RECORD_BYTES;
     cfg.file_size = 8u << 20; /* 1,000 framed 4 KiB records fit in one file */
     cfg.ring_bytes = 1u << 20;
-    cfg.io = io;       /* the write back-end (struct version 5) */
+    cfg.io = io;       /* the write back-end */
     cfg.io_depth = 8;  /* io_uring: writes in flight, one registered buffer each */
+    if (rtrec_version() / 100 != RTREC_VERSION_MAJOR * 100 + RTREC_VERSION_MINOR) {
+        fprintf(stderr, "record: built for librtrec %d.%d, running with %d\n", RTREC_VERSION_MAJOR,
+                RTREC_VERSION_MINOR, rtrec_version());
+        return 1;
+    }
 
     /* Everything that can fail or block happens here, before recording. */
     rtrec_recorder *rec = NULL;
-    ret = rtrec_recorder_create(argv[1], &cfg, &rec);
+    int ret = rtrec_recorder_create(argv[1], &cfg, &rec);
     if (ret < 0)
         return failed("creating the recording", ret);
     rtrec_timer *timer = NULL;
@@ -100,7 +104,7 @@ int main(int argc, char **argv)
     ret = status ? rtrec_recorder_abort(rec, "the example failed", &s) : rtrec_recorder_finish(rec, &s);
     if (ret < 0)
         status = failed("finishing the recording", ret);
-    if (ret == 0 || ret == -EIO) { /* -EIO still fills the summary */
+    if (s.filled) { /* also after a failure while recording: what was stored */
         int attached = rtrec_summary_attach_timer(&s, timer);
         if (attached < 0)
             status = failed("rtrec_summary_attach_timer", attached);
@@ -115,6 +119,10 @@ int main(int argc, char **argv)
         printf("max_lateness_ns=%" PRIu64 "\n", s.lateness_ns.max);
         printf("missed_periods=%" PRIu64 "\n", s.missed_periods);
         printf("complete=%d\n", s.complete);
+        printf("warnings=%u\n", s.warnings);
+        for (const char *f = s.file_names; f && *f; f += strlen(f) + 1)
+            printf("file=%s\n", f);
+        free(s.file_names);
         if (s.records_dropped > 0) {
             fprintf(stderr, "record: %" PRIu64 " of %d records were dropped (stored as losses)\n",
                     s.records_dropped, RECORDS);

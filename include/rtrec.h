@@ -12,13 +12,28 @@
  * the calling thread. No panic crosses this boundary (an internal error
  * returns -ENOTRECOVERABLE).
  *
- * Inline policy: none. This header declares types and exported functions
- * only, no inline functions and no macros besides the include guard, so
- * everything a program calls is a symbol of the library.
+ * Inline policy: none. This header declares types, constants and exported
+ * functions only, no inline functions and no function-like macros, so
+ * everything a program calls is a symbol of the library (versioned
+ * RTREC_0.2 in an installed librtrec.so).
  *
- * Struct versions: rtrec_config, rtrec_summary and rtrec_pool_state start
- * with size_t struct_size, which the caller sets to sizeof the struct it
- * was compiled with; they only ever grow at the end. See docs/c-api.md.
+ * Handles: rtrec_recorder and rtrec_timer pointers are handles, not
+ * addresses. A handle that was finished, aborted or destroyed gives -EBADF
+ * (never a touch of freed memory). Two threads on one live handle at once
+ * are not detected; see docs/c-api.md, "Threads".
+ *
+ * Struct versions (the rule of openat2(2), stricter on sizes):
+ * rtrec_config, rtrec_summary and rtrec_pool_state start with size_t
+ * struct_size, which the caller sets to sizeof the struct it was compiled
+ * with. The library accepts only the published sizes of each struct (any
+ * other value is -EINVAL, and then nothing of the struct is read or
+ * written) and reads or writes exactly struct_size bytes. Structs only grow
+ * at the end; every version ends on an 8-byte boundary without padding.
+ * Published sizes on LP64: rtrec_config 184 (version 6: zero means
+ * default); rtrec_summary 280, 344, 360, 384; rtrec_pool_state 40.
+ *
+ * Zero means default: a zero-filled rtrec_config with struct_size set is
+ * the default configuration; every field documents its 0.
  *
  * Link: cc ... -lrtrec   (shared), or
  *       cc ... librtrec.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
@@ -29,6 +44,45 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * `rtrec_config.pin`: pin the writer thread to `writer_cpu`.
+ */
+#define RTREC_PIN_WRITER 1
+
+/**
+ * `rtrec_config.pin`: pin the flush thread to `flusher_cpu`.
+ */
+#define RTREC_PIN_FLUSHER 2
+
+/**
+ * `rtrec_config.sync_every_ns`: make records durable only when a file is
+ * closed (no periodic `fdatasync`).
+ */
+#define RTREC_SYNC_ON_CLOSE UINT64_MAX
+
+/**
+ * Major version of this header: a new major may break the ABI (before
+ * 1.0, a new minor may too: see "Versions" in docs/c-api.md).
+ */
+#define RTREC_VERSION_MAJOR 0
+
+/**
+ * Minor version of this header.
+ */
+#define RTREC_VERSION_MINOR 2
+
+/**
+ * Patch version of this header.
+ */
+#define RTREC_VERSION_PATCH 0
+
+/**
+ * The longest period accepted, ns: one day. Deadlines are kept in `u64`
+ * ns of `CLOCK_MONOTONIC` and slept on with a `timespec`; a longer period
+ * brings them toward the wrap, and no recording paces itself in days.
+ */
+#define RTREC_TIMER_MAX_PERIOD_NS 86400000000000
 
 /**
  * Who calls `write()` (`rtrec_config.mode`).
@@ -51,30 +105,34 @@ typedef enum rtrec_mode {
  */
 typedef enum rtrec_alloc {
     /**
+     * The library's default: `RTREC_ALLOC_POOL` (raw framing: zero).
+     */
+    RTREC_ALLOC_DEFAULT = 0,
+    /**
      * Empty file, every write appends (allocation happens inside `write()`).
      */
-    RTREC_ALLOC_APPEND = 0,
+    RTREC_ALLOC_APPEND = 1,
     /**
      * `fallocate()` the whole file first; truncated at the end.
      */
-    RTREC_ALLOC_FALLOCATE = 1,
+    RTREC_ALLOC_FALLOCATE = 2,
     /**
      * `fallocate(FALLOC_FL_KEEP_SIZE)`: blocks reserved, the size grows
      * with every write.
      */
-    RTREC_ALLOC_FALLOCATE_KEEP_SIZE = 2,
+    RTREC_ALLOC_FALLOCATE_KEEP_SIZE = 3,
     /**
      * Pre-allocate and write zeros once before recording, so nothing is
      * allocated or converted while recording.
      */
-    RTREC_ALLOC_ZERO = 3,
+    RTREC_ALLOC_ZERO = 4,
     /**
      * Take files from a pool prepared while idle (zero-filled, or recycled
      * from finished recordings): nothing is allocated when a recording
      * starts, nothing truncated when it ends. Framed files only. The
      * default.
      */
-    RTREC_ALLOC_POOL = 4,
+    RTREC_ALLOC_POOL = 5,
 } rtrec_alloc;
 
 /**
@@ -83,27 +141,31 @@ typedef enum rtrec_alloc {
  */
 typedef enum rtrec_flush {
     /**
+     * The library's default: `RTREC_FLUSH_WINDOW`.
+     */
+    RTREC_FLUSH_DEFAULT = 0,
+    /**
      * Never flush while recording; the kernel decides.
      */
-    RTREC_FLUSH_NONE = 0,
+    RTREC_FLUSH_NONE = 1,
     /**
      * `fdatasync()` every `flush_every` bytes.
      */
-    RTREC_FLUSH_FDATASYNC = 1,
+    RTREC_FLUSH_FDATASYNC = 2,
     /**
      * `fsync()` every `flush_every` bytes.
      */
-    RTREC_FLUSH_FSYNC = 2,
+    RTREC_FLUSH_FSYNC = 3,
     /**
      * `sync_file_range(WRITE)` on each new `flush_every` bytes.
      */
-    RTREC_FLUSH_SFR = 3,
+    RTREC_FLUSH_SFR = 4,
     /**
      * Bounded trailing window of `sync_file_range()` and
      * `posix_fadvise(DONTNEED)`: dirty and cached memory stay bounded. The
      * default.
      */
-    RTREC_FLUSH_WINDOW = 4,
+    RTREC_FLUSH_WINDOW = 5,
 } rtrec_flush;
 
 /**
@@ -194,26 +256,41 @@ typedef enum rtrec_io {
 } rtrec_io;
 
 /**
+ * Severity of a message given to the log callback.
+ */
+typedef enum rtrec_log_level {
+    /**
+     * Something could not be done as asked and the recording went on
+     * without it (a CPU that does not exist, SCHED_FIFO without the
+     * privilege, io_uring refused by the kernel).
+     */
+    RTREC_LOG_WARNING = 1,
+} rtrec_log_level;
+
+/**
  * A recording in progress (opaque). One thread records; any thread may
- * finish, abort or destroy it once recording has stopped.
+ * finish, abort or destroy it once recording has stopped. The pointer is
+ * a handle, not an address: after finish, abort or destroy every call
+ * with it returns `-EBADF`.
  */
 typedef struct rtrec_recorder rtrec_recorder;
 
 /**
- * A periodic timer (opaque). One thread uses it at a time.
+ * A periodic timer (opaque). One thread uses it at a time. The pointer is
+ * a handle, not an address (see `handle.rs`): a destroyed timer's handle
+ * gives `-EBADF`.
  */
 typedef struct rtrec_timer rtrec_timer;
 
 /**
  * How a recording is written: the C mirror of the engine's configuration.
  *
- * Fill it with `rtrec_config_init()` (which needs `struct_size` set), then
- * change what you need:
+ * Zero means default: set `struct_size` and what you need, leave the rest
+ * 0 (`rtrec_config_init()` writes the defaults out explicitly, for
+ * display):
  *
  * ```c
- * rtrec_config cfg = { .struct_size = sizeof cfg };
- * rtrec_config_init(&cfg);
- * cfg.max_record = 4096;
+ * rtrec_config cfg = { .struct_size = sizeof cfg, .max_record = 4096 };
  * ```
  *
  * The struct only grows at its end; see "Struct versions" in
@@ -230,11 +307,13 @@ typedef struct rtrec_config {
      */
     int mode;
     /**
-     * How file space is obtained: an `rtrec_alloc` value.
+     * How file space is obtained: an `rtrec_alloc` value. 0:
+     * `RTREC_ALLOC_DEFAULT`.
      */
     int alloc;
     /**
-     * How data are flushed while recording: an `rtrec_flush` value.
+     * How data are flushed while recording: an `rtrec_flush` value. 0:
+     * `RTREC_FLUSH_DEFAULT`.
      */
     int flush;
     /**
@@ -242,7 +321,7 @@ typedef struct rtrec_config {
      */
     int framing;
     /**
-     * Flush granularity in bytes (must be > 0 unless `RTREC_FLUSH_NONE`).
+     * Flush granularity in bytes. 0: the default, 2 MiB.
      */
     uint64_t flush_every;
     /**
@@ -253,7 +332,8 @@ typedef struct rtrec_config {
      */
     uint64_t file_size;
     /**
-     * Largest record `rtrec_recorder_record()` accepts, in bytes.
+     * Largest record `rtrec_recorder_record()` accepts, in bytes. 0: the
+     * default, 1 MiB.
      */
     size_t max_record;
     /**
@@ -265,7 +345,7 @@ typedef struct rtrec_config {
     size_t ring_bytes;
     /**
      * How long the writer thread sleeps when the ring is empty, in
-     * microseconds (1 .. 1,000,000).
+     * microseconds (1 .. 1,000,000). 0: the default, 1000.
      */
     uint64_t writer_poll_us;
     /**
@@ -274,15 +354,19 @@ typedef struct rtrec_config {
      */
     int writer_priority;
     /**
-     * CPU the writer thread is pinned to; -1: not pinned.
+     * CPU the writer thread is pinned to, used only when `pin` has
+     * `RTREC_PIN_WRITER` (so 0, the default, is "not pinned"; a non-zero
+     * CPU without the flag is `-EINVAL`).
      */
     int writer_cpu;
     /**
-     * CPU the flush thread is pinned to; -1: not pinned.
+     * CPU the flush thread is pinned to, used only when `pin` has
+     * `RTREC_PIN_FLUSHER` (likewise).
      */
     int flusher_cpu;
     /**
-     * Nice value of the flush thread.
+     * Nice value of the flush thread (-20 .. 19). 0: the default, 10 (nice
+     * 0 itself is not offered; 1 or -1 are).
      */
     int flusher_nice;
     /**
@@ -293,8 +377,8 @@ typedef struct rtrec_config {
     const char *prefix;
     /**
      * Files the pool of the recording directory is created with and
-     * topped up to (`RTREC_ALLOC_POOL`; at least 1). Default 2. An
-     * existing pool keeps its own count and file size.
+     * topped up to (`RTREC_ALLOC_POOL`). 0: the default, 2. An existing
+     * pool keeps its own count and file size.
      */
     uint32_t pool_files;
     /**
@@ -326,6 +410,7 @@ typedef struct rtrec_config {
     uint32_t reserved0;
     /**
      * Flight recorder: keep at most this long a span before a trigger, ns.
+     * 0: the default, 2 s.
      */
     uint64_t flight_pre_ns;
     /**
@@ -337,7 +422,8 @@ typedef struct rtrec_config {
      */
     uint64_t flight_pre_bytes;
     /**
-     * Flight recorder: record this long after a trigger, ns.
+     * Flight recorder: record this long after a trigger, ns. 0: the
+     * default, 5 s.
      */
     uint64_t flight_post_ns;
     /**
@@ -358,13 +444,13 @@ typedef struct rtrec_config {
     /**
      * The durability interval, ns: the flush thread makes written records
      * durable (`fdatasync`) at least this often and publishes the durable
-     * point (`rtrec_summary.durable_seq`); 0: only when a file is closed.
-     * Default 1 s (also for callers compiled before this field).
+     * point (`rtrec_summary.durable_seq`). 0: the default, 1 s;
+     * `RTREC_SYNC_ON_CLOSE`: only when a file is closed.
      */
     uint64_t sync_every_ns;
     /**
-     * The write back-end: an `rtrec_io` value. Default
-     * `RTREC_IO_BUFFERED` (also for callers compiled before this field).
+     * The write back-end: an `rtrec_io` value. 0: the default,
+     * `RTREC_IO_BUFFERED`.
      */
     int io;
     /**
@@ -379,7 +465,23 @@ typedef struct rtrec_config {
      * block size). 0: the default, 1 MiB.
      */
     uint64_t io_block;
+    /**
+     * Which threads are pinned to a CPU: `RTREC_PIN_WRITER` (to
+     * `writer_cpu`) and `RTREC_PIN_FLUSHER` (to `flusher_cpu`), or'ed. 0:
+     * none, the default.
+     */
+    uint32_t pin;
+    /**
+     * Reserved: must be 0.
+     */
+    uint32_t reserved2;
 } rtrec_config;
+
+/**
+ * A log callback: `ctx` as given to `rtrec_set_log()`, the level (an
+ * `rtrec_log_level` value) and one sentence, valid during the call only.
+ */
+typedef void (*rtrec_log_fn)(void *ctx, int level, const char *message);
 
 /**
  * The state of a directory's file pool, filled by `rtrec_pool_status()`.
@@ -466,8 +568,8 @@ typedef struct rtrec_latency {
  * int r = rtrec_recorder_finish(rec, &s);
  * ```
  *
- * The library fills `min(struct_size, its own size)` bytes, zeroes the
- * rest, and sets `struct_size` to the number of bytes it filled.
+ * `struct_size` must be one of the published sizes (see "Struct
+ * versions" in the header); the library writes exactly that many bytes.
  */
 typedef struct rtrec_summary {
     /**
@@ -595,6 +697,32 @@ typedef struct rtrec_summary {
      * loss is: what survives a power cut (see docs/durability.md).
      */
     uint64_t durable_seq;
+    /**
+     * 1 when the library filled this summary. `rtrec_recorder_finish()`
+     * and `abort()` zero it (with this field 0) when the writer thread
+     * died and there is nothing to report (`-ENOTRECOVERABLE`).
+     */
+    uint32_t filled;
+    /**
+     * Warnings while recording: settings that could not be applied (a CPU
+     * that does not exist, SCHED_FIFO without the privilege), the
+     * io_uring fallback, a resized pool. Each one also went to the log
+     * callback (`rtrec_set_log()`), if one is set.
+     */
+    uint32_t warnings;
+    /**
+     * The recording's files, in order, as one buffer of NUL-terminated
+     * paths followed by an empty string (a double NUL at the end);
+     * `file_names_len` bytes in all. Allocated with `malloc()`: the caller
+     * frees it with `free()`. NULL when the recording has no file (or the
+     * allocation failed).
+     */
+    char *file_names;
+    /**
+     * Bytes of `file_names`, both NULs at the end included; 0 when it is
+     * NULL.
+     */
+    size_t file_names_len;
 } rtrec_summary;
 
 #ifdef __cplusplus
@@ -609,15 +737,16 @@ extern "C" {
  * them), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
  * prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
  * and is not refilled by the recorder, no flight recorder (the `flight_*`
- * spans 0: set them when enabling it; a window of 0 bytes is sized by
- * the engine).
+ * spans 0, the defaults 2 s and 5 s; a window of 0 bytes is sized by the
+ * engine).
  *
- * `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
- * that many bytes are written (bytes past the fields this library knows
- * are zeroed), and `struct_size` is kept.
+ * A zero-filled config with `struct_size` set means the same; this
+ * function writes the defaults out for a program that shows them.
+ * `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; exactly
+ * that many bytes are written.
  *
- * Returns 0, or `-EINVAL` (`cfg` is NULL or `struct_size` is smaller than
- * the first version of the struct), `-E2BIG` (`struct_size` > 4096).
+ * Returns 0, or `-EINVAL` (`cfg` is NULL or `struct_size` is not a size
+ * this library publishes).
  */
 int rtrec_config_init(struct rtrec_config *cfg);
 
@@ -632,6 +761,27 @@ int rtrec_config_init(struct rtrec_config *cfg);
  * allocate): its return value is the whole answer.
  */
 const char *rtrec_last_error(void);
+
+/**
+ * Sets the function that receives the library's warnings, with `ctx`
+ * handed back to it; NULL `fn` removes it. Process-wide; set it before
+ * creating recorders. The callback runs on the thread of the call that
+ * reports (`rtrec_recorder_finish()` or `abort()` for warnings while
+ * recording), must not call back into the library, and may be called
+ * from several threads at once when several recorders finish at once.
+ *
+ * Every warning is also counted in `rtrec_summary.warnings`.
+ *
+ * Returns 0.
+ */
+int rtrec_set_log(rtrec_log_fn log, void *ctx);
+
+/**
+ * The version of the library that runs, as `MAJOR * 10000 + MINOR * 100 +
+ * PATCH` (0.2.0 is 200), to compare with the `RTREC_VERSION_*` macros of
+ * the header a program was built with (as `sqlite3_libversion_number()`).
+ */
+int rtrec_version(void);
 
 /**
  * Opens the pool of recording directory `dir`, creating it with
@@ -687,15 +837,18 @@ int rtrec_pool_status(const char *dir, struct rtrec_pool_state *out);
  * recording; and the writer and flush threads start. The flight recorder
  * creates no file here (each trigger takes one) but allocates its
  * pre-trigger window.
- * On failure nothing that looks like a recording is left in `dir`, `*out`
- * is not written, and `rtrec_last_error()` says what to change.
+ * On failure no file is left in `dir`, `*out` is not written, and
+ * `rtrec_last_error()` says what to change. Any number of recorders, in
+ * this process or others, may record into one directory at once: each
+ * claims a name of its own (`.N` suffixes) and they share its pool.
  *
  * Returns 0, or
- * - `-EINVAL`: `dir` or `out` is NULL, a field of `cfg` is out of range
- *   or the fields do not fit together, or a file of the recording's name
- *   exists already;
- * - `-E2BIG`: `cfg` comes from a newer header and sets a field this
- *   library does not know;
+ * - `-EINVAL`: `dir` or `out` is NULL, `cfg->struct_size` is not a size
+ *   this library publishes, a field of `cfg` is out of range, the fields
+ *   do not fit together, or the ring is larger than the machine's memory
+ *   (or than `RLIMIT_MEMLOCK` leaves, when the process locks its memory);
+ * - `-ENOMEM`: the ring could not be allocated;
+ * - `-EMFILE`: 65,536 recorders are live already;
  * - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
  *   directory, or not writable;
  * - `-ENOSPC`: the pre-allocation does not fit;
@@ -715,7 +868,9 @@ int rtrec_recorder_create(const char *dir,
  * counted in the summary and stored in the file as a loss: never silently.
  * In direct mode it calls `write()` itself.
  *
- * Call it from one thread at a time.
+ * Call it from one thread at a time, and not while another thread
+ * finishes, aborts or destroys the same recorder: that misuse is not
+ * detected (it would cost this call an atomic read-modify-write).
  *
  * Returns 0 (stored), or
  * - `-ENOBUFS`: the ring is full (the writer is behind); dropped and
@@ -724,7 +879,9 @@ int rtrec_recorder_create(const char *dir,
  * - `-EIO`: a write failed earlier; dropped and counted (finish to learn
  *   why);
  * - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
- *   nothing is counted.
+ *   nothing is counted;
+ * - `-EBADF`: `rec` was finished, aborted or destroyed, or is not a
+ *   recorder; nothing happens.
  */
 int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t len);
 
@@ -746,7 +903,8 @@ int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t l
  * Returns 0 (accepted), or
  * - `-EIO`: a write failed earlier; no event is saved (finish to learn
  *   why);
- * - `-EINVAL`: `rec` is NULL; nothing is counted.
+ * - `-EINVAL`: `rec` is NULL; nothing is counted;
+ * - `-EBADF`: `rec` is not a live recorder; nothing happens.
  */
 int rtrec_recorder_trigger(struct rtrec_recorder *rec);
 
@@ -757,14 +915,25 @@ int rtrec_recorder_trigger(struct rtrec_recorder *rec);
  * the result. Blocks; call it from any thread once recording has stopped.
  * When `out` is not NULL (its `struct_size` set), the summary goes there.
  *
+ * Whether `*out` was filled is unambiguous: it was (its `filled` is 1)
+ * when this returns 0 or the errno of a failure while recording, and it
+ * was not for `-ENOTRECOVERABLE` (zeroed, `filled` 0), `-EINVAL` and
+ * `-EBADF` (untouched). With struct version 3, `out->file_names` lists
+ * the files (free it with `free()`). Warnings (a CPU that could not be
+ * pinned, the io_uring fallback) go to the log callback
+ * (`rtrec_set_log()`) and are counted in `out->warnings`.
+ *
  * Returns 0, or
  * - the errno of the first failure while recording (`-ENOSPC` when the
- *   disk filled up, `-EIO` when the failure has no errno; `*out` is still
+ *   disk filled up, `-EIO` when the failure has no errno; `*out` is
  *   filled and says what was stored; `rtrec_last_error()` has the error);
- * - `-EIO`: the writer thread died (`*out` is not filled);
+ * - `-ENOTRECOVERABLE`: the writer thread died (a bug in rtrec; `*out`
+ *   is zeroed, `filled` 0);
  * - `-EINVAL`: `rec` is NULL (nothing happens), or `out->struct_size` is
- *   too small (the recording is still finished and freed);
- * - `-E2BIG`: `out->struct_size` is more than 4096 (likewise).
+ *   not a size this library publishes (the recording is still finished
+ *   and freed; `*out` is untouched);
+ * - `-EBADF`: `rec` was finished, aborted or destroyed already, or is
+ *   not a recorder (nothing happens).
  */
 int rtrec_recorder_finish(struct rtrec_recorder *rec, struct rtrec_summary *out);
 
@@ -781,11 +950,13 @@ int rtrec_recorder_abort(struct rtrec_recorder *rec, const char *reason, struct 
 /**
  * Frees a recorder that was neither finished nor aborted, aborting the
  * recording ("destroyed without rtrec_recorder_finish()"); for error
- * paths. Do not call it after `rtrec_recorder_finish()` or
- * `rtrec_recorder_abort()`, which free the handle already. NULL is
- * ignored. Blocks like `rtrec_recorder_abort()`.
+ * paths. Blocks like `rtrec_recorder_abort()`.
+ *
+ * Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF`: `rec` was
+ * finished, aborted or destroyed already (`rtrec_recorder_finish()` and
+ * `abort()` free the handle), or is not a recorder; nothing happens.
  */
-void rtrec_recorder_destroy(struct rtrec_recorder *rec);
+int rtrec_recorder_destroy(struct rtrec_recorder *rec);
 
 /**
  * Adds a periodic timer's schedule to a filled summary: sets
@@ -803,7 +974,9 @@ int rtrec_summary_attach_timer(struct rtrec_summary *summary, const struct rtrec
  * `CLOCK_MONOTONIC`, and stores it in `*out`. Free it with
  * `rtrec_timer_destroy()`.
  *
- * Returns 0, or `-EINVAL` (`out` is NULL or `period_ns` is 0).
+ * Returns 0, or `-EINVAL` (`out` is NULL, or `period_ns` is 0 or more
+ * than `RTREC_TIMER_MAX_PERIOD_NS`, one day), `-EMFILE` (65,536 timers
+ * live).
  */
 int rtrec_timer_create(uint64_t period_ns, struct rtrec_timer **out);
 
@@ -815,14 +988,18 @@ int rtrec_timer_create(uint64_t period_ns, struct rtrec_timer **out);
  * skipped: the schedule stays on its grid, with no burst of catch-up
  * releases. Allocation-free.
  *
- * Returns 0, or `-EINVAL` (`timer` is NULL).
+ * Returns 0, or `-EINVAL` (`timer` is NULL), `-EBADF` (`timer` was
+ * destroyed, or is not a timer).
  */
 int rtrec_timer_wait(struct rtrec_timer *timer, uint64_t *lateness_ns_out);
 
 /**
- * Frees a timer. NULL is ignored.
+ * Frees a timer; its handle is dead from now on.
+ *
+ * Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF` (`timer` was
+ * destroyed already, or is not a timer; nothing happens).
  */
-void rtrec_timer_destroy(struct rtrec_timer *timer);
+int rtrec_timer_destroy(struct rtrec_timer *timer);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# Builds rtrec in release mode and installs it under a prefix:
+# Builds rtrec in release mode and installs it under a prefix. The C library
+# is built on its own (`cargo build -p rtrec-ffi`), before the command line,
+# so that none of the CLI's dependencies (clap and the engine's clap
+# feature) end up in it, and its shared object is linked from librtrec.a
+# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2; rustc's
+# own version script would win in a cargo-linked cdylib):
 #   bin/rtrec
 #   lib/librtrec.so.X.Y.Z, lib/librtrec.so.X (the SONAME), lib/librtrec.so
 #   lib/librtrec.a, lib/pkgconfig/rtrec.pc
@@ -31,12 +36,25 @@ while [ $# -gt 0 ]; do
 done
 case "$prefix" in /*) ;; *) echo "install.sh: --prefix must be an absolute path" >&2; exit 2 ;; esac
 
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+# The C library's version (RTREC_VERSION_* in rtrec.h) and the CLI's.
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' crates/ffi/Cargo.toml | head -1)
+cli_version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 major=${version%%.*}
 if [ "$build" = 1 ]; then
-  cargo build --release -q -p rtrec -p rtrec-ffi
+  cargo build --release -q -p rtrec-ffi
 fi
 rel=target/release
+# What a static link needs besides librtrec.a (rustc's native-static-libs).
+private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cc -shared -Wl,--whole-archive "$rel/librtrec.a" -Wl,--no-whole-archive \
+  -Wl,--version-script=crates/ffi/rtrec.map -Wl,-soname,"librtrec.so.$major" \
+  -Wl,--gc-sections $private -o "$stage/librtrec.so"
+cp "$rel/librtrec.a" "$stage/librtrec.a"
+if [ "$build" = 1 ]; then
+  cargo build --release -q -p rtrec
+fi
 root="$destdir$prefix"
 libdir="$prefix/lib"
 install -d "$root/bin" "$root/lib/pkgconfig" "$root/include" "$root/share/man/man1" \
@@ -44,14 +62,12 @@ install -d "$root/bin" "$root/lib/pkgconfig" "$root/include" "$root/share/man/ma
   "$root/share/fish/vendor_completions.d"
 
 install -m 0755 "$rel/rtrec" "$root/bin/rtrec"
-install -m 0755 "$rel/librtrec.so" "$root/lib/librtrec.so.$version"
+install -m 0755 "$stage/librtrec.so" "$root/lib/librtrec.so.$version"
 ln -sf "librtrec.so.$version" "$root/lib/librtrec.so.$major"
 ln -sf "librtrec.so.$major" "$root/lib/librtrec.so"
-install -m 0644 "$rel/librtrec.a" "$root/lib/librtrec.a"
+install -m 0644 "$stage/librtrec.a" "$root/lib/librtrec.a"
 install -m 0644 include/rtrec.h "$root/include/rtrec.h"
 
-# What a static link needs besides librtrec.a (rustc's native-static-libs).
-private="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" -e "s|@VERSION@|$version|" \
     -e "s|@PRIVATE@|$private|" crates/ffi/rtrec.pc.in > "$root/lib/pkgconfig/rtrec.pc"
 
@@ -62,4 +78,4 @@ done
 "$rel/rtrec" completions bash > "$root/share/bash-completion/completions/rtrec"
 "$rel/rtrec" completions zsh > "$root/share/zsh/site-functions/_rtrec"
 "$rel/rtrec" completions fish > "$root/share/fish/vendor_completions.d/rtrec.fish"
-echo "installed rtrec $version under $root"
+echo "installed rtrec $cli_version (librtrec $version) under $root"

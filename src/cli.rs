@@ -484,9 +484,17 @@ pub struct RecordArgs {
     #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub file_size: Option<Size>,
 
-    /// Capacity of the ring between producer and writer [default: 16MiB, at least 4 records].
-    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
-    pub ring: Option<Size>,
+    /// Capacity of the ring between producer and writer: `auto` (the default) sizes it from the
+    /// data: rate × the writer stall to absorb (--stall, --device's profile, else 500 ms) × 4, at
+    /// most 1/8 of memory (256 MiB); 16 MiB when the rate is unknown (--stdin). Or a size (e.g.
+    /// 4MiB, at least one record). See docs/embedded.md
+    #[arg(long, value_parser = crate::record::ring_value, value_name = "auto|SIZE")]
+    pub ring: Option<crate::record::RingArg>,
+
+    /// The longest writer stall the auto ring absorbs: a duration (e.g. 300ms) or a device profile
+    /// from `rtrec device probe` (its worst stall) [default: --device's profile, else 500ms]
+    #[arg(long, value_parser = crate::record::stall_value, value_name = "DURATION|PROFILE")]
+    pub stall: Option<rtrec_engine::Stall>,
 
     /// When the ring is full: drop (count and store the loss; the producer never waits) or block
     /// (wait for room). The default is block with --stdin (a pipe can wait), drop for the

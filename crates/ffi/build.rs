@@ -3,6 +3,12 @@
 //! loader finds `librtrec.so.0` installed beside later minor versions
 //! (`scripts/install.sh` installs `librtrec.so.0.1.0` with the two links).
 //!
+//! Symbol versions (`rtrec.map`) are not passed here: rustc hands the
+//! linker a version script of its own first, and GNU ld and lld use the
+//! first one, so a second `--version-script` is silently ignored.
+//! `scripts/install.sh` links the installed `librtrec.so` from
+//! `librtrec.a` with `rtrec.map` instead (as zlib-rs does).
+//!
 //! Design choice: for 0.x versions the major is 0 and stays 0 until 1.0 —
 //! the C API keeps compatibility within it through its struct versions
 //! (`struct_size`) and append-only enums (docs/c-api.md).

@@ -39,35 +39,99 @@ pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
     format!("{base}-{index:04}.{ext}")
 }
 
-/// A recording name unused in `dir`: `PREFIX-YYYYmmddTHHMMSS.mmmZ` (UTC,
-/// milliseconds: fixed width, so names sort by time), with `.N` added when
-/// any file of that name exists (two recordings in the same millisecond;
-/// flight-recorder events add `-evNNNNN` to the name, so every entry
-/// starting with `NAME-` counts).
-pub(crate) fn recording_base(dir: &Path, cfg: &Config) -> String {
+/// The claim of a recording name: the hidden file `.BASE-name.lock`,
+/// created with `O_EXCL` before any file of the recording and removed when
+/// this is dropped (the recording has ended, or failed to start). While it
+/// exists no other recorder, in this process or another, picks `BASE`;
+/// after it, the recording's own files keep the name taken. A crash leaves
+/// the hidden file behind: that name is then skipped, nothing else.
+#[derive(Debug)]
+pub(crate) struct NameClaim {
+    dir: PathBuf,
+    file: String,
+}
+
+impl Drop for NameClaim {
+    fn drop(&mut self) {
+        if let Ok(d) = sys::Dir::open_nofollow(&self.dir) {
+            let _ = d.remove_file(&self.file);
+        }
+    }
+}
+
+/// The claim file's name for recording `base`.
+fn claim_name(base: &str) -> String {
+    format!(".{base}-name.lock")
+}
+
+/// Whether directory entry `name` belongs to recording `base`: its files
+/// (`BASE-NNNN.rtr`, events `BASE-evNNNNN-NNNN.rtr`), its hidden files
+/// (temporary names, the append reserve, the claim) and its sidecar.
+fn belongs_to(name: &str, base: &str) -> bool {
+    let name = name.strip_prefix('.').unwrap_or(name);
+    name.strip_prefix(base)
+        .is_some_and(|rest| rest.starts_with('-') || rest == ".meta.json")
+}
+
+/// Picks and claims a recording name unused in `dir`:
+/// `PREFIX-YYYYmmddTHHMMSS.mmmZ` (UTC, milliseconds: fixed width, so names
+/// sort by time), with `.N` added, N the next free suffix, when any file of
+/// that name exists or another recorder claims it at the same moment.
+///
+/// Uniqueness does not rest on the clock: a name is ours only once its
+/// claim file was created with `O_EXCL` (see [`NameClaim`]) and no file of
+/// that name appeared before it, so any number of recorders, threads or
+/// processes, may start in the same directory in the same millisecond.
+///
+/// # Errors
+/// The directory cannot be read or the claim file cannot be created.
+pub(crate) fn claim_recording_base(dir: &Path, cfg: &Config) -> Result<(String, NameClaim), Error> {
     let stamp = utc_stamp_ms(sys::realtime_ns() / 1_000_000);
-    let names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut n = 0;
+    let d = sys::Dir::open_nofollow(dir).map_err(|e| Error::io("opening", dir, e))?;
+    let names = |d: &sys::Dir| -> Result<Vec<String>, Error> {
+        Ok(d.names()
+            .map_err(|e| Error::io("listing", dir, e))?
+            .into_iter()
+            .filter_map(|n| n.into_string().ok())
+            .collect())
+    };
+    let mut existing = names(&d)?;
+    let mut n = 0u64;
     loop {
         let base = if n == 0 {
             format!("{}-{stamp}", cfg.prefix)
         } else {
             format!("{}-{stamp}.{n}", cfg.prefix)
         };
-        let taken = |name: &String| {
-            let name = name.strip_prefix('.').unwrap_or(name);
-            name.strip_prefix(&base)
-                .is_some_and(|rest| rest.starts_with('-'))
-        };
-        if !names.iter().any(taken) {
-            return base;
-        }
         n += 1;
+        if existing.iter().any(|name| belongs_to(name, &base)) {
+            continue;
+        }
+        let claim = claim_name(&base);
+        match d.create_excl(&claim, 0o600) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::path(
+                    format!("cannot create files in '{}': {e}", dir.display()),
+                    &e,
+                ))
+            }
+        }
+        let guard = NameClaim {
+            dir: dir.to_path_buf(),
+            file: claim.clone(),
+        };
+        // A recorder that listed the directory before our claim existed,
+        // and ended before we created it, left its files: look again.
+        existing = names(&d)?;
+        if existing
+            .iter()
+            .any(|name| *name != claim && belongs_to(name, &base))
+        {
+            continue;
+        }
+        return Ok((base, guard));
     }
 }
 
@@ -351,12 +415,33 @@ mod tests {
     fn a_second_recording_in_the_same_second_gets_another_name_even_after_events() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = Config::default();
-        let a = recording_base(dir.path(), &cfg);
+        let (a, claim) = claim_recording_base(dir.path(), &cfg).unwrap();
         std::fs::write(dir.path().join(format!("{a}-ev00000-0000.rtr")), b"").unwrap();
-        let b = recording_base(dir.path(), &cfg);
+        drop(claim);
+        let (b, _claim) = claim_recording_base(dir.path(), &cfg).unwrap();
         // The same millisecond gets `.1`, a later one a later stamp: both
         // sort after the first.
         assert!(b > a, "{a} {b}");
+    }
+
+    #[test]
+    fn recorders_starting_together_claim_different_names_and_leave_no_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config::default();
+        let bases: Vec<(String, NameClaim)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| claim_recording_base(dir.path(), &cfg).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut names: Vec<&str> = bases.iter().map(|(b, _)| b.as_str()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 8, "{names:?}");
+        // A live claim keeps its name taken; dropped, it leaves nothing.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 8);
+        drop(bases);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -21,6 +21,18 @@
 //! `rtrec recover`) moves it back into the recording directory as
 //! `recovered-STAMP-ID-NNNN.rtr`, and `rtrec verify` mentions it.
 //!
+//! Concurrency: any number of recorders, in one process or many, share a
+//! directory and its pool. Every change of the pool's names (taking a
+//! slot, putting one back, recovering, removing, rewriting `pool.json`)
+//! happens under an exclusive `flock` on `.pool/lock`
+//! ([`Pool::lock`]), held only for those few system calls: never while a
+//! file is zero-filled and never by a producer. Preparing a slot needs no
+//! lock (its names are unique: a counter, the pid and the clock, created
+//! with `O_EXCL`). `pool.json` is replaced as PostgreSQL's
+//! `durable_rename()` does: a temporary file of a unique name, written and
+//! fsynced, renamed over it, then the directory fsynced — a reader without
+//! the lock sees the old description or the new one, never a part.
+//!
 //! Generations only grow per file (slot: +1, taken: +1), so frames of any
 //! earlier life never carry the current generation and a reader stops at
 //! them instead of reading them as data.
@@ -58,6 +70,18 @@ pub const POOL_DIR: &str = ".pool";
 /// Extension of a ready slot.
 pub const SLOT_EXT: &str = "rtp";
 const META: &str = "pool.json";
+/// The lock file of the pool's name changes (see the module docs).
+pub const LOCK_FILE: &str = "lock";
+
+/// A process-wide counter that makes the names of slots and temporary
+/// files this process creates unique among its threads.
+static NAME_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The exclusive `flock` on `.pool/lock`, released when dropped (see
+/// [`Pool::lock`]).
+pub struct PoolLock {
+    _file: File,
+}
 
 /// What `pool.json` holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,16 +245,14 @@ impl Pool {
     ///
     /// A pool with no file ready and none in preparation holds nothing, so
     /// it takes the new size and count (a failed first preparation must not
-    /// pin a size on later recordings).
+    /// pin a size on later recordings). Safe against other recorders doing
+    /// the same at the same time: the decision and the write happen under
+    /// the pool's lock.
     pub fn open_or_create(rec_dir: &Path, file_size: u64, files: u32) -> Result<Pool, Error> {
-        let existing = Self::open(rec_dir)?;
-        if let Some(p) = &existing {
-            let st = p.status()?;
-            if st.ready_files > 0
-                || st.preparing_files > 0
-                || p.meta == (PoolMeta { file_size, files })
-            {
-                return Ok(p.clone());
+        let wanted = PoolMeta { file_size, files };
+        if let Some(p) = Self::open(rec_dir)? {
+            if p.keeps(&wanted)? {
+                return Ok(p);
             }
         }
         file::check_dir(rec_dir)?;
@@ -247,53 +269,71 @@ impl Pool {
         };
         let rec = sys::Dir::open_nofollow(rec_dir)
             .map_err(|e| refused("opening the recording directory", rec_dir, e))?;
-        match rec.create_dir(POOL_DIR, 0o755) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        let created = match rec.create_dir(POOL_DIR, 0o755) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
             Err(e) => return Err(refused("creating the pool directory", &dir, e)),
-        }
-        let d = Self::checked_dir(&dir)?;
-        let meta = PoolMeta { file_size, files };
-        let tmp = format!(".{META}.tmp");
-        let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-        // A leftover (or a planted symlink) is removed, never followed; the
-        // new file is ours (O_EXCL|O_NOFOLLOW). On storage before it is
-        // named, and its name too (below): a power cut must not leave an
-        // empty pool description.
-        d.remove_file(&tmp)
-            .map_err(|e| Error::io("removing", &dir.join(&tmp), e))?;
-        d.create_excl(&tmp, 0o644)
-            .and_then(|mut f| {
-                io::Write::write_all(&mut f, &json)?;
-                sys::fsync(&f)
-            })
-            .map_err(|e| refused("writing", &dir.join(&tmp), e))?;
-        let sync_dirs = || {
-            for d in [&dir, &rec_dir.to_path_buf()] {
-                File::open(d)
-                    .and_then(|f| sys::fsync(&f))
-                    .map_err(|e| Error::io("syncing", d, e))?;
-            }
-            Ok::<(), Error>(())
         };
-        if existing.is_some() {
-            d.rename_replace(&tmp, META)
-                .map_err(|e| Error::io("writing", &dir.join(META), e))?;
-            sync_dirs()?;
-            return Ok(Pool { dir, meta });
-        }
-        // Another process may have created it meanwhile: theirs wins.
-        match d.rename_noreplace(&tmp, &d, META) {
-            Ok(()) => {
-                sync_dirs()?;
-                Ok(Pool { dir, meta })
-            }
-            Err(_) => {
-                let _ = d.remove_file(&tmp);
-                Self::open(rec_dir)?
-                    .ok_or_else(|| Error::Usage("the pool description vanished".into()))
+        let d = Self::checked_dir(&dir)?;
+        let _lock = Self::lock_dir(&d)?;
+        // Again under the lock: another recorder may have written it.
+        if let Some(p) = Self::open(rec_dir)? {
+            if p.keeps(&wanted)? {
+                return Ok(p);
             }
         }
+        let pool = Pool { dir, meta: wanted };
+        pool.write_meta_locked(&d, &pool.meta)
+            .map_err(|e| match e {
+                Error::Io {
+                    action,
+                    path,
+                    source,
+                } => refused(action, &path, source),
+                e => e,
+            })?;
+        if created {
+            // The pool directory's own name.
+            rec.sync().map_err(|e| Error::io("syncing", rec_dir, e))?;
+        }
+        Ok(pool)
+    }
+
+    /// Whether this pool stays as it is for a recording that asks for
+    /// `wanted`: it has files ready or in preparation, or that description.
+    fn keeps(&self, wanted: &PoolMeta) -> Result<bool, Error> {
+        let st = self.status()?;
+        Ok(st.ready_files > 0 || st.preparing_files > 0 || self.meta == *wanted)
+    }
+
+    /// Takes the pool's lock: an exclusive `flock` on `.pool/lock` (created
+    /// if missing), blocking until the holder releases it. Every change of
+    /// the pool's names happens under it; hold it for a few system calls
+    /// only, never across an allocation or a recording.
+    ///
+    /// # Errors
+    /// The pool directory or the lock file cannot be opened.
+    pub fn lock(&self) -> Result<PoolLock, Error> {
+        Self::lock_dir(&self.open_dir()?)
+    }
+
+    fn lock_dir(d: &sys::Dir) -> Result<PoolLock, Error> {
+        let path = d.join(LOCK_FILE);
+        let file = loop {
+            match d.open_existing_nofollow(LOCK_FILE, true) {
+                Ok(f) => break f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("opening the lock file", &path, e)),
+            }
+            match d.create_excl(LOCK_FILE, 0o644) {
+                Ok(f) => break f,
+                // Created by another recorder meanwhile: open theirs.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io("creating the lock file", &path, e)),
+            }
+        };
+        sys::lock_exclusive(&file, true).map_err(|e| Error::io("locking", &path, e))?;
+        Ok(PoolLock { _file: file })
     }
 
     /// Bytes per file.
@@ -389,41 +429,64 @@ impl Pool {
         if self.meta.file_size == file_size {
             return Ok((self.clone(), None));
         }
-        let t = self.remove_ready(0)?;
+        let d = self.open_dir()?;
+        let _lock = Self::lock_dir(&d)?;
+        let t = self.remove_ready_locked(&d, 0)?;
         let resized = Resized {
             old_file_size: self.meta.file_size,
             new_file_size: file_size,
             removed_files: t.removed_files,
             freed_bytes: t.freed_bytes,
         };
-        let p = self.write_meta(PoolMeta { file_size, files })?;
-        Ok((p, Some(resized)))
+        let meta = PoolMeta { file_size, files };
+        self.write_meta_locked(&d, &meta)?;
+        Ok((self.with_meta(meta), Some(resized)))
     }
 
-    /// Rewrites `pool.json` with `meta` (temporary file, then rename).
-    fn write_meta(&self, meta: PoolMeta) -> Result<Pool, Error> {
-        let d = self.open_dir()?;
-        let tmp = format!(".{META}.tmp");
-        let json = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-        d.remove_file(&tmp)
-            .map_err(|e| Error::io("removing", &self.dir.join(&tmp), e))?;
-        d.create_excl(&tmp, 0o644)
-            .and_then(|mut f| io::Write::write_all(&mut f, &json))
-            .map_err(|e| Error::io("writing", &self.dir.join(&tmp), e))?;
-        d.rename_replace(&tmp, META)
-            .map_err(|e| Error::io("writing", &self.dir.join(META), e))?;
-        Ok(Pool {
+    fn with_meta(&self, meta: PoolMeta) -> Pool {
+        Pool {
             dir: self.dir.clone(),
             meta,
-        })
+        }
+    }
+
+    /// Replaces `pool.json` with `meta`, durably (PostgreSQL's
+    /// `durable_rename()`): a temporary file of a name no other writer uses
+    /// (`.pool.json.PID-N.tmp`, `O_EXCL`), written and fsynced, renamed
+    /// over `pool.json`, then the directory fsynced. A crash at any point
+    /// leaves the old description or the new one (and at worst a stray
+    /// temporary file, which [`Pool::remove`] clears). Call with the lock
+    /// held.
+    fn write_meta_locked(&self, d: &sys::Dir, meta: &PoolMeta) -> Result<(), Error> {
+        let json = serde_json::to_vec_pretty(meta).unwrap_or_default();
+        let tmp = format!(
+            ".{META}.{}-{}.tmp",
+            std::process::id(),
+            NAME_SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmp_path = self.dir.join(&tmp);
+        let written = d.create_excl(&tmp, 0o644).and_then(|mut f| {
+            io::Write::write_all(&mut f, &json)?;
+            sys::fsync(&f)
+        });
+        let named = written
+            .map_err(|e| Error::io("writing", &tmp_path, e))
+            .and_then(|()| {
+                d.rename_replace(&tmp, META)
+                    .map_err(|e| Error::io("writing", &self.dir.join(META), e))
+            });
+        if let Err(e) = named {
+            let _ = d.remove_file(&tmp);
+            return Err(e);
+        }
+        d.sync().map_err(|e| Error::io("syncing", &self.dir, e))
     }
 
     /// Removes ready files beyond the first `keep` (the newest go first).
     /// A slot holding a recording a crash interrupted is data, not a free
     /// file: it is never removed (`recover` moves it back).
-    fn remove_ready(&self, keep: usize) -> Result<Trimmed, Error> {
+    fn remove_ready_locked(&self, d: &sys::Dir, keep: usize) -> Result<Trimmed, Error> {
         let st = self.status()?;
-        let d = self.open_dir()?;
         let mut t = Trimmed::default();
         let free = st
             .slots
@@ -448,10 +511,18 @@ impl Pool {
     /// # Errors
     /// `pool.json` cannot be rewritten.
     pub fn set_target(&self, files: u32) -> Result<Pool, Error> {
-        self.write_meta(PoolMeta {
+        let d = self.open_dir()?;
+        let _lock = Self::lock_dir(&d)?;
+        self.set_target_locked(&d, files)
+    }
+
+    fn set_target_locked(&self, d: &sys::Dir, files: u32) -> Result<Pool, Error> {
+        let meta = PoolMeta {
             file_size: self.meta.file_size,
             files: files.max(1),
-        })
+        };
+        self.write_meta_locked(d, &meta)?;
+        Ok(self.with_meta(meta))
     }
 
     /// Keeps at most `keep` ready files and makes `keep` (at least 1) the
@@ -460,8 +531,10 @@ impl Pool {
     /// # Errors
     /// A file cannot be removed or `pool.json` rewritten.
     pub fn trim(&self, keep: u32) -> Result<(Pool, Trimmed), Error> {
-        let t = self.remove_ready(keep as usize)?;
-        Ok((self.set_target(keep)?, t))
+        let d = self.open_dir()?;
+        let _lock = Self::lock_dir(&d)?;
+        let t = self.remove_ready_locked(&d, keep as usize)?;
+        Ok((self.set_target_locked(&d, keep)?, t))
     }
 
     /// Removes the pool: its ready files, `pool.json` and the directory.
@@ -472,6 +545,8 @@ impl Pool {
     /// [`Error::Usage`] while a preparation is in progress; a file cannot be
     /// removed.
     pub fn remove(self) -> Result<Trimmed, Error> {
+        let d = self.open_dir()?;
+        let lock = Self::lock_dir(&d)?;
         let st = self.status()?;
         let crashed = self.unfinished()?.len();
         if crashed > 0 {
@@ -489,11 +564,21 @@ impl Pool {
                 self.dir.display()
             )));
         }
-        let t = self.remove_ready(0)?;
-        let d = self.open_dir()?;
+        let t = self.remove_ready_locked(&d, 0)?;
         d.remove_file(META)
             .map_err(|e| Error::io("removing", &self.dir.join(META), e))?;
-        drop(d);
+        // Temporary descriptions a crash left, then the lock file itself
+        // (a recorder waiting for the lock finds the pool gone).
+        let names = d.names().map_err(|e| Error::io("listing", &self.dir, e))?;
+        for n in names.iter().filter_map(|n| n.to_str()) {
+            if n.starts_with(&format!(".{META}.")) && n.ends_with(".tmp") {
+                d.remove_file(n)
+                    .map_err(|e| Error::io("removing", &self.dir.join(n), e))?;
+            }
+        }
+        d.remove_file(LOCK_FILE)
+            .map_err(|e| Error::io("removing", &self.dir.join(LOCK_FILE), e))?;
+        drop((lock, d));
         std::fs::remove_dir(&self.dir).map_err(|e| Error::io("removing", &self.dir, e))?;
         Ok(t)
     }
@@ -518,11 +603,15 @@ impl Pool {
         Ok(todo)
     }
 
+    /// A slot name no other preparation uses: the clock first (names sort
+    /// oldest first), then the pid and this process's counter, so that two
+    /// threads or processes never pick the same one.
     fn slot_name() -> String {
         format!(
-            "slot-{:020}-{}.{SLOT_EXT}",
+            "slot-{:020}-{}-{}.{SLOT_EXT}",
             sys::realtime_ns(),
-            std::process::id()
+            std::process::id(),
+            NAME_SEQ.fetch_add(1, Ordering::Relaxed)
         )
     }
 
@@ -588,6 +677,7 @@ impl Pool {
     pub fn recover(&self) -> Result<Vec<(PathBuf, PathBuf)>, Error> {
         let rec_dir = self.dir.parent().unwrap_or(&self.dir).to_path_buf();
         let mut moved = Vec::new();
+        let _lock = self.lock()?;
         for u in self.unfinished()? {
             let h = &u.header;
             let name = format!(
@@ -620,15 +710,15 @@ impl Pool {
         dest: &Path,
         mut header: FileHeader,
     ) -> Result<Option<OpenFile>, Error> {
-        let slots = self
-            .ready()
-            .map_err(|e| Error::io("listing", &self.dir, e))?;
-        if slots.is_empty() {
-            return Ok(None);
-        }
         let pool = self.open_dir()?;
         let (rec, dest_name) =
             sys::Dir::of_file(dest).map_err(|e| Error::io("opening the directory of", dest, e))?;
+        // Held from the listing to the rename: no other recorder takes,
+        // returns or removes a slot meanwhile.
+        let lock = Self::lock_dir(&pool)?;
+        let slots = self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?;
         for slot in slots {
             if recording_in_slot(&slot).is_some() {
                 // Left by a crash: data, not a free slot (see `recover`).
@@ -649,6 +739,7 @@ impl Pool {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::io("taking a pool file as", dest, e)),
             }
+            drop(lock);
             let file = rec
                 .open_existing_nofollow(dest_name, true)
                 .map_err(|e| Error::io("opening", dest, e))?;
@@ -723,6 +814,7 @@ impl Pool {
         sys::fdatasync(&file).map_err(|e| Error::io("syncing", recording, e))?;
         let pool = self.open_dir()?;
         let name = Self::slot_name();
+        let _lock = Self::lock_dir(&pool)?;
         rec.rename_noreplace(rec_name, &pool, &name)
             .map_err(|e| Error::io("moving into the pool", recording, e))?;
         Ok(self.dir.join(name))

@@ -262,13 +262,18 @@ impl Recorder {
         cfg.validate()?;
         let started_ns = sys::monotonic_ns();
         let live = Arc::new(LiveStats::default());
+        // The ring first: a ring that cannot be allocated leaves no file.
+        let mut ring = match cfg.mode {
+            Mode::Ring => Some(ring::new_prefaulted(cfg.ring_bytes)?),
+            Mode::Inline => None,
+        };
         let writer = Writer::create(dir, &cfg, live.clone())?;
         let inner = match cfg.mode {
             Mode::Inline => Inner::Inline {
                 writer: Some(Box::new(writer)),
             },
             Mode::Ring => {
-                let (producer, consumer) = ring::new_prefaulted(cfg.ring_bytes);
+                let (producer, consumer) = ring.take().expect("allocated above in ring mode");
                 live.ring_capacity_bytes
                     .store(cfg.ring_bytes as u64, Ordering::Relaxed);
                 let shared = Arc::new(RingShared::new());

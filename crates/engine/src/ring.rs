@@ -61,7 +61,24 @@ impl RingShared {
 
 /// Allocates the ring and touches every byte once, so no page fault happens
 /// on the first laps of a recording.
-pub(crate) fn new_prefaulted(bytes: usize) -> (Producer<u8>, Consumer<u8>) {
+///
+/// # Errors
+/// `ENOMEM` (one sentence) when `bytes` cannot be allocated: the size is
+/// tried with a fallible reservation first, since the ring's own
+/// allocation would abort the process (a C host included) on failure.
+pub(crate) fn new_prefaulted(
+    bytes: usize,
+) -> Result<(Producer<u8>, Consumer<u8>), crate::error::Error> {
+    let mut probe: Vec<u8> = Vec::new();
+    if probe.try_reserve_exact(bytes).is_err() {
+        return Err(crate::error::Error::Path {
+            message: format!(
+                "cannot allocate a ring of {bytes} bytes (out of memory); use a smaller ring"
+            ),
+            errno: libc::ENOMEM,
+        });
+    }
+    drop(probe);
     let (mut p, mut c) = rtrb::RingBuffer::<u8>::new(bytes);
     if let Ok(mut chunk) = p.write_chunk_uninit(bytes) {
         let (a, b) = chunk.as_mut_slices();
@@ -73,7 +90,7 @@ pub(crate) fn new_prefaulted(bytes: usize) -> (Producer<u8>, Consumer<u8>) {
     if let Ok(chunk) = c.read_chunk(bytes) {
         chunk.commit_all();
     }
-    (p, c)
+    Ok((p, c))
 }
 
 /// Copies `parts` one after the other into the two slices of a ring chunk.

@@ -162,6 +162,9 @@ pub(crate) struct Writer {
     cfg: Config,
     cur: Option<OpenFile>,
     cur_base: String,
+    /// Keeps `base` taken until the writer is dropped (see
+    /// [`file::NameClaim`]).
+    _name_claim: file::NameClaim,
     cur_index: u32,
     pool: Option<Pool>,
     refiller: Option<Refiller>,
@@ -228,7 +231,7 @@ impl Writer {
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
         let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
-        let base = file::recording_base(dir, &cfg);
+        let (base, name_claim) = file::claim_recording_base(dir, &cfg)?;
         let reserve = if cfg.alloc == Alloc::Append {
             Some(file::create_reserve(dir, &base)?)
         } else {
@@ -242,6 +245,7 @@ impl Writer {
             dir: dir.to_path_buf(),
             cur_base: base.clone(),
             base,
+            _name_claim: name_claim,
             cur: None,
             cur_index: 0,
             pool,

@@ -5,12 +5,17 @@
 //! that a value this library does not know is an `-EINVAL`, not undefined
 //! behaviour. The values are ABI: they are never renumbered, new ones are
 //! appended.
+//!
+//! Zero means default: every field's zero value asks for the library's
+//! default, so `rtrec_config c = { .struct_size = sizeof c };` is a
+//! complete configuration (struct version 6; before it, `writer_cpu` 0
+//! pinned to CPU 0 and `alloc` 0 was append).
 #![allow(non_camel_case_types)]
 
 use std::ffi::{c_char, c_int, CStr};
-use std::mem::{offset_of, size_of};
-
-use libc::E2BIG;
+#[cfg(test)]
+use std::mem::offset_of;
+use std::mem::size_of;
 
 use rtrec_engine::config::{check_prefix, check_writer_priority};
 use rtrec_engine::{
@@ -18,7 +23,7 @@ use rtrec_engine::{
     RtConfig, Workload, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
 };
 
-use crate::error::{guard, read_struct, write_struct, Extensible, Fail, WriteSize};
+use crate::error::{guard, read_struct, write_struct, Extensible, Fail};
 
 /// Who calls `write()` (`rtrec_config.mode`).
 #[repr(C)]
@@ -36,21 +41,23 @@ pub enum rtrec_mode {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum rtrec_alloc {
+    /// The library's default: `RTREC_ALLOC_POOL` (raw framing: zero).
+    RTREC_ALLOC_DEFAULT = 0,
     /// Empty file, every write appends (allocation happens inside `write()`).
-    RTREC_ALLOC_APPEND = 0,
+    RTREC_ALLOC_APPEND = 1,
     /// `fallocate()` the whole file first; truncated at the end.
-    RTREC_ALLOC_FALLOCATE = 1,
+    RTREC_ALLOC_FALLOCATE = 2,
     /// `fallocate(FALLOC_FL_KEEP_SIZE)`: blocks reserved, the size grows
     /// with every write.
-    RTREC_ALLOC_FALLOCATE_KEEP_SIZE = 2,
+    RTREC_ALLOC_FALLOCATE_KEEP_SIZE = 3,
     /// Pre-allocate and write zeros once before recording, so nothing is
     /// allocated or converted while recording.
-    RTREC_ALLOC_ZERO = 3,
+    RTREC_ALLOC_ZERO = 4,
     /// Take files from a pool prepared while idle (zero-filled, or recycled
     /// from finished recordings): nothing is allocated when a recording
     /// starts, nothing truncated when it ends. Framed files only. The
     /// default.
-    RTREC_ALLOC_POOL = 4,
+    RTREC_ALLOC_POOL = 5,
 }
 
 /// How written data are pushed to storage, always from a background thread
@@ -58,19 +65,29 @@ pub enum rtrec_alloc {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum rtrec_flush {
+    /// The library's default: `RTREC_FLUSH_WINDOW`.
+    RTREC_FLUSH_DEFAULT = 0,
     /// Never flush while recording; the kernel decides.
-    RTREC_FLUSH_NONE = 0,
+    RTREC_FLUSH_NONE = 1,
     /// `fdatasync()` every `flush_every` bytes.
-    RTREC_FLUSH_FDATASYNC = 1,
+    RTREC_FLUSH_FDATASYNC = 2,
     /// `fsync()` every `flush_every` bytes.
-    RTREC_FLUSH_FSYNC = 2,
+    RTREC_FLUSH_FSYNC = 3,
     /// `sync_file_range(WRITE)` on each new `flush_every` bytes.
-    RTREC_FLUSH_SFR = 3,
+    RTREC_FLUSH_SFR = 4,
     /// Bounded trailing window of `sync_file_range()` and
     /// `posix_fadvise(DONTNEED)`: dirty and cached memory stay bounded. The
     /// default.
-    RTREC_FLUSH_WINDOW = 4,
+    RTREC_FLUSH_WINDOW = 5,
 }
+
+/// `rtrec_config.pin`: pin the writer thread to `writer_cpu`.
+pub const RTREC_PIN_WRITER: u32 = 1;
+/// `rtrec_config.pin`: pin the flush thread to `flusher_cpu`.
+pub const RTREC_PIN_FLUSHER: u32 = 2;
+/// `rtrec_config.sync_every_ns`: make records durable only when a file is
+/// closed (no periodic `fdatasync`).
+pub const RTREC_SYNC_ON_CLOSE: u64 = u64::MAX;
 
 /// How records are laid out in the file (`rtrec_config.framing`).
 #[repr(C)]
@@ -233,13 +250,12 @@ into_c_int!(
 
 /// How a recording is written: the C mirror of the engine's configuration.
 ///
-/// Fill it with `rtrec_config_init()` (which needs `struct_size` set), then
-/// change what you need:
+/// Zero means default: set `struct_size` and what you need, leave the rest
+/// 0 (`rtrec_config_init()` writes the defaults out explicitly, for
+/// display):
 ///
 /// ```c
-/// rtrec_config cfg = { .struct_size = sizeof cfg };
-/// rtrec_config_init(&cfg);
-/// cfg.max_record = 4096;
+/// rtrec_config cfg = { .struct_size = sizeof cfg, .max_record = 4096 };
 /// ```
 ///
 /// The struct only grows at its end; see "Struct versions" in
@@ -252,20 +268,23 @@ pub struct rtrec_config {
     pub struct_size: usize,
     /// Who calls `write()`: an `rtrec_mode` value.
     pub mode: c_int,
-    /// How file space is obtained: an `rtrec_alloc` value.
+    /// How file space is obtained: an `rtrec_alloc` value. 0:
+    /// `RTREC_ALLOC_DEFAULT`.
     pub alloc: c_int,
-    /// How data are flushed while recording: an `rtrec_flush` value.
+    /// How data are flushed while recording: an `rtrec_flush` value. 0:
+    /// `RTREC_FLUSH_DEFAULT`.
     pub flush: c_int,
     /// File layout: an `rtrec_framing` value.
     pub framing: c_int,
-    /// Flush granularity in bytes (must be > 0 unless `RTREC_FLUSH_NONE`).
+    /// Flush granularity in bytes. 0: the default, 2 MiB.
     pub flush_every: u64,
     /// Maximum bytes per file (the pre-allocation size); a recording that
     /// grows past it continues in the next file. 0 (the default): sized by
     /// the engine's rules, as `rtrec record` sizes it (64 MiB; in flight
     /// mode, one event of 1024 records).
     pub file_size: u64,
-    /// Largest record `rtrec_recorder_record()` accepts, in bytes.
+    /// Largest record `rtrec_recorder_record()` accepts, in bytes. 0: the
+    /// default, 1 MiB.
     pub max_record: usize,
     /// Capacity of the ring between the recording thread and the writer
     /// thread, in bytes (ring mode). 0 (the default): sized by the engine's
@@ -273,24 +292,28 @@ pub struct rtrec_config {
     /// least 16 MiB).
     pub ring_bytes: usize,
     /// How long the writer thread sleeps when the ring is empty, in
-    /// microseconds (1 .. 1,000,000).
+    /// microseconds (1 .. 1,000,000). 0: the default, 1000.
     pub writer_poll_us: u64,
     /// SCHED_FIFO priority of the writer thread (1..99); 0: normal
     /// scheduling.
     pub writer_priority: c_int,
-    /// CPU the writer thread is pinned to; -1: not pinned.
+    /// CPU the writer thread is pinned to, used only when `pin` has
+    /// `RTREC_PIN_WRITER` (so 0, the default, is "not pinned"; a non-zero
+    /// CPU without the flag is `-EINVAL`).
     pub writer_cpu: c_int,
-    /// CPU the flush thread is pinned to; -1: not pinned.
+    /// CPU the flush thread is pinned to, used only when `pin` has
+    /// `RTREC_PIN_FLUSHER` (likewise).
     pub flusher_cpu: c_int,
-    /// Nice value of the flush thread.
+    /// Nice value of the flush thread (-20 .. 19). 0: the default, 10 (nice
+    /// 0 itself is not offered; 1 or -1 are).
     pub flusher_nice: c_int,
     /// File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`;
     /// flight-recorder events `PREFIX-YYYYmmddTHHMMSSZ-evNNNNN-NNNN.rtr`);
     /// NULL: "rec". Copied by `rtrec_recorder_create()`.
     pub prefix: *const c_char,
     /// Files the pool of the recording directory is created with and
-    /// topped up to (`RTREC_ALLOC_POOL`; at least 1). Default 2. An
-    /// existing pool keeps its own count and file size.
+    /// topped up to (`RTREC_ALLOC_POOL`). 0: the default, 2. An existing
+    /// pool keeps its own count and file size.
     pub pool_files: u32,
     /// What to do when the pool has no file ready: an `rtrec_pool_empty`
     /// value. Default `RTREC_POOL_EMPTY_FALLOCATE`.
@@ -310,6 +333,7 @@ pub struct rtrec_config {
     /// Reserved: must be 0 (it keeps the struct free of hidden padding).
     pub reserved0: u32,
     /// Flight recorder: keep at most this long a span before a trigger, ns.
+    /// 0: the default, 2 s.
     pub flight_pre_ns: u64,
     /// Flight recorder: keep at most this many bytes before a trigger
     /// (window storage, including 24 bytes per record; it must hold one
@@ -317,7 +341,8 @@ pub struct rtrec_config {
     /// once by `rtrec_recorder_create()`. 0: sized by the engine's rules
     /// (64 MiB, as `rtrec record` sizes it when the rate is unknown).
     pub flight_pre_bytes: u64,
-    /// Flight recorder: record this long after a trigger, ns.
+    /// Flight recorder: record this long after a trigger, ns. 0: the
+    /// default, 5 s.
     pub flight_post_ns: u64,
     /// `RTREC_FRAMING_PACKED`: the longest a record waits in an open frame
     /// before the frame is written, ns (at most 60 s). 0 (the default): 50
@@ -330,11 +355,11 @@ pub struct rtrec_config {
     pub reserved1: u32,
     /// The durability interval, ns: the flush thread makes written records
     /// durable (`fdatasync`) at least this often and publishes the durable
-    /// point (`rtrec_summary.durable_seq`); 0: only when a file is closed.
-    /// Default 1 s (also for callers compiled before this field).
+    /// point (`rtrec_summary.durable_seq`). 0: the default, 1 s;
+    /// `RTREC_SYNC_ON_CLOSE`: only when a file is closed.
     pub sync_every_ns: u64,
-    /// The write back-end: an `rtrec_io` value. Default
-    /// `RTREC_IO_BUFFERED` (also for callers compiled before this field).
+    /// The write back-end: an `rtrec_io` value. 0: the default,
+    /// `RTREC_IO_BUFFERED`.
     pub io: c_int,
     /// `RTREC_IO_URING`, `RTREC_IO_URING_BUFFERED`: writes in flight, each
     /// from its own registered buffer of `io_block` bytes (1 ..= 64). 0:
@@ -344,43 +369,23 @@ pub struct rtrec_config {
     /// power of two, 4 KiB ..= 64 MiB, a multiple of the device's logical
     /// block size). 0: the default, 1 MiB.
     pub io_block: u64,
+    /// Which threads are pinned to a CPU: `RTREC_PIN_WRITER` (to
+    /// `writer_cpu`) and `RTREC_PIN_FLUSHER` (to `flusher_cpu`), or'ed. 0:
+    /// none, the default.
+    pub pin: u32,
+    /// Reserved: must be 0.
+    pub reserved2: u32,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
-// pointer (every bit pattern valid).
+// pointer (every bit pattern valid); one published size, ours.
 unsafe impl Extensible for rtrec_config {
     const NAME: &'static str = "rtrec_config";
-    const SIZE_VER0: usize = offset_of!(rtrec_config, prefix) + size_of::<*const c_char>();
-}
-
-/// Size of the second version (pool and flight-recorder fields). Every
-/// version ends on an 8-byte boundary with no padding inside, so that
-/// `sizeof` tells the versions apart.
-#[cfg(test)]
-pub(crate) const CONFIG_SIZE_VER1: usize =
-    offset_of!(rtrec_config, flight_post_ns) + size_of::<u64>();
-
-/// Size of the third version (`max_latency_ns`, packed framing).
-#[cfg(test)]
-pub(crate) const CONFIG_SIZE_VER2: usize =
-    offset_of!(rtrec_config, max_latency_ns) + size_of::<u64>();
-
-/// Size of the fourth version (`on_full`).
-#[cfg(test)]
-pub(crate) const CONFIG_SIZE_VER3: usize = offset_of!(rtrec_config, reserved1) + size_of::<u32>();
-
-/// Size of the fifth version (`sync_every_ns`).
-#[cfg(test)]
-pub(crate) const CONFIG_SIZE_VER4: usize =
-    offset_of!(rtrec_config, sync_every_ns) + size_of::<u64>();
-
-/// Size of the sixth version (`io`, `io_depth`, `io_block`).
-#[cfg(test)]
-pub(crate) const CONFIG_SIZE_VER5: usize = offset_of!(rtrec_config, io_block) + size_of::<u64>();
-
-/// `-1` for `None`, the value otherwise.
-fn cpu_to_c(cpu: Option<usize>) -> c_int {
-    cpu.map_or(-1, |c| c as c_int)
+    /// Version 6 (184 bytes on LP64), where zero means default. Versions
+    /// 0..5 (88 .. 176 bytes) gave some zeros another meaning (`alloc` 0
+    /// append, `writer_cpu` 0 CPU 0) and are refused: rebuild against this
+    /// header.
+    const SIZES: &'static [usize] = &[size_of::<rtrec_config>()];
 }
 
 /// A C flag (`0` or `1`) as a bool; `-EINVAL` for any other value (kept
@@ -395,15 +400,86 @@ fn flag_from_c(v: c_int, field: &str) -> Result<bool, Fail> {
     }
 }
 
-/// `None` for `-1`; `-EINVAL` below it.
-fn cpu_from_c(v: c_int, field: &str) -> Result<Option<usize>, Fail> {
-    match v {
-        -1 => Ok(None),
-        v if v >= 0 => Ok(Some(v as usize)),
-        v => Err(Fail::inval(format!(
-            "rtrec_config.{field} is {v}; use a CPU number, or -1 for none"
+/// The CPU of a thread whose pin flag is `pinned`; `-EINVAL` for a
+/// negative CPU, or a CPU set without its flag (a caller that meant to pin).
+fn cpu_from_c(v: c_int, pinned: bool, field: &str, flag: &str) -> Result<Option<usize>, Fail> {
+    match (pinned, v) {
+        (false, 0) => Ok(None),
+        (false, v) => Err(Fail::inval(format!(
+            "rtrec_config.{field} is {v} but pin lacks {flag}; set both to pin the thread, or leave {field} 0"
+        ))),
+        (true, v) if v >= 0 => Ok(Some(v as usize)),
+        (true, v) => Err(Fail::inval(format!(
+            "rtrec_config.{field} is {v}; use a CPU number (0 or more)"
         ))),
     }
+}
+
+/// `v`, or `default` when `v` is 0.
+fn or_default<T: PartialEq + Default>(v: T, default: T) -> T {
+    if v == T::default() {
+        default
+    } else {
+        v
+    }
+}
+
+/// Memory the machine has, bytes (`_SC_PHYS_PAGES` × page size).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
+}
+
+/// Memory this process has locked (`VmLck` of `/proc/self/status`),
+/// bytes: not 0 when the host called `mlockall()`, so that every later
+/// allocation is locked too and counts against `RLIMIT_MEMLOCK`.
+fn locked_memory() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmLck:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Refuses a ring that cannot be allocated: larger than the machine's
+/// memory, or, when the process locks its memory (`mlockall`) without the
+/// privilege to exceed it, larger than what `RLIMIT_MEMLOCK` leaves.
+fn check_ring_fits(ring_bytes: usize) -> Result<(), Fail> {
+    let ring = ring_bytes as u64;
+    let phys = physical_memory();
+    if phys > 0 && ring > phys {
+        return Err(Fail::inval(format!(
+            "rtrec_config.ring_bytes is {ring} bytes, more than this machine's memory ({phys} bytes); use a smaller ring"
+        )));
+    }
+    let locked = locked_memory();
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid out pointer.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } == 0;
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if locked > 0 && ok && !root && lim.rlim_cur != libc::RLIM_INFINITY {
+        // rlim_t is 32 bits on some 32-bit targets.
+        #[allow(clippy::unnecessary_cast)]
+        let left = (lim.rlim_cur as u64).saturating_sub(locked);
+        if ring > left {
+            return Err(Fail::inval(format!(
+                "rtrec_config.ring_bytes is {ring} bytes, but this process locks its memory (mlockall) and RLIMIT_MEMLOCK leaves {left} bytes; use a smaller ring or raise the limit"
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl rtrec_config {
@@ -421,8 +497,8 @@ impl rtrec_config {
             ring_bytes: c.ring_bytes,
             writer_poll_us: c.writer_poll_us,
             writer_priority: c.rt.writer_priority.unwrap_or(0),
-            writer_cpu: cpu_to_c(c.rt.writer_cpu),
-            flusher_cpu: cpu_to_c(c.rt.flusher_cpu),
+            writer_cpu: c.rt.writer_cpu.map_or(0, |c| c as c_int),
+            flusher_cpu: c.rt.flusher_cpu.map_or(0, |c| c as c_int),
             flusher_nice: c.flusher_nice,
             prefix: std::ptr::null(),
             pool_files: c.pool.files,
@@ -439,10 +515,17 @@ impl rtrec_config {
             max_latency_ns: c.max_latency_ns,
             on_full: to_c(ON_FULLS, c.on_full)?,
             reserved1: 0,
-            sync_every_ns: c.sync_every_ns,
+            sync_every_ns: if c.sync_every_ns == 0 {
+                RTREC_SYNC_ON_CLOSE
+            } else {
+                c.sync_every_ns
+            },
             io: to_c(IOS, c.io)?,
             io_depth: c.io_depth,
             io_block: c.io_block,
+            pin: c.rt.writer_cpu.map_or(0, |_| RTREC_PIN_WRITER)
+                | c.rt.flusher_cpu.map_or(0, |_| RTREC_PIN_FLUSHER),
+            reserved2: 0,
         })
     }
 
@@ -482,18 +565,27 @@ impl rtrec_config {
             check_prefix(p).map_err(|e| Fail::inval(format!("rtrec_config.prefix: {e}")))?;
             p.to_string()
         };
-        for (name, v) in [("reserved0", self.reserved0), ("reserved1", self.reserved1)] {
+        for (name, v) in [
+            ("reserved0", self.reserved0),
+            ("reserved1", self.reserved1),
+            ("reserved2", self.reserved2),
+        ] {
             if v != 0 {
-                return Err(Fail::new(
-                    E2BIG,
-                    format!(
-                        "rtrec_config.{name} is {v}; this library does not know that field, leave it 0"
-                    ),
-                ));
+                return Err(Fail::inval(format!(
+                    "rtrec_config.{name} is {v}; reserved fields must be 0"
+                )));
             }
         }
+        let known = RTREC_PIN_WRITER | RTREC_PIN_FLUSHER;
+        if self.pin & !known != 0 {
+            return Err(Fail::inval(format!(
+                "rtrec_config.pin is {:#x}; use RTREC_PIN_WRITER and RTREC_PIN_FLUSHER only",
+                self.pin
+            )));
+        }
+        let fd = FlightConfig::default();
         let pool = PoolConfig {
-            files: self.pool_files,
+            files: or_default(self.pool_files, d.pool.files),
             on_empty: from_c(POOL_EMPTIES, self.pool_on_empty, "pool_on_empty")?,
             refill_while_recording: flag_from_c(
                 self.pool_refill_while_recording,
@@ -502,32 +594,52 @@ impl rtrec_config {
             refill_on_finish: flag_from_c(self.pool_refill_on_finish, "pool_refill_on_finish")?,
         };
         let flight = flag_from_c(self.flight_enabled, "flight_enabled")?.then_some(FlightConfig {
-            pre_ns: self.flight_pre_ns,
+            pre_ns: or_default(self.flight_pre_ns, fd.pre_ns),
             pre_bytes: self.flight_pre_bytes,
-            post_ns: self.flight_post_ns,
+            post_ns: or_default(self.flight_post_ns, fd.post_ns),
         });
         let mut cfg = Config {
             mode: from_c(MODES, self.mode, "mode")?,
-            alloc: from_c(ALLOCS, self.alloc, "alloc")?,
-            flush: from_c(FLUSHES, self.flush, "flush")?,
-            flush_every: self.flush_every,
-            sync_every_ns: self.sync_every_ns,
+            alloc: match self.alloc {
+                0 => d.alloc,
+                v => from_c(ALLOCS, v, "alloc")?,
+            },
+            flush: match self.flush {
+                0 => d.flush,
+                v => from_c(FLUSHES, v, "flush")?,
+            },
+            flush_every: or_default(self.flush_every, d.flush_every),
+            sync_every_ns: match self.sync_every_ns {
+                0 => d.sync_every_ns,
+                RTREC_SYNC_ON_CLOSE => 0,
+                v => v,
+            },
             framing: from_c(FRAMINGS, self.framing, "framing")?,
             file_size: self.file_size,
-            max_record: self.max_record,
+            max_record: or_default(self.max_record, d.max_record),
             ring_bytes: self.ring_bytes,
-            writer_poll_us: self.writer_poll_us,
+            writer_poll_us: or_default(self.writer_poll_us, d.writer_poll_us),
             max_latency_ns: if self.max_latency_ns == 0 {
                 d.max_latency_ns
             } else {
                 self.max_latency_ns
             },
-            flusher_nice: self.flusher_nice,
+            flusher_nice: or_default(self.flusher_nice, d.flusher_nice),
             prefix,
             rt: RtConfig {
                 writer_priority,
-                writer_cpu: cpu_from_c(self.writer_cpu, "writer_cpu")?,
-                flusher_cpu: cpu_from_c(self.flusher_cpu, "flusher_cpu")?,
+                writer_cpu: cpu_from_c(
+                    self.writer_cpu,
+                    self.pin & RTREC_PIN_WRITER != 0,
+                    "writer_cpu",
+                    "RTREC_PIN_WRITER",
+                )?,
+                flusher_cpu: cpu_from_c(
+                    self.flusher_cpu,
+                    self.pin & RTREC_PIN_FLUSHER != 0,
+                    "flusher_cpu",
+                    "RTREC_PIN_FLUSHER",
+                )?,
             },
             pool,
             flight,
@@ -551,12 +663,15 @@ impl rtrec_config {
             cfg.file_size = sizes.file_size;
         }
         if cfg.ring_bytes == 0 {
-            cfg.ring_bytes = sizes.ring_bytes;
+            cfg.ring_bytes = sizes.ring.ring_bytes;
         }
         if let Some(f) = cfg.flight.as_mut().filter(|f| f.pre_bytes == 0) {
             f.pre_bytes = sizes.pre_bytes;
         }
         cfg.validate().map_err(|e| Fail::inval(e.to_string()))?;
+        if cfg.mode == Mode::Ring {
+            check_ring_fits(cfg.ring_bytes)?;
+        }
         Ok(cfg)
     }
 
@@ -579,15 +694,16 @@ impl rtrec_config {
 /// them), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
 /// prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
 /// and is not refilled by the recorder, no flight recorder (the `flight_*`
-/// spans 0: set them when enabling it; a window of 0 bytes is sized by
-/// the engine).
+/// spans 0, the defaults 2 s and 5 s; a window of 0 bytes is sized by the
+/// engine).
 ///
-/// `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; only
-/// that many bytes are written (bytes past the fields this library knows
-/// are zeroed), and `struct_size` is kept.
+/// A zero-filled config with `struct_size` set means the same; this
+/// function writes the defaults out for a program that shows them.
+/// `cfg->struct_size` must be set to `sizeof(rtrec_config)` first; exactly
+/// that many bytes are written.
 ///
-/// Returns 0, or `-EINVAL` (`cfg` is NULL or `struct_size` is smaller than
-/// the first version of the struct), `-E2BIG` (`struct_size` > 4096).
+/// Returns 0, or `-EINVAL` (`cfg` is NULL or `struct_size` is not a size
+/// this library publishes).
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_config_init(cfg: *mut rtrec_config) -> c_int {
     guard(|| {
@@ -596,7 +712,7 @@ pub unsafe extern "C" fn rtrec_config_init(cfg: *mut rtrec_config) -> c_int {
         }
         let d = rtrec_config::defaults()?;
         // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
-        unsafe { write_struct(cfg, &d, WriteSize::KeepCallers)? };
+        unsafe { write_struct(cfg, &d)? };
         Ok(0)
     })
 }
@@ -661,74 +777,100 @@ mod tests {
     }
 
     #[test]
-    fn every_version_of_the_struct_is_free_of_padding() {
-        // sizeof must tell the versions apart: no tail padding a later
-        // field could slip into, no hole a caller might leave unset.
-        assert_eq!(rtrec_config::SIZE_VER0, 88);
-        assert_eq!(CONFIG_SIZE_VER1, rtrec_config::SIZE_VER0 + 48);
-        assert_eq!(CONFIG_SIZE_VER2, CONFIG_SIZE_VER1 + 8);
-        assert_eq!(CONFIG_SIZE_VER3, CONFIG_SIZE_VER2 + 8);
-        assert_eq!(CONFIG_SIZE_VER4, CONFIG_SIZE_VER3 + 8);
-        assert_eq!(CONFIG_SIZE_VER5, size_of::<rtrec_config>());
-        assert_eq!(CONFIG_SIZE_VER5, CONFIG_SIZE_VER4 + 16);
+    fn the_struct_is_free_of_padding_and_refuses_every_other_size() {
+        // Version 6: the size of version 5 (176) plus `pin` and
+        // `reserved2`, no tail padding.
+        assert_eq!(size_of::<rtrec_config>(), 184);
+        assert_eq!(
+            offset_of!(rtrec_config, reserved2) + size_of::<u32>(),
+            size_of::<rtrec_config>()
+        );
+        for size in [0, 8, 88, 89, 136, 176, 183, 185, 2000, usize::MAX] {
+            let mut c = init();
+            c.struct_size = size;
+            // SAFETY: a valid struct; the size is refused before use.
+            assert_eq!(
+                unsafe { rtrec_config_init(&mut c) },
+                -libc::EINVAL,
+                "{size}"
+            );
+            // SAFETY: as above.
+            let f = unsafe { rtrec_config::read(&c) }.unwrap_err();
+            assert_eq!(f.errno, libc::EINVAL, "{size}");
+            assert!(f.msg.contains("sizeof(rtrec_config)"), "{}", f.msg);
+        }
     }
 
     #[test]
-    fn a_version_4_callers_struct_writes_buffered_and_the_back_end_fields_reach_the_engine() {
-        // Compiled before the back-end fields: they are not read.
+    fn a_zero_filled_config_is_the_defaults() {
+        // SAFETY: all-zero is a valid rtrec_config.
+        let mut z: rtrec_config = unsafe { std::mem::zeroed() };
+        z.struct_size = size_of::<rtrec_config>();
+        // SAFETY: prefix is NULL.
+        let from_zero = unsafe { z.engine_config() }.unwrap();
+        // SAFETY: prefix is NULL.
+        let from_init = unsafe { init().engine_config() }.unwrap();
+        assert_eq!(from_zero, from_init);
+        let mut d = Config::default();
+        let sizes = d.sizes_for(&Workload::UNKNOWN);
+        (d.file_size, d.ring_bytes) = (sizes.file_size, sizes.ring.ring_bytes);
+        assert_eq!(from_zero, d);
+        assert_eq!(from_zero.rt, RtConfig::default(), "nothing pinned");
+        // Only max_record and writer_poll_us set (the issue's case).
+        z.max_record = 4096;
+        z.writer_poll_us = 500;
+        // SAFETY: prefix is NULL.
+        let e = unsafe { z.engine_config() }.unwrap();
+        assert_eq!((e.rt.writer_cpu, e.rt.flusher_cpu), (None, None));
+        assert_eq!((e.alloc, e.flush), (Alloc::Pool, Flush::Window));
+    }
+
+    #[test]
+    fn pinning_needs_its_flag_and_cpu_0_is_a_cpu() {
         let mut c = init();
-        c.struct_size = CONFIG_SIZE_VER4;
-        (c.io, c.io_depth, c.io_block) = (99, 99, 3);
-        // SAFETY: the struct is larger than struct_size.
-        let e = unsafe { rtrec_config::read(&c) }.unwrap();
+        c.writer_cpu = 3;
+        // SAFETY: prefix is NULL.
+        let f = unsafe { c.engine_config() }.unwrap_err();
+        assert!(f.msg.contains("RTREC_PIN_WRITER"), "{}", f.msg);
+        (c.writer_cpu, c.pin) = (0, RTREC_PIN_WRITER | RTREC_PIN_FLUSHER);
+        // SAFETY: prefix is NULL.
+        let e = unsafe { c.engine_config() }.unwrap();
+        assert_eq!((e.rt.writer_cpu, e.rt.flusher_cpu), (Some(0), Some(0)));
+        c.pin = 4;
+        // SAFETY: prefix is NULL.
         assert_eq!(
-            (e.io, e.io_depth, e.io_block),
-            (Io::Buffered, DEFAULT_IO_DEPTH, DEFAULT_IO_BLOCK)
+            unsafe { c.engine_config() }.unwrap_err().errno,
+            libc::EINVAL
         );
-        // Version 5: they reach the engine; 0 asks for the defaults.
+    }
+
+    #[test]
+    fn sync_on_close_and_the_back_end_fields_reach_the_engine() {
         let mut c = init();
-        assert_eq!((c.io, c.io_depth, c.io_block), (0, 4, 1 << 20));
+        c.sync_every_ns = RTREC_SYNC_ON_CLOSE;
         (c.io, c.io_depth, c.io_block) = (rtrec_io::RTREC_IO_URING as c_int, 8, 1 << 16);
-        // SAFETY: a valid, sized struct.
-        let e = unsafe { rtrec_config::read(&c) }.unwrap();
+        // SAFETY: prefix is NULL.
+        let e = unsafe { c.engine_config() }.unwrap();
+        assert_eq!(e.sync_every_ns, 0);
         assert_eq!((e.io, e.io_depth, e.io_block), (Io::Uring, 8, 1 << 16));
-        (c.io, c.io_depth, c.io_block) = (rtrec_io::RTREC_IO_URING_BUFFERED as c_int, 0, 0);
-        // SAFETY: as above.
-        let e = unsafe { rtrec_config::read(&c) }.unwrap();
-        assert_eq!(
-            (e.io, e.io_depth, e.io_block),
-            (Io::UringBuffered, DEFAULT_IO_DEPTH, DEFAULT_IO_BLOCK)
-        );
-        // A value this library does not know, and a depth out of range.
         for (io, depth) in [(4, 4), (rtrec_io::RTREC_IO_URING as c_int, 65)] {
             (c.io, c.io_depth) = (io, depth);
-            // SAFETY: as above.
-            let e = unsafe { rtrec_config::read(&c) }.unwrap_err();
+            // SAFETY: prefix is NULL.
+            let e = unsafe { c.engine_config() }.unwrap_err();
             assert_eq!(e.errno, libc::EINVAL, "{io} {depth}");
         }
     }
 
     #[test]
-    fn an_older_callers_struct_gets_the_defaults_of_the_new_fields() {
-        // A caller compiled before the pool and flight fields: its struct
-        // ends at `prefix`; whatever follows in memory is not its.
-        let mut c = init();
-        c.struct_size = rtrec_config::SIZE_VER0;
-        c.max_record = 4096;
-        (c.pool_files, c.pool_on_empty, c.flight_enabled, c.reserved0) = (0, 77, 5, 9);
-        // SAFETY: the struct is larger than struct_size.
-        let e = unsafe { rtrec_config::read(&c) }.unwrap();
-        assert_eq!(e.max_record, 4096);
-        assert_eq!(
-            (e.pool, e.flight),
-            (PoolConfig::default(), None),
-            "the fields past struct_size are not read"
-        );
-        // rtrec_config_init writes only struct_size bytes.
-        // SAFETY: a sized struct.
-        assert_eq!(unsafe { rtrec_config_init(&mut c) }, 0);
-        assert_eq!((c.pool_files, c.pool_on_empty, c.reserved0), (0, 77, 9));
-        assert_eq!(c.struct_size, rtrec_config::SIZE_VER0);
+    fn a_ring_larger_than_memory_is_einval_with_a_sentence() {
+        for ring in [1usize << 40, usize::MAX] {
+            let mut c = init();
+            c.ring_bytes = ring;
+            // SAFETY: prefix is NULL.
+            let f = unsafe { c.engine_config() }.unwrap_err();
+            assert_eq!(f.errno, libc::EINVAL, "{}", f.msg);
+            assert!(f.msg.contains("memory"), "{}", f.msg);
+        }
     }
 
     #[test]
@@ -788,7 +930,7 @@ mod tests {
     #[test]
     fn bad_pool_and_flight_fields_are_einval_with_the_field_name() {
         type Case = (fn(&mut rtrec_config), &'static str);
-        let cases: [Case; 6] = [
+        let cases: [Case; 5] = [
             (|c| c.pool_on_empty = 2, "rtrec_config.pool_on_empty is 2"),
             (
                 |c| c.pool_refill_while_recording = 2,
@@ -799,7 +941,6 @@ mod tests {
                 "rtrec_config.pool_refill_on_finish is -1",
             ),
             (|c| c.flight_enabled = 7, "rtrec_config.flight_enabled is 7"),
-            (|c| c.pool_files = 0, "at least 1 file"),
             (
                 // Enabled with a window that cannot hold one record.
                 |c| (c.flight_enabled, c.flight_pre_bytes) = (1, 1),
@@ -817,7 +958,10 @@ mod tests {
         let mut c = init();
         c.reserved0 = 1;
         // SAFETY: prefix is NULL.
-        assert_eq!(unsafe { c.engine_config() }.unwrap_err().errno, E2BIG);
+        assert_eq!(
+            unsafe { c.engine_config() }.unwrap_err().errno,
+            libc::EINVAL
+        );
     }
 
     #[test]
@@ -827,8 +971,8 @@ mod tests {
         // SAFETY: prefix is NULL.
         assert_eq!(unsafe { c.engine_config() }.unwrap(), Config::default());
         assert_eq!(
-            (c.writer_priority, c.writer_cpu, c.flusher_cpu),
-            (0, -1, -1)
+            (c.writer_priority, c.writer_cpu, c.flusher_cpu, c.pin),
+            (0, 0, 0, 0)
         );
     }
 
@@ -852,6 +996,7 @@ mod tests {
             c.flusher_cpu,
             c.flusher_nice,
         ) = (20, 1, 2, 5);
+        c.pin = RTREC_PIN_WRITER | RTREC_PIN_FLUSHER;
         c.prefix = c"cam".as_ptr();
         // SAFETY: prefix is a C string literal.
         let e = unsafe { c.engine_config() }.unwrap();
@@ -917,43 +1062,5 @@ mod tests {
             "{}",
             f.msg
         );
-    }
-
-    #[test]
-    fn a_struct_size_below_the_first_version_is_einval() {
-        let mut c = init();
-        c.struct_size = 8;
-        // SAFETY: a valid struct.
-        assert_eq!(unsafe { rtrec_config_init(&mut c) }, -libc::EINVAL);
-        // SAFETY: a valid struct.
-        assert_eq!(
-            unsafe { rtrec_config::read(&c) }.unwrap_err().errno,
-            libc::EINVAL
-        );
-    }
-
-    /// A caller built against a newer header: our struct plus 16 bytes.
-    #[repr(C)]
-    struct Newer {
-        cfg: rtrec_config,
-        extra: [u64; 2],
-    }
-
-    #[test]
-    fn a_newer_callers_struct_is_accepted_while_its_new_fields_are_zero() {
-        let mut n = Newer {
-            cfg: init(),
-            extra: [7, 7],
-        };
-        n.cfg.struct_size = size_of::<Newer>();
-        // SAFETY: the struct is struct_size bytes long.
-        assert_eq!(unsafe { rtrec_config_init(&mut n.cfg) }, 0);
-        assert_eq!((n.extra, n.cfg.struct_size), ([0, 0], size_of::<Newer>()));
-        // SAFETY: the struct is struct_size bytes long.
-        assert!(unsafe { rtrec_config::read(&n.cfg) }.is_ok());
-        n.extra[1] = 1;
-        // SAFETY: the struct is struct_size bytes long.
-        let f = unsafe { rtrec_config::read(&n.cfg) }.unwrap_err();
-        assert_eq!(f.errno, libc::E2BIG, "{}", f.msg);
     }
 }

@@ -1,15 +1,17 @@
 //! Failures at the C boundary: the mapping of engine errors to `-errno`,
 //! the thread's last error message ([`rtrec_last_error`]), the panic guard
-//! that every exported function runs under, and the extensible-struct rule
-//! (a `size_t struct_size` first field; see `docs/c-api.md`).
+//! that every exported function runs under (with a panic hook that keeps
+//! the host's stderr quiet), and the struct-version rule (a `size_t
+//! struct_size` first field that must be one of the published sizes; see
+//! `docs/c-api.md`).
 
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CString};
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use libc::{E2BIG, EINVAL, EIO, ENOTRECOVERABLE};
+use libc::{EINVAL, EIO, ENOTRECOVERABLE};
 
 /// A failed call: the errno to return (positive) and the sentence for
 /// [`rtrec_last_error`].
@@ -37,6 +39,10 @@ impl Fail {
     /// `docs/c-api.md`. Nothing is looked up again: the engine keeps the
     /// system's errno in the error.
     pub(crate) fn engine(e: rtrec_engine::Error) -> Fail {
+        if matches!(e, rtrec_engine::Error::WriterPanicked) {
+            // A bug in rtrec, not a system error: the summary is lost.
+            return Fail::new(ENOTRECOVERABLE, e.to_string());
+        }
         let errno = e
             .errno()
             .unwrap_or(if e.is_bad_input() { EINVAL } else { EIO });
@@ -53,6 +59,45 @@ impl Fail {
 thread_local! {
     /// The message of the last failure on this thread.
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// Set while this thread runs inside an exported function: a panic
+    /// here is caught and reported, so the hook prints nothing.
+    static IN_CALL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays silent for panics rtrec catches
+/// (inside an exported function, or on one of rtrec's own threads, whose
+/// names start with `rtrec-`): their text goes to `rtrec_last_error()` or
+/// the recording's failure, never to the host's stderr. Any other panic of
+/// the process goes to the hook installed before.
+pub(crate) fn install_quiet_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let ours = IN_CALL.with(Cell::get)
+                || std::thread::current()
+                    .name()
+                    .is_some_and(|n| n.starts_with("rtrec-"));
+            if !ours {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Marks this thread as inside an exported function until dropped.
+struct InCall(bool);
+
+impl InCall {
+    fn enter() -> InCall {
+        InCall(IN_CALL.with(|c| c.replace(true)))
+    }
+}
+
+impl Drop for InCall {
+    fn drop(&mut self) {
+        IN_CALL.with(|c| c.set(self.0));
+    }
 }
 
 /// Stores `msg` as this thread's last error (NUL bytes are dropped).
@@ -95,6 +140,8 @@ fn panic_text(p: &(dyn Any + Send)) -> &str {
 /// the message and returns `-errno`, a panic stores its text and returns
 /// `-ENOTRECOVERABLE`. No panic crosses into C.
 pub(crate) fn guard(body: impl FnOnce() -> Result<c_int, Fail>) -> c_int {
+    install_quiet_panic_hook();
+    let _in = InCall::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(n)) => n,
         Ok(Err(f)) => {
@@ -110,16 +157,12 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<c_int, Fail>) -> c_int {
 /// `catch_unwind` costs nothing while no panic happens.
 #[inline]
 pub(crate) fn guard_rt(body: impl FnOnce() -> c_int) -> c_int {
+    // Two thread-local stores; the hook was installed by the create call
+    // that made the handle.
+    let _in = InCall::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(n) => n,
         Err(p) => panicked(&*p),
-    }
-}
-
-/// [`guard`] for functions that return nothing (`*_destroy`).
-pub(crate) fn guard_void(body: impl FnOnce()) {
-    if let Err(p) = catch_unwind(AssertUnwindSafe(body)) {
-        panicked(&*p);
     }
 }
 
@@ -134,26 +177,26 @@ fn panicked(p: &(dyn Any + Send)) -> c_int {
     -ENOTRECOVERABLE
 }
 
-/// Largest `struct_size` accepted: the kernel's limit for extensible
-/// structs (one page), so a garbage size is refused before it is used.
-pub(crate) const MAX_STRUCT_SIZE: usize = 4096;
-
 /// Marks a `#[repr(C)]` struct whose first field is `size_t struct_size`
 /// and in which every bit pattern is valid (integers and raw pointers
 /// only), so that a caller's bytes may be copied into it.
 ///
 /// # Safety
 ///
-/// Implement only for such structs.
+/// Implement only for such structs, with `SIZES` ascending, every size at
+/// most `size_of::<Self>()` and the last one equal to it.
 pub(crate) unsafe trait Extensible: Copy {
     /// The C name, for messages.
     const NAME: &'static str;
-    /// Size of the first published version: the smallest `struct_size`
-    /// accepted. It never changes once released.
-    const SIZE_VER0: usize;
+    /// `sizeof` of every published version this library accepts, oldest
+    /// first; the last is this library's own. A size never changes once
+    /// released, and only these are accepted: a garbage `struct_size`
+    /// cannot make the library read or write past the caller's struct.
+    const SIZES: &'static [usize];
 }
 
-/// Reads the caller's `struct_size` and checks it against `T`'s bounds.
+/// Reads the caller's `struct_size` and checks that it is one of `T`'s
+/// published sizes.
 ///
 /// # Safety
 ///
@@ -162,30 +205,25 @@ unsafe fn caller_size<T: Extensible>(p: *const T) -> Result<usize, Fail> {
     // SAFETY: the first field of every Extensible struct is a size_t, and
     // the caller guarantees `p` points to one.
     let size = unsafe { p.cast::<usize>().read_unaligned() };
-    if size < T::SIZE_VER0 {
-        return Err(Fail::inval(format!(
-            "{}.struct_size is {size}; set it to sizeof({}) before the call",
-            T::NAME,
-            T::NAME
-        )));
+    if T::SIZES.contains(&size) {
+        return Ok(size);
     }
-    if size > MAX_STRUCT_SIZE {
-        return Err(Fail::new(
-            E2BIG,
-            format!(
-                "{}.struct_size is {size}, more than {MAX_STRUCT_SIZE}; set it to sizeof({})",
-                T::NAME,
-                T::NAME
-            ),
-        ));
-    }
-    Ok(size)
+    let ours = size_of::<T>();
+    let why = if size > ours {
+        "; a program built against a newer rtrec.h needs a library at least as new (compare RTREC_VERSION_* with rtrec_version())"
+    } else {
+        ""
+    };
+    Err(Fail::inval(format!(
+        "{}.struct_size is {size}, not a size this library knows ({:?}); set it to sizeof({}){why}",
+        T::NAME,
+        T::SIZES,
+        T::NAME
+    )))
 }
 
 /// Reads an input struct: `defaults`, overwritten by the caller's first
-/// `struct_size` bytes. A caller built against a newer header (larger
-/// struct) is accepted only when the fields this library does not know are
-/// all zero, as Linux does for `openat2()` and `clone3()`.
+/// `struct_size` bytes (a published size, at most ours).
 ///
 /// # Safety
 ///
@@ -193,68 +231,31 @@ unsafe fn caller_size<T: Extensible>(p: *const T) -> Result<usize, Fail> {
 pub(crate) unsafe fn read_struct<T: Extensible>(p: *const T, defaults: T) -> Result<T, Fail> {
     // SAFETY: forwarded from the caller.
     let size = unsafe { caller_size(p)? };
-    let ours = size_of::<T>();
-    let bytes = p.cast::<u8>();
-    if size > ours {
-        // SAFETY: the caller's struct is `size` bytes long.
-        let tail = unsafe { std::slice::from_raw_parts(bytes.add(ours), size - ours) };
-        if let Some(i) = tail.iter().position(|&b| b != 0) {
-            return Err(Fail::new(
-                E2BIG,
-                format!(
-                    "{} sets a field at byte {} that this library does not know (the library is older than the header); leave it 0 or use a newer library",
-                    T::NAME,
-                    ours + i
-                ),
-            ));
-        }
-    }
     let mut out = defaults;
-    // SAFETY: both regions are at least min(size, ours) bytes, do not
-    // overlap, and every bit pattern is valid for T (Extensible).
+    // SAFETY: `size` is a published size, at most size_of::<T>(); the
+    // caller's struct is `size` bytes; the regions do not overlap, and
+    // every bit pattern is valid for T (Extensible).
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes, (&mut out as *mut T).cast::<u8>(), size.min(ours))
+        std::ptr::copy_nonoverlapping(p.cast::<u8>(), (&mut out as *mut T).cast::<u8>(), size)
     };
     Ok(out)
 }
 
-/// How a struct is written back to the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WriteSize {
-    /// `struct_size` stays the caller's (`rtrec_config_init`, so that
-    /// `rtrec_recorder_create` later checks the fields it does not know).
-    KeepCallers,
-    /// `struct_size` becomes the number of bytes the library filled (an
-    /// output such as `rtrec_summary`), so a caller built against a newer
-    /// header can tell which fields an older library left out.
-    Filled,
-}
-
-/// Writes `value` into the caller's struct: `min(struct_size, ours)`
-/// bytes, zeros after that up to the caller's `struct_size`.
+/// Writes `value` into the caller's struct: exactly `struct_size` bytes
+/// (a published size, at most ours), never more.
 ///
 /// # Safety
 ///
 /// `p` is non-NULL and points to `struct_size` writable bytes.
-pub(crate) unsafe fn write_struct<T: Extensible>(
-    p: *mut T,
-    value: &T,
-    how: WriteSize,
-) -> Result<(), Fail> {
+pub(crate) unsafe fn write_struct<T: Extensible>(p: *mut T, value: &T) -> Result<(), Fail> {
     // SAFETY: forwarded from the caller.
     let size = unsafe { caller_size(p.cast_const())? };
-    let ours = size_of::<T>();
-    let n = size.min(ours);
-    let bytes = p.cast::<u8>();
-    // SAFETY: the caller's struct is `size` bytes, `value` is `ours`; the
-    // regions do not overlap (`value` is ours).
+    // SAFETY: the caller's struct is `size` bytes, `value` at least that
+    // (published sizes are at most ours); the regions do not overlap
+    // (`value` is ours). `struct_size` is rewritten with its own value.
     unsafe {
-        std::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), bytes, n);
-        if size > ours {
-            std::ptr::write_bytes(bytes.add(ours), 0, size - ours);
-        }
-        let written = if how == WriteSize::Filled { n } else { size };
-        p.cast::<usize>().write_unaligned(written);
+        std::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), p.cast::<u8>(), size);
+        p.cast::<usize>().write_unaligned(size);
     }
     Ok(())
 }
@@ -277,8 +278,6 @@ mod tests {
         assert_eq!(r, -ENOTRECOVERABLE);
         assert!(last().contains("boom in a test"), "{}", last());
         assert_eq!(guard_rt(|| panic!("rt boom")), -ENOTRECOVERABLE);
-        guard_void(|| panic!("void boom"));
-        assert!(last().contains("void boom"));
     }
 
     #[test]
@@ -318,7 +317,7 @@ mod tests {
             source: std::io::Error::from_raw_os_error(libc::EROFS),
         };
         assert_eq!(Fail::engine(io).errno, libc::EROFS);
-        assert_eq!(Fail::engine(Error::WriterPanicked).errno, EIO);
+        assert_eq!(Fail::engine(Error::WriterPanicked).errno, ENOTRECOVERABLE);
         let full = rtrec_engine::Failure::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC));
         assert_eq!(Fail::failure(&full).errno, libc::ENOSPC);
     }

@@ -8,7 +8,8 @@
 //! handles, functions return `0` (or a count) on success and `-errno` on
 //! failure and never set `errno`, and no Rust panic crosses the boundary
 //! (every exported function runs its body under `catch_unwind`; a caught
-//! panic returns `-ENOTRECOVERABLE`).
+//! panic returns `-ENOTRECOVERABLE`, its text in `rtrec_last_error()`, and
+//! a panic hook keeps it off the host's stderr).
 //!
 //! # Real-time contract
 //!
@@ -28,6 +29,9 @@
 //! - [`summary`]: `rtrec_summary`, what a recording did.
 //! - [`timer`]: the periodic timer that measures lateness.
 //! - [`pool`]: the file pool of a recording directory (prepare, status).
+//! - `handle`: the table behind the opaque handles, which makes a finished
+//!   or destroyed handle `-EBADF` instead of a use after free.
+//! - [`log`]: the log callback for warnings, and the library's version.
 //!
 //! The header is generated from this crate by cbindgen (see
 //! `cbindgen.toml`); `tests/header.rs` fails when the committed
@@ -43,6 +47,8 @@
 
 pub mod config;
 pub mod error;
+mod handle;
+pub mod log;
 pub mod pool;
 pub mod recorder;
 pub mod summary;
@@ -53,6 +59,7 @@ pub use config::{
     rtrec_pool_empty,
 };
 pub use error::rtrec_last_error;
+pub use log::{rtrec_log_fn, rtrec_log_level, rtrec_set_log, rtrec_version};
 pub use pool::{rtrec_pool_prepare, rtrec_pool_state, rtrec_pool_status};
 pub use recorder::{
     rtrec_recorder, rtrec_recorder_abort, rtrec_recorder_create, rtrec_recorder_destroy,

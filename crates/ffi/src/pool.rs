@@ -12,7 +12,7 @@ use std::path::Path;
 use libc::{EEXIST, ENOENT};
 use rtrec_engine::pool::Pool;
 
-use crate::error::{guard, write_struct, Extensible, Fail, WriteSize};
+use crate::error::{guard, write_struct, Extensible, Fail};
 
 /// Smallest pool file accepted, as `rtrec pool prepare` has it.
 const MIN_FILE_SIZE: u64 = 64 * 1024;
@@ -50,7 +50,9 @@ pub struct rtrec_pool_state {
 // SAFETY: repr(C), `size_t struct_size` first, integers only.
 unsafe impl Extensible for rtrec_pool_state {
     const NAME: &'static str = "rtrec_pool_state";
-    const SIZE_VER0: usize = offset_of!(rtrec_pool_state, preparing_files) + size_of::<u64>();
+    /// Version 0 only (40 bytes on LP64).
+    const SIZES: &'static [usize] =
+        &[offset_of!(rtrec_pool_state, preparing_files) + size_of::<u64>()];
 }
 
 /// The directory argument as a path; `-EINVAL` for NULL.
@@ -175,7 +177,7 @@ pub unsafe extern "C" fn rtrec_pool_status(
             preparing_files: st.preparing_files.into(),
         };
         // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
-        unsafe { write_struct(out, &value, WriteSize::Filled)? };
+        unsafe { write_struct(out, &value)? };
         Ok(0)
     })
 }
@@ -290,7 +292,7 @@ mod tests {
 
     #[test]
     fn the_status_struct_is_free_of_padding() {
-        assert_eq!(rtrec_pool_state::SIZE_VER0, size_of::<rtrec_pool_state>());
+        assert_eq!(rtrec_pool_state::SIZES[0], size_of::<rtrec_pool_state>());
         assert_eq!(size_of::<rtrec_pool_state>(), 40);
     }
 }

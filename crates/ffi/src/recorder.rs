@@ -1,22 +1,38 @@
 //! `rtrec_recorder`: the recorder handle. Create it, record from one
-//! thread, then finish or abort it (which frees it).
+//! thread, then finish or abort it (which frees it). Handles come from a
+//! table (`handle.rs`): a finished or destroyed handle gives `-EBADF`,
+//! never a touch of freed memory.
 #![allow(non_camel_case_types)]
 
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use libc::{EINVAL, EIO, EMSGSIZE, ENOBUFS};
+use libc::{EBADF, EINVAL, EIO, EMSGSIZE, ENOBUFS};
 use rtrec_engine::{Config, RecordError, Recorder};
 
 use crate::config::rtrec_config;
-use crate::error::{guard, guard_rt, guard_void, Fail};
-use crate::summary::{rtrec_summary, write_summary};
+use crate::error::{guard, guard_rt, Fail};
+use crate::handle::Table;
+use crate::summary::{rtrec_summary, write_summary, write_unfilled};
 
 /// A recording in progress (opaque). One thread records; any thread may
-/// finish, abort or destroy it once recording has stopped.
+/// finish, abort or destroy it once recording has stopped. The pointer is
+/// a handle, not an address: after finish, abort or destroy every call
+/// with it returns `-EBADF`.
 pub struct rtrec_recorder {
     rec: Recorder,
+}
+
+/// The live recorders.
+static RECORDERS: Table<rtrec_recorder> = Table::new();
+
+/// `-EBADF` with a sentence naming `call`.
+fn dead(call: &str) -> Fail {
+    Fail::new(
+        EBADF,
+        format!("{call}: rec is not a live recorder (finished, aborted or destroyed already, or never created)"),
+    )
 }
 
 // "Any thread may finish it": the handle must be movable between threads.
@@ -36,15 +52,18 @@ const _: fn() = || {
 /// recording; and the writer and flush threads start. The flight recorder
 /// creates no file here (each trigger takes one) but allocates its
 /// pre-trigger window.
-/// On failure nothing that looks like a recording is left in `dir`, `*out`
-/// is not written, and `rtrec_last_error()` says what to change.
+/// On failure no file is left in `dir`, `*out` is not written, and
+/// `rtrec_last_error()` says what to change. Any number of recorders, in
+/// this process or others, may record into one directory at once: each
+/// claims a name of its own (`.N` suffixes) and they share its pool.
 ///
 /// Returns 0, or
-/// - `-EINVAL`: `dir` or `out` is NULL, a field of `cfg` is out of range
-///   or the fields do not fit together, or a file of the recording's name
-///   exists already;
-/// - `-E2BIG`: `cfg` comes from a newer header and sets a field this
-///   library does not know;
+/// - `-EINVAL`: `dir` or `out` is NULL, `cfg->struct_size` is not a size
+///   this library publishes, a field of `cfg` is out of range, the fields
+///   do not fit together, or the ring is larger than the machine's memory
+///   (or than `RLIMIT_MEMLOCK` leaves, when the process locks its memory);
+/// - `-ENOMEM`: the ring could not be allocated;
+/// - `-EMFILE`: 65,536 recorders are live already;
 /// - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
 ///   directory, or not writable;
 /// - `-ENOSPC`: the pre-allocation does not fit;
@@ -70,8 +89,16 @@ pub unsafe extern "C" fn rtrec_recorder_create(
             unsafe { rtrec_config::read(cfg)? }
         };
         let rec = Recorder::create(dir, cfg).map_err(Fail::engine)?;
+        let h = RECORDERS
+            .insert(Box::new(rtrec_recorder { rec }))
+            .ok_or_else(|| {
+                Fail::new(
+                    libc::EMFILE,
+                    "rtrec_recorder_create: 65536 recorders are live already",
+                )
+            })?;
         // SAFETY: `out` is non-NULL and writable by the caller's contract.
-        unsafe { out.write(Box::into_raw(Box::new(rtrec_recorder { rec }))) };
+        unsafe { out.write(h as *mut rtrec_recorder) };
         Ok(0)
     })
 }
@@ -85,7 +112,9 @@ pub unsafe extern "C" fn rtrec_recorder_create(
 /// counted in the summary and stored in the file as a loss: never silently.
 /// In direct mode it calls `write()` itself.
 ///
-/// Call it from one thread at a time.
+/// Call it from one thread at a time, and not while another thread
+/// finishes, aborts or destroys the same recorder: that misuse is not
+/// detected (it would cost this call an atomic read-modify-write).
 ///
 /// Returns 0 (stored), or
 /// - `-ENOBUFS`: the ring is full (the writer is behind); dropped and
@@ -94,7 +123,9 @@ pub unsafe extern "C" fn rtrec_recorder_create(
 /// - `-EIO`: a write failed earlier; dropped and counted (finish to learn
 ///   why);
 /// - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
-///   nothing is counted.
+///   nothing is counted;
+/// - `-EBADF`: `rec` was finished, aborted or destroyed, or is not a
+///   recorder; nothing happens.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_record(
     rec: *mut rtrec_recorder,
@@ -102,10 +133,13 @@ pub unsafe extern "C" fn rtrec_recorder_record(
     len: usize,
 ) -> c_int {
     guard_rt(|| {
-        // SAFETY: NULL or a live handle used by one thread (caller's
-        // contract).
-        let Some(r) = (unsafe { rec.as_mut() }) else {
+        if rec.is_null() {
             return -EINVAL;
+        }
+        // SAFETY: looked up, never dereferenced; one thread per handle
+        // (caller's contract).
+        let Some(r) = (unsafe { RECORDERS.get(rec as usize) }) else {
+            return -EBADF;
         };
         let bytes: &[u8] = if len == 0 {
             &[]
@@ -142,14 +176,17 @@ pub unsafe extern "C" fn rtrec_recorder_record(
 /// Returns 0 (accepted), or
 /// - `-EIO`: a write failed earlier; no event is saved (finish to learn
 ///   why);
-/// - `-EINVAL`: `rec` is NULL; nothing is counted.
+/// - `-EINVAL`: `rec` is NULL; nothing is counted;
+/// - `-EBADF`: `rec` is not a live recorder; nothing happens.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_int {
     guard_rt(|| {
-        // SAFETY: NULL or a live handle used by one thread (caller's
-        // contract).
-        let Some(r) = (unsafe { rec.as_mut() }) else {
+        if rec.is_null() {
             return -EINVAL;
+        }
+        // SAFETY: as in rtrec_recorder_record.
+        let Some(r) = (unsafe { RECORDERS.get(rec as usize) }) else {
+            return -EBADF;
         };
         match r.rec.trigger() {
             Ok(()) => 0,
@@ -158,24 +195,42 @@ pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_i
     })
 }
 
-/// Ends the recording and frees the handle, in any case.
+/// Ends the recording and frees the handle, in any case; `-EBADF` when
+/// `rec` is not live (nothing happens then). Warnings go to the log
+/// callback.
 ///
 /// # Safety
 ///
-/// `rec` is a live, non-NULL handle that is not used again; `out` is NULL
-/// or a caller's summary of `struct_size` bytes.
+/// `out` is NULL or a caller's summary of `struct_size` bytes.
 unsafe fn end(
+    call: &str,
     rec: *mut rtrec_recorder,
     abort_reason: Option<String>,
     out: *mut rtrec_summary,
 ) -> Result<c_int, Fail> {
-    // SAFETY: see the function's contract.
-    let r = unsafe { Box::from_raw(rec) }.rec;
+    if rec.is_null() {
+        return Err(Fail::inval(format!("{call}: rec is NULL")));
+    }
+    // Of two threads ending one handle, one gets it, the other -EBADF.
+    let r = RECORDERS
+        .remove(rec as usize)
+        .ok_or_else(|| dead(call))?
+        .rec;
     let s = match abort_reason {
         None => r.finish(),
         Some(reason) => r.abort(&reason),
+    };
+    let s = match s {
+        Ok(s) => s,
+        Err(e) => {
+            // SAFETY: see the function's contract.
+            unsafe { write_unfilled(out) };
+            return Err(Fail::engine(e));
+        }
+    };
+    for w in &s.warnings {
+        crate::log::warn(w);
     }
-    .map_err(Fail::engine)?;
     // SAFETY: see the function's contract.
     unsafe { write_summary(out, &s)? };
     match &s.error {
@@ -190,27 +245,32 @@ unsafe fn end(
 /// the result. Blocks; call it from any thread once recording has stopped.
 /// When `out` is not NULL (its `struct_size` set), the summary goes there.
 ///
+/// Whether `*out` was filled is unambiguous: it was (its `filled` is 1)
+/// when this returns 0 or the errno of a failure while recording, and it
+/// was not for `-ENOTRECOVERABLE` (zeroed, `filled` 0), `-EINVAL` and
+/// `-EBADF` (untouched). With struct version 3, `out->file_names` lists
+/// the files (free it with `free()`). Warnings (a CPU that could not be
+/// pinned, the io_uring fallback) go to the log callback
+/// (`rtrec_set_log()`) and are counted in `out->warnings`.
+///
 /// Returns 0, or
 /// - the errno of the first failure while recording (`-ENOSPC` when the
-///   disk filled up, `-EIO` when the failure has no errno; `*out` is still
+///   disk filled up, `-EIO` when the failure has no errno; `*out` is
 ///   filled and says what was stored; `rtrec_last_error()` has the error);
-/// - `-EIO`: the writer thread died (`*out` is not filled);
+/// - `-ENOTRECOVERABLE`: the writer thread died (a bug in rtrec; `*out`
+///   is zeroed, `filled` 0);
 /// - `-EINVAL`: `rec` is NULL (nothing happens), or `out->struct_size` is
-///   too small (the recording is still finished and freed);
-/// - `-E2BIG`: `out->struct_size` is more than 4096 (likewise).
+///   not a size this library publishes (the recording is still finished
+///   and freed; `*out` is untouched);
+/// - `-EBADF`: `rec` was finished, aborted or destroyed already, or is
+///   not a recorder (nothing happens).
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_finish(
     rec: *mut rtrec_recorder,
     out: *mut rtrec_summary,
 ) -> c_int {
-    guard(|| {
-        if rec.is_null() {
-            return Err(Fail::inval("rtrec_recorder_finish: rec is NULL"));
-        }
-        // SAFETY: non-NULL; a live handle and a valid `out` by the caller's
-        // contract.
-        unsafe { end(rec, None, out) }
-    })
+    // SAFETY: a valid `out` by the caller's contract.
+    guard(|| unsafe { end("rtrec_recorder_finish", rec, None, out) })
 }
 
 /// Ends the recording as aborted: like `rtrec_recorder_finish()`, but the
@@ -226,9 +286,6 @@ pub unsafe extern "C" fn rtrec_recorder_abort(
     out: *mut rtrec_summary,
 ) -> c_int {
     guard(|| {
-        if rec.is_null() {
-            return Err(Fail::inval("rtrec_recorder_abort: rec is NULL"));
-        }
         let reason = if reason.is_null() {
             "aborted by the application".to_string()
         } else {
@@ -238,23 +295,33 @@ pub unsafe extern "C" fn rtrec_recorder_abort(
                 .into_owned()
         };
         // SAFETY: as in rtrec_recorder_finish.
-        unsafe { end(rec, Some(reason), out) }
+        unsafe { end("rtrec_recorder_abort", rec, Some(reason), out) }
     })
 }
 
 /// Frees a recorder that was neither finished nor aborted, aborting the
 /// recording ("destroyed without rtrec_recorder_finish()"); for error
-/// paths. Do not call it after `rtrec_recorder_finish()` or
-/// `rtrec_recorder_abort()`, which free the handle already. NULL is
-/// ignored. Blocks like `rtrec_recorder_abort()`.
+/// paths. Blocks like `rtrec_recorder_abort()`.
+///
+/// Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF`: `rec` was
+/// finished, aborted or destroyed already (`rtrec_recorder_finish()` and
+/// `abort()` free the handle), or is not a recorder; nothing happens.
 #[no_mangle]
-pub unsafe extern "C" fn rtrec_recorder_destroy(rec: *mut rtrec_recorder) {
-    guard_void(|| {
-        if !rec.is_null() {
-            // SAFETY: a handle from rtrec_recorder_create, not used again.
-            let r = unsafe { Box::from_raw(rec) }.rec;
-            let _ = r.abort("destroyed without rtrec_recorder_finish()");
+pub unsafe extern "C" fn rtrec_recorder_destroy(rec: *mut rtrec_recorder) -> c_int {
+    guard(|| {
+        if rec.is_null() {
+            return Ok(0);
         }
+        let r = RECORDERS
+            .remove(rec as usize)
+            .ok_or_else(|| dead("rtrec_recorder_destroy"))?
+            .rec;
+        if let Ok(s) = r.abort("destroyed without rtrec_recorder_finish()") {
+            for w in &s.warnings {
+                crate::log::warn(w);
+            }
+        }
+        Ok(0)
     })
 }
 
@@ -416,7 +483,7 @@ mod tests {
                 rtrec_recorder_abort(null_mut(), null(), null_mut()),
                 -EINVAL
             );
-            rtrec_recorder_destroy(null_mut());
+            assert_eq!(rtrec_recorder_destroy(null_mut()), 0);
             assert_eq!(rtrec_recorder_create(null(), null(), &mut rec), -EINVAL);
             assert_eq!(
                 rtrec_recorder_create(d.as_ptr(), null(), null_mut()),
@@ -480,7 +547,7 @@ mod tests {
             unsafe {
                 assert_eq!(rtrec_recorder_record(rec, b"x".as_ptr().cast(), 1), 0);
                 if destroy {
-                    rtrec_recorder_destroy(rec);
+                    assert_eq!(rtrec_recorder_destroy(rec), 0);
                 } else {
                     let mut s = rtrec_summary {
                         struct_size: size_of::<rtrec_summary>(),

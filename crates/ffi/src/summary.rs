@@ -3,12 +3,12 @@
 //! `rtrec_summary_attach_timer()`, which adds the schedule's lateness.
 #![allow(non_camel_case_types)]
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 use std::mem::{offset_of, size_of};
 
 use rtrec_engine::{LatencySummary, Summary};
 
-use crate::error::{guard, write_struct, Extensible, Fail, WriteSize};
+use crate::error::{guard, write_struct, Extensible, Fail};
 use crate::timer::rtrec_timer;
 
 /// A latency distribution, all values in ns. `count` is 0 (and every other
@@ -55,10 +55,10 @@ impl From<Option<LatencySummary>> for rtrec_latency {
 /// int r = rtrec_recorder_finish(rec, &s);
 /// ```
 ///
-/// The library fills `min(struct_size, its own size)` bytes, zeroes the
-/// rest, and sets `struct_size` to the number of bytes it filled.
+/// `struct_size` must be one of the published sizes (see "Struct
+/// versions" in the header); the library writes exactly that many bytes.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct rtrec_summary {
     /// `sizeof(rtrec_summary)` as the caller was compiled; on return, the
     /// bytes the library filled.
@@ -129,12 +129,60 @@ pub struct rtrec_summary {
     /// Every record with a smaller sequence number is on storage, or its
     /// loss is: what survives a power cut (see docs/durability.md).
     pub durable_seq: u64,
+    /// 1 when the library filled this summary. `rtrec_recorder_finish()`
+    /// and `abort()` zero it (with this field 0) when the writer thread
+    /// died and there is nothing to report (`-ENOTRECOVERABLE`).
+    pub filled: u32,
+    /// Warnings while recording: settings that could not be applied (a CPU
+    /// that does not exist, SCHED_FIFO without the privilege), the
+    /// io_uring fallback, a resized pool. Each one also went to the log
+    /// callback (`rtrec_set_log()`), if one is set.
+    pub warnings: u32,
+    /// The recording's files, in order, as one buffer of NUL-terminated
+    /// paths followed by an empty string (a double NUL at the end);
+    /// `file_names_len` bytes in all. Allocated with `malloc()`: the caller
+    /// frees it with `free()`. NULL when the recording has no file (or the
+    /// allocation failed).
+    pub file_names: *mut c_char,
+    /// Bytes of `file_names`, both NULs at the end included; 0 when it is
+    /// NULL.
+    pub file_names_len: usize,
 }
 
-// SAFETY: repr(C), `size_t struct_size` first, integers only.
+impl Default for rtrec_summary {
+    fn default() -> rtrec_summary {
+        // SAFETY: integers and a raw pointer: all-zero is valid (NULL).
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+// The summary is handed between threads only by value, and its pointer is
+// the caller's to free.
+// SAFETY: the pointer is an owned malloc'd buffer, never shared.
+unsafe impl Send for rtrec_summary {}
+
+/// Size of the first version of the summary (through `lateness_ns`).
+const SUMMARY_SIZE_VER0: usize =
+    offset_of!(rtrec_summary, lateness_ns) + size_of::<rtrec_latency>();
+/// Size of version 1 (pool and flight counters).
+const SUMMARY_SIZE_VER1: usize =
+    offset_of!(rtrec_summary, flight_events_cut_short) + size_of::<u64>();
+/// Size of version 2 (`records_queued`, `durable_seq`).
+const SUMMARY_SIZE_VER2: usize = offset_of!(rtrec_summary, durable_seq) + size_of::<u64>();
+
+// SAFETY: repr(C), `size_t struct_size` first, integers and one raw
+// pointer; sizes ascending, the last ours.
 unsafe impl Extensible for rtrec_summary {
     const NAME: &'static str = "rtrec_summary";
-    const SIZE_VER0: usize = offset_of!(rtrec_summary, lateness_ns) + size_of::<rtrec_latency>();
+    /// Versions 0..3: 280, 344, 360 and 384 bytes on LP64. A program
+    /// compiled against an older one gets its fields only (the fields are
+    /// unchanged; they were only appended to).
+    const SIZES: &'static [usize] = &[
+        SUMMARY_SIZE_VER0,
+        SUMMARY_SIZE_VER1,
+        SUMMARY_SIZE_VER2,
+        size_of::<rtrec_summary>(),
+    ];
 }
 
 impl From<&Summary> for rtrec_summary {
@@ -168,6 +216,10 @@ impl From<&Summary> for rtrec_summary {
             records_queued: s.records_queued,
             durable_seq: s.durable_seq,
             flight_events_cut_short: s.flight.as_ref().map_or(0, |f| f.events_cut_short),
+            filled: 1,
+            warnings: s.warnings.len().min(u32::MAX as usize) as u32,
+            file_names: std::ptr::null_mut(),
+            file_names_len: 0,
         }
     }
 }
@@ -190,13 +242,18 @@ pub unsafe extern "C" fn rtrec_summary_attach_timer(
                 "rtrec_summary_attach_timer: summary and timer must not be NULL",
             ));
         }
-        // SAFETY: non-NULL; a handle from rtrec_timer_create by contract.
-        let t = unsafe { &(*timer).timer };
-        // SAFETY: non-NULL; the caller's summary is `struct_size` bytes and
-        // was filled by finish/abort, so its first SIZE_VER0 bytes are ours.
+        // SAFETY: a handle is looked up, never dereferenced.
+        let Some(t) = (unsafe { crate::timer::TIMERS.get(timer as usize) }) else {
+            return Err(Fail::new(
+                libc::EBADF,
+                "rtrec_summary_attach_timer: timer is not a live timer (destroyed, or never created)",
+            ));
+        };
+        let t = &t.timer;
+        // SAFETY: non-NULL; the caller's summary is `struct_size` bytes.
         unsafe {
             let size = summary.cast::<usize>().read_unaligned();
-            if size < rtrec_summary::SIZE_VER0 {
+            if !rtrec_summary::SIZES.contains(&size) {
                 return Err(Fail::inval(format!(
                     "rtrec_summary.struct_size is {size}; set it to sizeof(rtrec_summary) before the call"
                 )));
@@ -209,7 +266,9 @@ pub unsafe extern "C" fn rtrec_summary_attach_timer(
     })
 }
 
-/// Writes `s` into the caller's summary (NULL: nothing to do).
+/// Writes `s` into the caller's summary (NULL: nothing to do), with the
+/// file names in a `malloc()`ed buffer when the caller's version has that
+/// field.
 ///
 /// # Safety
 ///
@@ -219,8 +278,53 @@ pub(crate) unsafe fn write_summary(out: *mut rtrec_summary, s: &Summary) -> Resu
     if out.is_null() {
         return Ok(());
     }
+    let mut value = rtrec_summary::from(s);
+    // SAFETY: non-NULL, at least a size_t (caller's contract).
+    let size = unsafe { out.cast::<usize>().read_unaligned() };
+    if size == size_of::<rtrec_summary>() && !s.files.is_empty() {
+        (value.file_names, value.file_names_len) = names_buffer(&s.files);
+    }
     // SAFETY: forwarded from the caller.
-    unsafe { write_struct(out, &rtrec_summary::from(s), WriteSize::Filled) }
+    let r = unsafe { write_struct(out, &value) };
+    if r.is_err() && !value.file_names.is_null() {
+        // SAFETY: malloc'd just above and not handed out.
+        unsafe { libc::free(value.file_names.cast()) };
+    }
+    r
+}
+
+/// Zeroes the caller's summary (its `filled` 0): the writer died and there
+/// is nothing to report. A summary of a size this library does not know is
+/// left alone.
+///
+/// # Safety
+///
+/// As [`write_summary`].
+pub(crate) unsafe fn write_unfilled(out: *mut rtrec_summary) {
+    if !out.is_null() {
+        // SAFETY: forwarded from the caller.
+        let _ = unsafe { write_struct(out, &rtrec_summary::default()) };
+    }
+}
+
+/// The paths as NUL-terminated strings followed by an empty one, in a
+/// `malloc()`ed buffer the caller frees; `(NULL, 0)` if malloc fails.
+fn names_buffer(files: &[std::path::PathBuf]) -> (*mut c_char, usize) {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = Vec::new();
+    for f in files {
+        bytes.extend(f.as_os_str().as_bytes().iter().filter(|&&b| b != 0));
+        bytes.push(0);
+    }
+    bytes.push(0);
+    // SAFETY: malloc has no preconditions.
+    let p = unsafe { libc::malloc(bytes.len()) }.cast::<u8>();
+    if p.is_null() {
+        return (std::ptr::null_mut(), 0);
+    }
+    // SAFETY: `p` has bytes.len() bytes, not overlapping `bytes`.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+    (p.cast(), bytes.len())
 }
 
 #[cfg(test)]
@@ -229,27 +333,24 @@ mod tests {
 
     #[test]
     fn every_version_of_the_summary_is_free_of_padding() {
-        assert_eq!(rtrec_summary::SIZE_VER0, 280);
+        assert_eq!(
+            rtrec_summary::SIZES,
+            &[280, 344, 360, 384],
+            "published sizes never change"
+        );
         assert_eq!(
             size_of::<rtrec_summary>(),
-            offset_of!(rtrec_summary, durable_seq) + size_of::<u64>()
+            offset_of!(rtrec_summary, file_names_len) + size_of::<usize>()
         );
-        assert_eq!(size_of::<rtrec_summary>(), rtrec_summary::SIZE_VER0 + 80);
     }
 
     /// A caller compiled before the pool and flight fields.
     #[test]
     fn an_older_callers_summary_gets_only_its_fields() {
-        #[repr(C)]
-        struct Older {
-            s: rtrec_summary,
-        }
-        let mut o = Older {
-            s: rtrec_summary {
-                struct_size: rtrec_summary::SIZE_VER0,
-                pool_taken: 99,
-                ..Default::default()
-            },
+        let mut o = rtrec_summary {
+            struct_size: SUMMARY_SIZE_VER0,
+            pool_taken: 99,
+            ..Default::default()
         };
         let value = rtrec_summary {
             records_written: 5,
@@ -257,10 +358,10 @@ mod tests {
             ..rtrec_summary::default()
         };
         // SAFETY: the struct is larger than struct_size.
-        unsafe { write_struct(&mut o.s, &value, WriteSize::Filled) }.unwrap();
+        unsafe { write_struct(&mut o, &value) }.unwrap();
         assert_eq!(
-            (o.s.records_written, o.s.pool_taken, o.s.struct_size),
-            (5, 99, rtrec_summary::SIZE_VER0)
+            (o.records_written, o.pool_taken, o.struct_size),
+            (5, 99, SUMMARY_SIZE_VER0)
         );
     }
 
@@ -269,30 +370,21 @@ mod tests {
         assert_eq!(rtrec_latency::from(None), rtrec_latency::default());
     }
 
-    /// A caller built against a newer header: our struct plus 16 bytes.
-    #[repr(C)]
-    struct Newer {
-        s: rtrec_summary,
-        extra: [u64; 2],
-    }
-
     #[test]
-    fn a_newer_callers_summary_is_filled_and_told_how_much() {
-        let mut n = Newer {
-            s: rtrec_summary::default(),
-            extra: [9, 9],
-        };
-        n.s.struct_size = size_of::<Newer>();
-        let value = rtrec_summary {
-            records_written: 5,
-            ..rtrec_summary::default()
-        };
-        // SAFETY: the struct is struct_size bytes long.
-        unsafe { write_struct(&mut n.s, &value, WriteSize::Filled) }.unwrap();
-        assert_eq!(
-            (n.s.records_written, n.s.struct_size, n.extra),
-            (5, size_of::<rtrec_summary>(), [0, 0])
-        );
+    fn a_garbage_struct_size_is_einval_and_nothing_is_written() {
+        for size in [2000usize, 281, 385, usize::MAX] {
+            let mut s = rtrec_summary {
+                struct_size: size,
+                ..Default::default()
+            };
+            let value = rtrec_summary {
+                records_written: 5,
+                ..rtrec_summary::default()
+            };
+            // SAFETY: the size is refused before any byte is written.
+            let f = unsafe { write_struct(&mut s, &value) }.unwrap_err();
+            assert_eq!((f.errno, s.records_written), (libc::EINVAL, 0), "{size}");
+        }
     }
 
     #[test]
@@ -303,7 +395,7 @@ mod tests {
             ..rtrec_summary::default()
         };
         // SAFETY: a valid struct.
-        let f = unsafe { write_struct(&mut s, &value, WriteSize::Filled) }.unwrap_err();
+        let f = unsafe { write_struct(&mut s, &value) }.unwrap_err();
         assert_eq!((f.errno, s.records_written), (libc::EINVAL, 0));
         assert!(f.msg.contains("sizeof(rtrec_summary)"), "{}", f.msg);
     }

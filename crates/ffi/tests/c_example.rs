@@ -25,42 +25,16 @@
 //!
 //! `cargo rustc -p rtrec-ffi --crate-type staticlib -- --print
 //! native-static-libs` prints what the static library needs on Linux:
-//! `-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc` (see [`NATIVE_LIBS`]).
+//! `-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc` (see `common::NATIVE_LIBS`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod common;
+use common::{repo_root, static_library, NATIVE_LIBS};
 
 use rtrec_engine::format::{decode_frame, FileHeader, FrameKind, HEADER_LEN};
 use rtrec_engine::reader::{recording_files, verify_file, walk_frames, FileStatus};
-
-/// What `librtrec.a` must be linked with (rustc's `native-static-libs`).
-const NATIVE_LIBS: &[&str] = &[
-    "-lgcc_s",
-    "-lutil",
-    "-lrt",
-    "-lpthread",
-    "-lm",
-    "-ldl",
-    "-lc",
-];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The static library built for this test run; see the module docs.
-fn static_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let deps = exe.parent().expect("deps/");
-    let profile_dir = deps.parent().expect("<target>/<profile>/");
-    [deps.join("librtrec.a"), profile_dir.join("librtrec.a")].into_iter().find(|p| p.is_file()).unwrap_or_else(|| {
-        panic!(
-            "no librtrec.a in {} or {}; cargo test should have built it (crate-type staticlib in crates/ffi/Cargo.toml)",
-            deps.display(),
-            profile_dir.display()
-        )
-    })
-}
 
 /// `cc` or `$CC`; `None` (the test skips) when there is none.
 fn c_compiler() -> Option<String> {

@@ -3,6 +3,8 @@
 //! two links, the static library, the header and `rtrec.pc`; a C program
 //! built with `pkg-config --cflags --libs rtrec` records through the
 //! installed library and needs `librtrec.so.0`, not an unversioned name.
+//! The installed library exports only `rtrec_*` functions, each versioned
+//! `RTREC_0.2`, and holds nothing of the command line (no clap).
 
 use std::path::Path;
 use std::process::Command;
@@ -52,6 +54,31 @@ fn an_installed_rtrec_is_found_by_pkg_config_and_linked_by_its_soname() {
         .unwrap();
     let dynamic = String::from_utf8_lossy(&soname.stdout);
     assert!(dynamic.contains("[librtrec.so.0]"), "{dynamic}");
+    let syms = Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(lib.join("librtrec.so"))
+        .output()
+        .unwrap();
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    let exported: Vec<&str> = syms
+        .lines()
+        .filter(|l| l.contains(" GLOBAL ") && !l.contains(" UND "))
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|n| *n != "RTREC_0.2")
+        .collect();
+    assert!(exported.len() >= 16, "{syms}");
+    for n in &exported {
+        assert!(
+            n.starts_with("rtrec_") && n.ends_with("@@RTREC_0.2"),
+            "{n} is exported without the RTREC_0.2 version"
+        );
+    }
+    let so = std::fs::read(lib.join("librtrec.so.0")).unwrap();
+    assert!(
+        !so.windows(b"clap_builder".len())
+            .any(|w| w == b"clap_builder"),
+        "the command line's clap is linked into the library"
+    );
     for f in ["librtrec.so.0", "librtrec.a", "pkgconfig/rtrec.pc"] {
         assert!(lib.join(f).exists(), "{f} not installed");
     }

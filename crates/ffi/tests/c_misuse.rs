@@ -1,0 +1,163 @@
+//! The C library under misuse and under load, as a C program meets it:
+//! `tests/c/misuse.c` (use after finish, double finish, destroy after
+//! finish, destroyed timers, garbage handles, garbage and in-between
+//! `struct_size`, impossible rings and timer periods, a CPU that does not
+//! exist, a zero-filled config, two threads finishing one handle) runs
+//! natively, under AddressSanitizer
+//! (`cc -fsanitize=address`) and under valgrind, and must print "ok" and
+//! nothing on stderr; `tests/c/threads.c` (8 threads × 20 rounds in one
+//! directory, with and without the pool) must succeed every run, and
+//! `verify` must find every file clean.
+//!
+//! A missing `cc` or valgrind makes a test skip, unless
+//! `RTREC_REQUIRE_PRIVILEGED=1` (CI) makes it a failure; `.ci/run`
+//! installs both.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+use common::{repo_root, static_library, NATIVE_LIBS};
+
+/// Whether `tool --version` runs; when not, skips (or fails in CI).
+fn have(tool: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
+            "required: {tool} (apt-get install {tool})"
+        );
+        eprintln!("skipped: {tool} is missing");
+    }
+    ok
+}
+
+/// Compiles `tests/c/NAME.c` against the static library with `flags`.
+fn compile(name: &str, flags: &[&str], out: &Path) {
+    let o = Command::new("cc")
+        .args(["-std=gnu99", "-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+        .args(flags)
+        .arg("-I")
+        .arg(repo_root().join("include"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c")))
+        .arg(static_library())
+        .args(NATIVE_LIBS)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "compiling tests/c/{name}.c: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs `cmd DIR` on a fresh directory; the program must print "ok",
+/// exit 0 and print nothing on stderr (no panic message, no sanitizer
+/// report).
+fn run_misuse(mut cmd: Command) {
+    let dir = tempfile::tempdir().unwrap();
+    let o = cmd.arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", show(&o));
+    assert!(o.stderr.is_empty(), "{}", show(&o));
+    // Every recording it left is complete or (destroyed) aborted; the
+    // failed creates left none: one file for each of its 6 recordings.
+    use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+    let files = recording_files(dir.path()).unwrap();
+    assert_eq!(files.len(), 6, "{files:?}");
+    for f in files {
+        let r = verify_file(&f).unwrap();
+        assert!(
+            matches!(r.status, FileStatus::Complete | FileStatus::Aborted),
+            "{}: {:?} {:?}",
+            f.display(),
+            r.status,
+            r.notes
+        );
+    }
+}
+
+#[test]
+fn misuse_returns_its_code_natively_and_under_address_sanitizer() {
+    if !have("cc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().join("misuse");
+    compile("misuse", &["-pthread"], &plain);
+    run_misuse(Command::new(&plain));
+    let asan = tmp.path().join("misuse-asan");
+    compile(
+        "misuse",
+        &["-fsanitize=address", "-fno-omit-frame-pointer"],
+        &asan,
+    );
+    let mut cmd = Command::new(&asan);
+    // Leaks are valgrind's part (Rust's runtime keeps a few allocations
+    // for the process's life, reachable but not freed at exit).
+    cmd.env("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0");
+    run_misuse(cmd);
+}
+
+#[test]
+fn misuse_returns_its_code_under_valgrind() {
+    if !have("cc") || !have("valgrind") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("misuse");
+    compile("misuse", &["-pthread"], &exe);
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "-q",
+        "--error-exitcode=99",
+        "--leak-check=full",
+        "--errors-for-leak-kinds=definite",
+    ])
+    .arg(&exe);
+    run_misuse(cmd);
+}
+
+#[test]
+fn eight_c_threads_record_into_one_directory_with_and_without_the_pool() {
+    if !have("cc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("threads");
+    compile("threads", &["-pthread"], &exe);
+    for mode in ["pool", "nopool"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Command::new(&exe)
+            .arg(dir.path())
+            .arg(mode)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{mode}: {}", show(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "failures 0 of 160\n",
+            "{mode}"
+        );
+        let files = rtrec_engine::reader::recording_files(dir.path()).unwrap();
+        assert_eq!(files.len(), 160, "{mode}: one file a run");
+        for f in files {
+            let r = rtrec_engine::reader::verify_file(&f).unwrap();
+            assert!(r.is_clean(), "{mode}: {}: {:?}", f.display(), r.notes);
+        }
+    }
+}
