@@ -41,6 +41,21 @@ fn traced_record(dir: &Path, log: &Path, extra: &[&str]) -> String {
     std::fs::read_to_string(log).unwrap()
 }
 
+/// `rtrec pool prepare --dir DIR ARGS`, which must succeed.
+fn prepare_pool(dir: &Path, args: &[&str]) {
+    let prep = rtrec()
+        .args(["pool", "prepare", "--dir"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        prep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&prep.stderr)
+    );
+}
+
 #[test]
 fn a_pooled_recording_makes_no_fallocate_or_ftruncate_call_and_the_s1_design_does() {
     if !rtrec_host::tools::require(
@@ -50,17 +65,7 @@ fn a_pooled_recording_makes_no_fallocate_or_ftruncate_call_and_the_s1_design_doe
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let prep = rtrec()
-        .args(["pool", "prepare", "--dir"])
-        .arg(dir.path())
-        .args(["--files", "2", "--file-size", "1MiB"])
-        .output()
-        .unwrap();
-    assert!(
-        prep.status.success(),
-        "{}",
-        String::from_utf8_lossy(&prep.stderr)
-    );
+    prepare_pool(dir.path(), &["--files", "2", "--file-size", "1MiB"]);
 
     let pooled = traced_record(dir.path(), &dir.path().join("pooled.log"), &[]);
     let calls: Vec<&str> = pooled
@@ -80,5 +85,77 @@ fn a_pooled_recording_makes_no_fallocate_or_ftruncate_call_and_the_s1_design_doe
     );
 
     let v = rtrec().arg("verify").arg(dir.path()).output().unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}
+
+/// One rule for the file size: a recording without `--file-size` in a
+/// directory that has a pool takes the pool's size. Before it, a default
+/// `pool prepare` (64 MiB files) followed by a default recording of 200
+/// records (sized to 832 KiB) deleted both prepared files and called
+/// `fallocate` for a new one: the allocation the pool exists to avoid.
+#[test]
+fn a_default_recording_uses_the_prepared_pool_and_never_deletes_or_fallocates_it() {
+    let name = "a_default_recording_uses_the_prepared_pool_and_never_deletes_or_fallocates_it";
+    if !rtrec_host::tools::require(name, &[rtrec_host::tools::STRACE]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    prepare_pool(&rec, &[]);
+    let slots = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d.join(".pool"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("slot-"))
+            .collect()
+    };
+    let prepared = slots(&rec);
+    assert_eq!(prepared.len(), 2, "{prepared:?}");
+
+    let log = dir.path().join("default.log");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=fallocate,unlink,unlinkat,rename,renameat,renameat2",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--dir"])
+        .arg(&rec)
+        .args(["--period", "1ms", "--size", "4KiB", "--count", "200"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("removed"),
+        "the pool was resized: {stderr}"
+    );
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let fallocates: Vec<&str> = trace.lines().filter(|l| l.contains("fallocate(")).collect();
+    assert!(
+        fallocates.is_empty(),
+        "fallocate on the default path: {fallocates:?}"
+    );
+    // No prepared file is unlinked; one is renamed into the recording.
+    for slot in &prepared {
+        let gone: Vec<&str> = trace
+            .lines()
+            .filter(|l| l.contains("unlink") && l.contains(slot.as_str()))
+            .collect();
+        assert!(gone.is_empty(), "a prepared file was deleted: {gone:?}");
+    }
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.contains("rename") && prepared.iter().any(|s| l.contains(s.as_str()))),
+        "no prepared file was taken: {trace}"
+    );
+    // The recording in the pool's file verifies.
+    let v = rtrec().arg("verify").arg(&rec).output().unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
