@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use rtrec_engine::sizing::{ring_for_stall, ring_seconds};
-use rtrec_engine::{Summary, Workload};
+use rtrec_engine::sizing::ring_seconds;
+use rtrec_engine::Summary;
 use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
@@ -162,14 +162,6 @@ impl Trial {
     /// The recording directory inside the emulated device.
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// The ring the profile asks for at this rate (one record of
-    /// `max_record` every `period_ns`, when known): the engine's rule
-    /// [`rtrec_engine::sizing::ring_for_stall`] with the profile's
-    /// [`worst_stall_ns`](rtrec_emu::Profile::worst_stall_ns).
-    pub fn ring_bytes(&self, w: &Workload, max_record: usize, default: usize) -> usize {
-        ring_for_stall(w, max_record, self.profile.worst_stall_ns()).max(default)
     }
 
     /// Copies the recording's files (not the pool) to the keep directory,

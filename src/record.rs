@@ -20,10 +20,10 @@ use rtrec_engine::result::{RecordResult, ResidentSample};
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
-    Recorder, Summary, Workload,
+    Recorder, RingSizing, Stall, StallSource, Summary, Workload,
 };
 
-use crate::cli::{RecordArgs, DEFAULT_POST, DEFAULT_PRE};
+use crate::cli::{RecordArgs, RingArg, DEFAULT_POST, DEFAULT_PRE};
 use crate::error::usage;
 use crate::signals;
 use rtrec_units::value::Size;
@@ -49,6 +49,8 @@ struct Plan {
     trigger_sigusr1: bool,
     trigger_every: Option<u64>,
     workload: Workload,
+    /// How the ring was sized, for the summary and `--json`.
+    ring: RingSizing,
 }
 
 /// Stage one: the options, already typed and checked value by value by
@@ -138,6 +140,14 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         },
         records: count,
         fixed_size: !a.lines,
+        stall: match (a.stall, &a.device.device) {
+            (Some(s), _) => Some(s),
+            (None, Some(d)) => Some(Stall {
+                ns: d.profile.worst_stall_ns(),
+                source: StallSource::Device,
+            }),
+            (None, None) => None,
+        },
     };
     let (mut trigger_stdin, mut trigger_sigusr1) = (false, false);
     for t in &a.trigger_on {
@@ -176,10 +186,14 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
             cfg.max_record, cfg.file_size
         ));
     }
-    cfg.ring_bytes = match a.ring {
-        Some(s) => usize::try_from(s.bytes()).or_else(|_| usage("--ring: too large"))?,
-        None => sizes.ring_bytes,
+    let ring = match a.ring {
+        None | Some(RingArg::Auto) => sizes.ring,
+        Some(RingArg::Fixed(size)) => {
+            let bytes = usize::try_from(size.bytes()).or_else(|_| usage("--ring: too large"))?;
+            sizes.ring.fixed(bytes, cfg.max_record, workload.period_ns)
+        }
     };
+    cfg.ring_bytes = ring.ring_bytes;
     if let Some(f) = cfg.flight.as_mut().filter(|_| a.pre_bytes.is_none()) {
         f.pre_bytes = sizes.pre_bytes;
     }
@@ -217,7 +231,83 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         trigger_sigusr1,
         trigger_every,
         workload,
+        ring,
     })
+}
+
+/// What forbids the ring the data needs, one sentence each: the auto
+/// rule's memory cap, and `RLIMIT_MEMLOCK` when `--rt` locks the ring
+/// (root is not bound by it).
+fn ring_warnings(plan: &Plan) -> Vec<String> {
+    let r = &plan.ring;
+    let mut out = Vec::new();
+    if r.auto && r.capped() {
+        out.push(format!(
+            "the ring needs {} to absorb a {} writer stall ({}) {} times at this rate, but the memory cap is {} (1/8 of memory, at most 256 MiB), so it absorbs {}; give --ring SIZE to override",
+            format_size(r.needed_bytes),
+            format_duration(r.stall_ns),
+            stall_from(r.stall_source),
+            r.margin,
+            format_size(r.cap_bytes),
+            covers(r),
+        ));
+    }
+    let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
+    if locks && rtrec_sys::effective_uid() != 0 {
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        if let Some(Some(limit)) = crate::doctor::system::memlock_limit(&limits) {
+            if limit < r.ring_bytes as u64 {
+                out.push(format!(
+                    "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
+                    format_size(limit),
+                    format_size(r.ring_bytes as u64)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn stall_from(s: StallSource) -> &'static str {
+    match s {
+        StallSource::Default => "the default, no device known",
+        StallSource::Device => "the device profile's worst",
+        StallSource::Probe => "the probed device's worst",
+        StallSource::Given => "--stall",
+    }
+}
+
+fn covers(r: &RingSizing) -> String {
+    r.covers_stall_s
+        .map_or("an unknown time at an unknown rate".into(), |s| {
+            format!("a writer stall of up to {s:.2} s")
+        })
+}
+
+/// The summary's ring line: its size, how it was sized, and the longest
+/// writer stall it absorbs at this rate.
+fn ring_line(r: &RingSizing) -> String {
+    let how = match (r.auto, r.rate_bytes_per_s) {
+        (false, _) => "--ring".to_string(),
+        (true, None) => "auto: the rate is unknown, the default".to_string(),
+        (true, Some(rate)) => format!(
+            "auto: {}/s × {} stall ({}) × {}{}",
+            format_size(rate),
+            format_duration(r.stall_ns),
+            stall_from(r.stall_source),
+            r.margin,
+            if r.capped() {
+                format!(", capped at {}", format_size(r.cap_bytes))
+            } else {
+                String::new()
+            }
+        ),
+    };
+    format!(
+        "ring {} ({how}): absorbs {}\n",
+        format_size(r.ring_bytes as u64),
+        covers(r)
+    )
 }
 
 /// Runs `rtrec record`; with `--device`, in the recording directory of an
@@ -229,10 +319,6 @@ pub fn run(a: &RecordArgs) -> crate::error::Result<i32> {
     };
     plan.dir = trial.dir().to_path_buf();
     plan.dir_is_default = false;
-    if a.ring.is_none() {
-        plan.cfg.ring_bytes =
-            trial.ring_bytes(&plan.workload, plan.cfg.max_record, plan.cfg.ring_bytes);
-    }
     let result = record(a, plan, Some(&trial));
     trial.finish(result)
 }
@@ -275,6 +361,9 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
     let stop_signals = signals::install()?;
+    for w in ring_warnings(plan) {
+        eprintln!("rtrec: warning: {w}");
+    }
     if let Some(setup) = &plan.rt {
         for w in rt::apply(setup) {
             eprintln!("rtrec: warning: {w} (recording without it)");
@@ -507,6 +596,8 @@ struct Finished {
     /// Kept to the end: the report shows what it applied, and dropping it
     /// removes the cgroup.
     isolation: Option<crate::isolation::Isolation>,
+    /// How the ring was sized.
+    ring: RingSizing,
     _stop_signals: rtrec_host::signals::StopSignals,
 }
 
@@ -541,6 +632,7 @@ fn finish(
         device,
         timeline: ran.timeline,
         isolation: p.isolation,
+        ring: plan.ring,
         _stop_signals: p.stop_signals,
     })
 }
@@ -557,6 +649,7 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             device: f.device.as_ref(),
             timeline: &f.timeline,
             total: Total::of(a),
+            ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
         };
         write_json(path, summary, &extra)?;
     }
@@ -578,6 +671,9 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             }
         };
         print_summary(summary, json_on_stdout);
+        if summary.config.mode == Mode::Ring {
+            say(&ring_line(&f.ring));
+        }
         if let Some(line) = Total::of(a).and_then(|t| t.line()) {
             say(&line);
         }
@@ -1081,6 +1177,8 @@ struct Extra<'a> {
     timeline: &'a Timeline,
     /// `--total`: as asked, and the whole records it allowed.
     total: Option<Total>,
+    /// Ring mode: how the ring was sized.
+    ring: Option<&'a RingSizing>,
 }
 
 /// `--total` as asked and the whole records it allows: rounded down, so
@@ -1128,6 +1226,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         device,
         timeline,
         total,
+        ring,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -1145,6 +1244,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
     r.timeline_lateness_ns = timeline.lateness_ns.clone();
     r.total_bytes = total.map(|t| t.asked_bytes);
     r.total_records = total.map(|t| t.records);
+    r.ring = ring.map(serde_json::to_value).transpose()?;
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

@@ -528,14 +528,21 @@ fn run_throughput(
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
-    print!("{}", throughput::render(&r));
-    if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&r)?;
-        if p.as_os_str() == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
+    // With `--json -` the JSON is stdout's; the table goes to stderr.
+    let table = throughput::render(&r);
+    match &args.json {
+        Some(p) => {
+            if p.as_os_str() == export::STDOUT {
+                eprint!("{table}");
+            } else {
+                print!("{table}");
+            }
+            let mut text = serde_json::to_string_pretty(&r)?;
+            text.push('\n');
+            export::write_target(p, text.as_bytes())
+                .with_context(|| format!("writing '{}'", p.display()))?;
         }
+        None => print!("{table}"),
     }
     released?;
     removed?;
@@ -984,7 +991,9 @@ mod tests {
     fn sizes_and_durations_follow_the_one_grammar() {
         let err = |w: [&str; 2]| BenchArgs::try_from_words(w).unwrap_err().to_string();
         assert!(err(["--period", "5"]).contains("'5' needs a unit: did you mean 5ms?"));
-        assert!(err(["--period", "0ms"]).contains("'0ms' is out of range (1ns to 1h)"));
+        assert!(err(["--period", "0ms"]).contains("'0ms' is zero: give a duration of at least 1ns"));
+        assert!(err(["--period", "2h"]).contains("'2h' is out of range (1ns to 1h)"));
+        assert!(err(["--cell", "3"]).contains("'3' needs a unit: did you mean 3s?"));
         assert!(err(["--size", "16K"]).contains("'16K' is ambiguous"));
         assert!(err(["--size", "0B"]).contains("'0B' is zero"));
         let a = BenchArgs::try_from_words(["--size", "2MB"]).unwrap();

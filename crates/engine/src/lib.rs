@@ -77,6 +77,6 @@ pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
-pub use sizing::{Sizes, Workload, MIB};
+pub use sizing::{RingSizing, Sizes, Stall, StallSource, Workload, MIB};
 pub use stats::{Latency, LatencySummary, LiveSnapshot, LiveStats};
 pub use writer::PoolStats;

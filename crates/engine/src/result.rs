@@ -88,6 +88,11 @@ pub struct RecordResult {
     /// (schema in `docs/record-schema.md`); left out without `--device`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<serde_json::Value>,
+    /// Ring mode: how the ring was sized, a
+    /// [`crate::sizing::RingSizing`] (docs/embedded.md); left out in
+    /// direct mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<serde_json::Value>,
 }
 
 /// The process's resident memory after so many flight-recorder events.
@@ -118,6 +123,7 @@ impl RecordResult {
             isolation: None,
             explain: None,
             device: None,
+            ring: None,
         }
     }
 

@@ -591,7 +591,7 @@ fn s4_cells(out: &mut String, cells: &[crate::s4::S4Cell]) {
 }
 
 /// The writer's longest `write()` against what the recording cases' ring
-/// (the engine's default, [`rtrec_engine::sizing::MIN_RING_BYTES`] at the
+/// (the engine's default, [`rtrec_engine::sizing::DEFAULT_RING_BYTES`] at the
 /// bench's record sizes) holds in seconds of data at the case's rate: how
 /// close a stall came to a drop.
 fn ring_held(c: &CaseResult) -> String {
