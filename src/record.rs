@@ -342,6 +342,8 @@ fn record(
 /// beside it until the end.
 struct Prepared {
     rec: Recorder,
+    /// A pooled recording's shared lock: it is writing in the directory.
+    writing: Option<crate::disk::Writing>,
     /// Ctrl-C and SIGTERM end the recording; put back when dropped.
     stop_signals: rtrec_host::signals::StopSignals,
     /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
@@ -413,10 +415,15 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
         i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
     let rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
+    // A pooled recording says it is writing here (see crate::disk).
+    let writing = (plan.cfg.alloc == Alloc::Pool)
+        .then(|| crate::disk::Writing::start(&plan.dir))
+        .flatten();
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let watchers = Watchers::start(a, plan, rec.live());
     Ok(Prepared {
         rec,
+        writing,
         stop_signals,
         isolation,
         tracing,
@@ -587,6 +594,8 @@ fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
 /// shows.
 struct Finished {
     summary: Summary,
+    /// What the recording and the pool hold on disk, its tail given back.
+    disk: crate::disk::DiskUse,
     outcome: Outcome,
     rss: Option<Vec<(u64, u64)>>,
     explained: Option<rtrec_trace::Explanation>,
@@ -624,7 +633,9 @@ fn finish(
         None => None,
     };
     p.watchers.stop();
+    let disk = crate::disk::finish(&plan.dir, &summary.files, p.writing);
     Ok(Finished {
+        disk,
         summary,
         outcome: ran.outcome,
         rss,
@@ -677,6 +688,7 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
         if let Some(line) = Total::of(a).and_then(|t| t.line()) {
             say(&line);
         }
+        say(&f.disk.lines());
         if let Some(d) = &f.device {
             say(&d.line());
         }
