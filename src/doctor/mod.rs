@@ -18,10 +18,10 @@
 //!   ([`rtrec_emu::probe::Extent::SHORT`], about 16 MiB) in DIR itself,
 //!   before the checks; the `device-probe` check judges its flush latency
 //!   and the ring is sized for its worst stall.
-//! - The ring the memory checks hold against is the engine's sizing rule
-//!   ([`rtrec_engine::Config::sizes_for`], and
-//!   [`rtrec_engine::sizing::ring_for_stall`] with a probed stall) for the
-//!   rate of `--rate SIZE/PERIOD`, as `rtrec record` would size it.
+//! - The ring the memory checks hold against is the engine's auto rule
+//!   ([`rtrec_engine::Config::sizes_for`], [`rtrec_engine::sizing::auto_ring`],
+//!   with the probed stall when there is one) for the rate of
+//!   `--rate SIZE/PERIOD`, as `rtrec record --ring auto` would size it.
 
 mod board;
 pub mod checks;
