@@ -528,14 +528,21 @@ fn run_throughput(
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
-    print!("{}", throughput::render(&r));
-    if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&r)?;
-        if p.as_os_str() == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
+    // With `--json -` the JSON is stdout's; the table goes to stderr.
+    let table = throughput::render(&r);
+    match &args.json {
+        Some(p) => {
+            if p.as_os_str() == export::STDOUT {
+                eprint!("{table}");
+            } else {
+                print!("{table}");
+            }
+            let mut text = serde_json::to_string_pretty(&r)?;
+            text.push('\n');
+            export::write_target(p, text.as_bytes())
+                .with_context(|| format!("writing '{}'", p.display()))?;
         }
+        None => print!("{table}"),
     }
     released?;
     removed?;
