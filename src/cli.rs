@@ -6,16 +6,39 @@
 //!   `Config::default()`: `--help` lists every value with the variant's
 //!   documentation and shows `[default: …]`, and neither can drift from the
 //!   engine.
-//! - Sizes and durations are captured as strings and parsed by the command
-//!   with `rtrec-units` in a second stage (no I/O), so each error names the
-//!   flag in one sentence of ours.
+//! - Sizes and durations are typed ([`Size`], [`Duration`]) and parsed by
+//!   `rtrec-units`' one parser per kind of value (`value_parser =
+//!   rtrec_units::value::record_size`, `span`, …), the same for every command: a
+//!   bare number suggests the unit that fits the flag, and zero gets one
+//!   sentence everywhere. Their defaults are the engine's constants (or the
+//!   named ones below), shown by `--help` through the values' exact
+//!   `Display`.
 //! - Every clap error is printed as one line `rtrec: …` and exit code 2
-//!   ([`parse`]), as every other bad input is.
+//!   ([`parse`]), as every other bad input is; a bad value reads
+//!   `--flag: <the parser's sentence>`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use rtrec_engine::{Alloc, Config, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig};
+use rtrec_engine::sizing::DEFAULT_FILE_SIZE;
+use rtrec_engine::{
+    Alloc, Config, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
+    DEFAULT_SYNC_EVERY_NS,
+};
+use rtrec_units::value::{Duration, Size};
+
+/// `record --period`'s default: the published study's (S1) 5 ms.
+pub const DEFAULT_PERIOD: Duration = Duration::from_ns(5_000_000);
+/// `record --size`'s default: the published study's (S1) 16 KiB.
+pub const DEFAULT_RECORD_SIZE: Size = Size::from_bytes(16 << 10);
+/// `record --max-line`'s default.
+pub const DEFAULT_MAX_LINE: Size = Size::from_bytes(64 << 10);
+/// The flight recorder's `--pre` when only `--post` or `--pre-bytes` is given.
+pub const DEFAULT_PRE: Duration = Duration::from_ns(2_000_000_000);
+/// The flight recorder's `--post` when only `--pre` or `--pre-bytes` is given.
+pub const DEFAULT_POST: Duration = Duration::from_ns(5_000_000_000);
+/// `doctor --planned`'s default.
+pub const DEFAULT_PLANNED: Size = Size::from_bytes(100 << 20);
 
 /// Parses the command line; on a bad command line prints one line
 /// (`rtrec: ` and clap's message with its hints, without the usage block)
@@ -32,8 +55,18 @@ pub fn parse() -> Cli {
 }
 
 /// Clap's message on one line: without the `error: ` prefix, the usage
-/// block and the pointer to `--help`.
+/// block and the pointer to `--help`. A value its parser refused reads
+/// `--flag: <the parser's sentence>` (the sentence quotes the value).
 fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if let (ErrorKind::ValueValidation, Some(ContextValue::String(arg)), Some(why)) = (
+        e.kind(),
+        e.get(ContextKind::InvalidArg),
+        std::error::Error::source(e),
+    ) {
+        let flag = arg.split_whitespace().next().unwrap_or(arg);
+        return format!("{flag}: {why}");
+    }
     let text = e.render().to_string();
     let parts: Vec<&str> = text
         .lines()
@@ -209,6 +242,64 @@ pub enum DeviceAction {
     },
 }
 
+/// `rtrec record --device`: the flag, flattened into the record arguments
+/// (the trial itself is `crate::device::Trial`).
+#[derive(Debug, Args)]
+pub struct RecordDeviceArgs {
+    /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
+    /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
+    /// is sized for the profile's worst stall (see docs/devices.md).
+    #[arg(long, value_name = "PROFILE", value_parser = rtrec_emu::DeviceArg::parse)]
+    pub device: Option<rtrec_emu::DeviceArg>,
+}
+
+/// `--ring`: sized from the data, or a size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingArg {
+    /// `auto`: [`rtrec_engine::sizing::auto_ring`].
+    Auto,
+    /// A size the user chose.
+    Fixed(Size),
+}
+
+/// `--ring`'s parser: `auto`, or a size.
+///
+/// # Errors
+/// The size grammar's sentence.
+pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
+    match s {
+        "auto" => Ok(RingArg::Auto),
+        _ => rtrec_units::value::size(s).map(RingArg::Fixed),
+    }
+}
+
+/// `--stall`'s parser: a duration, or a device profile (a shipped name or
+/// a file from `rtrec device probe`) whose worst stall is taken.
+///
+/// # Errors
+/// One sentence: neither a duration nor a loadable profile.
+pub fn stall_value(s: &str) -> std::result::Result<rtrec_engine::Stall, String> {
+    if let Ok(ns) = rtrec_units::parse_duration(s) {
+        return Ok(rtrec_engine::Stall {
+            ns,
+            source: rtrec_engine::StallSource::Given,
+        });
+    }
+    match rtrec_emu::Profile::load(s) {
+        Ok(p) => Ok(rtrec_engine::Stall {
+            ns: p.worst_stall_ns(),
+            source: if std::path::Path::new(s).exists() {
+                rtrec_engine::StallSource::Probe
+            } else {
+                rtrec_engine::StallSource::Device
+            },
+        }),
+        Err(e) => Err(format!(
+            "'{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
+        )),
+    }
+}
+
 /// `rtrec pool`.
 #[derive(Debug, Args)]
 pub struct PoolArgs {
@@ -253,8 +344,8 @@ pub enum PoolAction {
         #[arg(long, default_value_t = 2, value_name = "N")]
         files: u32,
         /// Bytes per file; a pool of another size is resized (its idle files are removed first).
-        #[arg(long, default_value = "64MiB", value_name = "SIZE")]
-        file_size: String,
+        #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(DEFAULT_FILE_SIZE), value_name = "SIZE")]
+        file_size: Size,
     },
     /// Show the pool: file size, target, every ready file with its bytes on disk, preparations in progress.
     #[command(after_help = EXAMPLES_POOL_STATUS)]
@@ -348,11 +439,12 @@ pub struct RecordArgs {
     /// Period of the synthetic source (e.g. 5ms, 250us).
     #[arg(
         long,
-        default_value = "5ms",
+        value_parser = rtrec_units::value::interval,
+        default_value_t = DEFAULT_PERIOD,
         allow_hyphen_values = true,
         value_name = "DURATION"
     )]
-    pub period: String,
+    pub period: Duration,
 
     /// Size of each record (e.g. 16KiB). With --stdin, stdin is cut into records of exactly this
     /// size (unless --lines); a shorter last piece at the end of the stream, or when the recording is
@@ -360,23 +452,24 @@ pub struct RecordArgs {
     /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800).
     #[arg(
         long,
-        default_value = "16KiB",
+        value_parser = rtrec_units::value::record_size,
+        default_value_t = DEFAULT_RECORD_SIZE,
         allow_hyphen_values = true,
         value_name = "SIZE"
     )]
-    pub size: String,
+    pub size: Size,
 
     /// Stop after this many payload bytes (e.g. 100MiB). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
-    #[arg(long, conflicts_with = "count", value_name = "SIZE")]
-    pub total: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::size, conflicts_with = "count", value_name = "SIZE")]
+    pub total: Option<Size>,
 
     /// Stop after this many records.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
 
     /// Stop after this long (e.g. 10s, 5min), as fio's runtime= and cyclictest's -D: the periods that fit in it.
-    #[arg(long, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::span, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
+    pub duration: Option<Duration>,
 
     /// Record what arrives on standard input instead of a synthetic source.
     #[arg(long)]
@@ -388,8 +481,8 @@ pub struct RecordArgs {
     pub lines: bool,
 
     /// With --lines: the longest line accepted.
-    #[arg(long, default_value = "64KiB", value_name = "SIZE")]
-    pub max_line: String,
+    #[arg(long, value_parser = rtrec_units::value::record_size, default_value_t = DEFAULT_MAX_LINE, value_name = "SIZE")]
+    pub max_line: Size,
 
     /// Write path: who calls write(): the writer thread behind a ring, or the caller inline (`direct` is the former name of inline and still accepted).
     #[arg(long, value_enum, default_value_t = Config::default().mode, value_name = "MODE")]
@@ -411,8 +504,8 @@ pub struct RecordArgs {
     pub io: Io,
 
     /// With --io direct, uring or uring-buffered: the gathering buffer (a power of two, 4KiB-64MiB; io_uring registers --io-depth of them).
-    #[arg(long, default_value = "1MiB", value_name = "SIZE")]
-    pub io_block: String,
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(DEFAULT_IO_BLOCK), value_name = "SIZE")]
+    pub io_block: Size,
 
     /// With --io uring or uring-buffered: writes in flight and registered buffers (1-64).
     #[arg(long, default_value_t = Config::default().io_depth, value_name = "N")]
@@ -423,24 +516,32 @@ pub struct RecordArgs {
     pub flush: Flush,
 
     /// Flush interval.
-    #[arg(long, default_value = "2MiB", value_name = "SIZE")]
-    pub flush_every: String,
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(Config::default().flush_every), value_name = "SIZE")]
+    pub flush_every: Size,
 
     /// Make written records durable (fdatasync on the flush thread) at least this often; 0: only when a file is closed.
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub sync_every: String,
+    #[arg(long, value_parser = rtrec_units::value::interval_or_zero, default_value_t = Duration::from_ns(DEFAULT_SYNC_EVERY_NS), value_name = "DURATION")]
+    pub sync_every: Duration,
 
     /// Keep FILE up to date (atomically replaced about every 20ms) with the live counters: queued, written, durable, drops by cause, missed periods, ring fill, longest write() and lateness. A FILE ending in .prom gets the Prometheus text format (node_exporter's textfile collector, docs/status.md), any other one JSON line.
     #[arg(long, value_name = "FILE")]
     pub status: Option<PathBuf>,
 
     /// Bytes per file [default: enough for the whole recording when its length is known, else 64MiB].
-    #[arg(long, value_name = "SIZE")]
-    pub file_size: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
+    pub file_size: Option<Size>,
 
-    /// Capacity of the ring between producer and writer [default: 16MiB, at least 4 records].
-    #[arg(long, value_name = "SIZE")]
-    pub ring: Option<String>,
+    /// Capacity of the ring between producer and writer: `auto` (the default) sizes it from the
+    /// data: rate × the writer stall to absorb (--stall, --device's profile, else 500 ms) × 4, at
+    /// most 1/8 of memory (256 MiB); 16 MiB when the rate is unknown (--stdin). Or a size (e.g.
+    /// 4MiB, at least one record). See docs/embedded.md
+    #[arg(long, value_parser = ring_value, value_name = "auto|SIZE")]
+    pub ring: Option<RingArg>,
+
+    /// The longest writer stall the auto ring absorbs: a duration (e.g. 300ms) or a device profile
+    /// from `rtrec device probe` (its worst stall) [default: --device's profile, else 500ms]
+    #[arg(long, value_parser = stall_value, value_name = "DURATION|PROFILE")]
+    pub stall: Option<rtrec_engine::Stall>,
 
     /// When the ring is full: drop (count and store the loss; the producer never waits) or block
     /// (wait for room). The default is block with --stdin (a pipe can wait), drop for the
@@ -459,8 +560,8 @@ pub struct RecordArgs {
     pub framing: Option<Framing>,
 
     /// With packed framing: the longest a record waits in an open frame before it is written (a kill or power cut loses at most this span).
-    #[arg(long, default_value = "50ms", value_name = "DURATION")]
-    pub max_latency: String,
+    #[arg(long, value_parser = rtrec_units::value::interval, default_value_t = Duration::from_ns(Config::default().max_latency_ns), value_name = "DURATION")]
+    pub max_latency: Duration,
 
     /// Same as --framing raw: the bytes exactly as given (counters go to a .meta.json sidecar).
     #[arg(long, conflicts_with = "framing")]
@@ -499,16 +600,16 @@ pub struct RecordArgs {
     pub refill_while_recording: bool,
 
     /// Flight recorder: keep this span before a trigger in memory (e.g. 2s).
-    #[arg(long, value_name = "DURATION")]
-    pub pre: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
+    pub pre: Option<Duration>,
 
     /// Flight recorder: record this span after a trigger [default: 5s].
-    #[arg(long, value_name = "DURATION")]
-    pub post: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
+    pub post: Option<Duration>,
 
     /// Flight recorder: also bound the pre-trigger window in bytes [default: what --pre needs at this rate].
-    #[arg(long, value_name = "SIZE")]
-    pub pre_bytes: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
+    pub pre_bytes: Option<Size>,
 
     /// Flight recorder trigger: SIGUSR1, or stdin (each line triggers; not with --stdin). Repeatable.
     /// SIGUSR1 and `rtrec trigger DIR` trigger every flight recorder, whatever the source.
@@ -516,8 +617,8 @@ pub struct RecordArgs {
     pub trigger_on: Vec<String>,
 
     /// Flight recorder: trigger every DURATION (synthetic faults, for trying it out).
-    #[arg(long, value_name = "DURATION")]
-    pub trigger_every: Option<String>,
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
+    pub trigger_every: Option<Duration>,
 
     /// Write the summary as JSON to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
@@ -536,10 +637,10 @@ pub struct RecordArgs {
     pub timeline: bool,
 
     #[command(flatten)]
-    pub explain: crate::explain::ExplainArgs,
+    pub explain: rtrec_trace::ExplainArgs,
 
     #[command(flatten)]
-    pub device: crate::device::RecordDeviceArgs,
+    pub device: RecordDeviceArgs,
 
     #[command(flatten)]
     pub isolation: crate::isolation::IsolationArgs,
@@ -605,8 +706,8 @@ pub struct DoctorArgs {
     pub dir: PathBuf,
 
     /// Size of the recording planned, checked against the free space.
-    #[arg(long, default_value = "100MiB", value_name = "SIZE")]
-    pub planned: String,
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = DEFAULT_PLANNED, value_name = "SIZE")]
+    pub planned: Size,
 
     /// The planned rate, one record of SIZE every PERIOD (16KiB/5ms, 4MiB/s): the ring is sized for it as rtrec record would, and checked against the available memory and RLIMIT_MEMLOCK [default: the default ring].
     #[arg(long, value_name = "SIZE/PERIOD")]
@@ -896,12 +997,75 @@ mod tests {
     }
 
     #[test]
-    fn the_sync_every_default_is_the_engines() {
+    fn the_defaults_are_the_engines_and_help_shows_them_as_they_parse_back() {
         let a = record(&[]);
+        assert_eq!(a.sync_every.ns(), DEFAULT_SYNC_EVERY_NS);
+        assert_eq!(a.max_latency.ns(), Config::default().max_latency_ns);
+        assert_eq!(a.io_block.bytes(), DEFAULT_IO_BLOCK);
+        assert_eq!(a.flush_every.bytes(), Config::default().flush_every);
+        let help = Cli::command()
+            .find_subcommand_mut("record")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for shown in [
+            "[default: 5ms]",
+            "[default: 16KiB]",
+            "[default: 2MiB]",
+            "[default: 1s]",
+            "[default: 50ms]",
+            "[default: 1MiB]",
+        ] {
+            assert!(help.contains(shown), "{shown} not in record --help");
+        }
+    }
+
+    /// Every size and duration flag of every command, with the parse error
+    /// of `words` (or `None` when they parse).
+    fn refused(words: &[&str]) -> Option<String> {
+        let all = std::iter::once("rtrec").chain(words.iter().copied());
+        Cli::try_parse_from(all).err().map(|e| one_line(&e))
+    }
+
+    #[test]
+    fn a_zero_size_gets_the_same_sentence_from_every_command() {
+        let expected = "--size: '0B' is zero: give a size of at least 1B";
+        assert_eq!(refused(&["record", "--size", "0B"]).unwrap(), expected);
+        assert_eq!(refused(&["bench", "--size", "0B"]).unwrap(), expected);
         assert_eq!(
-            rtrec_units::parse_duration(&a.sync_every).unwrap(),
-            rtrec_engine::DEFAULT_SYNC_EVERY_NS
+            refused(&["pool", "prepare", "--file-size", "0"]).unwrap(),
+            "--file-size: '0' is zero: give a size of at least 1B"
         );
+        assert_eq!(
+            refused(&["doctor", "--planned", "0KiB"]).unwrap(),
+            "--planned: '0KiB' is zero: give a size of at least 1B"
+        );
+    }
+
+    #[test]
+    fn a_bare_number_suggests_the_unit_that_fits_the_flag() {
+        let err = |w: &[&str]| refused(w).unwrap();
+        assert_eq!(
+            err(&["record", "--size", "300"]),
+            "--size: '300' needs a unit: did you mean 300B or 300KiB?"
+        );
+        assert_eq!(
+            err(&["record", "--duration", "10"]),
+            "--duration: '10' needs a unit: did you mean 10s?"
+        );
+        assert_eq!(
+            err(&["record", "--period", "5"]),
+            "--period: '5' needs a unit: did you mean 5ms?"
+        );
+        assert_eq!(
+            err(&["bench", "--size", "300"]),
+            "--size: '300' needs a unit: did you mean 300B or 300KiB?"
+        );
+        assert_eq!(
+            err(&["record", "--file-size", "64"]),
+            "--file-size: '64' needs a unit: did you mean 64MiB?"
+        );
+        assert!(refused(&["record", "--sync-every", "0"]).is_none());
     }
 
     fn record(words: &[&str]) -> RecordArgs {

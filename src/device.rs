@@ -6,14 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use rtrec_emu::DeviceArg;
-use rtrec_engine::sizing::{ring_for_stall, ENTRY_HEADER_LEN};
-use rtrec_engine::{Summary, Workload};
+use rtrec_engine::sizing::ring_seconds;
+use rtrec_engine::Summary;
 use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
 
-use crate::cli::{DeviceAction, DeviceArgs};
+use crate::cli::{DeviceAction, DeviceArgs, RecordDeviceArgs};
 use crate::error::{usage, Context, Result};
 
 /// Runs `rtrec device`.
@@ -44,20 +43,6 @@ pub fn run(args: &DeviceArgs) -> Result<i32> {
         None => print!("{json}"),
     }
     Ok(0)
-}
-
-/// `rtrec record --device`: the flag, flattened into the record arguments.
-#[derive(Debug, clap::Args)]
-pub struct RecordDeviceArgs {
-    /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
-    /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
-    /// is sized for the profile's worst stall (see docs/devices.md).
-    #[arg(long, value_name = "PROFILE", value_parser = parse_device)]
-    pub device: Option<DeviceArg>,
-}
-
-fn parse_device(s: &str) -> std::result::Result<DeviceArg, String> {
-    DeviceArg::parse(s)
 }
 
 /// The emulated device of a `record --device` trial, as the summary
@@ -179,14 +164,6 @@ impl Trial {
         &self.dir
     }
 
-    /// The ring the profile asks for at this rate (one record of
-    /// `max_record` every `period_ns`, when known): the engine's rule
-    /// [`rtrec_engine::sizing::ring_for_stall`] with the profile's
-    /// [`worst_stall_ns`](rtrec_emu::Profile::worst_stall_ns).
-    pub fn ring_bytes(&self, w: &Workload, max_record: usize, default: usize) -> usize {
-        ring_for_stall(w, max_record, self.profile.worst_stall_ns()).max(default)
-    }
-
     /// Copies the recording's files (not the pool) to the keep directory,
     /// points the summary's file list there, and reports the device: the
     /// writer's longest `write()` against what the ring holds, in seconds
@@ -216,7 +193,6 @@ impl Trial {
                 *f = self.keep.join(name);
             }
         }
-        let entry = (summary.config.max_record + ENTRY_HEADER_LEN) as u64;
         // The emulator rewrites its stats every STATS_INTERVAL: wait one,
         // so they include the recording's last requests.
         std::thread::sleep(rtrec_emu::STATS_INTERVAL + std::time::Duration::from_millis(50));
@@ -226,9 +202,11 @@ impl Trial {
             worst_stall_ns: self.profile.worst_stall_ns(),
             writer_longest_write_ns: summary.write_ns.as_ref().map_or(0, |l| l.max),
             ring_bytes: summary.config.ring_bytes as u64,
-            ring_seconds: period_ns
-                .filter(|&p| p > 0)
-                .map(|p| (summary.config.ring_bytes as u64 / entry) as f64 * p as f64 / 1e9),
+            ring_seconds: ring_seconds(
+                summary.config.ring_bytes as u64,
+                summary.config.max_record as u64,
+                period_ns,
+            ),
             emulator: self
                 .fs
                 .emulator_stats()

@@ -10,58 +10,24 @@
 //! writer (`rtrec-writer`); in inline mode the producer itself calls
 //! `write()`.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use rtrec_bench::explain::Tracer;
-use rtrec_trace::{Explanation, Session};
+use rtrec_trace::{ExplainArgs, Explanation, Tracer};
 
-/// The `--explain` options of `rtrec record`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ExplainArgs {
-    /// Trace the recording and attribute its slow write() calls to kernel causes (needs root and tracefs; own tracefs instance).
-    #[arg(long)]
-    pub explain: bool,
-
-    /// With --explain: calls slower than this are explained (default: 10 × the median and at least 100µs).
-    #[arg(long, value_name = "DURATION", value_parser = parse_threshold, requires = "explain")]
-    pub explain_threshold: Option<Duration>,
-
-    /// With --explain: keep the raw trace (tracefs text, as trace-cmd and perf users read it) in DIR as record.trace.txt.
-    #[arg(long, value_name = "DIR", requires = "explain")]
-    pub explain_raw: Option<PathBuf>,
-}
-
-fn parse_threshold(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if ns >= 1 => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is zero; give a duration of at least 1ns")),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// A running trace of one recording (the bench's [`Tracer`], with no
-/// background loads).
+/// A running trace of one recording (a [`Tracer`] with no background
+/// loads).
 pub struct Tracing(Tracer);
 
 /// Starts tracing the recording in `dir` if `--explain` was given; without
 /// root or tracefs prints one sentence and returns `None` (the recording
 /// goes on without attribution).
 pub fn start(a: &ExplainArgs, dir: &Path) -> Option<Tracing> {
-    if !a.explain {
-        return None;
-    }
-    let session = match Session::create() {
-        Ok(s) => s,
+    let mut t = match a.tracer() {
+        Ok(t) => t?,
         Err(sentence) => {
             eprintln!("rtrec: {sentence}");
             return None;
         }
-    };
-    let mut t = Tracer {
-        session,
-        threshold_ns: a.explain_threshold.map(|d| d.as_nanos() as u64),
-        raw: a.explain_raw.clone(),
     };
     let writer = rtrec_trace::threads_named("rtrec-writer");
     let timed = if writer.is_empty() {

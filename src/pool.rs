@@ -9,7 +9,7 @@ use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 
 use crate::cli::{PoolAction, PoolArgs};
 use crate::error::usage;
-use rtrec_units::{format_size, parse_size};
+use rtrec_units::format_size;
 
 /// The pool of `dir`, or a usage error that says how to make one.
 fn existing(dir: &std::path::Path) -> crate::error::Result<Pool> {
@@ -60,7 +60,7 @@ pub fn run(a: &PoolArgs) -> crate::error::Result<i32> {
             files,
             file_size,
         } => {
-            let size = parse_size(file_size).or_else(|e| usage(format!("--file-size: {e}")))?;
+            let size = file_size.bytes();
             if size < 64 * 1024 {
                 return usage("--file-size: pool files must be at least 64KiB");
             }

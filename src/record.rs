@@ -1,6 +1,13 @@
 //! `rtrec record`: resolve the options into a recorder configuration, run a
 //! synthetic periodic source (or read records from stdin), show progress on
 //! a terminal, and print the summary.
+//!
+//! In stages, each a function doing one thing: [`resolve`] (the options
+//! checked together into a [`Plan`], no I/O) → [`prepare`] (directory,
+//! signals, recorder, watchers) → [`run_source`] (the records) →
+//! [`finish`] (the summary and what it gathers) → [`report`] (`--json`,
+//! the terminal, the exit code). [`run`] puts `--device`'s emulated device
+//! around the last four.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -9,16 +16,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Context;
+use rtrec_engine::result::{RecordResult, ResidentSample};
 use rtrec_engine::rt::{self, RtSetup};
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Framing, LatencySummary, LiveStats, Mode, OnFull, PeriodicTimer,
-    Recorder, Summary, Workload,
+    Recorder, RingSizing, Stall, StallSource, Summary, Workload,
 };
 
-use crate::cli::RecordArgs;
+use crate::cli::{RecordArgs, RingArg, DEFAULT_POST, DEFAULT_PRE};
 use crate::error::usage;
 use crate::signals;
-use rtrec_units::{format_duration, format_size, parse_duration, parse_size};
+use rtrec_units::value::Size;
+use rtrec_units::{format_duration, format_size};
 
 /// Where records come from.
 enum Source {
@@ -40,48 +49,28 @@ struct Plan {
     trigger_sigusr1: bool,
     trigger_every: Option<u64>,
     workload: Workload,
+    /// How the ring was sized, for the summary and `--json`.
+    ring: RingSizing,
 }
 
-fn size_arg(name: &str, s: &str) -> crate::error::Result<u64> {
-    parse_size(s).or_else(|e| usage(format!("--{name}: {e}")))
-}
-
-/// A duration flag: the units grammar, and more than zero (every duration
-/// `record` takes is a period or a span).
-fn duration_arg(name: &str, s: &str) -> crate::error::Result<u64> {
-    match parse_duration(s) {
-        Ok(0) => usage(format!(
-            "--{name}: '{s}' is zero; the duration must be positive"
-        )),
-        Ok(ns) => Ok(ns),
-        Err(e) => usage(format!("--{name}: {e}")),
-    }
-}
-
+/// Stage one: the options, already typed and checked value by value by
+/// the command line's parsers, checked together and resolved into a plan
+/// (no I/O).
 fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
-    let period_ns = duration_arg("period", &a.period)?;
-    let size = size_arg("size", &a.size)?;
-    if size == 0 {
-        return usage("--size: the record size must be more than 0 bytes");
-    }
-    let max_line = size_arg("max-line", &a.max_line)?;
-    let count = match (&a.total, a.count) {
+    let period_ns = a.period.ns();
+    let size = a.size.bytes();
+    let max_line = a.max_line.bytes();
+    let count = match (a.total, a.count) {
         // --duration: the periods that fit in it (the synthetic source
         // releases one record per period, so a duration is a count).
         (None, None) if a.duration.is_some() => {
-            let d = duration_arg("duration", a.duration.as_deref().unwrap_or_default())?;
+            let d = a.duration.map_or(0, rtrec_units::value::Duration::ns);
             if d < period_ns {
                 return usage("--duration: the duration must be at least one --period");
             }
             Some(d / period_ns)
         }
-        (Some(t), _) => {
-            let total = size_arg("total", t)?;
-            if total == 0 {
-                return usage("--total: the total must be more than 0 bytes");
-            }
-            Some(total.div_ceil(size))
-        }
+        (Some(total), _) => Some(total.bytes().div_ceil(size)),
         (None, Some(0)) => return usage("--count: the count must be at least 1"),
         (None, c) => c,
     };
@@ -103,16 +92,13 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         },
         ..Config::default()
     };
-    cfg.max_latency_ns = duration_arg("max-latency", &a.max_latency)?;
-    cfg.flush_every = size_arg("flush-every", &a.flush_every)?;
+    cfg.max_latency_ns = a.max_latency.ns();
+    cfg.flush_every = a.flush_every.bytes();
     cfg.io = a.io;
-    cfg.io_block = size_arg("io-block", &a.io_block)?;
+    cfg.io_block = a.io_block.bytes();
     cfg.io_depth = a.io_depth;
     // 0 is allowed here: durable points only when a file is closed.
-    cfg.sync_every_ns = match a.sync_every.trim() {
-        "0" => 0,
-        s => parse_duration(s).or_else(|e| usage(format!("--sync-every: {e}")))?,
-    };
+    cfg.sync_every_ns = a.sync_every.ns();
     cfg.pool.files = a.pool_files;
     cfg.pool.on_empty = a.on_pool_empty;
     cfg.pool.refill_on_finish = !a.no_refill;
@@ -141,6 +127,14 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         },
         records: count,
         fixed_size: !a.lines,
+        stall: match (a.stall, &a.device.device) {
+            (Some(s), _) => Some(s),
+            (None, Some(d)) => Some(Stall {
+                ns: d.profile.worst_stall_ns(),
+                source: StallSource::Device,
+            }),
+            (None, None) => None,
+        },
     };
     let (mut trigger_stdin, mut trigger_sigusr1) = (false, false);
     for t in &a.trigger_on {
@@ -157,44 +151,36 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
     if trigger_stdin && a.stdin {
         return usage("--trigger-on stdin cannot be used with --stdin: stdin carries the records");
     }
-    let trigger_every = match &a.trigger_every {
-        Some(d) => Some(duration_arg("trigger-every", d)?),
-        None => None,
-    };
+    let trigger_every = a.trigger_every.map(rtrec_units::value::Duration::ns);
     let flight_asked = a.pre.is_some() || a.post.is_some() || a.pre_bytes.is_some();
     if !flight_asked && (trigger_stdin || trigger_sigusr1 || trigger_every.is_some()) {
         return usage("triggers need the flight recorder: give --pre and --post");
     }
     if flight_asked {
-        let pre_ns = duration_arg("pre", a.pre.as_deref().unwrap_or("2s"))?;
-        let post_ns = duration_arg("post", a.post.as_deref().unwrap_or("5s"))?;
-        let pre_bytes = match &a.pre_bytes {
-            Some(s) => size_arg("pre-bytes", s)?,
-            None => 0, // sized below
-        };
         cfg.flight = Some(FlightConfig {
-            pre_ns,
-            pre_bytes,
-            post_ns,
+            pre_ns: a.pre.unwrap_or(DEFAULT_PRE).ns(),
+            pre_bytes: a.pre_bytes.map_or(0, Size::bytes), // 0: sized below
+            post_ns: a.post.unwrap_or(DEFAULT_POST).ns(),
         });
     }
     // The engine sizes what the user did not set, by the same rules as the
     // C API (see `rtrec_engine::sizing`).
     let sizes = cfg.sizes_for(&workload);
-    cfg.file_size = match &a.file_size {
-        Some(s) => size_arg("file-size", s)?,
-        None => sizes.file_size,
-    };
+    cfg.file_size = a.file_size.map_or(sizes.file_size, Size::bytes);
     if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
         return usage(format!(
             "a record of {} bytes does not fit in a file of {} bytes; raise --file-size or lower --size",
             cfg.max_record, cfg.file_size
         ));
     }
-    cfg.ring_bytes = match &a.ring {
-        Some(s) => usize::try_from(size_arg("ring", s)?).or_else(|_| usage("--ring: too large"))?,
-        None => sizes.ring_bytes,
+    let ring = match a.ring {
+        None | Some(RingArg::Auto) => sizes.ring,
+        Some(RingArg::Fixed(size)) => {
+            let bytes = usize::try_from(size.bytes()).or_else(|_| usage("--ring: too large"))?;
+            sizes.ring.fixed(bytes, cfg.max_record, workload.period_ns)
+        }
     };
+    cfg.ring_bytes = ring.ring_bytes;
     if let Some(f) = cfg.flight.as_mut().filter(|_| a.pre_bytes.is_none()) {
         f.pre_bytes = sizes.pre_bytes;
     }
@@ -232,7 +218,83 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         trigger_sigusr1,
         trigger_every,
         workload,
+        ring,
     })
+}
+
+/// What forbids the ring the data needs, one sentence each: the auto
+/// rule's memory cap, and `RLIMIT_MEMLOCK` when `--rt` locks the ring
+/// (root is not bound by it).
+fn ring_warnings(plan: &Plan) -> Vec<String> {
+    let r = &plan.ring;
+    let mut out = Vec::new();
+    if r.auto && r.capped() {
+        out.push(format!(
+            "the ring needs {} to absorb a {} writer stall ({}) {} times at this rate, but the memory cap is {} (1/8 of memory, at most 256 MiB), so it absorbs {}; give --ring SIZE to override",
+            format_size(r.needed_bytes),
+            format_duration(r.stall_ns),
+            stall_from(r.stall_source),
+            r.margin,
+            format_size(r.cap_bytes),
+            covers(r),
+        ));
+    }
+    let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
+    if locks && rtrec_sys::effective_uid() != 0 {
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        if let Some(Some(limit)) = crate::doctor::system::memlock_limit(&limits) {
+            if limit < r.ring_bytes as u64 {
+                out.push(format!(
+                    "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
+                    format_size(limit),
+                    format_size(r.ring_bytes as u64)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn stall_from(s: StallSource) -> &'static str {
+    match s {
+        StallSource::Default => "the default, no device known",
+        StallSource::Device => "the device profile's worst",
+        StallSource::Probe => "the probed device's worst",
+        StallSource::Given => "--stall",
+    }
+}
+
+fn covers(r: &RingSizing) -> String {
+    r.covers_stall_s
+        .map_or("an unknown time at an unknown rate".into(), |s| {
+            format!("a writer stall of up to {s:.2} s")
+        })
+}
+
+/// The summary's ring line: its size, how it was sized, and the longest
+/// writer stall it absorbs at this rate.
+fn ring_line(r: &RingSizing) -> String {
+    let how = match (r.auto, r.rate_bytes_per_s) {
+        (false, _) => "--ring".to_string(),
+        (true, None) => "auto: the rate is unknown, the default".to_string(),
+        (true, Some(rate)) => format!(
+            "auto: {}/s × {} stall ({}) × {}{}",
+            format_size(rate),
+            format_duration(r.stall_ns),
+            stall_from(r.stall_source),
+            r.margin,
+            if r.capped() {
+                format!(", capped at {}", format_size(r.cap_bytes))
+            } else {
+                String::new()
+            }
+        ),
+    };
+    format!(
+        "ring {} ({how}): absorbs {}\n",
+        format_size(r.ring_bytes as u64),
+        covers(r)
+    )
 }
 
 /// Runs `rtrec record`; with `--device`, in the recording directory of an
@@ -244,23 +306,51 @@ pub fn run(a: &RecordArgs) -> crate::error::Result<i32> {
     };
     plan.dir = trial.dir().to_path_buf();
     plan.dir_is_default = false;
-    if a.ring.is_none() {
-        plan.cfg.ring_bytes =
-            trial.ring_bytes(&plan.workload, plan.cfg.max_record, plan.cfg.ring_bytes);
-    }
     let result = record(a, plan, Some(&trial));
     trial.finish(result)
 }
 
+/// One recording, in stages: [`prepare`] (the directory, signals, the
+/// recorder and what watches it), [`run_source`] (the records),
+/// [`finish`] (the summary and what it gathers), [`report`] (what the user
+/// sees, and the exit code).
 fn record(
     a: &RecordArgs,
     plan: Plan,
     trial: Option<&crate::device::Trial>,
 ) -> crate::error::Result<i32> {
+    let mut prepared = prepare(a, &plan)?;
+    let ran = run_source(a, &plan, &mut prepared);
+    let finished = finish(prepared, ran, &plan, trial)?;
+    report(a, &finished)
+}
+
+/// Stage two's result: a recorder ready to take records, and what stays
+/// beside it until the end.
+struct Prepared {
+    rec: Recorder,
+    /// Ctrl-C and SIGTERM end the recording; put back when dropped.
+    stop_signals: rtrec_host::signals::StopSignals,
+    /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
+    /// dropped.
+    isolation: Option<crate::isolation::Isolation>,
+    /// `--explain`.
+    tracing: Option<crate::explain::Tracing>,
+    watchers: Watchers,
+}
+
+/// Stage two: everything a recording needs before its first record —
+/// the directory, signal handlers, real-time settings, trigger sources, a
+/// crashed recording moved back, the cgroup, the recorder itself, tracing
+/// and the threads that watch it. Nothing has been recorded if it fails.
+fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
-    let _stop_signals = signals::install()?;
+    let stop_signals = signals::install()?;
+    for w in ring_warnings(plan) {
+        eprintln!("rtrec: warning: {w}");
+    }
     if let Some(setup) = &plan.rt {
         for w in rt::apply(setup) {
             eprintln!("rtrec: warning: {w} (recording without it)");
@@ -308,33 +398,97 @@ fn record(
     if let Some(i) = &isolation {
         i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
-    let mut rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
+    let rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     let tracing = crate::explain::start(&a.explain, &plan.dir);
-    let live = rec.live();
-    let rss = plan
-        .cfg
-        .flight
-        .is_some()
-        .then(|| spawn_rss_monitor(live.clone()));
-    let show = !a.quiet && std::io::stderr().is_terminal();
-    let done = Arc::new(AtomicBool::new(false));
-    let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
-    let status = a.status.clone().map(|path| {
-        let labels = crate::status::Labels {
-            // Absolute, so every board's series name the place alike.
-            dir: std::fs::canonicalize(&plan.dir)
-                .unwrap_or_else(|_| plan.dir.clone())
-                .display()
-                .to_string(),
-            prefix: plan.cfg.prefix.clone(),
-        };
-        crate::status::spawn(path, labels, live.clone(), done.clone())
-    });
-    let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
+    let watchers = Watchers::start(a, plan, rec.live());
+    Ok(Prepared {
+        rec,
+        stop_signals,
+        isolation,
+        tracing,
+        watchers,
+    })
+}
 
+/// The threads that watch a recording from beside it, each reading the
+/// live counters: the progress bar, `--status FILE`, and the flight
+/// recorder's resident-memory samples.
+struct Watchers {
+    /// Set when the recording has ended: progress and status stop.
+    done: Arc<AtomicBool>,
+    progress: Option<std::thread::JoinHandle<()>>,
+    status: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    rss: Option<RssMonitor>,
+}
+
+/// The resident-memory sampler: its stop flag, and the thread that returns
+/// the samples (events, bytes).
+type RssMonitor = (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>);
+
+impl Watchers {
+    fn start(a: &RecordArgs, plan: &Plan, live: Arc<LiveStats>) -> Watchers {
+        let done = Arc::new(AtomicBool::new(false));
+        let show = !a.quiet && std::io::stderr().is_terminal();
+        let progress = show.then(|| spawn_progress(live.clone(), plan.count, done.clone()));
+        let status = a.status.clone().map(|path| {
+            let labels = crate::status::Labels {
+                // Absolute, so every board's series name the place alike.
+                dir: std::fs::canonicalize(&plan.dir)
+                    .unwrap_or_else(|_| plan.dir.clone())
+                    .display()
+                    .to_string(),
+                prefix: plan.cfg.prefix.clone(),
+            };
+            crate::status::spawn(path, labels, live.clone(), done.clone())
+        });
+        let rss = plan.cfg.flight.is_some().then(|| spawn_rss_monitor(live));
+        Watchers {
+            done,
+            progress,
+            status,
+            rss,
+        }
+    }
+
+    /// Takes the last memory sample: before `finish()` frees the ring, so
+    /// that the figure is the recording's, not the clean-up's.
+    fn stop_rss(&mut self) -> Option<Vec<(u64, u64)>> {
+        self.rss.take().map(|(stop, h)| {
+            stop.store(true, Ordering::Release);
+            h.join().unwrap_or_default()
+        })
+    }
+
+    /// Stops the progress bar, and the status after its last line (done:
+    /// true, what the summary says).
+    fn stop(self) {
+        self.done.store(true, Ordering::Release);
+        if let Some(p) = self.progress {
+            let _ = p.join();
+        }
+        if let Some(h) = self.status {
+            if let Err(e) = h.join().unwrap_or(Ok(())) {
+                eprintln!("rtrec: warning: the status file could not be written: {e}");
+            }
+        }
+    }
+}
+
+/// Stage three's result: how the source ended, and its schedule.
+struct Ran {
+    outcome: Outcome,
+    /// The synthetic source's timer (lateness, missed periods).
+    timer: Option<PeriodicTimer>,
+}
+
+/// Stage three: the source hands records to the recorder until it ends,
+/// the count is reached, or a signal stops it; triggers from outside reach
+/// a flight recorder meanwhile.
+fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
+    let live = p.rec.live();
     // Triggers from outside the process reach a flight recorder through
     // its socket in the directory (`rtrec trigger DIR`).
-    let listener = match plan.cfg.flight {
+    let _listener = match plan.cfg.flight {
         Some(_) => match crate::trigger::Listener::bind(&plan.dir, &signals::TRIGGERS) {
             Ok(l) => Some(l),
             Err(why) => {
@@ -344,73 +498,107 @@ fn record(
         },
         None => None,
     };
+    let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
     let mut session = Session {
-        rec: &mut rec,
+        rec: &mut p.rec,
         triggers: Triggers::new(plan.trigger_every),
         offered: 0,
         trace: Trace::new(a.trace_written, ring),
         writer_failed: false,
     };
-    let mut timer = None;
-    let outcome = match plan.source {
+    match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
-            t.publish_to(live.clone());
-            let r = synthetic(&mut session, &mut t, plan.size, plan.count);
-            timer = Some(t);
-            r
+            t.publish_to(live);
+            let outcome = synthetic(&mut session, &mut t, plan.size, plan.count);
+            Ran {
+                outcome,
+                timer: Some(t),
+            }
         }
-        Source::StdinFixed => {
-            stdin_source(&mut session, Cut::Fixed { size: plan.size }, plan.count)
-        }
-        Source::StdinLines => stdin_source(
-            &mut session,
-            Cut::Lines {
-                max: plan.cfg.max_record,
-            },
-            plan.count,
-        ),
+        Source::StdinFixed => Ran {
+            outcome: stdin_source(&mut session, Cut::Fixed { size: plan.size }, plan.count),
+            timer: None,
+        },
+        Source::StdinLines => Ran {
+            outcome: stdin_source(
+                &mut session,
+                Cut::Lines {
+                    max: plan.cfg.max_record,
+                },
+                plan.count,
+            ),
+            timer: None,
+        },
+    }
+}
+
+/// Stage four's input: the recording has ended; everything the report
+/// shows.
+struct Finished {
+    summary: Summary,
+    outcome: Outcome,
+    rss: Option<Vec<(u64, u64)>>,
+    explained: Option<rtrec_trace::Explanation>,
+    device: Option<crate::device::DeviceReport>,
+    /// Kept to the end: the report shows what it applied, and dropping it
+    /// removes the cgroup.
+    isolation: Option<crate::isolation::Isolation>,
+    /// How the ring was sized.
+    ring: RingSizing,
+    _stop_signals: rtrec_host::signals::StopSignals,
+}
+
+/// Ends the recording (`finish()`, or `abort()` with the reason) and
+/// gathers what the report shows: the schedule, the attribution, the
+/// emulated device's report; then stops the watchers.
+fn finish(
+    mut p: Prepared,
+    ran: Ran,
+    plan: &Plan,
+    trial: Option<&crate::device::Trial>,
+) -> crate::error::Result<Finished> {
+    let rss = p.watchers.stop_rss();
+    let mut summary = match &ran.outcome {
+        Outcome::Done => p.rec.finish()?,
+        Outcome::Aborted(reason) | Outcome::Interrupted(reason) => p.rec.abort(reason)?,
     };
-    drop(listener);
-    // Sample memory before finish() frees the ring: the figure is the
-    // recording's, not the clean-up's.
-    let rss = rss.map(|(stop, h)| {
-        stop.store(true, Ordering::Release);
-        h.join().unwrap_or_default()
-    });
-    let mut summary = match &outcome {
-        Outcome::Done => rec.finish()?,
-        Outcome::Aborted(reason) | Outcome::Interrupted(reason) => rec.abort(reason)?,
-    };
-    if let Some(t) = &timer {
+    if let Some(t) = &ran.timer {
         summary.attach_schedule(t);
     }
-    let explained = tracing.and_then(crate::explain::Tracing::finish);
+    let explained = p.tracing.and_then(crate::explain::Tracing::finish);
     let device = match trial {
         Some(t) => Some(t.keep(&mut summary, plan.workload.period_ns)?),
         None => None,
     };
-    done.store(true, Ordering::Release);
-    if let Some(p) = progress {
-        let _ = p.join();
-    }
-    if let Some(h) = status {
-        // The last status says what the summary says (done: true).
-        if let Err(e) = h.join().unwrap_or(Ok(())) {
-            eprintln!("rtrec: warning: the status file could not be written: {e}");
-        }
-    }
+    p.watchers.stop();
+    Ok(Finished {
+        summary,
+        outcome: ran.outcome,
+        rss,
+        explained,
+        device,
+        isolation: p.isolation,
+        ring: plan.ring,
+        _stop_signals: p.stop_signals,
+    })
+}
+
+/// Stage four: `--json`, the summary on the terminal (on stderr when the
+/// JSON goes to stdout), `--histogram`, the warnings, and the exit code.
+fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
+    let summary = &f.summary;
     if let Some(path) = &a.json {
-        let applied = isolation.as_ref().map(|i| i.applied());
         let extra = Extra {
-            rss: rss.as_deref(),
-            explained: explained.as_ref(),
-            isolation: applied,
-            device: device.as_ref(),
+            rss: f.rss.as_deref(),
+            explained: f.explained.as_ref(),
+            isolation: f.isolation.as_ref().map(|i| i.applied()),
+            device: f.device.as_ref(),
+            ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
         };
-        write_json(path, &summary, &extra)?;
+        write_json(path, summary, &extra)?;
     }
-    if let (Some(samples), false) = (&rss, a.quiet) {
+    if let (Some(samples), false) = (&f.rss, a.quiet) {
         for (events, bytes) in samples {
             eprintln!(
                 "resident memory after {events} events: {}",
@@ -419,24 +607,26 @@ fn record(
         }
     }
     if !a.quiet {
-        print_summary(&summary, a.json.as_deref() == Some(Path::new("-")));
-        if let Some(line) = device.as_ref().map(crate::device::DeviceReport::line) {
-            if a.json.as_deref() == Some(Path::new("-")) {
-                eprint!("{line}");
+        let json_on_stdout = a.json.as_deref() == Some(Path::new("-"));
+        let say = |text: &str| {
+            if json_on_stdout {
+                eprint!("{text}");
             } else {
-                print!("{line}");
+                print!("{text}");
             }
+        };
+        print_summary(summary, json_on_stdout);
+        if summary.config.mode == Mode::Ring {
+            say(&ring_line(&f.ring));
         }
-        if let Some(x) = &explained {
-            crate::explain::print(x, a.json.as_deref() == Some(Path::new("-")));
+        if let Some(d) = &f.device {
+            say(&d.line());
         }
-        if let Some(i) = &isolation {
-            // On the summary's stream.
-            if a.json.as_deref() == Some(Path::new("-")) {
-                eprintln!("{}", i.line());
-            } else {
-                println!("{}", i.line());
-            }
+        if let Some(x) = &f.explained {
+            crate::explain::print(x, json_on_stdout);
+        }
+        if let Some(i) = &f.isolation {
+            say(&format!("{}\n", i.line()));
         }
     }
     if a.histogram {
@@ -450,7 +640,13 @@ fn record(
     for w in &summary.warnings {
         eprintln!("rtrec: warning: {w}");
     }
-    Ok(match outcome {
+    Ok(exit_code(&f.outcome, summary))
+}
+
+/// The exit code of a recording, with the sentence that explains a
+/// failure: 0 done, 1 failed or incomplete, 130 interrupted.
+fn exit_code(outcome: &Outcome, summary: &Summary) -> i32 {
+    match outcome {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {
             eprintln!(
@@ -473,7 +669,7 @@ fn record(
             eprintln!("rtrec: {reason}; the recording is marked incomplete");
             130
         }
-    })
+    }
 }
 
 enum Outcome {
@@ -624,9 +820,7 @@ fn synthetic(
 
 /// Samples the resident memory after the 10th event and at the end, so a
 /// flight-recorder run shows that memory does not grow with events.
-fn spawn_rss_monitor(
-    live: Arc<LiveStats>,
-) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>) {
+fn spawn_rss_monitor(live: Arc<LiveStats>) -> RssMonitor {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let h = std::thread::spawn(move || {
@@ -871,8 +1065,8 @@ fn spawn_progress(
 }
 
 #[derive(Clone, Copy)]
-/// What `record --json` adds to the engine's summary (each field left out
-/// when absent; docs/summary.md).
+/// What `record --json` adds to the engine's summary (each section left
+/// out when absent; docs/record-schema.md).
 struct Extra<'a> {
     /// `--rss`: resident memory after so many events.
     rss: Option<&'a [(u64, u64)]>,
@@ -882,36 +1076,34 @@ struct Extra<'a> {
     isolation: Option<&'a crate::isolation::Applied>,
     /// `--device`: the emulated device.
     device: Option<&'a crate::device::DeviceReport>,
+    /// Ring mode: how the ring was sized.
+    ring: Option<&'a RingSizing>,
 }
 
+/// `--json`: the summary and the sections `extra` holds, as the one typed
+/// document of `rtrec_engine::result` (docs/record-schema.md).
 fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Result<()> {
     let Extra {
         rss,
         explained,
         isolation,
         device,
+        ring,
     } = *extra;
-    let mut v = serde_json::to_value(s)?;
-    if let (Some(d), Some(obj)) = (device, v.as_object_mut()) {
-        obj.insert("device".into(), serde_json::to_value(d)?);
-    }
-    // --timeline: each write()'s latency in call order.
-    if let (false, Some(obj)) = (s.write_samples.is_empty(), v.as_object_mut()) {
-        obj.insert("timeline_write_ns".into(), s.write_samples.clone().into());
-    }
-    if let (Some(i), Some(obj)) = (isolation, v.as_object_mut()) {
-        obj.insert("isolation".into(), serde_json::to_value(i)?);
-    }
-    if let (Some(x), Some(obj)) = (explained, v.as_object_mut()) {
-        obj.insert("explain".into(), serde_json::to_value(x)?);
-    }
-    if let (Some(samples), Some(obj)) = (rss, v.as_object_mut()) {
-        let list: Vec<_> = samples
-            .iter()
-            .map(|(e, b)| serde_json::json!({"events": e, "resident_bytes": b}))
-            .collect();
-        obj.insert("resident_after_events".into(), list.into());
-    }
+    let mut r = RecordResult::new(s.clone());
+    r.resident_after_events = rss
+        .unwrap_or_default()
+        .iter()
+        .map(|&(events, resident_bytes)| ResidentSample {
+            events,
+            resident_bytes,
+        })
+        .collect();
+    r.isolation = isolation.map(serde_json::to_value).transpose()?;
+    r.explain = explained.map(serde_json::to_value).transpose()?;
+    r.device = device.map(serde_json::to_value).transpose()?;
+    r.ring = ring.map(serde_json::to_value).transpose()?;
+    let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {
         std::io::stdout().write_all(text.as_bytes())?;

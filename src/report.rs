@@ -4,16 +4,27 @@
 //! `rtrec_bench::export::html`; this module reads, tells the two kinds
 //! apart and writes.
 //!
-//! Design choice: the kind is told by content, not by name: a bench result
-//! has `schema_version` and `cases` (and its version is checked), anything
-//! else that is a JSON object is read as a recording summary.
+//! Design choice: the kind is told by the document's own tag, not by its
+//! other keys: a recording's result says `"kind": "record"` and is read as
+//! `rtrec_engine::result::RecordResult`; a document with a
+//! `schema_version` and no `kind` is a bench result (its version checked);
+//! one with neither is a recording summary from before the versioned
+//! schema (version 0), read as a `RecordResult` too.
 
 use std::io::Write;
 
 use rtrec_bench::export::html;
+use rtrec_engine::result::RecordResult;
 
 use crate::cli::ReportArgs;
 use crate::error::{usage, Context};
+
+/// The tags of a result document: what it is, and which version.
+#[derive(serde::Deserialize)]
+struct Tag {
+    kind: Option<String>,
+    schema_version: Option<u32>,
+}
 
 /// Runs `rtrec report`.
 pub fn run(a: &ReportArgs) -> crate::error::Result<i32> {
@@ -24,29 +35,37 @@ pub fn run(a: &ReportArgs) -> crate::error::Result<i32> {
     } else {
         std::fs::read(&a.input).context(format!("reading '{}'", a.input.display()))?
     };
-    let v: serde_json::Value = match serde_json::from_slice(&bytes) {
-        Ok(v @ serde_json::Value::Object(_)) => v,
-        _ => {
+    let not_ours = || {
+        usage(format!(
+            "'{}' is not the JSON of `rtrec bench --json` or `rtrec record --json`",
+            a.input.display()
+        ))
+    };
+    let Ok(tag) = serde_json::from_slice::<Tag>(&bytes) else {
+        return not_ours();
+    };
+    let page = match (tag.kind.as_deref(), tag.schema_version) {
+        (None, Some(_)) => {
+            let r = rtrec_bench::read_report_bytes(&a.input, &bytes)?;
+            if a.box_plot {
+                html::box_plot_svg(&r)
+            } else {
+                html::render(&r)
+            }
+        }
+        (Some("record") | None, _) if a.box_plot => return usage(
+            "--box-plot draws a bench result (rtrec bench --json); this is a recording's result",
+        ),
+        (Some("record") | None, _) => match RecordResult::from_json(&bytes) {
+            Ok(r) => html::render_summary(&r),
+            Err(why) => return usage(format!("'{}' is {why}", a.input.display())),
+        },
+        (Some(other), _) => {
             return usage(format!(
-                "'{}' is not the JSON of `rtrec bench --json` or `rtrec record --json`",
+                "'{}' is a result of kind '{other}', which this rtrec does not know",
                 a.input.display()
             ))
         }
-    };
-    let bench = v.get("schema_version").is_some() && v.get("cases").is_some();
-    let page = if bench {
-        let r = rtrec_bench::read_report_bytes(&a.input, &bytes)?;
-        if a.box_plot {
-            html::box_plot_svg(&r)
-        } else {
-            html::render(&r)
-        }
-    } else if a.box_plot {
-        return usage(
-            "--box-plot draws a bench result (rtrec bench --json); this is a recording summary",
-        );
-    } else {
-        html::render_summary(&v)
     };
     if a.output.as_os_str() == "-" {
         std::io::stdout().lock().write_all(page.as_bytes())?;

@@ -4,8 +4,8 @@
 //! each after the modules it imports.
 //!
 //! The module graph is read from the sources, not from the compiler: every
-//! `.rs` file reachable through `mod` declarations from a library or binary
-//! target is tokenized (comments and string literals drop out), and every
+//! `.rs` file reachable through `mod` declarations from a target (library,
+//! binary, test, example, build script) is tokenized (comments and string literals drop out), and every
 //! path that names a module of the same crate is an edge from the file that
 //! holds it: `use crate::…`, `use super::…`, `use self::…`, `pub use …`,
 //! paths through a child module (`html::render`) and paths in code
@@ -107,11 +107,20 @@ impl Crate {
         );
         let mut declared = Vec::new();
         self.walk(tokens, &path, &file_module, file, &mut declared);
-        for (name, cfg_test) in declared {
-            let candidates = [
-                dir.join(format!("{name}.rs")),
-                dir.join(&name).join("mod.rs"),
-            ];
+        for Declared {
+            name,
+            cfg_test,
+            path_attr,
+        } in declared
+        {
+            let candidates = match path_attr {
+                // `#[path = "…"]`: relative to the declaring file's folder.
+                Some(p) => vec![file.parent().unwrap().join(p)],
+                None => vec![
+                    dir.join(format!("{name}.rs")),
+                    dir.join(&name).join("mod.rs"),
+                ],
+            };
             let child_file = candidates
                 .iter()
                 .find(|p| p.is_file())
@@ -119,7 +128,7 @@ impl Crate {
             let child_dir = if child_file.ends_with("mod.rs") {
                 child_file.parent().unwrap().to_path_buf()
             } else {
-                dir.join(&name)
+                child_file.with_extension("")
             };
             let mut child_path = path.clone();
             child_path.push(name);
@@ -137,10 +146,11 @@ impl Crate {
         scope: &ModPath,
         file_module: &ModPath,
         file: &Path,
-        declared: &mut Vec<(String, bool)>,
+        declared: &mut Vec<Declared>,
     ) {
         let tokens: Vec<TokenTree> = tokens.into_iter().collect();
         let mut cfg_test = false;
+        let mut path_attr = None;
         let mut i = 0;
         while i < tokens.len() {
             match &tokens[i] {
@@ -149,6 +159,9 @@ impl Crate {
                         if g.delimiter() == Delimiter::Bracket {
                             let attr: String = g.stream().to_string().split_whitespace().collect();
                             cfg_test |= attr == "cfg(test)";
+                            if let Some(lit) = attr.strip_prefix("path=") {
+                                path_attr = Some(lit.trim_matches('"').to_string());
+                            }
                             i += 2;
                             continue;
                         }
@@ -177,7 +190,11 @@ impl Crate {
                                 cfg_test = false;
                                 continue;
                             }
-                            _ => declared.push((name, cfg_test)),
+                            _ => declared.push(Declared {
+                                name,
+                                cfg_test,
+                                path_attr: path_attr.take(),
+                            }),
                         }
                     }
                 }
@@ -238,6 +255,7 @@ impl Crate {
             }
             if !matches!(&tokens[i], TokenTree::Ident(id) if id == "pub") {
                 cfg_test = false;
+                path_attr = None;
             }
             i += 1;
         }
@@ -391,6 +409,15 @@ impl Crate {
 fn relative(path: &Path) -> &Path {
     path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
         .unwrap_or(path)
+}
+
+/// An out-of-line `mod name;` and what its attributes say.
+struct Declared {
+    name: String,
+    /// `#[cfg(test)]`: it counts as the declaring file.
+    cfg_test: bool,
+    /// `#[path = "…"]`, as written.
+    path_attr: Option<String>,
 }
 
 /// What a `use` tree leaf binds in the scope.
@@ -598,23 +625,34 @@ fn metadata() -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
 }
 
-/// Every library and binary root of the workspace: (crate name, root file).
-fn workspace_roots() -> Vec<(String, PathBuf)> {
+/// Which targets' sources to read.
+#[derive(Clone, Copy, PartialEq)]
+enum Targets {
+    /// Libraries and binaries: the crates the document describes.
+    Code,
+    /// Those, and every test, bench, example and build script (each its
+    /// own crate, named `package (kind name)`).
+    All,
+}
+
+/// The roots of the workspace's targets: (crate name, root file).
+fn workspace_roots(which: Targets) -> Vec<(String, PathBuf)> {
     let meta = metadata();
     let mut roots = BTreeSet::new();
     for package in meta["packages"].as_array().unwrap() {
+        let package_name = package["name"].as_str().unwrap();
         for target in package["targets"].as_array().unwrap() {
-            let kinds: Vec<&str> = target["kind"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|k| k.as_str())
-                .collect();
-            let code = kinds
-                .iter()
-                .any(|k| matches!(*k, "lib" | "rlib" | "cdylib" | "staticlib" | "bin"));
-            if code {
-                let name = package["name"].as_str().unwrap().to_string();
+            let kind = target["kind"][0].as_str().unwrap_or_default();
+            let code = matches!(kind, "lib" | "rlib" | "cdylib" | "staticlib" | "bin");
+            let name = if code {
+                package_name.to_string()
+            } else {
+                format!(
+                    "{package_name} ({kind} {})",
+                    target["name"].as_str().unwrap_or_default()
+                )
+            };
+            if code || which == Targets::All {
                 roots.insert((name, PathBuf::from(target["src_path"].as_str().unwrap())));
             }
         }
@@ -801,7 +839,7 @@ fn documented_modules(doc: &str, krate: &str) -> Vec<String> {
 fn the_architecture_document_lists_every_module_lowest_first() {
     let doc = architecture_md();
     let mut wrong = Vec::new();
-    for (name, root) in workspace_roots() {
+    for (name, root) in workspace_roots(Targets::Code) {
         let krate = Crate::read(&root).unwrap_or_else(|e| panic!("{name}: {e}"));
         let modules: BTreeSet<String> = krate
             .modules
@@ -824,9 +862,7 @@ fn the_architecture_document_lists_every_module_lowest_first() {
                 let (Some(a), Some(b)) = (from.first(), to.first()) else {
                     continue;
                 };
-                let pair: Vec<&str> = if a < b { vec![a, b] } else { vec![b, a] };
-                let tolerated = BEING_REMOVED.iter().any(|(c, m)| *c == name && *m == pair);
-                if a != b && !tolerated && position(b) > position(a) {
+                if a != b && position(b) > position(a) {
                     wrong.push(format!("{name}: `{a}` imports `{b}`, listed after it"));
                 }
             }
@@ -840,38 +876,18 @@ fn the_architecture_document_lists_every_module_lowest_first() {
     );
 }
 
-/// Circles being removed on another branch, tolerated only while they are
-/// exactly this knot (a knot that grows, or any other circle, fails):
-/// `(crate, modules of the knot)`. Delete a line once its branch has landed.
-const BEING_REMOVED: &[(&str, &[&str])] = &[
-    // Issue 19: `RecordDeviceArgs` moves into cli.rs on the CLI branch.
-    ("rtrec", &["cli", "device"]),
-];
-
 #[test]
 fn no_module_imports_a_module_that_imports_it_back() {
-    let roots = workspace_roots();
+    let roots = workspace_roots(Targets::All);
     assert!(
         roots.len() >= 9,
-        "cargo metadata lists the workspace's crates: {roots:?}"
+        "cargo metadata lists the workspace's targets: {roots:?}"
     );
     let mut circles = Vec::new();
     for (name, root) in &roots {
         let krate = Crate::read(root).unwrap_or_else(|e| panic!("{name}: {e}"));
         for knot in krate.circles() {
-            let mut modules: Vec<String> = knot.0.iter().map(|m| m.join("::")).collect();
-            modules.sort();
-            let tolerated = BEING_REMOVED
-                .iter()
-                .any(|(c, m)| c == name && *m == modules);
-            if tolerated {
-                eprintln!(
-                    "tolerated while its branch lands: {}",
-                    krate.describe(name, &knot)
-                );
-            } else {
-                circles.push(krate.describe(name, &knot));
-            }
+            circles.push(krate.describe(name, &knot));
         }
     }
     assert!(

@@ -155,6 +155,17 @@ fn a_record_larger_than_the_file_is_one_sentence_and_exit_2() {
 }
 
 #[test]
+fn a_bad_ring_or_stall_is_one_sentence_and_exit_2() {
+    for (args, flag) in [
+        (["--ring", "lots"], "--ring"),
+        (["--stall", "forever"], "--stall"),
+    ] {
+        let o = record_refuses(&[args[0], args[1], "--count", "5"], 2);
+        assert!(stderr(&o).contains(flag), "{}", show(&o));
+    }
+}
+
+#[test]
 fn an_unknown_strategy_names_the_choices_and_exits_2() {
     for (flag, expect) in [
         ("--alloc", "append"),
@@ -602,6 +613,21 @@ fn a_normal_recording_reports_every_json_key_and_verifies_clean() {
     assert_eq!(s["records_dropped"], 0, "{s:#}");
     assert_eq!(s["bytes_written"], 50 * 1024, "{s:#}");
     assert!(s["missed_periods"].is_u64(), "{s:#}");
+    // The auto ring: sized for the default stall, four times, at this rate.
+    let ring = &s["ring"];
+    assert_eq!(ring["auto"], true, "{s:#}");
+    assert_eq!(ring["stall_source"], "default", "{s:#}");
+    assert_eq!(ring["ring_bytes"], s["config"]["ring_bytes"], "{s:#}");
+    let stall_s = ring["stall_ns"].as_f64().unwrap() / 1e9;
+    assert!(
+        ring["covers_stall_s"].as_f64().unwrap() >= 4.0 * stall_s,
+        "{s:#}"
+    );
+    assert!(
+        stderr(&o).contains("ring ") && stderr(&o).contains("(auto: "),
+        "{}",
+        show(&o)
+    );
     for key in ["write_ns", "record_ns", "lateness_ns"] {
         for stat in ["min", "mean", "p50", "p99", "p999", "max"] {
             assert!(s[key][stat].is_number(), "{key}.{stat} missing: {s:#}");

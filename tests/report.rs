@@ -5,6 +5,12 @@
 
 use std::process::{Command, Output};
 
+use rtrec_engine::result::{RecordResult, RECORD_SCHEMA_VERSION};
+
+// The bench's schema walker, pointed at docs/record-schema.md.
+#[path = "../crates/bench/tests/common/mod.rs"]
+mod schema;
+
 fn rtrec(cwd: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args(args)
@@ -51,6 +57,13 @@ fn a_recording_summary_with_its_timeline_becomes_one_self_contained_page() {
     let timeline = v["timeline_write_ns"].as_array().unwrap();
     assert_eq!(timeline.len() as u64, counted, "{err}");
     assert!(!timeline.is_empty());
+    // The document is the typed result, every field as documented.
+    schema::check_against(&v, "record-schema.md");
+    let typed = RecordResult::from_json(&std::fs::read(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(v["kind"], "record");
+    assert_eq!(typed.schema_version, RECORD_SCHEMA_VERSION);
+    assert_eq!(typed.timeline_write_ns.len(), timeline.len());
+    assert_eq!(typed.summary.records_written, 300);
 
     let o = rtrec(d, &["report", "s.json", "-o", "s.html"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -59,7 +72,8 @@ fn a_recording_summary_with_its_timeline_becomes_one_self_contained_page() {
         "class=\"plot boxplot\"",
         "class=\"plot timeline\"",
         "class=\"plot histogram\"",
-        "write_ns",
+        "records written</th><td class=\"l\">300</td>",
+        ">write()</td>",
     ] {
         assert!(html.contains(part), "{part} missing");
     }
@@ -81,4 +95,26 @@ fn report_refuses_what_it_cannot_draw_in_one_sentence() {
     let o = rtrec(d, &["report", "s.json", "--box-plot", "-o", "b.svg"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(!d.join("b.svg").exists());
+    // A recording's result that lacks fields, or comes from a newer rtrec.
+    let o = rtrec(d, &["report", "s.json", "-o", "s.html"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is not the result of `rtrec record --json`"),
+        "{err}"
+    );
+    std::fs::write(
+        d.join("n.json"),
+        format!(
+            "{{\"kind\": \"record\", \"schema_version\": {}}}",
+            RECORD_SCHEMA_VERSION + 1
+        ),
+    )
+    .unwrap();
+    let o = rtrec(d, &["report", "n.json", "-o", "n.html"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is written by a newer rtrec"), "{err}");
+    assert!(!d.join("s.html").exists() && !d.join("n.html").exists());
 }

@@ -285,3 +285,44 @@ fn s3_on_an_emulated_device_runs_each_variant_through_it_and_puts_every_setting_
     }
     assert_put_back(&h, pid, &before);
 }
+
+/// `rtrec bench --study throughput --json -`: standard output is the JSON
+/// alone (the table goes to standard error), as for the other studies, so
+/// it can be piped into a JSON reader. A smoke-length run (coarse probes of
+/// 100 ms, full-length ones of 300 ms, one record size); asserts no rate.
+#[test]
+fn throughput_with_json_to_stdout_prints_only_the_json_there() {
+    let name = "throughput_with_json_to_stdout_prints_only_the_json_there";
+    if !require_privileged(name) {
+        return;
+    }
+    let done = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args([
+            "bench",
+            "--study",
+            "throughput",
+            "--probe-duration",
+            "300ms",
+        ])
+        .args([
+            "--coarse-duration",
+            "100ms",
+            "--steps",
+            "0",
+            "--size",
+            "16KiB",
+        ])
+        .args(["--json", "-"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
+    let v: serde_json::Value = serde_json::from_slice(&done.stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {}", common::show(&done)));
+    assert_eq!(v["study"], "throughput");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        stderr.contains("Throughput:"),
+        "the table is on stderr: {stderr}"
+    );
+}

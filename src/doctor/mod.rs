@@ -27,13 +27,12 @@ mod board;
 pub mod checks;
 mod device;
 mod filesystem;
-mod system;
+pub(crate) mod system;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
 
-use rtrec_engine::sizing::ring_for_stall;
-use rtrec_engine::{Config, Workload};
+use rtrec_engine::{Config, Stall, StallSource, Workload};
 use rtrec_units::{format_duration, format_size};
 use serde::Serialize;
 
@@ -90,20 +89,16 @@ pub fn parse_rate(s: &str) -> std::result::Result<(u64, u64), String> {
     let (size, period) = s
         .split_once('/')
         .ok_or_else(|| format!("'{s}' is not SIZE/PERIOD (e.g. 16KiB/5ms, 4MiB/s)"))?;
-    let size = rtrec_units::parse_size(size).map_err(|e| e.to_string())?;
+    // The same parsers as record's --size and --period.
+    let size = rtrec_units::value::record_size(size).map_err(|e| e.to_string())?;
     // `4MiB/s`: a unit alone means one of it.
     let period = if period.starts_with(|c: char| c.is_ascii_digit()) {
         period.to_string()
     } else {
         format!("1{period}")
     };
-    let period = rtrec_units::parse_duration(&period).map_err(|e| e.to_string())?;
-    if size == 0 || period == 0 {
-        return Err(format!(
-            "'{s}': the size and the period must be more than 0"
-        ));
-    }
-    Ok((size, period))
+    let period = rtrec_units::value::interval(&period).map_err(|e| e.to_string())?;
+    Ok((size.bytes(), period.ns()))
 }
 
 /// The ring `rtrec record` would allocate at `rate` (record size,
@@ -111,36 +106,49 @@ pub fn parse_rate(s: &str) -> std::result::Result<(u64, u64), String> {
 /// known; with how it was sized, in words.
 pub fn ring_for(rate: Option<(u64, u64)>, stall_ns: Option<u64>) -> (u64, String) {
     let Some((size, period)) = rate else {
-        let ring = Config::default().sizes_for(&Workload::UNKNOWN).ring_bytes;
+        let ring = Config::default()
+            .sizes_for(&Workload::UNKNOWN)
+            .ring
+            .ring_bytes;
         return (ring as u64, "the default; --rate sizes it for yours".into());
     };
     let cfg = Config {
         max_record: usize::try_from(size).unwrap_or(usize::MAX),
         ..Config::default()
     };
+    // The auto ring of `rtrec record` (rtrec_engine::sizing::auto_ring).
     let w = Workload {
         period_ns: Some(period),
         fixed_size: true,
+        stall: stall_ns.map(|ns| Stall {
+            ns,
+            source: StallSource::Probe,
+        }),
         ..Workload::UNKNOWN
     };
-    let ring = cfg.sizes_for(&w).ring_bytes;
+    let ring = cfg.sizes_for(&w).ring.ring_bytes as u64;
     let rate_words = format!("{} every {}", format_size(size), format_duration(period));
     match stall_ns {
         Some(stall) => (
-            ring_for_stall(&w, cfg.max_record, stall).max(ring) as u64,
+            ring,
             format!(
                 "{rate_words}, for the probed worst stall of {}",
                 format_duration(stall)
             ),
         ),
-        None => (ring as u64, rate_words),
+        None => (
+            ring,
+            format!(
+                "{rate_words}, for the default stall of {}",
+                format_duration(rtrec_engine::sizing::DEFAULT_STALL_NS)
+            ),
+        ),
     }
 }
 
 /// Gathers the facts for `a` (and runs the probe with `--probe`).
 pub fn facts(a: &DoctorArgs) -> crate::error::Result<Facts> {
-    let planned = rtrec_units::parse_size(&a.planned)
-        .map_err(|e| crate::error::Error::Usage(format!("--planned: {e}")))?;
+    let planned = a.planned.bytes();
     let rate = a
         .rate
         .as_deref()

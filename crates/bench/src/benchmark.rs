@@ -59,7 +59,7 @@ pub struct Context<'a> {
     /// Warnings found while running.
     pub warnings: &'a mut Vec<Warning>,
     /// `--explain`: the tracing session, when it could start.
-    pub tracer: Option<&'a mut crate::explain::Tracer>,
+    pub tracer: Option<&'a mut rtrec_trace::Tracer>,
 }
 
 /// Everything one set measured, before it is summarised.
@@ -309,7 +309,7 @@ fn record_bytes(len: u64) -> Vec<u8> {
 
 /// The tracing of one set: started once the timed threads exist.
 struct SetTrace<'a> {
-    tracer: &'a mut crate::explain::Tracer,
+    tracer: &'a mut rtrec_trace::Tracer,
     loads: Vec<i32>,
     dir: std::path::PathBuf,
     name: String,
@@ -348,7 +348,9 @@ fn record_loop(
     trace: Option<&mut SetTrace<'_>>,
 ) -> anyhow::Result<Outcome> {
     let mut cfg = s.config(protocol).expect("a recording case");
-    cfg.trace_marker = trace.as_ref().and_then(|t| t.tracer.marker());
+    cfg.trace_marker = trace
+        .as_ref()
+        .and_then(|t| crate::explain::marker(t.tracer));
     let ring = cfg.mode == Mode::Ring;
     let mut o = Outcome::new(protocol.writes);
     let data = record_bytes(protocol.record_bytes);

@@ -91,11 +91,11 @@ pub struct BenchArgs {
     pub rounds: Option<u32>,
 
     /// S4: how long each cell of the matrix runs (default 3s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_span)]
     pub cell: Option<Duration>,
 
     /// S4: request sizes, comma-separated (default 1MB,4MB,16MB,35MB,50MB,100MB).
-    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_record_size)]
+    #[arg(long, value_delimiter = ',', value_name = "SIZE", value_parser = parse_size)]
     pub request_sizes: Vec<u64>,
 
     /// S4: schedulers to compare, comma-separated (default none,mq-deadline,bfq,bfq-strict; the RTREC-ISOLATED cases of the ones left out are skipped).
@@ -171,11 +171,11 @@ pub struct BenchArgs {
     pub lock_timeout: Option<Duration>,
 
     /// With --study throughput: how long a probe that decides the sustained rate records (default 60s).
-    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub probe_duration: Option<Duration>,
 
     /// With --study throughput: how long each probe of the coarse search records (default 5s; at least --probe-duration: one phase).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "study")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub coarse_duration: Option<Duration>,
 
     /// With --study throughput: bisection steps of the coarse search after the first failing rate (default 5).
@@ -190,17 +190,9 @@ pub struct BenchArgs {
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
     pub compare: Option<Vec<PathBuf>>,
 
-    /// Trace every case and attribute its slow calls to kernel causes (needs root and tracefs; own tracefs instance).
-    #[arg(long)]
-    pub explain: bool,
-
-    /// With --explain: calls slower than this are explained (default: 10 × the median and at least 100µs).
-    #[arg(long, value_name = "DURATION", value_parser = parse_period, requires = "explain")]
-    pub explain_threshold: Option<Duration>,
-
-    /// With --explain: keep each case's raw trace (tracefs text, as trace-cmd and perf users read it) in DIR.
-    #[arg(long, value_name = "DIR", requires = "explain")]
-    pub explain_raw: Option<PathBuf>,
+    /// `--explain`, `--explain-threshold`, `--explain-raw`.
+    #[command(flatten)]
+    pub explain: rtrec_trace::ExplainArgs,
 }
 
 /// `--device`: a shipped profile's name or a profile file, loaded and
@@ -209,32 +201,51 @@ fn parse_device(s: &str) -> Result<DeviceArg, String> {
     DeviceArg::parse(s)
 }
 
-/// `--period`: the units grammar, from 1 ns to 1 hour.
+/// At most this long: a period or a run of the bench (1 hour).
+const MAX_BENCH_NS: u64 = 3_600_000_000_000;
+
+/// `d`, or a sentence when it is over `max_ns` (`range` in words).
+fn at_most(
+    s: &str,
+    d: rtrec_units::value::Duration,
+    max_ns: u64,
+    range: &str,
+) -> Result<Duration, String> {
+    if d.ns() > max_ns {
+        return Err(format!("'{s}' is out of range ({range})"));
+    }
+    Ok(d.into())
+}
+
+/// `--period`: an interval (`rtrec_units::value::interval`) of at most 1 hour.
 fn parse_period(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if (1..=3_600_000_000_000).contains(&ns) => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is out of range (1ns to 1h)")),
-        Err(e) => Err(e.to_string()),
-    }
+    let d = rtrec_units::value::interval(s).map_err(|e| e.to_string())?;
+    at_most(s, d, MAX_BENCH_NS, "1ns to 1h")
 }
 
-/// `--lock-timeout`: the units grammar, from 0 (do not wait) to 1 day.
+/// `--cell`, `--probe-duration`, `--coarse-duration`: a span
+/// (`rtrec_units::value::span`) of at most 1 hour.
+fn parse_span(s: &str) -> Result<Duration, String> {
+    let d = rtrec_units::value::span(s).map_err(|e| e.to_string())?;
+    at_most(s, d, MAX_BENCH_NS, "1ns to 1h")
+}
+
+/// `--lock-timeout`: from 0 (do not wait) to 1 day.
 pub fn parse_lock_timeout(s: &str) -> Result<Duration, String> {
-    match rtrec_units::parse_duration(s) {
-        Ok(ns) if ns <= 86_400_000_000_000 => Ok(Duration::from_nanos(ns)),
-        Ok(_) => Err(format!("'{s}' is out of range (0s to 24h)")),
-        Err(e) => Err(e.to_string()),
-    }
+    let d = rtrec_units::value::span_or_zero(s).map_err(|e| e.to_string())?;
+    at_most(s, d, 24 * MAX_BENCH_NS, "0s to 24h")
 }
 
-/// `--size`: the units grammar, at least one byte (the upper bound depends
-/// on the file size and is checked by [`Plan::from_args`]).
-fn parse_record_size(s: &str) -> Result<u64, String> {
-    match rtrec_units::parse_size(s) {
-        Ok(0) => Err(format!("'{s}' is zero; a write needs at least 1B")),
-        Ok(b) => Ok(b),
-        Err(e) => Err(e.to_string()),
-    }
+/// `--size`: one record (`rtrec_units::value::record_size`, at least one byte;
+/// the upper bound depends on the file size and is checked by
+/// [`Plan::from_args`]).
+fn parse_record_size(s: &str) -> Result<u64, rtrec_units::Error> {
+    rtrec_units::value::record_size(s).map(rtrec_units::value::Size::bytes)
+}
+
+/// `--request-sizes`: sizes (`rtrec_units::value::size`, at least one byte).
+fn parse_size(s: &str) -> Result<u64, rtrec_units::Error> {
+    rtrec_units::value::size(s).map(rtrec_units::value::Size::bytes)
 }
 
 #[derive(Parser)]
@@ -517,14 +528,21 @@ fn run_throughput(
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
-    print!("{}", throughput::render(&r));
-    if let Some(p) = &args.json {
-        let text = serde_json::to_string_pretty(&r)?;
-        if p.as_os_str() == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(p, text).with_context(|| format!("writing '{}'", p.display()))?;
+    // With `--json -` the JSON is stdout's; the table goes to stderr.
+    let table = throughput::render(&r);
+    match &args.json {
+        Some(p) => {
+            if p.as_os_str() == export::STDOUT {
+                eprint!("{table}");
+            } else {
+                print!("{table}");
+            }
+            let mut text = serde_json::to_string_pretty(&r)?;
+            text.push('\n');
+            export::write_target(p, text.as_bytes())
+                .with_context(|| format!("writing '{}'", p.display()))?;
         }
+        None => print!("{table}"),
     }
     released?;
     removed?;
@@ -637,21 +655,11 @@ fn launcher(opts: &RunOptions) -> anyhow::Result<Launcher> {
 
 /// `--explain`: a tracing session, or `None` (with the reason printed)
 /// when tracefs cannot give one; the cases then run untraced.
-fn tracer(args: &BenchArgs) -> Option<explain::Tracer> {
-    if !args.explain {
-        return None;
-    }
-    match rtrec_trace::Session::create() {
-        Ok(session) => Some(explain::Tracer {
-            session,
-            threshold_ns: args.explain_threshold.map(|d| d.as_nanos() as u64),
-            raw: args.explain_raw.clone(),
-        }),
-        Err(sentence) => {
-            eprintln!("rtrec bench: {sentence}");
-            None
-        }
-    }
+fn tracer(args: &BenchArgs) -> Option<rtrec_trace::Tracer> {
+    args.explain.tracer().unwrap_or_else(|sentence| {
+        eprintln!("rtrec bench: {sentence}");
+        None
+    })
 }
 
 /// The exports asked for on the command line (S4's share plot beside
@@ -709,7 +717,7 @@ struct Run {
     launcher: Launcher,
     target: Target,
     flusher: FlusherControl,
-    tracer: Option<explain::Tracer>,
+    tracer: Option<rtrec_trace::Tracer>,
     warnings: Vec<output::Warning>,
     exports: Exports,
     report: BenchReport,
@@ -983,7 +991,9 @@ mod tests {
     fn sizes_and_durations_follow_the_one_grammar() {
         let err = |w: [&str; 2]| BenchArgs::try_from_words(w).unwrap_err().to_string();
         assert!(err(["--period", "5"]).contains("'5' needs a unit: did you mean 5ms?"));
-        assert!(err(["--period", "0ms"]).contains("'0ms' is out of range (1ns to 1h)"));
+        assert!(err(["--period", "0ms"]).contains("'0ms' is zero: give a duration of at least 1ns"));
+        assert!(err(["--period", "2h"]).contains("'2h' is out of range (1ns to 1h)"));
+        assert!(err(["--cell", "3"]).contains("'3' needs a unit: did you mean 3s?"));
         assert!(err(["--size", "16K"]).contains("'16K' is ambiguous"));
         assert!(err(["--size", "0B"]).contains("'0B' is zero"));
         let a = BenchArgs::try_from_words(["--size", "2MB"]).unwrap();

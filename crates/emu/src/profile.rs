@@ -276,7 +276,7 @@ impl Profile {
     /// The longest a single write can wait on this device: a GC pause, the
     /// costlier flush it may queue behind (with a full write cache to
     /// drain), a seek and the request's own latency. What the ring must ride out
-    /// (`rtrec_engine::sizing::ring_for_stall`).
+    /// (`rtrec_engine::sizing::auto_ring`).
     pub fn worst_stall_ns(&self) -> u64 {
         self.gc_pause_ns
             .saturating_add(self.flush_ns.max(self.flush_tail_ns))

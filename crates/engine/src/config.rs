@@ -524,7 +524,7 @@ impl Default for Config {
             framing: Framing::Framed,
             file_size: sizing::DEFAULT_FILE_SIZE,
             max_record: MIB as usize,
-            ring_bytes: sizing::MIN_RING_BYTES,
+            ring_bytes: sizing::DEFAULT_RING_BYTES,
             on_full: OnFull::Drop,
             writer_poll_us: 1000,
             max_latency_ns: DEFAULT_MAX_LATENCY_NS,
@@ -541,6 +541,15 @@ impl Default for Config {
             io_depth: DEFAULT_IO_DEPTH,
         }
     }
+}
+
+/// The machine's memory, bytes (`MemTotal` of `/proc/meminfo`); `None`
+/// when it cannot be read.
+fn mem_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Checks a file name prefix: printable ASCII, no `/`, not starting with
@@ -609,6 +618,9 @@ impl Config {
     /// flight recorder, the pre-trigger window. The caller decides which of
     /// its fields to take; `rtrec record` and the C API take each one the
     /// user did not set.
+    ///
+    /// The auto ring's cap is [`sizing::ring_cap`] of this machine's memory
+    /// (`MemTotal` in `/proc/meminfo`).
     pub fn sizes_for(&self, workload: &Workload) -> Sizes {
         let spans = self.flight.as_ref().map(|f| Spans {
             pre_ns: f.pre_ns,
@@ -619,6 +631,7 @@ impl Config {
             self.max_record,
             self.stored_len(self.max_record),
             spans,
+            sizing::ring_cap(mem_total()),
         )
     }
 

@@ -15,7 +15,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Errors of the engine, each one sentence for the user.
 #[derive(Debug, thiserror::Error)]
@@ -177,7 +177,7 @@ pub enum ConfigError {
 }
 
 /// What kind of failure stopped writing (or flushing) during a recording.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
     /// The filesystem is full or the quota is used up (`ENOSPC`, `EDQUOT`).
@@ -193,7 +193,7 @@ pub enum FailureKind {
 ///
 /// Serialized in the JSON summary as `{"kind": "no-space", "errno": 28,
 /// "message": "..."}` (see `docs/summary.md`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct Failure {
     /// What kind of failure.

@@ -26,7 +26,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::FlightConfig;
 use crate::format::{FrameKind, LossPayload, TriggerPayload};
@@ -35,7 +35,7 @@ use crate::sizing::ENTRY_HEADER_LEN;
 use crate::writer::{Step, Writer};
 
 /// What the flight recorder did.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlightStats {
     /// Events (triggers served; one file or more each).
     pub events: u64,

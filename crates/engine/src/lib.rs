@@ -27,7 +27,8 @@
 //! [`format`](mod@format) describes; read back by [`reader`]. How big the files, the
 //! ring and the flight recorder's window are is decided by [`sizing`];
 //! every failure is an [`Error`] or, while recording, a [`Failure`] in the
-//! [`Summary`].
+//! [`Summary`]; [`result`] makes the summary a versioned document
+//! (`rtrec record --json`).
 //!
 //! Only what a library user needs is public: the ring, the writer, its
 //! thread, the file and flush steps are crate-private.
@@ -58,6 +59,7 @@ mod flusher;
 mod io;
 pub mod pool;
 pub mod recorder;
+pub mod result;
 mod ring;
 mod writer;
 mod writer_thread;
@@ -75,6 +77,6 @@ pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
-pub use sizing::{Sizes, Workload, MIB};
+pub use sizing::{RingSizing, Sizes, Stall, StallSource, Workload, MIB};
 pub use stats::{Latency, LatencySummary, LiveSnapshot, LiveStats};
 pub use writer::PoolStats;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use rtrb::Producer;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use rtrec_sys as sys;
 
@@ -51,7 +51,7 @@ impl RecordError {
 }
 
 /// Drop counters by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drops {
     /// Ring full (writer behind).
     pub ring_full: u64,
@@ -77,7 +77,7 @@ impl Drops {
 
 /// What a recording did. This struct is the `--json` schema of
 /// `rtrec record`; field names carry their unit.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// The configuration used.
     pub config: Config,
@@ -150,7 +150,7 @@ pub struct Summary {
     pub error: Option<Failure>,
     /// Settings that could not be applied (e.g. real-time priority without
     /// the privilege); the recording ran without them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Raw `write()` latencies (only with `keep_write_samples`).
     #[serde(skip)]

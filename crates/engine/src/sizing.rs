@@ -12,9 +12,19 @@
 //! the window) and `stored` the bytes one record of `max_record` takes in a
 //! file:
 //!
-//! - **Ring**: `max(16 MiB, 4 × entry)`: at least four records of headroom,
-//!   and never less than 16 MiB, which absorbs stalls of a few hundred
-//!   milliseconds at the published study's rates.
+//! - **Ring** (`--ring auto`, the C API's `ring_bytes` 0: [`auto_ring`]):
+//!   the data rate times the longest writer stall to absorb times a safety
+//!   factor, `(STALL_MARGIN × stall / period + 4) × entry`, at least
+//!   [`MIN_AUTO_RING_BYTES`], at most the memory cap ([`ring_cap`]: 1/8 of
+//!   the machine's memory, never above [`MAX_AUTO_RING_BYTES`]). The stall
+//!   is the storage's worst one when it is known (an emulated device's
+//!   profile, a `rtrec device probe` result), else [`DEFAULT_STALL_NS`].
+//!   The margin covers stalls that come back to back (a GC pause right
+//!   after a flush tail) and the writer catching up after one (it writes
+//!   what piled up while new records keep arriving). With the rate
+//!   unknown (records from stdin, the C API) the ring is
+//!   [`DEFAULT_RING_BYTES`], under the same cap. Never less than four
+//!   records.
 //! - **File size**, rounded up to a 4 KiB page, header and reserved tail
 //!   included:
 //!   - flight recorder: one event per file: `(pre + post) / period + 4`
@@ -23,16 +33,11 @@
 //!     (as the published study records; the pre-allocation matches what is
 //!     written);
 //!   - otherwise 64 MiB ([`DEFAULT_FILE_SIZE`]).
-//! - **Ring on a known slow device** ([`ring_for_stall`]): when the
-//!   storage's worst stall is known (an emulated device's profile, a
-//!   probed board), the ring holds `STALL_MARGIN × stall` of data at the
-//!   known rate, plus four records: `(margin × stall / period + 4) × entry`.
-//!   The margin covers stalls that come back to back (a GC pause right
-//!   after a flush tail) and the writer catching up after one (it writes
-//!   what piled up while new records keep arriving).
 //! - **Pre-trigger window**: what the pre span needs at the known rate,
 //!   plus two records (`(pre / period + 2) × entry`); 64 MiB when the rate
 //!   is unknown.
+
+use serde::Serialize;
 
 use crate::format::{FRAME_HEADER_LEN, HEADER_LEN};
 
@@ -55,8 +60,26 @@ pub const MIB: u64 = 1 << 20;
 /// File size when the workload does not decide it.
 pub const DEFAULT_FILE_SIZE: u64 = 64 * MIB;
 
-/// The smallest ring the rules give.
-pub const MIN_RING_BYTES: usize = 16 * MIB as usize;
+/// The ring when the record rate is unknown (and [`crate::Config`]'s
+/// default): 16 MiB, a second of data at 16 MB/s.
+pub const DEFAULT_RING_BYTES: usize = 16 * MIB as usize;
+
+/// The smallest ring the auto rule gives at a known rate: 1 MiB, so that a
+/// slow source does not get a ring of a few records that one scheduling
+/// hiccup of the writer fills.
+pub const MIN_AUTO_RING_BYTES: usize = MIB as usize;
+
+/// The largest ring the auto rule gives, whatever the memory: 256 MiB.
+pub const MAX_AUTO_RING_BYTES: u64 = 256 * MIB;
+
+/// The writer stall the auto ring absorbs when neither a device profile
+/// nor a probe says: 500 ms, above the worst stall of every shipped
+/// profile (`sd`: 251 ms; `hdd-5400`'s and `emmc`'s are shorter) and of the
+/// ext4 stalls the published studies report on SD and eMMC.
+pub const DEFAULT_STALL_NS: u64 = 500_000_000;
+
+/// How many times the stall the ring holds (see the module docs).
+pub const STALL_MARGIN: u64 = 4;
 
 /// Pre-trigger window when the record rate is unknown.
 pub const DEFAULT_PRE_BYTES: u64 = 64 * MIB;
@@ -77,6 +100,40 @@ pub struct Workload {
     pub records: Option<u64>,
     /// Every record is exactly `max_record` bytes (not merely at most).
     pub fixed_size: bool,
+    /// The longest writer stall the storage is known for; `None`:
+    /// [`DEFAULT_STALL_NS`].
+    pub stall: Option<Stall>,
+}
+
+/// Where the stall a ring is sized for comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallSource {
+    /// Nothing known: [`DEFAULT_STALL_NS`].
+    Default,
+    /// An emulated device's profile (`record --device`).
+    Device,
+    /// A device profile measured by `rtrec device probe`.
+    Probe,
+    /// Given as a duration by the user.
+    Given,
+}
+
+/// A writer stall the ring must absorb.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    /// Its length, ns.
+    pub ns: u64,
+    /// Where the figure comes from.
+    pub source: StallSource,
+}
+
+impl Stall {
+    /// The documented conservative default.
+    pub const DEFAULT: Stall = Stall {
+        ns: DEFAULT_STALL_NS,
+        source: StallSource::Default,
+    };
 }
 
 impl Workload {
@@ -85,6 +142,7 @@ impl Workload {
         period_ns: None,
         records: None,
         fixed_size: false,
+        stall: None,
     };
 
     fn period(&self) -> Option<u64> {
@@ -93,12 +151,12 @@ impl Workload {
 }
 
 /// What the rules give (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sizes {
     /// Bytes per file.
     pub file_size: u64,
-    /// Ring capacity, bytes.
-    pub ring_bytes: usize,
+    /// The ring and how it was sized.
+    pub ring: RingSizing,
     /// Flight recorder's pre-trigger window, bytes.
     pub pre_bytes: u64,
 }
@@ -114,8 +172,14 @@ pub struct Spans {
 
 /// Applies the rules: `max_record` is the largest record, `stored` the
 /// bytes it takes in a file, `flight` the spans when the flight recorder is
-/// used.
-pub fn sizes(w: &Workload, max_record: usize, stored: u64, flight: Option<Spans>) -> Sizes {
+/// used, `ring_cap` the most the auto ring may take ([`ring_cap`]).
+pub fn sizes(
+    w: &Workload,
+    max_record: usize,
+    stored: u64,
+    flight: Option<Spans>,
+    ring_cap: u64,
+) -> Sizes {
     let entry = (max_record as u64).saturating_add(ENTRY_HEADER_LEN as u64);
     let file_of = |records: u64| {
         records
@@ -138,33 +202,114 @@ pub fn sizes(w: &Workload, max_record: usize, stored: u64, flight: Option<Spans>
     };
     Sizes {
         file_size,
-        ring_bytes: MIN_RING_BYTES
-            .max(usize::try_from(entry.saturating_mul(4)).unwrap_or(usize::MAX)),
+        ring: auto_ring(w, max_record, ring_cap),
         pre_bytes,
     }
 }
 
-/// How many times the storage's worst stall the ring holds (see the
-/// module docs).
-pub const STALL_MARGIN: u64 = 4;
+/// How the ring was sized: what `record`'s summary and `--json` report.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RingSizing {
+    /// The ring's capacity, bytes.
+    pub ring_bytes: usize,
+    /// `true`: sized by [`auto_ring`]; `false`: a size the user gave.
+    pub auto: bool,
+    /// What the rule asks for, before the cap, bytes.
+    pub needed_bytes: u64,
+    /// The memory cap of the auto rule, bytes.
+    pub cap_bytes: u64,
+    /// The stall it is sized for, ns.
+    pub stall_ns: u64,
+    /// Where that stall comes from.
+    pub stall_source: StallSource,
+    /// The safety factor ([`STALL_MARGIN`]).
+    pub margin: u64,
+    /// The data rate, bytes per second of ring entries (record and entry
+    /// header); absent when the rate is unknown.
+    pub rate_bytes_per_s: Option<u64>,
+    /// The longest writer stall the ring absorbs at that rate, seconds:
+    /// the data it holds (whole records); absent when the rate is unknown.
+    pub covers_stall_s: Option<f64>,
+}
 
-/// The ring that rides out a storage stall of `stall_ns` at the workload's
-/// rate: `(STALL_MARGIN × stall / period + 4) × entry` bytes, never less
-/// than [`MIN_RING_BYTES`]. With the rate unknown, the 16 MiB default.
-pub fn ring_for_stall(w: &Workload, max_record: usize, stall_ns: u64) -> usize {
-    let entry = (max_record as u64).saturating_add(ENTRY_HEADER_LEN as u64);
-    let Some(p) = w.period() else {
-        return MIN_RING_BYTES;
-    };
-    let records = STALL_MARGIN.saturating_mul(stall_ns) / p + 4;
-    usize::try_from(records.saturating_mul(entry))
-        .unwrap_or(usize::MAX)
-        .max(MIN_RING_BYTES)
+impl RingSizing {
+    /// `true` when the cap made the ring smaller than the rule asked.
+    pub fn capped(&self) -> bool {
+        (self.ring_bytes as u64) < self.needed_bytes
+    }
+
+    /// The same report for a ring of `ring_bytes` the user chose.
+    pub fn fixed(self, ring_bytes: usize, max_record: usize, period_ns: Option<u64>) -> RingSizing {
+        RingSizing {
+            ring_bytes,
+            auto: false,
+            covers_stall_s: ring_seconds(ring_bytes as u64, max_record as u64, period_ns),
+            ..self
+        }
+    }
+}
+
+fn entry_len(max_record: usize) -> u64 {
+    (max_record as u64).saturating_add(ENTRY_HEADER_LEN as u64)
+}
+
+/// The memory cap of the auto ring: 1/8 of `mem_total` (the machine's
+/// memory, bytes; `None` when unknown), at most [`MAX_AUTO_RING_BYTES`].
+/// On a 512 MiB board: 64 MiB.
+pub fn ring_cap(mem_total: Option<u64>) -> u64 {
+    mem_total.map_or(MAX_AUTO_RING_BYTES, |m| (m / 8).min(MAX_AUTO_RING_BYTES))
+}
+
+/// The auto rule (see the module docs): the ring that absorbs the
+/// workload's stall (or [`DEFAULT_STALL_NS`]) `STALL_MARGIN` times at its
+/// rate, `(STALL_MARGIN × stall / period + 4) × entry` bytes, at least
+/// [`MIN_AUTO_RING_BYTES`]; [`DEFAULT_RING_BYTES`] when the rate is
+/// unknown; then at most `cap` bytes, and never less than four records.
+pub fn auto_ring(w: &Workload, max_record: usize, cap: u64) -> RingSizing {
+    let entry = entry_len(max_record);
+    let stall = w.stall.unwrap_or(Stall::DEFAULT);
+    let four = entry.saturating_mul(4);
+    let needed = match w.period() {
+        Some(p) => STALL_MARGIN
+            .saturating_mul(stall.ns)
+            .div_ceil(p)
+            .saturating_add(4)
+            .saturating_mul(entry)
+            .max(MIN_AUTO_RING_BYTES as u64),
+        None => DEFAULT_RING_BYTES as u64,
+    }
+    .max(four);
+    let ring_bytes = usize::try_from(needed.min(cap.max(four))).unwrap_or(usize::MAX);
+    RingSizing {
+        ring_bytes,
+        auto: true,
+        needed_bytes: needed,
+        cap_bytes: cap,
+        stall_ns: stall.ns,
+        stall_source: stall.source,
+        margin: STALL_MARGIN,
+        rate_bytes_per_s: w
+            .period()
+            .map(|p| (entry as u128 * 1_000_000_000 / p as u128) as u64),
+        covers_stall_s: ring_seconds(ring_bytes as u64, max_record as u64, w.period()),
+    }
+}
+
+/// What a ring of `ring_bytes` holds in seconds of data when one record of
+/// `max_record` bytes arrives every `period_ns`: the whole entries it
+/// takes, one period each. `None` when the rate is unknown (no period, or
+/// 0).
+pub fn ring_seconds(ring_bytes: u64, max_record: u64, period_ns: Option<u64>) -> Option<f64> {
+    let entry = max_record.saturating_add(ENTRY_HEADER_LEN as u64);
+    let p = period_ns.filter(|&p| p > 0)?;
+    Some((ring_bytes / entry) as f64 * p as f64 / 1e9)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const CAP: u64 = MAX_AUTO_RING_BYTES;
 
     #[test]
     fn a_known_count_of_fixed_records_fits_one_file_exactly() {
@@ -173,7 +318,7 @@ mod tests {
             fixed_size: true,
             ..Workload::UNKNOWN
         };
-        let s = sizes(&w, 100, 132, None);
+        let s = sizes(&w, 100, 132, None, CAP);
         assert_eq!(s.file_size % PAGE, 0);
         assert!(s.file_size >= 1000 * 132 + HEADER_LEN as u64 + RESERVED_BYTES);
         assert!(s.file_size < 1000 * 132 + HEADER_LEN as u64 + RESERVED_BYTES + PAGE);
@@ -185,24 +330,20 @@ mod tests {
             records: Some(10),
             ..Workload::UNKNOWN
         };
-        assert_eq!(sizes(&w, 100, 132, None).file_size, DEFAULT_FILE_SIZE);
+        assert_eq!(sizes(&w, 100, 132, None, CAP).file_size, DEFAULT_FILE_SIZE);
         assert_eq!(
-            sizes(&Workload::UNKNOWN, 100, 132, None).file_size,
+            sizes(&Workload::UNKNOWN, 100, 132, None, CAP).file_size,
             DEFAULT_FILE_SIZE
         );
     }
 
     #[test]
-    fn the_ring_holds_four_records_and_at_least_16_mib() {
-        assert_eq!(
-            sizes(&Workload::UNKNOWN, 100, 132, None).ring_bytes,
-            MIN_RING_BYTES
-        );
+    fn an_unknown_rate_gets_the_default_ring_or_four_records() {
+        let ring = |max| sizes(&Workload::UNKNOWN, max, max as u64, None, CAP).ring;
+        assert_eq!(ring(100).ring_bytes, DEFAULT_RING_BYTES);
+        assert_eq!(ring(100).covers_stall_s, None);
         let big = 8 << 20;
-        assert_eq!(
-            sizes(&Workload::UNKNOWN, big, big as u64, None).ring_bytes,
-            4 * (big + ENTRY_HEADER_LEN)
-        );
+        assert_eq!(ring(big).ring_bytes, 4 * (big + ENTRY_HEADER_LEN));
     }
 
     #[test]
@@ -215,31 +356,88 @@ mod tests {
             pre_ns: 50_000_000,
             post_ns: 20_000_000,
         };
-        let s = sizes(&w, 100, 132, Some(spans));
+        let s = sizes(&w, 100, 132, Some(spans), CAP);
         assert_eq!(s.pre_bytes, 52 * 124);
         assert!(s.file_size >= 74 * 132);
-        let unknown = sizes(&Workload::UNKNOWN, 100, 132, Some(spans));
+        let unknown = sizes(&Workload::UNKNOWN, 100, 132, Some(spans), CAP);
         assert_eq!(unknown.pre_bytes, DEFAULT_PRE_BYTES);
     }
 
     #[test]
-    fn the_stall_ring_holds_the_margin_times_the_stall_at_the_rate() {
-        // 1 MiB records every 5 ms, a 250 ms stall: 4 × 50 + 4 records.
+    fn the_auto_ring_is_rate_times_stall_times_margin_within_the_cap() {
+        // Video on `sd`: 64 KiB records at 4 MB/s (one every 16 ms), the
+        // profile's 251 ms stall: 4 × 251 / 16 = 62.75, so 63 + 4 records.
+        let entry = 64 * 1024 + ENTRY_HEADER_LEN;
         let w = Workload {
-            period_ns: Some(5_000_000),
+            period_ns: Some(16_000_000),
+            stall: Some(Stall {
+                ns: 251_000_000,
+                source: StallSource::Device,
+            }),
             ..Workload::UNKNOWN
         };
-        let mib = MIB as usize;
+        let r = auto_ring(&w, 64 * 1024, CAP);
+        assert_eq!(r.ring_bytes, 67 * entry);
+        assert!(r.auto && !r.capped());
+        assert_eq!(r.stall_source, StallSource::Device);
+        assert_eq!(r.rate_bytes_per_s, Some(entry as u64 * 1000 / 16));
+        // It holds the margin times the stall, and at most one record more.
+        let held = r.covers_stall_s.unwrap();
+        assert!((4.0 * 0.251..4.0 * 0.251 + 0.016 * 5.0).contains(&held));
+        // A cap below the need wins, and says so.
+        let capped = auto_ring(&w, 64 * 1024, MIB);
+        assert_eq!(capped.ring_bytes, MIB as usize);
+        assert_eq!(capped.needed_bytes, r.ring_bytes as u64);
+        assert!(capped.capped());
+        // Nothing known about the storage: the default stall.
+        let unknown = auto_ring(&Workload { stall: None, ..w }, 64 * 1024, CAP);
+        assert_eq!(unknown.stall_ns, DEFAULT_STALL_NS);
+        assert_eq!(unknown.stall_source, StallSource::Default);
+        assert!(unknown.ring_bytes > r.ring_bytes);
+    }
+
+    #[test]
+    fn a_slow_source_gets_the_floor_and_a_huge_record_four_entries() {
+        let w = Workload {
+            period_ns: Some(1_000_000_000),
+            ..Workload::UNKNOWN
+        };
+        assert_eq!(auto_ring(&w, 100, CAP).ring_bytes, MIN_AUTO_RING_BYTES);
+        // The cap never forbids the four records a ring needs.
+        let big = 8 << 20;
         assert_eq!(
-            ring_for_stall(&w, mib, 250_000_000),
-            204 * (mib + ENTRY_HEADER_LEN)
+            auto_ring(&w, big, MIB).ring_bytes,
+            4 * (big + ENTRY_HEADER_LEN)
         );
-        // Small records or an unknown rate: the 16 MiB floor.
-        assert_eq!(ring_for_stall(&w, 100, 250_000_000), MIN_RING_BYTES);
-        assert_eq!(
-            ring_for_stall(&Workload::UNKNOWN, mib, 250_000_000),
-            MIN_RING_BYTES
-        );
+    }
+
+    #[test]
+    fn the_cap_is_an_eighth_of_memory_up_to_256_mib() {
+        assert_eq!(ring_cap(Some(512 * MIB)), 64 * MIB);
+        assert_eq!(ring_cap(Some(64 * 1024 * MIB)), MAX_AUTO_RING_BYTES);
+        assert_eq!(ring_cap(None), MAX_AUTO_RING_BYTES);
+    }
+
+    #[test]
+    fn a_fixed_ring_reports_what_it_covers_at_the_rate() {
+        let w = Workload {
+            period_ns: Some(10_000_000),
+            ..Workload::UNKNOWN
+        };
+        let entry = 1000 - ENTRY_HEADER_LEN;
+        let f = auto_ring(&w, entry, CAP).fixed(100_000, entry, w.period_ns);
+        assert!(!f.auto);
+        assert_eq!(f.ring_bytes, 100_000);
+        assert_eq!(f.covers_stall_s, Some(1.0));
+    }
+
+    #[test]
+    fn the_ring_holds_one_period_per_whole_entry_and_nothing_known_without_a_rate() {
+        // 16 MiB of 16 KiB records (+ 24 B headers): 1022 entries of 5 ms.
+        let held = ring_seconds(16 * MIB, 16 << 10, Some(5_000_000));
+        assert_eq!(held, Some(1022.0 * 5e6 / 1e9));
+        assert_eq!(ring_seconds(16 * MIB, 16 << 10, None), None);
+        assert_eq!(ring_seconds(16 * MIB, 16 << 10, Some(0)), None);
     }
 
     #[test]
@@ -252,6 +450,9 @@ mod tests {
             pre_ns: 1,
             post_ns: 1,
         };
-        assert_eq!(sizes(&w, 1, 1, Some(spans)).pre_bytes, DEFAULT_PRE_BYTES);
+        assert_eq!(
+            sizes(&w, 1, 1, Some(spans), CAP).pre_bytes,
+            DEFAULT_PRE_BYTES
+        );
     }
 }

@@ -72,7 +72,7 @@ use crate::stats::{Latency, LiveStats};
 pub(crate) type Step = Result<(), Failure>;
 
 /// How the file pool served the recording.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PoolStats {
     /// Files taken from the pool.
     pub taken: u64,

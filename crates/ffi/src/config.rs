@@ -663,7 +663,7 @@ impl rtrec_config {
             cfg.file_size = sizes.file_size;
         }
         if cfg.ring_bytes == 0 {
-            cfg.ring_bytes = sizes.ring_bytes;
+            cfg.ring_bytes = sizes.ring.ring_bytes;
         }
         if let Some(f) = cfg.flight.as_mut().filter(|f| f.pre_bytes == 0) {
             f.pre_bytes = sizes.pre_bytes;
@@ -813,7 +813,7 @@ mod tests {
         assert_eq!(from_zero, from_init);
         let mut d = Config::default();
         let sizes = d.sizes_for(&Workload::UNKNOWN);
-        (d.file_size, d.ring_bytes) = (sizes.file_size, sizes.ring_bytes);
+        (d.file_size, d.ring_bytes) = (sizes.file_size, sizes.ring.ring_bytes);
         assert_eq!(from_zero, d);
         assert_eq!(from_zero.rt, RtConfig::default(), "nothing pinned");
         // Only max_record and writer_poll_us set (the case).

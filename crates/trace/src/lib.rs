@@ -14,28 +14,20 @@
 //! | [`mod@attribute`] | slow calls and the split of their time |
 //! | [`session`] | the instance: events, filters, triggers, reading back |
 //! | [`table`] | the attribution table as text |
+//! | [`tracer`] | one traced run: its threads, started and stopped |
+//! | [`args`] | the `--explain` flags of every command that traces |
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod attribute;
 pub mod cause;
 pub mod parse;
 pub mod session;
 pub mod table;
+pub mod tracer;
 
+pub use args::ExplainArgs;
 pub use attribute::{attribute, CauseRow, Explanation, Options, Part, SlowCall};
 pub use cause::Cause;
 pub use session::{Session, Watch};
-
-/// The threads of this process named `name` (`rtrec-writer`), from
-/// `/proc/self/task/*/comm`.
-pub fn threads_named(name: &str) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    dir.filter_map(Result::ok)
-        .filter(|d| {
-            std::fs::read_to_string(d.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
-        })
-        .filter_map(|d| d.file_name().to_str()?.parse().ok())
-        .collect()
-}
+pub use tracer::{threads_named, Tracer};

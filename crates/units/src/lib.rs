@@ -16,11 +16,23 @@
 //!   `µs`), `ms`, `s`, `min`, `h`. The result must be a whole number of
 //!   nanoseconds.
 //!
-//! A bare number is an error whose message suggests a unit
-//! (`'5' needs a unit: did you mean 5ms?`): a unit is never guessed. So is a
-//! bare `K`/`M`/`G`/`T`, which some tools read as powers of 1024 and others
-//! as powers of 1000. Zero is a valid value of the grammar; a command that
-//! needs a positive value says so itself.
+//! A bare number is an error whose message suggests a unit that fits what
+//! the value is for ([`Kind`]: `'300' needs a unit: did you mean 300B or
+//! 300KiB?` for a record size, `'10' needs a unit: did you mean 10s?` for how
+//! long something runs): a unit is never guessed. So is a bare
+//! `K`/`M`/`G`/`T`, which some tools read as powers of 1024 and others as
+//! powers of 1000. Zero is a valid value of the grammar, and a bare `0`
+//! needs no unit; the flag parsers of [`value`] refuse it where a value must
+//! be positive, all with the same sentence ([`Error::Zero`]).
+//!
+//! # Command-line values
+//!
+//! [`value`] holds the typed values of every command's flags
+//! ([`value::Size`], [`value::Duration`]) and one parser per kind of flag
+//! ([`value::record_size`], [`value::size`], [`value::interval`],
+//! [`value::span`], …) for clap's `value_parser`. Their
+//! `Display` is exact and parses back, so a default taken from a constant
+//! shows in `--help` as `[default: 2MiB]`.
 //!
 //! # Printing
 //!
@@ -51,6 +63,8 @@
 pub mod histogram;
 
 use std::fmt;
+
+pub mod value;
 
 /// What a value measures; it decides the units, the words of the error
 /// messages and the unit suggested for a bare number.
@@ -91,6 +105,43 @@ impl Quantity {
         match self {
             Quantity::Size => SIZE_UNITS,
             Quantity::Duration => DURATION_UNITS,
+        }
+    }
+}
+
+/// What a value is for: it decides the unit a bare number suggests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// One record: bytes or KiB (`300` suggests `300B or 300KiB`).
+    RecordSize,
+    /// Files, rings, totals, buffers: MiB for a small number, bytes for a
+    /// large one (`64` suggests `64MiB`, `16384` suggests `16384B`).
+    Size,
+    /// A period, a latency, a threshold: milliseconds (`5` suggests `5ms`).
+    Interval,
+    /// How long something runs or waits: seconds (`10` suggests `10s`).
+    Span,
+}
+
+impl Kind {
+    /// Size or duration.
+    pub fn quantity(self) -> Quantity {
+        match self {
+            Kind::RecordSize | Kind::Size => Quantity::Size,
+            Kind::Interval | Kind::Span => Quantity::Duration,
+        }
+    }
+
+    /// The value with the unit most likely meant, for a bare `number`.
+    fn suggest(self, number: &str) -> String {
+        let small = decimal(number).is_some_and(|(m, s)| m / s < 1024);
+        match self {
+            Kind::RecordSize if small => format!("{number}B or {number}KiB"),
+            Kind::RecordSize => format!("{number}B"),
+            Kind::Size if small => format!("{number}MiB"),
+            Kind::Size => format!("{number}B"),
+            Kind::Interval => format!("{number}ms"),
+            Kind::Span => format!("{number}s"),
         }
     }
 }
@@ -178,6 +229,14 @@ pub enum Error {
         /// The value as given.
         input: String,
     },
+    /// Zero, where the value must be positive (the flag parsers of
+    /// [`value`]).
+    Zero {
+        /// The value as given.
+        input: String,
+        /// Size or duration.
+        quantity: Quantity,
+    },
 }
 
 impl fmt::Display for Error {
@@ -226,6 +285,15 @@ impl fmt::Display for Error {
                 write!(f, "'{input}' is not a whole number of {}", quantity.base())
             }
             Error::TooLarge { input } => write!(f, "'{input}' is too large"),
+            Error::Zero { input, quantity } => write!(
+                f,
+                "'{input}' is zero: give a {} of at least {}",
+                quantity.noun(),
+                match quantity {
+                    Quantity::Size => "1B",
+                    Quantity::Duration => "1ns",
+                }
+            ),
         }
     }
 }
@@ -273,6 +341,34 @@ pub fn parse_duration(s: &str) -> Result<u64, Error> {
 /// # Errors
 /// As [`parse_size`] and [`parse_duration`].
 pub fn parse(s: &str, quantity: Quantity) -> Result<u64, Error> {
+    parse_kind(
+        s,
+        match quantity {
+            Quantity::Size => Kind::Size,
+            Quantity::Duration => Kind::Interval,
+        },
+    )
+}
+
+/// Parses `s` as a value of `kind` into bytes or nanoseconds; a bare number
+/// is answered with the unit that fits `kind`.
+///
+/// ```
+/// use rtrec_units::{parse_kind, Kind};
+/// assert_eq!(
+///     parse_kind("300", Kind::RecordSize).unwrap_err().to_string(),
+///     "'300' needs a unit: did you mean 300B or 300KiB?"
+/// );
+/// assert_eq!(
+///     parse_kind("10", Kind::Span).unwrap_err().to_string(),
+///     "'10' needs a unit: did you mean 10s?"
+/// );
+/// ```
+///
+/// # Errors
+/// As [`parse_size`] and [`parse_duration`].
+pub fn parse_kind(s: &str, kind: Kind) -> Result<u64, Error> {
+    let quantity = kind.quantity();
     let input = s.to_string();
     let t = s.trim();
     if t.is_empty() {
@@ -288,8 +384,11 @@ pub fn parse(s: &str, quantity: Quantity) -> Result<u64, Error> {
     let Some((mantissa, scale)) = decimal(number) else {
         return Err(Error::NotANumber { input, quantity });
     };
+    if unit.is_empty() && mantissa == 0 {
+        return Ok(0); // zero is zero in every unit
+    }
     let Some(&(_, per_unit)) = quantity.units().iter().find(|(u, _)| *u == unit) else {
-        return Err(unit_error(input, number, unit, quantity));
+        return Err(unit_error(input, number, unit, kind));
     };
     let whole = mantissa
         .checked_mul(per_unit)
@@ -315,17 +414,11 @@ fn decimal(number: &str) -> Option<(u128, u128)> {
     Some((mantissa, 10u128.pow(frac.len() as u32)))
 }
 
-fn unit_error(input: String, number: &str, unit: &str, quantity: Quantity) -> Error {
+fn unit_error(input: String, number: &str, unit: &str, kind: Kind) -> Error {
+    let quantity = kind.quantity();
     if unit.is_empty() {
-        // A small bare size most likely means MiB (a record, a ring, a file
-        // in MiB), a large one bytes; a bare duration is the bench's old ms.
-        let suggested = match quantity {
-            Quantity::Duration => "ms",
-            Quantity::Size if decimal(number).is_some_and(|(m, s)| m / s < 1024) => "MiB",
-            Quantity::Size => "B",
-        };
         return Error::NeedsUnit {
-            suggestion: format!("{number}{suggested}"),
+            suggestion: kind.suggest(number),
             input,
             quantity,
         };
@@ -551,6 +644,38 @@ mod tests {
             size_err("16384"),
             "'16384' needs a unit: did you mean 16384B?"
         );
+    }
+
+    #[test]
+    fn a_bare_number_suggests_the_unit_that_fits_the_flag() {
+        let err = |s, k| parse_kind(s, k).unwrap_err().to_string();
+        assert_eq!(
+            err("300", Kind::RecordSize),
+            "'300' needs a unit: did you mean 300B or 300KiB?"
+        );
+        assert_eq!(
+            err("18800", Kind::RecordSize),
+            "'18800' needs a unit: did you mean 18800B?"
+        );
+        assert_eq!(
+            err("64", Kind::Size),
+            "'64' needs a unit: did you mean 64MiB?"
+        );
+        assert_eq!(
+            err("5", Kind::Interval),
+            "'5' needs a unit: did you mean 5ms?"
+        );
+        assert_eq!(
+            err("10", Kind::Span),
+            "'10' needs a unit: did you mean 10s?"
+        );
+    }
+
+    #[test]
+    fn a_bare_zero_needs_no_unit() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_duration("0"), Ok(0));
+        assert_eq!(parse_duration("0.0"), Ok(0));
     }
 
     #[test]

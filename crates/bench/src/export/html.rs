@@ -7,7 +7,8 @@
 //! marked, the spread across sets and, with `--explain`, the attribution
 //! tables; then S3's and S4's sections when the result has them
 //! ([`s3_section`], [`s4_section`]). [`render_summary`] does the same for
-//! `rtrec record --json`.
+//! `rtrec record --json`, read as its type
+//! (`rtrec_engine::result::RecordResult`).
 //!
 //! Design choices:
 //! - SVG is written by hand rather than through a plotting crate: the
@@ -34,7 +35,9 @@
 
 use std::fmt::Write as _;
 
+use rtrec_engine::result::RecordResult;
 use rtrec_engine::LatencySummary;
+use rtrec_trace::Explanation;
 use rtrec_units::format_mb_per_s;
 
 use crate::report::{BenchReport, CaseResult, PublishedFigure};
@@ -819,33 +822,99 @@ pub fn s4_section(r: &BenchReport, s4: &crate::s4::S4Result) -> String {
     b
 }
 
-/// Whether `v` is a latency summary (`count`, `min`, `p50`, `max`).
-fn as_summary(v: &serde_json::Value) -> Option<LatencySummary> {
-    serde_json::from_value(v.clone()).ok()
+/// The summary table of a recording: readable names, values with units.
+fn summary_rows(r: &RecordResult) -> Vec<(&'static str, String)> {
+    use rtrec_units::format_size;
+    let s = &r.summary;
+    let c = &s.config;
+    let mut rows = vec![
+        (
+            "result",
+            match (&s.error, &s.abort_reason, s.complete) {
+                (Some(f), _, _) => format!("failed: {}", f.message),
+                (None, Some(why), _) => format!("incomplete: {why}"),
+                (None, None, true) => "complete".into(),
+                (None, None, false) => "incomplete (records dropped)".into(),
+            },
+        ),
+        ("records offered", s.records_offered.to_string()),
+        ("records queued", s.records_queued.to_string()),
+        ("records written", s.records_written.to_string()),
+        ("records dropped", s.records_dropped.to_string()),
+        ("durable up to record", s.durable_seq.to_string()),
+        ("payload written", format_size(s.bytes_written)),
+        ("file bytes (with frames)", format_size(s.file_bytes)),
+        ("files", s.files.len().to_string()),
+        ("duration", dur(s.duration_ns)),
+        ("missed periods", s.missed_periods.to_string()),
+        (
+            "strategies",
+            format!(
+                "mode {}, alloc {}, flush {} every {}, io {}, {}",
+                c.mode,
+                c.alloc,
+                c.flush,
+                format_size(c.flush_every),
+                c.io,
+                c.framing
+            ),
+        ),
+        ("ring", format_size(c.ring_bytes as u64)),
+        ("file size", format_size(c.file_size)),
+        (
+            "flush thread",
+            format!(
+                "{} flushes, {} syncs, {} CPU",
+                s.flush.flushes,
+                s.flush.syncs,
+                dur(s.flush.cpu_ns)
+            ),
+        ),
+    ];
+    if let Some(cpu) = s.writer_cpu_ns {
+        rows.push(("writer thread CPU", dur(cpu)));
+    }
+    if s.ring_waits > 0 {
+        rows.push((
+            "waits for room in the ring",
+            format!(
+                "{} ({} in all, longest {})",
+                s.ring_waits,
+                dur(s.ring_wait_ns),
+                dur(s.ring_wait_max_ns)
+            ),
+        ));
+    }
+    for w in &s.warnings {
+        rows.push(("warning", w.clone()));
+    }
+    rows
 }
 
-/// The page for an `rtrec record --json` summary: its scalar fields, a box
-/// row per latency it holds and, when it has `timeline_write_ns` (`record
-/// --timeline`: each write()'s latency in call order), that timeline and
-/// its histogram.
-pub fn render_summary(v: &serde_json::Value) -> String {
+/// The page for an `rtrec record --json` result: its summary with units, a
+/// box row per latency it holds and, when it has `timeline_write_ns`
+/// (`record --timeline`: each write()'s latency in call order), that
+/// timeline and its histogram; with `--explain`, the attribution table.
+pub fn render_summary(r: &RecordResult) -> String {
     let mut b = String::from("<h1>rtrec record</h1><h2>Summary</h2><table>");
-    let mut lat = Vec::new();
-    if let Some(obj) = v.as_object() {
-        for (k, val) in obj {
-            if let Some(s) = as_summary(val) {
-                lat.push((k.clone(), s));
-            } else if !val.is_object() && !val.is_array() {
-                let _ = write!(
-                    b,
-                    r#"<tr><th class="l">{}</th><td class="l">{}</td></tr>"#,
-                    esc(k),
-                    esc(&val.to_string())
-                );
-            }
-        }
+    for (name, value) in summary_rows(r) {
+        let _ = write!(
+            b,
+            r#"<tr><th class="l">{}</th><td class="l">{}</td></tr>"#,
+            esc(name),
+            esc(&value)
+        );
     }
     b.push_str("</table>");
+    let s = &r.summary;
+    let lat: Vec<(&str, LatencySummary)> = [
+        ("write()", s.write_ns),
+        ("record()", s.record_ns),
+        ("lateness", s.lateness_ns),
+    ]
+    .into_iter()
+    .filter_map(|(name, l)| Some((name, l?)))
+    .collect();
     if !lat.is_empty() {
         b.push_str("<h2>Latencies</h2><table><tr><th class=\"l\">what</th><th>count</th><th>min</th><th>mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
         for (k, s) in &lat {
@@ -866,15 +935,22 @@ pub fn render_summary(v: &serde_json::Value) -> String {
         let rows: Vec<BoxRow> = lat.iter().map(|(k, s)| BoxRow::of_summary(k, s)).collect();
         b.push_str(&box_plot(&rows));
     }
-    if let Some(t) = v.get("timeline_write_ns").and_then(|t| t.as_array()) {
-        let samples: Vec<u64> = t.iter().filter_map(|x| x.as_u64()).collect();
-        if !samples.is_empty() {
-            // The summary does not carry the period: the axis counts calls.
-            b.push_str("<h2>write() latency over time</h2>");
-            b.push_str(&timeline_of(&samples, 0, None, None));
-            b.push_str("<h2>Histogram</h2>");
-            b.push_str(&histogram(&samples));
-        }
+    if !r.timeline_write_ns.is_empty() {
+        // The summary does not carry the period: the axis counts calls.
+        b.push_str("<h2>write() latency over time</h2>");
+        b.push_str(&timeline_of(&r.timeline_write_ns, 0, None, None));
+        b.push_str("<h2>Histogram</h2>");
+        b.push_str(&histogram(&r.timeline_write_ns));
+    }
+    // The attribution is rtrec-trace's type; a section it cannot read is
+    // left out rather than drawn wrong.
+    let explained = r.explain.clone().map(serde_json::from_value::<Explanation>);
+    if let Some(Ok(x)) = explained {
+        let _ = write!(
+            b,
+            "<h2>Attribution of slow write() calls</h2><pre>{}</pre>",
+            esc(&rtrec_trace::table::render(&x, None))
+        );
     }
     page("rtrec record report", &b)
 }

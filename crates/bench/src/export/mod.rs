@@ -56,24 +56,32 @@ impl Exports {
     pub fn write_all(&self, report: &BenchReport) -> anyhow::Result<()> {
         let mut first = None;
         for (e, path) in &self.targets {
-            let r = if path.as_os_str() == STDOUT {
-                // Stdout cannot be replaced: only the final report goes there.
-                if !(report.complete || report.interrupted) {
-                    continue;
-                }
-                e.serialize(report).and_then(|bytes| {
-                    std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)
-                        .context("writing to stdout")
-                })
-            } else {
-                e.serialize(report)
-                    .and_then(|bytes| write_atomic(path, &bytes))
-            };
+            // Stdout cannot be replaced: only the final report goes there.
+            if path.as_os_str() == STDOUT && !(report.complete || report.interrupted) {
+                continue;
+            }
+            let r = e
+                .serialize(report)
+                .and_then(|bytes| write_target(path, &bytes));
             if let Err(err) = r {
                 first.get_or_insert(err.context(format!("writing '{}'", path.display())));
             }
         }
         first.map_or(Ok(()), Err)
+    }
+}
+
+/// Writes `bytes` to an export target: standard output for [`STDOUT`],
+/// else the file, replaced atomically (see [`write_atomic`]). The one place
+/// a bench result reaches its target, for every format and study.
+///
+/// # Errors
+/// Standard output or the file could not be written.
+pub fn write_target(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if path.as_os_str() == STDOUT {
+        std::io::Write::write_all(&mut std::io::stdout().lock(), bytes).context("writing to stdout")
+    } else {
+        write_atomic(path, bytes)
     }
 }
 

@@ -591,18 +591,21 @@ fn s4_cells(out: &mut String, cells: &[crate::s4::S4Cell]) {
 }
 
 /// The writer's longest `write()` against what the recording cases' ring
-/// (the engine's default, [`rtrec_engine::sizing::MIN_RING_BYTES`] at the
+/// (the engine's default, [`rtrec_engine::sizing::DEFAULT_RING_BYTES`] at the
 /// bench's record sizes) holds in seconds of data at the case's rate: how
 /// close a stall came to a drop.
 fn ring_held(c: &CaseResult) -> String {
     let ring = rtrec_engine::Config::default().ring_bytes as u64;
-    let entry = c.protocol.record_bytes + rtrec_engine::sizing::ENTRY_HEADER_LEN as u64;
-    match c.max_ns() {
-        Some(max) if c.protocol.period_ns > 0 => format!(
-            "; its longest stall {} against a ring of {} that holds {:.2} s of data",
+    let held = rtrec_engine::sizing::ring_seconds(
+        ring,
+        c.protocol.record_bytes,
+        Some(c.protocol.period_ns),
+    );
+    match (c.max_ns(), held) {
+        (Some(max), Some(held)) => format!(
+            "; its longest stall {} against a ring of {} that holds {held:.2} s of data",
             format_duration(max),
             format_size(ring),
-            (ring / entry) as f64 * c.protocol.period_ns as f64 / 1e9
         ),
         _ => String::new(),
     }

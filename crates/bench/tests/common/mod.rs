@@ -1,7 +1,8 @@
-//! Checks a `--json` result against `docs/bench-schema.md`, both ways:
-//! every field in the JSON is documented with a matching type, and every
-//! documented field is in the JSON (unless an ancestor is null or an
-//! array is empty).
+//! Checks a `--json` result against its schema page (`docs/bench-schema.md`,
+//! and `docs/record-schema.md` from the root crate's `tests/report.rs`),
+//! both ways: every field in the JSON is documented with a matching type,
+//! and every documented field is in the JSON (unless an ancestor is null,
+//! an array is empty, or it or an ancestor "or absent" is left out).
 
 #![allow(dead_code)]
 
@@ -10,9 +11,19 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// Documented fields: path → type.
+/// Documented fields of `docs/bench-schema.md`: path → type.
 pub fn documented() -> BTreeMap<String, String> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench-schema.md");
+    documented_in("bench-schema.md")
+}
+
+/// Documented fields of `docs/PAGE`: path → type.
+pub fn documented_in(page: &str) -> BTreeMap<String, String> {
+    // The workspace's docs/, from the bench crate or from the root crate.
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|d| d.join("docs").join(page))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("docs/{page} not found"));
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| l.starts_with("| `")) {
@@ -30,6 +41,7 @@ pub fn documented() -> BTreeMap<String, String> {
 const LATENCY_KEYS: [&str; 7] = ["count", "min", "mean", "p50", "p99", "p999", "max"];
 
 fn type_ok(ty: &str, v: &Value) -> bool {
+    let ty = ty.trim_end_matches(" or absent");
     let (base, nullable) = match ty.strip_suffix(" or null") {
         Some(b) => (b, true),
         None => (ty, false),
@@ -46,7 +58,7 @@ fn type_ok(ty: &str, v: &Value) -> bool {
             _ => false,
         },
         Value::Object(o) => match base {
-            "object" | "config" => true,
+            "object" | "config" | "section" => true,
             "latency" => {
                 o.len() == LATENCY_KEYS.len()
                     && LATENCY_KEYS
@@ -80,7 +92,9 @@ impl Walk<'_> {
                 .push(format!("{path}: documented as {ty}, found {v}"));
             return;
         }
-        let base = ty.trim_end_matches(" or null");
+        let base = ty
+            .trim_end_matches(" or absent")
+            .trim_end_matches(" or null");
         match v {
             Value::Null => {
                 self.cut.insert(path.to_string());
@@ -95,7 +109,7 @@ impl Walk<'_> {
                     self.visit(&p, child);
                 }
             }
-            Value::Array(a) if ty == "array of objects" => {
+            Value::Array(a) if base == "array of objects" => {
                 if a.is_empty() {
                     self.cut.insert(format!("{path}[]"));
                 }
@@ -110,9 +124,14 @@ impl Walk<'_> {
     }
 }
 
-/// Panics with every mismatch between `json` and the documented schema.
+/// Panics with every mismatch between `json` and `docs/bench-schema.md`.
 pub fn check(json: &Value) {
-    let doc = documented();
+    check_against(json, "bench-schema.md");
+}
+
+/// Panics with every mismatch between `json` and `docs/PAGE`.
+pub fn check_against(json: &Value, page: &str) {
+    let doc = documented_in(page);
     let mut w = Walk {
         doc: &doc,
         seen: BTreeSet::new(),
@@ -127,14 +146,22 @@ pub fn check(json: &Value) {
             .cut
             .iter()
             .any(|c| path.starts_with(&format!("{c}.")) || path.starts_with(&format!("{c}[]")));
-        if !w.seen.contains(path) && !under_cut {
+        // Left out: a field "or absent", or one under such a field.
+        let absent = doc.iter().any(|(p, ty)| {
+            ty.ends_with(" or absent")
+                && !w.seen.contains(p)
+                && (p == path
+                    || path.starts_with(&format!("{p}."))
+                    || path.starts_with(&format!("{p}[]")))
+        });
+        if !w.seen.contains(path) && !under_cut && !absent {
             w.errors
                 .push(format!("{path} is documented but not in the JSON"));
         }
     }
     assert!(
         w.errors.is_empty(),
-        "the JSON does not match docs/bench-schema.md:\n{}",
+        "the JSON does not match docs/{page}:\n{}",
         w.errors.join("\n")
     );
 }

@@ -31,6 +31,12 @@
 //!   configuration stored with the recording names the back-end it used.
 //! - **The trait sits in `backend`, below this module and every back-end**,
 //!   so a back-end never imports the module that lists it.
+//! - **Coalescing is two provided methods** ([`Backend::coalesce`],
+//!   [`Backend::flush`]) that the writer calls from its pacing
+//!   ([`coalesce_next`], from the ring's fill): `buffered` keeps the no-op
+//!   defaults (the page cache coalesces for it), the gathering back-ends
+//!   write a buffer at a time while the writer is behind. The policy lives
+//!   here, once, not in each back-end.
 //! - **The writer keeps the bookkeeping** (file offsets, the chain, which
 //!   records count as written, the flusher): a back-end only moves bytes
 //!   and says how far the file is written ([`Backend::completed_to`]).

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Stripped sizes of what goes on a board, from the builds of scripts/msrv.sh
+# (x86-64) and scripts/cross.sh (aarch64, armv7) in target/debian:
+#
+#   scripts/footprint.sh           # prints the table
+#   scripts/footprint.sh --check   # and fails when one grew more than 10 %
+#                                  # past the figure documented in docs/embedded.md
+#
+# The documented figures are the table under "Stripped sizes" in
+# docs/embedded.md (bytes); after an intended growth, update them there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+[ "${1:-}" = --check ] && check=1
+
+# target dir, strip tool, column name
+targets=(
+  "release strip x86-64"
+  "aarch64-unknown-linux-gnu/release aarch64-linux-gnu-strip aarch64"
+  "armv7-unknown-linux-gnueabihf/release arm-linux-gnueabihf-strip armv7"
+)
+# artifact file, row name
+artifacts=(
+  "rtrec full"
+  "librtrec.so librtrec.so"
+)
+doc=docs/embedded.md
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+printf '%-14s %10s %10s %10s\n' "" x86-64 aarch64 armv7
+for a in "${artifacts[@]}"; do
+  read -r file row <<<"$a"
+  line=$(printf '%-14s' "$row")
+  for t in "${targets[@]}"; do
+    read -r dir strip col <<<"$t"
+    f=target/debian/$dir/$file
+    if [ ! -f "$f" ]; then
+      line+=$(printf ' %10s' -)
+      continue
+    fi
+    "$strip" -o "$tmp/s" "$f"
+    size=$(stat -c %s "$tmp/s")
+    line+=$(printf ' %10s' "$size")
+    # The documented figure: the row `| row | x86-64 | aarch64 | armv7 |`.
+    col_n=$(case $col in x86-64) echo 3 ;; aarch64) echo 4 ;; armv7) echo 5 ;; esac)
+    want=$(awk -F'|' -v r="\`$row\`" -v c="$col_n" '$2 ~ r {gsub(/[ ,]/, "", $c); print $c; exit}' "$doc")
+    if [ "$check" = 1 ]; then
+      if ! [[ "$want" =~ ^[0-9]+$ ]]; then
+        echo "footprint.sh: $doc documents no size for $row on $col" >&2
+        failed=1
+      elif [ "$size" -gt $((want + want / 10)) ]; then
+        echo "footprint.sh: $row on $col is $size bytes stripped, more than 10 % past the documented $want (docs/embedded.md)" >&2
+        failed=1
+      fi
+    fi
+  done
+  echo "$line"
+done
+exit $failed

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the whole workspace with the oldest compiler it declares
+# (`rust-version` in Cargo.toml): Debian 12's rustc-web, installed at a
+# pinned version, with the dependency versions of Cargo.lock (--locked:
+# a dependency that needs a newer rustc fails here, not on a user's board
+# build machine). Own target directory, so the stock toolchain's artifacts
+# are not rebuilt; scripts/cross.sh shares it.
+#
+#   scripts/msrv.sh            # as CI runs it
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/debian-rust.sh
+. scripts/debian-rust.sh
+
+deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
+check_declared_msrv
+echo "msrv: $("$DEB_RUSTC" --version)"
+RUSTC="$DEB_RUSTC" CARGO_PROFILE_RELEASE_DEBUG=0 "$DEB_CARGO" build --workspace --release --locked \
+  --target-dir target/debian -q
+echo "msrv: the workspace builds with rust-version $(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"
