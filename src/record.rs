@@ -23,7 +23,7 @@ use rtrec_engine::{
     Recorder, RingSizing, Stall, StallSource, Summary, Workload,
 };
 
-use crate::cli::{RecordArgs, DEFAULT_POST, DEFAULT_PRE};
+use crate::cli::{RecordArgs, RingArg, DEFAULT_POST, DEFAULT_PRE};
 use crate::error::usage;
 use crate::signals;
 use rtrec_units::value::Size;
@@ -51,53 +51,6 @@ struct Plan {
     workload: Workload,
     /// How the ring was sized, for the summary and `--json`.
     ring: RingSizing,
-}
-
-/// `--stall`'s parser: a duration, or a device profile (a shipped name or
-/// a file from `rtrec device probe`) whose worst stall is taken.
-///
-/// # Errors
-/// One sentence: neither a duration nor a loadable profile.
-pub fn stall_value(s: &str) -> std::result::Result<Stall, String> {
-    if let Ok(ns) = rtrec_units::parse_duration(s) {
-        return Ok(Stall {
-            ns,
-            source: StallSource::Given,
-        });
-    }
-    match rtrec_emu::Profile::load(s) {
-        Ok(p) => Ok(Stall {
-            ns: p.worst_stall_ns(),
-            source: if Path::new(s).exists() {
-                StallSource::Probe
-            } else {
-                StallSource::Device
-            },
-        }),
-        Err(e) => Err(format!(
-            "'{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
-        )),
-    }
-}
-
-/// `--ring`: sized from the data, or a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingArg {
-    /// `auto`: [`rtrec_engine::sizing::auto_ring`].
-    Auto,
-    /// A size the user chose.
-    Fixed(Size),
-}
-
-/// `--ring`'s parser: `auto`, or a size.
-///
-/// # Errors
-/// The size grammar's sentence.
-pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
-    match s {
-        "auto" => Ok(RingArg::Auto),
-        _ => rtrec_units::value::size(s).map(RingArg::Fixed),
-    }
 }
 
 /// Stage one: the options, already typed and checked value by value by

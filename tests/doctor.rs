@@ -155,27 +155,15 @@ fn doctor_fails_a_read_only_mount_and_says_how_to_remount_it() {
 fn doctor_sizes_the_ring_for_the_rate_given_and_holds_memory_against_it() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    // The ring `rtrec record --size 8MiB --period 1s` gets by the engine's
-    // auto rule (the default stall, no probe): larger than the default.
-    let cfg = rtrec_engine::Config {
-        max_record: 8 << 20,
-        ..rtrec_engine::Config::default()
-    };
-    let w = rtrec_engine::Workload {
-        period_ns: Some(1_000_000_000),
-        fixed_size: true,
-        ..rtrec_engine::Workload::UNKNOWN
-    };
-    let ring = cfg.sizes_for(&w).ring.ring_bytes as u64;
-    assert!(ring > 16 << 20, "{ring}");
+    // The auto ring: 4 × the 500 ms default stall at one 8 MiB record a
+    // second is 2 records, plus four: six records of 8 MiB.
     let (v, _) = doctor_json(&[d, "--rate", "8MiB/s"]);
     let c = check(&v, "memory-for-ring");
     let why = c["why"].as_str().unwrap();
-    let expected = format!(
-        "{} ring (8 MiB every 1 s, for the default stall of",
-        rtrec_units::format_size(ring)
+    assert!(
+        why.contains("48 MiB ring (8 MiB every 1 s, for the default stall of 500 ms)"),
+        "{c}"
     );
-    assert!(why.contains(&expected), "{expected}: {c}");
     let (v, _) = doctor_json(&[d]);
     let c = check(&v, "memory-for-ring");
     assert!(

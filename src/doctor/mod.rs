@@ -18,10 +18,11 @@
 //!   ([`rtrec_emu::probe::Extent::SHORT`], about 16 MiB) in DIR itself,
 //!   before the checks; the `device-probe` check judges its flush latency
 //!   and the ring is sized for its worst stall.
-//! - The ring the memory checks hold against is the engine's auto rule
-//!   ([`rtrec_engine::Config::sizes_for`], [`rtrec_engine::sizing::auto_ring`],
-//!   with the probed stall when there is one) for the rate of
-//!   `--rate SIZE/PERIOD`, as `rtrec record --ring auto` would size it.
+//! - The ring the memory checks hold against is the engine's sizing rule
+//!   ([`rtrec_engine::Config::sizes_for`]: the auto ring,
+//!   [`rtrec_engine::sizing::auto_ring`], for a probed stall or the default
+//!   one) for the rate of `--rate SIZE/PERIOD`, as `rtrec record` would
+//!   size it.
 
 mod board;
 pub mod checks;
