@@ -254,8 +254,7 @@ fn ring_warnings(plan: &Plan) -> Vec<String> {
     }
     let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
     if locks && rtrec_sys::effective_uid() != 0 {
-        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-        if let Some(Some(limit)) = crate::doctor::system::memlock_limit(&limits) {
+        if let Some(Some(limit)) = rtrec_host::machine::memlock_limit() {
             if limit < r.ring_bytes as u64 {
                 out.push(format!(
                     "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
