@@ -488,12 +488,12 @@ pub struct RecordArgs {
     /// data: rate × the writer stall to absorb (--stall, --device's profile, else 500 ms) × 4, at
     /// most 1/8 of memory (256 MiB); 16 MiB when the rate is unknown (--stdin). Or a size (e.g.
     /// 4MiB, at least one record). See docs/embedded.md
-    #[arg(long, value_parser = crate::record::ring_value, value_name = "auto|SIZE")]
-    pub ring: Option<crate::record::RingArg>,
+    #[arg(long, value_parser = ring_value, value_name = "auto|SIZE")]
+    pub ring: Option<RingArg>,
 
     /// The longest writer stall the auto ring absorbs: a duration (e.g. 300ms) or a device profile
     /// from `rtrec device probe` (its worst stall) [default: --device's profile, else 500ms]
-    #[arg(long, value_parser = crate::record::stall_value, value_name = "DURATION|PROFILE")]
+    #[arg(long, value_parser = stall_value, value_name = "DURATION|PROFILE")]
     pub stall: Option<rtrec_engine::Stall>,
 
     /// When the ring is full: drop (count and store the loss; the producer never waits) or block
@@ -737,6 +737,53 @@ pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
     clap_mangen::Man::new(cmd).render(&mut out)?;
     std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
     Ok(0)
+}
+
+/// `--stall`'s parser: a duration, or a device profile (a shipped name or
+/// a file from `rtrec device probe`) whose worst stall is taken.
+///
+/// # Errors
+/// One sentence: neither a duration nor a loadable profile.
+pub fn stall_value(s: &str) -> std::result::Result<rtrec_engine::Stall, String> {
+    if let Ok(ns) = rtrec_units::parse_duration(s) {
+        return Ok(rtrec_engine::Stall {
+            ns,
+            source: rtrec_engine::StallSource::Given,
+        });
+    }
+    match rtrec_emu::Profile::load(s) {
+        Ok(p) => Ok(rtrec_engine::Stall {
+            ns: p.worst_stall_ns(),
+            source: if std::path::Path::new(s).exists() {
+                rtrec_engine::StallSource::Probe
+            } else {
+                rtrec_engine::StallSource::Device
+            },
+        }),
+        Err(e) => Err(format!(
+            "'{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
+        )),
+    }
+}
+
+/// `--ring`: sized from the data, or a size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingArg {
+    /// `auto`: [`rtrec_engine::sizing::auto_ring`].
+    Auto,
+    /// A size the user chose.
+    Fixed(Size),
+}
+
+/// `--ring`'s parser: `auto`, or a size.
+///
+/// # Errors
+/// The size grammar's sentence.
+pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
+    match s {
+        "auto" => Ok(RingArg::Auto),
+        _ => rtrec_units::value::size(s).map(RingArg::Fixed),
+    }
 }
 
 #[cfg(test)]

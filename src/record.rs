@@ -53,53 +53,6 @@ struct Plan {
     ring: RingSizing,
 }
 
-/// `--stall`'s parser: a duration, or a device profile (a shipped name or
-/// a file from `rtrec device probe`) whose worst stall is taken.
-///
-/// # Errors
-/// One sentence: neither a duration nor a loadable profile.
-pub fn stall_value(s: &str) -> std::result::Result<Stall, String> {
-    if let Ok(ns) = rtrec_units::parse_duration(s) {
-        return Ok(Stall {
-            ns,
-            source: StallSource::Given,
-        });
-    }
-    match rtrec_emu::Profile::load(s) {
-        Ok(p) => Ok(Stall {
-            ns: p.worst_stall_ns(),
-            source: if Path::new(s).exists() {
-                StallSource::Probe
-            } else {
-                StallSource::Device
-            },
-        }),
-        Err(e) => Err(format!(
-            "'{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
-        )),
-    }
-}
-
-/// `--ring`: sized from the data, or a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingArg {
-    /// `auto`: [`rtrec_engine::sizing::auto_ring`].
-    Auto,
-    /// A size the user chose.
-    Fixed(Size),
-}
-
-/// `--ring`'s parser: `auto`, or a size.
-///
-/// # Errors
-/// The size grammar's sentence.
-pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
-    match s {
-        "auto" => Ok(RingArg::Auto),
-        _ => rtrec_units::value::size(s).map(RingArg::Fixed),
-    }
-}
-
 /// Stage one: the options, already typed and checked value by value by
 /// the command line's parsers, checked together and resolved into a plan
 /// (no I/O).
@@ -221,8 +174,8 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         ));
     }
     let ring = match a.ring {
-        None | Some(RingArg::Auto) => sizes.ring,
-        Some(RingArg::Fixed(size)) => {
+        None | Some(crate::cli::RingArg::Auto) => sizes.ring,
+        Some(crate::cli::RingArg::Fixed(size)) => {
             let bytes = usize::try_from(size.bytes()).or_else(|_| usage("--ring: too large"))?;
             sizes.ring.fixed(bytes, cfg.max_record, workload.period_ns)
         }
@@ -288,8 +241,7 @@ fn ring_warnings(plan: &Plan) -> Vec<String> {
     }
     let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
     if locks && rtrec_sys::effective_uid() != 0 {
-        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-        if let Some(Some(limit)) = crate::doctor::system::memlock_limit(&limits) {
+        if let Ok(Some(limit)) = rt::memlock_limit() {
             if limit < r.ring_bytes as u64 {
                 out.push(format!(
                     "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",

@@ -28,7 +28,7 @@ mod board;
 pub mod checks;
 mod device;
 mod filesystem;
-pub(crate) mod system;
+mod system;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
