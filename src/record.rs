@@ -23,7 +23,7 @@ use rtrec_engine::{
     Recorder, RingSizing, Stall, StallSource, Summary, Workload,
 };
 
-use crate::cli::{RecordArgs, DEFAULT_POST, DEFAULT_PRE};
+use crate::cli::{RecordArgs, RingArg, DEFAULT_POST, DEFAULT_PRE};
 use crate::error::usage;
 use crate::signals;
 use rtrec_units::value::Size;

@@ -991,7 +991,9 @@ mod tests {
     fn sizes_and_durations_follow_the_one_grammar() {
         let err = |w: [&str; 2]| BenchArgs::try_from_words(w).unwrap_err().to_string();
         assert!(err(["--period", "5"]).contains("'5' needs a unit: did you mean 5ms?"));
-        assert!(err(["--period", "0ms"]).contains("'0ms' is out of range (1ns to 1h)"));
+        assert!(err(["--period", "0ms"]).contains("'0ms' is zero: give a duration of at least 1ns"));
+        assert!(err(["--period", "2h"]).contains("'2h' is out of range (1ns to 1h)"));
+        assert!(err(["--cell", "3"]).contains("'3' needs a unit: did you mean 3s?"));
         assert!(err(["--size", "16K"]).contains("'16K' is ambiguous"));
         assert!(err(["--size", "0B"]).contains("'0B' is zero"));
         let a = BenchArgs::try_from_words(["--size", "2MB"]).unwrap();

@@ -72,7 +72,7 @@ impl Exports {
 }
 
 /// Writes `bytes` to an export target: standard output for [`STDOUT`],
-/// else the file, replaced atomically (see [`write_atomic`]). The one place
+/// else the file, replaced atomically (a temporary file renamed over the name). The one place
 /// a bench result reaches its target, for every format and study.
 ///
 /// # Errors
