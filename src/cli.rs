@@ -786,53 +786,6 @@ pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
     Ok(0)
 }
 
-/// `--stall`'s parser: a duration, or a device profile (a shipped name or
-/// a file from `rtrec device probe`) whose worst stall is taken.
-///
-/// # Errors
-/// One sentence: neither a duration nor a loadable profile.
-pub fn stall_value(s: &str) -> std::result::Result<rtrec_engine::Stall, String> {
-    if let Ok(ns) = rtrec_units::parse_duration(s) {
-        return Ok(rtrec_engine::Stall {
-            ns,
-            source: rtrec_engine::StallSource::Given,
-        });
-    }
-    match rtrec_emu::Profile::load(s) {
-        Ok(p) => Ok(rtrec_engine::Stall {
-            ns: p.worst_stall_ns(),
-            source: if std::path::Path::new(s).exists() {
-                rtrec_engine::StallSource::Probe
-            } else {
-                rtrec_engine::StallSource::Device
-            },
-        }),
-        Err(e) => Err(format!(
-            "'{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
-        )),
-    }
-}
-
-/// `--ring`: sized from the data, or a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingArg {
-    /// `auto`: [`rtrec_engine::sizing::auto_ring`].
-    Auto,
-    /// A size the user chose.
-    Fixed(Size),
-}
-
-/// `--ring`'s parser: `auto`, or a size.
-///
-/// # Errors
-/// The size grammar's sentence.
-pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
-    match s {
-        "auto" => Ok(RingArg::Auto),
-        _ => rtrec_units::value::size(s).map(RingArg::Fixed),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -174,8 +174,8 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         ));
     }
     let ring = match a.ring {
-        None | Some(crate::cli::RingArg::Auto) => sizes.ring,
-        Some(crate::cli::RingArg::Fixed(size)) => {
+        None | Some(RingArg::Auto) => sizes.ring,
+        Some(RingArg::Fixed(size)) => {
             let bytes = usize::try_from(size.bytes()).or_else(|_| usage("--ring: too large"))?;
             sizes.ring.fixed(bytes, cfg.max_record, workload.period_ns)
         }
