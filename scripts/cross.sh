@@ -101,7 +101,7 @@ if ! "${cargo[@]}" test "${opts[@]}" -p rtrec-engine --lib >"$log" 2>&1; then
   cat "$log"
   exit 1
 fi
-grep -E '^test result' "$log"
+grep -E '^test result:' "$log"
 rm -f "$log"
 
 step "record -> verify -> export round trip under $qemu"

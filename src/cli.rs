@@ -459,7 +459,7 @@ pub struct RecordArgs {
     )]
     pub size: Size,
 
-    /// Stop after this many payload bytes (e.g. 100MiB). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
+    /// Stop after this many payload bytes (e.g. 100MiB): the whole records that fit, rounded down (a total is never exceeded; at least one record). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
     #[arg(long, value_parser = rtrec_units::value::size, conflicts_with = "count", value_name = "SIZE")]
     pub total: Option<Size>,
 
@@ -527,7 +527,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "FILE")]
     pub status: Option<PathBuf>,
 
-    /// Bytes per file [default: enough for the whole recording when its length is known, else 64MiB].
+    /// Bytes per file [default: with --alloc pool, the size of the directory's pool when it has one (its prepared files are used, never thrown away); else enough for the whole recording when its length is known, else 64MiB]. Giving it resizes a pool of another size.
     #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub file_size: Option<Size>,
 

@@ -9,6 +9,7 @@
 
 mod cli;
 mod device;
+mod disk;
 mod doctor;
 mod error;
 mod events;

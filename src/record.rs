@@ -70,7 +70,20 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
             }
             Some(d / period_ns)
         }
-        (Some(total), _) => Some(total.bytes().div_ceil(size)),
+        // A total is a limit: whole records, rounded down, never more
+        // than asked (the summary and --json say what it allowed).
+        (Some(total), _) => {
+            let t = total.bytes();
+            if t < size {
+                return usage(format!(
+                    "--total: {} is less than one record of {} (--size); give at least {}",
+                    format_size(t),
+                    format_size(size),
+                    format_size(size)
+                ));
+            }
+            Some(t / size)
+        }
         (None, Some(0)) => return usage("--count: the count must be at least 1"),
         (None, c) => c,
     };
@@ -241,8 +254,7 @@ fn ring_warnings(plan: &Plan) -> Vec<String> {
     }
     let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
     if locks && rtrec_sys::effective_uid() != 0 {
-        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-        if let Some(Some(limit)) = crate::doctor::system::memlock_limit(&limits) {
+        if let Ok(Some(limit)) = rt::memlock_limit() {
             if limit < r.ring_bytes as u64 {
                 out.push(format!(
                     "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
@@ -329,6 +341,8 @@ fn record(
 /// beside it until the end.
 struct Prepared {
     rec: Recorder,
+    /// A pooled recording's shared lock: it is writing in the directory.
+    writing: Option<crate::disk::Writing>,
     /// Ctrl-C and SIGTERM end the recording; put back when dropped.
     stop_signals: rtrec_host::signals::StopSignals,
     /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
@@ -393,21 +407,55 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     if let Some(i) = isolation.as_mut() {
         i.before_create();
     }
+    let cfg = pool_sized(a, plan)?;
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let created = Recorder::create(&plan.dir, plan.cfg.clone());
+    let created = Recorder::create(&plan.dir, cfg);
     if let Some(i) = &isolation {
         i.after_create(plan.cfg.mode == rtrec_engine::Mode::Inline);
     }
     let rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
+    // A pooled recording says it is writing here (see crate::disk).
+    let writing = (plan.cfg.alloc == Alloc::Pool)
+        .then(|| crate::disk::Writing::start(&plan.dir))
+        .flatten();
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let watchers = Watchers::start(a, plan, rec.live());
     Ok(Prepared {
         rec,
+        writing,
         stop_signals,
         isolation,
         tracing,
         watchers,
     })
+}
+
+/// The one file-size rule of a pooled recording: without `--file-size`, a
+/// recording in a directory that has a pool takes the pool's file size and
+/// rotates through its files as it needs more, so a prepared pool is never
+/// thrown away by a default (the workload's size would differ from the
+/// pool's, and the pool would be resized: its prepared files deleted and a
+/// new one allocated on the recording's first file). `--file-size` still
+/// resizes the pool, and says so.
+///
+/// # Errors
+/// The pool's files cannot hold one record: one sentence naming both fixes.
+fn pool_sized(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Config> {
+    let mut cfg = plan.cfg.clone();
+    if a.file_size.is_some() || cfg.alloc != Alloc::Pool {
+        return Ok(cfg);
+    }
+    if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
+        cfg.file_size = pool.file_size();
+        if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
+            return usage(format!(
+                "the pool's files ({}) cannot hold a record of {}; give --file-size (the pool is resized) or prepare the pool with larger files",
+                format_size(cfg.file_size),
+                format_size(cfg.max_record as u64)
+            ));
+        }
+    }
+    Ok(cfg)
 }
 
 /// The threads that watch a recording from beside it, each reading the
@@ -479,6 +527,8 @@ struct Ran {
     outcome: Outcome,
     /// The synthetic source's timer (lateness, missed periods).
     timer: Option<PeriodicTimer>,
+    /// `--timeline`'s producer-side samples.
+    timeline: Timeline,
 }
 
 /// Stage three: the source hands records to the recorder until it ends,
@@ -505,31 +555,37 @@ fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
         offered: 0,
         trace: Trace::new(a.trace_written, ring),
         writer_failed: false,
+        timeline: match plan.cfg.keep_write_samples {
+            0 => Timeline::default(),
+            n => Timeline::with_capacity(n),
+        },
     };
-    match plan.source {
+    let (outcome, timer) = match plan.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
             t.publish_to(live);
             let outcome = synthetic(&mut session, &mut t, plan.size, plan.count);
-            Ran {
-                outcome,
-                timer: Some(t),
-            }
+            (outcome, Some(t))
         }
-        Source::StdinFixed => Ran {
-            outcome: stdin_source(&mut session, Cut::Fixed { size: plan.size }, plan.count),
-            timer: None,
-        },
-        Source::StdinLines => Ran {
-            outcome: stdin_source(
+        Source::StdinFixed => (
+            stdin_source(&mut session, Cut::Fixed { size: plan.size }, plan.count),
+            None,
+        ),
+        Source::StdinLines => (
+            stdin_source(
                 &mut session,
                 Cut::Lines {
                     max: plan.cfg.max_record,
                 },
                 plan.count,
             ),
-            timer: None,
-        },
+            None,
+        ),
+    };
+    Ran {
+        outcome,
+        timer,
+        timeline: session.timeline,
     }
 }
 
@@ -537,10 +593,14 @@ fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
 /// shows.
 struct Finished {
     summary: Summary,
+    /// What the recording and the pool hold on disk, its tail given back.
+    disk: crate::disk::DiskUse,
     outcome: Outcome,
     rss: Option<Vec<(u64, u64)>>,
     explained: Option<rtrec_trace::Explanation>,
     device: Option<crate::device::DeviceReport>,
+    /// `--timeline`'s producer-side samples.
+    timeline: Timeline,
     /// Kept to the end: the report shows what it applied, and dropping it
     /// removes the cgroup.
     isolation: Option<crate::isolation::Isolation>,
@@ -572,12 +632,15 @@ fn finish(
         None => None,
     };
     p.watchers.stop();
+    let disk = crate::disk::finish(&plan.dir, &summary.files, p.writing);
     Ok(Finished {
+        disk,
         summary,
         outcome: ran.outcome,
         rss,
         explained,
         device,
+        timeline: ran.timeline,
         isolation: p.isolation,
         ring: plan.ring,
         _stop_signals: p.stop_signals,
@@ -594,6 +657,8 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             explained: f.explained.as_ref(),
             isolation: f.isolation.as_ref().map(|i| i.applied()),
             device: f.device.as_ref(),
+            timeline: &f.timeline,
+            total: Total::of(a),
             ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
         };
         write_json(path, summary, &extra)?;
@@ -619,6 +684,10 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
         if summary.config.mode == Mode::Ring {
             say(&ring_line(&f.ring));
         }
+        if let Some(line) = Total::of(a).and_then(|t| t.line()) {
+            say(&line);
+        }
+        say(&f.disk.lines());
         if let Some(d) = &f.device {
             say(&d.line());
         }
@@ -764,13 +833,49 @@ struct Session<'a> {
     trace: Trace,
     /// A `write()` failed: the recording ends (the summary says why).
     writer_failed: bool,
+    /// `--timeline`: each `record()` call's time and each period's
+    /// lateness, allocated before the recording (never grown on the hot
+    /// path).
+    timeline: Timeline,
+}
+
+/// `--timeline`'s producer-side samples, in call order; full vectors take
+/// no more (the capacity is the limit).
+#[derive(Default)]
+struct Timeline {
+    record_ns: Vec<u64>,
+    lateness_ns: Vec<u64>,
+}
+
+impl Timeline {
+    fn with_capacity(n: usize) -> Timeline {
+        Timeline {
+            record_ns: Vec::with_capacity(n),
+            lateness_ns: Vec::with_capacity(n),
+        }
+    }
+
+    fn on(&self) -> bool {
+        self.record_ns.capacity() > 0
+    }
+
+    fn push(v: &mut Vec<u64>, ns: u64) {
+        if v.len() < v.capacity() {
+            v.push(ns);
+        }
+    }
 }
 
 impl Session<'_> {
     fn record(&mut self, data: &[u8]) {
         self.triggers.take(self.rec);
         let seq = self.rec.next_seq();
-        match self.rec.record(data) {
+        let t0 = self.timeline.on().then(rtrec_sys::monotonic_ns);
+        let r = self.rec.record(data);
+        if let Some(t0) = t0 {
+            Timeline::push(&mut self.timeline.record_ns, rtrec_sys::monotonic_ns() - t0);
+        }
+        match r {
             Ok(()) => trace(seq, self.trace),
             Err(rtrec_engine::RecordError::WriterFailed) => self.writer_failed = true,
             Err(_) => {}
@@ -805,7 +910,10 @@ fn synthetic(
         if let Some(sig) = s.idle() {
             return interrupted(sig, s.offered, count);
         }
-        timer.wait();
+        let tick = timer.wait();
+        if s.timeline.on() {
+            Timeline::push(&mut s.timeline.lateness_ns, tick.lateness_ns);
+        }
         let seq = s.rec.next_seq();
         let k = 8.min(size);
         buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
@@ -1076,8 +1184,47 @@ struct Extra<'a> {
     isolation: Option<&'a crate::isolation::Applied>,
     /// `--device`: the emulated device.
     device: Option<&'a crate::device::DeviceReport>,
+    /// `--timeline`: `record()` and lateness in order.
+    timeline: &'a Timeline,
+    /// `--total`: as asked, and the whole records it allowed.
+    total: Option<Total>,
     /// Ring mode: how the ring was sized.
     ring: Option<&'a RingSizing>,
+}
+
+/// `--total` as asked and the whole records it allows: rounded down, so
+/// that a total is never exceeded.
+#[derive(Clone, Copy)]
+struct Total {
+    asked_bytes: u64,
+    records: u64,
+    record_bytes: u64,
+}
+
+impl Total {
+    fn of(a: &RecordArgs) -> Option<Total> {
+        let record_bytes = a.size.bytes().max(1);
+        a.total.map(|t| Total {
+            asked_bytes: t.bytes(),
+            records: t.bytes() / record_bytes,
+            record_bytes,
+        })
+    }
+
+    /// The summary's line when the total is not a whole number of records.
+    fn line(&self) -> Option<String> {
+        let allowed = self.records * self.record_bytes;
+        (allowed != self.asked_bytes).then(|| {
+            format!(
+                "--total {} allows {} whole record{} of {} ({}): rounded down, a total is never exceeded\n",
+                format_size(self.asked_bytes),
+                self.records,
+                if self.records == 1 { "" } else { "s" },
+                format_size(self.record_bytes),
+                format_size(allowed)
+            )
+        })
+    }
 }
 
 /// `--json`: the summary and the sections `extra` holds, as the one typed
@@ -1088,6 +1235,8 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         explained,
         isolation,
         device,
+        timeline,
+        total,
         ring,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
@@ -1102,6 +1251,10 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
     r.isolation = isolation.map(serde_json::to_value).transpose()?;
     r.explain = explained.map(serde_json::to_value).transpose()?;
     r.device = device.map(serde_json::to_value).transpose()?;
+    r.timeline_record_ns = timeline.record_ns.clone();
+    r.timeline_lateness_ns = timeline.lateness_ns.clone();
+    r.total_bytes = total.map(|t| t.asked_bytes);
+    r.total_records = total.map(|t| t.records);
     r.ring = ring.map(serde_json::to_value).transpose()?;
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
@@ -1144,6 +1297,56 @@ fn on_full_line(s: &Summary) -> String {
     }
 }
 
+/// The counts, in the words of docs/summary.md: offered = written +
+/// dropped; queued (accepted by `record()`) and what became of it; how far
+/// storage holds the recording (each record as data or as its stored
+/// loss). One sentence per relation, so that no two lines can seem to
+/// disagree.
+fn counts_lines(s: &Summary) -> String {
+    let c = &s.config;
+    let mut out = if s.flight.is_some() {
+        // Only what a trigger saved is written; the rest was held in memory.
+        format!(
+            "records: {} offered, {} written (saved around triggers), {} dropped",
+            s.records_offered, s.records_written, s.records_dropped
+        )
+    } else {
+        format!(
+            "records: {} offered = {} written + {} dropped",
+            s.records_offered, s.records_written, s.records_dropped
+        )
+    };
+    // Accepted by record() but never written: dropped after queueing
+    // (a write error), so counted among the dropped.
+    let lost_queued = s.records_queued.saturating_sub(s.records_written);
+    if lost_queued > 0 {
+        out += &format!(
+            "; {} queued, {lost_queued} of them dropped by the writer",
+            s.records_queued
+        );
+    } else {
+        out += &format!("; {} queued", s.records_queued);
+    }
+    out += "\n";
+    let sync = if c.sync_every_ns == 0 {
+        "at file close".to_string()
+    } else {
+        format!("every {}", format_duration(c.sync_every_ns))
+    };
+    out += &if s.durable_seq >= s.records_offered {
+        format!(
+            "durable: all {} offered records (as data or as a stored loss), synced {sync}\n",
+            s.records_offered
+        )
+    } else {
+        format!(
+            "durable: the first {} of {} offered records (as data or as a stored loss), synced {sync}\n",
+            s.durable_seq, s.records_offered
+        )
+    };
+    out
+}
+
 fn print_summary(s: &Summary, to_stderr: bool) {
     let c = &s.config;
     let mut out = String::new();
@@ -1181,17 +1384,7 @@ fn print_summary(s: &Summary, to_stderr: bool) {
             }
         }
     );
-    out += &format!(
-        "queued {}, written {}, durable up to record {} (sync every {})\n",
-        s.records_queued,
-        s.records_written,
-        s.durable_seq,
-        if c.sync_every_ns == 0 {
-            "file close".to_string()
-        } else {
-            format_duration(c.sync_every_ns)
-        }
-    );
+    out += &counts_lines(s);
     out += &format!(
         "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames), missed periods {}\n",
         s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored, s.missed_periods

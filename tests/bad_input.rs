@@ -146,6 +146,39 @@ fn a_negative_period_is_one_sentence_and_exit_2() {
 }
 
 #[test]
+fn a_total_below_one_record_is_one_sentence_and_a_total_rounds_down_and_says_so() {
+    let o = record_refuses(&["--size", "16KiB", "--total", "1KiB"], 2);
+    assert_eq!(
+        stderr(&o).trim(),
+        "rtrec: --total: 1 KiB is less than one record of 16 KiB (--size); give at least 16 KiB"
+    );
+    // 20 KiB of 16 KiB records: one record (never 32 KiB), said in the
+    // summary and in the JSON.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let o = rtrec_in(
+        tmp.path(),
+        &[
+            "record", "--dir", "d", "--period", "1ms", "--size", "16KiB", "--total", "20KiB",
+            "--json", "s.json",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("--total 20 KiB allows 1 whole record of 16 KiB (16 KiB): rounded down"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(v["records_written"], 1);
+    assert_eq!(v["total_bytes"], 20480);
+    assert_eq!(v["total_records"], 1);
+}
+
+#[test]
 fn a_record_larger_than_the_file_is_one_sentence_and_exit_2() {
     let o = record_refuses(
         &["--size", "2MiB", "--file-size", "1MiB", "--count", "5"],

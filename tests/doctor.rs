@@ -155,11 +155,15 @@ fn doctor_fails_a_read_only_mount_and_says_how_to_remount_it() {
 fn doctor_sizes_the_ring_for_the_rate_given_and_holds_memory_against_it() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    // Four records of 8 MiB: above the 16 MiB least ring.
+    // The auto ring: 4 × the 500 ms default stall at one 8 MiB record a
+    // second is 2 records, plus four: six records of 8 MiB.
     let (v, _) = doctor_json(&[d, "--rate", "8MiB/s"]);
     let c = check(&v, "memory-for-ring");
     let why = c["why"].as_str().unwrap();
-    assert!(why.contains("32 MiB ring (8 MiB every 1 s)"), "{c}");
+    assert!(
+        why.contains("48 MiB ring (8 MiB every 1 s, for the default stall of 500 ms)"),
+        "{c}"
+    );
     let (v, _) = doctor_json(&[d]);
     let c = check(&v, "memory-for-ring");
     assert!(

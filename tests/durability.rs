@@ -4,9 +4,12 @@
 //!   allocation mode, both write paths), ends the recording honestly: exit
 //!   1 with one sentence, the summary and the last end frame agree on every
 //!   counter, every dropped record is stored as a loss, `verify` says
-//!   aborted and not clean;
+//!   aborted and not clean, and the printed summary's lines, the failure's
+//!   sentence, the JSON and `verify` tell the same counts
+//!   (docs/summary.md's definitions); so do they after Ctrl-C;
 //! - ring mode killed with SIGKILL keeps every record `--status` counted as
-//!   written before the kill;
+//!   written before the kill, and `verify` finds at least what the last
+//!   status counted written and durable;
 //! - power cuts: the ext4 image lives on a loop-mounted XFS and is
 //!   snapshotted atomically with `cp --reflink=always` while recording
 //!   (pool, zero and append with buffered writes; pool with O_DIRECT;
@@ -17,7 +20,7 @@
 //!   the snapshot must be there, every record the reader accepts must hold
 //!   the right bytes, and no recording may be hidden.
 //!
-//! Needs root and loop devices; skipped (with the reason) otherwise, and
+//! Needs root and loop devices (all but the Ctrl-C test); skipped (with the reason) otherwise, and
 //! failed instead under `RTREC_REQUIRE_PRIVILEGED=1`.
 
 mod common;
@@ -176,6 +179,54 @@ fn check_aborted(what: &str, dir: &Path, o: &Output, summary: &Value) {
     assert_eq!(u(&report, "missing_records"), 0, "{what}");
 }
 
+/// The integers of `line`, in order.
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// The line of `text` that starts with `prefix`.
+fn line_of<'a>(what: &str, text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("{what}: no '{prefix}' line in: {text}"))
+}
+
+/// Every count the printed summary shows agrees with the JSON and with
+/// `verify` (the definitions are docs/summary.md's): offered = written +
+/// dropped, queued, durable, and verify's records and lost records.
+fn check_counts_agree(what: &str, text: &str, summary: &Value, report: &Value) {
+    let (offered, queued, written, dropped, durable) = (
+        u(summary, "records_offered"),
+        u(summary, "records_queued"),
+        u(summary, "records_written"),
+        u(summary, "records_dropped"),
+        u(summary, "durable_seq"),
+    );
+    assert_eq!(offered, written + dropped, "{what}: {summary}");
+    let records = numbers(line_of(what, text, "records: "));
+    assert_eq!(
+        records[..4],
+        [offered, written, dropped, queued],
+        "{what}: {text}"
+    );
+    if queued > written {
+        assert_eq!(records[4], queued - written, "{what}: {text}");
+    }
+    let durable_line = numbers(line_of(what, text, "durable: "));
+    assert_eq!(durable_line[0], durable, "{what}: {text}");
+    let dropped_line = numbers(line_of(what, text, "dropped "));
+    assert_eq!(dropped_line[0], dropped, "{what}: {text}");
+    assert_eq!(
+        numbers(line_of(what, text, "recorded "))[0],
+        written,
+        "{what}"
+    );
+    assert_eq!(u(report, "records"), written, "{what}: {report}");
+    assert_eq!(u(report, "lost_records"), dropped, "{what}: {report}");
+}
+
 #[test]
 fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_mode() {
     if !require_privileged(
@@ -207,7 +258,7 @@ fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_
                 .args(["--io-depth", "4", "--io-block", "256KiB"])
                 .args(["--period", "1ms", "--size", "64KiB", "--total", "256MiB"])
                 .args(["--file-size", "4MiB", "--pool-files", "1", "--no-refill"])
-                .args(["--ring", "32MiB", "--quiet", "--dir"])
+                .args(["--ring", "32MiB", "--dir"])
                 .arg(&dir)
                 .arg("--json")
                 .arg(&json)
@@ -216,6 +267,22 @@ fn a_full_disk_at_a_file_switch_ends_the_recording_honestly_in_every_allocation_
             let summary: Value = serde_json::from_slice(&std::fs::read(&json).unwrap())
                 .unwrap_or_else(|_| panic!("{what}: {}", show(&o)));
             check_aborted(&what, &dir, &o, &summary);
+            // The printed summary, the failure's sentence, the JSON and
+            // verify tell the same counts.
+            let text = String::from_utf8_lossy(&o.stdout);
+            check_counts_agree(&what, &text, &summary, &verify(&dir).1);
+            let err = String::from_utf8_lossy(&o.stderr);
+            let said = numbers(line_of(&what, &err, "rtrec: the recording failed"));
+            let tail = &said[said.len() - 3..];
+            assert_eq!(
+                tail,
+                [
+                    u(&summary, "records_written"),
+                    u(&summary, "records_offered"),
+                    u(&summary, "records_dropped")
+                ],
+                "{what}: {err}"
+            );
             assert!(
                 summary["files"].as_array().unwrap().len() > 1,
                 "{what}: {summary}"
@@ -469,6 +536,16 @@ fn ring_mode_killed_keeps_every_record_counted_as_written() {
         );
         let (code, report) = verify(&dir);
         assert_eq!(code, 1, "round {round}: a killed recording verified clean");
+        // The last status before the kill and verify after it agree: what
+        // was counted written (or durable, as data or loss) is found.
+        assert!(
+            u(&report, "records") >= u(&s, "records_written"),
+            "round {round}: status {s}, verify {report}"
+        );
+        assert!(
+            u(&report, "records") + u(&report, "lost_records") >= u(&s, "durable_seq"),
+            "round {round}: status {s}, verify {report}"
+        );
         for f in report["files"].as_array().unwrap() {
             assert_ne!(f["status"], "corrupt", "round {round}: {f}");
         }
@@ -693,4 +770,39 @@ fn verify_names_a_recording_left_in_the_pool_and_recover_moves_it_back() {
     assert_eq!(code, 0, "{report}");
     assert_eq!(u(&report, "records"), 50);
     assert!(!slot.exists());
+}
+
+#[test]
+fn after_ctrl_c_the_summary_lines_the_json_and_verify_tell_the_same_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_state, json, status_path) = outside();
+    let mut child = rtrec()
+        .args([
+            "record", "--period", "1ms", "--size", "4KiB", "--count", "100000",
+        ])
+        .args(["--file-size", "1MiB", "--dir"])
+        .arg(dir.path())
+        .arg("--status")
+        .arg(&status_path)
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_status(&mut child, &status_path, "records_written", 300);
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", show(&o));
+    let summary: Value = serde_json::from_slice(&std::fs::read(&json).unwrap())
+        .unwrap_or_else(|_| panic!("{}", show(&o)));
+    // Stopped, not failed: the files closed cleanly, every offered record
+    // is durable as data or as its loss.
+    assert_eq!(u(&summary, "durable_seq"), u(&summary, "records_offered"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    check_counts_agree("Ctrl-C", &text, &summary, &verify(dir.path()).1);
 }

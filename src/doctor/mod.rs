@@ -19,15 +19,16 @@
 //!   before the checks; the `device-probe` check judges its flush latency
 //!   and the ring is sized for its worst stall.
 //! - The ring the memory checks hold against is the engine's sizing rule
-//!   ([`rtrec_engine::Config::sizes_for`], and
-//!   [`rtrec_engine::sizing::ring_for_stall`] with a probed stall) for the
-//!   rate of `--rate SIZE/PERIOD`, as `rtrec record` would size it.
+//!   ([`rtrec_engine::Config::sizes_for`]: the auto ring,
+//!   [`rtrec_engine::sizing::auto_ring`], for a probed stall or the default
+//!   one) for the rate of `--rate SIZE/PERIOD`, as `rtrec record` would
+//!   size it.
 
 mod board;
 pub mod checks;
 mod device;
 mod filesystem;
-pub(crate) mod system;
+mod system;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};

@@ -242,27 +242,10 @@ pub fn swap(_: &Facts) -> Finding {
     }
 }
 
-/// `Max locked memory` soft limit from `/proc/self/limits` text, bytes
-/// (`None`: unlimited).
-pub fn memlock_limit(limits: &str) -> Option<Option<u64>> {
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line["Max locked memory".len()..]
-        .split_whitespace()
-        .next()?;
-    Some(if soft == "unlimited" {
-        None
-    } else {
-        Some(soft.parse().ok()?)
-    })
-}
-
 /// `memlock`: RLIMIT_MEMLOCK room for what `--rt` locks (the ring and the
 /// program; root is exempt).
 pub fn memlock(f: &Facts) -> Finding {
-    let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    match memlock_limit(&limits) {
+    match rtrec_host::machine::memlock_limit() {
         None => Finding::skip("?", "/proc/self/limits cannot be read"),
         Some(None) => Finding::pass("unlimited", "`rtrec record --rt` can lock all memory"),
         Some(Some(_)) if rtrec_sys::effective_uid() == 0 => {
@@ -380,16 +363,6 @@ pub fn steal_time(_: &Facts) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn memlock_limit_reads_the_soft_limit_or_unlimited() {
-        let t = "Limit                     Soft Limit           Hard Limit           Units\n\
-                 Max locked memory         8388608              8388608              bytes\n";
-        assert_eq!(memlock_limit(t), Some(Some(8 << 20)));
-        let u = "Max locked memory         unlimited            unlimited            bytes\n";
-        assert_eq!(memlock_limit(u), Some(None));
-        assert_eq!(memlock_limit("nothing"), None);
-    }
 
     #[test]
     fn cpu_times_sum_the_first_eight_fields_and_take_steal() {

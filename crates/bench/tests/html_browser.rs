@@ -6,6 +6,11 @@
 //! that no script error occurred. A control page without plots shows the
 //! screenshot check bites: its PNG is much smaller.
 //!
+//! The recording's report (`rtrec report` of a `record --json --timeline`
+//! result) is drawn the same way: its summary in readable names with
+//! units, one box convention, axes with values, and lateness, `record()`
+//! and `write()` over time.
+//!
 //! `RTREC_KEEP_SCREENSHOT=DIR` keeps the page and the screenshot in DIR.
 //!
 //! Needs Debian's `chromium` (`.ci/run` installs it). Without it the test
@@ -253,17 +258,7 @@ fn the_report_is_drawn_by_headless_chromium_without_script_errors() {
 
     let report = dir.path().join("report.html");
     std::fs::write(&report, &html).unwrap();
-    let probed = dir.path().join("probed.html");
-    std::fs::write(&probed, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
-
-    let dom = headless(browser, &["--dump-dom"], &probed);
-    let text = String::from_utf8_lossy(&dom.stdout);
-    let json = text
-        .split("PROBE:")
-        .nth(1)
-        .and_then(|t| t.split(":END").next())
-        .unwrap_or_else(|| panic!("no probe result: {}", String::from_utf8_lossy(&dom.stderr)));
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let v = probe(browser, dir.path(), &html);
     assert_eq!(v["errors"].as_array().unwrap().len(), 0, "{v}");
     let plots = v["plots"].as_array().unwrap();
     let count = |kind: &str| {
@@ -338,4 +333,168 @@ fn the_report_is_drawn_by_headless_chromium_without_script_errors() {
         "the screenshot is nearly blank: {} vs {blank_len} bytes",
         png.len()
     );
+}
+
+/// A recording's result: 3,000 periods with a slow start of the writer
+/// every 500 calls, and the producer's figures beside it.
+fn made_up_recording() -> rtrec_engine::result::RecordResult {
+    use rtrec_engine::{Config, Latency, Summary};
+    let n = 3000u64;
+    let write: Vec<u64> = (0..n)
+        .map(|i| {
+            if i % 500 == 7 {
+                3_000_000
+            } else {
+                12_000 + i % 37 * 100
+            }
+        })
+        .collect();
+    let record: Vec<u64> = (0..n).map(|i| 1_500 + i % 11 * 90).collect();
+    let late: Vec<u64> = (0..n)
+        .map(|i| {
+            if i % 700 == 3 {
+                2_000_000
+            } else {
+                60_000 + i % 13 * 1_000
+            }
+        })
+        .collect();
+    let hist = |v: &[u64]| {
+        let mut l = Latency::new();
+        v.iter().for_each(|&x| l.record(x));
+        l
+    };
+    let summary = Summary {
+        config: Config::default(),
+        complete: true,
+        abort_reason: None,
+        records_offered: n,
+        records_queued: n,
+        records_written: n,
+        records_dropped: 0,
+        durable_seq: n,
+        drops: Default::default(),
+        losses_stored: 0,
+        bytes_written: n << 14,
+        file_bytes: (n << 14) + n * 32,
+        files: vec!["rec-0001.rtr".into()],
+        missed_periods: 0,
+        write_ns: hist(&write).summary(),
+        record_ns: hist(&record).summary(),
+        lateness_ns: hist(&late).summary(),
+        flush: Default::default(),
+        writer_cpu_ns: Some(40_000_000),
+        pool: Default::default(),
+        flight: None,
+        triggers: 0,
+        ring_waits: 0,
+        ring_wait_ns: 0,
+        ring_wait_max_ns: 0,
+        duration_ns: 3_072_137_215,
+        error: None,
+        warnings: vec![],
+        write_samples: write,
+        write_latency: Latency::new(),
+        record_latency: Latency::new(),
+    };
+    let mut r = rtrec_engine::result::RecordResult::new(summary);
+    r.timeline_record_ns = record;
+    r.timeline_lateness_ns = late;
+    r
+}
+
+/// Loads `html` with the probe appended; the probe's findings.
+fn probe(browser: &str, dir: &Path, html: &str) -> serde_json::Value {
+    let probed = dir.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let dom = headless(browser, &["--dump-dom"], &probed);
+    let text = String::from_utf8_lossy(&dom.stdout);
+    let json = text
+        .split("PROBE:")
+        .nth(1)
+        .and_then(|t| t.split(":END").next())
+        .unwrap_or_else(|| panic!("no probe result: {}", String::from_utf8_lossy(&dom.stderr)));
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn the_recording_report_reads_as_a_person_would_and_is_drawn_by_chromium() {
+    let name = "the_recording_report_reads_as_a_person_would_and_is_drawn_by_chromium";
+    let Some(browser) = chromium() else {
+        if rtrec_host::tools::require(name, &[rtrec_host::tools::CHROMIUM]) {
+            panic!("chromium is on PATH but `chromium --version` fails");
+        }
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let html = rtrec_bench::export::html::render_summary(&made_up_recording());
+    // Readable names and values with units, not the JSON's fields.
+    for t in [
+        "<th class=\"l\">duration</th><td class=\"l\">3.07 s</td>",
+        "<th class=\"l\">payload written</th><td class=\"l\">46.9 MiB</td>",
+        "Lateness of each period&#39;s release over time",
+        "record() on the producer&#39;s thread over time",
+        "write() on the writer&#39;s thread over time",
+    ] {
+        assert!(
+            html.contains(t) || html.contains(&t.replace("&#39;", "'")),
+            "{t} missing"
+        );
+    }
+    for raw in ["duration_ns", "bytes_written", "3072137215"] {
+        assert!(!html.contains(raw), "a raw field or value: {raw}");
+    }
+    // Nothing red is drawn, so the legend names nothing red.
+    assert!(!html.contains("class=\"pub\""), "a published mark");
+    assert!(!html.contains("published"), "a published legend entry");
+    // One box convention, named alike in the legend, caption and tooltips:
+    // the quartiles of the samples.
+    assert!(html.contains("box first to third quartile"));
+    assert!(html.contains("box from first to third quartile of the reported calls"));
+    assert_eq!(html.matches(", q1 ").count(), 3, "one tooltip per row");
+    assert!(!html.contains("p50 to p99"));
+    // Values on every axis: the histogram's counts, the timelines' calls.
+    assert!(
+        html.matches("class=\"ytick\"").count() >= 3,
+        "histogram counts"
+    );
+    assert_eq!(html.matches("class=\"xtick\"").count(), 3 * 4, "time ticks");
+
+    let v = probe(browser, dir.path(), &html);
+    assert_eq!(v["errors"].as_array().unwrap().len(), 0, "{v}");
+    let plots = v["plots"].as_array().unwrap();
+    let kinds: Vec<&str> = plots.iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "plot boxplot",
+            "plot timeline",
+            "plot timeline",
+            "plot timeline",
+            "plot histogram"
+        ],
+        "{v}"
+    );
+    for p in plots {
+        assert!(p["w"].as_u64().unwrap() > 100, "{p}");
+        assert!(p["drawn"].as_u64().unwrap() >= 6, "an empty plot: {p}");
+    }
+    let page = dir.path().join("recording.html");
+    std::fs::write(&page, &html).unwrap();
+    let shot = dir.path().join("recording.png");
+    headless(
+        browser,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,2400",
+        ],
+        &page,
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    if let Some(keep) = std::env::var_os("RTREC_KEEP_SCREENSHOT") {
+        let keep = Path::new(&keep);
+        std::fs::write(keep.join("recording.png"), &png).unwrap();
+        std::fs::write(keep.join("recording.html"), &html).unwrap();
+    }
 }

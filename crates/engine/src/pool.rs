@@ -74,6 +74,13 @@ const META: &str = "pool.json";
 /// The lock file of the pool's name changes (see the module docs).
 pub const LOCK_FILE: &str = "lock";
 
+/// The lock file of the recordings writing in the directory: each holds a
+/// shared `flock` on it while it writes; one that ends gives back its
+/// files' unused tails only when it can take it exclusively (no other
+/// recording writing). The command line holds it; [`Pool::remove`]
+/// removes it with the pool.
+pub const WRITERS_FILE: &str = "writers";
+
 /// A process-wide counter that makes the names of slots and temporary
 /// files this process creates unique among its threads.
 static NAME_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -577,6 +584,8 @@ impl Pool {
                     .map_err(|e| Error::io("removing", &self.dir.join(n), e))?;
             }
         }
+        d.remove_file(WRITERS_FILE)
+            .map_err(|e| Error::io("removing", &self.dir.join(WRITERS_FILE), e))?;
         d.remove_file(LOCK_FILE)
             .map_err(|e| Error::io("removing", &self.dir.join(LOCK_FILE), e))?;
         drop((lock, d));

@@ -54,6 +54,23 @@ pub struct RecordResult {
     /// most 1,000,000); left out without `--timeline`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline_write_ns: Vec<u64>,
+    /// `--timeline`: the time of every `record()` call on the producer's
+    /// thread in call order, ns (at most 1,000,000); left out without
+    /// `--timeline`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline_record_ns: Vec<u64>,
+    /// `--timeline` with the synthetic source: the lateness of every
+    /// period's release in order, ns (at most 1,000,000); left out without
+    /// `--timeline` and for records from stdin (no schedule).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline_lateness_ns: Vec<u64>,
+    /// `--total` as asked, bytes; left out without `--total`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_bytes: Option<u64>,
+    /// The whole records `--total` allows: `total_bytes / size`, rounded
+    /// down (a total is never exceeded); left out without `--total`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_records: Option<u64>,
     /// The flight recorder's resident memory, sampled after so many events;
     /// left out without the flight recorder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -98,6 +115,10 @@ impl RecordResult {
             schema_version: RECORD_SCHEMA_VERSION,
             timeline_write_ns: std::mem::take(&mut summary.write_samples),
             summary,
+            timeline_record_ns: Vec::new(),
+            timeline_lateness_ns: Vec::new(),
+            total_bytes: None,
+            total_records: None,
             resident_after_events: Vec::new(),
             isolation: None,
             explain: None,

@@ -198,10 +198,10 @@ fn a_preallocation_larger_than_the_filesystem_fails_at_create_with_no_space_and_
             }
             // Nothing that is, or is becoming, a file with data: no
             // recording, no hidden preparation, no pool slot. (The pool's
-            // description, pool.json, may stay.)
+            // description, pool.json, and its empty lock file may stay.)
             let left: Vec<PathBuf> = all_files(&dir)
                 .into_iter()
-                .filter(|p| !p.ends_with(".pool/pool.json"))
+                .filter(|p| !p.ends_with(".pool/pool.json") && !p.ends_with(".pool/lock"))
                 .collect();
             assert!(left.is_empty(), "{what}: left behind: {left:?}");
             // And the space is free again.

@@ -42,9 +42,17 @@ fn back_to_back_triggers_make_one_complete_file_per_event_with_bounded_memory() 
     let live = rec.live();
     let buf = [3u8; REC];
     let mut rss_after_5 = 0;
+    // At least `ms` of records, then `PRE_RECORDS` more: on a loaded
+    // machine a 500 µs sleep can take many ms, so a span of time alone does
+    // not fill the next pre-trigger window (records after the post span
+    // are the next event's window).
     let record_for = |rec: &mut Recorder, ms: u64| {
         let until = std::time::Instant::now() + Duration::from_millis(ms);
         while std::time::Instant::now() < until {
+            rec.record(&buf).unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        for _ in 0..PRE_RECORDS {
             rec.record(&buf).unwrap();
             std::thread::sleep(Duration::from_micros(500));
         }

@@ -192,6 +192,22 @@ pub fn lock_exclusive(fd: impl AsFd, blocking: bool) -> io::Result<bool> {
     }
 }
 
+/// `flock(fd, LOCK_SH)`: a shared advisory lock, waiting while an
+/// exclusive one is held; released as [`lock_exclusive`]'s. Retries on
+/// `EINTR`. See flock(2).
+///
+/// # Errors
+/// The errno of `flock`.
+pub fn lock_shared(fd: impl AsFd) -> io::Result<()> {
+    loop {
+        match rustix::fs::flock(fd.as_fd(), FlockOperation::LockShared) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// `fstatvfs(fd)`: bytes available to an unprivileged writer on the
 /// filesystem holding `fd` (`f_bavail * f_frsize`). See statvfs(3).
 ///

@@ -203,26 +203,52 @@ pub fn box_plot_against(rows: &[BoxRow], source: &str) -> String {
         r#"<svg class="plot boxplot" width="1060" height="{h}" viewBox="0 0 1060 {h}" xmlns="http://www.w3.org/2000/svg">"#
     );
     axis.draw(&mut s, 10.0, h - 48.0);
+    // One convention for the whole plot, named alike in the legend, the
+    // caption and every tooltip: quartiles only when every row has them.
+    let raw_all = rows.iter().all(|r| r.raw);
+    let (box_name, q1, mid, q3) = if raw_all {
+        ("first to third quartile", "q1", "median", "q3")
+    } else {
+        ("p50 to p99", "p50", "p50", "p99")
+    };
     let _ = write!(
         s,
-        r#"<rect class="box" x="{left}" y="{0}" width="14" height="10"/><text x="{1}" y="{2}">measured here (whiskers min to max)</text><line class="pub" x1="{3}" y1="{4}" x2="{5}" y2="{4}"/><text x="{6}" y="{2}">published ({7}), tick at the average</text>"#,
+        r#"<rect class="box" x="{left}" y="{0}" width="14" height="10"/><text x="{1}" y="{2}">measured here: box {box_name}, whiskers min to max</text>"#,
         h - 14.0,
         left + 20.0,
         h - 5.0,
-        left + 300.0,
-        h - 9.0,
-        left + 320.0,
-        left + 326.0,
-        esc(source)
     );
-    let mut raw_all = true;
+    // The published entry only when a published range is drawn.
+    let published_drawn = rows.iter().any(|r| {
+        r.published
+            .as_ref()
+            .is_some_and(|p| p.min_us.is_some() && p.max_us.is_some())
+    });
+    if published_drawn {
+        let _ = write!(
+            s,
+            r#"<line class="pub" x1="{0}" y1="{1}" x2="{2}" y2="{1}"/><text x="{3}" y="{4}">published ({5}), tick at the average</text>"#,
+            left + 360.0,
+            h - 9.0,
+            left + 380.0,
+            left + 386.0,
+            h - 5.0,
+            esc(source)
+        );
+    }
     for (i, c) in rows.iter().enumerate() {
         let y = 20.0 + row * i as f64;
         let [a, b, m, d, e] = c.five;
-        raw_all &= c.raw;
+        // The median line is drawn only for quartile boxes (p50 is the
+        // box's left edge otherwise).
+        let median = if raw_all {
+            format!(" {mid} {}", dur(m))
+        } else {
+            String::new()
+        };
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" text-anchor="end">{}</text><line class="whisker" x1="{:.1}" y1="{y}" x2="{:.1}" y2="{y}"/><rect class="box" x="{:.1}" y="{}" width="{:.1}" height="12"><title>{}: min {} q1 {} median {} q3 {} max {}</title></rect><line class="median" x1="{:.1}" y1="{}" x2="{:.1}" y2="{}"/>"#,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text><line class="whisker" x1="{:.1}" y1="{y}" x2="{:.1}" y2="{y}"/><rect class="box" x="{:.1}" y="{}" width="{:.1}" height="12"><title>{}: min {}, {q1} {}{median}, {q3} {}, max {}</title></rect><line class="median" x1="{:.1}" y1="{}" x2="{:.1}" y2="{}"/>"#,
             left - 8.0,
             y + 4.0,
             esc(&c.name),
@@ -234,7 +260,6 @@ pub fn box_plot_against(rows: &[BoxRow], source: &str) -> String {
             esc(&c.name),
             dur(a),
             dur(b),
-            dur(m),
             dur(d),
             dur(e),
             axis.x(m),
@@ -269,13 +294,20 @@ pub fn box_plot_against(rows: &[BoxRow], source: &str) -> String {
     s.push_str("</svg>");
     let _ = write!(
         s,
-        r#"<p class="cap">Blue: measured, {}; whiskers min to max. Red: published min to max, tick at the average ({}).</p>"#,
+        r#"<p class="cap">Blue: measured, box from {box_name}{}; whiskers min to max.{}</p>"#,
         if raw_all {
-            "box from the first to the third quartile of the reported set's calls, line at the median"
+            " of the reported calls, line at the median"
         } else {
-            "box from p50 to p99 of the reported set"
+            " (the summary holds no raw samples), line at p50"
         },
-        esc(source)
+        if published_drawn {
+            format!(
+                " Red: published min to max, tick at the average ({}).",
+                esc(source)
+            )
+        } else {
+            String::new()
+        }
     );
     s
 }
@@ -302,6 +334,20 @@ pub fn histogram(samples: &[u64]) -> String {
         h + 30.0
     );
     axis.draw(&mut s, 5.0, h);
+    // The count axis: a tick at 1 and every decade up to the tallest bar.
+    let y_of = |n: f64| h - (n + 1.0).log10() / (top + 1.0).log10() * (h - 10.0);
+    let mut tick = 1.0;
+    while tick <= top {
+        let y = y_of(tick);
+        let _ = write!(
+            s,
+            r#"<line class="grid" x1="{left}" y1="{y:.1}" x2="{}" y2="{y:.1}"/><text class="ytick" x="{}" y="{:.1}" text-anchor="end">{tick}</text>"#,
+            left + px,
+            left - 4.0,
+            y + 4.0
+        );
+        tick *= 10.0;
+    }
     let bw = px / bins.len() as f64;
     for (i, &n) in bins.iter().enumerate().filter(|(_, n)| **n > 0) {
         let bh = ((n as f64 + 1.0).log10() / (top + 1.0).log10() * (h - 10.0)).max(1.0);
@@ -313,7 +359,11 @@ pub fn histogram(samples: &[u64]) -> String {
             (bw - 1.0).max(1.0)
         );
     }
-    let _ = write!(s, r#"<text x="4" y="14">calls (log)</text></svg>"#);
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="12" text-anchor="end">calls (log scale)</text></svg>"#,
+        left + px
+    );
     s
 }
 
@@ -411,13 +461,29 @@ pub fn timeline_of(
             y(m)
         );
     }
+    // The time axis: 0, four ticks between, and the span at the end.
     let _ = write!(
         s,
-        r#"<text x="{left}" y="{}">0</text><text x="{}" y="{}" text-anchor="end">{span}</text></svg>"#,
+        r#"<text x="{left}" y="{}">0</text><text x="{}" y="{}" text-anchor="end">{span}</text>"#,
         h + 16.0,
         left + px,
         h + 16.0
     );
+    for k in 1..5 {
+        let i = v.len() * k / 5;
+        let label = if period_ns == 0 {
+            format!("{i}")
+        } else {
+            dur(i as u64 * period_ns)
+        };
+        let _ = write!(
+            s,
+            r#"<line class="grid" x1="{0:.1}" y1="20" x2="{0:.1}" y2="{h}"/><text class="xtick" x="{0:.1}" y="{1}" text-anchor="middle">{label}</text>"#,
+            x(i),
+            h + 16.0
+        );
+    }
+    s.push_str("</svg>");
     let _ = write!(
         s,
         r#"<p class="cap">Each dot: {}, in call order over {span}.{}{}</p>"#,
@@ -841,7 +907,10 @@ fn summary_rows(r: &RecordResult) -> Vec<(&'static str, String)> {
         ("records queued", s.records_queued.to_string()),
         ("records written", s.records_written.to_string()),
         ("records dropped", s.records_dropped.to_string()),
-        ("durable up to record", s.durable_seq.to_string()),
+        (
+            "records durable (as data or as a stored loss)",
+            s.durable_seq.to_string(),
+        ),
         ("payload written", format_size(s.bytes_written)),
         ("file bytes (with frames)", format_size(s.file_bytes)),
         ("files", s.files.len().to_string()),
@@ -871,6 +940,15 @@ fn summary_rows(r: &RecordResult) -> Vec<(&'static str, String)> {
             ),
         ),
     ];
+    if let (Some(asked), Some(records)) = (r.total_bytes, r.total_records) {
+        rows.push((
+            "--total",
+            format!(
+                "{} asked: {records} whole records (rounded down)",
+                format_size(asked)
+            ),
+        ));
+    }
     if let Some(cpu) = s.writer_cpu_ns {
         rows.push(("writer thread CPU", dur(cpu)));
     }
@@ -892,9 +970,10 @@ fn summary_rows(r: &RecordResult) -> Vec<(&'static str, String)> {
 }
 
 /// The page for an `rtrec record --json` result: its summary with units, a
-/// box row per latency it holds and, when it has `timeline_write_ns`
-/// (`record --timeline`: each write()'s latency in call order), that
-/// timeline and its histogram; with `--explain`, the attribution table.
+/// box row per latency it holds and, with `record --timeline`, lateness,
+/// `record()` and `write()` over time (`timeline_lateness_ns`,
+/// `timeline_record_ns`, `timeline_write_ns`) and the `write()` histogram;
+/// with `--explain`, the attribution table.
 pub fn render_summary(r: &RecordResult) -> String {
     let mut b = String::from("<h1>rtrec record</h1><h2>Summary</h2><table>");
     for (name, value) in summary_rows(r) {
@@ -932,14 +1011,33 @@ pub fn render_summary(r: &RecordResult) -> String {
             );
         }
         b.push_str("</table>");
-        let rows: Vec<BoxRow> = lat.iter().map(|(k, s)| BoxRow::of_summary(k, s)).collect();
+        // Quartiles of the raw samples when --timeline kept them all.
+        let samples = |k: &str| match k {
+            "write()" => &r.timeline_write_ns,
+            "record()" => &r.timeline_record_ns,
+            _ => &r.timeline_lateness_ns,
+        };
+        let rows: Vec<BoxRow> = lat
+            .iter()
+            .map(|(k, s)| BoxRow::of_samples(k, s, samples(k)))
+            .collect();
         b.push_str(&box_plot(&rows));
     }
+    // Over time: the producer's figures (lateness, record()) beside the
+    // writer's (write()). The axis counts calls: the summary does not
+    // carry the period.
+    for (title, v) in [
+        ("Lateness of each period's release", &r.timeline_lateness_ns),
+        ("record() on the producer's thread", &r.timeline_record_ns),
+        ("write() on the writer's thread", &r.timeline_write_ns),
+    ] {
+        if !v.is_empty() {
+            let _ = write!(b, "<h2>{} over time</h2>", esc(title));
+            b.push_str(&timeline_of(v, 0, None, None));
+        }
+    }
     if !r.timeline_write_ns.is_empty() {
-        // The summary does not carry the period: the axis counts calls.
-        b.push_str("<h2>write() latency over time</h2>");
-        b.push_str(&timeline_of(&r.timeline_write_ns, 0, None, None));
-        b.push_str("<h2>Histogram</h2>");
+        b.push_str("<h2>write() latency histogram</h2>");
         b.push_str(&histogram(&r.timeline_write_ns));
     }
     // The attribution is rtrec-trace's type; a section it cannot read is

@@ -1,0 +1,144 @@
+//! The disk a pooled recording holds, and its unused tail given back.
+//!
+//! A pooled file keeps its whole size when it is closed (ready for
+//! `rtrec pool recycle`), so a short recording holds a whole pool file: 64
+//! MiB for a few KiB. The rule: when the recording ends and no other
+//! recording in the directory is writing, the unused tail of each of its
+//! files (past the header's valid length) is given back with `ftruncate`;
+//! while another one is writing it is kept, because truncating a large file
+//! can stall the file system's journal under a running recorder, and the
+//! summary says how to give it back later.
+//!
+//! "Writing" is a shared `flock` on `.pool/writers`
+//! ([`rtrec_engine::pool::WRITERS_FILE`]), held by every pooled
+//! recording of the command line from before its first record to its end;
+//! the recording that ends asks for it exclusively without waiting: it gets
+//! it only when no other recording holds it.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rtrec_engine::format::{FileHeader, HEADER_LEN};
+use rtrec_units::format_size;
+
+/// A recording writing in a directory: the shared lock, released when
+/// dropped.
+pub struct Writing {
+    file: File,
+}
+
+impl Writing {
+    /// Takes the shared lock of `dir`'s pool; `None` when the directory has
+    /// no pool yet or the lock cannot be taken (then no tail is given back).
+    pub fn start(dir: &Path) -> Option<Writing> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(
+                dir.join(rtrec_engine::pool::POOL_DIR)
+                    .join(rtrec_engine::pool::WRITERS_FILE),
+            )
+            .ok()?;
+        rtrec_sys::lock_shared(&file).ok()?;
+        Some(Writing { file })
+    }
+
+    /// True when no other recording holds the lock (this one then holds it
+    /// exclusively until dropped).
+    fn alone(&self) -> bool {
+        rtrec_sys::lock_exclusive(&self.file, false).unwrap_or(false)
+    }
+}
+
+/// What the recording's files hold on disk, after [`finish`].
+pub struct DiskUse {
+    /// Bytes the recording's files hold on disk (`st_blocks` × 512).
+    pub held_bytes: u64,
+    /// The unused tail given back.
+    pub given_back_bytes: u64,
+    /// The unused tail kept (another recording was writing), with the
+    /// files and their valid lengths.
+    pub kept: Vec<(PathBuf, u64, u64)>,
+    /// Bytes the pool's ready files hold on disk, and how many.
+    pub pool: Option<(u64, u32)>,
+}
+
+/// The valid length a framed file's header records.
+fn valid_len(path: &Path) -> Option<u64> {
+    let mut head = [0u8; HEADER_LEN];
+    let f = File::open(path).ok()?;
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut head, 0).ok()?;
+    FileHeader::decode(&head).ok().map(|h| h.valid_len)
+}
+
+/// Gives back the unused tails of `files` when `writing` says no other
+/// recording is writing, and measures what the recording and the pool hold.
+pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<Writing>) -> DiskUse {
+    let alone = writing.as_ref().is_some_and(Writing::alone);
+    let mut d = DiskUse {
+        held_bytes: 0,
+        given_back_bytes: 0,
+        kept: Vec::new(),
+        pool: None,
+    };
+    for path in files {
+        let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+            continue;
+        };
+        if let Some(valid) = valid_len(path).filter(|&v| v >= HEADER_LEN as u64 && v < len) {
+            let given = alone
+                && std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| {
+                        f.set_len(valid)?;
+                        f.sync_all()
+                    })
+                    .is_ok();
+            if given {
+                d.given_back_bytes += len - valid;
+            } else {
+                d.kept.push((path.clone(), valid, len - valid));
+            }
+        }
+        d.held_bytes += std::fs::metadata(path).map_or(0, |m| m.blocks() * 512);
+    }
+    drop(writing);
+    if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(dir) {
+        if let Ok(st) = pool.status() {
+            d.pool = Some((st.disk_bytes, st.ready_files));
+        }
+    }
+    d
+}
+
+impl DiskUse {
+    /// The summary's lines.
+    pub fn lines(&self) -> String {
+        let mut out = format!("disk: the recording holds {}", format_size(self.held_bytes));
+        if self.given_back_bytes > 0 {
+            out += &format!(
+                " ({} of unused tail given back: no other recording was writing here)",
+                format_size(self.given_back_bytes)
+            );
+        }
+        if let Some((bytes, files)) = self.pool {
+            out += &format!(
+                "; the pool holds {} in {files} ready file(s) (`rtrec pool trim --keep 0` gives it back)",
+                format_size(bytes)
+            );
+        }
+        out += "\n";
+        for (path, valid, tail) in &self.kept {
+            out += &format!(
+                "disk: {} of unused tail kept in '{}' while another recording writes here; give it back when none is: truncate -s {valid} '{}'\n",
+                format_size(*tail),
+                path.display(),
+                path.display()
+            );
+        }
+        out
+    }
+}
