@@ -996,19 +996,6 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
         damaged: false,
     };
     while let Some(step) = walker.next_step()? {
-        if !finished {
-            // An interrupted file: its intact prefix ends at the first
-            // damage or broken link; what follows is a torn tail.
-            let cut = match &step {
-                Step::Damage { start, .. } => Some(*start),
-                Step::Frame(f) if !f.linked => Some(f.off),
-                _ => None,
-            };
-            if let Some(at) = cut {
-                torn_tail(c.r, &mut walker, step, at)?;
-                break;
-            }
-        }
         match step {
             Step::Frame(f) => c.frame(&f),
             Step::Damage { start, end, error } => {
@@ -1084,43 +1071,6 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
         }
     };
     Ok(r)
-}
-
-/// The rest of an interrupted file (no valid length in its header) from
-/// `at`, where its intact prefix ends, starting with `step`: after a power
-/// cut the writes since its last durable point may have landed in any
-/// subset (`docs/durability.md`, "Crash states"), so damage there is a
-/// torn tail, not corruption. Counted (bytes up to the end of the last
-/// frame or damage found, and the records in frames after the cut, which
-/// `export --salvage` can save), never read as part of the recording.
-fn torn_tail<S: ?Sized + ByteSource>(
-    r: &mut FileReport,
-    walker: &mut FrameWalker<'_, S>,
-    step: Step,
-    at: u64,
-) -> io::Result<()> {
-    let mut end = at;
-    let mut step = Some(step);
-    while let Some(s) = step {
-        match s {
-            Step::Frame(f) => {
-                end = end.max(f.end());
-                if f.header.kind == FrameKind::Data {
-                    r.salvageable_records += 1;
-                }
-            }
-            Step::Damage { end: e, .. } => end = end.max(e),
-            Step::Stop(..) => break,
-        }
-        step = walker.next_step()?;
-    }
-    r.torn_tail_bytes = end - at;
-    r.note(format!(
-        "torn tail of {} bytes at offset {at}, as a power cut leaves one (writes after the last durable point landed in part); the records before it are intact, {} record(s) after it are not part of the recording (`rtrec recover` cuts the tail)",
-        end - at,
-        r.salvageable_records
-    ));
-    Ok(())
 }
 
 /// Verifies one framed file held in `bytes`.
