@@ -833,30 +833,29 @@ struct Session<'a> {
     trace: Trace,
     /// A `write()` failed: the recording ends (the summary says why).
     writer_failed: bool,
-    /// `--timeline`: each `record()` call's time and each period's
-    /// lateness, allocated before the recording (never grown on the hot
-    /// path).
+    /// `--timeline`: each period's lateness, allocated before the
+    /// recording (never grown on the hot path).
     timeline: Timeline,
 }
 
-/// `--timeline`'s producer-side samples, in call order; full vectors take
-/// no more (the capacity is the limit).
+/// `--timeline`'s lateness samples, in period order; a full vector takes
+/// no more (the capacity is the limit). The `record()` samples are the
+/// engine's (`Summary::record_samples`), from the clock reads that time
+/// `record()` anyway.
 #[derive(Default)]
 struct Timeline {
-    record_ns: Vec<u64>,
     lateness_ns: Vec<u64>,
 }
 
 impl Timeline {
     fn with_capacity(n: usize) -> Timeline {
         Timeline {
-            record_ns: Vec::with_capacity(n),
             lateness_ns: Vec::with_capacity(n),
         }
     }
 
     fn on(&self) -> bool {
-        self.record_ns.capacity() > 0
+        self.lateness_ns.capacity() > 0
     }
 
     fn push(v: &mut Vec<u64>, ns: u64) {
@@ -870,11 +869,7 @@ impl Session<'_> {
     fn record(&mut self, data: &[u8]) {
         self.triggers.take(self.rec);
         let seq = self.rec.next_seq();
-        let t0 = self.timeline.on().then(rtrec_sys::monotonic_ns);
         let r = self.rec.record(data);
-        if let Some(t0) = t0 {
-            Timeline::push(&mut self.timeline.record_ns, rtrec_sys::monotonic_ns() - t0);
-        }
         match r {
             Ok(()) => trace(seq, self.trace),
             Err(rtrec_engine::RecordError::WriterFailed) => self.writer_failed = true,
@@ -1251,7 +1246,6 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
     r.isolation = isolation.map(serde_json::to_value).transpose()?;
     r.explain = explained.map(serde_json::to_value).transpose()?;
     r.device = device.map(serde_json::to_value).transpose()?;
-    r.timeline_record_ns = timeline.record_ns.clone();
     r.timeline_lateness_ns = timeline.lateness_ns.clone();
     r.total_bytes = total.map(|t| t.asked_bytes);
     r.total_records = total.map(|t| t.records);

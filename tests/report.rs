@@ -64,6 +64,16 @@ fn a_recording_summary_with_its_timeline_becomes_one_self_contained_page() {
     assert_eq!(typed.schema_version, RECORD_SCHEMA_VERSION);
     assert_eq!(typed.timeline_write_ns.len(), timeline.len());
     assert_eq!(typed.summary.records_written, 300);
+    // One sample per record() call, from the clock reads that made the
+    // summary's record() figures: the timeline's max is their max.
+    assert_eq!(
+        typed.timeline_record_ns.len() as u64,
+        typed.summary.records_offered
+    );
+    assert_eq!(
+        typed.timeline_record_ns.iter().max().copied(),
+        typed.summary.record_ns.map(|l| l.max)
+    );
 
     let o = rtrec(d, &["report", "s.json", "-o", "s.html"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -394,6 +394,7 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         error: None,
         warnings: vec![],
         write_samples: write,
+        record_samples: vec![],
         write_latency: Latency::new(),
         record_latency: Latency::new(),
     };

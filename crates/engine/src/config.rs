@@ -411,7 +411,8 @@ pub struct Config {
     pub flusher_nice: i32,
     /// File name prefix.
     pub prefix: String,
-    /// Keep up to this many raw `write()` latencies (for the bench).
+    /// Keep up to this many raw `write()` latencies, and as many raw
+    /// `record()` latencies (for the bench and `--timeline`).
     pub keep_write_samples: usize,
     /// Real-time options.
     pub rt: RtConfig,

@@ -155,6 +155,11 @@ pub struct Summary {
     /// Raw `write()` latencies (only with `keep_write_samples`).
     #[serde(skip)]
     pub write_samples: Vec<u64>,
+    /// Raw `record()` latencies in call order, as many as
+    /// `keep_write_samples` allows (the same clock reads as
+    /// `record_latency`).
+    #[serde(skip)]
+    pub record_samples: Vec<u64>,
     /// The full `write()` latency histogram (lossless export).
     #[serde(skip)]
     pub write_latency: Latency,
@@ -241,6 +246,7 @@ pub struct Recorder {
     drops: Drops,
     waits: Waits,
     record_lat: Latency,
+    record_samples: Vec<u64>,
     started_ns: u64,
     finished: bool,
     live: Arc<LiveStats>,
@@ -315,6 +321,8 @@ impl Recorder {
                 }
             }
         };
+        // Reserved now: record() pushes within it and never allocates.
+        let record_samples = Vec::with_capacity(cfg.keep_write_samples);
         Ok(Recorder {
             cfg,
             inner,
@@ -325,6 +333,7 @@ impl Recorder {
             drops: Drops::default(),
             waits: Waits::default(),
             record_lat: Latency::new(),
+            record_samples,
             started_ns,
             finished: false,
             live,
@@ -423,7 +432,12 @@ impl Recorder {
                 self.note_loss(seq, t0, e);
             }
         }
-        self.record_lat.record(sys::monotonic_ns() - t0);
+        let dt = sys::monotonic_ns() - t0;
+        self.record_lat.record(dt);
+        // Within the capacity reserved at creation: never allocates.
+        if self.record_samples.len() < self.record_samples.capacity() {
+            self.record_samples.push(dt);
+        }
         r
     }
 
@@ -612,6 +626,7 @@ impl Recorder {
             error: report.error,
             warnings: report.warnings,
             write_samples: report.write_samples,
+            record_samples: std::mem::take(&mut self.record_samples),
             write_latency: report.write_lat,
             record_latency: self.record_lat.clone(),
         })

@@ -107,15 +107,15 @@ pub struct ResidentSample {
 impl RecordResult {
     /// The result of a recording whose summary is `summary`, with no
     /// optional section; the writer of the document adds those it has.
-    /// The `write()` samples (`Config::keep_write_samples`) move into
-    /// `timeline_write_ns`.
+    /// The `write()` and `record()` samples (`Config::keep_write_samples`)
+    /// move into `timeline_write_ns` and `timeline_record_ns`.
     pub fn new(mut summary: Summary) -> RecordResult {
         RecordResult {
             kind: ResultKind::Record,
             schema_version: RECORD_SCHEMA_VERSION,
             timeline_write_ns: std::mem::take(&mut summary.write_samples),
+            timeline_record_ns: std::mem::take(&mut summary.record_samples),
             summary,
-            timeline_record_ns: Vec::new(),
             timeline_lateness_ns: Vec::new(),
             total_bytes: None,
             total_records: None,
@@ -192,6 +192,7 @@ mod tests {
             error: None,
             warnings: vec![],
             write_samples: vec![1_000, 2_000, 30_000],
+            record_samples: vec![],
             write_latency: l.clone(),
             record_latency: l,
         }
