@@ -35,6 +35,7 @@ use rtrec_sys as sys;
 use crate::bgload::{self, Launcher, LoadSet, LoadSpec};
 use crate::flusher::FlusherControl;
 use crate::output::{progress, Warning};
+use crate::producer::{self, RtReport, RtRequest};
 use crate::protocol::Protocol;
 use crate::report::{CaseResult, ReaderResult, SetResult};
 use crate::scenario::{Load, Scenario, Timed};
@@ -60,6 +61,8 @@ pub struct Context<'a> {
     pub warnings: &'a mut Vec<Warning>,
     /// `--explain`: the tracing session, when it could start.
     pub tracer: Option<&'a mut rtrec_trace::Tracer>,
+    /// The timed thread's real-time setup.
+    pub rt: &'a RtRequest,
 }
 
 /// Everything one set measured, before it is summarised.
@@ -76,6 +79,7 @@ struct Outcome {
     duration_ns: u64,
     interrupted: bool,
     explain: Option<rtrec_trace::Explanation>,
+    rt: Option<RtReport>,
 }
 
 impl Outcome {
@@ -93,6 +97,7 @@ impl Outcome {
             duration_ns: 0,
             interrupted: false,
             explain: None,
+            rt: None,
         }
     }
 
@@ -175,6 +180,7 @@ pub fn run_case(s: &Scenario, protocol: &Protocol, ctx: &mut Context<'_>) -> Cas
         result.write_histogram_v2_base64 = histogram_base64(&o.write);
         result.write_samples_ns = o.samples;
         result.explain = o.explain;
+        result.rt = o.rt;
     }
     result
 }
@@ -241,17 +247,32 @@ fn run_set(
         started: false,
         failed: None,
     });
-    let measured = match s.timed {
-        Timed::Write(_) => record_loop(s, protocol, &set_dir, &counter, trace.as_mut()),
-        Timed::Fallocate => {
-            if let Some(t) = trace.as_mut() {
-                t.start(vec![sys::gettid()]);
-            }
-            fallocate_loop(protocol, &set_dir, &counter)
-        }
-        Timed::Memcpy => memcpy_loop(protocol, &counter),
-        Timed::PageCache => pagecache_loop(protocol, &counter, trace.as_mut(), ctx.warnings),
-    };
+    // The timed loop on a thread of its own, raised to the run's
+    // real-time setup after its untimed setup (see `producer`); the loads
+    // and the sampler above were started by this thread and stay normal.
+    let rt = ctx.rt;
+    let warnings = &mut *ctx.warnings;
+    let measured = thread::scope(|scope| {
+        let timed = thread::Builder::new()
+            .name("rtrec-timed".into())
+            .spawn_scoped(scope, || match s.timed {
+                Timed::Write(_) => record_loop(s, protocol, &set_dir, &counter, trace.as_mut(), rt),
+                Timed::Fallocate => {
+                    if let Some(t) = trace.as_mut() {
+                        t.start(vec![sys::gettid()]);
+                    }
+                    fallocate_loop(protocol, &set_dir, &counter, rt)
+                }
+                Timed::Memcpy => memcpy_loop(protocol, &counter, rt),
+                Timed::PageCache => {
+                    pagecache_loop(protocol, &counter, trace.as_mut(), warnings, rt)
+                }
+            })
+            .context("starting the timed thread")?;
+        timed
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the timed thread panicked")))
+    });
     let explained = trace.map(SetTrace::finish);
     let dirty_peak_bytes = sampler.stop();
     let dead = loads.dead();
@@ -346,8 +367,10 @@ fn record_loop(
     dir: &Path,
     counter: &AtomicU64,
     trace: Option<&mut SetTrace<'_>>,
+    rt: &RtRequest,
 ) -> anyhow::Result<Outcome> {
     let mut cfg = s.config(protocol).expect("a recording case");
+    cfg.rt.writer_priority = rt.writer_priority();
     cfg.trace_marker = trace
         .as_ref()
         .and_then(|t| crate::explain::marker(t.tracer));
@@ -364,6 +387,9 @@ fn record_loop(
             vec![sys::gettid()]
         });
     }
+    // The writer and flush threads exist: raising now leaves the flush
+    // thread at normal priority (see `producer`).
+    o.rt = Some(producer::raise(rt));
     let start = sys::monotonic_ns();
     let mut timer = PeriodicTimer::new(protocol.period_ns);
     for i in 0..protocol.writes {
@@ -401,9 +427,11 @@ fn record_loop(
 fn periodic_loop(
     protocol: &Protocol,
     counter: &AtomicU64,
+    rt: &RtRequest,
     mut step: impl FnMut(u64, &mut PeriodicTimer) -> anyhow::Result<u64>,
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::new(protocol.writes);
+    o.rt = Some(producer::raise(rt));
     let start = sys::monotonic_ns();
     let mut timer = PeriodicTimer::new(protocol.period_ns);
     for i in 0..protocol.writes {
@@ -422,8 +450,13 @@ fn periodic_loop(
     Ok(o)
 }
 
-fn fallocate_loop(protocol: &Protocol, dir: &Path, counter: &AtomicU64) -> anyhow::Result<Outcome> {
-    periodic_loop(protocol, counter, |i, timer| {
+fn fallocate_loop(
+    protocol: &Protocol,
+    dir: &Path,
+    counter: &AtomicU64,
+    rt: &RtRequest,
+) -> anyhow::Result<Outcome> {
+    periodic_loop(protocol, counter, rt, |i, timer| {
         let path = dir.join(format!("fallocate-{}.dat", i % 2));
         let f = sys::create_new(&path).with_context(|| format!("creating '{}'", path.display()))?;
         timer.wait();
@@ -437,10 +470,14 @@ fn fallocate_loop(protocol: &Protocol, dir: &Path, counter: &AtomicU64) -> anyho
     })
 }
 
-fn memcpy_loop(protocol: &Protocol, counter: &AtomicU64) -> anyhow::Result<Outcome> {
+fn memcpy_loop(
+    protocol: &Protocol,
+    counter: &AtomicU64,
+    rt: &RtRequest,
+) -> anyhow::Result<Outcome> {
     let src = record_bytes(protocol.record_bytes);
     let mut dst = vec![0u8; src.len()];
-    periodic_loop(protocol, counter, |_, timer| {
+    periodic_loop(protocol, counter, rt, |_, timer| {
         timer.wait();
         let t0 = sys::monotonic_ns();
         dst.copy_from_slice(black_box(&src));
@@ -470,6 +507,7 @@ fn pagecache_loop(
     counter: &AtomicU64,
     trace: Option<&mut SetTrace<'_>>,
     warnings: &mut Vec<Warning>,
+    rt: &RtRequest,
 ) -> anyhow::Result<Outcome> {
     let dir = match rtrec_host::tmpfs::TmpFs::create(protocol.file_bytes + (1 << 20)) {
         Ok(t) => PageCacheDir::Own(t),
@@ -490,7 +528,7 @@ fn pagecache_loop(
         t.start(vec![sys::gettid()]);
     }
     let mut at = 0;
-    let o = periodic_loop(protocol, counter, |_, timer| {
+    let o = periodic_loop(protocol, counter, rt, |_, timer| {
         if at + protocol.record_bytes > protocol.file_bytes {
             sys::seek_to(&f, 0).context("rewinding the page-cache file")?;
             at = 0;

@@ -12,6 +12,8 @@
 //!   [`scenario`] and [`protocol`];
 //! - [`protocol`]: how many sets of how many calls, the period and sizes;
 //! - [`benchmark`]: what runs and how it is timed;
+//! - [`producer`]: the timed thread's real-time setup (`record --rt`'s,
+//!   unless `--no-rt`) and what was granted;
 //! - [`bgload`]: the background loads, as separate processes
 //!   (`rtrec __bgload`, entry point [`bgload_main`]);
 //! - [`target`]: the filesystem under test (our own loop-mounted ext4 by
@@ -45,6 +47,7 @@ pub mod explain;
 pub mod export;
 pub mod flusher;
 pub mod output;
+pub mod producer;
 pub mod protocol;
 pub mod report;
 pub mod s3;
@@ -185,9 +188,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", requires = "study")]
     pub steps: Option<u32>,
 
-    /// With --study throughput: max (every release within one period, no missed period; the default) or p99 (99 % of them).
-    #[arg(long, value_enum, default_value_t = throughput::HoldRule::Max, value_name = "RULE", requires = "study")]
+    /// With --study throughput: drops (a rate holds with 0 drops, no writer error and the ring at most half full at the end; the default), max (also every release within one period) or p99 (also 99 % of them).
+    #[arg(long, value_enum, default_value_t = throughput::HoldRule::Drops, value_name = "RULE", requires = "study")]
     pub hold_rule: throughput::HoldRule,
+
+    /// With --study throughput: full-length probes a rate must hold in a row to be the answer (default 3).
+    #[arg(long, value_name = "K", requires = "study")]
+    pub confirmations: Option<u32>,
 
     /// With --study crash: crash states to check in all, shared by the variants (default 200).
     #[arg(long, value_name = "N", requires = "study")]
@@ -208,6 +215,18 @@ pub struct BenchArgs {
     /// With --study crash: these variants, comma-separated (default pool, append, stdin, pool-1MiB; also zero, pool-direct, zero-uring, pool-inline, pool-sync-0; `all`: every one).
     #[arg(long, value_delimiter = ',', value_name = "NAME", requires = "study")]
     pub crash_variants: Vec<String>,
+
+    /// Run the timed threads at normal priority, without mlockall (default: as `record --rt`, SCHED_FIFO --priority and mlockall, when permitted).
+    #[arg(long)]
+    pub no_rt: bool,
+
+    /// SCHED_FIFO priority of every timed thread (default 80, as `record --rt --priority`; the writer thread gets one below).
+    #[arg(long, value_name = "1-99", conflicts_with = "no_rt")]
+    pub priority: Option<i32>,
+
+    /// Pin every timed thread to this CPU (the writer and flush threads and the loads stay unpinned).
+    #[arg(long, value_name = "CPU", conflicts_with = "no_rt")]
+    pub cpu: Option<usize>,
 
     /// Print per-case ratios NEW ÷ OLD of two --json results and exit.
     #[arg(long, num_args = 2, value_names = ["OLD.json", "NEW.json"], conflicts_with_all = ["list", "paper", "dir", "json"])]
@@ -307,6 +326,8 @@ pub struct Plan {
     pub s4_schedulers: Vec<s4::Sched>,
     /// S4 also with fio (`--with-fio`).
     pub s4_with_fio: bool,
+    /// The timed threads' real-time setup (`--no-rt`, `--priority`, `--cpu`).
+    pub rt: producer::RtRequest,
 }
 
 /// The studies `--study` names, checked: (cases' studies, S3, S4).
@@ -372,6 +393,9 @@ impl Plan {
         if a.writes == Some(0) {
             return Err(at_least_1("--writes"));
         }
+        if a.confirmations == Some(0) {
+            return Err(at_least_1("--confirmations"));
+        }
         if a.crash_states == Some(0) {
             return Err(at_least_1("--crash-states"));
         }
@@ -431,12 +455,24 @@ impl Plan {
             ));
         }
         let s4_schedulers = select_schedulers(&a.schedulers)?;
+        let priority = a.priority.unwrap_or(producer::DEFAULT_PRIORITY);
+        if !(1..=99).contains(&priority) {
+            return Err(Error::OutOfRange {
+                flag: "--priority",
+                requirement: "within SCHED_FIFO's range 1-99".into(),
+            });
+        }
         Ok(Plan {
             cases,
             s3,
             s4,
             s4_schedulers,
             s4_with_fio: a.with_fio,
+            rt: producer::RtRequest {
+                enabled: !a.no_rt,
+                priority,
+                cpu: a.cpu,
+            },
         })
     }
 
@@ -559,6 +595,7 @@ pub fn read_report_bytes(path: &std::path::Path, bytes: &[u8]) -> Result<BenchRe
 /// held (in `flusher`); the machine is put back on every path.
 fn run_throughput(
     args: &BenchArgs,
+    rt: &producer::RtRequest,
     target: Target,
     flusher: FlusherControl,
 ) -> anyhow::Result<i32> {
@@ -575,8 +612,16 @@ fn run_throughput(
             None => throughput::SIZES.to_vec(),
         },
         rule: args.hold_rule,
+        confirmations: args
+            .confirmations
+            .unwrap_or(throughput::DEFAULT_CONFIRMATIONS),
+        rt: rt.clone(),
     };
-    let r = throughput::run(&target.work, &opts);
+    let profile = args
+        .device
+        .as_ref()
+        .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
+    let r = throughput::run(&target.work, &profile, &opts);
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
@@ -686,6 +731,13 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
         return Ok(0);
     }
     let plan = Plan::from_args(args)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if plan.rt.cpu.is_some_and(|c| c >= cpus) {
+        return Err(Error::OutOfRange {
+            flag: "--cpu",
+            requirement: format!("a CPU this process may run on, 0-{}", cpus - 1),
+        });
+    }
     let fio = if plan.s4_with_fio {
         Some(s4_fio::version().map_err(Error::Unavailable)?)
     } else {
@@ -740,13 +792,16 @@ fn run_plan(
         &mut warnings,
     )?;
     if throughput_asked(&args.study) {
-        return run_throughput(args, target, flusher);
+        return run_throughput(args, &plan.rt, target, flusher);
     }
     if crash_asked(&args.study) {
         return run_crash(args, target, flusher);
     }
+    let mut report = empty_report(args, &target, &flusher);
+    report.environment.rt = producer::probe(&plan.rt);
     let mut run = Run {
-        report: empty_report(args, &target, &flusher),
+        rt: plan.rt.clone(),
+        report,
         exports: exports(args, plan),
         tracer: tracer(args),
         launcher,
@@ -837,6 +892,7 @@ fn empty_report(args: &BenchArgs, target: &Target, flusher: &FlusherControl) -> 
 /// it fills.
 struct Run {
     launcher: Launcher,
+    rt: producer::RtRequest,
     target: Target,
     flusher: FlusherControl,
     tracer: Option<rtrec_trace::Tracer>,
@@ -860,6 +916,7 @@ impl Run {
             env.device,
             rtrec_units::format_duration(plan.loop_ns())
         );
+        eprintln!("rtrec bench: every timed thread: {}", env.rt.line());
         for w in &self.warnings {
             eprintln!("rtrec bench: warning: {w}");
         }
@@ -879,6 +936,7 @@ impl Run {
                 flusher: &mut self.flusher,
                 warnings: &mut self.warnings,
                 tracer: self.tracer.as_mut(),
+                rt: &self.rt,
             };
             let r = benchmark::run_case(s, p, &mut ctx);
             for w in &self.warnings[warned..] {

@@ -83,6 +83,11 @@ pub struct Environment {
     pub command_line: Vec<String>,
     /// Start of the run, seconds since the Unix epoch.
     pub started_unix_s: u64,
+    /// The timed threads' real-time setup as asked (`--no-rt`,
+    /// `--priority`, `--cpu`) and as a probe thread was granted it before
+    /// the first case; each case's own is in its `rt`.
+    #[serde(default)]
+    pub rt: crate::producer::RtReport,
 }
 
 /// The kernel's write-back settings (`vm.dirty_*`).
@@ -250,6 +255,10 @@ pub struct CaseResult {
     /// (null without `--explain` or when tracing was not possible).
     #[serde(default)]
     pub explain: Option<rtrec_trace::Explanation>,
+    /// The scheduling the reported set's timed thread ran with (null when
+    /// no set ran).
+    #[serde(default)]
+    pub rt: Option<crate::producer::RtReport>,
     /// This case's max ÷ NOISE-FLOOR's max (null when either is missing).
     #[serde(default)]
     pub max_over_noise_floor: Option<f64>,
@@ -291,6 +300,7 @@ impl CaseResult {
             error: None,
             interrupted: false,
             explain: None,
+            rt: None,
             max_over_noise_floor: None,
             max_over_pagecache_floor: None,
         }

@@ -299,6 +299,8 @@ pub fn environment(
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        // Filled by the run, which knows what it asks for.
+        rt: crate::producer::RtReport::default(),
     }
 }
 

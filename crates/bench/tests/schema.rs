@@ -60,6 +60,11 @@ fn fake_case(name: &str, scale: u64) -> CaseResult {
     }
     c.write_samples_ns = samples;
     c.write_histogram_v2_base64 = histogram_base64(&lat);
+    c.rt = Some(rtrec_bench::producer::RtReport::from_outcome(
+        &rtrec_bench::producer::RtRequest::default(),
+        Vec::new(),
+        Some((1, 80)),
+    ));
     c
 }
 
@@ -135,6 +140,10 @@ fn the_results_table_puts_published_beside_measured_with_ratios() {
         "{t}"
     );
     assert!(t.contains("RTREC: record() on the producer"), "{t}");
+    assert!(
+        t.contains("Every case's timed thread (S1's and S2's too): SCHED_FIFO 80 (writer 79), mlockall, any CPU: granted (S1 does not state"),
+        "{t}"
+    );
 }
 
 #[test]

@@ -600,6 +600,7 @@ pub fn render(r: &BenchReport) -> String {
             "journal",
             e.journal_bytes.map_or("?".into(), rtrec_units::format_size),
         ),
+        ("timed thread", e.rt.line()),
         ("rtrec", e.rtrec_version.clone()),
         ("command", e.command_line.join(" ")),
     ] {
@@ -612,6 +613,9 @@ pub fn render(r: &BenchReport) -> String {
     b.push_str("</table>");
     for w in &r.warnings {
         let _ = write!(b, r#"<p class="warn">warning: {}</p>"#, esc(w));
+    }
+    if let Some(l) = crate::output::table::rt_line(r) {
+        let _ = write!(b, "<p>{}.</p>", esc(&l));
     }
     b.push_str("<h2>Results</h2><table><tr><th class=\"l\">case</th><th>published min</th><th>avg</th><th>max</th><th>measured min</th><th>mean</th><th>p50</th><th>p99.9</th><th>max</th><th>set maxima</th><th>missed</th></tr>");
     for c in &r.cases {

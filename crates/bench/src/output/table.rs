@@ -60,6 +60,33 @@ pub fn device_line(report: &BenchReport) -> Option<String> {
     ))
 }
 
+/// What the published studies say of their program's scheduling, beside
+/// ours (`docs/studies.md`).
+pub const PUBLISHED_SCHEDULING: &str = "S1 does not state its measuring program's scheduling; \
+     S2 says only that a high-priority thread wrote and a lower-priority one flushed";
+
+/// `Every case's timed thread: SCHED_FIFO 80 (writer 79), mlockall, any
+/// CPU: granted`, or one clause per case when they differ; `None` for a
+/// report written before the setup was recorded.
+pub fn rt_line(report: &BenchReport) -> Option<String> {
+    let lines: Vec<(&str, String)> = report
+        .cases
+        .iter()
+        .filter_map(|c| c.rt.as_ref().map(|r| (c.name.as_str(), r.line())))
+        .collect();
+    let first = &lines.first()?.1;
+    if lines.iter().all(|(_, l)| l == first) {
+        return Some(format!(
+            "Every case's timed thread (S1's and S2's too): {first} ({PUBLISHED_SCHEDULING})"
+        ));
+    }
+    let each: Vec<String> = lines.iter().map(|(n, l)| format!("{n}: {l}")).collect();
+    Some(format!(
+        "Timed threads: {} ({PUBLISHED_SCHEDULING})",
+        each.join("; ")
+    ))
+}
+
 /// `emmc (149,330 requests, 20,611 flushes, 1,256 GC pauses); emulator
 /// timing error (served − asked): mean …`: the bench's device line and each
 /// S3 variant's.
@@ -113,6 +140,9 @@ pub fn render_results(report: &BenchReport) -> String {
         let _ = writeln!(out, "Measured here: {l}.");
     }
     if let Some(l) = device_line(report) {
+        let _ = writeln!(out, "{l}.");
+    }
+    if let Some(l) = rt_line(report) {
         let _ = writeln!(out, "{l}.");
     }
     let _ = writeln!(
