@@ -152,7 +152,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end (with --study s4 also the throughput shares, to FILE-s4.svg).
+    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end (with --study s4 also the throughput shares, to FILE-s4.svg; with --study throughput the rate held per back-end against fio's).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
@@ -640,6 +640,12 @@ fn run_throughput(
                 .with_context(|| format!("writing '{}'", p.display()))?;
         }
         None => print!("{table}"),
+    }
+    if let Some(p) = &args.plot {
+        let svg = export::throughput_plot::render(&r)
+            .map_err(|e| anyhow::anyhow!("drawing the throughput plot: {e}"))?;
+        export::write_target(p, svg.as_bytes())
+            .with_context(|| format!("writing '{}'", p.display()))?;
     }
     released?;
     removed?;

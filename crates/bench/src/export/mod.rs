@@ -16,6 +16,7 @@ pub mod html;
 mod json;
 pub mod s4_plot;
 mod svg;
+pub mod throughput_plot;
 
 use std::path::{Path, PathBuf};
 
