@@ -31,7 +31,8 @@
 //!   SCHED_FIFO 80, writer 79, mlockall; `--no-rt` for normal priority),
 //!   raised after the recorder exists so its flush thread stays normal.
 //! - **A probe is a whole recording** through the engine (ring mode, the
-//!   pool, the framing `rtrec record` would choose), in a fresh directory
+//!   pool, the framing and the ring size `rtrec record` would choose for
+//!   that rate and record size), in a fresh directory
 //!   that is deleted after it, so probes do not fill the file system; a
 //!   rate whose recording would not fit in the free space is not probed
 //!   (the row then says the limit was the space, `capped`).
@@ -56,7 +57,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::Context;
-use rtrec_engine::{Config, Framing, Io, PeriodicTimer, Recorder, DEFAULT_IO_DEPTH};
+use rtrec_engine::{Config, Framing, Io, PeriodicTimer, Recorder, Workload, DEFAULT_IO_DEPTH};
 use rtrec_sys as sys;
 use serde::Serialize;
 
@@ -431,16 +432,26 @@ fn probe(
     std::fs::create_dir(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
     let period_ns = ((1e9 / rate_hz) as u64).max(1);
     let records = (ns / period_ns).max(1);
-    let ring_bytes = (16usize << 20).max(size as usize * 16);
     let mut cfg = Config {
         io,
         max_record: size as usize,
         framing: Framing::auto(size as usize),
         file_size: probe_file_bytes(size),
-        ring_bytes,
         prefix: "probe".into(),
         ..Config::default()
     };
+    // The ring `rtrec record` would size for this rate (its default stall),
+    // so a probe is judged as the recorder runs.
+    let ring_bytes = cfg
+        .sizes_for(&Workload {
+            period_ns: Some(period_ns),
+            records: Some(records),
+            fixed_size: true,
+            stall: None,
+        })
+        .ring
+        .ring_bytes;
+    cfg.ring_bytes = ring_bytes;
     cfg.rt.writer_priority = o.rt.writer_priority();
     let mut rec = Recorder::create(&dir, cfg).context("starting a throughput probe")?;
     let live = rec.live();
