@@ -77,8 +77,8 @@ pub const LOCK_FILE: &str = "lock";
 /// The lock file of the recordings writing in the directory: each holds a
 /// shared `flock` on it while it writes; one that ends gives back its
 /// files' unused tails only when it can take it exclusively (no other
-/// recording writing). The command line holds it; [`Pool::remove`]
-/// removes it with the pool.
+/// recording writing). Every pooled recorder holds it
+/// ([`WritersLock`]); [`Pool::remove`] removes it with the pool.
 pub const WRITERS_FILE: &str = "writers";
 
 /// The lock file of topping the pool up: [`Pool::refill`] and
