@@ -10,9 +10,10 @@
 //!   ([`holds`], rule [`HoldRule::Drops`], the default): 0 records dropped,
 //!   no writer error, and at the producer's last record the writer's backlog
 //!   (records queued but not yet written) at most half the ring
-//!   ([`BACKLOG_LIMIT`]): a writer that falls behind steadily would
-//!   overflow the ring in a longer probe, so ending half full does not
-//!   hold. Lateness and missed periods are reported beside it, not judged:
+//!   ([`BACKLOG_LIMIT`]) and at most 5 % of the payload offered during the
+//!   probe ([`BACKLOG_OF_OFFERED`]): a writer slower than the rate would
+//!   overflow the ring in a longer probe, and a ring sized for long stalls
+//!   would otherwise hide it in a short one. Lateness and missed periods are reported beside it, not judged:
 //!   one hypervisor hiccup makes a release late whatever the back-end does.
 //!   `--hold-rule max` (every release within one period, no missed period)
 //!   or `p99` adds the producer's schedule to the rule.
@@ -78,8 +79,13 @@ pub const MAX_STEP_DOWNS: u32 = 8;
 pub const DEFAULT_CONFIRMATIONS: u32 = 3;
 
 /// The writer keeps up when, at the producer's last record, its backlog is
-/// at most this fraction of the ring.
+/// at most this fraction of the ring …
 pub const BACKLOG_LIMIT: f64 = 0.5;
+
+/// … and at most this fraction of the payload offered during the probe:
+/// the writer stored at least 95 % of it while the producer ran. A larger
+/// ring must not let a writer slower than the rate pass a short probe.
+pub const BACKLOG_OF_OFFERED: f64 = 0.05;
 
 /// Finished files a probe keeps beside the one being written; older ones
 /// are deleted as it records.
@@ -137,6 +143,8 @@ pub struct Probe {
     pub writer_error: Option<String>,
     /// The ring's size, bytes.
     pub ring_bytes: u64,
+    /// Payload bytes the producer offered (records × size).
+    pub offered_bytes: u64,
     /// Payload bytes queued but not yet written at the producer's last
     /// record.
     pub backlog_bytes_at_end: u64,
@@ -157,12 +165,15 @@ pub struct Probe {
 
 /// True when `p` holds under `rule`: the recorder lost nothing (0 drops,
 /// no writer error) and kept up (the backlog at the producer's last record
-/// at most [`BACKLOG_LIMIT`] of the ring); `max` and `p99` also judge the
-/// producer's lateness against one period.
+/// at most [`BACKLOG_LIMIT`] of the ring and [`BACKLOG_OF_OFFERED`] of the
+/// payload offered); `max` and `p99` also judge the producer's lateness
+/// against one period.
 pub fn holds(p: &Probe, rule: HoldRule) -> bool {
+    let backlog = p.backlog_bytes_at_end as f64;
     let kept_up = p.dropped == 0
         && p.writer_error.is_none()
-        && p.backlog_bytes_at_end as f64 <= BACKLOG_LIMIT * p.ring_bytes as f64;
+        && backlog <= BACKLOG_LIMIT * p.ring_bytes as f64
+        && backlog <= BACKLOG_OF_OFFERED * p.offered_bytes as f64;
     kept_up
         && match rule {
             HoldRule::Drops => true,
@@ -487,6 +498,7 @@ fn probe(
         dropped: s.records_dropped,
         writer_error: s.error.or(s.flush.error).map(|f| f.message),
         ring_bytes: ring_bytes as u64,
+        offered_bytes: records * size,
         backlog_bytes_at_end: backlog_records * size,
         missed_periods: timer.missed(),
         max_lateness_ns: late.map_or(0, |l| l.max),
@@ -717,6 +729,7 @@ mod tests {
             dropped: 0,
             writer_error: None,
             ring_bytes: 16 << 20,
+            offered_bytes: 5000 * 16384,
             backlog_bytes_at_end: 0,
             missed_periods: 0,
             max_lateness_ns: 10_000,
@@ -761,14 +774,30 @@ mod tests {
             ..clean()
         };
         assert!(!holds(&error, HoldRule::Drops));
+        // 5 % of the 78 MiB offered is 3.9 MiB: within it holds, past it not.
+        let small = Probe {
+            backlog_bytes_at_end: 250 * 16384,
+            ..clean()
+        };
+        assert!(holds(&small, HoldRule::Drops));
+        let behind = Probe {
+            backlog_bytes_at_end: 251 * 16384,
+            ..clean()
+        };
+        assert!(!holds(&behind, HoldRule::Drops));
+        // A big probe in a small ring: half the ring is the limit.
+        let big = Probe {
+            offered_bytes: 1 << 40,
+            ..clean()
+        };
         let half = Probe {
             backlog_bytes_at_end: 8 << 20,
-            ..clean()
+            ..big.clone()
         };
         assert!(holds(&half, HoldRule::Drops));
         let over = Probe {
             backlog_bytes_at_end: (8 << 20) + 16384,
-            ..clean()
+            ..big
         };
         assert!(!holds(&over, HoldRule::Drops));
     }
