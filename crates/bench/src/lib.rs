@@ -180,7 +180,7 @@ pub struct BenchArgs {
     #[arg(long, alias = "hold", value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub probe_duration: Option<Duration>,
 
-    /// With --study throughput: how long each probe of the coarse search records (default 5s; at least --probe-duration: one phase).
+    /// With --study throughput: how long each probe of the coarse search records (default 5s, at most --probe-duration).
     #[arg(long, value_name = "DURATION", value_parser = parse_span, requires = "study")]
     pub coarse_duration: Option<Duration>,
 
