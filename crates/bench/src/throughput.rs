@@ -272,6 +272,8 @@ pub fn run(work: &Path, device_profile: &str, o: &Options) -> anyhow::Result<Thr
             };
             let mut prober =
                 |bps: f64, ns: u64, phase: &'static str| -> anyhow::Result<Option<Probe>> {
+                    // Ctrl-C or SIGTERM ends the study between probes.
+                    anyhow::ensure!(!crate::signal::interrupted(), "interrupted");
                     if bps > room_bps(work, size, ns) {
                         return Ok(None);
                     }
