@@ -119,7 +119,8 @@ fn a_crash_hole_after_the_mark_is_unfinished_and_recover_cuts_and_counts_it() {
     assert_eq!(r2.status, FileStatus::Unfinished, "{:?}", r2.notes);
     assert!(r2.crash_hole.is_none());
     assert_eq!(r2.records, broken as u64);
-    assert_eq!(r2.lost_records, last_seq + 1 - broken as u64);
+    assert_eq!(r2.cut_records, last_seq + 1 - broken as u64);
+    assert_eq!(r2.lost_records, 0);
     assert_eq!(r2.missing_records, 0);
     let loss_end = hole.start + (FRAME_HEADER_LEN + 20) as u64;
     assert_eq!(r2.durable_mark, Some(loss_end));
