@@ -342,7 +342,7 @@ fn record(
 struct Prepared {
     rec: Recorder,
     /// A pooled recording's shared lock: it is writing in the directory.
-    writing: Option<crate::disk::Writing>,
+    writing: Option<rtrec_engine::pool::WritersLock>,
     /// Ctrl-C and SIGTERM end the recording; put back when dropped.
     stop_signals: rtrec_host::signals::StopSignals,
     /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
@@ -416,7 +416,7 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     // A pooled recording says it is writing here (see crate::disk).
     let writing = (plan.cfg.alloc == Alloc::Pool)
-        .then(|| crate::disk::Writing::start(&plan.dir))
+        .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
         .flatten();
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let watchers = Watchers::start(a, plan, rec.live());
@@ -660,6 +660,7 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             timeline: &f.timeline,
             total: Total::of(a),
             ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
+            disk: &f.disk,
         };
         write_json(path, summary, &extra)?;
     }
@@ -1185,6 +1186,8 @@ struct Extra<'a> {
     total: Option<Total>,
     /// Ring mode: how the ring was sized.
     ring: Option<&'a RingSizing>,
+    /// What the recording and the pool hold on disk.
+    disk: &'a crate::disk::DiskUse,
 }
 
 /// `--total` as asked and the whole records it allows: rounded down, so
@@ -1233,6 +1236,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         timeline,
         total,
         ring,
+        disk,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -1250,6 +1254,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
     r.total_bytes = total.map(|t| t.asked_bytes);
     r.total_records = total.map(|t| t.records);
     r.ring = ring.map(serde_json::to_value).transpose()?;
+    r.disk = Some(disk.json());
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {
