@@ -11,7 +11,8 @@
 //!   no writer error, and at the producer's last record the writer's backlog
 //!   (records queued but not yet written) at most half the ring
 //!   ([`BACKLOG_LIMIT`]) and at most 5 % of the payload offered during the
-//!   probe ([`BACKLOG_OF_OFFERED`]): a writer slower than the rate would
+//!   probe ([`BACKLOG_OF_OFFERED`]) or 4 records ([`BACKLOG_RECORDS`]),
+//!   whichever is more: a writer slower than the rate would
 //!   overflow the ring in a longer probe, and a ring sized for long stalls
 //!   would otherwise hide it in a short one. Lateness and missed periods are reported beside it, not judged:
 //!   one hypervisor hiccup makes a release late whatever the back-end does.
@@ -84,8 +85,12 @@ pub const BACKLOG_LIMIT: f64 = 0.5;
 
 /// … and at most this fraction of the payload offered during the probe:
 /// the writer stored at least 95 % of it while the producer ran. A larger
-/// ring must not let a writer slower than the rate pass a short probe.
+/// ring must not let a writer slower than the rate pass a short probe …
 pub const BACKLOG_OF_OFFERED: f64 = 0.05;
+
+/// … or at most this many records, whichever is more: the last record is
+/// always still queued when the producer stops, and a slow rate offers few.
+pub const BACKLOG_RECORDS: u64 = 4;
 
 /// Finished files a probe keeps beside the one being written; older ones
 /// are deleted as it records.
@@ -143,6 +148,8 @@ pub struct Probe {
     pub writer_error: Option<String>,
     /// The ring's size, bytes.
     pub ring_bytes: u64,
+    /// Bytes per record.
+    pub record_bytes: u64,
     /// Payload bytes the producer offered (records × size).
     pub offered_bytes: u64,
     /// Payload bytes queued but not yet written at the producer's last
@@ -173,7 +180,9 @@ pub fn holds(p: &Probe, rule: HoldRule) -> bool {
     let kept_up = p.dropped == 0
         && p.writer_error.is_none()
         && backlog <= BACKLOG_LIMIT * p.ring_bytes as f64
-        && backlog <= BACKLOG_OF_OFFERED * p.offered_bytes as f64;
+        && backlog
+            <= (BACKLOG_OF_OFFERED * p.offered_bytes as f64)
+                .max((BACKLOG_RECORDS * p.record_bytes) as f64);
     kept_up
         && match rule {
             HoldRule::Drops => true,
@@ -500,6 +509,7 @@ fn probe(
         dropped: s.records_dropped,
         writer_error: s.error.or(s.flush.error).map(|f| f.message),
         ring_bytes: ring_bytes as u64,
+        record_bytes: size,
         offered_bytes: records * size,
         backlog_bytes_at_end: backlog_records * size,
         missed_periods: timer.missed(),
@@ -731,6 +741,7 @@ mod tests {
             dropped: 0,
             writer_error: None,
             ring_bytes: 16 << 20,
+            record_bytes: 16384,
             offered_bytes: 5000 * 16384,
             backlog_bytes_at_end: 0,
             missed_periods: 0,
@@ -802,6 +813,22 @@ mod tests {
             ..big
         };
         assert!(!holds(&over, HoldRule::Drops));
+        // A slow rate: the last records still queued are not falling behind.
+        let slow = Probe {
+            record_bytes: 1 << 20,
+            offered_bytes: 2 << 20,
+            ring_bytes: 64 << 20,
+            backlog_bytes_at_end: 1 << 20,
+            ..clean()
+        };
+        assert!(holds(&slow, HoldRule::Drops));
+        assert!(!holds(
+            &Probe {
+                backlog_bytes_at_end: 5 << 20,
+                ..slow
+            },
+            HoldRule::Drops
+        ));
     }
 
     /// A device that keeps up with everything at or below `limit` bytes/s
