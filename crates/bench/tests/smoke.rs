@@ -178,7 +178,8 @@ fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
         .map(|r| r["io"].as_str().unwrap())
         .collect();
     assert_eq!(ios, ["buffered", "direct", "uring", "uring-buffered"]);
-    assert_eq!(v["hold_rule"], "max");
+    assert_eq!(v["hold_rule"], "drops");
+    assert_eq!(v["rt"]["requested"], true);
     for r in v["rows"].as_array().unwrap() {
         assert_eq!(r["record_bytes"], 16384);
         let probes = r["probes"].as_array().unwrap();
