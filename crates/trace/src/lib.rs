@@ -22,6 +22,7 @@ pub mod args;
 pub mod attribute;
 pub mod cause;
 pub mod parse;
+pub mod producer;
 pub mod session;
 pub mod table;
 pub mod tracer;
