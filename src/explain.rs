@@ -21,7 +21,12 @@ pub struct Tracing(Tracer);
 /// Starts tracing the recording in `dir` if `--explain` was given; without
 /// root or tracefs prints one sentence and returns `None` (the recording
 /// goes on without attribution).
-pub fn start(a: &ExplainArgs, dir: &Path) -> Option<Tracing> {
+pub fn start(
+    a: &ExplainArgs,
+    dir: &Path,
+    period_ns: Option<u64>,
+    cpu: Option<usize>,
+) -> Option<Tracing> {
     let mut t = match a.tracer() {
         Ok(t) => t?,
         Err(sentence) => {
@@ -29,6 +34,9 @@ pub fn start(a: &ExplainArgs, dir: &Path) -> Option<Tracing> {
             return None;
         }
     };
+    // The caller (this thread) is the producer.
+    t.producer.period_ns = period_ns;
+    t.producer.cpu = cpu.map(|c| c as u32);
     let writer = rtrec_trace::threads_named("rtrec-writer");
     let timed = if writer.is_empty() {
         vec![rtrec_sys::gettid()]
@@ -47,8 +55,15 @@ pub fn start(a: &ExplainArgs, dir: &Path) -> Option<Tracing> {
 impl Tracing {
     /// Stops tracing and attributes the slow calls; a failure is one
     /// sentence on stderr and no attribution.
-    pub fn finish(mut self) -> Option<Explanation> {
-        let x = self.0.stop("record");
+    /// The missed periods the recorder counted (`missed_periods`) and the
+    /// trace did not see are counted as unattributed.
+    pub fn finish(mut self, missed_periods: u64) -> Option<Explanation> {
+        let x = self.0.stop("record").map(|mut x| {
+            if let Some(p) = x.producer.as_mut() {
+                p.reconcile(missed_periods);
+            }
+            x
+        });
         if let Err(e) = self.0.session.remove() {
             eprintln!("rtrec: removing the tracefs instance: {e}");
         }
@@ -60,7 +75,7 @@ impl Tracing {
 /// The attribution table, as `rtrec bench` prints it per case.
 pub fn print(x: &Explanation, to_stderr: bool) {
     let text = format!(
-        "attribution of the slow write() calls (--explain):\n{}",
+        "attribution of the slow write() calls and the producer's figures (--explain):\n{}",
         rtrec_trace::table::render(x, None)
     );
     if to_stderr {

@@ -418,7 +418,12 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let writing = (plan.cfg.alloc == Alloc::Pool)
         .then(|| crate::disk::Writing::start(&plan.dir))
         .flatten();
-    let tracing = crate::explain::start(&a.explain, &plan.dir);
+    let period_ns = match plan.source {
+        Source::Synthetic { period_ns } => Some(period_ns),
+        _ => None,
+    };
+    let cpu = plan.rt.as_ref().and_then(|r| r.cpu);
+    let tracing = crate::explain::start(&a.explain, &plan.dir, period_ns, cpu);
     let watchers = Watchers::start(a, plan, rec.live());
     Ok(Prepared {
         rec,
@@ -626,7 +631,8 @@ fn finish(
     if let Some(t) = &ran.timer {
         summary.attach_schedule(t);
     }
-    let explained = p.tracing.and_then(crate::explain::Tracing::finish);
+    let missed = summary.missed_periods;
+    let explained = p.tracing.and_then(|t| t.finish(missed));
     let device = match trial {
         Some(t) => Some(t.keep(&mut summary, plan.workload.period_ns)?),
         None => None,

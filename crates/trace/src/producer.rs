@@ -301,7 +301,7 @@ pub fn attribute_producer(
             woke = Some(e.ts_ns);
             if let Some(planned) = expires.take() {
                 let late = e.ts_ns.saturating_sub(planned);
-                let missed = if period > 0 { late / period } else { 0 };
+                let missed = late.checked_div(period).unwrap_or(0);
                 if missed > 0 || (period > 0 && late > late_ns) {
                     windows.push(Window {
                         kind: if missed > 0 { Kind::Missed } else { Kind::Late },
@@ -398,9 +398,9 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
     let mut irq_depth = 0u32;
     let mut irq_name = String::new();
     let mut faults = 0u64;
-    // While runnable: time each other task held the CPU.
-    let mut ran: HashMap<String, u64> = HashMap::new();
-    let mut ran_since = w.a;
+    // The task on the producer's CPU (an interrupt's events carry the
+    // task it interrupted): who ran instead while it was runnable.
+    let mut cur = cpu.map_or_else(|| "?".to_string(), |c| task_on(&events[..from], c, tid));
     let mut waker = String::new();
     let on_cpu_name = |kind: Kind| match kind {
         Kind::SlowRecord => "rtrec's own (on CPU)".to_string(),
@@ -410,18 +410,11 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
                  add: &mut dyn FnMut(Share, String, u64),
                  ns: u64,
                  faults: u64,
-                 ran: &HashMap<String, u64>,
+                 cur: &str,
                  waker: &str| match st {
         St::Running if faults > 0 => add(Share::PageFault, "page faults".into(), ns),
         St::Running => add(Share::OnCpu, on_cpu_name(w.kind), ns),
-        St::Runnable => {
-            let who = ran
-                .iter()
-                .max_by_key(|(_, v)| **v)
-                .map(|(k, _)| k.clone())
-                .unwrap_or_else(|| "?".into());
-            add(Share::Runnable, format!("preempted by {who}"), ns)
-        }
+        St::Runnable => add(Share::Runnable, format!("preempted by {cur}"), ns),
         St::Sleeping => add(Share::TimerIrqLatency, "timer IRQ latency".into(), ns),
         St::Blocked => add(Share::Blocked, format!("blocked (woken by {waker})"), ns),
         St::Unknown => add(Share::Unattributed, UNATTRIBUTED.into(), ns),
@@ -429,18 +422,20 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
     for e in events[from..].iter().take_while(|e| e.ts_ns <= w.b) {
         let ts = e.ts_ns;
         let on_cpu = cpu == Some(e.cpu);
+        // The event at `ts` ran on the task that held the CPU until then.
+        if on_cpu && e.tid != tid {
+            cur.clone_from(&e.comm);
+        }
         match e.name.as_str() {
             "irq_handler_entry" | "softirq_entry" | "local_timer_entry" if on_cpu => {
                 if irq_depth == 0 {
-                    close(&st, &mut add, ts - last, faults, &ran, &waker);
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
                     last = ts;
                     irq_name = irq_label(e);
                 }
                 irq_depth += 1;
             }
-            "irq_handler_exit" | "softirq_exit" | "local_timer_exit"
-                if on_cpu && irq_depth > 0 =>
-            {
+            "irq_handler_exit" | "softirq_exit" | "local_timer_exit" if on_cpu && irq_depth > 0 => {
                 irq_depth -= 1;
                 if irq_depth == 0 {
                     let share = if st == St::Sleeping {
@@ -460,14 +455,13 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
             "page_fault_user" if e.tid == tid => faults += 1,
             "sched_switch" if e.num("prev_pid") == Some(t) => {
                 if irq_depth == 0 {
-                    close(&st, &mut add, ts - last, faults, &ran, &waker);
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
                     last = ts;
                 }
                 faults = 0;
                 cpu = Some(e.cpu);
                 st = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
-                    ran.clear();
-                    ran_since = ts;
+                    cur = task(e.field("next_comm"));
                     St::Runnable
                 } else if w.kind == Kind::SlowRecord {
                     St::Blocked
@@ -476,28 +470,30 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
                 };
             }
             "sched_switch" if e.num("next_pid") == Some(t) => {
-                if st == St::Runnable {
-                    *ran.entry(task(e.field("prev_comm"))).or_default() += ts - ran_since;
-                }
                 if irq_depth == 0 {
-                    close(&st, &mut add, ts - last, faults, &ran, &waker);
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
                     last = ts;
                 }
                 cpu = Some(e.cpu);
                 st = St::Running;
             }
             "sched_switch" if on_cpu && st == St::Runnable => {
-                *ran.entry(task(e.field("prev_comm"))).or_default() += ts - ran_since;
-                ran_since = ts;
+                close(&st, &mut add, ts - last, faults, &cur, &waker);
+                last = ts;
+                cur = task(e.field("next_comm"));
             }
             "sched_waking" | "sched_wakeup"
                 if e.num("pid") == Some(t) && matches!(st, St::Sleeping | St::Blocked) =>
             {
                 // The timer's own interrupt is still timer IRQ latency.
                 if irq_depth > 0 && st == St::Sleeping {
-                    add(Share::TimerIrqLatency, "timer IRQ latency".into(), ts - last);
+                    add(
+                        Share::TimerIrqLatency,
+                        "timer IRQ latency".into(),
+                        ts - last,
+                    );
                 } else {
-                    close(&st, &mut add, ts - last, faults, &ran, &waker);
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
                 }
                 last = ts;
                 waker = e.comm.clone();
@@ -506,9 +502,10 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
                 if target != cpu {
                     irq_depth = 0;
                 }
-                cpu = target;
-                ran.clear();
-                ran_since = ts;
+                if target != cpu {
+                    cpu = target;
+                    cur = cpu.map_or_else(|| "?".to_string(), |c| task_on(&events[..from], c, tid));
+                }
                 st = St::Runnable;
             }
             _ => {}
@@ -517,22 +514,7 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
     if irq_depth > 0 {
         add(Share::Irq, irq_name.clone(), w.b - last);
     } else {
-        if st == St::Runnable {
-            // The task on the CPU at the end is who ran instead.
-            if ran.is_empty() {
-                if let Some(c) = cpu {
-                    let to = events.partition_point(|e| e.ts_ns <= w.b);
-                    let here = events[from..to]
-                        .iter()
-                        .rev()
-                        .find(|e| e.cpu == c && e.tid != tid);
-                    if let Some(e) = here {
-                        ran.insert(task(Some(&e.comm)), w.b - ran_since);
-                    }
-                }
-            }
-        }
-        close(&st, &mut add, w.b - last, faults, &ran, &waker);
+        close(&st, &mut add, w.b - last, faults, &cur, &waker);
     }
     let on_cpu_ns: u64 = parts
         .iter()
@@ -557,6 +539,16 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
     }
 }
 
+/// The task last seen on `cpu` in `before` (other than `tid`).
+fn task_on(before: &[Event], cpu: u32, tid: i32) -> String {
+    before
+        .iter()
+        .rev()
+        .take(100_000)
+        .find(|e| e.cpu == cpu && e.tid != tid)
+        .map_or_else(|| "?".to_string(), |e| e.comm.clone())
+}
+
 /// A task's name for the table: its comm.
 fn task(comm: Option<&str>) -> String {
     comm.unwrap_or("?").to_string()
@@ -567,8 +559,10 @@ fn task(comm: Option<&str>) -> String {
 pub fn steal_in(samples: &[(u64, Vec<u64>)], cpu: usize, a: u64, b: u64) -> u64 {
     let i = samples.partition_point(|s| s.0 <= a);
     let j = samples.partition_point(|s| s.0 < b);
-    let (Some(s0), Some(s1)) = (i.checked_sub(1).and_then(|i| samples.get(i)), samples.get(j))
-    else {
+    let (Some(s0), Some(s1)) = (
+        i.checked_sub(1).and_then(|i| samples.get(i)),
+        samples.get(j),
+    ) else {
         return 0;
     };
     match (s0.1.get(cpu), s1.1.get(cpu)) {
@@ -689,13 +683,19 @@ mod tests {
         assert_eq!(s.duration_ns, 50_000);
         assert_eq!(s.cause, "IRQ (virtio0)");
         assert_eq!(s.on_cpu_ns, 20_000);
-        assert_eq!(x.slow_records.line("slow record() calls"), "1 slow record() calls: 1 IRQ (virtio0)");
+        assert_eq!(
+            x.slow_records.line("slow record() calls"),
+            "1 slow record() calls: 1 IRQ (virtio0)"
+        );
     }
 
     #[test]
     fn steal_explains_only_what_nothing_else_does_and_the_on_cpu_time_is_kept() {
         // The steal counter of CPU 0 advanced by 10 ms around the record().
-        let steal = vec![(100_004_000_000, vec![0]), (100_010_000_000, vec![10_000_000])];
+        let steal = vec![
+            (100_004_000_000, vec![0]),
+            (100_010_000_000, vec![10_000_000]),
+        ];
         let x = attribute_producer(&parse(TRACE), &spec(), &steal);
         let s = x.worst.iter().find(|i| i.kind == Kind::SlowRecord).unwrap();
         assert_eq!(s.cause, "IRQ (virtio0)");
