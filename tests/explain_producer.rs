@@ -86,3 +86,37 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
         "the competitor is named among the causes: {p}"
     );
 }
+
+#[test]
+fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period() {
+    if !rtrec_host::loopfs::require_privileged(
+        "the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period",
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("endurance.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["bench", "--study", "endurance", "--writes", "2000"])
+        .args(["--period", "1ms", "--json"])
+        .arg(&json)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("missed periods"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let e = &r["endurance"];
+    assert_eq!(e["records_written"], 2000, "{e}");
+    let tally = &e["producer"]["missed_periods"];
+    let by_cause: u64 = tally["causes"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(tally["total"], e["missed_periods"], "{e}");
+    assert_eq!(by_cause, e["missed_periods"].as_u64().unwrap(), "{e}");
+}

@@ -26,6 +26,8 @@
 //!   log checked against the durability contract;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
 //!   rate against the device's bandwidth;
+//! - [`endurance`]: `--study endurance`, one long `record --rt --explain`
+//!   with every slow `record()` and missed period attributed;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
 //!   [`Error::Failed`] for what fails while it runs (exit code 1).
 //!
@@ -40,6 +42,7 @@
 pub mod benchmark;
 pub mod bgload;
 pub mod crash;
+pub mod endurance;
 mod error;
 pub mod explain;
 pub mod export;
@@ -85,7 +88,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size).
+    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size); or `endurance` alone (one long record --rt --explain: --writes records, default 1,000,000, of --size, default 1KiB, every --period, default 1ms; every slow record() and missed period attributed).
     #[arg(long, value_delimiter = ',', value_name = "S1,S2")]
     pub study: Vec<String>,
 
@@ -315,6 +318,11 @@ fn throughput_asked(names: &[String]) -> bool {
     names.len() == 1 && names[0].eq_ignore_ascii_case("throughput")
 }
 
+/// True when `--study endurance` was given (it runs alone).
+fn endurance_asked(names: &[String]) -> bool {
+    names.len() == 1 && names[0].eq_ignore_ascii_case("endurance")
+}
+
 /// True when `--study crash` was given (it runs alone).
 fn crash_asked(names: &[String]) -> bool {
     names.len() == 1 && names[0].eq_ignore_ascii_case("crash")
@@ -333,8 +341,8 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             "s3" => s3 = true,
             "s4" => s4 = true,
             // Runs alone, instead of the cases (see `throughput_asked`).
-            "throughput" | "crash" if names.len() == 1 => {}
-            "throughput" | "crash" => {
+            "throughput" | "crash" | "endurance" if names.len() == 1 => {}
+            "throughput" | "crash" | "endurance" => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
                     hint: format!("the {n} study runs alone: give --study {n} by itself"),
@@ -608,6 +616,39 @@ fn write_json(p: &std::path::Path, r: &impl serde::Serialize) -> anyhow::Result<
     export::write_target(p, text.as_bytes()).with_context(|| format!("writing '{}'", p.display()))
 }
 
+/// `--study endurance` with the global lock held (in `flusher`): one
+/// `rtrec record --rt --explain` in the target's directory.
+fn run_endurance(args: &BenchArgs, target: Target, flusher: FlusherControl) -> anyhow::Result<i32> {
+    let opts = endurance::Options {
+        count: args.writes.unwrap_or(endurance::COUNT),
+        period_ns: args
+            .period
+            .map_or(endurance::PERIOD_NS, |d| d.as_nanos() as u64),
+        size: args.size.unwrap_or(endurance::SIZE),
+        cpu: std::thread::available_parallelism().map_or(0, |n| n.get() - 1),
+        rtrec: std::env::current_exe().context("finding the rtrec executable")?,
+        dir: target.work.clone(),
+    };
+    let r = endurance::run(&opts);
+    let released = flusher.finish();
+    let removed = target.remove();
+    let r = r?;
+    let table = endurance::render(&r);
+    match &args.json {
+        Some(p) if p.as_os_str() == export::STDOUT => eprint!("{table}"),
+        _ => print!("{table}"),
+    }
+    if let Some(p) = &args.json {
+        write_json(
+            p,
+            &serde_json::json!({ "schema_version": SCHEMA_VERSION, "endurance": r }),
+        )?;
+    }
+    released?;
+    removed?;
+    Ok(0)
+}
+
 /// `--study crash` with the global lock held (in `flusher`); its own
 /// images are made and removed by [`crash::run`], `target` only gives the
 /// environment. Exit code 1 when a violation was found.
@@ -744,6 +785,9 @@ fn run_plan(
     }
     if crash_asked(&args.study) {
         return run_crash(args, target, flusher);
+    }
+    if endurance_asked(&args.study) {
+        return run_endurance(args, target, flusher);
     }
     let mut run = Run {
         report: empty_report(args, &target, &flusher),

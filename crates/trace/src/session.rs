@@ -532,11 +532,15 @@ fn chunk(
 }
 
 /// Whether the slow-call attribution needs `e`: the producer's own timer,
-/// sleep and faults, and interrupts on other threads, it does not.
+/// sleep and faults, interrupts on other threads and the ext4 events, it
+/// does not.
 fn for_slow_calls(e: &Event, keep: &[i32], producer: Option<i32>) -> bool {
     let watched = |v: Option<i64>| v.is_some_and(|t| keep.contains(&(t as i32)));
     match e.name.as_str() {
         "hrtimer_start" | "sys_clock_nanosleep" | "page_fault_user" => false,
+        // The device's ext4 events are kept for the raw trace only: on a
+        // shared root file system they are every process's writes.
+        n if n.starts_with("ext4_") => false,
         n if n.starts_with("irq_handler")
             || n.starts_with("softirq")
             || n.starts_with("local_timer") =>
