@@ -342,7 +342,7 @@ fn record(
 struct Prepared {
     rec: Recorder,
     /// A pooled recording's shared lock: it is writing in the directory.
-    writing: Option<crate::disk::Writing>,
+    writing: Option<rtrec_engine::pool::WritersLock>,
     /// Ctrl-C and SIGTERM end the recording; put back when dropped.
     stop_signals: rtrec_host::signals::StopSignals,
     /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
@@ -416,7 +416,7 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     // A pooled recording says it is writing here (see crate::disk).
     let writing = (plan.cfg.alloc == Alloc::Pool)
-        .then(|| crate::disk::Writing::start(&plan.dir))
+        .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
         .flatten();
     let period_ns = match plan.source {
         Source::Synthetic { period_ns } => Some(period_ns),
@@ -666,6 +666,7 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             timeline: &f.timeline,
             total: Total::of(a),
             ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
+            disk: &f.disk,
         };
         write_json(path, summary, &extra)?;
     }
@@ -1191,6 +1192,8 @@ struct Extra<'a> {
     total: Option<Total>,
     /// Ring mode: how the ring was sized.
     ring: Option<&'a RingSizing>,
+    /// What the recording and the pool hold on disk.
+    disk: &'a crate::disk::DiskUse,
 }
 
 /// `--total` as asked and the whole records it allows: rounded down, so
@@ -1239,6 +1242,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         timeline,
         total,
         ring,
+        disk,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -1256,6 +1260,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
     r.total_bytes = total.map(|t| t.asked_bytes);
     r.total_records = total.map(|t| t.records);
     r.ring = ring.map(serde_json::to_value).transpose()?;
+    r.disk = Some(disk.json());
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

@@ -77,9 +77,53 @@ pub const LOCK_FILE: &str = "lock";
 /// The lock file of the recordings writing in the directory: each holds a
 /// shared `flock` on it while it writes; one that ends gives back its
 /// files' unused tails only when it can take it exclusively (no other
-/// recording writing). The command line holds it; [`Pool::remove`]
-/// removes it with the pool.
+/// recording writing). Every pooled recorder holds it
+/// ([`WritersLock`]); [`Pool::remove`] removes it with the pool.
 pub const WRITERS_FILE: &str = "writers";
+
+/// The lock file of topping the pool up: [`Pool::refill`] and
+/// [`Pool::prepare`] hold an exclusive `flock` on it while they count the
+/// ready files and prepare the missing ones, so recorders that end at once
+/// prepare what is missing once, not once each. It is a lock of its own,
+/// not [`LOCK_FILE`], because it is held across zero-filling, which the
+/// name lock never is; a recorder waiting for it is past its last record.
+pub const REFILL_FILE: &str = "refill";
+
+/// A recording writing in a directory: a shared `flock` on
+/// `.pool/writers` ([`WRITERS_FILE`]), released when dropped. Every pooled
+/// [`crate::Recorder`] holds one from its creation until it is dropped,
+/// whichever program made it (the command line, the C library, the
+/// bench), so a recording that ends can tell whether it is the only one
+/// writing in the directory ([`WritersLock::alone`]) before it gives back
+/// its files' unused tails.
+pub struct WritersLock {
+    file: File,
+}
+
+impl WritersLock {
+    /// Takes the shared lock of the pool of the recording directory `dir`;
+    /// `None` when the directory has no pool or the lock cannot be taken
+    /// (then nobody gives back a tail on the strength of it). Waits while
+    /// a recording that ended alone gives back its tails (a few
+    /// `ftruncate` calls): a recorder takes it in
+    /// [`crate::Recorder::create`], before its first record.
+    pub fn take(dir: &Path) -> Option<WritersLock> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(POOL_DIR).join(WRITERS_FILE))
+            .ok()?;
+        sys::lock_shared(&file).ok()?;
+        Some(WritersLock { file })
+    }
+
+    /// True when no other recording holds the lock; this one then holds it
+    /// exclusively until dropped. Never waits.
+    pub fn alone(&self) -> bool {
+        sys::lock_exclusive(&self.file, false).unwrap_or(false)
+    }
+}
 
 /// A process-wide counter that makes the names of slots and temporary
 /// files this process creates unique among its threads.
@@ -326,14 +370,20 @@ impl Pool {
     }
 
     fn lock_dir(d: &sys::Dir) -> Result<PoolLock, Error> {
-        let path = d.join(LOCK_FILE);
+        Self::lock_named(d, LOCK_FILE)
+    }
+
+    /// The exclusive `flock` on the lock file `name` in the pool directory
+    /// (created if missing), blocking until the holder releases it.
+    fn lock_named(d: &sys::Dir, name: &str) -> Result<PoolLock, Error> {
+        let path = d.join(name);
         let file = loop {
-            match d.open_existing_nofollow(LOCK_FILE, true) {
+            match d.open_existing_nofollow(name, true) {
                 Ok(f) => break f,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io("opening the lock file", &path, e)),
             }
-            match d.create_excl(LOCK_FILE, 0o644) {
+            match d.create_excl(name, 0o644) {
                 Ok(f) => break f,
                 // Created by another recorder meanwhile: open theirs.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -584,8 +634,10 @@ impl Pool {
                     .map_err(|e| Error::io("removing", &self.dir.join(n), e))?;
             }
         }
-        d.remove_file(WRITERS_FILE)
-            .map_err(|e| Error::io("removing", &self.dir.join(WRITERS_FILE), e))?;
+        for lock_file in [WRITERS_FILE, REFILL_FILE] {
+            d.remove_file(lock_file)
+                .map_err(|e| Error::io("removing", &self.dir.join(lock_file), e))?;
+        }
         d.remove_file(LOCK_FILE)
             .map_err(|e| Error::io("removing", &self.dir.join(LOCK_FILE), e))?;
         drop((lock, d));
@@ -602,6 +654,8 @@ impl Pool {
     /// As [`Pool::prepare_one`].
     pub fn refill(&self, used: u64) -> Result<u32, Error> {
         let want = (used.max(1)).min(self.meta.files as u64) as u32;
+        // Counted and topped up under the refill lock (see [`REFILL_FILE`]).
+        let _refill = Self::lock_named(&self.open_dir()?, REFILL_FILE)?;
         let have = self
             .ready()
             .map_err(|e| Error::io("listing", &self.dir, e))?
@@ -655,6 +709,7 @@ impl Pool {
     /// Tops the pool up to its target; `progress(done, todo)` after each file.
     /// Returns how many files were prepared.
     pub fn prepare(&self, mut progress: impl FnMut(u32, u32)) -> Result<u32, Error> {
+        let _refill = Self::lock_named(&self.open_dir()?, REFILL_FILE)?;
         let have = self
             .ready()
             .map_err(|e| Error::io("listing", &self.dir, e))?
