@@ -85,7 +85,7 @@ pub fn run(o: &Options) -> anyhow::Result<Endurance> {
         "--period".into(),
         format!("{}ns", o.period_ns),
         "--size".into(),
-        o.size.to_string(),
+        format!("{}B", o.size),
         "--count".into(),
         o.count.to_string(),
         "--explain".into(),
