@@ -254,7 +254,7 @@ fn ring_warnings(plan: &Plan) -> Vec<String> {
     }
     let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
     if locks && rtrec_sys::effective_uid() != 0 {
-        if let Ok(Some(limit)) = rt::memlock_limit() {
+        if let Some(limit) = rtrec_sys::memlock_limit() {
             if limit < r.ring_bytes as u64 {
                 out.push(format!(
                     "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
