@@ -22,6 +22,7 @@ targets=(
 # artifact file, row name
 artifacts=(
   "rtrec full"
+  "rtrec-record-only record-only"
   "librtrec.so librtrec.so"
 )
 doc=docs/embedded.md

@@ -57,6 +57,7 @@ struct Plan {
 /// the command line's parsers, checked together and resolved into a plan
 /// (no I/O).
 fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
+    crate::cli::record_features(a)?;
     let period_ns = a.period.ns();
     let size = a.size.bytes();
     let max_line = a.max_line.bytes();
@@ -597,7 +598,7 @@ struct Finished {
     disk: crate::disk::DiskUse,
     outcome: Outcome,
     rss: Option<Vec<(u64, u64)>>,
-    explained: Option<rtrec_trace::Explanation>,
+    explained: Option<crate::explain::Explanation>,
     device: Option<crate::device::DeviceReport>,
     /// `--timeline`'s producer-side samples.
     timeline: Timeline,
@@ -1174,7 +1175,7 @@ struct Extra<'a> {
     /// `--rss`: resident memory after so many events.
     rss: Option<&'a [(u64, u64)]>,
     /// `--explain`: the slow calls' attribution.
-    explained: Option<&'a rtrec_trace::Explanation>,
+    explained: Option<&'a crate::explain::Explanation>,
     /// `--io-class` / `--io-weight`: what was applied.
     isolation: Option<&'a crate::isolation::Applied>,
     /// `--device`: the emulated device.
