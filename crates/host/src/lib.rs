@@ -25,15 +25,16 @@
 //! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
 //! | [`mounts`] | the mount table, unmounting |
 //! | [`machine`] | facts of the machine, read only: block device of a path, journal size, CPU, clocks, memory, user-mode emulation |
-//! | [`allowlist`] | which journal entries of other processes a restore obeys |
 //! | [`loopdev`] | `losetup`, backing files of loop devices |
 //! | `undo` | how each kind of change is put back (dispatch) |
 //! | `lockfile` | `flock`ed lock files; which locks this process holds |
 //! | [`journal`] | the persisted journal of one process, [`Journal`], [`Restorer`] |
+//! | [`tracefs`] | tracefs switches and instances, changed through a journal |
+//! | [`allowlist`] | which journal entries of other processes a restore obeys |
 //! | [`restore`] | putting back what dead owners left |
 //! | [`signals`] | SIGINT/SIGTERM/SIGHUP as a flag; counting signals |
 //! | [`lock`] | the machine-wide [`GlobalLock`]: waiting for it (interruptible, with a timeout) |
-//! | [`sysctl`], [`iosched`], [`tracefs`] | kernel knobs changed through a journal |
+//! | [`sysctl`], [`iosched`] | kernel knobs changed through a journal |
 //! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
 //! | [`tmpfs`] | a tmpfs of our own, mounted and put back through the journal |
 //! | [`cgroup`] | the I/O cgroup hierarchy (v1 `blkio` or v2) and rtrec's own groups in it |
