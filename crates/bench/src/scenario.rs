@@ -541,6 +541,7 @@ impl Scenario {
             flush_every: protocol.flush_every_bytes,
             file_size: protocol.file_bytes,
             max_record: base.max_record.max(protocol.record_bytes as usize),
+            ring_bytes: protocol.ring_bytes.map_or(base.ring_bytes, |b| b as usize),
             keep_write_samples: protocol.writes as usize,
             prefix: "bench".into(),
             ..base
