@@ -133,7 +133,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_record_size)]
     pub size: Option<u64>,
 
-    /// The ring of the recording cases in ring mode (RTREC…): `auto`, sized as `rtrec record --ring auto` sizes it for --period, --size and --device's worst stall, or a size (default: the engine's 16 MiB).
+    /// The ring of the recording cases in ring mode (RTREC…): `auto`, sized as `rtrec record --ring auto` sizes it for --period, --size and --device's worst stall, or a size (default: the engine's 16 MiB); with it, the largest record is --size, as with `rtrec record --size`.
     #[arg(long, value_name = "auto|SIZE", value_parser = parse_ring)]
     pub ring: Option<protocol::Ring>,
 
