@@ -57,6 +57,7 @@ struct Plan {
 /// the command line's parsers, checked together and resolved into a plan
 /// (no I/O).
 fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
+    crate::cli::record_features(a)?;
     let period_ns = a.period.ns();
     let size = a.size.bytes();
     let max_line = a.max_line.bytes();
@@ -254,7 +255,7 @@ fn ring_warnings(plan: &Plan) -> Vec<String> {
     }
     let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
     if locks && rtrec_sys::effective_uid() != 0 {
-        if let Ok(Some(limit)) = rt::memlock_limit() {
+        if let Some(limit) = rtrec_sys::memlock_limit() {
             if limit < r.ring_bytes as u64 {
                 out.push(format!(
                     "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
@@ -602,7 +603,7 @@ struct Finished {
     disk: crate::disk::DiskUse,
     outcome: Outcome,
     rss: Option<Vec<(u64, u64)>>,
-    explained: Option<rtrec_trace::Explanation>,
+    explained: Option<crate::explain::Explanation>,
     device: Option<crate::device::DeviceReport>,
     /// `--timeline`'s producer-side samples.
     timeline: Timeline,
@@ -1181,7 +1182,7 @@ struct Extra<'a> {
     /// `--rss`: resident memory after so many events.
     rss: Option<&'a [(u64, u64)]>,
     /// `--explain`: the slow calls' attribution.
-    explained: Option<&'a rtrec_trace::Explanation>,
+    explained: Option<&'a crate::explain::Explanation>,
     /// `--io-class` / `--io-weight`: what was applied.
     isolation: Option<&'a crate::isolation::Applied>,
     /// `--device`: the emulated device.

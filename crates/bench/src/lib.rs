@@ -136,6 +136,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_record_size)]
     pub size: Option<u64>,
 
+    /// The ring of the recording cases in ring mode (RTREC…): `auto`, sized as `rtrec record --ring auto` sizes it for --period, --size and --device's worst stall, or a size (default: the engine's 16 MiB); with it, the largest record is --size, as with `rtrec record --size`.
+    #[arg(long, value_name = "auto|SIZE", value_parser = parse_ring)]
+    pub ring: Option<protocol::Ring>,
+
     /// Run on this existing directory instead of our own ext4 image (warns about each of the study's conditions it does not meet).
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
@@ -219,6 +223,16 @@ pub struct BenchArgs {
     /// `--explain`, `--explain-threshold`, `--explain-raw`.
     #[command(flatten)]
     pub explain: rtrec_trace::ExplainArgs,
+}
+
+/// `--ring`: `auto` or a size.
+fn parse_ring(s: &str) -> Result<protocol::Ring, String> {
+    if s == "auto" {
+        return Ok(protocol::Ring::Auto);
+    }
+    rtrec_units::value::size(s)
+        .map(|v| protocol::Ring::Fixed(v.bytes()))
+        .map_err(|e| e.to_string())
 }
 
 /// `--device`: a shipped profile's name or a profile file, loaded and
@@ -420,6 +434,11 @@ impl Plan {
             writes: a.writes,
             period_ns: a.period.map(|d| d.as_nanos() as u64),
             record_bytes: a.size,
+            ring: a.ring,
+            stall: a.device.as_ref().map(|d| rtrec_engine::Stall {
+                ns: d.profile.worst_stall_ns(),
+                source: rtrec_engine::StallSource::Device,
+            }),
         };
         let cases = selected
             .into_iter()
@@ -432,6 +451,20 @@ impl Plan {
                     reason: e.to_string(),
                 })?;
             }
+        }
+        if let Some(p) = cases
+            .iter()
+            .find_map(|(_, p)| p.ring_bytes.is_some().then_some(p))
+        {
+            let ring = p.ring_bytes.unwrap_or_default();
+            let secs = rtrec_engine::sizing::ring_seconds(ring, p.record_bytes, Some(p.period_ns));
+            eprintln!(
+                "rtrec bench: --ring {}: the recording cases' ring holds {:.2} s of {} every {} ms",
+                rtrec_units::format_size(ring),
+                secs.unwrap_or(0.0),
+                rtrec_units::format_size(p.record_bytes),
+                p.period_ns as f64 / 1e6
+            );
         }
         if a.with_fio && !s4 {
             return Err(Error::Unavailable(
