@@ -355,9 +355,9 @@ struct Prepared {
 }
 
 /// Stage two: everything a recording needs before its first record —
-/// the directory, signal handlers, real-time settings, trigger sources, a
-/// crashed recording moved back, the cgroup, the recorder itself, tracing
-/// and the threads that watch it. Nothing has been recorded if it fails.
+/// the directory, signal handlers, trigger sources, a crashed recording
+/// moved back, the cgroup, the recorder itself, tracing, the threads that
+/// watch it, and last the real-time settings of the calling thread. Nothing has been recorded if it fails.
 fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
@@ -365,11 +365,6 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let stop_signals = signals::install()?;
     for w in ring_warnings(plan) {
         eprintln!("rtrec: warning: {w}");
-    }
-    if let Some(setup) = &plan.rt {
-        for w in rt::apply(setup) {
-            eprintln!("rtrec: warning: {w} (recording without it)");
-        }
     }
     // A flight recorder always takes SIGUSR1 as a trigger (its default
     // action would kill the recorder and lose the window).
@@ -426,6 +421,16 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let cpu = plan.rt.as_ref().and_then(|r| r.cpu);
     let tracing = crate::explain::start(&a.explain, &plan.dir, period_ns, cpu);
     let watchers = Watchers::start(a, plan, rec.live());
+    // The producer's real-time setup last: every thread above (the
+    // engine's writer and flusher, the tracer's reader, the watchers, the
+    // stdin trigger) was spawned before it and inherits neither the
+    // SCHED_FIFO priority nor the CPU pin; the ring is already faulted in,
+    // and mlockall locks it with the rest.
+    if let Some(setup) = &plan.rt {
+        for w in rt::apply(setup) {
+            eprintln!("rtrec: warning: {w} (recording without it)");
+        }
+    }
     Ok(Prepared {
         rec,
         writing,

@@ -194,6 +194,11 @@ impl Flusher {
                     .spawn(move || {
                         // Lower priority than the writer: best effort, errors ignored
                         // (an unprivileged user may not lower a nice value it raised).
+                        // A caller that raised its own thread to SCHED_FIFO before
+                        // creating the recorder does not hand that policy to the
+                        // flusher: a flusher above the producer would delay its
+                        // periods (never an error: lowering needs no privilege).
+                        let _ = sys::set_normal_policy();
                         let _ = sys::set_thread_nice(nice);
                         if let Some(c) = cpu {
                             let _ = sys::pin_to_cpu(c);

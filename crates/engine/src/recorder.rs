@@ -300,11 +300,19 @@ impl Recorder {
                     .name("rtrec-writer".into())
                     .spawn(move || {
                         let mut warnings = Vec::new();
-                        if let Some(p) = rt.writer_priority {
-                            if let Err(e) = sys::set_fifo_priority(p) {
-                                warnings.push(format!(
-                                    "the writer thread could not get SCHED_FIFO priority {p}: {e}"
-                                ));
+                        match rt.writer_priority {
+                            Some(p) => {
+                                if let Err(e) = sys::set_fifo_priority(p) {
+                                    warnings.push(format!(
+                                        "the writer thread could not get SCHED_FIFO priority {p}: {e}"
+                                    ));
+                                }
+                            }
+                            // No priority asked: the normal policy, not the one
+                            // the creating thread may have (a writer at the
+                            // producer's SCHED_FIFO priority delays its periods).
+                            None => {
+                                let _ = sys::set_normal_policy();
                             }
                         }
                         if let Some(c) = rt.writer_cpu {

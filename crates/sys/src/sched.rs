@@ -41,6 +41,19 @@ pub fn set_fifo_priority(priority: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// `sched_setscheduler(0, SCHED_OTHER, {0})`: the calling thread back to
+/// the normal policy, whatever it inherited from the thread that spawned
+/// it. Lowering a policy needs no privilege. See sched_setscheduler(2).
+///
+/// # Errors
+/// The errno of `sched_setscheduler`.
+pub fn set_normal_policy() -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: p is a valid sched_param; pid 0 is the calling thread.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) })?;
+    Ok(())
+}
+
 /// `setpriority(PRIO_PROCESS, gettid(), nice)`: the nice value of the calling
 /// thread only (Linux applies it per thread). See setpriority(2).
 ///
