@@ -96,7 +96,10 @@ fn two_hundred_crash_states_over_the_matrix_break_no_rule_of_the_contract() {
         assert!(c["log_flushes"].as_u64().unwrap() > 0, "{c}");
     }
     // The flight recorder's cells saw their event files.
-    for c in cells.iter().filter(|c| c["name"].as_str().unwrap().starts_with("flight")) {
+    for c in cells
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("flight"))
+    {
         assert!(c["moments"]["trigger"].as_u64().unwrap_or(0) > 0, "{c}");
     }
     assert!(report["environment"]["kernel"].is_string());

@@ -84,23 +84,14 @@ pub struct Cell {
     pub source: Source,
     /// `--sync-every`, or `None` for rtrec's own default (1 s).
     pub sync: Option<&'static str>,
+    /// A flight recorder ([`FLIGHT`]'s arguments added): each event is a
+    /// recording of its own.
+    pub flight: bool,
 }
 
 /// The flight recorder's arguments: an event every 700 ms, 200 ms before
 /// it and 300 ms after (about four event files in a 3 s recording).
 const FLIGHT: [&str; 6] = [
-    "--pre",
-    "200ms",
-    "--post",
-    "300ms",
-    "--trigger-every",
-    "700ms",
-];
-
-/// [`FLIGHT`] on appended files.
-const FLIGHT_APPEND: [&str; 8] = [
-    "--alloc",
-    "append",
     "--pre",
     "200ms",
     "--post",
@@ -123,7 +114,7 @@ pub const CELLS: [Cell; 15] = [
     cell("zero", "allocation --alloc zero", &["--alloc", "zero"], Source::Synthetic),
     cell("append", "allocation --alloc append", &["--alloc", "append"], Source::Synthetic),
     cell("stdin", "source --stdin", &[], Source::Stdin),
-    cell("flight", "source: the flight recorder (an event file every 700 ms)", &FLIGHT, Source::Synthetic),
+    Cell { flight: true, ..cell("flight", "source: the flight recorder (an event file every 700 ms)", &[], Source::Synthetic) },
     Cell { sync: None, ..cell("sync-default", "--sync-every left at rtrec's default (1 s)", &[], Source::Synthetic) },
     Cell { sync: Some("0"), ..cell("sync-0", "--sync-every 0 (durable only at a file's close)", &[], Source::Synthetic) },
     cell("switch", "1 MiB files: a file switch about every half second", &["--file-size", "1MiB"], Source::Synthetic),
@@ -131,15 +122,8 @@ pub const CELLS: [Cell; 15] = [
     cell("switch-zero-uring", "1 MiB zero-filled files, --io uring", &["--alloc", "zero", "--file-size", "1MiB", "--io", "uring"], Source::Synthetic),
     cell("switch-append-stdin", "1 MiB appended files, --stdin", &["--alloc", "append", "--file-size", "1MiB"], Source::Stdin),
     Cell { sync: Some("0"), ..cell("switch-direct-sync-0", "1 MiB files, --io direct, --sync-every 0", &["--file-size", "1MiB", "--io", "direct"], Source::Synthetic) },
-    cell("flight-append", "the flight recorder on appended files", &FLIGHT_APPEND, Source::Synthetic),
+    Cell { flight: true, ..cell("flight-append", "the flight recorder on appended files", &["--alloc", "append"], Source::Synthetic) },
 ];
-
-impl Cell {
-    /// A flight recorder: each event is a recording of its own.
-    pub fn flight(&self) -> bool {
-        self.args.contains(&"--trigger-every")
-    }
-}
 
 const fn cell(
     name: &'static str,
@@ -153,6 +137,7 @@ const fn cell(
         args,
         source,
         sync: Some("200ms"),
+        flight: false,
     }
 }
 
@@ -396,7 +381,7 @@ fn run_cell(
             .build(&log, &image)
             .context("building a crash image")?;
         let promised: BTreeSet<u64> = rec.stored.range(..durable).copied().collect();
-        let checked = check(o, &image, work.path(), &promised, c.flight())?;
+        let checked = check(o, &image, work.path(), &promised, c.flight)?;
         r.states += 1;
         r.states_weighted += u64::from(weighted);
         if let Some(what) = checked.fs_repaired {
@@ -558,6 +543,9 @@ fn record(o: &Options, c: &Cell, log_dir: Option<&Path>, work: &Path) -> anyhow:
         .arg(&status)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    if c.flight {
+        cmd.args(FLIGHT);
+    }
     if let Some(every) = c.sync {
         cmd.args(["--sync-every", every]);
     }
