@@ -279,11 +279,17 @@ pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
 /// # Errors
 /// One sentence: neither a duration nor a loadable profile.
 pub fn stall_value(s: &str) -> std::result::Result<rtrec_engine::Stall, String> {
-    if let Ok(ns) = rtrec_units::parse_duration(s) {
-        return Ok(rtrec_engine::Stall {
-            ns,
-            source: rtrec_engine::StallSource::Given,
-        });
+    match rtrec_units::value::interval(s) {
+        Ok(d) => {
+            return Ok(rtrec_engine::Stall {
+                ns: d.ns(),
+                source: rtrec_engine::StallSource::Given,
+            })
+        }
+        // A bare number is a duration without its unit (the units' own
+        // sentence suggests one), never a profile's name.
+        Err(e) if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return Err(e.to_string()),
+        Err(_) => {}
     }
     match rtrec_emu::Profile::load(s) {
         Ok(p) => Ok(rtrec_engine::Stall {
@@ -802,6 +808,22 @@ mod tests {
         let mut out = Vec::new();
         walk("rtrec".into(), &Cli::command(), &mut out);
         out
+    }
+
+    #[test]
+    fn a_bare_stall_gets_the_unit_suggestion_and_a_duration_or_profile_is_taken() {
+        assert_eq!(
+            stall_value("300").unwrap_err(),
+            "'300' needs a unit: did you mean 300ms?"
+        );
+        assert_eq!(stall_value("300ms").unwrap().ns, 300_000_000);
+        assert_eq!(
+            stall_value("sd").unwrap().source,
+            rtrec_engine::StallSource::Device
+        );
+        assert!(stall_value("no-such-profile")
+            .unwrap_err()
+            .starts_with("'no-such-profile' is neither a duration"));
     }
 
     #[test]

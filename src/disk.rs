@@ -115,6 +115,24 @@ pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<Writing>) -> DiskUs
 }
 
 impl DiskUse {
+    /// The `--json` object: the same figures as [`DiskUse::lines`], in
+    /// bytes (`docs/record-schema.md`, `disk`).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "held_bytes": self.held_bytes,
+            "given_back_bytes": self.given_back_bytes,
+            "kept": self.kept.iter().map(|(path, valid, tail)| serde_json::json!({
+                "file": path,
+                "valid_len": valid,
+                "tail_bytes": tail,
+            })).collect::<Vec<_>>(),
+            "pool": self.pool.map(|(bytes, files)| serde_json::json!({
+                "disk_bytes": bytes,
+                "ready_files": files,
+            })),
+        })
+    }
+
     /// The summary's lines.
     pub fn lines(&self) -> String {
         let mut out = format!("disk: the recording holds {}", format_size(self.held_bytes));

@@ -660,6 +660,7 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             timeline: &f.timeline,
             total: Total::of(a),
             ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
+            disk: &f.disk,
         };
         write_json(path, summary, &extra)?;
     }
@@ -1185,6 +1186,8 @@ struct Extra<'a> {
     total: Option<Total>,
     /// Ring mode: how the ring was sized.
     ring: Option<&'a RingSizing>,
+    /// What the recording and the pool hold on disk.
+    disk: &'a crate::disk::DiskUse,
 }
 
 /// `--total` as asked and the whole records it allows: rounded down, so
@@ -1233,6 +1236,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         timeline,
         total,
         ring,
+        disk,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -1250,6 +1254,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
     r.total_bytes = total.map(|t| t.asked_bytes);
     r.total_records = total.map(|t| t.records);
     r.ring = ring.map(serde_json::to_value).transpose()?;
+    r.disk = Some(disk.json());
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

@@ -4,15 +4,20 @@
 //! what the recording and the pool hold.
 
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// `seq 1 1000 | rtrec record --stdin --lines --dir DIR`.
-fn thousand_lines(dir: &Path) -> Output {
+/// `seq 1 1000 | rtrec record --stdin --lines --dir DIR --json DIR.json`,
+/// with the JSON's `disk` object.
+fn thousand_lines(dir: &Path) -> (Output, serde_json::Value) {
+    let json = dir.with_extension("json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args(["record", "--stdin", "--lines", "--dir"])
         .arg(dir)
+        .arg("--json")
+        .arg(&json)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -27,7 +32,8 @@ fn thousand_lines(dir: &Path) -> Output {
         .unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    o
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (o, v["disk"].clone())
 }
 
 /// The recordings' files in `dir`, with their sizes.
@@ -52,13 +58,23 @@ fn a_short_recording_gives_back_its_tail_alone_and_keeps_it_beside_a_running_one
     std::fs::create_dir(&dir).unwrap();
 
     // Alone: the tail is given back, and the summary says what is held.
-    let o = thousand_lines(&dir);
+    let (o, disk) = thousand_lines(&dir);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("of unused tail given back"), "{out}");
     assert!(out.contains("the pool holds"), "{out}");
     let files = recordings(&dir);
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].1 < 1 << 20, "the tail is still held: {files:?}");
+    // The JSON says the same, in bytes: the tail given back is the file's
+    // old size less what it keeps, and the pool's ready file is counted.
+    let held = std::fs::metadata(dir.join(&files[0].0)).unwrap().blocks() * 512;
+    assert_eq!(disk["held_bytes"], held, "{disk}");
+    assert!(
+        disk["given_back_bytes"].as_u64().unwrap() > 1 << 20,
+        "{disk}"
+    );
+    assert_eq!(disk["kept"], serde_json::json!([]), "{disk}");
+    assert!(disk["pool"]["ready_files"].as_u64().unwrap() >= 1, "{disk}");
     let v = Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .arg("verify")
         .arg(&dir)
@@ -86,7 +102,7 @@ fn a_short_recording_gives_back_its_tail_alone_and_keeps_it_beside_a_running_one
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let o = thousand_lines(&dir);
+    let (o, disk) = thousand_lines(&dir);
     let out = String::from_utf8_lossy(&o.stdout);
     let _ = Command::new("kill")
         .args(["-INT", &other.id().to_string()])
@@ -95,5 +111,16 @@ fn a_short_recording_gives_back_its_tail_alone_and_keeps_it_beside_a_running_one
     assert!(
         out.contains("of unused tail kept in") && out.contains("truncate -s"),
         "{out}"
+    );
+    // The kept tail in the JSON: its file, and valid length plus tail is
+    // the file's size.
+    assert_eq!(disk["given_back_bytes"], 0, "{disk}");
+    let kept = disk["kept"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{disk}");
+    let file = Path::new(kept[0]["file"].as_str().unwrap());
+    assert_eq!(
+        kept[0]["valid_len"].as_u64().unwrap() + kept[0]["tail_bytes"].as_u64().unwrap(),
+        std::fs::metadata(file).unwrap().len(),
+        "{disk}"
     );
 }

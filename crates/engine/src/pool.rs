@@ -81,6 +81,14 @@ pub const LOCK_FILE: &str = "lock";
 /// removes it with the pool.
 pub const WRITERS_FILE: &str = "writers";
 
+/// The lock file of topping the pool up: [`Pool::refill`] and
+/// [`Pool::prepare`] hold an exclusive `flock` on it while they count the
+/// ready files and prepare the missing ones, so recorders that end at once
+/// prepare what is missing once, not once each. It is a lock of its own,
+/// not [`LOCK_FILE`], because it is held across zero-filling, which the
+/// name lock never is; a recorder waiting for it is past its last record.
+pub const REFILL_FILE: &str = "refill";
+
 /// A process-wide counter that makes the names of slots and temporary
 /// files this process creates unique among its threads.
 static NAME_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -326,14 +334,20 @@ impl Pool {
     }
 
     fn lock_dir(d: &sys::Dir) -> Result<PoolLock, Error> {
-        let path = d.join(LOCK_FILE);
+        Self::lock_named(d, LOCK_FILE)
+    }
+
+    /// The exclusive `flock` on the lock file `name` in the pool directory
+    /// (created if missing), blocking until the holder releases it.
+    fn lock_named(d: &sys::Dir, name: &str) -> Result<PoolLock, Error> {
+        let path = d.join(name);
         let file = loop {
-            match d.open_existing_nofollow(LOCK_FILE, true) {
+            match d.open_existing_nofollow(name, true) {
                 Ok(f) => break f,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io("opening the lock file", &path, e)),
             }
-            match d.create_excl(LOCK_FILE, 0o644) {
+            match d.create_excl(name, 0o644) {
                 Ok(f) => break f,
                 // Created by another recorder meanwhile: open theirs.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -584,8 +598,10 @@ impl Pool {
                     .map_err(|e| Error::io("removing", &self.dir.join(n), e))?;
             }
         }
-        d.remove_file(WRITERS_FILE)
-            .map_err(|e| Error::io("removing", &self.dir.join(WRITERS_FILE), e))?;
+        for lock_file in [WRITERS_FILE, REFILL_FILE] {
+            d.remove_file(lock_file)
+                .map_err(|e| Error::io("removing", &self.dir.join(lock_file), e))?;
+        }
         d.remove_file(LOCK_FILE)
             .map_err(|e| Error::io("removing", &self.dir.join(LOCK_FILE), e))?;
         drop((lock, d));
@@ -602,6 +618,8 @@ impl Pool {
     /// As [`Pool::prepare_one`].
     pub fn refill(&self, used: u64) -> Result<u32, Error> {
         let want = (used.max(1)).min(self.meta.files as u64) as u32;
+        // Counted and topped up under the refill lock (see [`REFILL_FILE`]).
+        let _refill = Self::lock_named(&self.open_dir()?, REFILL_FILE)?;
         let have = self
             .ready()
             .map_err(|e| Error::io("listing", &self.dir, e))?
@@ -655,6 +673,7 @@ impl Pool {
     /// Tops the pool up to its target; `progress(done, todo)` after each file.
     /// Returns how many files were prepared.
     pub fn prepare(&self, mut progress: impl FnMut(u32, u32)) -> Result<u32, Error> {
+        let _refill = Self::lock_named(&self.open_dir()?, REFILL_FILE)?;
         let have = self
             .ready()
             .map_err(|e| Error::io("listing", &self.dir, e))?

@@ -93,6 +93,12 @@ pub struct RecordResult {
     /// direct mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ring: Option<serde_json::Value>,
+    /// What the recording and the pool hold on disk when it ended, and the
+    /// unused tail given back or kept (`disk:` lines of the summary;
+    /// schema in `docs/record-schema.md`); left out when the command did
+    /// not measure it (the C library, the bench).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<serde_json::Value>,
 }
 
 /// The process's resident memory after so many flight-recorder events.
@@ -124,6 +130,7 @@ impl RecordResult {
             explain: None,
             device: None,
             ring: None,
+            disk: None,
         }
     }
 

@@ -266,3 +266,27 @@ fn trim_resize_and_remove_never_delete_a_recording_a_crash_left_in_the_pool() {
         "the crash-left recording is intact"
     );
 }
+
+#[test]
+fn recorders_that_refill_at_once_prepare_the_missing_files_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = Pool::open_or_create(dir.path(), MIB, 4).unwrap();
+    // Four recorders, each with its own handle, end at once having used 3
+    // files each: together they top the pool up to 3, not to 3 per refill.
+    let prepared: u32 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let p = Pool::open(dir.path()).unwrap().unwrap();
+                    p.refill(3).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(prepared, 3);
+    assert_eq!(pool.status().unwrap().ready_files, 3);
+    // The refill lock goes with the pool.
+    pool.remove().unwrap();
+    assert!(!dir.path().join(".pool").exists());
+}
