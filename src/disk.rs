@@ -65,12 +65,13 @@ pub struct DiskUse {
     pub pool: Option<(u64, u32)>,
 }
 
-/// The valid length a framed file's header records.
+/// The valid length a finished framed file's header records (`None`
+/// while unfinished: its `valid_len` is then a durable mark, not the end).
 fn valid_len(path: &Path) -> Option<u64> {
     let mut head = [0u8; HEADER_LEN];
     let f = File::open(path).ok()?;
     std::os::unix::fs::FileExt::read_exact_at(&f, &mut head, 0).ok()?;
-    FileHeader::decode(&head).ok().map(|h| h.valid_len)
+    FileHeader::decode(&head).ok()?.finished_len()
 }
 
 /// Gives back the unused tails of `files` when `writing` says no other

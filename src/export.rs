@@ -49,7 +49,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use rtrec_engine::format::{
-    FileHeader, FrameKind, PackedInfo, FLAG_LINES, FLAG_POOLED, FLAG_SLOT, HEADER_LEN,
+    FileHeader, FrameKind, PackedInfo, FLAG_LINES, FLAG_OPEN, FLAG_POOLED, FLAG_SLOT, HEADER_LEN,
 };
 use rtrec_engine::reader::{
     open_regular, read_header, recording_files, verify_source, FileReport, FileStatus, FrameWalker,
@@ -215,7 +215,7 @@ fn copy_part(
     let (mut records, mut written) = (0u64, 0u64);
     if framed {
         let mut h = p.header.clone();
-        h.flags &= !FLAG_POOLED;
+        h.flags &= !(FLAG_POOLED | FLAG_OPEN);
         h.valid_len = if p.report.stored.is_some() {
             HEADER_LEN as u64 + p.report.frame_bytes
         } else {
@@ -227,6 +227,11 @@ fn copy_part(
     let mut walker = FrameWalker::new(&p.src, &p.header)?;
     while let Some(step) = walker.next_step()? {
         let Step::Frame(f) = step else { continue };
+        if f.end() > p.report.valid_len {
+            // After a crash hole: not part of the recording (verify counts
+            // these records; `rtrec recover` cuts them).
+            break;
+        }
         if framed {
             records += match f.header.kind {
                 FrameKind::Data => 1,

@@ -1,13 +1,24 @@
 //! `rtrec recover DIR`: after a crash, move recordings left unfinished in
-//! the pool (`DIR/.pool`) back into `DIR`, and say what was moved. Every
-//! recording start does the same; this command does it without recording.
-//! The moved files are unfinished recordings: `rtrec verify` reports their
-//! intact prefix.
+//! the pool (`DIR/.pool`) back into `DIR`, then cut the crash hole of each
+//! unfinished file (format version 4: writes after its durable mark that a
+//! power cut left out, with frames going on after them), and say what was
+//! moved and cut. Every recording start does the move too; this command
+//! does it without recording.
+//!
+//! A cut never goes below a file's durable mark (`rtrec_engine::recovery`):
+//! the file ends at its last intact frame before the hole, a loss frame
+//! (`crash-hole`) covers the sequence numbers of the records cut, and the
+//! file stays unfinished, which `verify` reports and `export` reads. A file
+//! damaged below its mark, or after it without a sign of a missing write,
+//! is corrupt and left alone (`rtrec export --salvage` reads its intact
+//! frames).
 //!
 //! Exit codes: 0 done (also when there was nothing to recover), 2 usage or
 //! I/O errors.
 
 use rtrec_engine::pool::Pool;
+use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+use rtrec_engine::recovery::cut_crash_hole;
 
 use crate::cli::RecoverArgs;
 
@@ -16,23 +27,61 @@ pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
     if !a.dir.is_dir() {
         return crate::error::usage(format!("'{}' is not a directory", a.dir.display()));
     }
-    let Some(pool) = Pool::open(&a.dir)? else {
-        println!(
-            "{}: no pool, nothing to recover (files of other allocation modes are always in the directory)",
+    match Pool::open(&a.dir)? {
+        None => println!(
+            "{}: no pool, no recording to move back (files of other allocation modes are always in the directory)",
             a.dir.display()
-        );
-        return Ok(0);
-    };
-    let moved = pool.recover()?;
-    if moved.is_empty() {
-        println!("{}: no unfinished recording in the pool", a.dir.display());
+        ),
+        Some(pool) => {
+            let moved = pool.recover()?;
+            if moved.is_empty() {
+                println!("{}: no unfinished recording in the pool", a.dir.display());
+            }
+            for (from, to) in &moved {
+                println!(
+                    "recovered an unfinished recording: '{}' moved back as '{}'",
+                    from.display(),
+                    to.display()
+                );
+            }
+        }
     }
-    for (from, to) in &moved {
-        println!(
-            "recovered an unfinished recording: '{}' moved back as '{}'",
-            from.display(),
-            to.display()
-        );
+    let files = recording_files(&a.dir).map_err(|e| {
+        crate::error::Error::Usage(format!("cannot list '{}': {e}", a.dir.display()))
+    })?;
+    for path in files {
+        // A file that cannot be read (or a planted symlink) is verify's to
+        // report, not ours to touch.
+        let Ok(r) = verify_file(&path) else {
+            continue;
+        };
+        let cut = cut_crash_hole(&r).map_err(|e| {
+            crate::error::Error::Usage(format!(
+                "cannot cut the crash hole of '{}': {e}",
+                path.display()
+            ))
+        })?;
+        if let Some(c) = cut {
+            let loss = match c.loss {
+                Some((first, n)) => format!(
+                    "; a loss frame (crash-hole) covers sequence {first}..{}",
+                    first + n - 1
+                ),
+                None => String::new(),
+            };
+            println!(
+                "cut a crash hole in '{}' at offset {} (after its durable mark): {} bytes and {} intact record(s) after the hole were cut{loss}; the file is unfinished and reads to the cut",
+                path.display(),
+                c.at,
+                c.bytes_cut,
+                c.records_cut
+            );
+        } else if r.status == FileStatus::Corrupt && r.durable_mark.is_some() {
+            println!(
+                "'{}' is corrupt (damage that no crash explains); left alone: `rtrec export --salvage` reads its intact records",
+                path.display()
+            );
+        }
     }
     Ok(0)
 }

@@ -204,7 +204,7 @@ pub(crate) fn prepare(
 ) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
     let header = FileHeader {
-        flags: cfg.header_flags(),
+        flags: cfg.header_flags() | crate::format::FLAG_OPEN,
         generation,
         created_ns: 0,
         created_mono_ns: 0,
@@ -392,6 +392,7 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
         // file, never a header promising bytes that are not there.
         sys::fdatasync(&*f.file)?;
         f.header.valid_len = f.offset;
+        f.header.flags &= !crate::format::FLAG_OPEN;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }
     if f.header.flags & crate::format::FLAG_POOLED == 0 {

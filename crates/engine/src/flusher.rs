@@ -17,6 +17,24 @@
 //! ([`LiveStats::durable_seq`]). The sequence number is read between two
 //! reads of the file epoch: when the writer switched files meanwhile, the
 //! sync is skipped (the writer's close already made the old file durable).
+//!
+//! **The durable mark** (format version 4, [`crate::format::FLAG_OPEN`];
+//! PostgreSQL's `minRecoveryPoint` in `pg_control` is the model): after
+//! each completed durability `fdatasync`, the thread rewrites the file's
+//! header with `valid_len` = the offset that sync covered ([`FileMark`]).
+//! The offset is the end of the last frame the writer had counted as
+//! written when the sync began ([`Flusher::publish`]), so it always ends a
+//! frame and never points past durable data. The header sits in one
+//! sector, so it lands whole or not at all; it becomes durable itself with
+//! the next sync, so after a power cut the mark lags the last durable point
+//! by up to one `sync_every_ns`. The cost is one header write per sync
+//! interval on this thread, never on the writer's or the producer's.
+//! Through the page cache it is a 72-byte `pwrite()` into page 0; with
+//! `O_DIRECT` the first 4 KiB (header and the frames behind it) are read
+//! back and written whole, once the writer is past them (it never rewrites
+//! a block behind its partial last one), so the mark starts once the
+//! frames pass 4 KiB. The writer's close takes the mark's lock first
+//! ([`Flusher::closing`]): no mark is written after the final header.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -29,10 +47,79 @@ use rtrec_sys as sys;
 
 use crate::config::{Config, Flush, TraceMarker};
 use crate::error::Failure;
+use crate::format::{FileHeader, HEADER_LEN};
 use crate::stats::{Latency, LatencySummary, LiveStats};
 
-/// The current file and the directories whose entries name it.
-type Target = (Arc<File>, Vec<PathBuf>);
+/// The current file, the directories whose entries name it, and its
+/// durable mark (framed files).
+type Target = (Arc<File>, Vec<PathBuf>, Option<Arc<FileMark>>);
+
+/// Bytes rewritten at the start of an `O_DIRECT` file to move its mark:
+/// the largest logical block size direct I/O accepts, so the write covers
+/// whole blocks of any device.
+const DIRECT_HEAD: usize = 4096;
+
+/// The durable mark of one framed file: its header, rewritten with
+/// [`FileHeader::with_mark`] after each durability sync, until the writer
+/// closes the file (see the module docs).
+pub(crate) struct FileMark {
+    header: FileHeader,
+    /// `O_DIRECT`: rewrite the first [`DIRECT_HEAD`] bytes whole.
+    direct: bool,
+    /// Closed (the final header is the writer's), and the mark written last.
+    state: Mutex<(bool, u64)>,
+}
+
+impl FileMark {
+    /// The mark of a file whose header is `header`, written with `O_DIRECT`
+    /// when `direct`.
+    pub(crate) fn new(header: FileHeader, direct: bool) -> Arc<FileMark> {
+        Arc::new(FileMark {
+            header,
+            direct,
+            state: Mutex::new((false, 0)),
+        })
+    }
+
+    /// Moves the mark to `off` (the frames before it are durable), unless
+    /// the file is closed or the mark is there already.
+    fn advance(
+        &self,
+        f: &File,
+        off: u64,
+        buf: &mut Option<sys::AlignedBuf>,
+    ) -> std::io::Result<()> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.0 || off <= st.1.max(HEADER_LEN as u64) {
+            return Ok(());
+        }
+        let head = self.header.with_mark(off).encode();
+        if self.direct {
+            if off < DIRECT_HEAD as u64 {
+                // The writer may still rewrite these bytes.
+                return Ok(());
+            }
+            if buf.is_none() {
+                *buf = Some(sys::AlignedBuf::new(DIRECT_HEAD, DIRECT_HEAD)?);
+            }
+            let b = buf.as_mut().expect("allocated above");
+            if sys::pread_full(f, b, 0)? < DIRECT_HEAD {
+                return Ok(());
+            }
+            b[..HEADER_LEN].copy_from_slice(&head);
+            sys::pwrite_all(f, b, 0)?;
+        } else {
+            sys::pwrite_all(f, &head, 0)?;
+        }
+        st.1 = off;
+        Ok(())
+    }
+
+    /// The writer closes the file: no mark after this.
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = true;
+    }
+}
 
 struct Shared {
     written: AtomicU64,
@@ -42,6 +129,9 @@ struct Shared {
     /// The writer's next sequence number after its last write to the
     /// current file.
     seq: AtomicU64,
+    /// The end of the last frame counted as written in the current file
+    /// (with `seq`): where a durable mark may go.
+    frames_end: AtomicU64,
     /// The writer's next sequence number when it closed (and fsynced) the
     /// file before the current one: durable once the directories are synced.
     closed_seq: AtomicU64,
@@ -86,6 +176,7 @@ impl Flusher {
             file: Mutex::new(None),
             stop: AtomicBool::new(false),
             seq: AtomicU64::new(0),
+            frames_end: AtomicU64::new(HEADER_LEN as u64),
             closed_seq: AtomicU64::new(0),
             live,
         });
@@ -122,18 +213,24 @@ impl Flusher {
     /// Points the flusher at a new file (offsets restart at 0) whose name
     /// lives in `dirs`; the thread fsyncs the file and `dirs` before any
     /// durable point inside it. `closed_seq`: every record before it is in
-    /// files closed (and fsynced) so far.
+    /// files closed (and fsynced) so far. `mark`: the file's durable mark
+    /// (framed files), moved after each durability sync.
     ///
     /// Without a thread the syncs happen here, on the caller's thread (only
-    /// with `Flush::None` and `sync_every_ns` 0).
+    /// with `Flush::None` and `sync_every_ns` 0: no durability syncs, so no
+    /// mark either).
     pub(crate) fn switch(
         &mut self,
         file: Arc<File>,
         dirs: Vec<PathBuf>,
         closed_seq: u64,
+        mark: Option<Arc<FileMark>>,
     ) -> std::io::Result<()> {
         self.shared.closed_seq.store(closed_seq, Ordering::Release);
         self.shared.seq.store(closed_seq, Ordering::Release);
+        self.shared
+            .frames_end
+            .store(HEADER_LEN as u64, Ordering::Release);
         if self.thread.is_none() {
             sync_new(&file, &dirs)?;
             self.shared
@@ -143,7 +240,7 @@ impl Flusher {
         }
         {
             let mut g = self.shared.file.lock().unwrap_or_else(|e| e.into_inner());
-            *g = Some((file, dirs));
+            *g = Some((file, dirs, mark));
             self.shared.written.store(0, Ordering::Release);
             self.shared.epoch.fetch_add(1, Ordering::AcqRel);
         }
@@ -155,9 +252,11 @@ impl Flusher {
     }
 
     /// Publishes that every record before `seq` is written (or its loss
-    /// stored) in the current file. Two atomic stores, no system call.
+    /// stored) in the current file, in frames that end at `frames_end`.
+    /// Three atomic stores, no system call.
     #[inline]
-    pub(crate) fn publish(&self, seq: u64) {
+    pub(crate) fn publish(&self, seq: u64, frames_end: u64) {
+        self.shared.frames_end.store(frames_end, Ordering::Release);
         self.shared.seq.store(seq, Ordering::Release);
         self.shared.live.written_seq.store(seq, Ordering::Release);
     }
@@ -172,6 +271,16 @@ impl Flusher {
             if let Some(t) = &self.thread {
                 t.thread().unpark();
             }
+        }
+    }
+
+    /// The writer is about to write the current file's final header: no
+    /// durable mark is written into it after this returns (a mark being
+    /// written is waited for).
+    pub(crate) fn closing(&self) {
+        let g = self.shared.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, Some(m))) = &*g {
+            m.close();
         }
     }
 
@@ -225,6 +334,8 @@ fn run(
     let mut sync_lat = Latency::new();
     let mut epoch = u64::MAX;
     let mut file: Option<Arc<File>> = None;
+    let mut file_mark: Option<Arc<FileMark>> = None;
+    let mut direct_buf: Option<sys::AlignedBuf> = None;
     let mut flushed = 0u64; // bytes before this offset have been handed to the kernel
     let mut durable = 0u64; // the durable point published last
     let mut next_sync = sys::monotonic_ns().saturating_add(sync_every);
@@ -242,8 +353,9 @@ fn run(
             let target = s.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
             epoch = e;
             flushed = 0;
-            file = target.as_ref().map(|(f, _)| f.clone());
-            if let Some((f, dirs)) = target {
+            file = target.as_ref().map(|(f, _, _)| f.clone());
+            file_mark = target.as_ref().and_then(|(_, _, m)| m.clone());
+            if let Some((f, dirs, _)) = target {
                 // The new file and its name first: then the closed files
                 // before it (fsynced by the writer) are named on storage too.
                 let t0 = sys::monotonic_ns();
@@ -284,7 +396,10 @@ fn run(
             let now = sys::monotonic_ns();
             if sync_every > 0 && now >= next_sync && !stopping {
                 next_sync = now.saturating_add(sync_every);
+                // Both read before the sync: the frames before `frames_end`
+                // were written before it began, so it covers them.
                 let seq = s.seq.load(Ordering::Acquire);
+                let frames_end = s.frames_end.load(Ordering::Acquire);
                 if seq > durable && s.epoch.load(Ordering::Acquire) == epoch {
                     mark("begin", format_args!("fdatasync (durability)"));
                     let r = sys::fdatasync(&**f);
@@ -294,6 +409,12 @@ fn run(
                     if note(&mut stats, r) {
                         durable = seq;
                         s.live.durable_seq.fetch_max(seq, Ordering::AcqRel);
+                        if let Some(m) = &file_mark {
+                            mark("begin", format_args!("durable mark {frames_end}"));
+                            let r = m.advance(f, frames_end, &mut direct_buf);
+                            mark("end", format_args!("durable mark {frames_end}"));
+                            note(&mut stats, r);
+                        }
                     }
                 }
             }

@@ -10,12 +10,13 @@
 //!   0  magic        8  b"RTREC\0\r\n"
 //!   8  version      2  FORMAT_VERSION
 //!  10  header_len   2  72
-//!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES
+//!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES | FLAG_OPEN
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
 //!  40  config       8  digest of the recorder configuration
-//!  48  valid_len    8  end of the last frame once the file is finished, 0 before
+//!  48  valid_len    8  end of the last frame once the file is finished; while
+//!                         recording (FLAG_OPEN) the durable mark; 0 before
 //!  56  recording_id 8  random, shared by every file of one recording
 //!  64  index        4  position of this file in its recording (0, 1, ...)
 //!  68  crc          4  CRC32C of bytes 0..68
@@ -68,11 +69,17 @@ use std::fmt;
 pub const FILE_MAGIC: [u8; 8] = *b"RTREC\0\r\n";
 /// Bytes that open every frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"RFRM";
-/// Current format version. Version 3 added packed frames and the trigger's
-/// wall-clock time. Older versions (1: no recording id, no frame chain; 2:
-/// no packed frames) are not read: their files get one sentence naming both
-/// versions.
-pub const FORMAT_VERSION: u16 = 3;
+/// Current format version. Version 4 added the durable mark ([`FLAG_OPEN`]:
+/// while recording, `valid_len` is the offset the last completed sync made
+/// durable); version 3 added packed frames and the trigger's wall-clock
+/// time. Version 3 files are still read (as version 4 files without a mark:
+/// the layout is the same). Older versions (1: no recording id, no frame
+/// chain; 2: no packed frames) are not read: their files get one sentence
+/// naming both versions.
+pub const FORMAT_VERSION: u16 = 4;
+/// The oldest format version this rtrec reads ([`FORMAT_VERSION`] up to
+/// here).
+pub const OLDEST_READ_VERSION: u16 = 3;
 /// Size of the file header.
 pub const HEADER_LEN: usize = 72;
 /// Size of a frame header.
@@ -105,11 +112,20 @@ pub const FLAG_SLOT: u32 = 2;
 /// each one back followed by `\n`. Readers that do not know it lose
 /// nothing: the records are the same.
 pub const FLAG_LINES: u32 = 4;
+/// Header flag (format version 4): the file is being recorded (or was, when
+/// a crash came), and `valid_len` is its **durable mark**, not its end —
+/// every byte from the header to `valid_len` is chained frames that a
+/// completed `fdatasync` made durable (PostgreSQL's `minRecoveryPoint` in
+/// `pg_control` is the model). The writer rewrites the header with it after
+/// each durability sync; the final header clears it. Damage below the mark
+/// is corruption; after it, a crash may have left a hole (see
+/// [`crate::reader`]).
+pub const FLAG_OPEN: u32 = 8;
 
 /// The file header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
-    /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`].
+    /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`], [`FLAG_OPEN`].
     pub flags: u32,
     /// Changes each time the file is (re)used; frames carry its low 32 bits.
     pub generation: u64,
@@ -119,8 +135,10 @@ pub struct FileHeader {
     pub created_mono_ns: u64,
     /// Digest of the recorder configuration that wrote the file.
     pub config_digest: u64,
-    /// Offset just past the last frame once the file is finished; 0 while
-    /// recording (or after a crash).
+    /// Offset just past the last frame once the file is finished. While
+    /// recording: with [`FLAG_OPEN`], the durable mark (see there); 0
+    /// before the first mark (and in version 3 files, always 0 until the
+    /// end).
     pub valid_len: u64,
     /// Random, shared by every file of one recording (each flight-recorder
     /// event is a recording of its own); 0 in an unused pool slot.
@@ -208,7 +226,9 @@ impl FileHeader {
             return Err(DecodeError::BadMagic);
         }
         let v = u16_at(b, 8);
-        if v != FORMAT_VERSION || u16_at(b, 10) as usize != HEADER_LEN {
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&v)
+            || u16_at(b, 10) as usize != HEADER_LEN
+        {
             return Err(DecodeError::Version(v));
         }
         if crc32c::crc32c(&b[0..68]) != u32_at(b, 68) {
@@ -228,6 +248,40 @@ impl FileHeader {
 }
 
 impl FileHeader {
+    /// True while the file is being recorded, or was when a crash came
+    /// ([`FLAG_OPEN`]): `valid_len` is then the durable mark.
+    pub fn is_open(&self) -> bool {
+        self.flags & FLAG_OPEN != 0
+    }
+
+    /// The end of the frames of a finished file (its `valid_len`), `None`
+    /// while it is recording or after a crash (no end recorded).
+    pub fn finished_len(&self) -> Option<u64> {
+        (!self.is_open() && self.valid_len > 0).then_some(self.valid_len)
+    }
+
+    /// Of an unfinished file: the offset up to which its frames were made
+    /// durable (the mark, [`FLAG_OPEN`]); the end of the header when no
+    /// mark was written (version 3, or a crash before the first sync).
+    /// `None` for a finished file.
+    pub fn durable_mark(&self) -> Option<u64> {
+        match (self.is_open(), self.valid_len) {
+            (true, v) => Some(v.max(HEADER_LEN as u64)),
+            (false, 0) => Some(HEADER_LEN as u64),
+            (false, _) => None,
+        }
+    }
+
+    /// The header with the durable mark at `mark` ([`FLAG_OPEN`] set,
+    /// `valid_len` = `mark`).
+    pub fn with_mark(&self, mark: u64) -> FileHeader {
+        FileHeader {
+            flags: self.flags | FLAG_OPEN,
+            valid_len: mark,
+            ..self.clone()
+        }
+    }
+
     /// The wall-clock time (`CLOCK_REALTIME`, ns since the epoch) of
     /// `CLOCK_MONOTONIC` time `mono_ns`, by the header's mapping
     /// (`created_ns` was read next to `created_mono_ns`). A clock step after
@@ -426,6 +480,10 @@ pub enum LossReason {
     WriterFailed = 3,
     /// Overwritten in the flight recorder's pre-trigger window.
     Overwritten = 4,
+    /// Cut by `rtrec recover`: the records after a crash hole (writes after
+    /// the durable mark that a power cut left out), which the recording
+    /// cannot vouch for (format version 4).
+    CrashHole = 5,
 }
 
 impl LossPayload {
@@ -449,6 +507,7 @@ impl LossPayload {
             2 => LossReason::TooLarge,
             3 => LossReason::WriterFailed,
             4 => LossReason::Overwritten,
+            5 => LossReason::CrashHole,
             _ => return None,
         };
         Some(LossPayload {

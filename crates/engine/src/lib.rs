@@ -66,6 +66,8 @@ mod writer_thread;
 // Independent of the recording side: reads files back (format only, and
 // the file name extensions).
 pub mod reader;
+// After a crash: what `rtrec recover` repairs, read with the reader.
+pub mod recovery;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,

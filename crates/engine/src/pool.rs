@@ -841,7 +841,7 @@ impl Pool {
                 recording.display()
             ))
         })?;
-        if h.valid_len == 0 && !force {
+        if h.finished_len().is_none() && !force {
             return Err(Error::Usage(format!(
                 "'{}' is unfinished (it may be recording now); use --force to recycle it anyway",
                 recording.display()

@@ -54,6 +54,21 @@ use crate::format::{
 pub const READ_BUF: usize = 1 << 20;
 /// Entries kept in each list of a [`FileReport`]; totals count on.
 pub const MAX_LISTED: usize = 64;
+/// The unit a device writes whole or not at all (512 bytes): a write a
+/// crash left out leaves at least one whole sector of what was there
+/// before (see [`FileReport::crash_hole`]).
+pub const SECTOR: u64 = 512;
+
+/// What shows that bytes after the durable mark are a write a crash left
+/// out, not damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hole {
+    /// Zeros where frames should be, from this offset to a sector's end.
+    Zeros(u64),
+    /// A frame of another generation at this offset (an earlier life of
+    /// a recycled file).
+    EarlierLife(u64),
+}
 
 /// Bytes a reader can read at any offset: a file (positioned reads) or a
 /// slice in memory.
@@ -265,6 +280,48 @@ impl<'s, S: ?Sized + ByteSource> Window<'s, S> {
         Ok(None)
     }
 
+    /// Evidence in `from..to` (bytes where frames of ours should be) that a
+    /// write is missing there rather than damaged: a whole
+    /// [`SECTOR`]-aligned sector of zeros, the zeros from `from` to its
+    /// sector's end (a frame never written where it starts), or a frame of
+    /// another generation, valid on its own (an earlier life of a recycled
+    /// file showing through). A flipped byte leaves none of these, except
+    /// in data that were all zeros (`docs/durability.md`).
+    fn missing_write(&mut self, from: u64, to: u64, generation: u64) -> io::Result<Option<Hole>> {
+        let s = SECTOR;
+        // The zeros from `from` to its sector's end, then whole sectors.
+        let first_end = (from / s + 1) * s;
+        let mut sector = (from, first_end);
+        while sector.1 <= to {
+            let (a, b) = sector;
+            let bytes = self.get(a, (b - a) as usize)?;
+            if bytes.len() as u64 == b - a && bytes.iter().all(|&x| x == 0) {
+                return Ok(Some(Hole::Zeros(a)));
+            }
+            sector = (b, b + s);
+        }
+        // A frame of an earlier life: its own generation in its header.
+        let mut pos = from;
+        while pos + FRAME_HEADER_LEN as u64 <= to {
+            let b = self.peek(pos, FRAME_HEADER_LEN)?;
+            let b = &b[..b.len().min((to - pos) as usize)];
+            let Some(i) = b.windows(FRAME_MAGIC.len()).position(|w| w == FRAME_MAGIC) else {
+                pos += (b.len() + 1).saturating_sub(FRAME_MAGIC.len()).max(1) as u64;
+                continue;
+            };
+            let at = pos + i as u64;
+            let gen_bytes = self.get(at + 4, 4)?;
+            if gen_bytes.len() == 4 {
+                let g = u32::from_le_bytes(gen_bytes.try_into().unwrap_or([0; 4]));
+                if g != generation as u32 && self.frame(at, self.size, g as u64)?.is_ok() {
+                    return Ok(Some(Hole::EarlierLife(at)));
+                }
+            }
+            pos = at + 1;
+        }
+        Ok(None)
+    }
+
     /// Bytes up to the last non-zero one in `from..limit`.
     fn nonzero_len(&mut self, from: u64, limit: u64) -> io::Result<u64> {
         let (mut pos, mut last) = (from, from);
@@ -371,11 +428,7 @@ impl<'s, S: ?Sized + ByteSource> FrameWalker<'s, S> {
     /// A walk over `src`, whose header is `header`.
     pub fn new(src: &'s S, header: &FileHeader) -> io::Result<Self> {
         let win = Window::new(src)?;
-        let limit = if header.valid_len > 0 {
-            header.valid_len.min(win.size)
-        } else {
-            win.size
-        };
+        let limit = header.finished_len().map_or(win.size, |v| v.min(win.size));
         Ok(FrameWalker {
             win,
             generation: header.generation,
@@ -523,13 +576,9 @@ pub fn walk_frames(
     header: &FileHeader,
     mut f: impl FnMut(u64, &FrameHeader, &[u8]),
 ) -> (u64, WalkEnd) {
-    let limit = if header.valid_len > 0 {
-        usize::try_from(header.valid_len)
-            .unwrap_or(usize::MAX)
-            .min(bytes.len())
-    } else {
-        bytes.len()
-    };
+    let limit = header.finished_len().map_or(bytes.len(), |v| {
+        usize::try_from(v).unwrap_or(usize::MAX).min(bytes.len())
+    });
     let (mut off, mut chain) = (HEADER_LEN, chain_seed(header));
     while off < limit {
         match crate::format::decode_frame(&bytes[off..limit], header.generation) {
@@ -592,6 +641,30 @@ pub struct ByteRange {
     pub end: u64,
     /// What is wrong there.
     pub what: String,
+}
+
+/// Where a power cut left out writes after the durable mark of an
+/// unfinished file: frames stop at a hole (zeros, or an earlier life's
+/// bytes, where frames should be) and may go on after it. The data end at
+/// `start`; the intact frames after the hole are counted here, not as the
+/// file's records. `rtrec recover` cuts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CrashHole {
+    /// Where the hole starts: the end of the last intact frame before it
+    /// (at or after the durable mark).
+    pub start: u64,
+    /// Bytes from `start` to the next frame of ours (or to where the walk
+    /// ended).
+    pub len: u64,
+    /// Just past the last byte of ours after the hole (frames, damage or a
+    /// torn tail): what `recover` clears.
+    pub end: u64,
+    /// Intact data records in frames after the hole, not counted.
+    pub records_after: u64,
+    /// The sequence number after the last record (or stored loss) found
+    /// after the hole, when any was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_seq_after: Option<u64>,
 }
 
 /// What `verify` found in one file.
@@ -661,6 +734,15 @@ pub struct FileReport {
     /// Bytes after the valid frames that are neither zeros nor another
     /// generation's frames (a write cut short).
     pub torn_tail_bytes: u64,
+    /// Of an unfinished file of format version 4: its durable mark (the
+    /// offset up to which a completed sync made its frames durable, from
+    /// the header; see [`crate::format::FLAG_OPEN`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durable_mark: Option<u64>,
+    /// A crash hole after the durable mark: the file is unfinished and its
+    /// data end there (see [`CrashHole`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crash_hole: Option<CrashHole>,
     /// The first damaged or misplaced offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt_at: Option<u64>,
@@ -702,6 +784,8 @@ impl FileReport {
             valid_len: 0,
             frame_bytes: 0,
             torn_tail_bytes: 0,
+            durable_mark: None,
+            crash_hole: None,
             corrupt_at: None,
             damaged: Vec::new(),
             damaged_ranges: 0,
@@ -906,13 +990,12 @@ impl FileCheck<'_> {
                 format!("the end frame at offset {off} is older than the records before it"),
             );
         }
-        if self.header.valid_len > 0 && f.end() != self.header.valid_len {
+        if let Some(v) = self.header.finished_len().filter(|&v| f.end() != v) {
             self.r.corrupt(
                 off,
                 format!(
-                    "the end frame ends at offset {}, the header's valid length is {}",
-                    f.end(),
-                    self.header.valid_len
+                    "the end frame ends at offset {}, the header's valid length is {v}",
+                    f.end()
                 ),
             );
         }
@@ -967,11 +1050,16 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
     r.status = FileStatus::Unfinished;
     r.valid_len = HEADER_LEN as u64;
     let size = src.size()?;
+    let what = if header.is_open() {
+        "durable mark"
+    } else {
+        "recorded valid length"
+    };
     if header.valid_len > 0 && header.valid_len > size {
         r.corrupt(
             size,
             format!(
-                "the file is shorter ({size}) than its recorded valid length {}",
+                "the file is shorter ({size}) than its {what} {}",
                 header.valid_len
             ),
         );
@@ -980,13 +1068,15 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
         r.corrupt(
             0,
             format!(
-                "the header's valid length {} is inside the header",
+                "the header's {what} {} is inside the header",
                 header.valid_len
             ),
         );
     }
     let pooled = header.flags & FLAG_POOLED != 0;
-    let finished = header.valid_len > 0;
+    let finished = header.finished_len().is_some();
+    let mark = header.durable_mark();
+    r.durable_mark = mark;
     let mut walker = FrameWalker::new(src, &header)?;
     let mut c = FileCheck {
         r: &mut r,
@@ -996,6 +1086,38 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
         damaged: false,
     };
     while let Some(step) = walker.next_step()? {
+        if let Some(m) = mark {
+            // Rules 4 and 5 with a durable mark: below it every byte is a
+            // chained frame; after it, the first bad region ends the data,
+            // and it is a crash hole when it shows a missing write.
+            match &step {
+                Step::Frame(f) if f.off < m && f.end() > m => c.r.damage(
+                    f.off,
+                    f.end(),
+                    format!("the frame here crosses the durable mark {m}, which ends a frame"),
+                ),
+                Step::Damage { start, end, .. } if *start >= m => {
+                    let (start, end) = (*start, *end);
+                    if let Some(ev) = walker.win.missing_write(start, end, header.generation)? {
+                        crash_hole(&mut c, &mut walker, start, end, ev)?;
+                        break;
+                    }
+                }
+                Step::Stop(at, stop) if *at < m => {
+                    if *stop != Stop::Eof {
+                        c.r.damage(
+                            *at,
+                            m,
+                            format!(
+                                "no frame where the durable mark {m} says data were made durable"
+                            ),
+                        );
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+        }
         match step {
             Step::Frame(f) => c.frame(&f),
             Step::Damage { start, end, error } => {
@@ -1071,6 +1193,70 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
         }
     };
     Ok(r)
+}
+
+/// The rest of an unfinished file after a crash hole found at `start`
+/// (frames of ours resume at `end`, or the walk ended there), with the
+/// evidence `ev`: the frames after it are counted, not read as part of the
+/// recording — they lie beyond the point a crash made unreliable.
+fn crash_hole<S: ?Sized + ByteSource>(
+    c: &mut FileCheck<'_>,
+    walker: &mut FrameWalker<'_, S>,
+    start: u64,
+    end: u64,
+    ev: Hole,
+) -> io::Result<()> {
+    let mut hole = CrashHole {
+        start,
+        len: end - start,
+        end,
+        records_after: 0,
+        next_seq_after: None,
+    };
+    let mut next = |n: u64| hole.next_seq_after = Some(hole.next_seq_after.map_or(n, |s| s.max(n)));
+    let mut records_after = 0u64;
+    let mut reach = end;
+    while let Some(step) = walker.next_step()? {
+        match step {
+            Step::Frame(f) => {
+                reach = reach.max(f.end());
+                let h = &f.header;
+                match h.kind {
+                    FrameKind::Data => {
+                        records_after += 1;
+                        next(h.seq.saturating_add(1));
+                    }
+                    FrameKind::Packed => {
+                        if let Some((info, _)) = PackedInfo::decode(&f.payload) {
+                            records_after += info.count as u64;
+                            next(h.seq.saturating_add(info.count as u64));
+                        }
+                    }
+                    FrameKind::Loss => {
+                        if let Some(l) = LossPayload::decode(&f.payload) {
+                            next(l.first_seq.saturating_add(l.count));
+                        }
+                    }
+                    FrameKind::Trigger | FrameKind::End => {}
+                }
+            }
+            Step::Damage { end, .. } => reach = reach.max(end),
+            Step::Stop(at, Stop::Torn(_, tail)) => reach = reach.max(at + tail),
+            Step::Stop(at, _) => reach = reach.max(at),
+        }
+    }
+    hole.records_after = records_after;
+    hole.end = reach;
+    let what = match ev {
+        Hole::Zeros(at) => format!("zeros at offset {at}"),
+        Hole::EarlierLife(at) => format!("a frame of an earlier life of the file at offset {at}"),
+    };
+    c.r.note(format!(
+        "crash hole of {} bytes at offset {start}, after the durable mark ({what}: a write a power cut left out); {records_after} intact record(s) after it are not counted; `rtrec recover` cuts them",
+        hole.len
+    ));
+    c.r.crash_hole = Some(hole);
+    Ok(())
 }
 
 /// Verifies one framed file held in `bytes`.

@@ -319,7 +319,7 @@ impl Writer {
                     .dir
                     .join(file::file_name(&self.cur_base, index, self.cfg.framing));
                 let header = FileHeader {
-                    flags: self.cfg.header_flags(),
+                    flags: self.cfg.header_flags() | format::FLAG_OPEN,
                     generation: 0,
                     created_ns: 0,
                     created_mono_ns: 0,
@@ -374,7 +374,12 @@ impl Writer {
             return Err(e);
         }
         self.report.files.push(f.path.clone());
-        let r = self.flusher.switch(f.file.clone(), dirs, self.next_seq);
+        let mark = self.cfg.framing.has_frames().then(|| {
+            crate::flusher::FileMark::new(f.header.clone(), self.io.bypasses_page_cache())
+        });
+        let r = self
+            .flusher
+            .switch(f.file.clone(), dirs, self.next_seq, mark);
         self.cur = Some(f);
         r.map_err(|e| Error::io("syncing", &self.dir, e))
     }
@@ -514,7 +519,8 @@ impl Writer {
     /// ledger until its writes complete.
     fn wrote(&mut self, records: u64, bytes: u64, dt: u64) -> Step {
         if !self.is_async() {
-            self.count_written(records, bytes, dt, self.next_seq);
+            let end = self.cur.as_ref().map_or(0, |c| c.offset);
+            self.count_written(records, bytes, dt, self.next_seq, end);
             return Ok(());
         }
         let (start, chain, first_seq, t0) = self.last_put;
@@ -580,7 +586,8 @@ impl Writer {
         let now = sys::monotonic_ns();
         while let Some(p) = self.ledger.front().copied().filter(|p| p.end <= done) {
             self.ledger.pop_front();
-            self.count_written(p.records, p.bytes, now.saturating_sub(p.t0), p.seq_after);
+            let dt = now.saturating_sub(p.t0);
+            self.count_written(p.records, p.bytes, dt, p.seq_after, p.end);
         }
         if done > self.advanced {
             self.advanced = done;
@@ -669,8 +676,8 @@ impl Writer {
     }
 
     /// Counts records as written by one `write()` that took `dt` ns; every
-    /// record before `seq_after` is written.
-    fn count_written(&mut self, records: u64, bytes: u64, dt: u64, seq_after: u64) {
+    /// record before `seq_after` is written, in frames that end at `end`.
+    fn count_written(&mut self, records: u64, bytes: u64, dt: u64, seq_after: u64, end: u64) {
         self.report.write_lat.record(dt);
         if self.report.write_samples.len() < self.report.write_samples.capacity() {
             self.report.write_samples.push(dt);
@@ -679,7 +686,7 @@ impl Writer {
         self.report.bytes_written += bytes;
         // Everything before `seq_after` is now written (packed framing: the
         // open frame was just written whole).
-        self.flusher.publish(seq_after);
+        self.flusher.publish(seq_after, end);
         self.live
             .records_written
             .store(self.report.records_written, Ordering::Relaxed);
@@ -790,7 +797,8 @@ impl Writer {
         if self.cfg.framing == Framing::Raw {
             // Raw files cannot hold a loss; the sidecar stores the count.
             self.report.lost_stored += loss.count;
-            self.flusher.publish(self.next_seq);
+            let end = self.cur.as_ref().map_or(0, |c| c.offset);
+            self.flusher.publish(self.next_seq, end);
             return Ok(());
         }
         if rotate {
@@ -798,7 +806,8 @@ impl Writer {
         }
         self.put(FrameKind::Loss, loss.first_seq, ts_ns, &loss.encode())?;
         self.report.lost_stored += loss.count;
-        self.flusher.publish(self.next_seq);
+        let end = self.cur.as_ref().map_or(0, |c| c.offset);
+        self.flusher.publish(self.next_seq, end);
         Ok(())
     }
 
@@ -977,6 +986,9 @@ impl Writer {
             let sums = self.raw_sum.finish_file(name.unwrap_or_default());
             self.raw_sums.push(sums);
         }
+        // No durable mark after the final header (the flusher may be about
+        // to write one).
+        self.flusher.closing();
         self.io
             .stop(&cur.file)
             .and_then(|()| file::close(&mut cur, self.cfg.framing))
