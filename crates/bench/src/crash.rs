@@ -45,7 +45,7 @@ use std::time::Duration;
 use rtrec_emu::crashimg::{CrashState, SplitMix};
 use rtrec_emu::writelog::{Log, What};
 use rtrec_emu::EmulatorStats;
-use rtrec_engine::format::{FileHeader, FrameKind, LossPayload};
+use rtrec_engine::format::{FileHeader, FrameKind, LossPayload, LossReason};
 use rtrec_engine::reader::walk_frames;
 use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopfs::{LoopFs, LoopFsOptions};
@@ -184,6 +184,12 @@ pub struct Violation {
     pub durable_seq: u64,
     /// The state: the last flush, the writes that landed, a torn one.
     pub state: String,
+    /// Its kind, for counting: `missing`, `hidden`, `wrong-bytes`,
+    /// `fs-damaged`, `recover-failed`, `corrupt-after-recover`,
+    /// `no-verify-report`, `export-refused`, `export-refused-crash-hole`
+    /// (export refused only for the loss frame `recover` put where it cut
+    /// a crash hole), `export-wrong-bytes`, `export-misses`.
+    pub kind: &'static str,
     /// What broke, in one sentence.
     pub what: String,
     /// Where the cell's log was kept to rebuild the state.
@@ -392,7 +398,7 @@ fn run_cell(
             }
         }
         let t0 = log.entries.first().map_or(0, |e| e.time_ns);
-        for what in checked.broken {
+        for (kind, what) in checked.broken {
             let x = Violation {
                 cell: c.name.to_string(),
                 seed,
@@ -400,12 +406,13 @@ fn run_cell(
                 at_ms: at.saturating_sub(t0).min(u64::MAX / 2) as f64 / 1e6,
                 durable_seq: durable,
                 state: state.describe(),
+                kind,
                 what,
                 log: log_dir.display().to_string(),
             };
             eprintln!(
-                "rtrec bench: crash VIOLATION {} seed {} point {} ({:.1} ms, durable_seq {}): {} [{}]",
-                x.cell, x.seed, x.point, x.at_ms, x.durable_seq, x.what, x.state
+                "rtrec bench: crash VIOLATION {} seed {} point {} ({:.1} ms, durable_seq {}): {}: {} [{}]",
+                x.cell, x.seed, x.point, x.at_ms, x.durable_seq, x.kind, x.what, x.state
             );
             violations.push(x);
         }
@@ -626,7 +633,7 @@ pub fn synthetic(seq: u64) -> Vec<u8> {
 struct Checked {
     /// What `e2fsck` repaired first, if anything.
     fs_repaired: Option<String>,
-    broken: Vec<String>,
+    broken: Vec<(&'static str, String)>,
 }
 
 fn run_out(cmd: &mut Command) -> anyhow::Result<std::process::Output> {
@@ -698,9 +705,12 @@ fn check(
     let fsck = run_out(Command::new("e2fsck").args(["-f", "-y"]).arg(image))?;
     let code = fsck.status.code().unwrap_or(8);
     if code >= 4 {
-        broken.push(format!(
-            "e2fsck left ext4 damaged (exit {code}): {}",
-            first_line(&fsck.stdout)
+        broken.push((
+            "fs-damaged",
+            format!(
+                "e2fsck left ext4 damaged (exit {code}): {}",
+                first_line(&fsck.stdout)
+            ),
         ));
     }
     let out = work.join("out");
@@ -716,20 +726,29 @@ fn check(
     let c = if dir.is_dir() {
         let r = run_out(Command::new(&o.rtrec).arg("recover").arg(&dir))?;
         if !r.status.success() {
-            broken.push(format!("recover failed: {}", first_line(&r.stderr)));
+            broken.push((
+                "recover-failed",
+                format!("recover failed: {}", first_line(&r.stderr)),
+            ));
         }
         contents(&dir)
     } else {
         Content::default()
     };
     if !promised.is_empty() && c.files == 0 {
-        broken.push(format!(
-            "hidden recording: {} records were durable, no .rtr file is there",
-            promised.len()
+        broken.push((
+            "hidden",
+            format!(
+                "hidden recording: {} records were durable, no .rtr file is there",
+                promised.len()
+            ),
         ));
     }
     if c.wrong > 0 {
-        broken.push(format!("{} accepted records hold wrong bytes", c.wrong));
+        broken.push((
+            "wrong-bytes",
+            format!("{} accepted records hold wrong bytes", c.wrong),
+        ));
     }
     let missing: Vec<u64> = promised
         .iter()
@@ -737,10 +756,14 @@ fn check(
         .filter(|q| !c.seqs.contains(q) && !c.lost.contains(q))
         .collect();
     if !missing.is_empty() {
-        broken.push(format!(
-            "{} records below the durable point missing (first {})",
-            missing.len(),
-            missing[0]
+        broken.push((
+            "missing",
+            format!(
+                "{} records below the durable point missing (first {}; {} of them in a crash-hole loss)",
+                missing.len(),
+                missing[0],
+                missing.iter().filter(|q| c.cut.contains(q)).count()
+            ),
         ));
     }
     if c.files > 0 {
@@ -763,7 +786,7 @@ fn verify_and_export(
     work: &Path,
     promised: &BTreeSet<u64>,
     events: bool,
-    broken: &mut Vec<String>,
+    broken: &mut Vec<(&'static str, String)>,
 ) -> anyhow::Result<()> {
     let v = run_out(Command::new(&o.rtrec).args(["verify", "--json"]).arg(dir))?;
     match serde_json::from_slice::<serde_json::Value>(&v.stdout) {
@@ -775,14 +798,20 @@ fn verify_and_export(
                     let name = Path::new(name)
                         .file_name()
                         .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned());
-                    broken.push(format!("verify after recover: {name} is {status}"));
+                    broken.push((
+                        "corrupt-after-recover",
+                        format!("verify after recover: {name} is {status}"),
+                    ));
                 }
             }
         }
-        Err(_) => broken.push(format!(
-            "verify gave no report (exit {:?}): {}",
-            v.status.code(),
-            first_line(&v.stderr)
+        Err(_) => broken.push((
+            "no-verify-report",
+            format!(
+                "verify gave no report (exit {:?}): {}",
+                v.status.code(),
+                first_line(&v.stderr)
+            ),
         )),
     }
     // One recording: `export DIR`; a flight recorder's events are
@@ -808,11 +837,25 @@ fn verify_and_export(
         if e.status.success() {
             bytes.extend(std::fs::read(&out).unwrap_or_default());
         } else if refused.is_none() {
-            refused = Some(format!(
-                "export {} refused (exit {:?}): {}",
-                if events { "of an event" } else { "DIR" },
-                e.status.code(),
-                first_line(&e.stderr)
+            // Refused only for the losses, and every loss there is one
+            // recover made at a crash hole.
+            let why = String::from_utf8_lossy(&e.stderr);
+            let kind = if !c.cut.is_empty()
+                && c.lost.is_empty()
+                && why.contains("stored as losses, 0 missing without a trace")
+            {
+                "export-refused-crash-hole"
+            } else {
+                "export-refused"
+            };
+            refused = Some((
+                kind,
+                format!(
+                    "export {} refused (exit {:?}): {}",
+                    if events { "of an event" } else { "DIR" },
+                    e.status.code(),
+                    first_line(&e.stderr)
+                ),
             ));
         }
     }
@@ -834,7 +877,10 @@ fn verify_and_export(
             }
         }
         if wrong > 0 {
-            broken.push(format!("export wrote {wrong} records with wrong bytes"));
+            broken.push((
+                "export-wrong-bytes",
+                format!("export wrote {wrong} records with wrong bytes"),
+            ));
         }
         // A record stored as a loss is counted, not exported.
         let missing = promised
@@ -842,7 +888,10 @@ fn verify_and_export(
             .filter(|q| !seen.contains(q) && !c.lost.contains(q))
             .count();
         if missing > 0 {
-            broken.push(format!("export misses {missing} durable records"));
+            broken.push((
+                "export-misses",
+                format!("export misses {missing} durable records"),
+            ));
         }
     }
     let _ = std::fs::remove_file(&out);
@@ -867,8 +916,12 @@ fn event_groups(dir: &Path) -> Vec<Vec<PathBuf>> {
 /// engine's chained walk (what verify and export accept).
 #[derive(Default, Debug)]
 struct Content {
-    seqs: std::collections::BTreeSet<u64>,
-    lost: std::collections::BTreeSet<u64>,
+    seqs: BTreeSet<u64>,
+    /// Records stored as lost while recording (loss frames of rtrec).
+    lost: BTreeSet<u64>,
+    /// Records a loss frame of `recover` covers where it cut a crash
+    /// hole: never a substitute for a durable record.
+    cut: BTreeSet<u64>,
     wrong: u64,
     files: usize,
 }
@@ -899,7 +952,12 @@ fn contents(dir: &Path) -> Content {
             }
             FrameKind::Loss => {
                 if let Some(l) = LossPayload::decode(payload) {
-                    c.lost.extend(l.first_seq..l.first_seq + l.count);
+                    let into = if l.reason == LossReason::CrashHole {
+                        &mut c.cut
+                    } else {
+                        &mut c.lost
+                    };
+                    into.extend(l.first_seq..l.first_seq + l.count);
                 }
             }
             _ => {}
