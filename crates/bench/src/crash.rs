@@ -1,13 +1,13 @@
 //! `--study crash`: every crash a real card can produce, checked against
 //! the durability contract (`docs/durability.md`, "Crash states").
 //!
-//! For each variant ([`VARIANTS`]) it records a short recording on the
-//! emulated device with its write log on (`rtrec __emulate --write-log`,
-//! [`rtrec_emu::writelog`]), polling `--status` (on a file outside the
-//! device) and stamping each published durable point with the clock the log
-//! uses. Then, for its share of the N crash states, it builds the image a
-//! power cut at a chosen crash point could leave ([`rtrec_emu::crashimg`]),
-//! and checks it:
+//! For each cell of the matrix ([`CELLS`]) it records a short recording on
+//! the emulated device with its write log on (`rtrec __emulate
+//! --write-log`, [`rtrec_emu::writelog`]), polling `--status` (on a file
+//! outside the device), the directory and the pool, and stamping what it
+//! sees with the clock the log uses. Then, for its share of the N crash
+//! states, it builds the image a power cut at a chosen crash point could
+//! leave ([`rtrec_emu::crashimg`]), and checks it:
 //! - the ext4 journal is replayed (`e2fsck -E journal_only`), then
 //!   `e2fsck -fn` says whether ext4 itself needs repair beyond the summary
 //!   counters it recomputes at mount (counted apart from rtrec's damage),
@@ -15,24 +15,25 @@
 //! - the recording directory is read out with `debugfs rdump` (read-only,
 //!   no mount, no loop device per state);
 //! - `rtrec recover`, `rtrec verify --json` and `rtrec export` run on it;
-//! - the contract: every record below the durable point published before
-//!   the crash point is present and byte-exact (the synthetic payload:
-//!   sequence number in the first 8 bytes, then `i % 251`); no recording is
-//!   hidden; no accepted frame holds wrong bytes; after `recover` no file is
-//!   corrupt or nameless of its header, and `export DIR` without flags
-//!   reads every durable record.
+//! - the contract: every record the finished recording holds below the
+//!   durable point published before the crash point is present and
+//!   byte-exact (the synthetic payload: sequence number in the first 8
+//!   bytes, then `i % 251`); no recording is hidden; no accepted frame
+//!   holds wrong bytes; after `recover` no file is corrupt or nameless of
+//!   its header, and `export DIR` without flags reads every durable record.
 //!
-//! One [`Violation`] per broken rule, with the crash point and the state
-//! (its seed and the writes that landed), so it can be rebuilt: the log of
-//! a variant with a violation is kept and its directory printed.
+//! One [`Violation`] per broken rule, with its kind, the crash point and
+//! the state (its seed and the writes that landed), so it can be rebuilt:
+//! the log of a cell with a violation is kept and its directory printed.
 //!
 //! Design choices:
-//! - Crash points are weighted towards the moments that matter: half of
-//!   them fall just before a flush completes (every write since the one
-//!   before it unflushed), and those flushes are chosen with triple weight
-//!   when a durable point was published in their interval or they lie in
-//!   the first or last tenth of the log (pool slot taken, file created,
-//!   header rewrite, end frame, unmount); the other half fall at any entry.
+//! - The matrix varies one axis at a time around a base cell, then crosses
+//!   the axes with file switches, where findings lived (the full cross
+//!   product would spend a run recording).
+//! - Crash points are weighted towards the moments that matter
+//!   ([`moments`]): half of the states are drawn from every flush and the
+//!   flushes and entries after each moment, the other half fall at any
+//!   entry.
 //! - Every image mounted or attached goes through the host crate's journal
 //!   ([`LoopFs`]); the crash images are only read by e2fsprogs.
 
