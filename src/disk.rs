@@ -10,47 +10,20 @@
 //! summary says how to give it back later.
 //!
 //! "Writing" is a shared `flock` on `.pool/writers`
-//! ([`rtrec_engine::pool::WRITERS_FILE`]), held by every pooled
-//! recording of the command line from before its first record to its end;
-//! the recording that ends asks for it exclusively without waiting: it gets
-//! it only when no other recording holds it.
+//! ([`rtrec_engine::pool::WritersLock`]), held by every pooled recorder
+//! (of this command line, another one, or an application through the C
+//! library) from its creation to its end; the command line holds one more
+//! until its recording's tails are dealt with, and asks for it
+//! exclusively without waiting: it gets it only when no other recording
+//! holds it.
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rtrec_engine::format::{FileHeader, HEADER_LEN};
+use rtrec_engine::pool::WritersLock;
 use rtrec_units::format_size;
-
-/// A recording writing in a directory: the shared lock, released when
-/// dropped.
-pub struct Writing {
-    file: File,
-}
-
-impl Writing {
-    /// Takes the shared lock of `dir`'s pool; `None` when the directory has
-    /// no pool yet or the lock cannot be taken (then no tail is given back).
-    pub fn start(dir: &Path) -> Option<Writing> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(
-                dir.join(rtrec_engine::pool::POOL_DIR)
-                    .join(rtrec_engine::pool::WRITERS_FILE),
-            )
-            .ok()?;
-        rtrec_sys::lock_shared(&file).ok()?;
-        Some(Writing { file })
-    }
-
-    /// True when no other recording holds the lock (this one then holds it
-    /// exclusively until dropped).
-    fn alone(&self) -> bool {
-        rtrec_sys::lock_exclusive(&self.file, false).unwrap_or(false)
-    }
-}
 
 /// What the recording's files hold on disk, after [`finish`].
 pub struct DiskUse {
@@ -76,8 +49,8 @@ fn valid_len(path: &Path) -> Option<u64> {
 
 /// Gives back the unused tails of `files` when `writing` says no other
 /// recording is writing, and measures what the recording and the pool hold.
-pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<Writing>) -> DiskUse {
-    let alone = writing.as_ref().is_some_and(Writing::alone);
+pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<WritersLock>) -> DiskUse {
+    let alone = writing.as_ref().is_some_and(WritersLock::alone);
     let mut d = DiskUse {
         held_bytes: 0,
         given_back_bytes: 0,

@@ -342,7 +342,7 @@ fn record(
 struct Prepared {
     rec: Recorder,
     /// A pooled recording's shared lock: it is writing in the directory.
-    writing: Option<crate::disk::Writing>,
+    writing: Option<rtrec_engine::pool::WritersLock>,
     /// Ctrl-C and SIGTERM end the recording; put back when dropped.
     stop_signals: rtrec_host::signals::StopSignals,
     /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
@@ -416,7 +416,7 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let rec = created.map_err(|e| crate::error::Error::Usage(e.to_string()))?;
     // A pooled recording says it is writing here (see crate::disk).
     let writing = (plan.cfg.alloc == Alloc::Pool)
-        .then(|| crate::disk::Writing::start(&plan.dir))
+        .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
         .flatten();
     let tracing = crate::explain::start(&a.explain, &plan.dir);
     let watchers = Watchers::start(a, plan, rec.live());

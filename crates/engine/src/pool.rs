@@ -77,8 +77,8 @@ pub const LOCK_FILE: &str = "lock";
 /// The lock file of the recordings writing in the directory: each holds a
 /// shared `flock` on it while it writes; one that ends gives back its
 /// files' unused tails only when it can take it exclusively (no other
-/// recording writing). The command line holds it; [`Pool::remove`]
-/// removes it with the pool.
+/// recording writing). Every pooled recorder holds it
+/// ([`WritersLock`]); [`Pool::remove`] removes it with the pool.
 pub const WRITERS_FILE: &str = "writers";
 
 /// The lock file of topping the pool up: [`Pool::refill`] and
@@ -88,6 +88,42 @@ pub const WRITERS_FILE: &str = "writers";
 /// not [`LOCK_FILE`], because it is held across zero-filling, which the
 /// name lock never is; a recorder waiting for it is past its last record.
 pub const REFILL_FILE: &str = "refill";
+
+/// A recording writing in a directory: a shared `flock` on
+/// `.pool/writers` ([`WRITERS_FILE`]), released when dropped. Every pooled
+/// [`crate::Recorder`] holds one from its creation until it is dropped,
+/// whichever program made it (the command line, the C library, the
+/// bench), so a recording that ends can tell whether it is the only one
+/// writing in the directory ([`WritersLock::alone`]) before it gives back
+/// its files' unused tails.
+pub struct WritersLock {
+    file: File,
+}
+
+impl WritersLock {
+    /// Takes the shared lock of the pool of the recording directory `dir`;
+    /// `None` when the directory has no pool or the lock cannot be taken
+    /// (then nobody gives back a tail on the strength of it). Waits while
+    /// a recording that ended alone gives back its tails (a few
+    /// `ftruncate` calls): a recorder takes it in
+    /// [`crate::Recorder::create`], before its first record.
+    pub fn take(dir: &Path) -> Option<WritersLock> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(POOL_DIR).join(WRITERS_FILE))
+            .ok()?;
+        sys::lock_shared(&file).ok()?;
+        Some(WritersLock { file })
+    }
+
+    /// True when no other recording holds the lock; this one then holds it
+    /// exclusively until dropped. Never waits.
+    pub fn alone(&self) -> bool {
+        sys::lock_exclusive(&self.file, false).unwrap_or(false)
+    }
+}
 
 /// A process-wide counter that makes the names of slots and temporary
 /// files this process creates unique among its threads.

@@ -250,6 +250,9 @@ pub struct Recorder {
     started_ns: u64,
     finished: bool,
     live: Arc<LiveStats>,
+    /// A pooled recording's shared lock on `.pool/writers`, held until the
+    /// recorder is dropped ([`crate::pool::WritersLock`]).
+    _writing: Option<crate::pool::WritersLock>,
 }
 
 impl Recorder {
@@ -274,6 +277,10 @@ impl Recorder {
             Mode::Inline => None,
         };
         let writer = Writer::create(dir, &cfg, live.clone())?;
+        // The writer has opened (or made) the pool: say we write here.
+        let writing = (cfg.alloc == crate::config::Alloc::Pool)
+            .then(|| crate::pool::WritersLock::take(dir))
+            .flatten();
         let inner = match cfg.mode {
             Mode::Inline => Inner::Inline {
                 writer: Some(Box::new(writer)),
@@ -337,6 +344,7 @@ impl Recorder {
             started_ns,
             finished: false,
             live,
+            _writing: writing,
         })
     }
 

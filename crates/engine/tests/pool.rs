@@ -5,7 +5,7 @@
 //! the refill replaces only what was taken, trim and remove give disk back.
 
 use rtrec_engine::format::{FileHeader, HEADER_LEN};
-use rtrec_engine::pool::Pool;
+use rtrec_engine::pool::{Pool, WritersLock};
 use rtrec_engine::reader::{verify_file, FileStatus};
 use rtrec_engine::{Alloc, Config, Mode, OnPoolEmpty, PoolConfig, Recorder, MIB};
 
@@ -289,4 +289,27 @@ fn recorders_that_refill_at_once_prepare_the_missing_files_once() {
     // The refill lock goes with the pool.
     pool.remove().unwrap();
     assert!(!dir.path().join(".pool").exists());
+}
+
+#[test]
+fn a_pooled_recorder_says_it_writes_in_its_directory_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [Mode::Ring, Mode::Inline] {
+        let rec = Recorder::create(dir.path(), cfg(mode)).unwrap();
+        // Whoever made the recorder (the command line, an application
+        // through the C library), a recording ending beside it is not
+        // alone and keeps its tail.
+        let other = WritersLock::take(dir.path()).unwrap();
+        assert!(!other.alone(), "{mode:?}");
+        rec.finish().unwrap();
+        assert!(other.alone(), "{mode:?}");
+    }
+    // Not pooled: no such lock is held.
+    let c = Config {
+        alloc: Alloc::Zero,
+        ..cfg(Mode::Ring)
+    };
+    let rec = Recorder::create(dir.path(), c).unwrap();
+    assert!(WritersLock::take(dir.path()).unwrap().alone());
+    rec.finish().unwrap();
 }
