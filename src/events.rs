@@ -110,7 +110,7 @@ fn secs(ns: u64) -> String {
 
 /// Runs `rtrec events`.
 pub fn run(a: &EventsArgs) -> crate::error::Result<i32> {
-    let (files, _in_pool) = verify_paths(&a.paths)?;
+    let (files, _in_pool, _tmp) = verify_paths(&a.paths)?;
     let list = events(&files);
     let clean = list.iter().all(|e| badness(e.status) == 0);
     if a.json {

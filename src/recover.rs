@@ -1,5 +1,7 @@
 //! `rtrec recover DIR`: after a crash, move recordings left unfinished in
-//! the pool (`DIR/.pool`) back into `DIR`, then cut the crash hole of each
+//! the pool (`DIR/.pool`) back into `DIR`, move a recording file a crash
+//! left under its hidden temporary name (`.NAME.tmp`) into place (or remove
+//! one that holds no recording), then cut the crash hole of each
 //! unfinished file (format version 4: writes after its durable mark that a
 //! power cut left out, with frames going on after them), and say what was
 //! moved and cut. Every recording start does the move too; this command
@@ -16,7 +18,7 @@
 //! Exit codes: 0 done (also when there was nothing to recover), 2 usage or
 //! I/O errors.
 
-use rtrec_engine::pool::Pool;
+use rtrec_engine::pool::{recover_leftovers, Leftover, Pool};
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 use rtrec_engine::recovery::cut_crash_hole;
 
@@ -44,6 +46,24 @@ pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
                     to.display()
                 );
             }
+        }
+    }
+    for l in recover_leftovers(&a.dir)? {
+        match l {
+            Leftover::Moved(from, to) => println!(
+                "moved a recording file a crash left under its temporary name into place: '{}' as '{}'",
+                from.display(),
+                to.display()
+            ),
+            Leftover::Removed(p) => println!(
+                "removed '{}': a file a crash left while it was prepared, with no recording in it",
+                p.display()
+            ),
+            Leftover::Busy(p) => println!(
+                "left '{}' alone: a recording is writing in '{}' (run recover when none is)",
+                p.display(),
+                a.dir.display()
+            ),
         }
     }
     let files = recording_files(&a.dir).map_err(|e| {

@@ -18,7 +18,7 @@
 
 use std::path::PathBuf;
 
-use rtrec_engine::pool::Pool;
+use rtrec_engine::pool::{leftover_tmp, Pool};
 use rtrec_engine::reader::{
     check_continuity, recording_files, verify_file, FileReport, FileStatus,
 };
@@ -50,8 +50,13 @@ struct Report {
     /// them back).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     unfinished_in_pool: Vec<PathBuf>,
-    /// True when every file is complete and clean and no pool slot holds
-    /// an unfinished recording (exit code 0).
+    /// Hidden `.NAME.tmp` recording files: a preparation in progress, or
+    /// one a crash left between its two renames (`rtrec recover` moves or
+    /// removes them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    leftover_tmp: Vec<PathBuf>,
+    /// True when every file is complete and clean, no pool slot holds an
+    /// unfinished recording and no temporary file is left (exit code 0).
     clean: bool,
 }
 
@@ -59,10 +64,11 @@ struct Report {
 /// recordings) and checks the files of each recording against each other.
 /// Also returns the pool slots of those directories that hold an
 /// unfinished recording (a crash came before its move out of the pool was
-/// on storage).
-pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<(Vec<FileReport>, Vec<PathBuf>)> {
+/// on storage), and the hidden temporary recording files in them.
+pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<Found> {
     let mut found: Vec<PathBuf> = Vec::new();
     let mut in_pool: Vec<PathBuf> = Vec::new();
+    let mut tmp: Vec<PathBuf> = Vec::new();
     for p in paths {
         let meta = match std::fs::metadata(p) {
             Ok(m) => m,
@@ -77,7 +83,8 @@ pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<(Vec<FileReport>,
                 _ => Vec::new(),
             };
             in_pool.extend(hidden.into_iter().map(|u| u.slot));
-            if more.is_empty() && in_pool.is_empty() {
+            tmp.extend(leftover_tmp(p).unwrap_or_default());
+            if more.is_empty() && in_pool.is_empty() && tmp.is_empty() {
                 return usage(format!(
                     "'{}' holds no recordings (*.rtr or *.raw files)",
                     p.display()
@@ -95,20 +102,25 @@ pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<(Vec<FileReport>,
         })?);
     }
     check_continuity(&mut files);
-    Ok((files, in_pool))
+    Ok((files, in_pool, tmp))
 }
+
+/// What [`verify_paths`] found: the file reports, the pool slots holding
+/// an unfinished recording, the hidden temporary recording files.
+pub type Found = (Vec<FileReport>, Vec<PathBuf>, Vec<PathBuf>);
 
 /// Runs `rtrec verify`.
 pub fn run(a: &VerifyArgs) -> crate::error::Result<i32> {
-    let (files, in_pool) = verify_paths(&a.paths)?;
+    let (files, in_pool, tmp) = verify_paths(&a.paths)?;
     let report = Report {
         records: files.iter().map(|f| f.records).sum(),
         lost_records: files.iter().map(|f| f.lost_records).sum(),
         missing_records: files.iter().map(|f| f.missing_records).sum(),
         salvageable_records: files.iter().map(|f| f.salvageable_records).sum(),
         damaged_ranges: files.iter().map(|f| f.damaged_ranges).sum(),
-        clean: files.iter().all(|f| f.is_clean()) && in_pool.is_empty(),
+        clean: files.iter().all(|f| f.is_clean()) && in_pool.is_empty() && tmp.is_empty(),
         unfinished_in_pool: in_pool,
+        leftover_tmp: tmp,
         files,
     };
     if a.json {
@@ -186,6 +198,16 @@ fn print_text(r: &Report) {
         println!(
             "{}: UNFINISHED RECORDING IN THE POOL (a crash interrupted it); `rtrec recover {dir}` moves it back",
             slot.display()
+        );
+    }
+    for t in &r.leftover_tmp {
+        let dir = t
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        println!(
+            "{}: A TEMPORARY RECORDING FILE (being prepared, or left by a crash between its renames); `rtrec recover {dir}` moves it into place or removes it",
+            t.display()
         );
     }
     println!(

@@ -260,16 +260,13 @@ impl FileHeader {
         (!self.is_open() && self.valid_len > 0).then_some(self.valid_len)
     }
 
-    /// Of an unfinished file: the offset up to which its frames were made
-    /// durable (the mark, [`FLAG_OPEN`]); the end of the header when no
-    /// mark was written (version 3, or a crash before the first sync).
-    /// `None` for a finished file.
+    /// Of a file being recorded, or interrupted ([`FLAG_OPEN`]): the offset
+    /// up to which its frames were made durable, its mark (the end of the
+    /// header before the first sync). `None` for a finished file and for
+    /// an unfinished file of version 3, which has no mark.
     pub fn durable_mark(&self) -> Option<u64> {
-        match (self.is_open(), self.valid_len) {
-            (true, v) => Some(v.max(HEADER_LEN as u64)),
-            (false, 0) => Some(HEADER_LEN as u64),
-            (false, _) => None,
-        }
+        self.is_open()
+            .then_some(self.valid_len.max(HEADER_LEN as u64))
     }
 
     /// The header with the durable mark at `mark` ([`FLAG_OPEN`] set,

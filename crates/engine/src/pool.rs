@@ -20,7 +20,11 @@
 //! a recording (no [`FLAG_SLOT`]) holds an unfinished recording. It is never
 //! taken as free; [`Pool::recover`] (run when a recording starts, and by
 //! `rtrec recover`) moves it back into the recording directory as
-//! `recovered-STAMP-ID-NNNN.rtr`, and `rtrec verify` mentions it.
+//! `recovered-STAMP-ID-NNNN.rtr`, and `rtrec verify` mentions it. A crash
+//! between a take's (or a preparation's) two renames leaves a hidden
+//! `.NAME.tmp` in the recording directory: `rtrec recover` moves it into
+//! place the same way when it holds a recording's header and removes it
+//! otherwise ([`recover_leftovers`]).
 //!
 //! Concurrency: any number of recorders, in one process or many, share a
 //! directory and its pool. Every change of the pool's names (taking a
@@ -744,15 +748,7 @@ impl Pool {
         let mut moved = Vec::new();
         let _lock = self.lock()?;
         for u in self.unfinished()? {
-            let h = &u.header;
-            let name = format!(
-                "recovered-{}-{:016x}-{:04}.{}",
-                file::utc_stamp(h.created_ns / 1_000_000_000),
-                h.recording_id,
-                h.index,
-                crate::file::FRAMED_EXT
-            );
-            let dest = rec_dir.join(name);
+            let dest = rec_dir.join(recovered_name(&u.header));
             sys::rename_noreplace(&u.slot, &dest)
                 .map_err(|e| Error::io("moving back the unfinished recording", &u.slot, e))?;
             moved.push((u.slot, dest));
@@ -957,6 +953,98 @@ pub struct Unfinished {
 }
 
 /// The header of `slot` when it shows a recording rather than a free slot.
+/// The name a recording found after a crash gets in its directory:
+/// `recovered-STAMP-ID-NNNN.rtr` (creation time, recording id, index).
+fn recovered_name(h: &FileHeader) -> String {
+    format!(
+        "recovered-{}-{:016x}-{:04}.{}",
+        file::utc_stamp(h.created_ns / 1_000_000_000),
+        h.recording_id,
+        h.index,
+        crate::file::FRAMED_EXT
+    )
+}
+
+/// What [`recover_leftovers`] did with a hidden `.NAME.tmp` a crash left
+/// between the two renames of a preparation ([`file::prepare_at`]) or of
+/// [`Pool::take`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Leftover {
+    /// It holds a recording's header: moved into place, from and to (as
+    /// [`Pool::recover`] moves a slot back).
+    Moved(PathBuf, PathBuf),
+    /// No recording's header (a pool slot, or a file the crash caught
+    /// before its header was written): removed.
+    Removed(PathBuf),
+    /// Left alone: a recording is writing in the directory (it may be
+    /// preparing this file).
+    Busy(PathBuf),
+}
+
+/// The hidden temporary files of recordings in `rec_dir` (`.NAME.rtr.tmp`,
+/// `.NAME.raw.tmp`): a preparation in progress, or one a crash left.
+///
+/// # Errors
+/// The directory cannot be listed.
+pub fn leftover_tmp(rec_dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(rec_dir)? {
+        let e = e?;
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        let exts = [crate::file::FRAMED_EXT, crate::file::RAW_EXT];
+        let recording = n
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .is_some_and(|n| exts.iter().any(|x| n.ends_with(&format!(".{x}"))));
+        if recording && e.file_type()?.is_file() {
+            v.push(e.path());
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// After a crash: moves each [`leftover_tmp`] of `rec_dir` that holds a
+/// recording's header into place as `recovered-STAMP-ID-NNNN.rtr`, removes
+/// the others, then fsyncs the directory. While a pooled recording holds
+/// the directory's writers lock ([`WRITERS_FILE`]) nothing is touched.
+///
+/// # Errors
+/// Listing, renaming, removing or syncing fails.
+pub fn recover_leftovers(rec_dir: &Path) -> Result<Vec<Leftover>, Error> {
+    let found = leftover_tmp(rec_dir).map_err(|e| Error::io("listing", rec_dir, e))?;
+    if found.is_empty() {
+        return Ok(found.into_iter().map(Leftover::Busy).collect());
+    }
+    let writers = rec_dir.join(POOL_DIR).join(WRITERS_FILE);
+    let busy = File::open(&writers)
+        .ok()
+        .is_some_and(|f| !sys::lock_exclusive(&f, false).unwrap_or(false));
+    if busy {
+        return Ok(found.into_iter().map(Leftover::Busy).collect());
+    }
+    let mut done = Vec::new();
+    for tmp in found {
+        match recording_in_slot(&tmp) {
+            Some(h) => {
+                let dest = rec_dir.join(recovered_name(&h));
+                sys::rename_noreplace(&tmp, &dest)
+                    .map_err(|e| Error::io("moving into place", &tmp, e))?;
+                done.push(Leftover::Moved(tmp, dest));
+            }
+            None => {
+                std::fs::remove_file(&tmp).map_err(|e| Error::io("removing", &tmp, e))?;
+                done.push(Leftover::Removed(tmp));
+            }
+        }
+    }
+    File::open(rec_dir)
+        .and_then(|f| sys::fsync(&f))
+        .map_err(|e| Error::io("syncing", rec_dir, e))?;
+    Ok(done)
+}
+
 fn recording_in_slot(slot: &Path) -> Option<FileHeader> {
     let f = File::open(slot).ok()?;
     let h = read_header(&f).ok()?;

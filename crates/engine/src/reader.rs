@@ -11,6 +11,15 @@
 //! - An unfinished file (crash or kill) ends at zeros (unwritten space) or a
 //!   frame of an earlier generation (a recycled file), or at a torn tail:
 //!   bad bytes that no valid frame of ours follows.
+//! - With a durable mark (format version 4, header flag `OPEN`: `valid_len`
+//!   is how far a completed sync made the file durable) every byte from the
+//!   header to the mark must be chained frames: damage there is corrupt.
+//!   After the mark, the first bad region ends the data; when it shows a
+//!   missing write (zeros from where a frame should start to a sector's
+//!   end, a whole zero sector, or a frame of another generation) it is a
+//!   **crash hole**: the file is unfinished, and the intact frames after
+//!   the hole are counted, not read ([`CrashHole`]). Without such evidence
+//!   (a flipped byte) it is damage, as below.
 //! - After bad bytes that a valid frame of ours *does* follow, the reader
 //!   resynchronises at that frame (its own header and CRC check out), reports
 //!   the damaged byte range, and counts the records after it as salvageable.
@@ -45,8 +54,9 @@ use serde::Serialize;
 use crate::file::{FRAMED_EXT, RAW_EXT};
 use crate::format::{
     chain_seed, decode_frame_header, frame_crc_start, DecodeError, EndPayload, FileHeader,
-    FrameHeader, FrameKind, LossPayload, PackedInfo, PackedRecords, RawFileSums, TriggerPayload,
-    FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION, FRAME_HEADER_LEN, FRAME_MAGIC, HEADER_LEN, RAW_CHUNK,
+    FrameHeader, FrameKind, LossPayload, LossReason, PackedInfo, PackedRecords, RawFileSums,
+    TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION, FRAME_HEADER_LEN, FRAME_MAGIC,
+    HEADER_LEN, OLDEST_READ_VERSION, RAW_CHUNK,
 };
 
 /// Size of the reader's one buffer (1 MiB): the memory a walk uses,
@@ -711,6 +721,10 @@ pub struct FileReport {
     pub next_seq: Option<u64>,
     /// Dropped records stored as loss frames.
     pub lost_records: u64,
+    /// Records `rtrec recover` cut after a crash hole (a loss frame of
+    /// reason `crash-hole`): the end of what the crash left readable, not
+    /// records dropped while recording (not in `lost_records`).
+    pub cut_records: u64,
     /// Records missing without a loss frame (in this file, or in missing
     /// files before it).
     pub missing_records: u64,
@@ -775,6 +789,7 @@ impl FileReport {
             first_seq: None,
             next_seq: None,
             lost_records: 0,
+            cut_records: 0,
             missing_records: 0,
             gaps: Vec::new(),
             unstored_drops: 0,
@@ -907,7 +922,17 @@ impl FileCheck<'_> {
             FrameKind::Loss => match LossPayload::decode(&f.payload) {
                 Some(l) if l.first_seq == h.seq && l.count > 0 => {
                     self.sequence(off, h.seq, "loss");
-                    self.r.lost_records = self.r.lost_records.saturating_add(l.count);
+                    if l.reason == LossReason::CrashHole {
+                        // Not dropped while recording: the end of what a
+                        // crash left readable.
+                        self.r.cut_records = self.r.cut_records.saturating_add(l.count);
+                        self.r.note(format!(
+                            "{} record(s) from sequence {} were cut by `rtrec recover` after a crash hole",
+                            l.count, l.first_seq
+                        ));
+                    } else {
+                        self.r.lost_records = self.r.lost_records.saturating_add(l.count);
+                    }
                     self.advance(off, h.seq, l.count);
                 }
                 _ => self
@@ -1029,7 +1054,7 @@ pub fn verify_source<S: ?Sized + ByteSource>(path: &Path, src: &S) -> io::Result
                 "a newer"
             };
             r.note(format!(
-                "written by {who} rtrec: format version {v}, this rtrec reads {FORMAT_VERSION}"
+                "written by {who} rtrec: format version {v}, this rtrec reads versions {OLDEST_READ_VERSION} to {FORMAT_VERSION}"
             ));
             return Ok(r);
         }

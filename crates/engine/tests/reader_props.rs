@@ -8,7 +8,11 @@
 //! - one flipped byte is never accepted as complete, and inside a frame
 //!   that valid frames follow it is corrupt;
 //! - what follows the valid length of a finished file (garbage, an earlier
-//!   life's frames) is ignored.
+//!   life's frames) is ignored;
+//! - with a durable mark (format version 4): a missing sector after the
+//!   mark is a crash hole, never corruption, and the records before it
+//!   are kept; a flipped byte below the mark, or after it in non-zero
+//!   data, is corrupt.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -113,6 +117,23 @@ fn in_progress(pooled: bool) -> Vec<u8> {
     }
     b[..HEADER_LEN].copy_from_slice(&h.encode());
     b
+}
+
+/// [`in_progress`] with its durable mark at `mark` (a frame's end).
+fn marked(mark: usize, pooled: bool) -> Vec<u8> {
+    let mut b = in_progress(pooled);
+    let h = FileHeader::decode(&b).unwrap().with_mark(mark as u64);
+    b[..HEADER_LEN].copy_from_slice(&h.encode());
+    b
+}
+
+/// The bytes of frame `f` a flipped byte may hit: all but the reserved
+/// bytes 36..40 of its header (see
+/// a_flipped_reserved_byte_of_a_frame_header_is_not_accepted).
+fn flippable(f: &Frame) -> Vec<usize> {
+    (f.start..f.end)
+        .filter(|o| !(36..40).contains(&(o - f.start)))
+        .collect()
 }
 
 fn verify(bytes: &[u8]) -> FileReport {
@@ -220,6 +241,70 @@ proptest! {
         let complete = kept.len() == s.frames.len();
         let expected = if complete { FileStatus::Complete } else { FileStatus::Unfinished };
         prop_assert_eq!(r.status, expected, "cut {} zeros {}: {:?}", cut, zeros, r.notes);
+    }
+
+    #[test]
+    fn a_missing_sector_after_the_durable_mark_is_a_crash_hole_never_corruption(
+        mark in any::<prop::sample::Index>(),
+        sector in any::<prop::sample::Index>(),
+        pooled in any::<bool>(),
+    ) {
+        // A power cut: the writes after the mark landed but one, whose
+        // sector still holds what was there before (zeros).
+        let s = sample();
+        let last = s.frames.len() - 1;
+        let mark = s.frames[mark.index(last)].end;
+        let sectors: Vec<usize> = (mark.div_ceil(512)..s.frames[last].start / 512)
+            .map(|k| k * 512)
+            .filter(|&at| at + 512 <= s.frames[last].start)
+            .collect();
+        prop_assume!(!sectors.is_empty());
+        let at = sectors[sector.index(sectors.len())];
+        let full = marked(mark, pooled);
+        let mut b = full.clone();
+        b[at..at + 512].fill(0);
+        let intact = |f: &Frame| b[f.start..f.end] == full[f.start..f.end];
+        let kept: Vec<Frame> = s.frames.iter().take_while(|f| intact(f)).cloned().collect();
+        let start = kept.last().map_or(HEADER_LEN, |f| f.end);
+        let r = verify(&b);
+        prop_assert_eq!(r.status, FileStatus::Unfinished, "mark {} zeros at {}: {:?}", mark, at, r.notes);
+        prop_assert_eq!(r.records, data_count(&kept));
+        prop_assert_eq!(r.valid_len, start as u64);
+        prop_assert_eq!(r.durable_mark, Some(mark as u64));
+        let hole = r.crash_hole.expect("frames of ours follow the zeros");
+        prop_assert_eq!(hole.start, start as u64);
+        let after = s.frames.iter().filter(|f| f.start >= at + 512);
+        prop_assert_eq!(hole.records_after, after.filter(|f| f.kind == FrameKind::Data).count() as u64);
+    }
+
+    #[test]
+    fn a_flipped_byte_below_the_durable_mark_or_after_it_in_non_zero_data_is_corrupt(
+        mark in any::<prop::sample::Index>(),
+        below in any::<bool>(),
+        frame in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        mask in 1u8..=255,
+        pooled in any::<bool>(),
+    ) {
+        let s = sample();
+        let last = s.frames.len() - 1;
+        let m = mark.index(last);
+        let mut b = marked(s.frames[m].end, pooled);
+        // Below: any frame up to the mark. After: one that valid frames
+        // follow; the sample's payloads hold no zero byte, so a flip leaves
+        // no run of zeros as a missing write would.
+        let f = if below {
+            &s.frames[frame.index(m + 1)]
+        } else {
+            &s.frames[m + 1 + frame.index(last - m)]
+        };
+        prop_assume!(f.end < s.frames[last].end);
+        let offsets = flippable(f);
+        let o = offsets[at.index(offsets.len())];
+        b[o] ^= mask;
+        let r = verify(&b);
+        prop_assert_eq!(r.status, FileStatus::Corrupt, "mark {} byte {} ^ {:#x}: {:?}", s.frames[m].end, o, mask, r.notes);
+        prop_assert!(r.crash_hole.is_none());
     }
 
     #[test]
