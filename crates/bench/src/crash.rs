@@ -258,6 +258,9 @@ pub struct CrashReport {
     pub seed: u64,
     /// Atomic unit of torn writes, bytes.
     pub atomic_bytes: u64,
+    /// Wall time of the study, seconds (recordings and checks; not the
+    /// wait for the global lock before it).
+    pub wall_s: f64,
 }
 
 /// Runs the study; prints one line per cell and per violation on stderr.
@@ -271,6 +274,7 @@ pub fn run(o: &Options) -> anyhow::Result<CrashReport> {
         atomic_bytes: o.atomic,
         ..CrashReport::default()
     };
+    let started = std::time::Instant::now();
     let cells = selected(&o.only);
     if o.log_cost {
         if let Some(c) = cells.first() {
@@ -292,6 +296,7 @@ pub fn run(o: &Options) -> anyhow::Result<CrashReport> {
         report.fs_repaired += r.fs_repaired;
         report.cells.push(r);
     }
+    report.wall_s = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
