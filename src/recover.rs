@@ -15,10 +15,14 @@
 //! is corrupt and left alone (`rtrec export --salvage` reads its intact
 //! frames).
 //!
+//! It is for after a crash: while a pooled recording writes in `DIR` (it
+//! holds the directory's writers lock) nothing is cut or removed, since a
+//! live file's writes in flight may land out of order.
+//!
 //! Exit codes: 0 done (also when there was nothing to recover), 2 usage or
 //! I/O errors.
 
-use rtrec_engine::pool::{recover_leftovers, Leftover, Pool};
+use rtrec_engine::pool::{recording_now, recover_leftovers, Leftover, Pool};
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 use rtrec_engine::recovery::cut_crash_hole;
 
@@ -65,6 +69,14 @@ pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
                 a.dir.display()
             ),
         }
+    }
+    if recording_now(&a.dir) {
+        // A live file may show writes in flight out of order: not a hole.
+        println!(
+            "{}: a recording is writing here; no crash hole was cut (run recover when none is)",
+            a.dir.display()
+        );
+        return Ok(0);
     }
     let files = recording_files(&a.dir).map_err(|e| {
         crate::error::Error::Usage(format!("cannot list '{}': {e}", a.dir.display()))

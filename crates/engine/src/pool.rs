@@ -1005,6 +1005,16 @@ pub fn leftover_tmp(rec_dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
+/// True while a pooled recording writes in `rec_dir`: it holds the
+/// directory's writers lock ([`WRITERS_FILE`]) shared. A crash leaves no
+/// holder, so repairs after a crash check this first.
+pub fn recording_now(rec_dir: &Path) -> bool {
+    let writers = rec_dir.join(POOL_DIR).join(WRITERS_FILE);
+    File::open(writers)
+        .ok()
+        .is_some_and(|f| !sys::lock_exclusive(&f, false).unwrap_or(false))
+}
+
 /// After a crash: moves each [`leftover_tmp`] of `rec_dir` that holds a
 /// recording's header into place as `recovered-STAMP-ID-NNNN.rtr`, removes
 /// the others, then fsyncs the directory. While a pooled recording holds
@@ -1017,11 +1027,7 @@ pub fn recover_leftovers(rec_dir: &Path) -> Result<Vec<Leftover>, Error> {
     if found.is_empty() {
         return Ok(found.into_iter().map(Leftover::Busy).collect());
     }
-    let writers = rec_dir.join(POOL_DIR).join(WRITERS_FILE);
-    let busy = File::open(&writers)
-        .ok()
-        .is_some_and(|f| !sys::lock_exclusive(&f, false).unwrap_or(false));
-    if busy {
+    if recording_now(rec_dir) {
         return Ok(found.into_iter().map(Leftover::Busy).collect());
     }
     let mut done = Vec::new();
