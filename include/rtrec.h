@@ -46,6 +46,13 @@
 #include <stdint.h>
 
 /**
+ * The first name of `RTREC_MODE_INLINE` (it is not `O_DIRECT`: the
+ * recording thread writes itself); kept so that programs written with it
+ * still build.
+ */
+#define RTREC_MODE_DIRECT RTREC_MODE_INLINE
+
+/**
  * `rtrec_config.pin`: pin the writer thread to `writer_cpu`.
  */
 #define RTREC_PIN_WRITER 1
@@ -95,9 +102,10 @@ typedef enum rtrec_mode {
      */
     RTREC_MODE_RING = 0,
     /**
-     * The recording thread calls `write()` itself.
+     * The recording thread calls `write()` itself (the engine's inline
+     * mode). `RTREC_MODE_DIRECT`, its first name, is kept as an alias.
      */
-    RTREC_MODE_DIRECT = 1,
+    RTREC_MODE_INLINE = 1,
 } rtrec_mode;
 
 /**
@@ -338,9 +346,11 @@ typedef struct rtrec_config {
     size_t max_record;
     /**
      * Capacity of the ring between the recording thread and the writer
-     * thread, in bytes (ring mode). 0 (the default): sized by the engine's
-     * rules, as `rtrec record` sizes it (4 records of `max_record`, at
-     * least 16 MiB).
+     * thread, in bytes (ring mode). 0 (the default): auto, the rule of
+     * `rtrec record --ring auto` (`rtrec_engine::sizing::auto_ring`); this
+     * API is not told the data rate, so the rule gives its size for an
+     * unknown rate (16 MiB, and at least 4 records of `max_record`). Give
+     * a size for a known rate and stall: rate × stall × 4 absorbs it.
      */
     size_t ring_bytes;
     /**
@@ -733,8 +743,7 @@ extern "C" {
  * Fills `*cfg` with the engine's defaults: ring mode, the default
  * allocation and flush strategies, framed records, file size and ring 0
  * (sized by the engine's rules when the recorder is created: 64 MiB files
- * and a 16 MiB ring for records up to 1 MiB, as `rtrec record` sizes
- * them), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
+ * and the auto ring, 16 MiB for an unknown rate and records up to 1 MiB), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
  * prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
  * and is not refilled by the recorder, no flight recorder (the `flight_*`
  * spans 0, the defaults 2 s and 5 s; a window of 0 bytes is sized by the

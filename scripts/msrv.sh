@@ -4,7 +4,10 @@
 # pinned version, with the dependency versions of Cargo.lock (--locked:
 # a dependency that needs a newer rustc fails here, not on a user's board
 # build machine). Own target directory, so the stock toolchain's artifacts
-# are not rebuilt; scripts/cross.sh shares it.
+# are not rebuilt; scripts/cross.sh shares it. The record-only binary
+# (`--no-default-features`, docs/embedded.md) is built first and kept as
+# target/debian/release/rtrec-record-only, then checked
+# (scripts/record-only.sh); only the root crate is compiled twice.
 #
 #   scripts/msrv.sh            # as CI runs it
 set -euo pipefail
@@ -15,6 +18,9 @@ cd "$(dirname "$0")/.."
 deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
 check_declared_msrv
 echo "msrv: $("$DEB_RUSTC" --version)"
-RUSTC="$DEB_RUSTC" CARGO_PROFILE_RELEASE_DEBUG=0 "$DEB_CARGO" build --workspace --release --locked \
-  --target-dir target/debian -q
+build() { RUSTC="$DEB_RUSTC" CARGO_PROFILE_RELEASE_DEBUG=0 "$DEB_CARGO" build --release --locked --target-dir target/debian -q "$@"; }
+build -p rtrec --no-default-features
+cp target/debian/release/rtrec target/debian/release/rtrec-record-only
+bash scripts/record-only.sh target/debian/release/rtrec-record-only
+build --workspace
 echo "msrv: the workspace builds with rust-version $(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"

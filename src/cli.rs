@@ -91,7 +91,9 @@ const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
 const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data/rec-20260101T000000.000Z-*.rtr -o data.bin\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
+#[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
+#[cfg(feature = "bench")]
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
 const EXAMPLES_COMPLETIONS: &str = "Examples:\n  rtrec completions bash > /etc/bash_completion.d/rtrec\n  rtrec completions zsh > ~/.zfunc/_rtrec";
 const EXAMPLES_MAN: &str = "Examples:\n  rtrec man | man -l -\n  rtrec man record > rtrec-record.1";
@@ -175,12 +177,14 @@ pub enum Command {
     #[command(after_help = EXAMPLES_DOCTOR)]
     Doctor(DoctorArgs),
     /// Draw a bench result or a recording summary (their --json) as one self-contained HTML page.
+    #[cfg(feature = "report")]
     #[command(after_help = EXAMPLES_REPORT)]
     Report(ReportArgs),
     /// Trigger the flight recorder running in a directory (as SIGUSR1 does).
     #[command(after_help = EXAMPLES_TRIGGER)]
     Trigger(TriggerArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
+    #[cfg(feature = "bench")]
     #[command(after_help = EXAMPLES_BENCH)]
     Bench(Box<rtrec_bench::BenchArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
@@ -201,6 +205,7 @@ pub enum Command {
     #[command(after_help = EXAMPLES_DEVICE)]
     Device(DeviceArgs),
     /// A background load of the bench (run by `rtrec bench` itself).
+    #[cfg(feature = "bench")]
     #[command(name = "__bgload", hide = true)]
     BgLoad {
         /// The load's arguments.
@@ -208,12 +213,56 @@ pub enum Command {
         args: Vec<String>,
     },
     /// An emulated storage device (run by `rtrec bench --device` itself).
+    #[cfg(feature = "emu")]
     #[command(name = "__emulate", hide = true)]
     Emulate {
         /// The emulator's arguments.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// A command this build left out (see [`left_out`]), or an unknown one.
+    #[cfg(not(all(feature = "bench", feature = "report", feature = "emu")))]
+    #[command(external_subcommand)]
+    LeftOut(Vec<String>),
+}
+
+/// A command that a build without some cargo features left out (`bench`,
+/// `report`, `__bgload`, `__emulate`): one sentence naming the feature,
+/// exit code 2. Any other name is clap's unknown subcommand, in clap's words.
+///
+/// # Errors
+/// Always: the sentence.
+#[cfg(not(all(feature = "bench", feature = "report", feature = "emu")))]
+pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
+    use crate::error::left_out;
+    match args.first().map_or("", String::as_str) {
+        "bench" | "__bgload" => left_out("the bench", "bench"),
+        "report" => left_out("the HTML report", "report"),
+        "__emulate" => left_out("the device emulator", "emu"),
+        other => crate::error::usage(format!(
+            "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
+        )),
+    }
+}
+
+/// Refuses, in one sentence and before anything starts, a `record` flag
+/// whose cargo feature this build left out: `--explain` without `trace`,
+/// `--device` without `emu` (`--stall PROFILE` still sizes the ring for a
+/// profile's worst stall).
+///
+/// # Errors
+/// The flag was given and its feature is not built in.
+pub fn record_features(a: &RecordArgs) -> crate::error::Result<()> {
+    #[cfg(not(feature = "trace"))]
+    if a.explain.explain {
+        return crate::error::left_out("the tracer that `--explain` needs", "trace");
+    }
+    #[cfg(not(feature = "emu"))]
+    if a.device.device.is_some() {
+        return crate::error::left_out("the device emulator that `--device` needs", "emu");
+    }
+    let _ = a;
+    Ok(())
 }
 
 /// `rtrec device`.
@@ -643,7 +692,7 @@ pub struct RecordArgs {
     pub timeline: bool,
 
     #[command(flatten)]
-    pub explain: rtrec_trace::ExplainArgs,
+    pub explain: crate::explain::ExplainArgs,
 
     #[command(flatten)]
     pub device: RecordDeviceArgs,
@@ -689,6 +738,7 @@ pub struct EventsArgs {
 }
 
 /// `rtrec report`.
+#[cfg(feature = "report")]
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A `rtrec bench --json` result or a `rtrec record --json` summary; `-` reads stdin.

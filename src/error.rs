@@ -20,6 +20,7 @@ pub enum Error {
     #[error(transparent)]
     Engine(#[from] rtrec_engine::Error),
     /// The bench refused or failed (bad input → 2, otherwise 1).
+    #[cfg(feature = "rtrec-bench")]
     #[error(transparent)]
     Bench(#[from] rtrec_bench::Error),
     /// Changing or restoring machine-wide state failed: exit code 1.
@@ -47,6 +48,7 @@ impl Error {
         // and 130 says how it ended.
         let interrupted = match self {
             Error::Host(e) => matches!(e, rtrec_host::Error::Interrupted { .. }),
+            #[cfg(feature = "rtrec-bench")]
             Error::Bench(e) => e.is_interrupted(),
             _ => false,
         };
@@ -56,6 +58,7 @@ impl Error {
         let bad_input = match self {
             Error::Usage(_) => true,
             Error::Engine(e) => e.is_bad_input(),
+            #[cfg(feature = "rtrec-bench")]
             Error::Bench(e) => e.is_bad_input(),
             Error::Host(_) | Error::Io { .. } => false,
         };
@@ -111,6 +114,26 @@ pub fn usage<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error::Usage(msg.into()))
 }
 
+/// What a build without some cargo features refuses (the record-only
+/// build: `cargo build --no-default-features`): one sentence saying that
+/// this rtrec was built without `what`, and which `feature` brings it;
+/// exit code 2.
+#[cfg(any(
+    test,
+    not(all(
+        feature = "bench",
+        feature = "report",
+        feature = "trace",
+        feature = "emu"
+    ))
+))]
+pub fn left_out<T>(what: &str, feature: &str) -> Result<T> {
+    usage(format!(
+        "this rtrec was built without {what} (cargo feature `{feature}`); \
+         a build with the default features has it (docs/embedded.md)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,11 +147,25 @@ mod tests {
             Error::from(rtrec_engine::Error::WriterPanicked).exit_code(),
             1
         );
+        assert_eq!(Error::from(io::Error::other("disk")).exit_code(), 1);
+    }
+
+    #[cfg(feature = "rtrec-bench")]
+    #[test]
+    fn the_bench_errors_map_to_their_exit_codes() {
         let refused = rtrec_bench::Error::DuplicateCase("ALL".into());
         assert_eq!(Error::from(refused).exit_code(), 2);
         let failed = rtrec_bench::Error::Failed(anyhow::anyhow!("mount failed"));
         assert_eq!(Error::from(failed).exit_code(), 1);
-        assert_eq!(Error::from(io::Error::other("disk")).exit_code(), 1);
+    }
+
+    #[test]
+    fn a_left_out_feature_is_one_sentence_naming_it_with_exit_code_2() {
+        let e = left_out::<()>("the bench", "bench").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let text = e.to_string();
+        assert!(text.starts_with("this rtrec was built without the bench (cargo feature `bench`)"));
+        assert!(!text.contains('\n'), "{text}");
     }
 
     #[test]

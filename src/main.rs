@@ -19,6 +19,7 @@ mod isolation;
 mod pool;
 mod record;
 mod recover;
+#[cfg(feature = "report")]
 mod report;
 mod signals;
 mod status;
@@ -49,14 +50,20 @@ fn main() {
         cli::Command::Export(a) => export::run(&a),
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
+        #[cfg(feature = "report")]
         cli::Command::Report(a) => report::run(&a),
+        #[cfg(feature = "bench")]
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(error::Error::from),
         cli::Command::Completions { shell } => cli::completions(shell),
         cli::Command::Man { command } => cli::man(command.as_deref()),
         cli::Command::Trigger(a) => trigger::run(&a),
         cli::Command::Device(a) => device::run(&a),
+        #[cfg(feature = "bench")]
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
+        #[cfg(feature = "emu")]
         cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
+        #[cfg(not(all(feature = "bench", feature = "report", feature = "emu")))]
+        cli::Command::LeftOut(args) => cli::left_out(&args),
     };
     let code = match result {
         Ok(code) => code,

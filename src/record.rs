@@ -57,6 +57,7 @@ struct Plan {
 /// the command line's parsers, checked together and resolved into a plan
 /// (no I/O).
 fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
+    crate::cli::record_features(a)?;
     let period_ns = a.period.ns();
     let size = a.size.bytes();
     let max_line = a.max_line.bytes();
@@ -254,7 +255,7 @@ fn ring_warnings(plan: &Plan) -> Vec<String> {
     }
     let locks = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
     if locks && rtrec_sys::effective_uid() != 0 {
-        if let Ok(Some(limit)) = rt::memlock_limit() {
+        if let Some(limit) = rtrec_sys::memlock_limit() {
             if limit < r.ring_bytes as u64 {
                 out.push(format!(
                     "RLIMIT_MEMLOCK ({}) is below the {} ring that --rt locks: raise it (ulimit -l) or give a smaller --ring",
@@ -418,7 +419,12 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
     let writing = (plan.cfg.alloc == Alloc::Pool)
         .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
         .flatten();
-    let tracing = crate::explain::start(&a.explain, &plan.dir);
+    let period_ns = match plan.source {
+        Source::Synthetic { period_ns } => Some(period_ns),
+        _ => None,
+    };
+    let cpu = plan.rt.as_ref().and_then(|r| r.cpu);
+    let tracing = crate::explain::start(&a.explain, &plan.dir, period_ns, cpu);
     let watchers = Watchers::start(a, plan, rec.live());
     Ok(Prepared {
         rec,
@@ -597,7 +603,7 @@ struct Finished {
     disk: crate::disk::DiskUse,
     outcome: Outcome,
     rss: Option<Vec<(u64, u64)>>,
-    explained: Option<rtrec_trace::Explanation>,
+    explained: Option<crate::explain::Explanation>,
     device: Option<crate::device::DeviceReport>,
     /// `--timeline`'s producer-side samples.
     timeline: Timeline,
@@ -626,7 +632,8 @@ fn finish(
     if let Some(t) = &ran.timer {
         summary.attach_schedule(t);
     }
-    let explained = p.tracing.and_then(crate::explain::Tracing::finish);
+    let missed = summary.missed_periods;
+    let explained = p.tracing.and_then(|t| t.finish(missed));
     let device = match trial {
         Some(t) => Some(t.keep(&mut summary, plan.workload.period_ns)?),
         None => None,
@@ -1175,7 +1182,7 @@ struct Extra<'a> {
     /// `--rss`: resident memory after so many events.
     rss: Option<&'a [(u64, u64)]>,
     /// `--explain`: the slow calls' attribution.
-    explained: Option<&'a rtrec_trace::Explanation>,
+    explained: Option<&'a crate::explain::Explanation>,
     /// `--io-class` / `--io-weight`: what was applied.
     isolation: Option<&'a crate::isolation::Applied>,
     /// `--device`: the emulated device.

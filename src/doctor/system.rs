@@ -245,13 +245,12 @@ pub fn swap(_: &Facts) -> Finding {
 /// `memlock`: RLIMIT_MEMLOCK room for what `--rt` locks (the ring and the
 /// program; root is exempt).
 pub fn memlock(f: &Facts) -> Finding {
-    match rtrec_host::machine::memlock_limit() {
-        None => Finding::skip("?", "/proc/self/limits cannot be read"),
-        Some(None) => Finding::pass("unlimited", "`rtrec record --rt` can lock all memory"),
-        Some(Some(_)) if rtrec_sys::effective_uid() == 0 => {
+    match rtrec_sys::memlock_limit() {
+        None => Finding::pass("unlimited", "`rtrec record --rt` can lock all memory"),
+        Some(_) if rtrec_sys::effective_uid() == 0 => {
             Finding::pass("root", "root may lock memory beyond RLIMIT_MEMLOCK")
         }
-        Some(Some(b)) if b < f.ring_bytes * 2 => Finding::warn(
+        Some(b) if b < f.ring_bytes * 2 => Finding::warn(
             format_size(b),
             format!(
                 "less than `rtrec record --rt` needs to lock (the {} ring and the program)",
@@ -259,7 +258,7 @@ pub fn memlock(f: &Facts) -> Finding {
             ),
             "ulimit -l unlimited (or memlock in /etc/security/limits.conf)",
         ),
-        Some(Some(b)) => Finding::pass(format_size(b), "enough for `rtrec record --rt`"),
+        Some(b) => Finding::pass(format_size(b), "enough for `rtrec record --rt`"),
     }
 }
 

@@ -26,6 +26,8 @@
 //!   log checked against the durability contract;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
 //!   rate against the device's bandwidth;
+//! - [`endurance`]: `--study endurance`, one long `record --rt --explain`
+//!   with every slow `record()` and missed period attributed;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
 //!   [`Error::Failed`] for what fails while it runs (exit code 1).
 //!
@@ -40,6 +42,7 @@
 pub mod benchmark;
 pub mod bgload;
 pub mod crash;
+pub mod endurance;
 mod error;
 pub mod explain;
 pub mod export;
@@ -85,7 +88,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size).
+    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size); or `endurance` alone (one long record --rt --explain: --writes records, default 1,000,000, of --size, default 1KiB, every --period, default 1ms; every slow record() and missed period attributed).
     #[arg(long, value_delimiter = ',', value_name = "S1,S2")]
     pub study: Vec<String>,
 
@@ -132,6 +135,10 @@ pub struct BenchArgs {
     /// Bytes per write (default 16KiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_record_size)]
     pub size: Option<u64>,
+
+    /// The ring of the recording cases in ring mode (RTREC…): `auto`, sized as `rtrec record --ring auto` sizes it for --period, --size and --device's worst stall, or a size (default: the engine's 16 MiB); with it, the largest record is --size, as with `rtrec record --size`.
+    #[arg(long, value_name = "auto|SIZE", value_parser = parse_ring)]
+    pub ring: Option<protocol::Ring>,
 
     /// Run on this existing directory instead of our own ext4 image (warns about each of the study's conditions it does not meet).
     #[arg(long, value_name = "PATH")]
@@ -226,6 +233,16 @@ pub struct BenchArgs {
     /// `--explain`, `--explain-threshold`, `--explain-raw`.
     #[command(flatten)]
     pub explain: rtrec_trace::ExplainArgs,
+}
+
+/// `--ring`: `auto` or a size.
+fn parse_ring(s: &str) -> Result<protocol::Ring, String> {
+    if s == "auto" {
+        return Ok(protocol::Ring::Auto);
+    }
+    rtrec_units::value::size(s)
+        .map(|v| protocol::Ring::Fixed(v.bytes()))
+        .map_err(|e| e.to_string())
 }
 
 /// `--device`: a shipped profile's name or a profile file, loaded and
@@ -325,6 +342,11 @@ fn throughput_asked(names: &[String]) -> bool {
     names.len() == 1 && names[0].eq_ignore_ascii_case("throughput")
 }
 
+/// True when `--study endurance` was given (it runs alone).
+fn endurance_asked(names: &[String]) -> bool {
+    names.len() == 1 && names[0].eq_ignore_ascii_case("endurance")
+}
+
 /// True when `--study crash` was given (it runs alone).
 fn crash_asked(names: &[String]) -> bool {
     names.len() == 1 && names[0].eq_ignore_ascii_case("crash")
@@ -343,8 +365,8 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             "s3" => s3 = true,
             "s4" => s4 = true,
             // Runs alone, instead of the cases (see `throughput_asked`).
-            "throughput" | "crash" if names.len() == 1 => {}
-            "throughput" | "crash" => {
+            "throughput" | "crash" | "endurance" if names.len() == 1 => {}
+            "throughput" | "crash" | "endurance" => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
                     hint: format!("the {n} study runs alone: give --study {n} by itself"),
@@ -422,6 +444,11 @@ impl Plan {
             writes: a.writes,
             period_ns: a.period.map(|d| d.as_nanos() as u64),
             record_bytes: a.size,
+            ring: a.ring,
+            stall: a.device.as_ref().map(|d| rtrec_engine::Stall {
+                ns: d.profile.worst_stall_ns(),
+                source: rtrec_engine::StallSource::Device,
+            }),
         };
         let cases = selected
             .into_iter()
@@ -434,6 +461,20 @@ impl Plan {
                     reason: e.to_string(),
                 })?;
             }
+        }
+        if let Some(p) = cases
+            .iter()
+            .find_map(|(_, p)| p.ring_bytes.is_some().then_some(p))
+        {
+            let ring = p.ring_bytes.unwrap_or_default();
+            let secs = rtrec_engine::sizing::ring_seconds(ring, p.record_bytes, Some(p.period_ns));
+            eprintln!(
+                "rtrec bench: --ring {}: the recording cases' ring holds {:.2} s of {} every {} ms",
+                rtrec_units::format_size(ring),
+                secs.unwrap_or(0.0),
+                rtrec_units::format_size(p.record_bytes),
+                p.period_ns as f64 / 1e6
+            );
         }
         if a.with_fio && !s4 {
             return Err(Error::Unavailable(
@@ -618,6 +659,39 @@ fn write_json(p: &std::path::Path, r: &impl serde::Serialize) -> anyhow::Result<
     export::write_target(p, text.as_bytes()).with_context(|| format!("writing '{}'", p.display()))
 }
 
+/// `--study endurance` with the global lock held (in `flusher`): one
+/// `rtrec record --rt --explain` in the target's directory.
+fn run_endurance(args: &BenchArgs, target: Target, flusher: FlusherControl) -> anyhow::Result<i32> {
+    let opts = endurance::Options {
+        count: args.writes.unwrap_or(endurance::COUNT),
+        period_ns: args
+            .period
+            .map_or(endurance::PERIOD_NS, |d| d.as_nanos() as u64),
+        size: args.size.unwrap_or(endurance::SIZE),
+        cpu: std::thread::available_parallelism().map_or(0, |n| n.get() - 1),
+        rtrec: std::env::current_exe().context("finding the rtrec executable")?,
+        dir: target.work.clone(),
+    };
+    let r = endurance::run(&opts);
+    let released = flusher.finish();
+    let removed = target.remove();
+    let r = r?;
+    let table = endurance::render(&r);
+    match &args.json {
+        Some(p) if p.as_os_str() == export::STDOUT => eprint!("{table}"),
+        _ => print!("{table}"),
+    }
+    if let Some(p) = &args.json {
+        write_json(
+            p,
+            &serde_json::json!({ "schema_version": SCHEMA_VERSION, "endurance": r }),
+        )?;
+    }
+    released?;
+    removed?;
+    Ok(0)
+}
+
 /// `--study crash` with the global lock held (in `flusher`); its own
 /// images are made and removed by [`crash::run`], `target` only gives the
 /// environment. Exit code 1 when a violation was found.
@@ -755,6 +829,9 @@ fn run_plan(
     }
     if crash_asked(&args.study) {
         return run_crash(args, target, flusher);
+    }
+    if endurance_asked(&args.study) {
+        return run_endurance(args, target, flusher);
     }
     let mut run = Run {
         report: empty_report(args, &target, &flusher),

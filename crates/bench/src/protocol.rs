@@ -1,7 +1,8 @@
 //! The measurement protocol: how many sets of how many periodic calls,
 //! the period, the record size, the flush interval and the file size. The
 //! study's full protocol (`--paper`) and the quick default are both here,
-//! with the overrides of `--sets`, `--writes`, `--period` and `--size`.
+//! with the overrides of `--sets`, `--writes`, `--period`, `--size` and
+//! `--ring`.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,20 @@ pub struct Protocol {
     pub file_bytes: u64,
     /// True when this is the study's own protocol (`--paper`).
     pub paper: bool,
+    /// `--ring`: the ring of the recording cases in ring mode, bytes;
+    /// absent: the engine's default (16 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring_bytes: Option<u64>,
+}
+
+/// `--ring`: sized as `rtrec record --ring auto` sizes it, or a size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ring {
+    /// `auto`: [`rtrec_engine::sizing::auto_ring`] for the protocol's
+    /// period and record size and `--device`'s worst stall.
+    Auto,
+    /// A size, bytes.
+    Fixed(u64),
 }
 
 /// The user's overrides, already validated.
@@ -55,6 +70,10 @@ pub struct Overrides {
     pub period_ns: Option<u64>,
     /// `--size`, bytes.
     pub record_bytes: Option<u64>,
+    /// `--ring`.
+    pub ring: Option<Ring>,
+    /// The worst stall of `--device`'s profile, for `--ring auto`.
+    pub stall: Option<rtrec_engine::Stall>,
 }
 
 impl Protocol {
@@ -70,14 +89,33 @@ impl Protocol {
             && o.writes.is_none()
             && o.period_ns.is_none()
             && o.record_bytes.is_none();
+        let period_ns = o.period_ns.unwrap_or(PERIOD_NS);
+        let record_bytes = o.record_bytes.unwrap_or(RECORD_BYTES);
+        let ring_bytes = o.ring.map(|r| match r {
+            Ring::Fixed(b) => b,
+            // As `rtrec record --size SIZE --period PERIOD` sizes it: fixed-size
+            // records of the protocol's size (not the engine's 1 MiB maximum).
+            Ring::Auto => {
+                let w = rtrec_engine::Workload {
+                    period_ns: Some(period_ns),
+                    records: None,
+                    fixed_size: true,
+                    stall: o.stall,
+                };
+                let cap =
+                    rtrec_engine::sizing::ring_cap(rtrec_host::machine::meminfo_bytes("MemTotal"));
+                rtrec_engine::sizing::auto_ring(&w, record_bytes as usize, cap).ring_bytes as u64
+            }
+        });
         Protocol {
             sets: o.sets.unwrap_or(sets),
             writes: o.writes.unwrap_or(writes),
-            period_ns: o.period_ns.unwrap_or(PERIOD_NS),
-            record_bytes: o.record_bytes.unwrap_or(RECORD_BYTES),
+            period_ns,
+            record_bytes,
             flush_every_bytes: FLUSH_EVERY_BYTES,
             file_bytes: FILE_BYTES,
             paper,
+            ring_bytes,
         }
     }
 

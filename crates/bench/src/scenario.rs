@@ -540,7 +540,13 @@ impl Scenario {
         Some(Config {
             flush_every: protocol.flush_every_bytes,
             file_size: protocol.file_bytes,
-            max_record: base.max_record.max(protocol.record_bytes as usize),
+            // With --ring, records are exactly --size as with `rtrec record
+            // --size` (a ring of a few small records can then be asked for).
+            max_record: match protocol.ring_bytes {
+                Some(_) => protocol.record_bytes as usize,
+                None => base.max_record.max(protocol.record_bytes as usize),
+            },
+            ring_bytes: protocol.ring_bytes.map_or(base.ring_bytes, |b| b as usize),
             keep_write_samples: protocol.writes as usize,
             prefix: "bench".into(),
             ..base

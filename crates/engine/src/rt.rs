@@ -41,23 +41,3 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
     }
     warnings
 }
-
-/// The soft `RLIMIT_MEMLOCK` (`getrlimit(RLIMIT_MEMLOCK, …)`), bytes: what
-/// [`apply`]'s `mlockall` may lock without privilege. `Ok(None)`: unlimited.
-///
-/// # Errors
-/// The errno of `getrlimit`.
-pub fn memlock_limit() -> io::Result<Option<u64>> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `r` is a valid, writable `rlimit` for the duration of the call.
-    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // `rlim_t` is 32 bits on 32-bit ARM: the cast is not the same type there.
-    #[allow(clippy::unnecessary_cast)]
-    let limit = r.rlim_cur as u64;
-    Ok((r.rlim_cur != libc::RLIM_INFINITY).then_some(limit))
-}

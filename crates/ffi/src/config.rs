@@ -33,8 +33,9 @@ pub enum rtrec_mode {
     /// lock-free ring and a writer thread calls `write()`;
     /// `rtrec_recorder_record()` never blocks. The default.
     RTREC_MODE_RING = 0,
-    /// The recording thread calls `write()` itself.
-    RTREC_MODE_DIRECT = 1,
+    /// The recording thread calls `write()` itself (the engine's inline
+    /// mode). `RTREC_MODE_DIRECT`, its first name, is kept as an alias.
+    RTREC_MODE_INLINE = 1,
 }
 
 /// How file space is obtained (`rtrec_config.alloc`).
@@ -159,7 +160,7 @@ pub enum rtrec_io {
 /// here and a new enum value above.
 const MODES: &[(rtrec_mode, Mode)] = &[
     (rtrec_mode::RTREC_MODE_RING, Mode::Ring),
-    (rtrec_mode::RTREC_MODE_DIRECT, Mode::Inline),
+    (rtrec_mode::RTREC_MODE_INLINE, Mode::Inline),
 ];
 const ALLOCS: &[(rtrec_alloc, Alloc)] = &[
     (rtrec_alloc::RTREC_ALLOC_APPEND, Alloc::Append),
@@ -287,9 +288,11 @@ pub struct rtrec_config {
     /// default, 1 MiB.
     pub max_record: usize,
     /// Capacity of the ring between the recording thread and the writer
-    /// thread, in bytes (ring mode). 0 (the default): sized by the engine's
-    /// rules, as `rtrec record` sizes it (4 records of `max_record`, at
-    /// least 16 MiB).
+    /// thread, in bytes (ring mode). 0 (the default): auto, the rule of
+    /// `rtrec record --ring auto` (`rtrec_engine::sizing::auto_ring`); this
+    /// API is not told the data rate, so the rule gives its size for an
+    /// unknown rate (16 MiB, and at least 4 records of `max_record`). Give
+    /// a size for a known rate and stall: rate × stall × 4 absorbs it.
     pub ring_bytes: usize,
     /// How long the writer thread sleeps when the ring is empty, in
     /// microseconds (1 .. 1,000,000). 0: the default, 1000.
@@ -461,18 +464,10 @@ fn check_ring_fits(ring_bytes: usize) -> Result<(), Fail> {
         )));
     }
     let locked = locked_memory();
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid out pointer.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } == 0;
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if locked > 0 && ok && !root && lim.rlim_cur != libc::RLIM_INFINITY {
-        // rlim_t is 32 bits on some 32-bit targets.
-        #[allow(clippy::unnecessary_cast)]
-        let left = (lim.rlim_cur as u64).saturating_sub(locked);
+    let root = rtrec_sys::effective_uid() == 0;
+    let limit = rtrec_sys::memlock_limit().filter(|_| locked > 0 && !root);
+    if let Some(limit) = limit {
+        let left = limit.saturating_sub(locked);
         if ring > left {
             return Err(Fail::inval(format!(
                 "rtrec_config.ring_bytes is {ring} bytes, but this process locks its memory (mlockall) and RLIMIT_MEMLOCK leaves {left} bytes; use a smaller ring or raise the limit"
@@ -690,8 +685,7 @@ impl rtrec_config {
 /// Fills `*cfg` with the engine's defaults: ring mode, the default
 /// allocation and flush strategies, framed records, file size and ring 0
 /// (sized by the engine's rules when the recorder is created: 64 MiB files
-/// and a 16 MiB ring for records up to 1 MiB, as `rtrec record` sizes
-/// them), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
+/// and the auto ring, 16 MiB for an unknown rate and records up to 1 MiB), records up to 1 MiB, a 1 ms writer poll, no real-time settings,
 /// prefix NULL ("rec"), a pool of 2 files that falls back to `fallocate()`
 /// and is not refilled by the recorder, no flight recorder (the `flight_*`
 /// spans 0, the defaults 2 s and 5 s; a window of 0 bytes is sized by the
@@ -979,7 +973,7 @@ mod tests {
     #[test]
     fn every_c_field_reaches_the_engine() {
         let mut c = init();
-        c.mode = rtrec_mode::RTREC_MODE_DIRECT as c_int;
+        c.mode = rtrec_mode::RTREC_MODE_INLINE as c_int;
         c.alloc = rtrec_alloc::RTREC_ALLOC_FALLOCATE_KEEP_SIZE as c_int;
         c.flush = rtrec_flush::RTREC_FLUSH_SFR as c_int;
         c.framing = rtrec_framing::RTREC_FRAMING_RAW as c_int;

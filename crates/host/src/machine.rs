@@ -171,28 +171,6 @@ pub fn parse_meminfo(meminfo: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// This process's RLIMIT_MEMLOCK soft limit from `/proc/self/limits`,
-/// bytes: `Some(None)` when unlimited, `None` when it cannot be read.
-pub fn memlock_limit() -> Option<Option<u64>> {
-    parse_memlock_limit(&fs::read_to_string("/proc/self/limits").ok()?)
-}
-
-/// The `Max locked memory` soft limit of `/proc/self/limits` text, bytes
-/// (`Some(None)`: unlimited).
-pub fn parse_memlock_limit(limits: &str) -> Option<Option<u64>> {
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line["Max locked memory".len()..]
-        .split_whitespace()
-        .next()?;
-    Some(if soft == "unlimited" {
-        None
-    } else {
-        Some(soft.parse().ok()?)
-    })
-}
-
 /// Whether a kernel built for `kernel` runs programs built for `program`
 /// natively (Rust's `std::env::consts::ARCH` names; the kernel's
 /// `x86_64`, `aarch64`, `armv7l`, …): the same architecture, or its
@@ -261,16 +239,6 @@ mod tests {
             Some(1 << 20)
         );
         assert_eq!(dumpe2fs_journal_bytes("Inode count: 5\n"), None);
-    }
-
-    #[test]
-    fn memlock_limit_reads_the_soft_limit_or_unlimited() {
-        let t = "Limit                     Soft Limit           Hard Limit           Units\n\
-                 Max locked memory         8388608              8388608              bytes\n";
-        assert_eq!(parse_memlock_limit(t), Some(Some(8 << 20)));
-        let u = "Max locked memory         unlimited            unlimited            bytes\n";
-        assert_eq!(parse_memlock_limit(u), Some(None));
-        assert_eq!(parse_memlock_limit("nothing"), None);
     }
 
     #[test]

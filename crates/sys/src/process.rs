@@ -93,6 +93,15 @@ pub fn default_sigpipe() -> io::Result<()> {
     Ok(())
 }
 
+/// `getrlimit(RLIMIT_MEMLOCK, …)`: the soft limit on locked memory, bytes,
+/// what `mlockall` may lock without privilege (`CAP_IPC_LOCK`); `None`
+/// when unlimited. The one reading of it: the engine's real-time setup,
+/// the C library's ring check and `rtrec doctor` all ask here. See
+/// getrlimit(2).
+pub fn memlock_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Memlock).current
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +123,20 @@ mod tests {
         terminate(child.id()).unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGTERM));
+    }
+
+    #[test]
+    fn memlock_limit_is_the_soft_limit_proc_self_limits_shows() {
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max locked memory"))
+            .unwrap();
+        let soft = line["Max locked memory".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap();
+        let want = (soft != "unlimited").then(|| soft.parse::<u64>().unwrap());
+        assert_eq!(memlock_limit(), want);
     }
 }

@@ -18,6 +18,14 @@ pub struct ExplainArgs {
     /// With --explain: keep each raw trace (tracefs text, as trace-cmd and perf users read it) in DIR, as NAME.trace.txt (record.trace.txt; one per bench case).
     #[arg(long, value_name = "DIR", requires = "explain")]
     pub explain_raw: Option<PathBuf>,
+
+    /// With --explain: the producer's wake-ups later than this percentage of the period are explained (default 10; a period or more late is a missed period, always explained).
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u64).range(1..=100), requires = "explain")]
+    pub explain_late: Option<u64>,
+
+    /// With --explain: the producer's record() calls (its work between two wake-ups) slower than this are explained (default 20µs, the endurance goal).
+    #[arg(long, value_name = "DURATION", value_parser = rtrec_units::value::interval, requires = "explain")]
+    pub explain_record: Option<rtrec_units::value::Duration>,
 }
 
 impl ExplainArgs {
@@ -34,6 +42,16 @@ impl ExplainArgs {
             session: crate::session::Session::create()?,
             threshold_ns: self.explain_threshold.map(rtrec_units::value::Duration::ns),
             raw: self.explain_raw.clone(),
+            producer: crate::producer::ProducerSpec {
+                tid: 0,
+                period_ns: None,
+                late_percent: self.explain_late.unwrap_or(crate::producer::LATE_PERCENT),
+                record_threshold_ns: self.explain_record.map_or(
+                    crate::producer::RECORD_THRESHOLD_NS,
+                    rtrec_units::value::Duration::ns,
+                ),
+                cpu: None,
+            },
         }))
     }
 }

@@ -175,6 +175,10 @@ pub struct Explanation {
     pub causes: Vec<CauseRow>,
     /// The slowest calls, split in full.
     pub slowest: Vec<SlowCall>,
+    /// The producer's missed periods, late wake-ups and slow `record()`
+    /// calls, explained ([`crate::producer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<crate::producer::ProducerExplanation>,
 }
 
 enum State {
@@ -260,6 +264,7 @@ pub fn attribute(events: &[Event], opts: &Options) -> Explanation {
         main_cause: causes.first().map(|r| r.cause),
         causes,
         slowest: slow,
+        producer: None,
     }
 }
 

@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`parse`] | the text of a tracefs `trace` file |
 //! | [`cause`] | the named causes; classifying a blocking stack |
+//! | [`producer`] | the producer's missed periods, late wake-ups and slow `record()` calls |
 //! | [`mod@attribute`] | slow calls and the split of their time |
 //! | [`session`] | the instance: events, filters, triggers, reading back |
 //! | [`table`] | the attribution table as text |
@@ -22,6 +23,7 @@ pub mod args;
 pub mod attribute;
 pub mod cause;
 pub mod parse;
+pub mod producer;
 pub mod session;
 pub mod table;
 pub mod tracer;

@@ -22,8 +22,21 @@ use std::path::{Path, PathBuf};
 use rtrec_host::tracefs::Instance;
 use rtrec_host::Journal;
 
+use std::io::Read as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
 use crate::attribute::{attribute, Explanation, Options};
-use crate::parse::parse;
+use crate::parse::{parse, Event};
+use crate::producer::{
+    attribute_producer, read_steal, ProducerExplanation, ProducerSpec, StealSamples,
+    STEAL_SAMPLE_NS,
+};
+
+/// Events read from `trace_pipe` before the producer's part of them is
+/// attributed and dropped (a long run stays in bounded memory).
+pub const CHUNK_EVENTS: usize = 400_000;
 
 /// Per-CPU ring buffer, KiB.
 pub const BUFFER_KIB: u32 = 65_536;
@@ -83,6 +96,9 @@ pub struct Watch {
     pub device: Option<u64>,
     /// `--explain-threshold`, ns.
     pub threshold_ns: Option<u64>,
+    /// The producer (the caller of `record()`), whose wake-ups and work
+    /// are explained ([`crate::producer`]).
+    pub producer: Option<ProducerSpec>,
 }
 
 /// A session: this process's tracefs instance.
@@ -91,6 +107,23 @@ pub struct Session {
     stamp: u64,
     steal0: u64,
     watch: Watch,
+    reader: Option<Reader>,
+}
+
+/// The thread that drains `trace_pipe` while the run goes on, and the
+/// one that samples the steal counters.
+struct Reader {
+    stop: Arc<AtomicBool>,
+    pipe: JoinHandle<std::io::Result<Drained>>,
+    steal: JoinHandle<StealSamples>,
+}
+
+/// What the reader kept: the events the slow-call attribution needs, and
+/// the producer's attribution of the chunks already read.
+#[derive(Default)]
+struct Drained {
+    events: Vec<Event>,
+    producer: Option<ProducerExplanation>,
 }
 
 /// Why a session could not start, as one sentence.
@@ -115,6 +148,7 @@ impl Session {
             stamp: 0,
             steal0: 0,
             watch: Watch::default(),
+            reader: None,
         };
         s.inst
             .write("trace_clock", "mono")
@@ -134,6 +168,15 @@ impl Session {
     /// # Errors
     /// The kernel refused the core events (`sched_switch`, the syscalls).
     pub fn start(&mut self, watch: Watch) -> std::io::Result<()> {
+        self.start_raw(watch, None)
+    }
+
+    /// [`Session::start`], the raw trace text also written to `raw` as it
+    /// is read.
+    ///
+    /// # Errors
+    /// As [`Session::start`], or the reader thread could not start.
+    pub fn start_raw(&mut self, watch: Watch, raw_file: Option<fs::File>) -> std::io::Result<()> {
         let eq = |field: &str, tids: &[i32]| {
             tids.iter()
                 .map(|t| format!("{field} == {t}"))
@@ -144,10 +187,13 @@ impl Session {
             .timed_tids
             .iter()
             .chain(&watch.other_tids)
+            .chain(watch.producer.as_ref().map(|p| &p.tid))
             .copied()
             .collect();
+        let _ = self.inst.write("trace", "");
+        let (reader, reader_tid) = self.spawn_reader(&watch, raw_file)?;
+        self.reader = Some(reader);
         let w = |rel: &str, v: &str| self.inst.write(rel, v);
-        let _ = w("trace", "");
         let sw = "events/sched/sched_switch";
         w(
             &format!("{sw}/filter"),
@@ -179,9 +225,13 @@ impl Session {
                 }
             }
         }
+        // The reader's own writes (the raw trace) are not the recording's.
         let dev_filter = watch.device.map(|d| {
             let (ma, mi) = rtrec_sys::major_minor(d);
-            format!("dev == {}", ((ma as u64) << 20) | mi as u64)
+            format!(
+                "dev == {} && common_pid != {reader_tid}",
+                ((ma as u64) << 20) | mi as u64
+            )
         });
         for ev in DEVICE_EVENTS {
             let p = format!("events/{ev}");
@@ -217,6 +267,9 @@ impl Session {
                 &format!("stacktrace if {}", eq("common_pid", &watch.timed_tids)),
             );
         }
+        if let Some(p) = &watch.producer {
+            self.watch_producer(p, &watch.timed_tids)?;
+        }
         let _ = w("events/ftrace/print/enable", "1");
         self.steal0 = steal_ns();
         self.stamp = rtrec_sys::monotonic_ns();
@@ -224,23 +277,107 @@ impl Session {
         w("tracing_on", "1")
     }
 
+    /// The producer's events: its timer, its periodic sleep, its page
+    /// faults; interrupts on its CPU (every CPU when it is not pinned).
+    fn watch_producer(&self, p: &ProducerSpec, timed: &[i32]) -> std::io::Result<()> {
+        let w = |rel: &str, v: &str| self.inst.write(rel, v);
+        let me = format!("common_pid == {}", p.tid);
+        w("events/timer/hrtimer_start/filter", &me)?;
+        w("events/timer/hrtimer_start/enable", "1")?;
+        for dir in ["enter", "exit"] {
+            let e = format!("events/syscalls/sys_{dir}_clock_nanosleep");
+            w(&format!("{e}/filter"), &me)?;
+            w(&format!("{e}/enable"), "1")?;
+        }
+        let pf = "events/exceptions/page_fault_user";
+        if self.inst.path().join(pf).is_dir() {
+            let _ = w(&format!("{pf}/filter"), &me);
+            let _ = w(&format!("{pf}/enable"), "1");
+        }
+        let mut mine: Vec<String> = timed.iter().map(|t| format!("common_pid == {t}")).collect();
+        for ev in IRQ_EVENTS {
+            let e = format!("events/{ev}");
+            if !self.inst.path().join(&e).is_dir() {
+                continue;
+            }
+            match p.cpu {
+                Some(c) => {
+                    mine.push(format!("CPU == {c}"));
+                    let _ = w(&format!("{e}/filter"), &mine.join(" || "));
+                    mine.pop();
+                }
+                None => {
+                    let _ = w(&format!("{e}/filter"), "0");
+                }
+            }
+            let _ = w(&format!("{e}/enable"), "1");
+        }
+        Ok(())
+    }
+
+    /// Starts draining `trace_pipe` (and sampling the steal counters).
+    /// Returns the reader and its thread id.
+    fn spawn_reader(&self, watch: &Watch, raw: Option<fs::File>) -> std::io::Result<(Reader, i32)> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let pipe = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.inst.path().join("trace_pipe"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let avoid = watch.producer.as_ref().and_then(|p| p.cpu);
+        let samples = Arc::new(Mutex::new(StealSamples::new()));
+        let steal = {
+            let (stop, samples) = (stop.clone(), samples.clone());
+            std::thread::Builder::new()
+                .name("rtrec-steal".into())
+                .spawn(move || {
+                    background(avoid);
+                    while !stop.load(Ordering::Acquire) {
+                        let v = (rtrec_sys::monotonic_ns(), read_steal());
+                        samples.lock().unwrap_or_else(|e| e.into_inner()).push(v);
+                        std::thread::sleep(std::time::Duration::from_nanos(STEAL_SAMPLE_NS));
+                    }
+                    let v = (rtrec_sys::monotonic_ns(), read_steal());
+                    let mut s = samples.lock().unwrap_or_else(|e| e.into_inner());
+                    s.push(v);
+                    std::mem::take(&mut *s)
+                })?
+        };
+        let watch = watch.clone();
+        let stop2 = stop.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipe = std::thread::Builder::new()
+            .name("rtrec-trace".into())
+            .spawn(move || {
+                background(avoid);
+                let _ = tx.send(rtrec_sys::gettid());
+                drain(pipe, raw, &watch, &stop2, &samples)
+            })?;
+        let tid = rx.recv().unwrap_or(0);
+        Ok((Reader { stop, pipe, steal }, tid))
+    }
+
     /// Stops tracing, reads the trace, keeps it in `raw` (a directory) if
     /// given, and attributes it.
     ///
     /// # Errors
     /// The trace could not be read or `raw` not written.
-    pub fn stop(&mut self, raw: Option<(&Path, &str)>) -> std::io::Result<Explanation> {
+    pub fn stop(&mut self) -> std::io::Result<Explanation> {
         self.inst.write("tracing_on", "0")?;
         let steal = steal_ns().saturating_sub(self.steal0);
-        let text = fs::read_to_string(self.inst.path().join("trace"))?;
         let lost = lost_events(self.inst.path());
+        let drained = match self.reader.take() {
+            Some(r) => {
+                r.stop.store(true, Ordering::Release);
+                let d = r.pipe.join().unwrap_or_else(|_| Ok(Drained::default()));
+                let _ = r.steal.join();
+                d
+            }
+            None => Ok(Drained::default()),
+        };
         let _ = self.inst.write("events/enable", "0");
         let _ = self.inst.write("trace", "");
-        if let Some((dir, name)) = raw {
-            fs::create_dir_all(dir)?;
-            fs::write(raw_path(dir, name), &text)?;
-        }
-        let events = parse(&text);
+        let Drained { events, producer } = drained?;
         let mut x = attribute(
             &events,
             &Options {
@@ -251,6 +388,7 @@ impl Session {
         );
         x.lost_events = lost;
         x.steal_ns = steal;
+        x.producer = producer;
         Ok(x)
     }
 
@@ -295,4 +433,148 @@ fn steal_ns() -> u64 {
         })
         .map(|ticks| ticks * 10_000_000)
         .unwrap_or(0)
+}
+
+/// Reads `trace_pipe` until told to stop and it is empty: writes the text
+/// to `raw`, parses it, attributes the producer's part chunk by chunk and
+/// keeps the events the slow-call attribution needs.
+fn drain(
+    mut pipe: fs::File,
+    mut raw: Option<fs::File>,
+    watch: &Watch,
+    stop: &AtomicBool,
+    steal: &Mutex<StealSamples>,
+) -> std::io::Result<Drained> {
+    use std::io::Write as _;
+    let mut out = Drained::default();
+    let mut pending: Vec<Event> = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut partial: Vec<u8> = Vec::new();
+    let mut next_chunk = CHUNK_EVENTS;
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                if let Some(f) = raw.as_mut() {
+                    f.write_all(&buf[..n])?;
+                }
+                partial.extend_from_slice(&buf[..n]);
+                if let Some(end) = partial.iter().rposition(|&b| b == b'\n') {
+                    let text = String::from_utf8_lossy(&partial[..=end]).into_owned();
+                    partial.drain(..=end);
+                    pending.extend(parse(&text));
+                }
+                if pending.len() > next_chunk {
+                    chunk(&mut out, &mut pending, watch, steal, false);
+                    next_chunk = pending.len() + CHUNK_EVENTS;
+                }
+            }
+            Ok(_) | Err(_) if stop.load(Ordering::Acquire) => break,
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if !partial.is_empty() {
+        pending.extend(parse(&String::from_utf8_lossy(&partial)));
+    }
+    chunk(&mut out, &mut pending, watch, steal, true);
+    Ok(out)
+}
+
+/// Attributes the producer's periods in `pending` up to a period boundary
+/// a second before its last event (all of it when `last`), and moves the
+/// events the slow-call attribution needs to `out`.
+fn chunk(
+    out: &mut Drained,
+    pending: &mut Vec<Event>,
+    watch: &Watch,
+    steal: &Mutex<StealSamples>,
+    last: bool,
+) {
+    let cut = match (&watch.producer, last) {
+        (_, true) | (None, _) => pending.len(),
+        (Some(p), false) => {
+            let end = pending
+                .last()
+                .map_or(0, |e| e.ts_ns)
+                .saturating_sub(1_000_000_000);
+            pending
+                .iter()
+                .rposition(|e| e.tid == p.tid && e.name == "hrtimer_start" && e.ts_ns < end)
+                .unwrap_or(0)
+        }
+    };
+    if cut == 0 {
+        return;
+    }
+    if let Some(p) = &watch.producer {
+        let s = steal.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let x = attribute_producer(&pending[..cut], p, &s);
+        match out.producer.as_mut() {
+            Some(o) => o.merge(x),
+            None => out.producer = Some(x),
+        }
+    }
+    let keep: Vec<i32> = watch
+        .timed_tids
+        .iter()
+        .chain(&watch.other_tids)
+        .copied()
+        .collect();
+    let producer = watch.producer.as_ref().map(|p| p.tid);
+    out.events.extend(
+        pending
+            .drain(..cut)
+            .filter(|e| for_slow_calls(e, &keep, producer)),
+    );
+}
+
+/// Whether the slow-call attribution needs `e`: the producer's own timer,
+/// sleep and faults, interrupts on other threads and the ext4 events, it
+/// does not.
+fn for_slow_calls(e: &Event, keep: &[i32], producer: Option<i32>) -> bool {
+    let watched = |v: Option<i64>| v.is_some_and(|t| keep.contains(&(t as i32)));
+    match e.name.as_str() {
+        "hrtimer_start" | "sys_clock_nanosleep" | "page_fault_user" => false,
+        // The device's ext4 events are kept for the raw trace only: on a
+        // shared root file system they are every process's writes.
+        n if n.starts_with("ext4_") => false,
+        n if n.starts_with("irq_handler")
+            || n.starts_with("softirq")
+            || n.starts_with("local_timer") =>
+        {
+            keep.contains(&e.tid)
+        }
+        "sched_switch" if producer.is_some() => {
+            watched(e.num("prev_pid")) || watched(e.num("next_pid"))
+        }
+        "sched_waking" | "sched_wakeup" if producer.is_some() => {
+            watched(e.num("pid")) || e.field("comm").is_some_and(|c| c.starts_with("jbd2/"))
+        }
+        _ => true,
+    }
+}
+
+/// Makes the calling thread (the tracer's reader or sampler, started from
+/// the producer) a normal one: `SCHED_OTHER`, on every CPU but the
+/// producer's `avoid` when there is another, so that it never competes
+/// with the thread it watches. Best effort.
+fn background(avoid: Option<u32>) {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `p` is a valid sched_param; pid 0 is the calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+    let n = std::thread::available_parallelism().map_or(1, usize::from);
+    // SAFETY: cpu_set_t is plain data; every CPU_SET index is below
+    // `n` ≤ CPU_SETSIZE (capped).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for c in
+            (0..n.min(libc::CPU_SETSIZE as usize)).filter(|&c| n == 1 || Some(c as u32) != avoid)
+        {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }

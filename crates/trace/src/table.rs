@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use rtrec_units::format_duration;
 
 use crate::attribute::Explanation;
+use crate::producer::{Kind, ProducerExplanation};
 
 /// The table of `x`, indented by two spaces, with `published` (the
 /// study's cause, if it names one) on its own line.
@@ -36,6 +37,9 @@ pub fn render(x: &Explanation, published: Option<&str>) -> String {
     if let Some(p) = published {
         let _ = writeln!(out, "  published cause: {p}");
     }
+    if let Some(p) = &x.producer {
+        out.push_str(&render_producer(p));
+    }
     if x.causes.is_empty() {
         return out;
     }
@@ -56,6 +60,54 @@ pub fn render(x: &Explanation, published: Option<&str>) -> String {
         );
         if !r.stack.is_empty() {
             let _ = writeln!(out, "  {:<28} {}", "", r.stack.join(" < "));
+        }
+    }
+    out
+}
+
+/// The producer's lines: the count of each figure by cause, then the worst
+/// of each kind with its split.
+pub fn render_producer(p: &ProducerExplanation) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "  producer (tid {}): {} wake-ups, period {}; late above {}, record() above {}",
+        p.tid,
+        p.wakeups,
+        format_duration(p.period_ns),
+        format_duration(p.late_threshold_ns),
+        format_duration(p.record_threshold_ns),
+    );
+    let _ = writeln!(out, "  {}", p.missed_periods.line("missed periods"));
+    let _ = writeln!(out, "  {}", p.late_wakeups.line("late wake-ups"));
+    let _ = writeln!(out, "  {}", p.slow_records.line("slow record() calls"));
+    if p.slow_records.total > 0 {
+        let _ = writeln!(
+            out,
+            "  slowest record(): {}, the producer on the CPU at most {} in one call (steal not subtracted)",
+            format_duration(p.slow_records.worst_ns),
+            format_duration(p.slow_records.worst_on_cpu_ns),
+        );
+    }
+    for kind in [Kind::Missed, Kind::Late, Kind::SlowRecord] {
+        if let Some(i) = p.worst.iter().find(|i| i.kind == kind) {
+            let parts: Vec<String> = i
+                .parts
+                .iter()
+                .map(|q| format!("{} {}", q.name, format_duration(q.ns)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  worst {}: {} on CPU {}: {}",
+                match kind {
+                    Kind::Missed => "missed period",
+                    Kind::Late => "late wake-up",
+                    Kind::SlowRecord => "record()",
+                },
+                format_duration(i.duration_ns),
+                i.cpu,
+                parts.join(", ")
+            );
         }
     }
     out

@@ -5,7 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::attribute::Explanation;
-use crate::session::{Session, Watch};
+use crate::producer::ProducerSpec;
+use crate::session::{raw_path, Session, Watch};
+
+/// The raw trace of the run in progress, renamed to its run's name when
+/// it stops.
+const RAW_IN_PROGRESS: &str = "in-progress.trace.txt";
 
 /// The tracing of the runs of one command.
 pub struct Tracer {
@@ -15,6 +20,10 @@ pub struct Tracer {
     pub threshold_ns: Option<u64>,
     /// `--explain-raw`: where raw traces go.
     pub raw: Option<PathBuf>,
+    /// How the producer (the thread that calls [`Tracer::start`]) is
+    /// explained: its period (`None`: read from its timer), thresholds and
+    /// CPU. `tid` is filled in by [`Tracer::start`].
+    pub producer: ProducerSpec,
 }
 
 impl Tracer {
@@ -24,18 +33,34 @@ impl Tracer {
     ///
     /// # Errors
     /// The kernel refused the core events.
+    ///
+    /// The calling thread is the producer: its wake-ups and its work
+    /// between them are explained too ([`crate::producer`]).
     pub fn start(&mut self, timed: Vec<i32>, loads: &[i32], dir: &Path) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
         let mut other = threads_named("rtrec-flush");
         other.extend(threads_named("rtrec-pool"));
         other.extend_from_slice(loads);
         other.retain(|t| !timed.contains(t));
-        self.session.start(Watch {
-            timed_tids: timed,
-            other_tids: other,
-            device: std::fs::metadata(dir).ok().map(|m| m.dev()),
-            threshold_ns: self.threshold_ns,
-        })
+        let raw = match &self.raw {
+            Some(d) => {
+                std::fs::create_dir_all(d)?;
+                Some(std::fs::File::create(d.join(RAW_IN_PROGRESS))?)
+            }
+            None => None,
+        };
+        let mut producer = self.producer.clone();
+        producer.tid = rtrec_sys::gettid();
+        self.session.start_raw(
+            Watch {
+                timed_tids: timed,
+                other_tids: other,
+                device: std::fs::metadata(dir).ok().map(|m| m.dev()),
+                threshold_ns: self.threshold_ns,
+                producer: Some(producer),
+            },
+            raw,
+        )
     }
 
     /// The instance's `trace_marker`: the background loads and rtrec's own
@@ -49,8 +74,11 @@ impl Tracer {
     /// # Errors
     /// The trace could not be read, or `--explain-raw` not written.
     pub fn stop(&mut self, name: &str) -> std::io::Result<Explanation> {
-        let raw = self.raw.clone();
-        self.session.stop(raw.as_deref().map(|d| (d, name)))
+        let x = self.session.stop()?;
+        if let Some(d) = &self.raw {
+            std::fs::rename(d.join(RAW_IN_PROGRESS), raw_path(d, name))?;
+        }
+        Ok(x)
     }
 }
 

@@ -112,10 +112,11 @@ fn trace_until_named(
                 other_tids: others.clone(),
                 device: Some(dev),
                 threshold_ns: Some(THRESHOLD_NS),
+                producer: None,
             })
             .expect("starting the trace");
         thread::sleep(ROUND);
-        last = session.stop(None).expect("reading the trace");
+        last = session.stop().expect("reading the trace");
         let named = |r: &rtrec_trace::CauseRow| {
             r.cause == cause && r.detail.as_deref().unwrap_or("").contains(who)
         };

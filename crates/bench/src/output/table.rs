@@ -591,11 +591,15 @@ fn s4_cells(out: &mut String, cells: &[crate::s4::S4Cell]) {
 }
 
 /// The writer's longest `write()` against what the recording cases' ring
-/// (the engine's default, [`rtrec_engine::sizing::DEFAULT_RING_BYTES`] at the
-/// bench's record sizes) holds in seconds of data at the case's rate: how
-/// close a stall came to a drop.
+/// (`--ring`, else the engine's default,
+/// [`rtrec_engine::sizing::DEFAULT_RING_BYTES`] at the bench's record
+/// sizes) holds in seconds of data at the case's rate: how close a stall
+/// came to a drop.
 fn ring_held(c: &CaseResult) -> String {
-    let ring = rtrec_engine::Config::default().ring_bytes as u64;
+    let ring = c
+        .protocol
+        .ring_bytes
+        .unwrap_or(rtrec_engine::Config::default().ring_bytes as u64);
     let held = rtrec_engine::sizing::ring_seconds(
         ring,
         c.protocol.record_bytes,

@@ -21,6 +21,9 @@
 
 #include "rtrec.h"
 
+/* The mode's first name still builds and means the same. */
+_Static_assert(RTREC_MODE_DIRECT == RTREC_MODE_INLINE, "RTREC_MODE_DIRECT is RTREC_MODE_INLINE");
+
 static int failures;
 
 #define CHECK(cond)                                                                 \

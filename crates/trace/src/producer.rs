@@ -1,0 +1,725 @@
+//! The producer's side, as rtla timerlat's auto-analysis splits a timer
+//! latency: every missed period, every late wake-up and every slow
+//! stretch of work (`record()`) of the thread that calls `record()`, with
+//! the time between the intended wake-up and the return split into timer
+//! IRQ latency, runnable but not running (and what ran instead), IRQ and
+//! softirq time on its CPU, page faults, blocked time, hypervisor steal and
+//! the producer's own time on the CPU.
+//!
+//! Design choices:
+//! - **The periods come from the trace.** The producer sleeps in
+//!   `clock_nanosleep(TIMER_ABSTIME)`: `hrtimer_start` (its `expires` is
+//!   the intended wake-up, `CLOCK_MONOTONIC` ns, the trace's own clock),
+//!   `sys_exit clock_nanosleep` is the return, and the next `sys_enter
+//!   clock_nanosleep` ends its work. So a window's ends and everything in
+//!   it are on one clock and no recorder timing is matched to the trace.
+//!   The work stretch (wake-up to next sleep) holds `record()` and the
+//!   loop around it: it bounds `record()` from above.
+//! - **A figure without a cause is counted.** Every missed period the
+//!   recorder counted and the trace did not see, and every stretch whose
+//!   producer state the trace cannot tell, is `unattributed`
+//!   ([`ProducerExplanation::reconcile`]).
+//! - **Steal** is the guest's per-CPU steal counter (`/proc/stat`, column
+//!   8) sampled every [`STEAL_SAMPLE_NS`] on `CLOCK_MONOTONIC` by the
+//!   tracer: its resolution is 10 ms (`USER_HZ`), too coarse to measure a
+//!   window, so it only *explains* the time the trace leaves otherwise
+//!   unexplained (timer IRQ latency with nothing else on the CPU, on-CPU
+//!   time) when the producer's CPU's counter advanced in the samples around
+//!   the window, up to the advance. The on-CPU time before that credit is
+//!   kept (`on_cpu_ns`), so rtrec's own part is never hidden by it.
+//! - Mergeable: a long run is attributed chunk by chunk as the trace
+//!   streams in ([`ProducerExplanation::merge`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::parse::Event;
+
+/// How often the tracer samples the steal counter, ns (10 ms).
+pub const STEAL_SAMPLE_NS: u64 = 10_000_000;
+/// Default lateness threshold: this percentage of the period.
+pub const LATE_PERCENT: u64 = 10;
+/// Default threshold of a slow `record()` (work stretch), ns: 20 µs, the
+/// endurance goal.
+pub const RECORD_THRESHOLD_NS: u64 = 20_000;
+/// Incidents of each kind kept in full in the JSON.
+pub const KEEP_WORST: usize = 10;
+
+/// The producer to attribute.
+#[derive(Clone, Debug, Default)]
+pub struct ProducerSpec {
+    /// Its thread id (the caller of `record()`).
+    pub tid: i32,
+    /// Its period, ns; `None`: the median gap between its timer's expiries.
+    pub period_ns: Option<u64>,
+    /// Lateness above this percentage of the period is explained.
+    pub late_percent: u64,
+    /// Work stretches (`record()`) above this are explained, ns.
+    pub record_threshold_ns: u64,
+    /// The CPU it is pinned to, if any (interrupts are traced on it only).
+    pub cpu: Option<u32>,
+}
+
+/// Per-CPU steal counters, sampled on `CLOCK_MONOTONIC`: (time, ns per CPU).
+pub type StealSamples = Vec<(u64, Vec<u64>)>;
+
+/// What a part of an incident's time is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Share {
+    /// From the intended wake-up until the timer interrupt woke the thread.
+    TimerIrqLatency,
+    /// Woken (or preempted) and not running: another task ran instead.
+    Runnable,
+    /// A hard IRQ or softirq on the producer's CPU.
+    Irq,
+    /// On the CPU with user page faults taken.
+    PageFault,
+    /// Blocked (asleep in its work, not in its periodic sleep).
+    Blocked,
+    /// Hypervisor steal (the guest's steal counter advanced).
+    Steal,
+    /// On the CPU: the producer's own work (rtrec's part in `record()`).
+    OnCpu,
+    /// The trace cannot tell.
+    Unattributed,
+}
+
+/// One part of an incident.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProducerPart {
+    /// What it is.
+    pub share: Share,
+    /// As printed: `preempted by hog`, `IRQ (virtio0)`, `steal`.
+    pub name: String,
+    /// Time, ns.
+    pub ns: u64,
+}
+
+/// What kind of figure an incident is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// The wake-up came a period or more late.
+    Missed,
+    /// The wake-up came late by more than the threshold.
+    Late,
+    /// The work after a wake-up (`record()`) took longer than its threshold.
+    SlowRecord,
+}
+
+/// One explained figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Incident {
+    /// Which figure.
+    pub kind: Kind,
+    /// Start of the window: the intended wake-up (missed, late) or the
+    /// return from the sleep (slow record), `CLOCK_MONOTONIC` ns.
+    pub start_ns: u64,
+    /// The window, ns.
+    pub duration_ns: u64,
+    /// Periods missed in it.
+    pub missed: u64,
+    /// The producer's CPU.
+    pub cpu: u32,
+    /// The main part's name (the cause it is counted under).
+    pub cause: String,
+    /// The producer on the CPU, before any steal is credited, ns.
+    pub on_cpu_ns: u64,
+    /// The split, largest first; adds up to `duration_ns`.
+    pub parts: Vec<ProducerPart>,
+}
+
+/// The count of one kind of figure by cause.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    /// How many in all (missed: periods, others: wake-ups or calls).
+    pub total: u64,
+    /// By main cause, the same unit.
+    pub causes: BTreeMap<String, u64>,
+    /// The longest window, ns.
+    pub worst_ns: u64,
+    /// The longest time on the CPU of the producer in one window, before
+    /// steal is credited, ns.
+    pub worst_on_cpu_ns: u64,
+}
+
+impl Tally {
+    fn add(&mut self, i: &Incident, n: u64) {
+        self.total += n;
+        *self.causes.entry(i.cause.clone()).or_default() += n;
+        self.worst_ns = self.worst_ns.max(i.duration_ns);
+        self.worst_on_cpu_ns = self.worst_on_cpu_ns.max(i.on_cpu_ns);
+    }
+
+    fn merge(&mut self, o: &Tally) {
+        self.total += o.total;
+        for (k, v) in &o.causes {
+            *self.causes.entry(k.clone()).or_default() += v;
+        }
+        self.worst_ns = self.worst_ns.max(o.worst_ns);
+        self.worst_on_cpu_ns = self.worst_on_cpu_ns.max(o.worst_on_cpu_ns);
+    }
+
+    /// `43 missed periods: 39 steal, 3 IRQ (virtio0), 1 preempted by kworker/0:1`.
+    pub fn line(&self, what: &str) -> String {
+        let mut c: Vec<(&String, &u64)> = self.causes.iter().collect();
+        c.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let list: Vec<String> = c.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        if list.is_empty() {
+            format!("{} {what}", self.total)
+        } else {
+            format!("{} {what}: {}", self.total, list.join(", "))
+        }
+    }
+}
+
+/// The producer's figures, explained.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProducerExplanation {
+    /// The producer's thread id.
+    pub tid: i32,
+    /// The period, ns (given, or the median gap of the timer's expiries).
+    pub period_ns: u64,
+    /// Lateness above this is explained, ns.
+    pub late_threshold_ns: u64,
+    /// Work stretches above this are explained, ns.
+    pub record_threshold_ns: u64,
+    /// Wake-ups seen in the trace.
+    pub wakeups: u64,
+    /// Missed periods, by cause.
+    pub missed_periods: Tally,
+    /// Late wake-ups (above the threshold, under a period), by cause.
+    pub late_wakeups: Tally,
+    /// Slow work stretches (`record()` and its loop), by cause.
+    pub slow_records: Tally,
+    /// The worst incidents of each kind, in full.
+    pub worst: Vec<Incident>,
+}
+
+impl ProducerExplanation {
+    /// Adds a chunk's attribution.
+    pub fn merge(&mut self, o: ProducerExplanation) {
+        self.wakeups += o.wakeups;
+        self.missed_periods.merge(&o.missed_periods);
+        self.late_wakeups.merge(&o.late_wakeups);
+        self.slow_records.merge(&o.slow_records);
+        if self.period_ns == 0 {
+            self.period_ns = o.period_ns;
+            self.late_threshold_ns = o.late_threshold_ns;
+        }
+        self.worst.extend(o.worst);
+        keep_worst(&mut self.worst);
+    }
+
+    /// Counts the missed periods the recorder saw and the trace did not as
+    /// `unattributed` (the total is then the recorder's).
+    pub fn reconcile(&mut self, recorder_missed: u64) {
+        let t = &mut self.missed_periods;
+        if recorder_missed > t.total {
+            *t.causes.entry(UNATTRIBUTED.to_string()).or_default() += recorder_missed - t.total;
+            t.total = recorder_missed;
+        }
+    }
+}
+
+/// The name of a figure the trace cannot explain.
+pub const UNATTRIBUTED: &str = "unattributed";
+
+fn keep_worst(v: &mut Vec<Incident>) {
+    v.sort_by_key(|i| std::cmp::Reverse(i.duration_ns));
+    let mut n: HashMap<&'static str, usize> = HashMap::new();
+    v.retain(|i| {
+        let k = match i.kind {
+            Kind::Missed => "m",
+            Kind::Late => "l",
+            Kind::SlowRecord => "s",
+        };
+        let c = n.entry(k).or_default();
+        *c += 1;
+        *c <= KEEP_WORST
+    });
+}
+
+/// One window to split.
+struct Window {
+    kind: Kind,
+    a: u64,
+    b: u64,
+    missed: u64,
+}
+
+fn is_producer_sleep(e: &Event, tid: i32) -> bool {
+    e.tid == tid && e.name == "sys_clock_nanosleep"
+}
+
+/// The period: the median gap between the producer's timer expiries.
+fn infer_period(events: &[Event], tid: i32) -> u64 {
+    let exp: Vec<u64> = events
+        .iter()
+        .filter(|e| e.tid == tid && e.name == "hrtimer_start")
+        .filter_map(|e| e.field("expires")?.parse().ok())
+        .collect();
+    let mut gaps: Vec<u64> = exp
+        .windows(2)
+        .filter_map(|w| w[1].checked_sub(w[0]))
+        .filter(|&g| g > 0)
+        .collect();
+    gaps.sort_unstable();
+    gaps.get(gaps.len() / 2).copied().unwrap_or(0)
+}
+
+/// Attributes the producer's figures in `events` (sorted by time), with
+/// the steal counter's `steal` samples.
+pub fn attribute_producer(
+    events: &[Event],
+    spec: &ProducerSpec,
+    steal: &[(u64, Vec<u64>)],
+) -> ProducerExplanation {
+    let tid = spec.tid;
+    let period = spec
+        .period_ns
+        .filter(|&p| p > 0)
+        .unwrap_or_else(|| infer_period(events, tid));
+    let late_ns = period * spec.late_percent / 100;
+    let mut x = ProducerExplanation {
+        tid,
+        period_ns: period,
+        late_threshold_ns: late_ns,
+        record_threshold_ns: spec.record_threshold_ns,
+        ..Default::default()
+    };
+    let mut windows = Vec::new();
+    let mut expires: Option<u64> = None;
+    let mut woke: Option<u64> = None;
+    for e in events.iter().filter(|e| e.tid == tid) {
+        if e.name == "hrtimer_start" && e.body.contains("hrtimer_wakeup") {
+            expires = e.field("expires").and_then(|v| v.parse().ok());
+        } else if is_producer_sleep(e, tid) && e.body.starts_with("->") {
+            x.wakeups += 1;
+            woke = Some(e.ts_ns);
+            if let Some(planned) = expires.take() {
+                let late = e.ts_ns.saturating_sub(planned);
+                let missed = late.checked_div(period).unwrap_or(0);
+                if missed > 0 || (period > 0 && late > late_ns) {
+                    windows.push(Window {
+                        kind: if missed > 0 { Kind::Missed } else { Kind::Late },
+                        a: planned,
+                        b: e.ts_ns,
+                        missed,
+                    });
+                }
+            }
+        } else if is_producer_sleep(e, tid) {
+            if let Some(w) = woke.take() {
+                if e.ts_ns - w > spec.record_threshold_ns {
+                    windows.push(Window {
+                        kind: Kind::SlowRecord,
+                        a: w,
+                        b: e.ts_ns,
+                        missed: 0,
+                    });
+                }
+            }
+        }
+    }
+    for w in windows {
+        let i = split(events, tid, &w, steal);
+        match i.kind {
+            Kind::Missed => x.missed_periods.add(&i, i.missed),
+            Kind::Late => x.late_wakeups.add(&i, 1),
+            Kind::SlowRecord => x.slow_records.add(&i, 1),
+        }
+        x.worst.push(i);
+    }
+    keep_worst(&mut x.worst);
+    x
+}
+
+/// The producer's state during a window.
+#[derive(Clone, Debug, PartialEq)]
+enum St {
+    Running,
+    Runnable,
+    /// In its periodic sleep: waiting for the timer.
+    Sleeping,
+    /// Asleep in its work.
+    Blocked,
+    Unknown,
+}
+
+/// The producer's state and CPU just before index `i`, read backwards.
+fn state_before(events: &[Event], tid: i32, i: usize) -> (St, Option<u32>) {
+    let t = tid as i64;
+    let mut in_sleep: Option<bool> = None;
+    for e in events[..i].iter().rev().take(200_000) {
+        if is_producer_sleep(e, tid) && in_sleep.is_none() {
+            in_sleep = Some(!e.body.starts_with("->"));
+        }
+        match e.name.as_str() {
+            "sched_switch" if e.num("prev_pid") == Some(t) => {
+                let st = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
+                    St::Runnable
+                } else if in_sleep.unwrap_or(true) {
+                    St::Sleeping
+                } else {
+                    St::Blocked
+                };
+                return (st, Some(e.cpu));
+            }
+            "sched_switch" if e.num("next_pid") == Some(t) => return (St::Running, Some(e.cpu)),
+            "sched_waking" | "sched_wakeup" if e.num("pid") == Some(t) => {
+                return (St::Runnable, e.num("target_cpu").map(|c| c as u32));
+            }
+            _ if e.tid == tid => return (St::Running, Some(e.cpu)),
+            _ => {}
+        }
+    }
+    (St::Unknown, None)
+}
+
+/// Splits one window into its parts.
+fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> Incident {
+    let t = tid as i64;
+    let from = events.partition_point(|e| e.ts_ns < w.a);
+    let (mut st, mut cpu) = state_before(events, tid, from);
+    let mut parts: Vec<ProducerPart> = Vec::new();
+    let mut add = |share: Share, name: String, ns: u64| {
+        if ns == 0 {
+            return;
+        }
+        match parts.iter_mut().find(|p| p.name == name) {
+            Some(p) => p.ns += ns,
+            None => parts.push(ProducerPart { share, name, ns }),
+        }
+    };
+    let mut last = w.a;
+    let mut irq_depth = 0u32;
+    let mut irq_name = String::new();
+    let mut faults = 0u64;
+    // The task on the producer's CPU (an interrupt's events carry the
+    // task it interrupted): who ran instead while it was runnable.
+    let mut cur = cpu.map_or_else(|| "?".to_string(), |c| task_on(&events[..from], c, tid));
+    let mut waker = String::new();
+    let on_cpu_name = |kind: Kind| match kind {
+        Kind::SlowRecord => "rtrec's own (on CPU)".to_string(),
+        _ => "on CPU".to_string(),
+    };
+    let close = |st: &St,
+                 add: &mut dyn FnMut(Share, String, u64),
+                 ns: u64,
+                 faults: u64,
+                 cur: &str,
+                 waker: &str| match st {
+        St::Running if faults > 0 => add(Share::PageFault, "page faults".into(), ns),
+        St::Running => add(Share::OnCpu, on_cpu_name(w.kind), ns),
+        St::Runnable => add(Share::Runnable, format!("preempted by {cur}"), ns),
+        St::Sleeping => add(Share::TimerIrqLatency, "timer IRQ latency".into(), ns),
+        St::Blocked => add(Share::Blocked, format!("blocked (woken by {waker})"), ns),
+        St::Unknown => add(Share::Unattributed, UNATTRIBUTED.into(), ns),
+    };
+    for e in events[from..].iter().take_while(|e| e.ts_ns <= w.b) {
+        let ts = e.ts_ns;
+        let on_cpu = cpu == Some(e.cpu);
+        // The event at `ts` ran on the task that held the CPU until then.
+        if on_cpu && e.tid != tid {
+            cur.clone_from(&e.comm);
+        }
+        match e.name.as_str() {
+            "irq_handler_entry" | "softirq_entry" | "local_timer_entry" if on_cpu => {
+                if irq_depth == 0 {
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
+                    last = ts;
+                    irq_name = irq_label(e);
+                }
+                irq_depth += 1;
+            }
+            "irq_handler_exit" | "softirq_exit" | "local_timer_exit" if on_cpu && irq_depth > 0 => {
+                irq_depth -= 1;
+                if irq_depth == 0 {
+                    let share = if st == St::Sleeping {
+                        Share::TimerIrqLatency
+                    } else {
+                        Share::Irq
+                    };
+                    let name = if share == Share::Irq {
+                        irq_name.clone()
+                    } else {
+                        "timer IRQ latency".into()
+                    };
+                    add(share, name, ts - last);
+                    last = ts;
+                }
+            }
+            "page_fault_user" if e.tid == tid => faults += 1,
+            "sched_switch" if e.num("prev_pid") == Some(t) => {
+                if irq_depth == 0 {
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
+                    last = ts;
+                }
+                faults = 0;
+                cpu = Some(e.cpu);
+                st = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
+                    cur = task(e.field("next_comm"));
+                    St::Runnable
+                } else if w.kind == Kind::SlowRecord {
+                    St::Blocked
+                } else {
+                    St::Sleeping
+                };
+            }
+            "sched_switch" if e.num("next_pid") == Some(t) => {
+                if irq_depth == 0 {
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
+                    last = ts;
+                }
+                cpu = Some(e.cpu);
+                st = St::Running;
+            }
+            "sched_switch" if on_cpu && st == St::Runnable => {
+                close(&st, &mut add, ts - last, faults, &cur, &waker);
+                last = ts;
+                cur = task(e.field("next_comm"));
+            }
+            "sched_waking" | "sched_wakeup"
+                if e.num("pid") == Some(t) && matches!(st, St::Sleeping | St::Blocked) =>
+            {
+                // The timer's own interrupt is still timer IRQ latency.
+                if irq_depth > 0 && st == St::Sleeping {
+                    add(
+                        Share::TimerIrqLatency,
+                        "timer IRQ latency".into(),
+                        ts - last,
+                    );
+                } else {
+                    close(&st, &mut add, ts - last, faults, &cur, &waker);
+                }
+                last = ts;
+                waker = e.comm.clone();
+                let target = e.num("target_cpu").map(|c| c as u32).or(cpu);
+                // An interrupt open on another CPU does not hold this one.
+                if target != cpu {
+                    irq_depth = 0;
+                }
+                if target != cpu {
+                    cpu = target;
+                    cur = cpu.map_or_else(|| "?".to_string(), |c| task_on(&events[..from], c, tid));
+                }
+                st = St::Runnable;
+            }
+            _ => {}
+        }
+    }
+    if irq_depth > 0 {
+        add(Share::Irq, irq_name.clone(), w.b - last);
+    } else {
+        close(&st, &mut add, w.b - last, faults, &cur, &waker);
+    }
+    let on_cpu_ns: u64 = parts
+        .iter()
+        .filter(|p| p.share == Share::OnCpu)
+        .map(|p| p.ns)
+        .sum();
+    let cpu = cpu.unwrap_or(0);
+    credit_steal(&mut parts, steal_in(steal, cpu as usize, w.a, w.b));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
+    Incident {
+        kind: w.kind,
+        start_ns: w.a,
+        duration_ns: w.b - w.a,
+        missed: w.missed,
+        cpu,
+        cause: parts
+            .first()
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| UNATTRIBUTED.into()),
+        on_cpu_ns,
+        parts,
+    }
+}
+
+/// The task last seen on `cpu` in `before` (other than `tid`).
+fn task_on(before: &[Event], cpu: u32, tid: i32) -> String {
+    before
+        .iter()
+        .rev()
+        .take(100_000)
+        .find(|e| e.cpu == cpu && e.tid != tid)
+        .map_or_else(|| "?".to_string(), |e| e.comm.clone())
+}
+
+/// A task's name for the table: its comm.
+fn task(comm: Option<&str>) -> String {
+    comm.unwrap_or("?").to_string()
+}
+
+/// The advance of `cpu`'s steal counter between the last sample at or
+/// before `a` and the first at or after `b`, ns.
+pub fn steal_in(samples: &[(u64, Vec<u64>)], cpu: usize, a: u64, b: u64) -> u64 {
+    let i = samples.partition_point(|s| s.0 <= a);
+    let j = samples.partition_point(|s| s.0 < b);
+    let (Some(s0), Some(s1)) = (
+        i.checked_sub(1).and_then(|i| samples.get(i)),
+        samples.get(j),
+    ) else {
+        return 0;
+    };
+    match (s0.1.get(cpu), s1.1.get(cpu)) {
+        (Some(x), Some(y)) => y.saturating_sub(*x),
+        _ => 0,
+    }
+}
+
+/// Moves up to `steal` ns from the unexplained parts (timer IRQ latency,
+/// then on-CPU time, then unattributed) into `steal`.
+fn credit_steal(parts: &mut Vec<ProducerPart>, mut steal: u64) {
+    let mut moved = 0;
+    for share in [Share::TimerIrqLatency, Share::Unattributed, Share::OnCpu] {
+        for p in parts.iter_mut().filter(|p| p.share == share) {
+            let m = p.ns.min(steal);
+            p.ns -= m;
+            steal -= m;
+            moved += m;
+        }
+    }
+    parts.retain(|p| p.ns > 0);
+    if moved > 0 {
+        parts.push(ProducerPart {
+            share: Share::Steal,
+            name: "steal".into(),
+            ns: moved,
+        });
+    }
+}
+
+/// `IRQ (virtio0)`, `softirq (TIMER)`, `IRQ (local timer)`.
+fn irq_label(e: &Event) -> String {
+    match e.name.as_str() {
+        "irq_handler_entry" => format!("IRQ ({})", e.field("name").unwrap_or("?")),
+        "softirq_entry" => format!(
+            "softirq ({})",
+            e.body
+                .split("action=")
+                .nth(1)
+                .map(|s| s.trim_end_matches(']'))
+                .unwrap_or("?")
+        ),
+        _ => "IRQ (local timer)".to_string(),
+    }
+}
+
+/// Steal counters of every CPU now, ns (`/proc/stat`'s `cpuN` lines,
+/// column 8, in `USER_HZ` = 100 ticks per second).
+pub fn read_steal() -> Vec<u64> {
+    let Ok(s) = std::fs::read_to_string("/proc/stat") else {
+        return Vec::new();
+    };
+    s.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            l.split_whitespace()
+                .nth(8)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+                * 10_000_000
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+
+    /// Producer 10 on CPU 0, period 1 ms: one on-time period, one woken
+    /// 2.5 ms late because `hog` (higher priority) held the CPU after the
+    /// timer fired, then a 50 µs `record()` with a virtio interrupt in it.
+    const TRACE: &str = "\
+ prod-10 [000] ..... 100.000000: hrtimer_start: hrtimer=0x1 function=hrtimer_wakeup expires=100001000000 softexpires=100001000000 mode=ABS
+ prod-10 [000] d..2. 100.000001: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+ <idle>-0 [000] d.h1. 100.001000: sched_waking: comm=prod pid=10 prio=19 target_cpu=000
+ <idle>-0 [000] d..2. 100.001002: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=prod next_pid=10 next_prio=19
+ prod-10 [000] ..... 100.001003: sys_clock_nanosleep -> 0x0
+ prod-10 [000] ..... 100.001008: sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 0x1, rmtp: 0x0)
+ prod-10 [000] ..... 100.001009: hrtimer_start: hrtimer=0x1 function=hrtimer_wakeup expires=100002000000 softexpires=100002000000 mode=ABS
+ prod-10 [000] d..2. 100.001010: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state=S ==> next_comm=hog next_pid=11 next_prio=9
+ hog-11 [000] d.h1. 100.002000: sched_waking: comm=prod pid=10 prio=19 target_cpu=000
+ hog-11 [000] d..2. 100.004500: sched_switch: prev_comm=hog prev_pid=11 prev_prio=9 prev_state=S ==> next_comm=prod next_pid=10 next_prio=19
+ prod-10 [000] ..... 100.004500: sys_clock_nanosleep -> 0x0
+ prod-10 [000] d.h1. 100.004510: irq_handler_entry: irq=11 name=virtio0
+ prod-10 [000] d.h1. 100.004540: irq_handler_exit: irq=11 ret=handled
+ prod-10 [000] ..... 100.004550: sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 0x1, rmtp: 0x0)
+";
+
+    fn spec() -> ProducerSpec {
+        ProducerSpec {
+            tid: 10,
+            period_ns: Some(1_000_000),
+            late_percent: LATE_PERCENT,
+            record_threshold_ns: RECORD_THRESHOLD_NS,
+            cpu: None,
+        }
+    }
+
+    #[test]
+    fn a_missed_period_is_split_into_timer_latency_and_the_task_that_ran_instead() {
+        let x = attribute_producer(&parse(TRACE), &spec(), &[]);
+        assert_eq!(x.wakeups, 2);
+        assert_eq!(x.missed_periods.total, 2);
+        assert_eq!(x.missed_periods.causes["preempted by hog"], 2);
+        let m = x.worst.iter().find(|i| i.kind == Kind::Missed).unwrap();
+        assert_eq!(m.duration_ns, 2_500_000);
+        let ns = |n: &str| m.parts.iter().find(|p| p.name == n).map(|p| p.ns);
+        assert_eq!(ns("preempted by hog"), Some(2_500_000));
+        assert_eq!(m.parts.iter().map(|p| p.ns).sum::<u64>(), m.duration_ns);
+    }
+
+    #[test]
+    fn a_slow_record_names_the_interrupt_and_rtrecs_own_time() {
+        let x = attribute_producer(&parse(TRACE), &spec(), &[]);
+        assert_eq!(x.slow_records.total, 1);
+        let s = x.worst.iter().find(|i| i.kind == Kind::SlowRecord).unwrap();
+        assert_eq!(s.duration_ns, 50_000);
+        assert_eq!(s.cause, "IRQ (virtio0)");
+        assert_eq!(s.on_cpu_ns, 20_000);
+        assert_eq!(
+            x.slow_records.line("slow record() calls"),
+            "1 slow record() calls: 1 IRQ (virtio0)"
+        );
+    }
+
+    #[test]
+    fn steal_explains_only_what_nothing_else_does_and_the_on_cpu_time_is_kept() {
+        // The steal counter of CPU 0 advanced by 10 ms around the record().
+        let steal = vec![
+            (100_004_000_000, vec![0]),
+            (100_010_000_000, vec![10_000_000]),
+        ];
+        let x = attribute_producer(&parse(TRACE), &spec(), &steal);
+        let s = x.worst.iter().find(|i| i.kind == Kind::SlowRecord).unwrap();
+        assert_eq!(s.cause, "IRQ (virtio0)");
+        let steal_part = s.parts.iter().find(|p| p.share == Share::Steal).unwrap();
+        assert_eq!(steal_part.ns, 20_000);
+        assert_eq!(s.on_cpu_ns, 20_000);
+        assert_eq!(s.parts.iter().map(|p| p.ns).sum::<u64>(), s.duration_ns);
+    }
+
+    #[test]
+    fn missed_periods_the_trace_did_not_see_are_unattributed_and_counted() {
+        let mut x = attribute_producer(&parse(TRACE), &spec(), &[]);
+        x.reconcile(5);
+        assert_eq!(x.missed_periods.total, 5);
+        assert_eq!(x.missed_periods.causes[UNATTRIBUTED], 3);
+        let sum: u64 = x.missed_periods.causes.values().sum();
+        assert_eq!(sum, 5);
+    }
+
+    #[test]
+    fn the_period_is_inferred_from_the_timer_when_not_given() {
+        let mut s = spec();
+        s.period_ns = None;
+        let x = attribute_producer(&parse(TRACE), &s, &[]);
+        assert_eq!(x.period_ns, 1_000_000);
+    }
+}
