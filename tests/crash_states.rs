@@ -1,12 +1,13 @@
 //! Every crash a card with a volatile write cache can produce, in CI:
-//! `rtrec bench --study crash` records each variant (default pool, append,
-//! `--stdin`, pool of 1 MiB files) on the emulated eMMC with its write log
-//! on, builds 200 crash states from the logs (everything up to a flush plus
-//! a subset of the later writes, some torn at 512 bytes), and checks each
+//! `rtrec bench --study crash` records each cell of the matrix (back-ends,
+//! allocation modes, sources with the flight recorder, `--sync-every`,
+//! file switches) on the emulated eMMC with its write log on, builds 200
+//! crash states from the logs (everything up to a flush plus a subset of
+//! the later writes, some torn at 512 bytes), and checks each
 //! against `docs/durability.md`: no durable record lost or changed, no
-//! recording hidden, no wrong bytes accepted. Still open and only counted:
-//! a file whose frames go on after a hole reads as corrupt after `recover`,
-//! so `export DIR` needs `--salvage` there.
+//! recording hidden, no wrong bytes accepted, no file corrupt after
+//! `recover`, and `export DIR` without flags gets every durable record.
+//! Every kind of violation is held to zero.
 //!
 //! Needs root, loop devices, FUSE and e2fsprogs; skipped (with the reason)
 //! otherwise, and failed instead under `RTREC_REQUIRE_PRIVILEGED=1`. The
@@ -22,8 +23,8 @@ use rtrec_host::tools;
 use serde_json::Value;
 
 #[test]
-fn two_hundred_crash_states_over_the_variants_break_no_rule_of_the_contract() {
-    let name = "two_hundred_crash_states_over_the_variants_break_no_rule_of_the_contract";
+fn two_hundred_crash_states_over_the_matrix_break_no_rule_of_the_contract() {
+    let name = "two_hundred_crash_states_over_the_matrix_break_no_rule_of_the_contract";
     if !require_privileged(name) || !tools::require(name, &[tools::E2FSCK, tools::DEBUGFS]) {
         return;
     }
@@ -44,6 +45,10 @@ fn two_hundred_crash_states_over_the_variants_break_no_rule_of_the_contract() {
     let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args(["bench", "--study", "crash", "--crash-states", "200"])
         .args(["--crash-count", "1000", "--crash-seed", &seed.to_string()])
+        .arg("--crash-no-log-cost")
+        // A machine shared with other benches may hold the global lock
+        // for minutes; the study's own time is `crash.wall_s`.
+        .args(["--lock-timeout", "30min"])
         .arg("--json")
         .arg(&json)
         .output()
@@ -52,45 +57,37 @@ fn two_hundred_crash_states_over_the_variants_break_no_rule_of_the_contract() {
         .unwrap_or_else(|_| panic!("seed {seed}: no report: {}", show(&o)));
     let crash = &report["crash"];
     let violations = crash["violations"].as_array().unwrap();
+    eprintln!(
+        "seed {seed}: {} states in {} s",
+        crash["states_checked"], crash["wall_s"]
+    );
     for v in violations {
         eprintln!("violation: {v}");
     }
-    // Open (docs/durability.md, "A hole in an interrupted file"): after an
-    // ordinary power loss a file whose frames go on after a hole still
-    // reads as corrupt, and `export DIR` then needs --salvage. Counted and
-    // printed, not yet held to zero; every other rule is.
-    let open = |v: &&Value| {
-        let what = v["what"].as_str().unwrap_or("");
-        (what.starts_with("verify after recover: ") && what.ends_with(" is corrupt"))
-            || what.starts_with("export DIR refused")
-    };
-    let broken: Vec<&Value> = violations.iter().filter(|v| !open(v)).collect();
-    eprintln!(
-        "seed {seed}: {} open hole-in-a-file findings of {} states",
-        violations.len() - broken.len(),
-        crash["states_checked"]
-    );
     assert!(
-        broken.is_empty(),
-        "seed {seed} (RTREC_CRASH_SEED={seed} repeats the draws): {} violations, first: {}",
-        broken.len(),
-        broken[0]
+        violations.is_empty(),
+        "seed {seed} (RTREC_CRASH_SEED={seed} repeats the draws): {} violations of {} states, first: {}",
+        violations.len(),
+        crash["states_checked"],
+        violations[0]
     );
-    let expected_exit = if violations.is_empty() { 0 } else { 1 };
-    assert_eq!(
-        o.status.code(),
-        Some(expected_exit),
-        "seed {seed}: {}",
-        show(&o)
-    );
+    assert_eq!(o.status.code(), Some(0), "seed {seed}: {}", show(&o));
     assert!(crash["states_checked"].as_u64().unwrap() >= 200, "{crash}");
     assert!(crash["fs_repaired"].is_u64(), "{crash}");
-    // Every variant got its share of the states.
-    let variants = crash["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 4, "{crash}");
-    for v in variants {
-        assert!(v["states"].as_u64().unwrap() >= 50, "{v}");
-        assert!(v["log_flushes"].as_u64().unwrap() > 0, "{v}");
+    // Every cell of the matrix got its share of the states, from a log
+    // with flushes in it.
+    let cells = crash["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 15, "{crash}");
+    for c in cells {
+        assert!(c["states"].as_u64().unwrap() >= 200 / 15, "{c}");
+        assert!(c["log_flushes"].as_u64().unwrap() > 0, "{c}");
+    }
+    // The flight recorder's cells saw their event files.
+    for c in cells
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("flight"))
+    {
+        assert!(c["moments"]["trigger"].as_u64().unwrap_or(0) > 0, "{c}");
     }
     assert!(report["environment"]["kernel"].is_string());
 }

@@ -59,6 +59,7 @@ pub const CHECKS: &[Spec] = &[
     spec("mount-lazytime",        "file times kept in memory",            Filesystem, filesystem::lazytime),
     spec("mount-delalloc",        "delayed allocation (ext4)",            Filesystem, filesystem::delalloc),
     spec("mount-data-mode",       "data=ordered (ext4)",                  Filesystem, filesystem::data_mode),
+    spec("mount-barrier",         "flushes reach the device",             Filesystem, filesystem::barrier),
     spec("mount-discard",         "no online discard",                    Filesystem, filesystem::discard),
     spec("journal-size",          "ext4 journal size",                    Filesystem, filesystem::journal_size),
     spec("free-space",            "free space for the planned recording", Filesystem, filesystem::free_space),

@@ -175,6 +175,39 @@ pub fn data_mode(f: &Facts) -> Finding {
     }
 }
 
+/// `mount-barrier`: flushes reach the device (no `nobarrier`, no
+/// `barrier=0`).
+///
+/// Without barriers the filesystem no longer sends a cache flush down at
+/// `fsync` and at a journal commit: on a card with a volatile write cache
+/// (eMMC, SD) the writes of a durable point may still be only in that
+/// cache when the power goes, and journal blocks may reach the media
+/// before the data they order. `data=writeback` is judged by
+/// `mount-data-mode`.
+pub fn barrier(f: &Facts) -> Finding {
+    let m = match mount(f) {
+        Ok(m) => m,
+        Err(skip) => return skip,
+    };
+    let off = options(m)
+        .into_iter()
+        .find(|o| matches!(*o, "nobarrier" | "barrier=0"));
+    match off {
+        Some(o) => Finding::warn(
+            o,
+            format!("{o}: fsync no longer flushes the device's write cache, so on a card with a volatile cache a published durable point is not durable"),
+            format!(
+                "mount with barriers in /etc/fstab (remove {o} for {}; needs a fresh mount)",
+                m.target.display()
+            ),
+        ),
+        None => Finding::pass(
+            "barrier",
+            "fsync flushes the device's write cache: a durable point is on the media",
+        ),
+    }
+}
+
 /// `mount-discard`: no online TRIM in the write path.
 pub fn discard(f: &Facts) -> Finding {
     let m = match mount(f) {
@@ -274,6 +307,32 @@ mod tests {
         assert_eq!(delalloc(&f).status, Status::Pass);
         assert_eq!(data_mode(&f).status, Status::Warn);
         assert_eq!(discard(&f).status, Status::Warn);
+    }
+
+    #[test]
+    fn nobarrier_and_barrier_0_warn_that_the_durable_point_is_not_durable() {
+        for (line, option) in [
+            (
+                "/dev/mmcblk0p2 /data ext4 rw,noatime,nobarrier 0 0\n",
+                "nobarrier",
+            ),
+            (
+                "/dev/mmcblk0p2 /data ext4 rw,barrier=0,data=ordered 0 0\n",
+                "barrier=0",
+            ),
+        ] {
+            let c = barrier(&facts(line));
+            assert_eq!(
+                (c.status, c.found.as_str()),
+                (Status::Warn, option),
+                "{line}"
+            );
+            assert!(c.why.contains("not durable"), "{c:?}");
+        }
+        let c = barrier(&facts(
+            "/dev/mmcblk0p2 /data ext4 rw,noatime,barrier=1 0 0\n",
+        ));
+        assert_eq!(c.status, Status::Pass);
     }
 
     #[test]

@@ -203,7 +203,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "K", requires = "study")]
     pub confirmations: Option<u32>,
 
-    /// With --study crash: crash states to check in all, shared by the variants (default 200).
+    /// With --study crash: crash states to check in all, shared by the cells of the matrix (default 200; 10000 for release qualification).
     #[arg(long, value_name = "N", requires = "study")]
     pub crash_states: Option<u64>,
 
@@ -219,9 +219,19 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", requires = "study")]
     pub crash_seed: Option<u64>,
 
-    /// With --study crash: these variants, comma-separated (default pool, append, stdin, pool-1MiB; also zero, pool-direct, zero-uring, pool-inline, pool-sync-0; `all`: every one).
-    #[arg(long, value_delimiter = ',', value_name = "NAME", requires = "study")]
-    pub crash_variants: Vec<String>,
+    /// With --study crash: only these cells of the matrix, comma-separated (default all: default, direct, uring, zero, append, stdin, flight, sync-default, sync-0, switch, switch-refill, switch-zero-uring, switch-append-stdin, switch-direct-sync-0, flight-append).
+    #[arg(
+        long,
+        visible_alias = "crash-variants",
+        value_delimiter = ',',
+        value_name = "NAME",
+        requires = "study"
+    )]
+    pub crash_cells: Vec<String>,
+
+    /// With --study crash: do not record the first cell a second time with the write log off (its cost on the emulator's timing error is then not reported).
+    #[arg(long, requires = "study")]
+    pub crash_no_log_cost: bool,
 
     /// Run the timed threads at normal priority, without mlockall (default: as `record --rt`, SCHED_FIFO --priority and mlockall, when permitted).
     #[arg(long)]
@@ -431,15 +441,15 @@ impl Plan {
             });
         }
         if let Some(v) = a
-            .crash_variants
+            .crash_cells
             .iter()
-            .find(|v| v.as_str() != "all" && !crash::VARIANTS.iter().any(|x| x.name == v.as_str()))
+            .find(|v| v.as_str() != "all" && !crash::CELLS.iter().any(|x| x.name == v.as_str()))
         {
             return Err(Error::UnknownCase {
                 name: v.clone(),
                 hint: format!(
                     "expected all or some of {}",
-                    crash::VARIANTS.map(|x| x.name).join(", ")
+                    crash::CELLS.map(|x| x.name).join(", ")
                 ),
             });
         }
@@ -755,10 +765,11 @@ fn run_crash(args: &BenchArgs, target: Target, flusher: FlusherControl) -> anyho
         emulator,
         rtrec: std::env::current_exe().context("finding the rtrec executable")?,
         parent: args.image_dir.clone().unwrap_or_else(std::env::temp_dir),
-        only: args.crash_variants.clone(),
+        only: args.crash_cells.clone(),
+        log_cost: !args.crash_no_log_cost,
     };
     eprintln!(
-        "rtrec bench: crash study: {} states over {} variants on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
+        "rtrec bench: crash study: {} states over {} cells on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
         opts.states,
         crash::selected(&opts.only).len(),
         device.profile.name,
