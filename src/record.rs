@@ -363,6 +363,17 @@ fn prepare(a: &RecordArgs, plan: &Plan) -> crate::error::Result<Prepared> {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
     }
     let stop_signals = signals::install()?;
+    // `--rt --cpu N` keeps N for the producer: every thread spawned from
+    // here on (the engine's writer and flusher, the tracer's reader, the
+    // watchers) inherits a mask without N, unless it is the only CPU; the
+    // producer is pinned to N last. A writer or flusher in a system call on
+    // the producer's CPU would otherwise hold it past its wake-up (a
+    // kernel without full preemption does not take the CPU back there).
+    if let Some(cpu) = plan.rt.as_ref().and_then(|r| r.cpu) {
+        if let Err(e) = rtrec_sys::avoid_cpu(cpu) {
+            eprintln!("rtrec: warning: could not keep CPU {cpu} for the producer alone: {e}");
+        }
+    }
     for w in ring_warnings(plan) {
         eprintln!("rtrec: warning: {w}");
     }

@@ -88,6 +88,33 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Takes `cpu` out of the calling thread's affinity mask
+/// (`sched_getaffinity`, then `sched_setaffinity` without it), so threads
+/// it spawns from now on run elsewhere. Returns false, changing nothing,
+/// when `cpu` is the only CPU the thread may run on. See
+/// sched_setaffinity(2).
+///
+/// # Errors
+/// `InvalidInput` for a CPU number past `CPU_SETSIZE`; the errno of
+/// `sched_getaffinity` or `sched_setaffinity`.
+pub fn avoid_cpu(cpu: usize) -> io::Result<bool> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::ErrorKind::InvalidInput.into());
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_* are in range (checked above).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        cvt(libc::sched_getaffinity(0, size, &mut set))?;
+        libc::CPU_CLR(cpu, &mut set);
+        if libc::CPU_COUNT(&set) == 0 {
+            return Ok(false);
+        }
+        cvt(libc::sched_setaffinity(0, size, &set))?;
+    }
+    Ok(true)
+}
+
 /// `ioprio_set(IOPRIO_WHO_PROCESS, gettid(), class << 13 | level)` for the
 /// calling thread: class 1 = real-time, 2 = best-effort, 3 = idle; level 0
 /// (highest) to 7. Honoured by BFQ. See ioprio_set(2).
@@ -106,4 +133,50 @@ pub fn set_thread_ioprio(class: u32, level: u32) -> io::Result<()> {
         )
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CPUs the calling thread may run on.
+    fn allowed() -> Vec<usize> {
+        // SAFETY: cpu_set_t is plain data; CPU_ISSET within CPU_SETSIZE.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_cpu_avoided_is_left_out_of_the_threads_spawned_after_and_the_last_cpu_is_kept() {
+        // On a thread of its own: the harness's threads keep their masks.
+        std::thread::spawn(|| {
+            let before = allowed();
+            let cpu = before[0];
+            let avoided = avoid_cpu(cpu).unwrap();
+            assert_eq!(avoided, before.len() > 1, "{before:?}");
+            let child = std::thread::spawn(allowed).join().unwrap();
+            if avoided {
+                assert!(!child.contains(&cpu), "{child:?}");
+                assert_eq!(child.len(), before.len() - 1);
+                // Pinning to the avoided CPU afterwards is allowed.
+                pin_to_cpu(cpu).unwrap();
+                assert_eq!(allowed(), [cpu]);
+            }
+            // Its only CPU is never taken away.
+            let only = allowed();
+            if only.len() == 1 {
+                assert!(!avoid_cpu(only[0]).unwrap());
+                assert_eq!(allowed(), only);
+            }
+            assert!(avoid_cpu(libc::CPU_SETSIZE as usize).is_err());
+        })
+        .join()
+        .unwrap();
+    }
 }
