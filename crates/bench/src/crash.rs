@@ -85,7 +85,7 @@ pub struct Cell {
     pub source: Source,
     /// `--sync-every`, or `None` for rtrec's own default (1 s).
     pub sync: Option<&'static str>,
-    /// A flight recorder ([`FLIGHT`]'s arguments added): each event is a
+    /// A flight recorder (the arguments in `FLIGHT` added): each event is a
     /// recording of its own.
     pub flight: bool,
 }

@@ -966,8 +966,8 @@ fn recovered_name(h: &FileHeader) -> String {
 }
 
 /// What [`recover_leftovers`] did with a hidden `.NAME.tmp` a crash left
-/// between the two renames of a preparation ([`file::prepare_at`]) or of
-/// [`Pool::take`].
+/// between the two renames of a preparation (`file::prepare_at`) or of
+/// `Pool::take`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Leftover {
     /// It holds a recording's header: moved into place, from and to (as
