@@ -322,7 +322,7 @@ fn throughput_with_json_to_stdout_prints_only_the_json_there() {
     assert_eq!(v["study"], "throughput");
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert!(
-        stderr.contains("Throughput:"),
+        stderr.contains("Throughput on native:"),
         "the table is on stderr: {stderr}"
     );
 }
