@@ -28,21 +28,14 @@ cd "$(dirname "$0")/.."
 . scripts/debian-rust.sh
 
 target=${1:-}
-case "$target" in
-  aarch64-unknown-linux-gnu) arch=arm64 gnu=aarch64-linux-gnu qemu=qemu-aarch64 ;;
-  armv7-unknown-linux-gnueabihf) arch=armhf gnu=arm-linux-gnueabihf qemu=qemu-arm ;;
-  *) echo "usage: scripts/cross.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf" >&2
-     exit 2 ;;
-esac
-GCC_DEB_VERSION="4:12.2.0-3"
-LIBC_DEB_VERSION="2.36-8cross1"
-QEMU_DEB_VERSION="1:7.2+dfsg-7+deb12u18+b3"
+cross_target "$target" || {
+  echo "usage: scripts/cross.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf" >&2
+  exit 2
+}
 
 step() { echo "cross[$target]: $* ($SECONDS s)"; }
 step "installing the pinned toolchain"
-deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION" \
-  "gcc-$gnu=$GCC_DEB_VERSION" "libc6-dev-$arch-cross=$LIBC_DEB_VERSION" \
-  "qemu-user=$QEMU_DEB_VERSION"
+deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION" "${cross_debs[@]}"
 check_declared_msrv
 
 # The sysroot: the host's standard library (a link) and the target's.
@@ -77,7 +70,7 @@ fi
 
 triple=$(echo "$target" | tr 'a-z-' 'A-Z_')
 export RUSTC="$DEB_RUSTC"
-export "CARGO_TARGET_${triple}_LINKER=$gnu-gcc"
+cross_env "$target"
 rustflags="--sysroot=$sysroot"
 # The io-uring crate ships bindings generated for 64-bit targets only and
 # refuses others; its x86-64 bindings, which it falls back to, use only
@@ -86,8 +79,6 @@ rustflags="--sysroot=$sysroot"
 # skipped there.
 [ "$arch" = armhf ] && rustflags+=" --cfg io_uring_skip_arch_check"
 export "CARGO_TARGET_${triple}_RUSTFLAGS=$rustflags"
-export "CARGO_TARGET_${triple}_RUNNER=$qemu -L /usr/$gnu"
-export "CC_${target//-/_}=$gnu-gcc"
 # No debug info: the artifacts are for a board, and it halves the link time.
 export CARGO_PROFILE_RELEASE_DEBUG=0
 cargo=("$DEB_CARGO" --locked)

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# Sourced by scripts/msrv.sh and scripts/cross.sh: the oldest compiler the
-# workspace supports, as Debian 12 ships it (`rustc-web`, the one a board
-# vendor's Debian build machine has), and a pinned-package installer.
+# Sourced by scripts/msrv.sh, scripts/cross.sh and scripts/board-build.sh:
+# the oldest compiler the workspace supports, as Debian 12 ships it
+# (`rustc-web`, the one a board vendor's Debian build machine has), the ARM
+# cross toolchains and qemu-user, and a pinned-package installer.
 #
 # The versions are pinned so that CI builds with exactly the compiler the
 # workspace declares (`rust-version` in Cargo.toml). When Debian's mirror
@@ -13,6 +14,37 @@ RUST_DEB_VERSION="1.85.0+dfsg3-1~deb12u3"
 # The compiler and cargo it installs (rustup's, first on PATH, stay the default).
 DEB_RUSTC=/usr/bin/rustc
 DEB_CARGO=/usr/bin/cargo
+
+# The ARM targets' C cross compiler (the linker), C library and qemu-user.
+GCC_DEB_VERSION="4:12.2.0-3"
+LIBC_DEB_VERSION="2.36-8cross1"
+QEMU_DEB_VERSION="1:7.2+dfsg-7+deb12u18+b3"
+
+# cross_target TARGET: sets arch (Debian's name), gnu (the cross
+# toolchain's prefix) and qemu (the user-mode emulator) for an ARM target,
+# and the packages that bring them in cross_debs (PKG=VERSION); returns 1
+# for any other target.
+cross_target() {
+  case "$1" in
+    aarch64-unknown-linux-gnu) arch=arm64 gnu=aarch64-linux-gnu qemu=qemu-aarch64 ;;
+    armv7-unknown-linux-gnueabihf) arch=armhf gnu=arm-linux-gnueabihf qemu=qemu-arm ;;
+    *) return 1 ;;
+  esac
+  # shellcheck disable=SC2034 # read by the scripts that source this file
+  cross_debs=("gcc-$gnu=$GCC_DEB_VERSION" "libc6-dev-$arch-cross=$LIBC_DEB_VERSION"
+    "qemu-user=$QEMU_DEB_VERSION")
+}
+
+# cross_env TARGET: after cross_target, points cargo at the cross linker
+# and C compiler, and runs the target's test binaries under qemu-user
+# against the target's C library (cargo's target runner).
+cross_env() {
+  local triple
+  triple=$(echo "$1" | tr 'a-z-' 'A-Z_')
+  export "CARGO_TARGET_${triple}_LINKER=$gnu-gcc"
+  export "CARGO_TARGET_${triple}_RUNNER=$qemu -L /usr/$gnu"
+  export "CC_${1//-/_}=$gnu-gcc"
+}
 
 # deb_install PKG=VERSION...: installs each package at exactly that version
 # unless it is already installed at it. Runs `apt-get update` once when the

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stripped sizes of what goes on a board, from the builds of scripts/msrv.sh
-# (x86-64) and scripts/cross.sh (aarch64, armv7) in target/debian:
+# (x86-64) and scripts/cross.sh (aarch64, armv7) in target/debian, and of
+# scripts/board-build.sh (the "(board)" rows) in target/board:
 #
 #   scripts/footprint.sh           # prints the table
 #   scripts/footprint.sh --check   # and fails when one grew more than 10 %
@@ -13,29 +14,38 @@ cd "$(dirname "$0")/.."
 check=0
 [ "${1:-}" = --check ] && check=1
 
-# target dir, strip tool, column name
+# target triple, strip tool, column name
 targets=(
-  "release strip x86-64"
-  "aarch64-unknown-linux-gnu/release aarch64-linux-gnu-strip aarch64"
-  "armv7-unknown-linux-gnueabihf/release arm-linux-gnueabihf-strip armv7"
+  "x86_64-unknown-linux-gnu strip x86-64"
+  "aarch64-unknown-linux-gnu aarch64-linux-gnu-strip aarch64"
+  "armv7-unknown-linux-gnueabihf arm-linux-gnueabihf-strip armv7"
 )
-# artifact file, row name
+# build, artifact file, row name (the rest of the line)
 artifacts=(
-  "rtrec full"
-  "rtrec-record-only record-only"
-  "librtrec.so librtrec.so"
+  "debian rtrec full"
+  "debian rtrec-record-only record-only"
+  "debian librtrec.so librtrec.so"
+  "board rtrec record-only (board)"
+  "board librtrec.so librtrec.so (board)"
 )
+# artifact BUILD TRIPLE FILE: where that build leaves it.
+artifact() {
+  case $1 in
+    debian) if [ "$2" = x86_64-unknown-linux-gnu ]; then echo "target/debian/release/$3"; else echo "target/debian/$2/release/$3"; fi ;;
+    board) echo "target/board/$2/release-small/$3" ;;
+  esac
+}
 doc=docs/embedded.md
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
-printf '%-14s %10s %10s %10s\n' "" x86-64 aarch64 armv7
+printf '%-22s %10s %10s %10s\n' "" x86-64 aarch64 armv7
 for a in "${artifacts[@]}"; do
-  read -r file row <<<"$a"
-  line=$(printf '%-14s' "$row")
+  read -r build file row <<<"$a"
+  line=$(printf '%-22s' "$row")
   for t in "${targets[@]}"; do
-    read -r dir strip col <<<"$t"
-    f=target/debian/$dir/$file
+    read -r triple strip col <<<"$t"
+    f=$(artifact "$build" "$triple" "$file")
     if [ ! -f "$f" ]; then
       line+=$(printf ' %10s' -)
       continue
@@ -47,7 +57,7 @@ for a in "${artifacts[@]}"; do
     col_n=$(case $col in x86-64) echo 3 ;; aarch64) echo 4 ;; armv7) echo 5 ;; esac)
     # Only the table under "### Stripped sizes" (other tables name `full` too).
     want=$(awk -F'|' -v r="\`$row\`" -v c="$col_n" '/^### Stripped sizes/ {on = 1}
-      on && $2 ~ r {gsub(/[ ,]/, "", $c); print $c; exit}' "$doc")
+      on && index($2, r) {gsub(/[ ,]/, "", $c); print $c; exit}' "$doc")
     if [ "$check" = 1 ]; then
       if ! [[ "$want" =~ ^[0-9]+$ ]]; then
         echo "footprint.sh: $doc documents no size for $row on $col" >&2

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The board build: the record-only binary and the C library with a standard
+# library rebuilt for size, with Debian 12's pinned rustc 1.85 only
+# (docs/embedded.md, "The board build"):
+#
+#   scripts/board-build.sh aarch64-unknown-linux-gnu
+#   scripts/board-build.sh x86_64-unknown-linux-gnu
+#
+# 1. installs the pinned compiler and std's sources (`rust-web-src`, same
+#    version: /usr/lib/rustlib/src/rust, where cargo's build-std looks in
+#    the compiler's sysroot /usr), and for aarch64 the cross toolchain and
+#    qemu-user (scripts/debian-rust.sh);
+# 2. builds `-p rtrec --no-default-features` and `-p rtrec-ffi` with the
+#    `release-small` profile and `-Z build-std=std,panic_abort
+#    -Z build-std-features=panic_immediate_abort,optimize_for_size`:
+#    std is compiled from those sources (its own dependencies come from
+#    crates.io) with the program, so std's panic message formatting,
+#    backtrace printer and unwind tables are left out. `-Z` options need a
+#    nightly compiler or RUSTC_BOOTSTRAP=1, set for these two cargo calls
+#    only;
+# 3. checks the binary (scripts/record-only.sh) and the C library
+#    (examples/record.c linked against librtrec.so, its recording verified
+#    by the binary), under qemu-user for aarch64;
+# 4. prints the stripped sizes.
+#
+# A panic (a bug) aborts the process at once, with no message: in the
+# binary as with `panic = "abort"`, but in the C library it ends the host
+# program instead of becoming an error return (-ENOTRECOVERABLE). That is
+# why this C library is a separate build, never the one scripts/install.sh
+# installs.
+#
+# Artifacts: target/board/TARGET/release-small/{rtrec,librtrec.so}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/debian-rust.sh
+. scripts/debian-rust.sh
+
+target=${1:-}
+step() { echo "board[$target]: $* ($SECONDS s)"; }
+debs=("rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION" "rust-web-src=$RUST_DEB_VERSION")
+run=()
+cc=cc strip=strip
+if [ "$target" = x86_64-unknown-linux-gnu ]; then
+  :
+elif cross_target "$target" && [ "$arch" = arm64 ]; then
+  debs+=("${cross_debs[@]}")
+  cross_env "$target"
+  run=(env "QEMU_LD_PREFIX=/usr/$gnu" "$qemu")
+  cc=$gnu-gcc strip=$gnu-strip
+else
+  echo "usage: scripts/board-build.sh aarch64-unknown-linux-gnu|x86_64-unknown-linux-gnu" >&2
+  exit 2
+fi
+
+step "installing the pinned toolchain and std's sources"
+deb_install "${debs[@]}"
+check_declared_msrv
+[ -f /usr/lib/rustlib/src/rust/library/std/Cargo.toml ] || {
+  echo "board-build.sh: rust-web-src left no std sources in /usr/lib/rustlib/src/rust/library" >&2
+  exit 1
+}
+
+tdir=$PWD/target/board
+out=$tdir/$target/release-small
+build() {
+  RUSTC="$DEB_RUSTC" RUSTC_BOOTSTRAP=1 "$DEB_CARGO" build -q --locked \
+    --profile release-small --target "$target" --target-dir "$tdir" \
+    -Z build-std=std,panic_abort \
+    -Z build-std-features=panic_immediate_abort,optimize_for_size "$@"
+}
+step "building the record-only binary (std built with it)"
+build -p rtrec --no-default-features
+step "building the C library"
+build -p rtrec-ffi
+
+step "checking the record-only binary"
+bash scripts/record-only.sh "$out/rtrec" "${run[@]}"
+
+step "checking the C library: examples/record.c against librtrec.so"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The program asks for the SONAME, librtrec.so.0 (an install's link).
+mkdir "$work/lib" "$work/rec"
+ln -s "$out/librtrec.so" "$work/lib/librtrec.so.0"
+"$cc" -std=c99 -Wall -Wextra -Werror -O2 -Iinclude examples/record.c \
+  -L"$out" -Wl,-rpath,"$work/lib" -lrtrec -o "$work/record"
+"${run[@]}" "$work/record" "$work/rec" >"$work/summary.txt"
+"${run[@]}" "$out/rtrec" verify "$work/rec" >"$work/verify.txt"
+grep -q '1000 records, 0 lost (stored), 0 missing, 0 damaged range(s): clean' "$work/verify.txt" || {
+  echo "board-build.sh: the C example's recording is not 1,000 clean records: $(cat "$work/verify.txt")" >&2
+  exit 1
+}
+echo "board[$target]: examples/record.c recorded 1,000 records through librtrec.so; verify: clean"
+
+for f in rtrec librtrec.so; do
+  "$strip" -o "$work/s" "$out/$f"
+  echo "board[$target]: $f $(stat -c %s "$work/s") bytes stripped"
+done
+step "done"
