@@ -216,8 +216,18 @@ fn a_preallocation_larger_than_the_filesystem_fails_at_create_with_no_space_and_
 }
 
 /// Free bytes on the filesystem of `dir`, as an unprivileged writer sees them.
+/// Free bytes of `dir`'s filesystem once its journal has committed: ext4
+/// returns the blocks of an unlinked file (a failed pre-allocation's) only
+/// at the commit of the transaction that freed them, so without the
+/// `syncfs` a loaded machine can still count them as used.
 fn free_bytes(dir: &Path) -> u64 {
-    rtrec_sys::available_bytes(std::fs::File::open(dir).unwrap()).unwrap()
+    let d = std::fs::File::open(dir).unwrap();
+    // SAFETY: a valid descriptor of our own.
+    assert_eq!(
+        unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) },
+        0
+    );
+    rtrec_sys::available_bytes(d).unwrap()
 }
 
 #[test]
