@@ -64,12 +64,7 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
     assert!(missed > 0, "the competitor made periods late: {s}");
     let tally = &p["missed_periods"];
     assert_eq!(tally["total"], missed, "{p}");
-    let by_cause: u64 = tally["causes"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let by_cause = counted_by_cause(tally);
     assert_eq!(
         by_cause, missed,
         "attributed + unattributed = every missed period: {p}"
@@ -111,12 +106,17 @@ fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period
     let e = &r["endurance"];
     assert_eq!(e["records_written"], 2000, "{e}");
     let tally = &e["producer"]["missed_periods"];
-    let by_cause: u64 = tally["causes"]
+    let by_cause = counted_by_cause(tally);
+    assert_eq!(tally["total"], e["missed_periods"], "{e}");
+    assert_eq!(by_cause, e["missed_periods"].as_u64().unwrap(), "{e}");
+}
+
+/// The sum of a tally's counts by cause (attributed and unattributed).
+fn counted_by_cause(tally: &serde_json::Value) -> u64 {
+    tally["causes"]
         .as_object()
         .unwrap()
         .values()
         .map(|v| v.as_u64().unwrap())
-        .sum();
-    assert_eq!(tally["total"], e["missed_periods"], "{e}");
-    assert_eq!(by_cause, e["missed_periods"].as_u64().unwrap(), "{e}");
+        .sum()
 }
