@@ -183,7 +183,18 @@ pub fn rt_throttling(_: &Facts) -> Finding {
     }
 }
 
-/// `preempt`: a PREEMPT_RT kernel.
+/// `preempt`: a PREEMPT_RT kernel, or at least full preemption.
+///
+/// Design choice: a `PREEMPT_DYNAMIC` kernel (Debian's, and this project's
+/// development VM) picks its model at boot, so the fix for `none` or
+/// `voluntary` is a boot parameter, `preempt=full`, not a new kernel. Under
+/// `none` a SCHED_FIFO producer woken while another task is in a system
+/// call waits until that task reaches a scheduling point: the endurance run
+/// (docs/endurance.md) traced most of its missed periods to exactly that.
+/// The model in force is read from the kernel command line (`preempt=`),
+/// then from debugfs (`sched/preempt`, where readable), then from the
+/// kernel's build configuration in `/boot`; where none of them says, the
+/// finding says so instead of guessing.
 pub fn preempt(_: &Facts) -> Finding {
     let version = read_trim("/proc/sys/kernel/version").unwrap_or_default();
     if read_trim("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
@@ -192,18 +203,85 @@ pub fn preempt(_: &Facts) -> Finding {
             "bounded scheduling latency for `rtrec record --rt`",
         );
     }
-    let model = if version.contains("PREEMPT_DYNAMIC") {
-        "PREEMPT_DYNAMIC"
-    } else if version.contains("PREEMPT") {
-        "PREEMPT"
+    let rt_kernel = "install a PREEMPT_RT kernel (Debian: apt install linux-image-rt-amd64)";
+    if !version.contains("PREEMPT_DYNAMIC") {
+        let model = if version.contains("PREEMPT") {
+            "PREEMPT"
+        } else {
+            "no forced preemption"
+        };
+        return Finding::warn(
+            model,
+            "without PREEMPT_RT, kernel code can delay the producer's wake-up by milliseconds",
+            rt_kernel,
+        );
+    }
+    let release = read_trim("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mode = dynamic_preempt_mode(
+        &read_trim("/proc/cmdline").unwrap_or_default(),
+        read_trim("/sys/kernel/debug/sched/preempt").as_deref(),
+        fs::read_to_string(format!("/boot/config-{release}"))
+            .ok()
+            .as_deref(),
+    );
+    match mode {
+        Some((m @ ("full" | "lazy"), from)) => Finding::pass(
+            format!("PREEMPT_DYNAMIC, {m} ({from})"),
+            "a woken SCHED_FIFO producer preempts kernel code at once (PREEMPT_RT bounds the rest)",
+        ),
+        Some((m, from)) => Finding::warn(
+            format!("PREEMPT_DYNAMIC, {m} ({from})"),
+            "a woken SCHED_FIFO producer waits until the task in a system call reaches a scheduling point: missed periods of milliseconds",
+            format!("boot with preempt=full (this kernel switches at boot, no new kernel needed), or {rt_kernel}"),
+        ),
+        None => Finding::warn(
+            "PREEMPT_DYNAMIC, model not known (no preempt= at boot, no /boot config)",
+            "under the models none and voluntary a woken SCHED_FIFO producer waits for kernel code: missed periods of milliseconds",
+            format!("boot with preempt=full (this kernel switches at boot, no new kernel needed), or {rt_kernel}"),
+        ),
+    }
+}
+
+/// The preemption model of a `PREEMPT_DYNAMIC` kernel and where it was
+/// read: the command line's `preempt=`, debugfs's `sched/preempt` (the
+/// model in parentheses, `none (voluntary) full lazy`), or the build's
+/// default (`CONFIG_PREEMPT_NONE=y`, …, in the kernel's config file).
+fn dynamic_preempt_mode(
+    cmdline: &str,
+    debugfs: Option<&str>,
+    config: Option<&str>,
+) -> Option<(&'static str, &'static str)> {
+    const MODES: [&str; 4] = ["none", "voluntary", "full", "lazy"];
+    let known = |m: &str| MODES.iter().copied().find(|k| *k == m);
+    if let Some(m) = cmdline
+        .split_whitespace()
+        .take_while(|w| *w != "--")
+        .filter_map(|w| w.strip_prefix("preempt="))
+        .last()
+        .and_then(known)
+    {
+        return Some((m, "preempt= on the kernel command line"));
+    }
+    if let Some(m) = debugfs
+        .and_then(|d| d.split_whitespace().find(|w| w.starts_with('(')))
+        .and_then(|w| known(w.trim_matches(|c| c == '(' || c == ')')))
+    {
+        return Some((m, "debugfs sched/preempt"));
+    }
+    let config = config?;
+    let set = |opt: &str| config.lines().any(|l| l.trim() == format!("{opt}=y"));
+    let m = if set("CONFIG_PREEMPT_LAZY") {
+        "lazy"
+    } else if set("CONFIG_PREEMPT") {
+        "full"
+    } else if set("CONFIG_PREEMPT_VOLUNTARY") {
+        "voluntary"
+    } else if set("CONFIG_PREEMPT_NONE") {
+        "none"
     } else {
-        "no forced preemption"
+        return None;
     };
-    Finding::warn(
-        model,
-        "without PREEMPT_RT, kernel code can delay the producer's wake-up by milliseconds",
-        "install a PREEMPT_RT kernel (Debian: apt install linux-image-rt-amd64)",
-    )
+    Some((m, "the kernel's build default"))
 }
 
 /// `thp`: transparent huge pages not `always`.
@@ -368,5 +446,41 @@ mod tests {
         let s = "cpu  10 0 20 100 5 1 2 7 0 0\ncpu0 1 2 3\n";
         assert_eq!(cpu_times(s), Some((145, 7)));
         assert_eq!(cpu_times("intr 1"), None);
+    }
+
+    #[test]
+    fn preempt_mode_comes_from_the_command_line_then_debugfs_then_the_build() {
+        let cfg = "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_NONE=y\n# CONFIG_PREEMPT is not set\n";
+        let from_cmdline = "preempt= on the kernel command line";
+        assert_eq!(
+            dynamic_preempt_mode(
+                "quiet preempt=full ro",
+                Some("(none) voluntary full lazy"),
+                Some(cfg)
+            ),
+            Some(("full", from_cmdline))
+        );
+        // The last preempt= counts, as for the kernel; words after `--` are init's.
+        assert_eq!(
+            dynamic_preempt_mode("preempt=none preempt=lazy -- preempt=full", None, None),
+            Some(("lazy", from_cmdline))
+        );
+        assert_eq!(
+            dynamic_preempt_mode("quiet", Some("none voluntary (full) lazy"), Some(cfg)),
+            Some(("full", "debugfs sched/preempt"))
+        );
+        assert_eq!(
+            dynamic_preempt_mode("quiet", None, Some(cfg)),
+            Some(("none", "the kernel's build default"))
+        );
+        assert_eq!(
+            dynamic_preempt_mode("preempt=bogus", None, Some("CONFIG_PREEMPT_VOLUNTARY=y")),
+            Some(("voluntary", "the kernel's build default"))
+        );
+        assert_eq!(dynamic_preempt_mode("quiet", None, None), None);
+        assert_eq!(
+            dynamic_preempt_mode("quiet", None, Some("CONFIG_HZ=250")),
+            None
+        );
     }
 }
