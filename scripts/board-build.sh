@@ -37,7 +37,7 @@ cd "$(dirname "$0")/.."
 
 target=${1:-}
 step() { echo "board[$target]: $* ($SECONDS s)"; }
-debs=("rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION" "rust-web-src=$RUST_DEB_VERSION")
+debs=("${RUST_DEBS[@]}" "rust-web-src=$RUST_DEB_VERSION")
 run=()
 cc=cc strip=strip
 if [ "$target" = x86_64-unknown-linux-gnu ]; then

@@ -35,7 +35,7 @@ cross_target "$target" || {
 
 step() { echo "cross[$target]: $* ($SECONDS s)"; }
 step "installing the pinned toolchain"
-deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION" "${cross_debs[@]}"
+deb_install "${RUST_DEBS[@]}" "${cross_debs[@]}"
 check_declared_msrv
 
 # The sysroot: the host's standard library (a link) and the target's.

@@ -14,6 +14,14 @@ RUST_DEB_VERSION="1.85.0+dfsg3-1~deb12u3"
 # The compiler and cargo it installs (rustup's, first on PATH, stay the default).
 DEB_RUSTC=/usr/bin/rustc
 DEB_CARGO=/usr/bin/cargo
+# The packages that bring them, each pinned: rustc-web depends on its
+# standard library at exactly its own version, and apt resolves an
+# unpinned dependency to the newest candidate (the security updates'
+# rustc-web 1.96), then refuses ("held broken packages"). So the standard
+# library's two packages are named at the pin too.
+rust_minor=${RUST_DEB_VERSION%%+*}
+RUST_DEBS=("rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
+  "libstd-rust-web-dev=$RUST_DEB_VERSION" "libstd-rust-web-${rust_minor%.*}=$RUST_DEB_VERSION")
 
 # The ARM targets' C cross compiler (the linker), C library and qemu-user.
 GCC_DEB_VERSION="4:12.2.0-3"
