@@ -35,7 +35,7 @@ cross_target "$target" || {
 
 step() { echo "cross[$target]: $* ($SECONDS s)"; }
 step "installing the pinned toolchain"
-deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION" "${cross_debs[@]}"
+deb_install "${RUST_DEBS[@]}" "${cross_debs[@]}"
 check_declared_msrv
 
 # The sysroot: the host's standard library (a link) and the target's.
@@ -68,17 +68,9 @@ if [ ! -d "$sysroot/lib/rustlib/$target/lib" ]; then
   rm -rf "$debs"
 fi
 
-triple=$(echo "$target" | tr 'a-z-' 'A-Z_')
 export RUSTC="$DEB_RUSTC"
-cross_env "$target"
-rustflags="--sysroot=$sysroot"
-# The io-uring crate ships bindings generated for 64-bit targets only and
-# refuses others; its x86-64 bindings, which it falls back to, use only
-# fixed-width types (the kernel's io_uring ABI passes addresses as __u64),
-# laid out the same on 32-bit ARM (AAPCS aligns u64 to 8), so the check is
-# skipped there.
-[ "$arch" = armhf ] && rustflags+=" --cfg io_uring_skip_arch_check"
-export "CARGO_TARGET_${triple}_RUSTFLAGS=$rustflags"
+# The target's std is Debian's, from the sysroot.
+cross_env "$target" "--sysroot=$sysroot"
 # No debug info: the artifacts are for a board, and it halves the link time.
 export CARGO_PROFILE_RELEASE_DEBUG=0
 cargo=("$DEB_CARGO" --locked)

@@ -14,6 +14,14 @@ RUST_DEB_VERSION="1.85.0+dfsg3-1~deb12u3"
 # The compiler and cargo it installs (rustup's, first on PATH, stay the default).
 DEB_RUSTC=/usr/bin/rustc
 DEB_CARGO=/usr/bin/cargo
+# The packages that bring them, each pinned: rustc-web depends on its
+# standard library at exactly its own version, and apt resolves an
+# unpinned dependency to the newest candidate (the security updates'
+# rustc-web 1.96), then refuses ("held broken packages"). So the standard
+# library's two packages are named at the pin too.
+rust_minor=${RUST_DEB_VERSION%%+*}
+RUST_DEBS=("rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
+  "libstd-rust-web-dev=$RUST_DEB_VERSION" "libstd-rust-web-${rust_minor%.*}=$RUST_DEB_VERSION")
 
 # The ARM targets' C cross compiler (the linker), C library and qemu-user.
 GCC_DEB_VERSION="4:12.2.0-3"
@@ -21,13 +29,22 @@ LIBC_DEB_VERSION="2.36-8cross1"
 QEMU_DEB_VERSION="1:7.2+dfsg-7+deb12u18+b3"
 
 # cross_target TARGET: sets arch (Debian's name), gnu (the cross
-# toolchain's prefix) and qemu (the user-mode emulator) for an ARM target,
-# and the packages that bring them in cross_debs (PKG=VERSION); returns 1
-# for any other target.
+# toolchain's prefix), qemu (the user-mode emulator) and cross_rustflags
+# (what the target's crates need from rustc) for an ARM target, and the
+# packages that bring them in cross_debs (PKG=VERSION); returns 1 for any
+# other target.
+#
+# armv7: the io-uring crate ships bindings generated for 64-bit targets
+# only and refuses others; its x86-64 bindings, which it falls back to, use
+# only fixed-width types (the kernel's io_uring ABI passes addresses as
+# __u64), laid out the same on 32-bit ARM (AAPCS aligns u64 to 8), so the
+# check is skipped there.
 cross_target() {
+  cross_rustflags=
   case "$1" in
     aarch64-unknown-linux-gnu) arch=arm64 gnu=aarch64-linux-gnu qemu=qemu-aarch64 ;;
-    armv7-unknown-linux-gnueabihf) arch=armhf gnu=arm-linux-gnueabihf qemu=qemu-arm ;;
+    armv7-unknown-linux-gnueabihf) arch=armhf gnu=arm-linux-gnueabihf qemu=qemu-arm
+      cross_rustflags="--cfg io_uring_skip_arch_check" ;;
     *) return 1 ;;
   esac
   # shellcheck disable=SC2034 # read by the scripts that source this file
@@ -35,12 +52,14 @@ cross_target() {
     "qemu-user=$QEMU_DEB_VERSION")
 }
 
-# cross_env TARGET: after cross_target, points cargo at the cross linker
-# and C compiler, and runs the target's test binaries under qemu-user
+# cross_env TARGET [RUSTFLAGS]: after cross_target, points cargo at the
+# cross linker and C compiler, gives rustc the target's cross_rustflags
+# (and RUSTFLAGS), and runs the target's test binaries under qemu-user
 # against the target's C library (cargo's target runner).
 cross_env() {
   local triple
   triple=$(echo "$1" | tr 'a-z-' 'A-Z_')
+  export "CARGO_TARGET_${triple}_RUSTFLAGS=${2:+$2 }$cross_rustflags"
   export "CARGO_TARGET_${triple}_LINKER=$gnu-gcc"
   export "CARGO_TARGET_${triple}_RUNNER=$qemu -L /usr/$gnu"
   export "CC_${1//-/_}=$gnu-gcc"

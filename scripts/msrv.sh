@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/debian-rust.sh
 . scripts/debian-rust.sh
 
-deb_install "rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
+deb_install "${RUST_DEBS[@]}"
 check_declared_msrv
 echo "msrv: $("$DEB_RUSTC" --version)"
 build() { RUSTC="$DEB_RUSTC" CARGO_PROFILE_RELEASE_DEBUG=0 "$DEB_CARGO" build --release --locked --target-dir target/debian -q "$@"; }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks a record-only rtrec (`cargo build --no-default-features`,
 # docs/embedded.md): it records, verifies and exports, and refuses what it
-# left out (bench, report, record --explain, record --device) with one
-# sentence naming the cargo feature and exit code 2, never clap's
-# "unrecognized subcommand".
+# left out (bench, report, record --explain, record --device, completions,
+# man) with one sentence naming the cargo feature and exit code 2, never
+# clap's "unrecognized subcommand".
 #
 #   scripts/record-only.sh BINARY                 # on this machine
 #   scripts/record-only.sh BINARY RUNNER...       # e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu
@@ -19,8 +19,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "record-only.sh: $*" >&2; exit 1; }
 
-if "${run[@]}" --help | grep -qE '^  (bench|report) '; then
-  fail "$bin lists bench or report in --help: it is not a record-only build"
+if "${run[@]}" --help | grep -qE '^  (bench|report|completions|man) '; then
+  fail "$bin lists bench, report, completions or man in --help: it is not a record-only build"
 fi
 mkdir "$work/rec"
 "${run[@]}" record --period 5ms --size 16KiB --count 400 --dir "$work/rec" --quiet
@@ -49,4 +49,6 @@ refuse report report "$work/x.json" -o "$work/x.html"
 refuse emu __emulate
 refuse trace record --explain --count 1 --dir "$work/rec"
 refuse emu record --device sd --count 1 --dir "$work/rec"
-echo "record-only: 400 records recorded, verified clean and exported; bench, report, --explain and --device refused in one sentence"
+refuse completions completions bash
+refuse man man record
+echo "record-only: 400 records recorded, verified clean and exported; bench, report, --explain, --device, completions and man refused in one sentence"

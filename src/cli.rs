@@ -95,7 +95,9 @@ const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/da
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
 #[cfg(feature = "bench")]
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
+#[cfg(feature = "completions")]
 const EXAMPLES_COMPLETIONS: &str = "Examples:\n  rtrec completions bash > /etc/bash_completion.d/rtrec\n  rtrec completions zsh > ~/.zfunc/_rtrec";
+#[cfg(feature = "man")]
 const EXAMPLES_MAN: &str = "Examples:\n  rtrec man | man -l -\n  rtrec man record > rtrec-record.1";
 const EXAMPLES_PREPARE: &str = "Examples:\n  rtrec pool prepare\n  rtrec pool prepare --dir /mnt/data/rec --files 3 --file-size 256MiB";
 const EXAMPLES_POOL_STATUS: &str =
@@ -188,6 +190,7 @@ pub enum Command {
     #[command(after_help = EXAMPLES_BENCH)]
     Bench(Box<rtrec_bench::BenchArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    #[cfg(feature = "completions")]
     #[command(after_help = EXAMPLES_COMPLETIONS)]
     Completions {
         /// The shell.
@@ -195,6 +198,7 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the man page of rtrec, or of one command, as roff on stdout.
+    #[cfg(feature = "man")]
     #[command(after_help = EXAMPLES_MAN)]
     Man {
         /// The command whose page to print (record, bench, …); none: rtrec's own page.
@@ -221,24 +225,39 @@ pub enum Command {
         args: Vec<String>,
     },
     /// A command this build left out (see [`left_out`]), or an unknown one.
-    #[cfg(not(all(feature = "bench", feature = "report", feature = "emu")))]
+    #[cfg(not(all(
+        feature = "bench",
+        feature = "report",
+        feature = "emu",
+        feature = "completions",
+        feature = "man"
+    )))]
     #[command(external_subcommand)]
     LeftOut(Vec<String>),
 }
 
 /// A command that a build without some cargo features left out (`bench`,
-/// `report`, `__bgload`, `__emulate`): one sentence naming the feature,
-/// exit code 2. Any other name is clap's unknown subcommand, in clap's words.
+/// `report`, `__bgload`, `__emulate`, `completions`, `man`): one sentence
+/// naming the feature, exit code 2. Any other name is an unknown
+/// subcommand, in clap's words.
 ///
 /// # Errors
 /// Always: the sentence.
-#[cfg(not(all(feature = "bench", feature = "report", feature = "emu")))]
+#[cfg(not(all(
+    feature = "bench",
+    feature = "report",
+    feature = "emu",
+    feature = "completions",
+    feature = "man"
+)))]
 pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
     use crate::error::left_out;
     match args.first().map_or("", String::as_str) {
         "bench" | "__bgload" => left_out("the bench", "bench"),
         "report" => left_out("the HTML report", "report"),
         "__emulate" => left_out("the device emulator", "emu"),
+        "completions" => left_out("the shell completion generator", "completions"),
+        "man" => left_out("the man page generator", "man"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
         )),
@@ -813,6 +832,7 @@ pub enum TuneAction {
 
 /// `rtrec completions SHELL`: the completion script, generated from the
 /// one definition of the command line.
+#[cfg(feature = "completions")]
 pub fn completions(shell: clap_complete::Shell) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let mut out = std::io::stdout().lock();
@@ -822,6 +842,7 @@ pub fn completions(shell: clap_complete::Shell) -> crate::error::Result<i32> {
 
 /// `rtrec man [COMMAND]`: the man page (roff) of rtrec or of one command,
 /// generated from the one definition of the command line.
+#[cfg(feature = "man")]
 pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
     use clap::CommandFactory;
     let root = Cli::command();
@@ -1011,8 +1032,19 @@ mod tests {
         }
     }
 
+    /// The commands `rtrec --help` lists (hidden ones left out).
+    #[cfg(any(feature = "completions", feature = "man"))]
+    fn visible_commands() -> Vec<String> {
+        Cli::command()
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_name().to_string())
+            .collect()
+    }
+
+    #[cfg(feature = "completions")]
     #[test]
-    fn completions_and_man_pages_are_generated_for_every_command() {
+    fn completions_are_generated_for_every_command() {
         let mut bash = Vec::new();
         clap_complete::generate(
             clap_complete::Shell::Bash,
@@ -1021,23 +1053,27 @@ mod tests {
             &mut bash,
         );
         let bash = String::from_utf8(bash).unwrap();
-        for sub in [
-            "record",
-            "doctor",
-            "report",
-            "bench",
-            "--duration",
-            "--html",
-        ] {
+        for sub in visible_commands()
+            .iter()
+            .map(String::as_str)
+            .chain(["--duration"])
+        {
             assert!(bash.contains(sub), "{sub} not completed");
         }
+    }
+
+    #[cfg(feature = "man")]
+    #[test]
+    fn man_pages_are_generated_for_every_command() {
         let mut roff = Vec::new();
         clap_mangen::Man::new(Cli::command())
             .render(&mut roff)
             .unwrap();
         let roff = String::from_utf8(roff).unwrap();
         assert!(roff.contains(".TH rtrec"), "{roff}");
-        assert!(roff.contains("doctor"));
+        for sub in visible_commands() {
+            assert!(roff.contains(&sub), "{sub} not in the man page");
+        }
     }
 
     #[test]

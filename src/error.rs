@@ -124,7 +124,9 @@ pub fn usage<T>(msg: impl Into<String>) -> Result<T> {
         feature = "bench",
         feature = "report",
         feature = "trace",
-        feature = "emu"
+        feature = "emu",
+        feature = "completions",
+        feature = "man"
     ))
 ))]
 pub fn left_out<T>(what: &str, feature: &str) -> Result<T> {

@@ -31,14 +31,15 @@ fn main() {
     let cli = cli::parse();
     // Commands that only report die quietly when their reader goes
     // (`rtrec verify --json DIR | head`); a recording never does.
-    if matches!(
-        cli.command,
-        cli::Command::Verify(_)
-            | cli::Command::Events(_)
-            | cli::Command::Completions { .. }
-            | cli::Command::Man { .. }
-            | cli::Command::Doctor(_)
-    ) {
+    let quiet_on_broken_pipe = match cli.command {
+        cli::Command::Verify(_) | cli::Command::Events(_) | cli::Command::Doctor(_) => true,
+        #[cfg(feature = "completions")]
+        cli::Command::Completions { .. } => true,
+        #[cfg(feature = "man")]
+        cli::Command::Man { .. } => true,
+        _ => false,
+    };
+    if quiet_on_broken_pipe {
         let _ = rtrec_sys::default_sigpipe();
     }
     let result = match cli.command {
@@ -54,7 +55,9 @@ fn main() {
         cli::Command::Report(a) => report::run(&a),
         #[cfg(feature = "bench")]
         cli::Command::Bench(a) => rtrec_bench::run(&a).map_err(error::Error::from),
+        #[cfg(feature = "completions")]
         cli::Command::Completions { shell } => cli::completions(shell),
+        #[cfg(feature = "man")]
         cli::Command::Man { command } => cli::man(command.as_deref()),
         cli::Command::Trigger(a) => trigger::run(&a),
         cli::Command::Device(a) => device::run(&a),
@@ -62,7 +65,13 @@ fn main() {
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
         #[cfg(feature = "emu")]
         cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
-        #[cfg(not(all(feature = "bench", feature = "report", feature = "emu")))]
+        #[cfg(not(all(
+            feature = "bench",
+            feature = "report",
+            feature = "emu",
+            feature = "completions",
+            feature = "man"
+        )))]
         cli::Command::LeftOut(args) => cli::left_out(&args),
     };
     let code = match result {
