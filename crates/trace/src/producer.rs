@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::parse::Event;
+use crate::parse::{irq_edge, Event};
 
 /// How often the tracer samples the steal counter, ns (10 ms).
 pub const STEAL_SAMPLE_NS: u64 = 10_000_000;
@@ -500,8 +500,20 @@ fn split(
         if on_cpu && e.tid != tid {
             cur.clone_from(&e.comm);
         }
+        // An event in the producer's own context says it runs: the switch
+        // in from the idle task is not always in the trace (on this VM's
+        // CPU 1 never), and without this the stretch it then runs would
+        // read as "preempted by <idle>".
+        if e.tid == tid && st == St::Runnable && !is_wakeup_of(e, t) {
+            if irq_depth == 0 {
+                close(&st, &mut add, ts - last, faults, &cur, &waker);
+                last = ts;
+            }
+            cpu = Some(e.cpu);
+            st = St::Running;
+        }
         match e.name.as_str() {
-            "irq_handler_entry" | "softirq_entry" | "local_timer_entry" if on_cpu => {
+            _ if on_cpu && irq_edge(&e.name) == Some(true) => {
                 if irq_depth == 0 {
                     close(&st, &mut add, ts - last, faults, &cur, &waker);
                     last = ts;
@@ -509,7 +521,7 @@ fn split(
                 }
                 irq_depth += 1;
             }
-            "irq_handler_exit" | "softirq_exit" | "local_timer_exit" if on_cpu && irq_depth > 0 => {
+            _ if on_cpu && irq_depth > 0 && irq_edge(&e.name) == Some(false) => {
                 irq_depth -= 1;
                 if irq_depth == 0 {
                     let share = if st == St::Sleeping {
@@ -671,11 +683,14 @@ pub fn runtime_steal(events: &[Event], tid: i32, a: u64, b: u64) -> Option<u64> 
     {
         return None;
     }
+    // The interval starts at its switch-in, or after the producer's last
+    // switch-out when the switch-in is not in the trace (from the idle
+    // task, see `split`): the runtime events after it are this interval's.
     let back = events[..out]
         .iter()
         .rev()
         .take(SEARCH_EVENTS)
-        .position(|e| is_switch(e, "next_pid"))?;
+        .position(|e| is_switch(e, "next_pid") || is_switch(e, "prev_pid"))?;
     let inn = out - 1 - back;
     // (time, runtime charged after it): the switch-in, then every
     // runtime event (a tick) inside the stretch restarts the account.
@@ -718,6 +733,12 @@ const MEASURED_STEAL_ORDER: [Share; 4] = [
 /// The coarse counter ([`StealMethod::ProcStat`]) only explains what
 /// nothing else does.
 const COARSE_STEAL_ORDER: [Share; 3] = [Share::TimerIrqLatency, Share::Unattributed, Share::OnCpu];
+
+/// Whether `e` is a wake-up of the task `t` (it can carry `t`'s own
+/// context when it wakes itself from its timer's interrupt).
+fn is_wakeup_of(e: &Event, t: i64) -> bool {
+    matches!(e.name.as_str(), "sched_waking" | "sched_wakeup") && e.num("pid") == Some(t)
+}
 
 /// The task last seen on `cpu` in `before` (other than `tid`).
 fn task_on(before: &[Event], cpu: u32, tid: i32) -> String {
@@ -786,7 +807,7 @@ fn irq_label(e: &Event) -> String {
                 .map(|s| s.trim_end_matches(']'))
                 .unwrap_or("?")
         ),
-        _ => "IRQ (local timer)".to_string(),
+        n => format!("IRQ ({})", crate::parse::vector_name(n)),
     }
 }
 
@@ -988,6 +1009,29 @@ mod tests {
         assert_eq!(s.steal_ns, 431_000);
         // Without the tick the whole account, 320 µs, would leave 179 µs.
         assert_eq!(s.own_ns, 500_000 - 431_000);
+    }
+
+    #[test]
+    fn a_switch_in_from_idle_missing_from_the_trace_still_reads_as_running() {
+        // As this VM traces CPU 1: the producer's previous sleep, its
+        // timer's wake-up in the idle task, then its own events with no
+        // sched_switch in between.
+        let text = "\
+ prod-10 [000] d..2. 199.999000: sched_stat_runtime: comm=prod pid=10 runtime=5000 [ns]
+ prod-10 [000] d..2. 199.999000: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+ <idle>-0 [000] d.h1. 200.000000: local_timer_entry: vector=236
+ <idle>-0 [000] d.h3. 200.000001: sched_waking: comm=prod pid=10 prio=19 target_cpu=000
+ <idle>-0 [000] dNh1. 200.000002: local_timer_exit: vector=236
+ prod-10 [000] ..... 200.000004: sys_clock_nanosleep -> 0x0
+ prod-10 [000] ..... 200.000104: sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 0x1, rmtp: 0x0)
+ prod-10 [000] d..2. 200.000106: sched_stat_runtime: comm=prod pid=10 runtime=40000 [ns]
+ prod-10 [000] d..2. 200.000106: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+        let x = attribute_producer(&parse(text), &measured(), &[]);
+        let s = slow(&x);
+        assert!(s.parts.iter().all(|p| p.share != Share::Runnable), "{s:?}");
+        // 100 µs − 40 µs charged after the last switch-out − 1 µs.
+        assert_eq!((s.steal_ns, s.own_ns), (59_000, 41_000));
     }
 
     #[test]

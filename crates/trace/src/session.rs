@@ -80,6 +80,14 @@ const IRQ_EVENTS: &[&str] = &[
     "irq/softirq_exit",
     "irq_vectors/local_timer_entry",
     "irq_vectors/local_timer_exit",
+    "irq_vectors/call_function_entry",
+    "irq_vectors/call_function_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/irq_work_entry",
+    "irq_vectors/irq_work_exit",
 ];
 
 /// The timed system calls.
@@ -568,12 +576,7 @@ fn for_slow_calls(e: &Event, keep: &[i32], producer: Option<i32>) -> bool {
         // The device's ext4 events are kept for the raw trace only: on a
         // shared root file system they are every process's writes.
         n if n.starts_with("ext4_") => false,
-        n if n.starts_with("irq_handler")
-            || n.starts_with("softirq")
-            || n.starts_with("local_timer") =>
-        {
-            keep.contains(&e.tid)
-        }
+        n if crate::parse::irq_edge(n).is_some() => keep.contains(&e.tid),
         "sched_switch" if producer.is_some() => {
             watched(e.num("prev_pid")) || watched(e.num("next_pid"))
         }
