@@ -11,6 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// One traced recording at a time: a second `record --explain` started
+/// while another one traces records without attribution, and the tests
+/// of this file run in parallel.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The competitor's thread name (its `comm`), as the explanation prints it.
 const HOG: &str = "rtrec-hog";
 
@@ -35,6 +44,7 @@ fn hog(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods() {
+    let _serial = serial();
     if !rtrec_host::loopfs::require_privileged(
         "a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods",
     ) {
@@ -77,6 +87,7 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
 
 #[test]
 fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period() {
+    let _serial = serial();
     if !rtrec_host::loopfs::require_privileged(
         "the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period",
     ) {
@@ -106,6 +117,7 @@ fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period
 
 #[test]
 fn the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps() {
+    let _serial = serial();
     if !rtrec_host::loopfs::require_privileged(
         "the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps",
     ) {
@@ -127,7 +139,9 @@ fn the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_i
         ],
     );
     let p = &s["explain"]["producer"];
-    let method = p["steal_method"].as_str().unwrap();
+    let method = p["steal_method"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the producer's attribution names its steal method: {s}"));
     assert!(
         ["sched-runtime", "proc-stat"].contains(&method),
         "the steal method is named: {p}"
