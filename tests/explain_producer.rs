@@ -11,6 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// One traced recording at a time: a second `record --explain` started
+/// while another one traces records without attribution, and the tests
+/// of this file run in parallel.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The competitor's thread name (its `comm`), as the explanation prints it.
 const HOG: &str = "rtrec-hog";
 
@@ -35,6 +44,7 @@ fn hog(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods() {
+    let _serial = serial();
     if !rtrec_host::loopfs::require_privileged(
         "a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods",
     ) {
@@ -45,20 +55,13 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
     let d = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let h = hog(cpu, stop.clone());
-    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(["record", "--dir"])
-        .arg(d.path())
-        .args(["--rt", "--priority", "50", "--cpu", &cpu.to_string()])
-        .args(["--period", "1ms", "--count", "1500", "--size", "1KiB"])
-        .args(["--explain", "--quiet", "--json", "-"])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let cpu_arg = cpu.to_string();
+    let s = record_rt_explain(
+        d.path(),
+        &["--priority", "50", "--cpu", &cpu_arg, "--count", "1500"],
+    );
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let p = &s["explain"]["producer"];
     let missed = s["missed_periods"].as_u64().unwrap();
     assert!(missed > 0, "the competitor made periods late: {s}");
@@ -84,6 +87,7 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
 
 #[test]
 fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period() {
+    let _serial = serial();
     if !rtrec_host::loopfs::require_privileged(
         "the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period",
     ) {
@@ -109,6 +113,98 @@ fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period
     let by_cause = counted_by_cause(tally);
     assert_eq!(tally["total"], e["missed_periods"], "{e}");
     assert_eq!(by_cause, e["missed_periods"].as_u64().unwrap(), "{e}");
+}
+
+#[test]
+fn the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps() {
+    let _serial = serial();
+    if !rtrec_host::loopfs::require_privileged(
+        "the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps",
+    ) {
+        return;
+    }
+    let cpu = std::thread::available_parallelism().map_or(1, usize::from) - 1;
+    let d = tempfile::tempdir().unwrap();
+    let raw = d.path().join("raw");
+    let (cpu_arg, raw_arg) = (cpu.to_string(), raw.display().to_string());
+    let s = record_rt_explain(
+        d.path(),
+        &[
+            "--cpu",
+            &cpu_arg,
+            "--count",
+            "1000",
+            "--explain-raw",
+            &raw_arg,
+        ],
+    );
+    let p = &s["explain"]["producer"];
+    let method = p["steal_method"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the producer's attribution names its steal method: {s}"));
+    assert!(
+        ["sched-runtime", "proc-stat"].contains(&method),
+        "the steal method is named: {p}"
+    );
+    let slow = &p["slow_records"];
+    assert!(slow["own_over_threshold"].as_u64().unwrap() <= slow["total"].as_u64().unwrap());
+    if method != "sched-runtime" {
+        eprintln!("skipped the runtime half: this kernel has no paravirt steal accounting");
+        return;
+    }
+    // The kernel charges the producer at every switch-out: each of its
+    // sleeps seen from its switch-in on carries a runtime event, and the
+    // filter lets only the producer's through.
+    let tid = p["tid"].as_i64().unwrap();
+    let text = std::fs::read_to_string(raw.join("record.trace.txt")).unwrap();
+    let (mut sleeps, mut uncharged, mut others) = (0, 0, 0);
+    let mut charged: Option<bool> = None;
+    for line in text.lines() {
+        let num = |key: &str| -> Option<i64> {
+            let v = line.split(&format!(" {key}=")).nth(1)?;
+            v.split(' ').next()?.parse().ok()
+        };
+        if line.contains(" sched_stat_runtime: ") {
+            if num("pid") == Some(tid) {
+                charged = charged.map(|_| true);
+            } else {
+                others += 1;
+            }
+        } else if line.contains(" sched_switch: ") {
+            if num("next_pid") == Some(tid) {
+                charged = Some(false);
+            } else if num("prev_pid") == Some(tid) && line.contains("prev_state=S") {
+                if let Some(c) = charged {
+                    sleeps += 1;
+                    uncharged += u64::from(!c);
+                }
+                charged = None;
+            }
+        }
+    }
+    assert!(sleeps > 0, "the producer slept in the trace");
+    assert_eq!(
+        uncharged, 0,
+        "{uncharged} of {sleeps} sleeps had no runtime event"
+    );
+    assert_eq!(others, 0, "runtime events of other tasks passed the filter");
+}
+
+/// `rtrec record --rt --period 1ms --size 1KiB --explain` into `dir` with
+/// `extra` arguments; its JSON summary, the exit checked.
+fn record_rt_explain(dir: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--dir"])
+        .arg(dir)
+        .args(["--rt", "--period", "1ms", "--size", "1KiB"])
+        .args(extra)
+        .args(["--explain", "--quiet", "--json", "-"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// The sum of a tally's counts by cause (attributed and unattributed).

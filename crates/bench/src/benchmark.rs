@@ -377,6 +377,9 @@ fn record_loop(
     let ring = cfg.mode == Mode::Ring;
     let mut o = Outcome::new(protocol.writes);
     let data = record_bytes(protocol.record_bytes);
+    // `--cpu N` stays the timed thread's: the writer and flush threads
+    // created next inherit a mask without it (see `producer`).
+    let kept = producer::keep_cpu(rt);
     let mut rec = Recorder::create(dir, cfg).context("starting the recording")?;
     if let Some(t) = trace {
         // Ring mode: write() runs on the engine's writer thread.
@@ -389,7 +392,7 @@ fn record_loop(
     }
     // The writer and flush threads exist: raising now leaves the flush
     // thread at normal priority (see `producer`).
-    o.rt = Some(producer::raise(rt));
+    o.rt = Some(producer::raise_kept(rt, kept));
     let start = sys::monotonic_ns();
     let mut timer = PeriodicTimer::new(protocol.period_ns);
     for i in 0..protocol.writes {

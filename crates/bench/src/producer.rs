@@ -14,6 +14,12 @@
 //!   SCHED_FIFO `priority − 1` itself (as under `record --rt`), the flush
 //!   thread stays at normal priority with its nice value (the studies'
 //!   "lower-priority thread"), and there is nothing to put back.
+//! - **`--cpu N` is the timed thread's alone** in a recording case, as
+//!   under `record --rt --cpu`: the timed thread drops N from its own CPU
+//!   mask before it creates the recorder ([`keep_cpu`]), so the writer and
+//!   flush threads inherit a mask without N, and pins itself to N when it
+//!   is raised. The background loads and the throughput probes' recorder
+//!   (created on the study's thread) keep every CPU.
 //! - **The disturbance stays normal.** Background loads are processes
 //!   started by the bench's main thread, which never changes its scheduling;
 //!   the sampler thread is spawned by it too.
@@ -181,7 +187,29 @@ fn parse_policy(stat: &str) -> Option<(u32, u32)> {
 /// Applies `req` to the calling thread (nothing with `--no-rt`) and says
 /// what was granted. Call it on the timed thread, after its untimed setup.
 pub fn raise(req: &RtRequest) -> RtReport {
-    let failures = req.setup().map(|s| rt::apply(&s)).unwrap_or_default();
+    raise_kept(req, None)
+}
+
+/// Keeps `req`'s CPU (`--cpu N`) for the timed thread alone, as `record
+/// --rt --cpu` does: called on the timed thread before it creates what its
+/// loop needs, so that the engine's writer and flush threads spawned from
+/// it inherit a CPU mask without N (unless N is the only CPU), and
+/// [`raise`] then pins the thread itself to N. A writer or flusher in a
+/// system call on the producer's CPU would otherwise hold it past its
+/// wake-up on a kernel without full preemption. `None` when nothing is
+/// asked or it was done; else the refusal, one sentence.
+pub fn keep_cpu(req: &RtRequest) -> Option<String> {
+    let cpu = req.cpu.filter(|_| req.enabled)?;
+    rtrec_sys::avoid_cpu(cpu)
+        .err()
+        .map(|e| format!("could not keep CPU {cpu} for the timed thread alone: {e}"))
+}
+
+/// [`raise`], with the refusal of an earlier [`keep_cpu`] (if any) among
+/// the failures.
+pub fn raise_kept(req: &RtRequest, kept: Option<String>) -> RtReport {
+    let mut failures = req.setup().map(|s| rt::apply(&s)).unwrap_or_default();
+    failures.extend(kept);
     RtReport::from_outcome(req, failures, read_policy())
 }
 
@@ -197,6 +225,53 @@ pub fn probe(req: &RtRequest) -> RtReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's CPUs (`Cpus_allowed_list`: `0-3,5`).
+    fn allowed() -> std::collections::BTreeSet<usize> {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap();
+        let mut set = std::collections::BTreeSet::new();
+        for part in list.trim().split(',') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            set.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap());
+        }
+        set
+    }
+
+    #[test]
+    fn a_kept_cpu_is_left_out_of_the_threads_the_timed_thread_creates() {
+        let before = allowed();
+        let last = *before.iter().next_back().unwrap();
+        let req = req_with(Some(last));
+        let (mine, childs) = std::thread::spawn(move || {
+            assert_eq!(keep_cpu(&req), None);
+            (allowed(), std::thread::spawn(allowed).join().unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(mine, childs, "the mask is inherited");
+        let mut expected = before.clone();
+        if expected.len() > 1 {
+            expected.remove(&last);
+        }
+        assert_eq!(mine, expected, "CPU {last} is kept for the timed thread");
+        assert_eq!(allowed(), before, "only the timed thread's mask changed");
+        let off = RtRequest {
+            enabled: false,
+            ..req_with(Some(last))
+        };
+        assert_eq!(keep_cpu(&off), None, "--no-rt keeps nothing");
+    }
+
+    fn req_with(cpu: Option<usize>) -> RtRequest {
+        RtRequest {
+            cpu,
+            ..RtRequest::default()
+        }
+    }
 
     #[test]
     fn a_granted_setup_reads_as_granted_with_the_writer_one_below() {

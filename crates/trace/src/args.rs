@@ -51,6 +51,8 @@ impl ExplainArgs {
                     rtrec_units::value::Duration::ns,
                 ),
                 cpu: None,
+                // The session sets what the kernel allows.
+                steal_method: crate::producer::StealMethod::ProcStat,
             },
         }))
     }

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::cause::{classify, top_frames, Cause};
-use crate::parse::{Event, Mark};
+use crate::parse::{irq_edge, Event, Mark};
 
 /// Smallest default threshold, ns: 100 µs.
 pub const MIN_THRESHOLD_NS: u64 = 100_000;
@@ -324,8 +324,9 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
     for e in events[from..].iter().take_while(|e| e.ts_ns <= b) {
         let t = e.ts_ns;
         match e.name.as_str() {
-            "irq_handler_entry" | "softirq_entry" | "local_timer_entry"
-                if e.tid == tid && matches!(state, State::Running) =>
+            _ if irq_edge(&e.name) == Some(true)
+                && e.tid == tid
+                && matches!(state, State::Running) =>
             {
                 if irq_depth == 0 {
                     add(Cause::OnCpu, t - last, None, Vec::new());
@@ -334,9 +335,7 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
                 }
                 irq_depth += 1;
             }
-            "irq_handler_exit" | "softirq_exit" | "local_timer_exit"
-                if e.tid == tid && irq_depth > 0 =>
-            {
+            _ if irq_edge(&e.name) == Some(false) && e.tid == tid && irq_depth > 0 => {
                 irq_depth -= 1;
                 if irq_depth == 0 {
                     add(
@@ -401,7 +400,7 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
     }
 }
 
-/// `irq 11 virtio0`, `softirq BLOCK`, `local timer`.
+/// `irq 11 virtio0`, `softirq BLOCK`, `local timer`, `IPI call function`.
 fn irq_label(e: &Event) -> String {
     match e.name.as_str() {
         "irq_handler_entry" => format!(
@@ -417,7 +416,7 @@ fn irq_label(e: &Event) -> String {
                 .map(|s| s.trim_end_matches(']'))
                 .unwrap_or("?")
         ),
-        _ => "local timer".to_string(),
+        n => crate::parse::vector_name(n).to_string(),
     }
 }
 

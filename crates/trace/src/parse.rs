@@ -35,6 +35,43 @@ impl Event {
     }
 }
 
+/// The x86 interrupt vectors traced besides device IRQs and softirqs
+/// (`irq_vectors:NAME_entry/_exit`), with their names as printed: the
+/// tick, and the IPIs another CPU sends (a TLB shootdown is a
+/// call-function IPI), which would otherwise count as time on the CPU.
+pub const VECTORS: &[(&str, &str)] = &[
+    ("local_timer", "local timer"),
+    ("call_function", "IPI call function"),
+    ("call_function_single", "IPI call function single"),
+    ("reschedule", "IPI reschedule"),
+    ("irq_work", "irq work"),
+];
+
+/// Whether `name` opens (`Some(true)`) or closes (`Some(false)`) an
+/// interrupt: a device IRQ handler, a softirq or one of [`VECTORS`].
+pub fn irq_edge(name: &str) -> Option<bool> {
+    match name {
+        "irq_handler_entry" | "softirq_entry" => Some(true),
+        "irq_handler_exit" | "softirq_exit" => Some(false),
+        _ => {
+            let (base, entry) = match name.strip_suffix("_entry") {
+                Some(b) => (b, true),
+                None => (name.strip_suffix("_exit")?, false),
+            };
+            VECTORS.iter().any(|v| v.0 == base).then_some(entry)
+        }
+    }
+}
+
+/// The printed name of a vector's entry event (`local timer`).
+pub fn vector_name(name: &str) -> &'static str {
+    let base = name.strip_suffix("_entry").unwrap_or(name);
+    VECTORS
+        .iter()
+        .find(|v| v.0 == base)
+        .map_or("interrupt", |v| v.1)
+}
+
 /// The event name of a line written to `trace_marker`.
 pub const MARK_EVENT: &str = "tracing_mark_write";
 
@@ -200,5 +237,16 @@ mod tests {
         assert_eq!(ev[3].mark(), None);
         assert_eq!(ev[4].comm, "rtrec-flush");
         assert_eq!(ev[4].mark(), Some(Mark::Begin("flush window 2097152@0")));
+    }
+
+    #[test]
+    fn interrupt_edges_cover_irqs_softirqs_and_the_traced_vectors() {
+        assert_eq!(irq_edge("irq_handler_entry"), Some(true));
+        assert_eq!(irq_edge("softirq_exit"), Some(false));
+        assert_eq!(irq_edge("local_timer_entry"), Some(true));
+        assert_eq!(irq_edge("call_function_single_exit"), Some(false));
+        assert_eq!(irq_edge("sched_switch"), None);
+        assert_eq!(irq_edge("ext4_sync_file_exit"), None);
+        assert_eq!(vector_name("call_function_entry"), "IPI call function");
     }
 }

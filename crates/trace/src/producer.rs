@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::parse::Event;
+use crate::parse::{irq_edge, Event};
 
 /// How often the tracer samples the steal counter, ns (10 ms).
 pub const STEAL_SAMPLE_NS: u64 = 10_000_000;
@@ -45,6 +45,38 @@ pub const LATE_PERCENT: u64 = 10;
 pub const RECORD_THRESHOLD_NS: u64 = 20_000;
 /// Incidents of each kind kept in full in the JSON.
 pub const KEEP_WORST: usize = 10;
+
+/// The margin of a trace timestamp, ns: the text trace prints µs.
+pub const TS_RESOLUTION_NS: u64 = 1_000;
+
+/// How steal inside a slow `record()` stretch is measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StealMethod {
+    /// `sched:sched_stat_runtime`, the runtime the scheduler charges the
+    /// producer, which excludes paravirt steal (ns): a lower bound per
+    /// stretch ([`runtime_steal`]).
+    SchedRuntime,
+    /// The guest's steal counter in `/proc/stat` (10 ms steps): it only
+    /// explains time nothing else does, and rtrec's own part is then
+    /// the on-CPU time with no steal subtracted.
+    #[default]
+    ProcStat,
+}
+
+impl StealMethod {
+    /// One line for the table: how steal was measured.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StealMethod::SchedRuntime => {
+                "steal in record() stretches: sched_stat_runtime (paravirt steal clock, ns; a lower bound); in wake-ups: /proc/stat (10 ms)"
+            }
+            StealMethod::ProcStat => {
+                "steal: /proc/stat (10 ms steps; no paravirt steal accounting), not subtracted from rtrec's own part"
+            }
+        }
+    }
+}
 
 /// The producer to attribute.
 #[derive(Clone, Debug, Default)]
@@ -59,6 +91,9 @@ pub struct ProducerSpec {
     pub record_threshold_ns: u64,
     /// The CPU it is pinned to, if any (interrupts are traced on it only).
     pub cpu: Option<u32>,
+    /// How steal in its `record()` stretches is measured (the session
+    /// sets it to what the kernel allows).
+    pub steal_method: StealMethod,
 }
 
 /// Per-CPU steal counters, sampled on `CLOCK_MONOTONIC`: (time, ns per CPU).
@@ -127,6 +162,16 @@ pub struct Incident {
     pub cause: String,
     /// The producer on the CPU, before any steal is credited, ns.
     pub on_cpu_ns: u64,
+    /// Steal credited in it, ns.
+    #[serde(default)]
+    pub steal_ns: u64,
+    /// The producer's own part: on the CPU (page-fault stretches included:
+    /// a fault's own length is not traced) less IRQ, softirq and the steal
+    /// measured in it ([`StealMethod::SchedRuntime`]; with
+    /// [`StealMethod::ProcStat`] no steal is subtracted), ns. In a slow
+    /// `record()` stretch this is rtrec's own part.
+    #[serde(default)]
+    pub own_ns: u64,
     /// The split, largest first; adds up to `duration_ns`.
     pub parts: Vec<ProducerPart>,
 }
@@ -143,14 +188,29 @@ pub struct Tally {
     /// The longest time on the CPU of the producer in one window, before
     /// steal is credited, ns.
     pub worst_on_cpu_ns: u64,
+    /// Steal credited in all these windows, ns.
+    #[serde(default)]
+    pub steal_ns: u64,
+    /// The largest own part of the producer in one window
+    /// ([`Incident::own_ns`]; in slow `record()` stretches: rtrec's own), ns.
+    #[serde(default)]
+    pub worst_own_ns: u64,
+    /// Windows whose own part is above the `record()` threshold (slow
+    /// `record()` stretches only; 0 for the others).
+    #[serde(default)]
+    pub own_over_threshold: u64,
 }
 
 impl Tally {
-    fn add(&mut self, i: &Incident, n: u64) {
+    /// Counts `i` as `n` figures; its own part counts against `own_limit`.
+    fn add(&mut self, i: &Incident, n: u64, own_limit: u64) {
         self.total += n;
         *self.causes.entry(i.cause.clone()).or_default() += n;
         self.worst_ns = self.worst_ns.max(i.duration_ns);
         self.worst_on_cpu_ns = self.worst_on_cpu_ns.max(i.on_cpu_ns);
+        self.steal_ns += i.steal_ns;
+        self.worst_own_ns = self.worst_own_ns.max(i.own_ns);
+        self.own_over_threshold += u64::from(i.own_ns > own_limit);
     }
 
     fn merge(&mut self, o: &Tally) {
@@ -160,6 +220,9 @@ impl Tally {
         }
         self.worst_ns = self.worst_ns.max(o.worst_ns);
         self.worst_on_cpu_ns = self.worst_on_cpu_ns.max(o.worst_on_cpu_ns);
+        self.steal_ns += o.steal_ns;
+        self.worst_own_ns = self.worst_own_ns.max(o.worst_own_ns);
+        self.own_over_threshold += o.own_over_threshold;
     }
 
     /// `43 missed periods: 39 steal, 3 IRQ (virtio0), 1 preempted by kworker/0:1`.
@@ -186,6 +249,9 @@ pub struct ProducerExplanation {
     pub late_threshold_ns: u64,
     /// Work stretches above this are explained, ns.
     pub record_threshold_ns: u64,
+    /// How steal in the `record()` stretches was measured.
+    #[serde(default)]
+    pub steal_method: StealMethod,
     /// Wake-ups seen in the trace.
     pub wakeups: u64,
     /// Missed periods, by cause.
@@ -209,6 +275,7 @@ impl ProducerExplanation {
             self.period_ns = o.period_ns;
             self.late_threshold_ns = o.late_threshold_ns;
         }
+        self.steal_method = o.steal_method;
         self.worst.extend(o.worst);
         keep_worst(&mut self.worst);
     }
@@ -288,6 +355,7 @@ pub fn attribute_producer(
         period_ns: period,
         late_threshold_ns: late_ns,
         record_threshold_ns: spec.record_threshold_ns,
+        steal_method: spec.steal_method,
         ..Default::default()
     };
     let mut windows = Vec::new();
@@ -325,11 +393,11 @@ pub fn attribute_producer(
         }
     }
     for w in windows {
-        let i = split(events, tid, &w, steal);
+        let i = split(events, tid, &w, steal, spec.steal_method);
         match i.kind {
-            Kind::Missed => x.missed_periods.add(&i, i.missed),
-            Kind::Late => x.late_wakeups.add(&i, 1),
-            Kind::SlowRecord => x.slow_records.add(&i, 1),
+            Kind::Missed => x.missed_periods.add(&i, i.missed, u64::MAX),
+            Kind::Late => x.late_wakeups.add(&i, 1, u64::MAX),
+            Kind::SlowRecord => x.slow_records.add(&i, 1, spec.record_threshold_ns),
         }
         x.worst.push(i);
     }
@@ -380,7 +448,13 @@ fn state_before(events: &[Event], tid: i32, i: usize) -> (St, Option<u32>) {
 }
 
 /// Splits one window into its parts.
-fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> Incident {
+fn split(
+    events: &[Event],
+    tid: i32,
+    w: &Window,
+    steal: &[(u64, Vec<u64>)],
+    method: StealMethod,
+) -> Incident {
     let t = tid as i64;
     let from = events.partition_point(|e| e.ts_ns < w.a);
     let (mut st, mut cpu) = state_before(events, tid, from);
@@ -426,8 +500,20 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
         if on_cpu && e.tid != tid {
             cur.clone_from(&e.comm);
         }
+        // An event in the producer's own context says it runs: the switch
+        // in from the idle task is not always in the trace (on this VM's
+        // CPU 1 never), and without this the stretch it then runs would
+        // read as "preempted by <idle>".
+        if e.tid == tid && st == St::Runnable && !is_wakeup_of(e, t) {
+            if irq_depth == 0 {
+                close(&st, &mut add, ts - last, faults, &cur, &waker);
+                last = ts;
+            }
+            cpu = Some(e.cpu);
+            st = St::Running;
+        }
         match e.name.as_str() {
-            "irq_handler_entry" | "softirq_entry" | "local_timer_entry" if on_cpu => {
+            _ if on_cpu && irq_edge(&e.name) == Some(true) => {
                 if irq_depth == 0 {
                     close(&st, &mut add, ts - last, faults, &cur, &waker);
                     last = ts;
@@ -435,7 +521,7 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
                 }
                 irq_depth += 1;
             }
-            "irq_handler_exit" | "softirq_exit" | "local_timer_exit" if on_cpu && irq_depth > 0 => {
+            _ if on_cpu && irq_depth > 0 && irq_edge(&e.name) == Some(false) => {
                 irq_depth -= 1;
                 if irq_depth == 0 {
                     let share = if st == St::Sleeping {
@@ -521,8 +607,22 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
         .filter(|p| p.share == Share::OnCpu)
         .map(|p| p.ns)
         .sum();
+    let own_before = own_after(&parts);
     let cpu = cpu.unwrap_or(0);
-    credit_steal(&mut parts, steal_in(steal, cpu as usize, w.a, w.b));
+    let (steal_ns, own_ns) = if w.kind == Kind::SlowRecord && method == StealMethod::SchedRuntime {
+        // Measured: taken from what is not rtrec's first.
+        let s = runtime_steal(events, tid, w.a, w.b).unwrap_or(0);
+        let moved = credit_steal(&mut parts, s, &MEASURED_STEAL_ORDER);
+        (moved, own_after(&parts))
+    } else {
+        // Explained only: rtrec's own part keeps the on-CPU time.
+        let moved = credit_steal(
+            &mut parts,
+            steal_in(steal, cpu as usize, w.a, w.b),
+            &COARSE_STEAL_ORDER,
+        );
+        (moved, own_before)
+    };
     parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
     Incident {
         kind: w.kind,
@@ -535,8 +635,109 @@ fn split(events: &[Event], tid: i32, w: &Window, steal: &[(u64, Vec<u64>)]) -> I
             .map(|p| p.name.clone())
             .unwrap_or_else(|| UNATTRIBUTED.into()),
         on_cpu_ns,
+        steal_ns,
+        own_ns,
         parts,
     }
+}
+
+/// The producer's own part left in `parts`: on the CPU and page faults.
+fn own_after(parts: &[ProducerPart]) -> u64 {
+    parts
+        .iter()
+        .filter(|p| matches!(p.share, Share::OnCpu | Share::PageFault))
+        .map(|p| p.ns)
+        .sum()
+}
+
+/// A lower bound of the steal in the producer's stretch `[a, b]` (`b`: its
+/// `sys_enter clock_nanosleep`), from the runtime the scheduler charged it
+/// over the on-CPU interval that holds `b` (`sched_stat_runtime` between
+/// its `sched_switch` in and out). `None` when the trace does not hold
+/// the whole interval or it ends in a preemption (then the kernel may
+/// have read its clock before `b`, and the bound does not hold).
+///
+/// With paravirt steal accounting the interval's accounting window `W`
+/// is `R + steal`, and `[a, b]` lies inside it; the steal outside the
+/// stretch is at most `W − (b − a)`, so the steal inside it is at least
+/// `(b − a) − R`, less [`TS_RESOLUTION_NS`] for the printed timestamps.
+/// The window starts at the kernel's last clock update before the
+/// switch-in, which a preempting wake-up makes the wake-up itself (the
+/// kernel charges the woken task its wait for the CPU), so `R` can hold
+/// time before the switch; a tick inside the stretch (its own runtime
+/// event, after the kernel read its clock) starts a fresh window:
+/// `(b − tick) − R_after_tick` bounds the steal after it. The bound is the
+/// largest of these.
+pub fn runtime_steal(events: &[Event], tid: i32, a: u64, b: u64) -> Option<u64> {
+    let t = tid as i64;
+    let is_switch = |e: &Event, key: &str| e.name == "sched_switch" && e.num(key) == Some(t);
+    let from = events.partition_point(|e| e.ts_ns < b);
+    let out = from
+        + events[from..]
+            .iter()
+            .take(SEARCH_EVENTS)
+            .position(|e| is_switch(e, "prev_pid"))?;
+    if events[out]
+        .field("prev_state")
+        .is_none_or(|s| s.starts_with('R'))
+    {
+        return None;
+    }
+    // The interval starts at its switch-in, or after the producer's last
+    // switch-out when the switch-in is not in the trace (from the idle
+    // task, see `split`): the runtime events after it are this interval's.
+    let back = events[..out]
+        .iter()
+        .rev()
+        .take(SEARCH_EVENTS)
+        .position(|e| is_switch(e, "next_pid") || is_switch(e, "prev_pid"))?;
+    let inn = out - 1 - back;
+    // (time, runtime charged after it): the switch-in, then every
+    // runtime event (a tick) inside the stretch restarts the account.
+    let charged: Vec<(u64, u64)> = events[inn + 1..out]
+        .iter()
+        .filter(|e| e.name == "sched_stat_runtime" && e.num("pid") == Some(t))
+        .filter_map(|e| Some((e.ts_ns, e.field("runtime")?.parse::<u64>().ok()?)))
+        .collect();
+    let total: u64 = charged.iter().map(|c| c.1).sum();
+    let mut after = total;
+    let mut bound = 0u64;
+    let mut consider = |from: u64, runtime_after: u64| {
+        // The printed time may be up to a tick before the true one.
+        let start = a.max(from) + TS_RESOLUTION_NS;
+        bound = bound.max(b.saturating_sub(start).saturating_sub(runtime_after));
+    };
+    consider(events[inn].ts_ns, total);
+    for &(ts, r) in &charged {
+        after -= r;
+        if ts >= b {
+            break;
+        }
+        consider(ts, after);
+    }
+    Some(bound)
+}
+
+/// How far [`runtime_steal`] looks for the interval's ends, in events.
+const SEARCH_EVENTS: usize = 200_000;
+
+/// Measured steal ([`StealMethod::SchedRuntime`]) is taken from the parts
+/// that are not rtrec's first, so rtrec's own part is never understated.
+const MEASURED_STEAL_ORDER: [Share; 4] = [
+    Share::Irq,
+    Share::Unattributed,
+    Share::PageFault,
+    Share::OnCpu,
+];
+
+/// The coarse counter ([`StealMethod::ProcStat`]) only explains what
+/// nothing else does.
+const COARSE_STEAL_ORDER: [Share; 3] = [Share::TimerIrqLatency, Share::Unattributed, Share::OnCpu];
+
+/// Whether `e` is a wake-up of the task `t` (it can carry `t`'s own
+/// context when it wakes itself from its timer's interrupt).
+fn is_wakeup_of(e: &Event, t: i64) -> bool {
+    matches!(e.name.as_str(), "sched_waking" | "sched_wakeup") && e.num("pid") == Some(t)
 }
 
 /// The task last seen on `cpu` in `before` (other than `tid`).
@@ -571,11 +772,11 @@ pub fn steal_in(samples: &[(u64, Vec<u64>)], cpu: usize, a: u64, b: u64) -> u64 
     }
 }
 
-/// Moves up to `steal` ns from the unexplained parts (timer IRQ latency,
-/// then on-CPU time, then unattributed) into `steal`.
-fn credit_steal(parts: &mut Vec<ProducerPart>, mut steal: u64) {
+/// Moves up to `steal` ns from the parts of the shares in `order`, in that
+/// order, into `steal`; returns how much moved.
+fn credit_steal(parts: &mut Vec<ProducerPart>, mut steal: u64, order: &[Share]) -> u64 {
     let mut moved = 0;
-    for share in [Share::TimerIrqLatency, Share::Unattributed, Share::OnCpu] {
+    for &share in order {
         for p in parts.iter_mut().filter(|p| p.share == share) {
             let m = p.ns.min(steal);
             p.ns -= m;
@@ -591,6 +792,7 @@ fn credit_steal(parts: &mut Vec<ProducerPart>, mut steal: u64) {
             ns: moved,
         });
     }
+    moved
 }
 
 /// `IRQ (virtio0)`, `softirq (TIMER)`, `IRQ (local timer)`.
@@ -605,8 +807,42 @@ fn irq_label(e: &Event) -> String {
                 .map(|s| s.trim_end_matches(']'))
                 .unwrap_or("?")
         ),
-        _ => "IRQ (local timer)".to_string(),
+        n => format!("IRQ ({})", crate::parse::vector_name(n)),
     }
+}
+
+/// Whether this kernel leaves paravirt steal out of the runtime it charges
+/// a task, so that [`StealMethod::SchedRuntime`] measures steal: built with
+/// `CONFIG_PARAVIRT_TIME_ACCOUNTING=y` (read from `/boot/config-RELEASE`,
+/// else `/proc/config.gz` through `gzip -dc`) and not booted with
+/// `no-steal-acc`. `false` when the configuration cannot be read.
+pub fn paravirt_steal_accounting() -> bool {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    if cmdline.split_whitespace().any(|w| w == "no-steal-acc") {
+        return false;
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let config = std::fs::read_to_string(format!("/boot/config-{}", release.trim()))
+        .ok()
+        .or_else(|| {
+            let out = std::process::Command::new("gzip")
+                .args(["-dc", "/proc/config.gz"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        })
+        .unwrap_or_default();
+    config_has(&config, "CONFIG_PARAVIRT_TIME_ACCOUNTING")
+}
+
+/// Whether a kernel configuration's text sets `key=y`.
+fn config_has(config: &str, key: &str) -> bool {
+    config
+        .lines()
+        .any(|l| l.strip_prefix(key).is_some_and(|v| v == "=y"))
 }
 
 /// Steal counters of every CPU now, ns (`/proc/stat`'s `cpuN` lines,
@@ -652,6 +888,17 @@ mod tests {
  prod-10 [000] ..... 100.004550: sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 0x1, rmtp: 0x0)
 ";
 
+    #[test]
+    fn the_kernel_configuration_is_read_for_the_exact_option() {
+        let c = "# CONFIG_IRQ_TIME_ACCOUNTING is not set\nCONFIG_PARAVIRT_TIME_ACCOUNTING=y\n";
+        assert!(config_has(c, "CONFIG_PARAVIRT_TIME_ACCOUNTING"));
+        assert!(!config_has(c, "CONFIG_IRQ_TIME_ACCOUNTING"));
+        assert!(!config_has(
+            "CONFIG_PARAVIRT_TIME_ACCOUNTING_X=y",
+            "CONFIG_PARAVIRT_TIME_ACCOUNTING"
+        ));
+    }
+
     fn spec() -> ProducerSpec {
         ProducerSpec {
             tid: 10,
@@ -659,6 +906,171 @@ mod tests {
             late_percent: LATE_PERCENT,
             record_threshold_ns: RECORD_THRESHOLD_NS,
             cpu: None,
+            steal_method: StealMethod::ProcStat,
+        }
+    }
+
+    /// Producer 10 on CPU 0 switched in at 200 s, a `record()` stretch of
+    /// `stretch_us` (with an interrupt of `irq_us` in it, if any), then its
+    /// sleep; the scheduler charged it `runtime_ns` over the interval, which
+    /// ends with `end_state` (`S`: its sleep; `R`: preempted).
+    fn stretch(stretch_us: u64, irq_us: u64, runtime_ns: u64, end_state: &str) -> String {
+        let at = |us: u64| format!("200.{us:06}");
+        let mut t = format!(
+            " <idle>-0 [000] d..2. {}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=prod next_pid=10 next_prio=19\n",
+            at(0)
+        );
+        t += &format!(
+            " prod-10 [000] ..... {}: sys_clock_nanosleep -> 0x0\n",
+            at(2)
+        );
+        if irq_us > 0 {
+            t += &format!(
+                " prod-10 [000] d.h1. {}: irq_handler_entry: irq=11 name=virtio0\n",
+                at(10)
+            );
+            t += &format!(
+                " prod-10 [000] d.h1. {}: irq_handler_exit: irq=11 ret=handled\n",
+                at(10 + irq_us)
+            );
+        }
+        let b = 2 + stretch_us;
+        t += &format!(
+            " prod-10 [000] ..... {}: sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 0x1, rmtp: 0x0)\n",
+            at(b)
+        );
+        t += &format!(" prod-10 [000] d..2. {}: sched_stat_runtime: comm=prod pid=10 runtime={runtime_ns} [ns]\n", at(b + 2));
+        t += &format!(
+            " prod-10 [000] d..2. {}: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state={end_state} ==> next_comm=swapper/0 next_pid=0 next_prio=120\n",
+            at(b + 2)
+        );
+        t
+    }
+
+    fn measured() -> ProducerSpec {
+        ProducerSpec {
+            steal_method: StealMethod::SchedRuntime,
+            ..spec()
+        }
+    }
+
+    fn slow(x: &ProducerExplanation) -> &Incident {
+        x.worst.iter().find(|i| i.kind == Kind::SlowRecord).unwrap()
+    }
+
+    #[test]
+    fn a_stretch_charged_less_runtime_than_its_length_gets_exactly_the_lower_bound_as_steal() {
+        let x = attribute_producer(&parse(&stretch(100, 0, 40_000, "S")), &measured(), &[]);
+        assert_eq!(x.steal_method, StealMethod::SchedRuntime);
+        let s = slow(&x);
+        // 100 µs − 40 µs charged − 1 µs for the printed timestamps.
+        assert_eq!(s.steal_ns, 59_000);
+        assert_eq!(s.own_ns, 41_000);
+        assert_eq!(s.on_cpu_ns, 100_000);
+        assert_eq!(s.cause, "steal");
+        assert_eq!(s.parts.iter().map(|p| p.ns).sum::<u64>(), s.duration_ns);
+        assert_eq!(x.slow_records.steal_ns, 59_000);
+        assert_eq!(x.slow_records.worst_own_ns, 41_000);
+        assert_eq!(x.slow_records.own_over_threshold, 1);
+    }
+
+    #[test]
+    fn an_interrupt_in_a_stretch_is_irq_and_no_steal_when_the_runtime_covers_it() {
+        let x = attribute_producer(&parse(&stretch(100, 30, 104_000, "S")), &measured(), &[]);
+        let s = slow(&x);
+        assert_eq!(s.steal_ns, 0);
+        let irq = s.parts.iter().find(|p| p.share == Share::Irq).unwrap();
+        assert_eq!((irq.name.as_str(), irq.ns), ("IRQ (virtio0)", 30_000));
+        assert_eq!(s.own_ns, 70_000);
+    }
+
+    #[test]
+    fn measured_steal_is_taken_from_the_interrupt_before_rtrecs_own_time() {
+        // 100 µs, 10 µs of it an interrupt, 50 µs charged: steal ≥ 49 µs,
+        // of which at most 10 µs can have hidden in the interrupt.
+        let x = attribute_producer(&parse(&stretch(100, 10, 50_000, "S")), &measured(), &[]);
+        let s = slow(&x);
+        assert_eq!(s.steal_ns, 49_000);
+        assert!(s.parts.iter().all(|p| p.share != Share::Irq));
+        assert_eq!(s.own_ns, 100_000 - 49_000);
+    }
+
+    #[test]
+    fn a_tick_in_the_stretch_bounds_the_steal_after_it_without_the_wake_up_latency() {
+        // The kernel charged 300 µs up to a tick at 200.000050 (the
+        // wake-up's latency before the switch included), then 20 µs to the
+        // sleep at 200.000502: at least 502 − 51 − 20 = 431 µs were stolen.
+        let mut text = stretch(500, 0, 20_000, "S");
+        let tick = " prod-10 [000] d.h1. 200.000050: sched_stat_runtime: comm=prod pid=10 runtime=300000 [ns]\n";
+        let at = text.find(" prod-10 [000] ..... 200.000502").unwrap();
+        text.insert_str(at, tick);
+        let x = attribute_producer(&parse(&text), &measured(), &[]);
+        let s = slow(&x);
+        assert_eq!(s.steal_ns, 431_000);
+        // Without the tick the whole account, 320 µs, would leave 179 µs.
+        assert_eq!(s.own_ns, 500_000 - 431_000);
+    }
+
+    #[test]
+    fn a_switch_in_from_idle_missing_from_the_trace_still_reads_as_running() {
+        // As this VM traces CPU 1: the producer's previous sleep, its
+        // timer's wake-up in the idle task, then its own events with no
+        // sched_switch in between.
+        let text = "\
+ prod-10 [000] d..2. 199.999000: sched_stat_runtime: comm=prod pid=10 runtime=5000 [ns]
+ prod-10 [000] d..2. 199.999000: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+ <idle>-0 [000] d.h1. 200.000000: local_timer_entry: vector=236
+ <idle>-0 [000] d.h3. 200.000001: sched_waking: comm=prod pid=10 prio=19 target_cpu=000
+ <idle>-0 [000] dNh1. 200.000002: local_timer_exit: vector=236
+ prod-10 [000] ..... 200.000004: sys_clock_nanosleep -> 0x0
+ prod-10 [000] ..... 200.000104: sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 0x1, rmtp: 0x0)
+ prod-10 [000] d..2. 200.000106: sched_stat_runtime: comm=prod pid=10 runtime=40000 [ns]
+ prod-10 [000] d..2. 200.000106: sched_switch: prev_comm=prod prev_pid=10 prev_prio=19 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+        let x = attribute_producer(&parse(text), &measured(), &[]);
+        let s = slow(&x);
+        assert!(s.parts.iter().all(|p| p.share != Share::Runnable), "{s:?}");
+        // 100 µs − 40 µs charged after the last switch-out − 1 µs.
+        assert_eq!((s.steal_ns, s.own_ns), (59_000, 41_000));
+    }
+
+    #[test]
+    fn an_interval_that_ends_in_a_preemption_gets_no_steal() {
+        let x = attribute_producer(&parse(&stretch(100, 0, 40_000, "R+")), &measured(), &[]);
+        let s = slow(&x);
+        assert_eq!(s.steal_ns, 0);
+        assert_eq!(s.own_ns, 100_000);
+    }
+
+    #[test]
+    fn without_paravirt_accounting_rtrecs_own_part_keeps_the_on_cpu_time() {
+        let x = attribute_producer(&parse(&stretch(100, 0, 40_000, "S")), &spec(), &[]);
+        assert_eq!(x.steal_method, StealMethod::ProcStat);
+        let s = slow(&x);
+        assert_eq!((s.steal_ns, s.own_ns), (0, 100_000));
+    }
+
+    #[test]
+    fn the_measured_split_always_adds_up_and_never_understates_rtrecs_own_part() {
+        for stretch_us in [21, 50, 400, 2_900] {
+            for irq_us in [0, 5, 19] {
+                if 10 + irq_us >= 2 + stretch_us {
+                    continue; // the interrupt would outlast the stretch
+                }
+                for runtime_us in [0, 10, 20, 60, 399, 3_000] {
+                    let text = stretch(stretch_us, irq_us, runtime_us * 1000, "S");
+                    let x = attribute_producer(&parse(&text), &measured(), &[]);
+                    let s = slow(&x);
+                    let len = stretch_us * 1000;
+                    let bound = len.saturating_sub(runtime_us * 1000 + TS_RESOLUTION_NS);
+                    assert_eq!(s.steal_ns, bound, "{stretch_us} {irq_us} {runtime_us}");
+                    assert_eq!(s.parts.iter().map(|p| p.ns).sum::<u64>(), s.duration_ns);
+                    // Own ≥ the stretch less its IRQ less all the steal.
+                    let irq = irq_us * 1000;
+                    assert!(s.own_ns + irq + s.steal_ns >= len, "{s:?}");
+                    assert!(s.own_ns <= len - irq.min(len));
+                }
+            }
         }
     }
 

@@ -30,8 +30,8 @@ use std::thread::JoinHandle;
 use crate::attribute::{attribute, Explanation, Options};
 use crate::parse::{parse, Event};
 use crate::producer::{
-    attribute_producer, read_steal, ProducerExplanation, ProducerSpec, StealSamples,
-    STEAL_SAMPLE_NS,
+    attribute_producer, paravirt_steal_accounting, read_steal, ProducerExplanation, ProducerSpec,
+    StealMethod, StealSamples, STEAL_SAMPLE_NS,
 };
 
 /// Events read from `trace_pipe` before the producer's part of them is
@@ -80,6 +80,14 @@ const IRQ_EVENTS: &[&str] = &[
     "irq/softirq_exit",
     "irq_vectors/local_timer_entry",
     "irq_vectors/local_timer_exit",
+    "irq_vectors/call_function_entry",
+    "irq_vectors/call_function_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/irq_work_entry",
+    "irq_vectors/irq_work_exit",
 ];
 
 /// The timed system calls.
@@ -176,7 +184,11 @@ impl Session {
     ///
     /// # Errors
     /// As [`Session::start`], or the reader thread could not start.
-    pub fn start_raw(&mut self, watch: Watch, raw_file: Option<fs::File>) -> std::io::Result<()> {
+    pub fn start_raw(
+        &mut self,
+        mut watch: Watch,
+        raw_file: Option<fs::File>,
+    ) -> std::io::Result<()> {
         let eq = |field: &str, tids: &[i32]| {
             tids.iter()
                 .map(|t| format!("{field} == {t}"))
@@ -191,6 +203,9 @@ impl Session {
             .copied()
             .collect();
         let _ = self.inst.write("trace", "");
+        if let Some(p) = watch.producer.as_mut() {
+            p.steal_method = self.watch_runtime(p.tid);
+        }
         let (reader, reader_tid) = self.spawn_reader(&watch, raw_file)?;
         self.reader = Some(reader);
         let w = |rel: &str, v: &str| self.inst.write(rel, v);
@@ -275,6 +290,26 @@ impl Session {
         self.stamp = rtrec_sys::monotonic_ns();
         self.watch = watch;
         w("tracing_on", "1")
+    }
+
+    /// Enables `sched:sched_stat_runtime` for the producer `tid` only (one
+    /// event per switch-out and tick: a 1M-period run stays bounded) when
+    /// the kernel leaves steal out of it; returns how steal in its
+    /// `record()` stretches will be measured ([`crate::producer`]).
+    fn watch_runtime(&self, tid: i32) -> StealMethod {
+        let e = "events/sched/sched_stat_runtime";
+        if !paravirt_steal_accounting() || !self.inst.path().join(e).is_dir() {
+            let _ = self.inst.write(&format!("{e}/enable"), "0");
+            return StealMethod::ProcStat;
+        }
+        let on = self
+            .inst
+            .write(&format!("{e}/filter"), &format!("pid == {tid}"))
+            .and_then(|()| self.inst.write(&format!("{e}/enable"), "1"));
+        match on {
+            Ok(()) => StealMethod::SchedRuntime,
+            Err(_) => StealMethod::ProcStat,
+        }
     }
 
     /// The producer's events: its timer, its periodic sleep, its page
@@ -537,16 +572,11 @@ fn chunk(
 fn for_slow_calls(e: &Event, keep: &[i32], producer: Option<i32>) -> bool {
     let watched = |v: Option<i64>| v.is_some_and(|t| keep.contains(&(t as i32)));
     match e.name.as_str() {
-        "hrtimer_start" | "sys_clock_nanosleep" | "page_fault_user" => false,
+        "hrtimer_start" | "sys_clock_nanosleep" | "page_fault_user" | "sched_stat_runtime" => false,
         // The device's ext4 events are kept for the raw trace only: on a
         // shared root file system they are every process's writes.
         n if n.starts_with("ext4_") => false,
-        n if n.starts_with("irq_handler")
-            || n.starts_with("softirq")
-            || n.starts_with("local_timer") =>
-        {
-            keep.contains(&e.tid)
-        }
+        n if crate::parse::irq_edge(n).is_some() => keep.contains(&e.tid),
         "sched_switch" if producer.is_some() => {
             watched(e.num("prev_pid")) || watched(e.num("next_pid"))
         }
