@@ -713,6 +713,10 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub explain: crate::explain::ExplainArgs,
 
+    /// With --explain: the baseline, not a recording: the producer's loop runs as it would (same timer, priority, CPU, buffer and trace) but copies each record into a buffer of the ring's size instead of calling record(); nothing is recorded. Its slow stretches are what the platform does to a periodic thread without rtrec's code (docs/endurance.md).
+    #[arg(long, requires = "explain", conflicts_with_all = ["stdin", "pre", "post", "mode"])]
+    pub explain_baseline: bool,
+
     #[command(flatten)]
     pub device: RecordDeviceArgs,
 

@@ -572,6 +572,9 @@ fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
     };
     let ring = plan.cfg.mode == rtrec_engine::Mode::Ring;
     let mut session = Session {
+        baseline: a
+            .explain_baseline
+            .then(|| Baseline::new(plan.cfg.ring_bytes)),
         rec: &mut p.rec,
         triggers: Triggers::new(plan.trigger_every),
         offered: 0,
@@ -604,6 +607,12 @@ fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
             None,
         ),
     };
+    if session.baseline.is_some() && !a.quiet {
+        eprintln!(
+            "rtrec: --explain-baseline: {} records copied by the producer's loop without record(); nothing was recorded",
+            session.offered
+        );
+    }
     Ran {
         outcome,
         timer,
@@ -854,6 +863,8 @@ struct Session<'a> {
     triggers: Triggers,
     /// Records handed to the recorder (stored or dropped and counted).
     offered: u64,
+    /// `--explain-baseline`: records go here instead of `record()`.
+    baseline: Option<Baseline>,
     trace: Trace,
     /// A `write()` failed: the recording ends (the summary says why).
     writer_failed: bool,
@@ -889,8 +900,50 @@ impl Timeline {
     }
 }
 
+/// `--explain-baseline`: the producer's loop without rtrec's code. Each
+/// record is copied into the next slot of a buffer of the ring's size, as
+/// `record()` copies it into the ring, so the loop touches as much memory
+/// in the same order; no atomics, no framing, no writer to wake.
+///
+/// Design choice: the baseline is the same command and the same loop, not
+/// a second program, so that everything but `record()` — the timer, the
+/// real-time setup, the CPU pin, the tracer, the writer and flush threads
+/// idling beside it — is what a real run has. What its trace counts as
+/// the producer's own time above the threshold is then the platform's
+/// (the hypervisor's exits, which the guest sees as neither steal nor an
+/// interrupt), and a real run's excess over it is rtrec's.
+struct Baseline {
+    sink: Vec<u8>,
+    at: usize,
+}
+
+impl Baseline {
+    fn new(bytes: usize) -> Baseline {
+        // Written once now, so that no page is first touched in the loop.
+        Baseline {
+            sink: vec![1u8; bytes.max(1)],
+            at: 0,
+        }
+    }
+
+    fn copy(&mut self, data: &[u8]) {
+        let n = data.len().min(self.sink.len());
+        if self.at + n > self.sink.len() {
+            self.at = 0;
+        }
+        self.sink[self.at..self.at + n].copy_from_slice(&data[..n]);
+        std::hint::black_box(&self.sink[self.at..self.at + n]);
+        self.at += n;
+    }
+}
+
 impl Session<'_> {
     fn record(&mut self, data: &[u8]) {
+        if let Some(b) = &mut self.baseline {
+            b.copy(data);
+            self.offered += 1;
+            return;
+        }
         self.triggers.take(self.rec);
         let seq = self.rec.next_seq();
         let r = self.rec.record(data);

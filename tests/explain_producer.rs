@@ -190,6 +190,68 @@ fn the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_i
     assert_eq!(others, 0, "runtime events of other tasks passed the filter");
 }
 
+#[test]
+fn the_baseline_runs_the_producers_loop_traced_without_calling_record() {
+    let _serial = serial();
+    if !rtrec_host::loopfs::require_privileged(
+        "the_baseline_runs_the_producers_loop_traced_without_calling_record",
+    ) {
+        return;
+    }
+    let cpu = std::thread::available_parallelism().map_or(1, usize::from) - 1;
+    let d = tempfile::tempdir().unwrap();
+    let cpu_arg = cpu.to_string();
+    let s = record_rt_explain(
+        d.path(),
+        &["--cpu", &cpu_arg, "--count", "500", "--explain-baseline"],
+    );
+    // record() was never called: the recorder saw nothing, and its
+    // record() histogram is empty.
+    assert_eq!(s["records_offered"], 0, "{s}");
+    assert_eq!(s["records_written"], 0, "{s}");
+    assert!(s["record_ns"].is_null(), "{s}");
+    // The loop ran and was traced as a real run's is: its wake-ups are
+    // counted, and its slow stretches are judged the same way.
+    let p = &s["explain"]["producer"];
+    let wakeups = p["wakeups"].as_u64().unwrap();
+    assert!(
+        wakeups > 0 && wakeups <= 501,
+        "the producer's 500 periods were traced: {p}"
+    );
+    let slow = &p["slow_records"];
+    assert!(slow["own_over_threshold"].as_u64().unwrap() <= slow["total"].as_u64().unwrap());
+}
+
+#[test]
+fn the_baseline_is_refused_without_explain_and_with_another_source() {
+    let d = tempfile::tempdir().unwrap();
+    for (extra, needle) in [
+        (&["--explain-baseline"][..], "--explain"),
+        (
+            &["--explain", "--explain-baseline", "--stdin"][..],
+            "--stdin",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+            .args(["record", "--dir"])
+            .arg(d.path())
+            .args(["--count", "10"])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "nothing was made"
+    );
+}
+
 /// `rtrec record --rt --period 1ms --size 1KiB --explain` into `dir` with
 /// `extra` arguments; its JSON summary, the exit checked.
 fn record_rt_explain(dir: &std::path::Path, extra: &[&str]) -> serde_json::Value {

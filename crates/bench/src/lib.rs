@@ -233,6 +233,10 @@ pub struct BenchArgs {
     #[arg(long, requires = "study")]
     pub crash_no_log_cost: bool,
 
+    /// With --study endurance: first run the same loop without record() (`record --explain-baseline`) for as many periods, and set its slow stretches beside the run's: what the platform alone does to the producer (docs/endurance.md).
+    #[arg(long)]
+    pub endurance_baseline: bool,
+
     /// Run the timed threads at normal priority, without mlockall (default: as `record --rt`, SCHED_FIFO --priority and mlockall, when permitted).
     #[arg(long)]
     pub no_rt: bool,
@@ -722,6 +726,7 @@ fn run_endurance(args: &BenchArgs, target: Target, flusher: FlusherControl) -> a
         cpu: std::thread::available_parallelism().map_or(0, |n| n.get() - 1),
         rtrec: std::env::current_exe().context("finding the rtrec executable")?,
         dir: target.work.clone(),
+        baseline: args.endurance_baseline,
     };
     let r = endurance::run(&opts);
     let released = flusher.finish();
