@@ -681,7 +681,19 @@ fn run_throughput(
         .device
         .as_ref()
         .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
-    let r = throughput::run(&target.work, &profile, &opts);
+    // The JSON again after every run (not to stdout, which gets it once).
+    let mut on_run = |partial: &throughput::ThroughputReport| {
+        if let Some(p) = args
+            .json
+            .as_ref()
+            .filter(|p| p.as_os_str() != export::STDOUT)
+        {
+            if let Err(e) = write_json(p, partial) {
+                eprintln!("rtrec bench: {e:#}");
+            }
+        }
+    };
+    let r = throughput::run(&target.work, &profile, &opts, &mut on_run);
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;

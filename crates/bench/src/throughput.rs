@@ -29,7 +29,11 @@
 //!   steps down 10 % ([`STEP_DOWN`]) and the k start again (at most
 //!   [`MAX_STEP_DOWNS`] times; a row none of whose rates held k times says
 //!   so, `confirmed` false, rate 0). The answer is the highest rate that
-//!   held k of k.
+//!   held k of k. **Confirmation starts at most at the device's
+//!   bandwidth**: no recording keeps up with more for long, and a short
+//!   coarse probe above it measures the page cache (on `sd`, 8.75 MiB/s,
+//!   buffered 2 s probes held 32 MiB/s, and eight 10 % steps from there
+//!   never came down to the device: the row read 0).
 //! - **The device's sequential write bandwidth is the best of fio's four
 //!   1 MiB sequential jobs** (`device_bandwidth`): one per back-end's
 //!   settings (psync buffered with `end_fsync`, psync `O_DIRECT`, io_uring
@@ -628,22 +632,21 @@ pub struct ThroughputReport {
 }
 
 /// Runs the study in `work` (a directory on the file system under test)
-/// `o.repeat` times; `device_profile` names it in the report.
+/// `o.repeat` times; `device_profile` names it in the report. After every
+/// run, `on_run` gets the report so far (so a late failure or Ctrl-C loses
+/// only the run under way).
 ///
 /// # Errors
 /// A recording or the bandwidth measurement failed to start.
-pub fn run(work: &Path, device_profile: &str, o: &Options) -> anyhow::Result<ThroughputReport> {
+pub fn run(
+    work: &Path,
+    device_profile: &str,
+    o: &Options,
+    on_run: &mut dyn FnMut(&ThroughputReport),
+) -> anyhow::Result<ThroughputReport> {
     let rt = producer::probe(&o.rt);
     eprintln!("rtrec bench: the probes' producer: {}", rt.line());
-    let mut runs = Vec::new();
-    for i in 0..o.repeat.max(1) {
-        if o.repeat > 1 {
-            eprintln!("rtrec bench: run {} of {}", i + 1, o.repeat);
-        }
-        runs.push(run_once(work, o)?);
-    }
-    let spread = spread(&runs);
-    Ok(ThroughputReport {
+    let mut r = ThroughputReport {
         study: "throughput".into(),
         probe_s: o.probe_ns as f64 / 1e9,
         coarse_s: o.coarse_ns.min(o.probe_ns) as f64 / 1e9,
@@ -652,9 +655,18 @@ pub fn run(work: &Path, device_profile: &str, o: &Options) -> anyhow::Result<Thr
         rt,
         device_profile: device_profile.to_string(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        runs,
-        spread,
-    })
+        runs: Vec::new(),
+        spread: Vec::new(),
+    };
+    for i in 0..o.repeat.max(1) {
+        if o.repeat > 1 {
+            eprintln!("rtrec bench: run {} of {}", i + 1, o.repeat);
+        }
+        r.runs.push(run_once(work, o)?);
+        r.spread = spread(&r.runs);
+        on_run(&r);
+    }
+    Ok(r)
 }
 
 /// The 1-minute load average (0 when `/proc/loadavg` cannot be read).
@@ -846,11 +858,17 @@ pub fn search(
         }
     }
     let coarse_bps = lo.unwrap_or(lo_bps);
-    // Phase 2: k of k full-length probes, from the candidate down by 10 %
-    // (no higher than a full-length recording fits).
+    // Phase 2: k of k full-length probes, from the candidate (at most the
+    // device's bandwidth, see the module docs) down by 10 % (no higher
+    // than a full-length recording fits).
+    let start_bps = if device > 0.0 {
+        coarse_bps.min(device)
+    } else {
+        coarse_bps
+    };
     let room_now = room(o.probe_ns);
-    let room_capped = room_now < coarse_bps;
-    let mut bps = coarse_bps.min(room_now);
+    let room_capped = room_now < start_bps;
+    let mut bps = start_bps.min(room_now);
     let mut sustained = None;
     'rates: for _ in 0..=MAX_STEP_DOWNS {
         for _ in 0..o.confirmations.max(1) {
@@ -1553,6 +1571,11 @@ mod tests {
     /// except the probes whose index is in `hiccups` (one late-ring glitch
     /// each); the search's probes in order.
     fn searched(limit: f64, hiccups: &[usize], k: u32) -> Row {
+        searched_on(1e9, limit, hiccups, k)
+    }
+
+    /// [`searched`] on a device of `device` bytes/s.
+    fn searched_on(device: f64, limit: f64, hiccups: &[usize], k: u32) -> Row {
         let o = Options {
             probe_ns: 10_000_000_000,
             coarse_ns: 1_000_000_000,
@@ -1581,7 +1604,7 @@ mod tests {
             Io::Direct,
             1 << 20,
             &o,
-            1e9,
+            device,
             &|_| f64::INFINITY,
             &mut prober,
         )
@@ -1604,6 +1627,12 @@ mod tests {
         let ratio = hiccup.sustained_bytes_per_s / row.sustained_bytes_per_s;
         assert!((ratio - STEP_DOWN).abs() < 1e-9, "{ratio}");
         assert_eq!(hiccup.missed_periods, Some(0));
+        // Short probes that hold above the device (the page cache): the
+        // confirmation starts at the device's bandwidth.
+        let device = 200.0 * (1 << 20) as f64;
+        let cached = searched_on(device, limit, &[], 3);
+        assert!(cached.coarse_hz * (1 << 20) as f64 > device);
+        assert_eq!(cached.sustained_bytes_per_s, device);
     }
     /// A failed probe at 2,000 records/s whose CPU figures are `load`.
     fn failed(load: ProbeLoad) -> Probe {
