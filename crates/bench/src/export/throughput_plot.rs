@@ -55,10 +55,10 @@ pub fn render(reports: &[ThroughputReport]) -> Result<String, Box<dyn std::error
         .flat_map(|&(d, c)| cells(d, c))
         .flat_map(|(f, fio)| [f, fio.unwrap_or(0.0)])
         .fold(1.0, f64::max)
-        * 1.25;
+        * 1.55;
     let mut svg = String::new();
     {
-        let width = (160 + 70 * columns.len()).max(700) as u32;
+        let width = (160 + 95 * columns.len()).max(800) as u32;
         let root = SVGBackend::with_string(&mut svg, (width, 600)).into_drawing_area();
         root.fill(&WHITE)?;
         let k = reports.first().map_or(0, |r| r.confirmations);
@@ -126,16 +126,14 @@ pub fn render(reports: &[ThroughputReport]) -> Result<String, Box<dyn std::error
             .legend(move |(x, y)| Circle::new((x + 8, y), 5, blue.filled()));
         // Column labels, and each device's name and bandwidth over its
         // group, with a separator before every group but the first.
-        chart.draw_series(columns.iter().enumerate().map(|(i, &(_, row))| {
-            Text::new(
-                format!(
-                    "{} {}",
-                    row.io.name(),
-                    rtrec_units::format_size(row.record_bytes)
-                ),
-                (i as f64 - 0.45, top * 0.03),
-                ("sans-serif", 11),
-            )
+        // The back-end over the record size, two lines, so long names fit.
+        chart.draw_series(columns.iter().enumerate().flat_map(|(i, &(_, row))| {
+            [
+                (row.io.name().to_string(), top * 0.06),
+                (rtrec_units::format_size(row.record_bytes), top * 0.03),
+            ]
+            .into_iter()
+            .map(move |(text, y)| Text::new(text, (i as f64 - 0.4, y), ("sans-serif", 11)))
         }))?;
         let mut first = 0usize;
         for (d, r) in reports.iter().enumerate() {
@@ -144,7 +142,7 @@ pub fn render(reports: &[ThroughputReport]) -> Result<String, Box<dyn std::error
             let bw = range(&devices, |b| rtrec_units::format_size_per_s(b as u64));
             chart.draw_series(std::iter::once(Text::new(
                 format!("{}: {bw}, {} run(s)", r.device_profile, r.runs.len()),
-                (first as f64 - 0.45, top * 0.93),
+                (first as f64 - 0.45, top * 0.72),
                 ("sans-serif", 13),
             )))?;
             if first > 0 {
@@ -158,7 +156,7 @@ pub fn render(reports: &[ThroughputReport]) -> Result<String, Box<dyn std::error
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::Coordinate(60, 330))
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
             .draw()?;
