@@ -237,9 +237,10 @@ mod tests {
             "rate held 3 of 3 (0 drops)",
             "emmc: 40 MiB/s, 1 run(s)",
             "sd: 8 MiB/s, 1 run(s)",
-            "buffered 1 MiB",
-            "direct 1 MiB",
-            "uring 1 MiB",
+            "\nbuffered\n",
+            "\ndirect\n",
+            "\nuring\n",
+            "\n1 MiB\n",
             "target: 90 % of the device",
         ] {
             assert!(svg.contains(t), "{t}");
