@@ -495,7 +495,7 @@ pub fn limit_of(probes: &[Probe], sustained_bps: f64, capped: bool) -> Limit {
     } else {
         (
             "device",
-            format!("the device: {threads}, the writer waiting for its I/O the rest; {cores}"),
+            format!("the device: {threads}, the writer blocked in the kernel the rest (I/O, writeback throttling, the journal); {cores}"),
         )
     };
     Limit {
