@@ -450,7 +450,8 @@ pub fn limit_of(probes: &[Probe], sustained_bps: f64, capped: bool) -> Limit {
             Limit {
                 kind: "ceiling".into(),
                 at_bytes_per_s: 0.0,
-                reason: "no probe failed up to the search's highest rate".into(),
+                reason: "no probe failed up to the search's highest rate (the device's bandwidth)"
+                    .into(),
             }
         };
     };
