@@ -1416,11 +1416,16 @@ pub fn combine(reports: &[ThroughputReport]) -> String {
                 })
                 .collect();
             let fio: Vec<f64> = rows.iter().filter_map(|x| x.fraction_of_fio).collect();
-            let mut kinds: Vec<&str> = rows
+            // Each kind once, in the order the runs met them.
+            let mut kinds: Vec<&str> = Vec::new();
+            for k in rows
                 .iter()
                 .filter_map(|x| x.limit.as_ref().map(|l| l.kind.as_str()))
-                .collect();
-            kinds.dedup();
+            {
+                if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+            }
             t.push_str(&format!(
                 "{:<9} {:<14} {:>7} | {:>23} | {:>11} | {:>11} | {:>7} {:>5} | {:<12}\n",
                 r.device_profile,
