@@ -27,7 +27,8 @@
 //! - [`crash`]: `--study crash`, crash states of the emulated device's write
 //!   log checked against the durability contract;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
-//!   rate against the device's bandwidth;
+//!   rate as a fraction of the device's bandwidth, what stopped it, the
+//!   spread over `--repeat` runs, and `--combine` of several devices;
 //! - [`endurance`]: `--study endurance`, one long `record --rt --explain`
 //!   with every slow `record()` and missed period attributed;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
