@@ -325,4 +325,59 @@ fn throughput_with_json_to_stdout_prints_only_the_json_there() {
         stderr.contains("Throughput on native:"),
         "the table is on stderr: {stderr}"
     );
+    // One run: every row judged against the device, with what stopped it
+    // and a verdict for the size; the spread has one cell per row.
+    let run = &v["runs"][0];
+    let rows = run["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "{run}");
+    assert!(run["device_bytes_per_s"].as_f64() > Some(0.0), "{run}");
+    for row in rows {
+        assert!(row["fraction_of_device"].is_f64(), "{row}");
+        assert!(row["limit"]["kind"].is_string(), "{row}");
+    }
+    assert_eq!(run["verdicts"].as_array().map(Vec::len), Some(1), "{run}");
+    assert_eq!(v["spread"].as_array().map(Vec::len), Some(4), "{v}");
+    // `--combine` reads it back: one table and one plot naming the device.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("native.json");
+    std::fs::write(&json, &done.stdout).unwrap();
+    let svg = dir.path().join("all.svg");
+    let combined = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["bench", "--combine"])
+        .arg(&json)
+        .arg("--plot")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert_eq!(
+        combined.status.code(),
+        Some(0),
+        "{}",
+        common::show(&combined)
+    );
+    let table = String::from_utf8_lossy(&combined.stdout);
+    assert!(table.contains("native    buffered"), "{table}");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.contains("native: "), "{drawn}");
+}
+
+/// `rtrec bench --combine` of a file that is not a throughput result:
+/// one sentence naming it, a non-zero exit, no panic.
+#[test]
+fn combine_refuses_a_file_that_is_not_a_throughput_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"study\": \"s1\"}").unwrap();
+    let done = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["bench", "--combine"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_ne!(done.status.code(), Some(0), "{}", common::show(&done));
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(
+        stderr.contains("bad.json") && stderr.contains("not a --study throughput result"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

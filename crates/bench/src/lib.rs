@@ -27,7 +27,8 @@
 //! - [`crash`]: `--study crash`, crash states of the emulated device's write
 //!   log checked against the durability contract;
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
-//!   rate against the device's bandwidth;
+//!   rate as a fraction of the device's bandwidth, what stopped it, the
+//!   spread over `--repeat` runs, and `--combine` of several devices;
 //! - [`endurance`]: `--study endurance`, one long `record --rt --explain`
 //!   with every slow `record()` and missed period attributed;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
@@ -198,6 +199,14 @@ pub struct BenchArgs {
     /// With --study throughput: drops (a rate holds with 0 drops, no writer error and the ring at most half full at the end; the default), max (also every release within one period) or p99 (also 99 % of them).
     #[arg(long, value_enum, default_value_t = throughput::HoldRule::Drops, value_name = "RULE", requires = "study")]
     pub hold_rule: throughput::HoldRule,
+
+    /// With --study throughput: run the whole study N times (fio included) and give each cell's spread, highest held rate over lowest (default 1).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub repeat: Option<u32>,
+
+    /// Combine --study throughput --json results (e.g. one per --device) into one table and, with --plot, one plot of every device; runs nothing.
+    #[arg(long, value_delimiter = ',', value_name = "A.json,B.json", conflicts_with_all = ["list", "compare", "json", "study"])]
+    pub combine: Option<Vec<PathBuf>>,
 
     /// With --study throughput: full-length probes a rate must hold in a row to be the answer (default 3).
     #[arg(long, value_name = "K", requires = "study")]
@@ -671,12 +680,25 @@ fn run_throughput(
             .confirmations
             .unwrap_or(throughput::DEFAULT_CONFIRMATIONS),
         rt: rt.clone(),
+        repeat: args.repeat.unwrap_or(1),
     };
     let profile = args
         .device
         .as_ref()
         .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
-    let r = throughput::run(&target.work, &profile, &opts);
+    // The JSON again after every run (not to stdout, which gets it once).
+    let mut on_run = |partial: &throughput::ThroughputReport| {
+        if let Some(p) = args
+            .json
+            .as_ref()
+            .filter(|p| p.as_os_str() != export::STDOUT)
+        {
+            if let Err(e) = write_json(p, partial) {
+                eprintln!("rtrec bench: {e:#}");
+            }
+        }
+    };
+    let r = throughput::run(&target.work, &profile, &opts, &mut on_run);
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
@@ -697,13 +719,42 @@ fn run_throughput(
         None => print!("{table}"),
     }
     if let Some(p) = &args.plot {
-        let svg = export::throughput_plot::render(&r)
+        let svg = export::throughput_plot::render(std::slice::from_ref(&r))
             .map_err(|e| anyhow::anyhow!("drawing the throughput plot: {e}"))?;
         export::write_target(p, svg.as_bytes())
             .with_context(|| format!("writing '{}'", p.display()))?;
     }
     released?;
     removed?;
+    Ok(0)
+}
+
+/// `--combine`: the throughput reports in `files` as one table on stdout
+/// and, with `plot`, one SVG of every device.
+fn combine_throughput(
+    files: &[std::path::PathBuf],
+    plot: Option<&std::path::Path>,
+) -> Result<i32, Error> {
+    let mut reports = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(f).map_err(|source| Error::Read {
+            path: f.clone(),
+            source,
+        })?;
+        let r: throughput::ThroughputReport =
+            serde_json::from_slice(&bytes).map_err(|e| Error::NotAReport {
+                path: f.clone(),
+                reason: format!("not a --study throughput result of this version ({e})"),
+            })?;
+        reports.push(r);
+    }
+    print!("{}", throughput::combine(&reports));
+    if let Some(p) = plot {
+        let svg = export::throughput_plot::render(&reports)
+            .map_err(|e| Error::Unavailable(format!("drawing the throughput plot: {e}")))?;
+        export::write_target(p, svg.as_bytes())
+            .map_err(|e| Error::Unavailable(format!("writing '{}': {e:#}", p.display())))?;
+    }
     Ok(0)
 }
 
@@ -820,6 +871,9 @@ pub fn run_with(args: &BenchArgs, opts: &RunOptions) -> Result<i32, Error> {
     if args.list {
         print!("{}", table::render_list());
         return Ok(0);
+    }
+    if let Some(files) = &args.combine {
+        return combine_throughput(files, args.plot.as_deref());
     }
     if let Some(files) = &args.compare {
         let (old, new) = (read_report(&files[0])?, read_report(&files[1])?);

@@ -170,8 +170,9 @@ fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
     assert_eq!(rtrec_bench::run(&args).unwrap(), 0);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(v["study"], "throughput");
-    assert!(v["device_bytes_per_s"].as_f64().unwrap() > 0.0, "{v:#}");
-    let ios: Vec<&str> = v["rows"]
+    let run = &v["runs"][0];
+    assert!(run["device_bytes_per_s"].as_f64().unwrap() > 0.0, "{v:#}");
+    let ios: Vec<&str> = run["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -180,8 +181,10 @@ fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
     assert_eq!(ios, ["buffered", "direct", "uring", "uring-buffered"]);
     assert_eq!(v["hold_rule"], "drops");
     assert_eq!(v["rt"]["requested"], true);
-    for r in v["rows"].as_array().unwrap() {
+    for r in run["rows"].as_array().unwrap() {
         assert_eq!(r["record_bytes"], 16384);
+        // Every row says what stopped it, from its probes.
+        assert!(r["limit"]["kind"].is_string(), "{r:#}");
         let probes = r["probes"].as_array().unwrap();
         // Both phases ran: coarse probes, then at least one full-length.
         assert_eq!(probes[0]["phase"], "coarse", "{r:#}");

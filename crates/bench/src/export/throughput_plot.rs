@@ -1,49 +1,72 @@
-//! `--plot` for `--study throughput`: for each back-end and record size,
-//! the rate the recorder held (k of k probes) beside fio's bandwidth with
-//! the same back-end and block size, and the device's 1 MiB `O_DIRECT`
-//! line, on one SVG.
+//! `--plot` for `--study throughput` (and `--combine`): for every device,
+//! back-end and record size, the rate the recorder held (k of k probes) as
+//! a fraction of the device's sequential write bandwidth, one point per
+//! run, beside fio's job with the same back-end and block size on the same
+//! scale, with the device (1.0) and the study's target
+//! ([`TARGET_OF_DEVICE`]) as lines, on one SVG.
 //!
-//! Design choice: one column per row of the study's table, labelled with
-//! the back-end, the size and the fraction of fio, so the plot reads like
-//! the table; a row without a fio figure shows only its own point.
+//! Design choice: the vertical axis is the fraction of the device, not
+//! bytes/s, so a 1 GiB/s disk and an 8 MiB/s card share one plot and the
+//! target is one line; each column is one cell of the study's table,
+//! labelled with its back-end and size, grouped and named by device (with
+//! its bandwidth). Every run is drawn, so the spread of `--repeat` is seen.
 
 use plotters::prelude::*;
 
-use crate::throughput::ThroughputReport;
+use crate::throughput::{range, Row, ThroughputReport, TARGET_OF_DEVICE};
 
-fn mib(b: f64) -> f64 {
-    b / f64::from(1 << 20)
-}
-
-/// The study's plot as an SVG document.
+/// The reports' plot as an SVG document.
 ///
 /// # Errors
 /// plotters' drawing errors (none expected on an in-memory SVG).
-pub fn render(r: &ThroughputReport) -> Result<String, Box<dyn std::error::Error>> {
-    let n = r.rows.len().max(1) as f64;
-    let top = r
-        .rows
+pub fn render(reports: &[ThroughputReport]) -> Result<String, Box<dyn std::error::Error>> {
+    // One column per cell of each report (its first run's rows, in order).
+    let columns: Vec<(usize, &Row)> = reports
         .iter()
-        .flat_map(|row| {
-            [
-                row.sustained_bytes_per_s,
-                row.fio_bytes_per_s.unwrap_or(0.0),
-            ]
+        .enumerate()
+        .flat_map(|(d, r)| {
+            r.runs
+                .first()
+                .into_iter()
+                .flat_map(move |run| run.rows.iter().map(move |row| (d, row)))
         })
-        .chain([r.device_bytes_per_s])
-        .map(mib)
+        .collect();
+    let n = columns.len().max(1) as f64;
+    // Each run's rows, with their fio fraction of the device.
+    let cells = |d: usize, cell: &Row| -> Vec<(f64, Option<f64>)> {
+        reports[d]
+            .runs
+            .iter()
+            .filter_map(|run| {
+                let row = run
+                    .rows
+                    .iter()
+                    .find(|x| x.io == cell.io && x.record_bytes == cell.record_bytes)?;
+                let fio = row
+                    .fio_bytes_per_s
+                    .filter(|_| run.device_bytes_per_s > 0.0)
+                    .map(|b| b / run.device_bytes_per_s);
+                Some((row.fraction_of_device, fio))
+            })
+            .collect()
+    };
+    let top = columns
+        .iter()
+        .flat_map(|&(d, c)| cells(d, c))
+        .flat_map(|(f, fio)| [f, fio.unwrap_or(0.0)])
         .fold(1.0, f64::max)
-        * 1.2;
+        * 1.55;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1000, 600)).into_drawing_area();
+        let width = (160 + 95 * columns.len()).max(800) as u32;
+        let root = SVGBackend::with_string(&mut svg, (width, 600)).into_drawing_area();
         root.fill(&WHITE)?;
+        let k = reports.first().map_or(0, |r| r.confirmations);
         let title = format!(
-            "rtrec bench throughput on {}: rate held {} of {} (0 drops) vs fio",
-            r.device_profile, r.confirmations, r.confirmations
+            "rtrec bench throughput: rate held {k} of {k} (0 drops) ÷ the device's sequential write bandwidth"
         );
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
+            .caption(title, ("sans-serif", 17))
             .margin(15)
             .x_label_area_size(20)
             .y_label_area_size(60)
@@ -52,52 +75,85 @@ pub fn render(r: &ThroughputReport) -> Result<String, Box<dyn std::error::Error>
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(0)
-            .y_desc("MiB/s")
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_desc("fraction of the device")
+            .y_label_formatter(&|v| format!("{v:.1}"))
             .draw()?;
-        let device = mib(r.device_bytes_per_s);
+        let grey = BLACK.mix(0.5);
         chart
             .draw_series(std::iter::once(PathElement::new(
-                vec![(-0.5, device), (n - 0.5, device)],
-                BLACK.mix(0.5).stroke_width(1),
+                vec![(-0.5, 1.0), (n - 0.5, 1.0)],
+                grey.stroke_width(1),
+            )))?
+            .label("device: the best of fio's 1 MiB sequential jobs")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], grey));
+        let orange = RGBColor(230, 130, 20);
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(-0.5, TARGET_OF_DEVICE), (n - 0.5, TARGET_OF_DEVICE)],
+                orange.stroke_width(1),
             )))?
             .label(format!(
-                "device: {} ({}, 1 MiB O_DIRECT)",
-                rtrec_units::format_size_per_s(r.device_bytes_per_s as u64),
-                r.device_method
+                "target: {:.0} % of the device",
+                TARGET_OF_DEVICE * 100.0
             ))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.5)));
-        let fio: Vec<(f64, f64)> = r
-            .rows
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], orange));
+        let fio: Vec<(f64, f64)> = columns
             .iter()
             .enumerate()
-            .filter_map(|(i, row)| row.fio_bytes_per_s.map(|b| (i as f64, mib(b))))
+            .flat_map(|(i, &(d, c))| {
+                cells(d, c)
+                    .into_iter()
+                    .filter_map(move |(_, fio)| fio.map(|f| (i as f64 + 0.15, f)))
+            })
             .collect();
         chart
-            .draw_series(fio.iter().map(|&p| TriangleMarker::new(p, 7, RED.filled())))?
-            .label("fio, same back-end and block size")
+            .draw_series(fio.iter().map(|&p| TriangleMarker::new(p, 6, RED.filled())))?
+            .label("fio, same back-end and block size (each run)")
             .legend(|(x, y)| TriangleMarker::new((x + 8, y), 5, RED.filled()));
         let blue = RGBColor(31, 119, 180);
+        let held: Vec<(f64, f64)> = columns
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &(d, c))| {
+                cells(d, c)
+                    .into_iter()
+                    .map(move |(f, _)| (i as f64 - 0.1, f))
+            })
+            .collect();
         chart
-            .draw_series(r.rows.iter().enumerate().map(|(i, row)| {
-                Circle::new((i as f64, mib(row.sustained_bytes_per_s)), 6, blue.filled())
-            }))?
-            .label("recorder: highest rate held, 0 drops")
+            .draw_series(held.iter().map(|&p| Circle::new(p, 5, blue.filled())))?
+            .label("recorder: highest rate held, 0 drops (each run)")
             .legend(move |(x, y)| Circle::new((x + 8, y), 5, blue.filled()));
-        chart.draw_series(r.rows.iter().enumerate().map(|(i, row)| {
-            let fraction = row
-                .fraction_of_fio
-                .map_or(String::new(), |f| format!(" {:.0} %", f * 100.0));
-            Text::new(
-                format!(
-                    "{} {}{fraction}",
-                    row.io.name(),
-                    rtrec_units::format_size(row.record_bytes)
-                ),
-                (i as f64 - 0.3, top * 0.04),
-                ("sans-serif", 13),
-            )
+        // Column labels, and each device's name and bandwidth over its
+        // group, with a separator before every group but the first.
+        // The back-end over the record size, two lines, so long names fit.
+        chart.draw_series(columns.iter().enumerate().flat_map(|(i, &(_, row))| {
+            [
+                (row.io.name().to_string(), top * 0.06),
+                (rtrec_units::format_size(row.record_bytes), top * 0.03),
+            ]
+            .into_iter()
+            .map(move |(text, y)| Text::new(text, (i as f64 - 0.4, y), ("sans-serif", 11)))
         }))?;
+        let mut first = 0usize;
+        for (d, r) in reports.iter().enumerate() {
+            let len = columns.iter().filter(|&&(x, _)| x == d).count();
+            let devices: Vec<f64> = r.runs.iter().map(|x| x.device_bytes_per_s).collect();
+            let bw = range(&devices, |b| rtrec_units::format_size_per_s(b as u64));
+            chart.draw_series(std::iter::once(Text::new(
+                format!("{}: {bw}, {} run(s)", r.device_profile, r.runs.len()),
+                (first as f64 - 0.45, top * 0.72),
+                ("sans-serif", 13),
+            )))?;
+            if first > 0 {
+                let x = first as f64 - 0.5;
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(x, 0.0), (x, top)],
+                    BLACK.mix(0.3).stroke_width(1),
+                )))?;
+            }
+            first += len;
+        }
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
@@ -113,10 +169,10 @@ pub fn render(r: &ThroughputReport) -> Result<String, Box<dyn std::error::Error>
 mod tests {
     use super::*;
     use crate::producer::RtReport;
-    use crate::throughput::{HoldRule, Row};
+    use crate::throughput::{HoldRule, Run};
     use rtrec_engine::Io;
 
-    fn row(io: Io, held: f64, fio: Option<f64>) -> Row {
+    fn row(io: Io, held: f64, fio: Option<f64>, device: f64) -> Row {
         Row {
             io,
             record_bytes: 1 << 20,
@@ -124,7 +180,7 @@ mod tests {
             sustained_hz: held,
             sustained_bytes_per_s: held * f64::from(1 << 20),
             confirmed: true,
-            fraction_of_device: 0.5,
+            fraction_of_device: held * f64::from(1 << 20) / device,
             fio_bytes_per_s: fio.map(|f| f * f64::from(1 << 20)),
             fraction_of_fio: fio.map(|f| held / f),
             fio_job: None,
@@ -132,33 +188,60 @@ mod tests {
             missed_periods: Some(0),
             cpu_s_per_gib: None,
             capped: false,
+            limit: None,
             probes: Vec::new(),
         }
     }
 
-    #[test]
-    fn the_plot_labels_every_row_with_its_fraction_of_fio() {
-        let r = ThroughputReport {
-            study: "throughput",
+    fn report(device: &str, bps: f64, rows: Vec<Row>) -> ThroughputReport {
+        let run = Run {
+            device_bytes_per_s: bps,
+            device_method: "fio".into(),
+            device_jobs: Vec::new(),
+            load_avg: [1.0, 1.0],
+            verdicts: crate::throughput::verdicts(&rows),
+            rows,
+        };
+        ThroughputReport {
+            study: "throughput".into(),
             probe_s: 5.0,
             coarse_s: 2.0,
             confirmations: 3,
             hold_rule: HoldRule::Drops,
             rt: RtReport::default(),
-            device_profile: "emmc".into(),
-            device_bytes_per_s: 4e8,
-            device_method: "fio",
-            rows: vec![
-                row(Io::Buffered, 300.0, Some(400.0)),
-                row(Io::Direct, 50.0, None),
-            ],
-        };
+            device_profile: device.into(),
+            cpus: 2,
+            spread: crate::throughput::spread(std::slice::from_ref(&run)),
+            runs: vec![run],
+        }
+    }
+
+    #[test]
+    fn the_plot_names_every_device_and_cell() {
+        let emmc = 40.0 * f64::from(1 << 20);
+        let sd = 8.0 * f64::from(1 << 20);
+        let r = [
+            report(
+                "emmc",
+                emmc,
+                vec![
+                    row(Io::Buffered, 38.0, Some(40.0), emmc),
+                    row(Io::Direct, 20.0, None, emmc),
+                ],
+            ),
+            report("sd", sd, vec![row(Io::Uring, 7.5, Some(8.0), sd)]),
+        ];
         let svg = render(&r).unwrap();
         assert!(svg.starts_with("<svg"));
         for t in [
-            "rtrec bench throughput on emmc: rate held 3 of 3",
-            "buffered 1 MiB 75 %",
-            "fio, same back-end and block size",
+            "rate held 3 of 3 (0 drops)",
+            "emmc: 40 MiB/s, 1 run(s)",
+            "sd: 8 MiB/s, 1 run(s)",
+            "\nbuffered\n",
+            "\ndirect\n",
+            "\nuring\n",
+            "\n1 MiB\n",
+            "target: 90 % of the device",
         ] {
             assert!(svg.contains(t), "{t}");
         }
