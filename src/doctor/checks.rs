@@ -241,7 +241,8 @@ mod tests {
                 }
             } else if w == "record" {
                 path = vec!["record".to_string()];
-            } else if w.starts_with("--") {
+            } else if w.len() > 2 && w.starts_with("--") {
+                // A bare `--` (the end of options) names no option.
                 out.push((path.clone(), w.to_string()));
             }
             i += 1;
