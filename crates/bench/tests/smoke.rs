@@ -190,11 +190,17 @@ fn the_throughput_study_gives_every_back_end_a_row_and_leaves_nothing_behind() {
         assert_eq!(probes[0]["phase"], "coarse", "{r:#}");
         let confirm = probes.iter().filter(|p| p["phase"] == "confirm").count();
         assert!(confirm >= 1, "{r:#}");
-        // The sustained rate is one a full-length probe held, or 0.
-        let held_full = probes
-            .iter()
-            .any(|p| p["phase"] == "confirm" && p["held"] == true);
-        assert_eq!(r["confirmed"], held_full, "{r:#}");
+        // The sustained rate is one that k full-length probes in a row
+        // held (the search stops there), or 0: a rate that held once and
+        // then failed is not confirmed.
+        let k = v["confirmations"].as_u64().unwrap() as usize;
+        let confirms: Vec<&serde_json::Value> =
+            probes.iter().filter(|p| p["phase"] == "confirm").collect();
+        let last_k_held = confirms.len() >= k
+            && confirms[confirms.len() - k..].iter().all(|p| {
+                p["held"] == true && p["rate_hz"] == confirms[confirms.len() - 1]["rate_hz"]
+            });
+        assert_eq!(r["confirmed"], last_k_held, "{r:#}");
     }
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
     assert!(!mounts.contains(&ours), "a mount was left behind");
