@@ -335,15 +335,7 @@ impl CpuSample {
     /// softirq steal; guest time is inside user) and `/proc/self/stat`'s
     /// utime and stime; a file that cannot be read counts 0.
     fn now() -> Self {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let cpu: Vec<u64> = stat
-            .lines()
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .skip(1)
-            .map(|x| x.parse().unwrap_or(0))
-            .collect();
+        let cpu = rtrec_host::machine::cpu_ticks();
         let field = |i: usize| cpu.get(i).copied().unwrap_or(0);
         let me = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
         // The fields after the command name, which may hold spaces: state

@@ -153,6 +153,27 @@ pub fn clocksource() -> Option<String> {
     first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource")
 }
 
+/// The machine's aggregate CPU times (`/proc/stat`'s first line, `cpu`:
+/// user nice system idle iowait irq softirq steal …), in `USER_HZ` ticks;
+/// empty when it cannot be read.
+pub fn cpu_ticks() -> Vec<u64> {
+    std::fs::read_to_string("/proc/stat").map_or_else(|_| Vec::new(), |s| parse_cpu_ticks(&s))
+}
+
+/// The `cpu` line's fields of a `/proc/stat` text (see [`cpu_ticks`]); a
+/// field that is not a number counts 0.
+pub fn parse_cpu_ticks(stat: &str) -> Vec<u64> {
+    stat.lines()
+        .next()
+        .filter(|l| l.starts_with("cpu "))
+        .map_or_else(Vec::new, |l| {
+            l.split_whitespace()
+                .skip(1)
+                .map(|x| x.parse().unwrap_or(0))
+                .collect()
+        })
+}
+
 /// A field of `/proc/meminfo`, bytes (`MemTotal`, `MemAvailable`).
 pub fn meminfo_bytes(key: &str) -> Option<u64> {
     parse_meminfo(&fs::read_to_string("/proc/meminfo").ok()?, key)
@@ -273,5 +294,15 @@ mod tests {
         assert!(!runs_natively("x86_64", "aarch64"));
         assert!(!runs_natively("x86_64", "arm"));
         assert!(!runs_natively("armv7l", "aarch64"));
+    }
+
+    #[test]
+    fn the_cpu_line_is_read_field_by_field() {
+        let stat = "cpu  10 0 20 100 5 1 2 7 0 0\ncpu0 1 2 3\n";
+        assert_eq!(
+            parse_cpu_ticks(stat),
+            vec![10, 0, 20, 100, 5, 1, 2, 7, 0, 0]
+        );
+        assert!(parse_cpu_ticks("intr 1\n").is_empty());
     }
 }

@@ -460,14 +460,9 @@ fn lost_events(inst: &Path) -> u64 {
 /// Hypervisor steal time of all CPUs so far, ns (`/proc/stat`, in
 /// `USER_HZ` = 100 ticks per second).
 fn steal_ns() -> u64 {
-    fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().next()?.to_string();
-            line.split_whitespace().nth(8)?.parse::<u64>().ok()
-        })
-        .map(|ticks| ticks * 10_000_000)
-        .unwrap_or(0)
+    rtrec_host::machine::cpu_ticks()
+        .get(7)
+        .map_or(0, |ticks| ticks * 10_000_000)
 }
 
 /// Reads `trace_pipe` until told to stop and it is empty: writes the text
