@@ -646,17 +646,29 @@ impl Writer {
         }
     }
 
-    /// Ring mode: whether the writer is `behind` (see
-    /// [`crate::io::coalesce_next`]). While it is, the back-end coalesces
-    /// frames into larger writes; once it has caught up, what is gathered
-    /// is written at once and each frame is written through again.
-    pub(crate) fn pace(&mut self, behind: bool) -> Step {
-        if behind == self.coalescing {
-            return Ok(());
+    /// Ring mode: the writer thread will call [`Writer::pace`] after every
+    /// frame, so the back-end may hold a frame's partial last block until
+    /// the next frame or the pace that finds the ring empty
+    /// ([`crate::io::Backend::hold_tail`]; inline mode writes every frame
+    /// through to its last byte).
+    pub(crate) fn hold_tails(&mut self) {
+        self.io.hold_tail(true);
+    }
+
+    /// Ring mode, after each frame: whether the writer is `behind` (see
+    /// [`crate::io::coalesce_next`]) and whether another frame is
+    /// `waiting` in the ring. While behind, the back-end coalesces frames
+    /// into larger writes; once it has caught up, what is gathered is
+    /// written at once and each frame is written through again. When no
+    /// frame waits, a partial last block held back ([`Writer::hold_tails`])
+    /// is written too, so a writer that has caught up has written every
+    /// frame to its end before it sleeps.
+    pub(crate) fn pace(&mut self, behind: bool, waiting: bool) -> Step {
+        if behind != self.coalescing {
+            self.coalescing = behind;
+            self.io.coalesce(behind);
         }
-        self.coalescing = behind;
-        self.io.coalesce(behind);
-        if behind {
+        if behind || waiting {
             return Ok(());
         }
         let r = self.flush_gathered();
@@ -1220,12 +1232,12 @@ mod tests {
                 // not coalesce.
                 continue;
             }
-            w.pace(true).unwrap();
+            w.pace(true, true).unwrap();
             for seq in 0..20 {
                 w.write_data(seq, seq, &[seq as u8; 1000]).unwrap();
             }
             assert_eq!(w.report.records_written, 0, "{io}: gathered, not written");
-            w.pace(false).unwrap();
+            w.pace(false, false).unwrap();
             w.settle().unwrap();
             assert_eq!(w.report.records_written, 20, "{io}");
             let report = w.finish(20, true, "");

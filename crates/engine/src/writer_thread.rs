@@ -12,7 +12,11 @@
 //! capacity, until it is empty again ([`crate::io::coalesce_next`]) — so
 //! the back-ends that can coalesce frames into larger writes do so only
 //! while the device is not keeping up, and write each frame through (the
-//! lowest latency) otherwise.
+//! lowest latency) otherwise — and whether another entry waits behind
+//! this one, so a back-end may hold a frame's partial last block for the
+//! next frame to write whole, and writes it as soon as none waits (also
+//! after the idle ticks, which may write a packed frame or a flight
+//! event's frames).
 //!
 //! Design choice: after a write failure the loop keeps draining and
 //! discarding, so the producer is never blocked by a full ring; the
@@ -115,6 +119,7 @@ pub(crate) fn run_writer(
     let mut stage = vec![0u8; max_record.max(LossPayload::LEN)];
     let capacity = c.buffer().capacity();
     let mut behind = false;
+    w.hold_tails();
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         live.note_ring_fill(c.slots() as u64);
@@ -130,8 +135,9 @@ pub(crate) fn run_writer(
                 ts,
                 &stage[..len],
             );
-            behind = coalesce_next(behind, c.slots(), capacity);
-            if !w.failed() && w.pace(behind).is_err() {
+            let queued = c.slots();
+            behind = coalesce_next(behind, queued, capacity);
+            if !w.failed() && w.pace(behind, queued > 0).is_err() {
                 fail(&mut w, flight.as_mut(), &shared);
             }
         }
@@ -149,6 +155,11 @@ pub(crate) fn run_writer(
             // record has waited the maximum latency, even if no record
             // follows.
             if !w.failed() && w.tick(now).is_err() {
+                fail(&mut w, flight.as_mut(), &shared);
+            }
+            // What those wrote ends with its last block too: nothing is
+            // waiting behind it.
+            if !w.failed() && w.pace(behind, false).is_err() {
                 fail(&mut w, flight.as_mut(), &shared);
             }
             // io_uring: a write in flight is waited for (and counted) in

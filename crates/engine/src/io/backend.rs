@@ -39,6 +39,15 @@ pub(crate) trait Backend: Send {
         let _ = on;
     }
 
+    /// While `on` (ring mode: the writer calls [`Backend::flush`] whenever
+    /// no frame waits behind the one it wrote), a frame's partial last
+    /// block is not written with it but held, to be written whole by the
+    /// next frame, or by the flush when none follows. Off (inline mode),
+    /// every frame is written through to its last byte.
+    fn hold_tail(&mut self, on: bool) {
+        let _ = on;
+    }
+
     /// Writes (or submits) what is gathered and not yet written.
     fn flush(&mut self, f: &File) -> io::Result<()> {
         let _ = f;
