@@ -693,6 +693,7 @@ fn report(a: &RecordArgs, f: &Finished) -> crate::error::Result<i32> {
             total: Total::of(a),
             ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
             disk: &f.disk,
+            baseline: a.explain_baseline,
         };
         write_json(path, summary, &extra)?;
     }
@@ -1264,6 +1265,8 @@ struct Extra<'a> {
     ring: Option<&'a RingSizing>,
     /// What the recording and the pool hold on disk.
     disk: &'a crate::disk::DiskUse,
+    /// `--explain-baseline`: nothing was recorded.
+    baseline: bool,
 }
 
 /// `--total` as asked and the whole records it allows: rounded down, so
@@ -1313,6 +1316,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         total,
         ring,
         disk,
+        baseline,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -1325,6 +1329,7 @@ fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Resu
         .collect();
     r.isolation = isolation.map(serde_json::to_value).transpose()?;
     r.explain = explained.map(serde_json::to_value).transpose()?;
+    r.explain_baseline = baseline;
     r.device = device.map(serde_json::to_value).transpose()?;
     r.timeline_lateness_ns = timeline.lateness_ns.clone();
     r.total_bytes = total.map(|t| t.asked_bytes);

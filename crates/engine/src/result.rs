@@ -84,6 +84,13 @@ pub struct RecordResult {
     /// tracing was not possible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<serde_json::Value>,
+    /// `--explain-baseline`: the producer's loop copied each record into a
+    /// buffer instead of calling `record()`, so nothing was recorded and
+    /// the summary's counts are of an empty recording; `explain` is the
+    /// platform's own part, the baseline of an endurance run
+    /// (docs/endurance.md). Left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain_baseline: bool,
     /// `--device`: the emulated device and how the recording fared on it
     /// (schema in `docs/record-schema.md`); left out without `--device`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +135,7 @@ impl RecordResult {
             resident_after_events: Vec::new(),
             isolation: None,
             explain: None,
+            explain_baseline: false,
             device: None,
             ring: None,
             disk: None,
