@@ -203,6 +203,10 @@ pub(crate) struct Writer {
     /// Ring mode, the writer behind: the back-end coalesces frames (see
     /// [`Writer::pace`]).
     coalescing: bool,
+    /// Ring mode, caught up: the back-end holds unwritten bytes from this
+    /// file offset since this time (`CLOCK_MONOTONIC` ns; see
+    /// [`Writer::pace`]).
+    held: Option<(u64, u64)>,
 }
 
 impl Writer {
@@ -276,6 +280,7 @@ impl Writer {
             last_put: (0, 0, 0, 0),
             advanced: 0,
             coalescing: false,
+            held: None,
             cfg,
         };
         if w.cfg.framing == Framing::Packed {
@@ -640,37 +645,97 @@ impl Writer {
 
     /// Writes what the back-end has gathered and not yet written, if any.
     fn flush_gathered(&mut self) -> io::Result<()> {
+        let (from, t) = (self.io.unwritten_from(), sys::monotonic_ns());
         match &self.cur {
-            Some(cur) => self.io.flush(&cur.file),
-            None => Ok(()),
+            Some(cur) => self.io.flush(&cur.file)?,
+            None => return Ok(()),
+        }
+        self.restamp(from, t);
+        Ok(())
+    }
+
+    /// The frames in the ledger whose last bytes were held or gathered
+    /// (unwritten from file offset `from` when the call that started at
+    /// `t` began) and have now been written or submitted: their `write()`
+    /// time starts at `t`.
+    ///
+    /// Design choice: a frame's `write()` latency is that of the write
+    /// that ends it, from its submission, as for a frame written at once;
+    /// the wait before it (for the next frame, at most `max_latency_ns`,
+    /// or for a buffer to fill while behind) is not the storage's time,
+    /// and counted in it the `write()` figure of a `direct` recording
+    /// would grow by the record period. When the frame is *written* still
+    /// follows the completion (the counters, the durable point).
+    fn restamp(&mut self, from: Option<u64>, t: u64) {
+        let Some(from) = from else { return };
+        let sent = self.io.unwritten_from().unwrap_or(u64::MAX);
+        for p in self.ledger.iter_mut().rev() {
+            if p.end <= from {
+                break;
+            }
+            if p.end <= sent {
+                p.t0 = t;
+            }
         }
     }
 
-    /// Ring mode: the writer thread will call [`Writer::pace`] after every
-    /// frame, so the back-end may hold a frame's partial last block until
-    /// the next frame or the pace that finds the ring empty
-    /// ([`crate::io::Backend::hold_tail`]; inline mode writes every frame
-    /// through to its last byte).
+    /// Ring mode: the writer thread calls [`Writer::pace`] after every
+    /// frame and when idle, so the back-end may hold a frame's partial
+    /// last block for the next frame ([`crate::io::Backend::hold_tail`];
+    /// inline mode writes every frame through to its last byte).
+    ///
+    /// Not with packed framing: a packed frame's records have already
+    /// waited up to `max_latency_ns` in the open frame, and a held block
+    /// could add as much again to the span a kill or power cut loses.
     pub(crate) fn hold_tails(&mut self) {
-        self.io.hold_tail(true);
+        if self.cfg.framing != Framing::Packed {
+            self.io.hold_tail(true);
+        }
     }
 
-    /// Ring mode, after each frame: whether the writer is `behind` (see
+    /// Ring mode, after each frame and when idle, at `now`
+    /// (`CLOCK_MONOTONIC` ns): whether the writer is `behind` (see
     /// [`crate::io::coalesce_next`]) and whether another frame is
     /// `waiting` in the ring. While behind, the back-end coalesces frames
     /// into larger writes; once it has caught up, what is gathered is
-    /// written at once and each frame is written through again. When no
-    /// frame waits, a partial last block held back ([`Writer::hold_tails`])
-    /// is written too, so a writer that has caught up has written every
-    /// frame to its end before it sleeps.
-    pub(crate) fn pace(&mut self, behind: bool, waiting: bool) -> Step {
+    /// written at once and each frame is written through again.
+    ///
+    /// Caught up, a partial last block held back ([`Writer::hold_tails`])
+    /// is written once it has waited `max_latency_ns` with no frame
+    /// coming to write it whole: the bound packed framing puts on a
+    /// record's wait, so a kill or power cut loses no more of the last
+    /// frame than of a packed frame's records. Frames that come closer
+    /// together than that are written block by block, each block once.
+    pub(crate) fn pace(&mut self, behind: bool, waiting: bool, now: u64) -> Step {
         if behind != self.coalescing {
             self.coalescing = behind;
             self.io.coalesce(behind);
+            if !behind {
+                self.held = None;
+                let r = self.flush_gathered();
+                return self.reaped(r);
+            }
         }
         if behind || waiting {
             return Ok(());
         }
+        let Some(from) = self.io.unwritten_from() else {
+            self.held = None;
+            return Ok(());
+        };
+        // Since when the first unwritten byte is held: a new offset means
+        // the bytes held before it were written meanwhile.
+        let since = match self.held {
+            Some((at, t)) if at == from => t,
+            _ => {
+                self.held = Some((from, now));
+                now
+            }
+        };
+        if now.saturating_sub(since) < self.cfg.max_latency_ns {
+            return Ok(());
+        }
+        self.held = None;
         let r = self.flush_gathered();
         self.reaped(r)
     }
@@ -896,7 +961,9 @@ impl Writer {
         }
         let (start, chain) = (self.cur.as_ref().map(|c| c.offset), self.chain);
         self.last_put = (start.unwrap_or(0), chain, seq, sys::monotonic_ns());
+        let held = self.io.unwritten_from();
         let r = self.put_inner(kind, seq, ts_ns, payload).and_then(|()| {
+            self.restamp(held, self.last_put.3);
             if !self.is_async() || matches!(kind, FrameKind::Data | FrameKind::Packed) {
                 return Ok(());
             }
@@ -1211,6 +1278,49 @@ mod tests {
     use crate::config::Io;
     use crate::reader::{verify_file, FileStatus};
 
+    /// Caught up, a frame's partial last block waits for the next frame
+    /// (which writes it whole) for at most `max_latency_ns`; until then
+    /// the frame is not counted as written, and after it the block is
+    /// written alone and the frame counted.
+    #[test]
+    fn a_held_last_block_is_written_by_the_next_frame_or_after_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            io: Io::Direct,
+            alloc: Alloc::Zero,
+            framing: Framing::Framed,
+            file_size: 4 << 20,
+            ..Config::default()
+        };
+        let bound = cfg.max_latency_ns;
+        let mut w = Writer::create(dir.path(), &cfg, Arc::new(LiveStats::default())).unwrap();
+        w.hold_tails();
+        let t0 = 1_000_000_000;
+        // Frames of 5,000 bytes and more end inside a 4 KiB block (the
+        // unit of direct writes on ext4): the first two are written by the
+        // frame after each, within the bound.
+        for seq in 0..3u64 {
+            w.write_data(seq, seq, &[seq as u8; 5000]).unwrap();
+            w.pace(false, false, t0 + seq).unwrap();
+            w.reap(false).unwrap();
+            assert_eq!(
+                w.report.records_written, seq,
+                "frame {seq}: held, not written"
+            );
+        }
+        // No frame comes: the block is written once it has waited the bound.
+        w.pace(false, false, t0 + 2 + bound - 1).unwrap();
+        assert_eq!(w.report.records_written, 2);
+        w.pace(false, false, t0 + 2 + bound).unwrap();
+        w.reap(false).unwrap();
+        assert_eq!(w.report.records_written, 3);
+        let report = w.finish(3, true, "");
+        assert!(report.error.is_none(), "{:?}", report.error);
+        let r = verify_file(&report.files[0]).unwrap();
+        assert_eq!(r.status, FileStatus::Complete, "{:?}", r.notes);
+        assert_eq!(r.records, 3);
+    }
+
     /// While the writer is behind, the `direct` and `uring-buffered`
     /// back-ends gather frames: they are not counted as written (nor
     /// published for a durable point) until the writer has caught up and
@@ -1232,12 +1342,12 @@ mod tests {
                 // not coalesce.
                 continue;
             }
-            w.pace(true, true).unwrap();
+            w.pace(true, true, 0).unwrap();
             for seq in 0..20 {
                 w.write_data(seq, seq, &[seq as u8; 1000]).unwrap();
             }
             assert_eq!(w.report.records_written, 0, "{io}: gathered, not written");
-            w.pace(false, false).unwrap();
+            w.pace(false, false, 0).unwrap();
             w.settle().unwrap();
             assert_eq!(w.report.records_written, 20, "{io}");
             let report = w.finish(20, true, "");

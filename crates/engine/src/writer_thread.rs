@@ -14,9 +14,8 @@
 //! while the device is not keeping up, and write each frame through (the
 //! lowest latency) otherwise — and whether another entry waits behind
 //! this one, so a back-end may hold a frame's partial last block for the
-//! next frame to write whole, and writes it as soon as none waits (also
-//! after the idle ticks, which may write a packed frame or a flight
-//! event's frames).
+//! next frame to write whole; the idle loop paces too, and writes a block
+//! held for `max_latency_ns` with no frame coming (`Writer::pace`).
 //!
 //! Design choice: after a write failure the loop keeps draining and
 //! discarding, so the producer is never blocked by a full ring; the
@@ -137,7 +136,8 @@ pub(crate) fn run_writer(
             );
             let queued = c.slots();
             behind = coalesce_next(behind, queued, capacity);
-            if !w.failed() && w.pace(behind, queued > 0).is_err() {
+            let now = rtrec_sys::monotonic_ns();
+            if !w.failed() && w.pace(behind, queued > 0, now).is_err() {
                 fail(&mut w, flight.as_mut(), &shared);
             }
         }
@@ -157,9 +157,9 @@ pub(crate) fn run_writer(
             if !w.failed() && w.tick(now).is_err() {
                 fail(&mut w, flight.as_mut(), &shared);
             }
-            // What those wrote ends with its last block too: nothing is
-            // waiting behind it.
-            if !w.failed() && w.pace(behind, false).is_err() {
+            // A last block held for the next frame is written once it has
+            // waited its bound (`Writer::pace`).
+            if !w.failed() && w.pace(behind, false, now).is_err() {
                 fail(&mut w, flight.as_mut(), &shared);
             }
             // io_uring: a write in flight is waited for (and counted) in

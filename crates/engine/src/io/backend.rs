@@ -39,13 +39,20 @@ pub(crate) trait Backend: Send {
         let _ = on;
     }
 
-    /// While `on` (ring mode: the writer calls [`Backend::flush`] whenever
-    /// no frame waits behind the one it wrote), a frame's partial last
-    /// block is not written with it but held, to be written whole by the
-    /// next frame, or by the flush when none follows. Off (inline mode),
-    /// every frame is written through to its last byte.
+    /// While `on` (ring mode: the writer calls [`Backend::flush`] once no
+    /// frame has followed for its bound, see `Writer::pace`), a frame's
+    /// partial last block is not written with it but held, to be written
+    /// whole by the next frame, or by that flush. Off (inline mode), every
+    /// frame is written through to its last byte.
     fn hold_tail(&mut self, on: bool) {
         let _ = on;
+    }
+
+    /// The file offset of the first byte given to [`Backend::write`] and
+    /// not yet written or submitted (a held tail, frames gathered while
+    /// coalescing); `None` when there is none.
+    fn unwritten_from(&self) -> Option<u64> {
+        None
     }
 
     /// Writes (or submits) what is gathered and not yet written.

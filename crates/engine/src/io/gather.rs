@@ -40,28 +40,32 @@
 //!   write, so the writer counts it, and a durable point covers it, only
 //!   once its write has completed (`docs/durability.md`).
 //!
-//! - **The partial last block is held while a frame waits** ([`Backend::hold_tail`],
+//! - **The partial last block is held for the next frame** ([`Backend::hold_tail`],
 //!   ring mode): written through, a frame's whole blocks go at once and
 //!   the block it ends inside waits for the next frame, which writes it
-//!   whole, or for [`Backend::flush`], which the writer calls as soon as
-//!   no frame waits behind the one it wrote. So a writer with work queued
-//!   writes each block once and in order, and one that has caught up still
-//!   writes every frame to its end before it waits. Before 2026-11-27 the
-//!   tail went out with every frame: a 1 MiB record (a frame of 1 MiB plus
-//!   its header, ending 512 bytes into a block) cost two requests, the
-//!   second rewriting the first's last block at once — on the emulated
-//!   5,400 rpm disk a seek per record, `direct` holding 0.58 of the device;
-//!   with io_uring each frame also waited for the tail's write in flight
-//!   before it could copy into that block. A held tail is not written, so
-//!   it is not counted either ([`Backend::completed_to`] stays at the last
-//!   whole block): what a kill may lose grows by less than one block
-//!   beyond the frames still queued in the ring.
+//!   whole, or for [`Backend::flush`], which the writer calls when no
+//!   frame has come for `max_latency_ns` (50 ms by default, the bound
+//!   packed framing already puts on a record's wait; `Writer::pace`). So a
+//!   writer that is behind, or whose frames come less than that apart,
+//!   writes each block once and in file order. Before 2026-11-27 the tail
+//!   went out with every frame: a 1 MiB record (a frame of 1 MiB plus its
+//!   header, ending a few hundred bytes into a block) cost two requests,
+//!   the second rewriting the first's last block at once; with io_uring
+//!   each frame also waited for the tail's write in flight before it could
+//!   copy into that block. Holding it only while a frame already waited
+//!   was not enough: a writer with any slack catches up after each frame
+//!   and writes the tail alone again. A held tail is not written, so it is
+//!   not counted either
+//!   ([`Backend::completed_to`] stays at the last whole block): a kill or
+//!   power cut may lose the last frame's final block for up to that bound,
+//!   as it may lose a packed frame's records.
 //!
 //! With io_uring (the `uring` module) writes are in flight; the rules for
 //! what may be in flight together are that module's.
 
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 
 use rtrec_sys as sys;
 
@@ -119,6 +123,28 @@ pub(super) trait Transport: Send {
     fn take_error(&mut self) -> Option<(u64, io::Error)> {
         None
     }
+}
+
+/// The unit every `O_DIRECT` write covers whole: the device's logical
+/// block (`lbs`, what `O_DIRECT` requires), raised to the file system's
+/// block (`st_blksize`, 4 KiB on ext4, XFS and btrfs) up to [`ALIGN`].
+///
+/// Design choice: a write that covers only part of a file system block is
+/// legal with a 512-byte logical block but costs more than it saves. ext4
+/// serializes such "unaligned" direct writes against every other one in
+/// flight (io_uring's depth is lost), zeroes the rest of the block when it
+/// is unwritten (pre-allocated) space, and a device or a loop device over a
+/// file with 4 KiB pages reads the block back to merge it. On the emulated
+/// 5,400 rpm disk every 1 MiB frame written at a 512-byte offset cost a
+/// read and a seek: 62 ms where a 4 KiB-aligned MiB took 45 ms, and
+/// `direct` held 0.58 of the disk. The price: up to 4 KiB of padding per
+/// write in place of 512 bytes, rewritten by the next frame.
+fn write_unit(lbs: usize, blksize: u64) -> usize {
+    let fs = usize::try_from(blksize)
+        .ok()
+        .filter(|b| b.is_power_of_two())
+        .unwrap_or(lbs);
+    lbs.max(fs.min(ALIGN))
 }
 
 /// See the module docs.
@@ -257,7 +283,10 @@ impl<T: Transport> Backend for Gather<T> {
                     format!("the device's logical block size ({lbs} bytes) is larger than rtrec's direct I/O supports ({ALIGN} bytes)"),
                 ));
             }
-            self.lbs = lbs;
+            let unit = write_unit(lbs, f.metadata()?.blksize());
+            // A buffer (`--io-block`) that is not a whole number of units
+            // keeps the logical block.
+            self.lbs = if self.block % unit == 0 { unit } else { lbs };
             sys::set_direct(f, true).map_err(|e| {
                 if e.raw_os_error() == Some(libc::EINVAL) {
                     io::Error::new(
@@ -308,6 +337,10 @@ impl<T: Transport> Backend for Gather<T> {
 
     fn hold_tail(&mut self, on: bool) {
         self.hold = on;
+    }
+
+    fn unwritten_from(&self) -> Option<u64> {
+        (self.end() > self.written).then_some(self.written)
     }
 
     fn flush(&mut self, f: &File) -> io::Result<()> {
@@ -446,6 +479,19 @@ pub(super) mod tests {
         g.write(&f, &head, &body).unwrap();
         assert_eq!(g.completed_to(), 5500);
         assert_eq!(g.t.writes, [100, 100, 100, 100, 3696, 1304, 100]);
+    }
+
+    #[test]
+    fn direct_writes_cover_whole_file_system_blocks_up_to_the_alignment() {
+        // ext4 on a 512-byte device: 4 KiB.
+        assert_eq!(write_unit(512, 4096), 4096);
+        // A 4 KiB device under a file system of 1 KiB blocks: the device's.
+        assert_eq!(write_unit(4096, 1024), 4096);
+        // 64 KiB file system blocks: no more than the buffers' alignment.
+        assert_eq!(write_unit(512, 65536), ALIGN);
+        // No usable st_blksize: the logical block.
+        assert_eq!(write_unit(512, 0), 512);
+        assert_eq!(write_unit(512, 3000), 512);
     }
 
     /// Frames of a buffer plus a header (a 1 MiB record's shape), on a
