@@ -62,6 +62,8 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
     );
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
+    // A real run is not marked as a baseline.
+    assert!(s.get("explain_baseline").is_none(), "{s}");
     let p = &s["explain"]["producer"];
     let missed = s["missed_periods"].as_u64().unwrap();
     assert!(missed > 0, "the competitor made periods late: {s}");
@@ -210,6 +212,8 @@ fn the_baseline_runs_the_producers_loop_traced_without_calling_record() {
     assert_eq!(s["records_offered"], 0, "{s}");
     assert_eq!(s["records_written"], 0, "{s}");
     assert!(s["record_ns"].is_null(), "{s}");
+    // And the document says so: an empty recording by design.
+    assert_eq!(s["explain_baseline"], true, "{s}");
     // The loop ran and was traced as a real run's is: its wake-ups are
     // counted, and its slow stretches are judged the same way.
     let p = &s["explain"]["producer"];
