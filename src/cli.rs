@@ -225,13 +225,7 @@ pub enum Command {
         args: Vec<String>,
     },
     /// A command this build left out (see [`left_out`]), or an unknown one.
-    #[cfg(not(all(
-        feature = "bench",
-        feature = "report",
-        feature = "emu",
-        feature = "completions",
-        feature = "man"
-    )))]
+    #[cfg(commands_left_out)]
     #[command(external_subcommand)]
     LeftOut(Vec<String>),
 }
@@ -243,13 +237,7 @@ pub enum Command {
 ///
 /// # Errors
 /// Always: the sentence.
-#[cfg(not(all(
-    feature = "bench",
-    feature = "report",
-    feature = "emu",
-    feature = "completions",
-    feature = "man"
-)))]
+#[cfg(commands_left_out)]
 pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
     use crate::error::left_out;
     match args.first().map_or("", String::as_str) {

@@ -118,17 +118,7 @@ pub fn usage<T>(msg: impl Into<String>) -> Result<T> {
 /// build: `cargo build --no-default-features`): one sentence saying that
 /// this rtrec was built without `what`, and which `feature` brings it;
 /// exit code 2.
-#[cfg(any(
-    test,
-    not(all(
-        feature = "bench",
-        feature = "report",
-        feature = "trace",
-        feature = "emu",
-        feature = "completions",
-        feature = "man"
-    ))
-))]
+#[cfg(any(test, commands_left_out))]
 pub fn left_out<T>(what: &str, feature: &str) -> Result<T> {
     usage(format!(
         "this rtrec was built without {what} (cargo feature `{feature}`); \

@@ -65,13 +65,7 @@ fn main() {
         cli::Command::BgLoad { args } => Ok(rtrec_bench::bgload_main(&args)),
         #[cfg(feature = "emu")]
         cli::Command::Emulate { args } => Ok(rtrec_emu::emulate_main(&args)),
-        #[cfg(not(all(
-            feature = "bench",
-            feature = "report",
-            feature = "emu",
-            feature = "completions",
-            feature = "man"
-        )))]
+        #[cfg(commands_left_out)]
         cli::Command::LeftOut(args) => cli::left_out(&args),
     };
     let code = match result {

@@ -344,7 +344,7 @@ impl<T: Transport> Backend for Gather<T> {
     }
 
     fn flush(&mut self, f: &File) -> io::Result<()> {
-        if self.end() > self.written {
+        if self.unwritten_from().is_some() {
             self.write_out(f)?;
         }
         Ok(())
