@@ -168,9 +168,19 @@ fn foreign_frames(generation: u64, n: usize) -> Vec<u8> {
 }
 
 fn config() -> ProptestConfig {
+    // PROPTEST_CASES overrides the count (proptest applies it to this
+    // config too), so the reject budget follows it: some properties
+    // reject about one draw in six (no sector after the durable mark, a
+    // frame that is the last), and a long run must not abort on the
+    // default budget of 1,024 rejects.
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(192u32);
     // No regression files: the known failures have their own tests below.
     ProptestConfig {
-        cases: 192,
+        cases,
+        max_global_rejects: cases.max(1024),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
