@@ -421,7 +421,7 @@ fn an_end_frame_taken_from_a_file_that_lost_its_own_is_skipped() {
         Mutation::ReplaceEnd(31632910206609432, 220676128165822262, 192, 1),
     ];
     for s in [samples(), packed_samples()] {
-        check(&s, &muts).unwrap();
+        check(s, &muts).unwrap();
     }
 }
 
