@@ -200,6 +200,10 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = throughput::HoldRule::Drops, value_name = "RULE", requires = "study")]
     pub hold_rule: throughput::HoldRule,
 
+    /// With --study throughput: how the probes' files are allocated: fallocate (the default: a long recording once its pool is spent, unwritten extents converted at every durable point) or pool (a pool zero-filled once per back-end and record size, finished files recycled into it as a retention job would: written space).
+    #[arg(long, value_name = "STRATEGY", value_parser = parse_study_alloc, requires = "study")]
+    pub alloc: Option<rtrec_engine::Alloc>,
+
     /// With --study throughput: run the whole study N times (fio included) and give each cell's spread, highest held rate over lowest (default 1).
     #[arg(long, value_name = "N", requires = "study")]
     pub repeat: Option<u32>,
@@ -655,6 +659,17 @@ pub fn read_report_bytes(path: &std::path::Path, bytes: &[u8]) -> Result<BenchRe
     Ok(r)
 }
 
+/// `bench --alloc`: the two allocations the throughput study models.
+fn parse_study_alloc(s: &str) -> Result<rtrec_engine::Alloc, String> {
+    match s {
+        "fallocate" => Ok(rtrec_engine::Alloc::Fallocate),
+        "pool" => Ok(rtrec_engine::Alloc::Pool),
+        _ => Err(format!(
+            "'{s}' is not an allocation the throughput study models: fallocate or pool"
+        )),
+    }
+}
+
 /// `--study throughput` on the prepared `target`, with the global lock
 /// held (in `flusher`); the machine is put back on every path.
 fn run_throughput(
@@ -681,6 +696,7 @@ fn run_throughput(
             .unwrap_or(throughput::DEFAULT_CONFIRMATIONS),
         rt: rt.clone(),
         repeat: args.repeat.unwrap_or(1),
+        alloc: args.alloc.unwrap_or(rtrec_engine::Alloc::Fallocate),
     };
     let profile = args
         .device

@@ -88,6 +88,15 @@
 //!   fresh directory zero-filled 2 × 64 MiB before each probe, 16 s on
 //!   `sd` (of a 5 s probe) and device time the previous probe's writeback
 //!   competed with; the study measures the sustained rate, not the start.
+//!   `--alloc pool` measures the other steady state, a logger whose
+//!   retention recycles ([`POOL_FILES`]): each back-end and record size
+//!   gets a pool in its probe directory, zero-filled once before its first
+//!   probe, and the reclaim thread below recycles finished files into it
+//!   instead of deleting them (`rtrec pool recycle`'s
+//!   [`rtrec_engine::pool::Pool::recycle`]), so every file a probe writes
+//!   is written space and a durable point needs no extent conversion. A
+//!   probe that found the pool empty says so (`pool_fallbacks`: files it
+//!   fell back to `fallocate` for).
 //! - **A probe reclaims its own space as it records**, as a logger's
 //!   retention job does: a thread at nice 10 deletes finished files, all but
 //!   the newest [`KEEP_FILES`], so a 60 s probe at the device's full rate
@@ -103,8 +112,9 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::Context;
+use rtrec_engine::pool::Pool;
 use rtrec_engine::{
-    Alloc, Config, Framing, Io, PeriodicTimer, Recorder, Workload, DEFAULT_IO_DEPTH,
+    Alloc, Config, Framing, Io, PeriodicTimer, PoolConfig, Recorder, Workload, DEFAULT_IO_DEPTH,
 };
 use rtrec_sys as sys;
 use serde::{Deserialize, Serialize};
@@ -139,8 +149,13 @@ pub const BACKLOG_OF_OFFERED: f64 = 0.05;
 pub const BACKLOG_RECORDS: u64 = 4;
 
 /// Finished files a probe keeps beside the one being written; older ones
-/// are deleted as it records.
+/// are deleted (or, with `--alloc pool`, recycled) as it records.
 pub const KEEP_FILES: u64 = 2;
+
+/// With `--alloc pool`: the files of a probe directory's pool, zero-filled
+/// before its first probe: the [`KEEP_FILES`] + 1 a probe holds, and one
+/// ready to take while the oldest is being recycled.
+pub const POOL_FILES: u32 = KEEP_FILES as u32 + 2;
 
 /// The study's target: some back-end holds at least this fraction of the
 /// device's sequential write bandwidth.
@@ -195,6 +210,10 @@ pub struct Options {
     pub rt: RtRequest,
     /// Runs of the whole study (`--repeat`, at least 1).
     pub repeat: u32,
+    /// How a probe's files are allocated: [`Alloc::Fallocate`] (a spent
+    /// pool's fallback, the default) or [`Alloc::Pool`] (a pool recycled
+    /// into; see the module docs).
+    pub alloc: Alloc,
 }
 
 /// One recording at one rate.
@@ -239,6 +258,10 @@ pub struct Probe {
     /// The CPU time of the probe's threads and of the machine.
     #[serde(default)]
     pub load: ProbeLoad,
+    /// With `--alloc pool`: files the probe fell back to `fallocate` for
+    /// because the pool had none ready (0 otherwise).
+    #[serde(default)]
+    pub pool_fallbacks: u64,
 }
 
 /// Where the CPU went during one probe, from the producer's start to the
@@ -621,12 +644,33 @@ pub struct ThroughputReport {
     pub rt: RtReport,
     /// The emulated device's profile (`--device`), `native` without one.
     pub device_profile: String,
+    /// How the probes' files were allocated (`--alloc`; absent in reports
+    /// from before it, which were all `fallocate`).
+    #[serde(default = "fallocate")]
+    pub alloc: Alloc,
     /// The CPUs the machine has.
     pub cpus: usize,
     /// Each run of the study, in order.
     pub runs: Vec<Run>,
     /// Each cell over the runs.
     pub spread: Vec<Spread>,
+}
+
+impl ThroughputReport {
+    /// The device as tables and plots name it: its profile, followed by
+    /// `pool` when the probes recorded into a recycled pool, so the two
+    /// allocations of one device stay apart in a combined table.
+    pub fn label(&self) -> String {
+        match self.alloc {
+            Alloc::Pool => format!("{} pool", self.device_profile),
+            _ => self.device_profile.clone(),
+        }
+    }
+}
+
+/// The allocation of reports written before `--alloc` existed.
+fn fallocate() -> Alloc {
+    Alloc::Fallocate
 }
 
 /// Runs the study in `work` (a directory on the file system under test)
@@ -652,6 +696,7 @@ pub fn run(
         hold_rule: o.rule,
         rt,
         device_profile: device_profile.to_string(),
+        alloc: o.alloc,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         runs: Vec::new(),
         spread: Vec::new(),
@@ -706,7 +751,10 @@ fn run_once(work: &Path, o: &Options) -> anyhow::Result<Run> {
                     probe(work, *io, size, bps / size as f64, ns, phase, o).map(Some)
                 };
             let room = |ns: u64| room_bps(work, size, ns);
-            let mut row = search(*io, size, o, device, &room, &mut prober)?;
+            let row = search(*io, size, o, device, &room, &mut prober);
+            // A pool's directory lives across its probes (see `probe`).
+            let _ = std::fs::remove_dir_all(probe_dir(work, *io, size));
+            let mut row = row?;
             row.fio_bytes_per_s = fio_bps;
             row.fio_job = job;
             row.fraction_of_fio = fio_bps
@@ -949,9 +997,15 @@ fn probe(
     phase: &'static str,
     o: &Options,
 ) -> anyhow::Result<Probe> {
-    let dir = work.join(format!("throughput-{io}-{size}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+    let dir = probe_dir(work, io, size);
+    let pool = match o.alloc {
+        Alloc::Pool => Some(probe_pool(&dir, probe_file_bytes(size))?),
+        _ => {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+            None
+        }
+    };
     let period_ns = ((1e9 / rate_hz) as u64).max(1);
     let records = (ns / period_ns).max(1);
     let mut cfg = Config {
@@ -960,9 +1014,14 @@ fn probe(
         framing: Framing::auto(size as usize),
         file_size: probe_file_bytes(size),
         prefix: "probe".into(),
-        // A long recording's steady state (see the module docs): no pool
-        // zero-filled before every probe.
-        alloc: Alloc::Fallocate,
+        // A long recording's steady state (see the module docs): by
+        // default no pool zero-filled before every probe; with `--alloc
+        // pool` one prepared before the first and recycled into.
+        alloc: o.alloc,
+        pool: PoolConfig {
+            files: POOL_FILES,
+            ..PoolConfig::default()
+        },
         ..Config::default()
     };
     // The ring `rtrec record` would size for this rate (its default stall),
@@ -988,7 +1047,7 @@ fn probe(
     let t0 = sys::monotonic_ns();
     let cpu0 = CpuSample::now();
     let (rt, backlog_records, producer_cpu_ns) = std::thread::scope(|scope| {
-        scope.spawn(|| reclaim(&dir, &done));
+        scope.spawn(|| reclaim(&dir, &done, pool.as_ref()));
         let producer = scope.spawn(|| {
             let rt = producer::raise(&o.rt);
             let cpu = sys::thread_cpu_ns();
@@ -1018,7 +1077,18 @@ fn probe(
         machine_steal_ns: cpu1.steal_ns.saturating_sub(cpu0.steal_ns),
         machine_total_ns: cpu1.total_ns.saturating_sub(cpu0.total_ns),
     };
-    let _ = std::fs::remove_dir_all(&dir);
+    match &pool {
+        // Every file back into the pool for the next probe (the search
+        // removes the directory after its last, [`probe_dir`]).
+        Some(pool) => {
+            for f in recordings(&dir) {
+                let _ = pool.recycle(&f, false);
+            }
+        }
+        None => {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
     let late = timer.lateness().summary();
     let mut p = Probe {
         rate_hz,
@@ -1039,6 +1109,7 @@ fn probe(
         cpu_ns: s.writer_cpu_ns.unwrap_or(0) + s.flush.cpu_ns,
         rt_granted: rt.granted,
         load,
+        pool_fallbacks: s.pool.fallbacks,
     };
     p.held = holds(&p, o.rule);
     Ok(p)
@@ -1049,27 +1120,60 @@ fn probe_file_bytes(size: u64) -> u64 {
     (64u64 << 20).max(size * 64)
 }
 
-/// Deletes a probe's finished files as it records, all but the newest
+/// The directory of one back-end's and record size's probes under `work`.
+fn probe_dir(work: &Path, io: Io, size: u64) -> std::path::PathBuf {
+    work.join(format!("throughput-{io}-{size}"))
+}
+
+/// With `--alloc pool`: the pool of a probe directory, created and
+/// zero-filled to [`POOL_FILES`] before the directory's first probe and
+/// topped up (after a probe that fell back to `fallocate`, its files are
+/// recycled too, so nothing is missing) before the others. Recordings an
+/// interrupted probe left behind are removed first.
+fn probe_pool(dir: &Path, file_bytes: u64) -> anyhow::Result<Pool> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating '{}'", dir.display()))?;
+    for f in recordings(dir) {
+        let _ = std::fs::remove_file(f);
+    }
+    let pool = Pool::open_or_create(dir, file_bytes, POOL_FILES)
+        .context("creating a throughput probe's pool")?;
+    pool.prepare(|_, _| {})
+        .context("zero-filling a throughput probe's pool")?;
+    Ok(pool)
+}
+
+/// The recordings in a probe directory, oldest first: names carry the
+/// file index zero-padded, so they sort in order; hidden names are slots
+/// being taken and the pool's own directory.
+fn recordings(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Reclaims a probe's finished files as it records, all but the newest
 /// [`KEEP_FILES`] beside the one being written, every 50 ms at nice 10,
-/// until `done`; see the module docs.
-fn reclaim(dir: &Path, done: &std::sync::atomic::AtomicBool) {
+/// until `done`: deleted, or recycled into `pool` (a file not yet finished
+/// is refused by the pool and tried again at the next round); see the
+/// module docs.
+fn reclaim(dir: &Path, done: &std::sync::atomic::AtomicBool, pool: Option<&Pool>) {
     let _ = sys::set_thread_nice(10);
     while !done.load(std::sync::atomic::Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        // Names carry the file index zero-padded, so they sort in order;
-        // hidden names are slots still being prepared.
-        let mut names: Vec<std::path::PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .collect();
-        names.sort();
+        let names = recordings(dir);
         let finished = names.len().saturating_sub(KEEP_FILES as usize + 1);
         for old in &names[..finished] {
-            let _ = std::fs::remove_file(old);
+            let _ = match pool {
+                Some(pool) => pool.recycle(old, false).map(drop).map_err(drop),
+                None => std::fs::remove_file(old).map_err(drop),
+            };
         }
     }
 }
@@ -1239,13 +1343,17 @@ pub fn render(r: &ThroughputReport) -> String {
     };
     let mut t = format!(
         "Throughput on {}: the highest rate held {} of {} times for {} with {rule} (coarse search: {} probes), as a fraction of the device's sequential write bandwidth\n\
-         producer: {}; {} run(s) on {} CPUs\n",
+         producer: {}; probes' files: {}; {} run(s) on {} CPUs\n",
         r.device_profile,
         r.confirmations,
         r.confirmations,
         rtrec_units::format_duration((r.probe_s * 1e9) as u64),
         rtrec_units::format_duration((r.coarse_s * 1e9) as u64),
         r.rt.line(),
+        match r.alloc {
+            Alloc::Pool => "a pool zero-filled once and recycled into (--alloc pool)",
+            _ => "fallocated as they are opened (--alloc fallocate)",
+        },
         r.runs.len(),
         r.cpus,
     );
@@ -1352,6 +1460,22 @@ fn render_run(n: usize, run: &Run) -> String {
     if run.rows.iter().any(|row| !row.confirmed) {
         t.push_str("0 records/s: no rate held k of k, down to 0.43 of the coarse candidate\n");
     }
+    // With --alloc pool: probes that found the pool empty recorded part of
+    // their data into fallocated files, the other allocation.
+    for row in &run.rows {
+        let (n, files) = row
+            .probes
+            .iter()
+            .filter(|p| p.pool_fallbacks > 0)
+            .fold((0, 0), |(n, f), p| (n + 1, f + p.pool_fallbacks));
+        if n > 0 {
+            t.push_str(&format!(
+                "{} {}: {n} probe(s) found the pool empty and fell back to fallocate for {files} file(s)\n",
+                row.io.name(),
+                rtrec_units::format_size(row.record_bytes),
+            ));
+        }
+    }
     for v in &run.verdicts {
         let size = rtrec_units::format_size(v.record_bytes);
         let target = TARGET_OF_DEVICE * 100.0;
@@ -1393,7 +1517,7 @@ fn render_run(n: usize, run: &Run) -> String {
 /// its runs, the spread, and what stopped it.
 pub fn combine(reports: &[ThroughputReport]) -> String {
     let mut t = format!(
-        "{:<9} {:<14} {:>7} | {:>23} | {:>11} | {:>11} | {:>7} {:>5} | {:<12}\n",
+        "{:<13} {:<14} {:>7} | {:>23} | {:>11} | {:>11} | {:>7} {:>5} | {:<12}\n",
         "device", "back-end", "record", "held", "÷ device", "÷ fio", "max÷min", "runs", "limit"
     );
     for r in reports {
@@ -1419,8 +1543,8 @@ pub fn combine(reports: &[ThroughputReport]) -> String {
                 }
             }
             t.push_str(&format!(
-                "{:<9} {:<14} {:>7} | {:>23} | {:>11} | {:>11} | {:>7} {:>5} | {:<12}\n",
-                r.device_profile,
+                "{:<13} {:<14} {:>7} | {:>23} | {:>11} | {:>11} | {:>7} {:>5} | {:<12}\n",
+                r.label(),
                 c.io.name(),
                 rtrec_units::format_size(c.record_bytes),
                 range(&c.held_bytes_per_s, |b| rtrec_units::format_size_per_s(
@@ -1464,7 +1588,7 @@ pub fn combine(reports: &[ThroughputReport]) -> String {
                 .all(|c| c.agree);
             t.push_str(&format!(
                 "{} {}: device {device}; ≥ {:.0} % by some back-end in {met} of {} runs; every cell within {:.0} % over the runs: {}; load average {}\n",
-                r.device_profile,
+                r.label(),
                 rtrec_units::format_size(size),
                 TARGET_OF_DEVICE * 100.0,
                 r.runs.len(),
@@ -1509,6 +1633,7 @@ mod tests {
             cpu_ns: 1,
             rt_granted: true,
             load: ProbeLoad::default(),
+            pool_fallbacks: 0,
         }
     }
 
@@ -1608,6 +1733,7 @@ mod tests {
             rule: HoldRule::Drops,
             rt: RtRequest::default(),
             repeat: 1,
+            alloc: Alloc::Fallocate,
         };
         let mut n = 0;
         let mut prober = |bps: f64, ns: u64, phase: &'static str| {

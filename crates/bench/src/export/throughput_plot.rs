@@ -141,7 +141,7 @@ pub fn render(reports: &[ThroughputReport]) -> Result<String, Box<dyn std::error
             let devices: Vec<f64> = r.runs.iter().map(|x| x.device_bytes_per_s).collect();
             let bw = range(&devices, |b| rtrec_units::format_size_per_s(b as u64));
             chart.draw_series(std::iter::once(Text::new(
-                format!("{}: {bw}, {} run(s)", r.device_profile, r.runs.len()),
+                format!("{}: {bw}, {} run(s)", r.label(), r.runs.len()),
                 (first as f64 - 0.45, top * 0.72),
                 ("sans-serif", 13),
             )))?;
@@ -210,6 +210,7 @@ mod tests {
             hold_rule: HoldRule::Drops,
             rt: RtReport::default(),
             device_profile: device.into(),
+            alloc: rtrec_engine::Alloc::Fallocate,
             cpus: 2,
             spread: crate::throughput::spread(std::slice::from_ref(&run)),
             runs: vec![run],
