@@ -1284,9 +1284,15 @@ mod tests {
     /// written alone and the frame counted.
     #[test]
     fn a_held_last_block_is_written_by_the_next_frame_or_after_its_bound() {
+        for io in [Io::Direct, Io::Buffered] {
+            held_last_block(io);
+        }
+    }
+
+    fn held_last_block(io: Io) {
         let dir = tempfile::tempdir().unwrap();
         let cfg = Config {
-            io: Io::Direct,
+            io,
             alloc: Alloc::Zero,
             framing: Framing::Framed,
             file_size: 4 << 20,

@@ -73,6 +73,23 @@ pub fn writev2_once(fd: impl AsFd, a: &[u8], b: &[u8]) -> io::Result<usize> {
     )?)
 }
 
+/// `writev(fd, iov, 3)` once with three buffers (a held partial block, a
+/// frame header and its payload), returning how much was written (may be
+/// short). See writev(2).
+///
+/// # Errors
+/// The errno of `writev` (`EINTR` included: it is not retried).
+pub fn writev3_once(fd: impl AsFd, a: &[u8], b: &[u8], c: &[u8]) -> io::Result<usize> {
+    Ok(rustix::io::writev(
+        fd,
+        &[
+            io::IoSlice::new(a),
+            io::IoSlice::new(b),
+            io::IoSlice::new(c),
+        ],
+    )?)
+}
+
 /// `pwrite(fd, buf, len, offset)` until all of `buf` is written, retrying
 /// on `EINTR`. See pwrite(2).
 ///

@@ -3,24 +3,113 @@
 //! header: raw framing) into the page cache at the file's position, retried
 //! only for short writes and `EINTR`. The call is the completion; the flush
 //! thread writes the dirty pages back.
+//!
+//! **Ring mode holds a frame's partial last block for the next frame**
+//! ([`Backend::hold_tail`], as the gathering back-ends do): a write ends at
+//! a file-system block boundary (the unit of `write_unit` in the `gather`
+//! module: `st_blksize`, 4 KiB on ext4, XFS and btrfs), the bytes after it
+//! wait in a block-sized buffer and go out at the front of the next frame's
+//! `writev()`, or alone once no frame has come for `max_latency_ns`
+//! (`Writer::pace`), before a frame that is not data, and at close.
+//!
+//! Design choice, measured: a write that ends inside a block the page cache
+//! does not hold makes the kernel *read* that block before it copies, when
+//! the block is written space (a pool's zero-filled or recycled file); over
+//! unwritten space (`fallocate`) or past the end of the file it zeroes the
+//! page instead. A recycled pool file's pages were dropped after its last
+//! life (the flush window's `POSIX_FADV_DONTNEED`), so every frame cost a
+//! synchronous read: on the emulated 5,400 rpm disk one seek per 1 MiB
+//! frame, and `bench --study throughput --alloc pool` held 0.59 of the disk
+//! where `fallocate` held 0.81 (`docs/bench.md`). Writing whole blocks,
+//! each partial block is first touched by a write that covers it from its
+//! start, which needs no read. The price is the gatherer's: the last
+//! frame's final block reaches the page cache up to `max_latency_ns` later,
+//! and it is not counted as written before (so a kill loses at most that
+//! block of a frame not yet counted), and a copy of under one block per
+//! frame. Inline mode (S1's measurement) and packed framing write every
+//! frame through, as before.
 
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 
 use rtrec_sys as sys;
 
 use super::backend::Backend;
-use crate::config::{Config, Io};
+use super::gather::{write_unit, ALIGN};
+use crate::config::{Config, Framing, Io, Mode};
 
 /// See the module docs.
 struct Buffered {
-    /// The file position: where the next frame goes.
+    /// The file position: every byte before it is written; the held block
+    /// (if any) starts here.
     pos: u64,
+    /// The writer holds partial last blocks ([`Backend::hold_tail`]).
+    hold: bool,
+    /// Ring mode with frames the writer may hold: the writer then counts
+    /// frames through [`Backend::completed_to`] (see [`Backend::is_async`]).
+    holds: bool,
+    /// Writes end on multiples of this (the file system's block).
+    unit: usize,
+    /// The held bytes (`tail[..held]`), at file offset `pos`.
+    tail: Box<[u8]>,
+    /// How many bytes are held.
+    held: usize,
 }
 
-/// Makes the back-end (nothing to allocate).
-pub(super) fn open(_cfg: &Config) -> io::Result<Box<dyn Backend>> {
-    Ok(Box::new(Buffered { pos: 0 }))
+/// Makes the back-end; the held block's buffer is allocated here (the
+/// recording's creation, not the data path).
+pub(super) fn open(cfg: &Config) -> io::Result<Box<dyn Backend>> {
+    Ok(Box::new(Buffered {
+        pos: 0,
+        hold: false,
+        holds: cfg.mode == Mode::Ring && cfg.framing != Framing::Packed,
+        unit: ALIGN,
+        tail: vec![0u8; ALIGN].into_boxed_slice(),
+        held: 0,
+    }))
+}
+
+impl Buffered {
+    /// Writes the first `n` bytes of held block, `head` and `body` (in that
+    /// order) at the file position, retrying short writes and `EINTR`.
+    fn write_prefix(&mut self, f: &File, head: &[u8], body: &[u8], n: usize) -> io::Result<()> {
+        let mut done = 0;
+        while done < n {
+            let parts = [&self.tail[..self.held], head, body];
+            let [a, b, c] = window(parts, done, n);
+            let r = if a.is_empty() && b.is_empty() {
+                sys::write_once(f, c)
+            } else if a.is_empty() {
+                sys::writev2_once(f, b, c)
+            } else {
+                sys::writev3_once(f, a, b, c)
+            };
+            match r {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(k) => done += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // The bytes written stay written; the writer rolls back.
+                    self.pos += done as u64;
+                    self.held = 0;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `parts` seen as one run of bytes, cut to `[from, to)`, as three slices.
+fn window(parts: [&[u8]; 3], from: usize, to: usize) -> [&[u8]; 3] {
+    let mut at = 0;
+    parts.map(|p| {
+        let (s, e) = (at, at + p.len());
+        at = e;
+        let (a, b) = (from.clamp(s, e), to.clamp(s, e));
+        &p[a - s..b - s]
+    })
 }
 
 impl Backend for Buffered {
@@ -28,40 +117,72 @@ impl Backend for Buffered {
         Io::Buffered
     }
 
+    /// In ring mode with held blocks: a frame whose last block is held is
+    /// written later, so the writer counts frames by
+    /// [`Backend::completed_to`] and flushes before frames that are not
+    /// data. Every write is still complete when its call returns.
     fn is_async(&self) -> bool {
-        false
+        self.holds
     }
 
     fn bypasses_page_cache(&self) -> bool {
         false
     }
 
-    fn start(&mut self, _f: &File, offset: u64) -> io::Result<()> {
+    fn start(&mut self, f: &File, offset: u64) -> io::Result<()> {
         // The file was just created or taken with its position after the
         // header.
         self.pos = offset;
+        self.held = 0;
+        self.unit = write_unit(1, f.metadata()?.blksize());
         Ok(())
     }
 
-    fn write(&mut self, f: &File, mut head: &[u8], mut body: &[u8]) -> io::Result<()> {
-        while !head.is_empty() || !body.is_empty() {
-            let r = if head.is_empty() {
-                sys::write_once(f, body)
-            } else {
-                sys::writev2_once(f, head, body)
-            };
-            match r {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(mut n) => {
-                    self.pos += n as u64;
-                    let h = n.min(head.len());
-                    head = &head[h..];
-                    n -= h;
-                    body = &body[n..];
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+    fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()> {
+        let total = self.held + head.len() + body.len();
+        let end = self.pos + total as u64;
+        let unit = self.unit as u64;
+        let cut = if self.hold { end / unit * unit } else { end };
+        if cut > self.pos {
+            let n = (cut - self.pos) as usize;
+            self.write_prefix(f, head, body, n)?;
+            // The rest (under one block) is held: what is left of the old
+            // held bytes moves to the front, then the frame's last bytes.
+            let old = self.held;
+            let kept = old.saturating_sub(n);
+            self.tail.copy_within(old - kept..old, 0);
+            let [_, h, b] = window([&[][..], head, body], n.saturating_sub(old), total - old);
+            self.tail[kept..kept + h.len()].copy_from_slice(h);
+            self.tail[kept + h.len()..kept + h.len() + b.len()].copy_from_slice(b);
+            self.pos = cut;
+            self.held = total - n;
+        } else {
+            // The whole frame lies in the held block (`total` is under one
+            // block: `cut` ≤ `pos` means `end` < `pos` + `unit`).
+            let at = self.held;
+            self.tail[at..at + head.len()].copy_from_slice(head);
+            self.tail[at + head.len()..total].copy_from_slice(body);
+            self.held = total;
+        }
+        Ok(())
+    }
+
+    fn hold_tail(&mut self, on: bool) {
+        self.hold = on && self.holds;
+    }
+
+    fn unwritten_from(&self) -> Option<u64> {
+        (self.held > 0).then_some(self.pos)
+    }
+
+    /// Writes the held bytes as they are (no padding: the page cache takes
+    /// any length, and the next frame continues in a page it now holds).
+    fn flush(&mut self, f: &File) -> io::Result<()> {
+        if self.held > 0 {
+            let n = self.held;
+            self.write_prefix(f, &[], &[], n)?;
+            self.pos += n as u64;
+            self.held = 0;
         }
         Ok(())
     }
@@ -70,18 +191,95 @@ impl Backend for Buffered {
         self.pos
     }
 
-    /// Moves the file position back to `offset` when part of the frame was
-    /// written (a partial frame there is overwritten by the closing frames,
-    /// or cut off at close).
+    /// Forgets the held bytes and moves the file position back to
+    /// `offset` (a partial frame there is overwritten by the closing
+    /// frames, or cut off at close).
     fn rollback(&mut self, f: &File, offset: u64) -> io::Result<()> {
-        if self.pos != offset {
-            self.pos = offset;
-            sys::seek_to(f, offset)?;
-        }
-        Ok(())
+        self.held = 0;
+        self.pos = offset;
+        sys::seek_to(f, offset)
     }
 
-    fn stop(&mut self, _f: &File) -> io::Result<()> {
-        Ok(())
+    /// Writes what is still held (the writer flushes before it closes a
+    /// file; this keeps a held block from being dropped if it did not).
+    fn stop(&mut self, f: &File) -> io::Result<()> {
+        self.flush(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ring mode, frames of many sizes (under a block, across several,
+    /// empty): after each, every byte before `completed_to` is in the file
+    /// as given, `completed_to` is on a block boundary (or still at the
+    /// header's end) and less than a block is held; a flush writes the
+    /// rest exactly. Inline mode writes every frame through.
+    #[test]
+    fn held_writes_end_on_blocks_and_the_file_gets_every_byte() {
+        for mode in [Mode::Ring, Mode::Inline] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f");
+            let f = File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .unwrap();
+            let cfg = Config {
+                mode,
+                framing: Framing::Framed,
+                ..Config::default()
+            };
+            let mut b = open(&cfg).unwrap();
+            assert_eq!(b.is_async(), mode == Mode::Ring);
+            let at = 100u64;
+            sys::pwrite_all(&f, &[0xee; 100], 0).unwrap();
+            sys::seek_to(&f, at).unwrap();
+            b.start(&f, at).unwrap();
+            b.hold_tail(true);
+            let unit = write_unit(1, f.metadata().unwrap().blksize()) as u64;
+            let mut want = vec![0xeeu8; at as usize];
+            for (i, n) in [10, 5000, 3, 4093, 8192, 1, 0, 20000, 4096, 7]
+                .into_iter()
+                .enumerate()
+            {
+                let head = [i as u8 + 1; 24];
+                let body = vec![(i * 7) as u8; n];
+                b.write(&f, &head, &body).unwrap();
+                want.extend_from_slice(&head);
+                want.extend_from_slice(&body);
+                let done = b.completed_to();
+                let end = want.len() as u64;
+                if mode == Mode::Ring {
+                    assert!(
+                        done == at || done % unit == 0,
+                        "frame {i}: written to {done}"
+                    );
+                    assert!(end - done < unit, "frame {i}: {} held", end - done);
+                    assert_eq!(b.unwritten_from(), (done < end).then_some(done));
+                } else {
+                    assert_eq!(done, end, "inline: written through");
+                }
+                let got = std::fs::read(&path).unwrap();
+                assert_eq!(&got[..done as usize], &want[..done as usize], "frame {i}");
+            }
+            b.flush(&f).unwrap();
+            assert_eq!(b.completed_to(), want.len() as u64);
+            assert_eq!(b.unwritten_from(), None);
+            assert_eq!(std::fs::read(&path).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_window_cuts_three_parts_as_one_run() {
+        let (a, b, c) = (&b"abc"[..], &b"de"[..], &b"fghij"[..]);
+        let w = |f, t| window([a, b, c], f, t).map(|s| String::from_utf8_lossy(s).into_owned());
+        assert_eq!(w(0, 10), ["abc", "de", "fghij"]);
+        assert_eq!(w(2, 6), ["c", "de", "f"]);
+        assert_eq!(w(4, 10), ["", "e", "fghij"]);
+        assert_eq!(w(6, 6), ["", "", ""]);
     }
 }

@@ -139,7 +139,7 @@ pub(super) trait Transport: Send {
 /// read and a seek: 62 ms where a 4 KiB-aligned MiB took 45 ms, and
 /// `direct` held 0.58 of the disk. The price: up to 4 KiB of padding per
 /// write in place of 512 bytes, rewritten by the next frame.
-fn write_unit(lbs: usize, blksize: u64) -> usize {
+pub(super) fn write_unit(lbs: usize, blksize: u64) -> usize {
     let fs = usize::try_from(blksize)
         .ok()
         .filter(|b| b.is_power_of_two())

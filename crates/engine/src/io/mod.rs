@@ -5,7 +5,7 @@
 //!
 //! | module | [`Io`] | how a frame is written |
 //! |---|---|---|
-//! | [`buffered`] | `buffered` | `writev()` of header and payload into the page cache |
+//! | [`buffered`] | `buffered` | `writev()` of header and payload into the page cache, ending on a file-system block in ring mode |
 //! | [`direct`] | `direct` | `O_DIRECT` `pwrite()` of whole blocks from an aligned buffer |
 //! | [`uring`] | `uring` | the same blocks submitted through io_uring, several in flight |
 //! | [`uring_buffered`] | `uring-buffered` | io_uring over the page cache, exact bytes, no padding |
