@@ -439,9 +439,9 @@ typedef struct rtrec_config {
     /**
      * `RTREC_FRAMING_PACKED`: the longest a record waits in an open frame
      * before the frame is written, ns (at most 60 s). 0 (the default): 50
-     * ms. In ring mode with `RTREC_IO_DIRECT`, `RTREC_IO_URING` or
-     * `RTREC_IO_URING_BUFFERED` also the longest a frame's partial last
-     * block waits for the next frame to write it whole.
+     * ms. In ring mode with `RTREC_IO_BUFFERED`, `RTREC_IO_DIRECT` or
+     * `RTREC_IO_URING` (framed or raw) also the longest a frame's partial
+     * last block waits for the next frame to write it whole.
      */
     uint64_t max_latency_ns;
     /**

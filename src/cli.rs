@@ -621,7 +621,7 @@ pub struct RecordArgs {
     #[arg(long, value_enum, value_name = "FRAMING")]
     pub framing: Option<Framing>,
 
-    /// The longest data wait in the writer for more to come: with packed framing, a record in an open frame; with --io direct, uring or uring-buffered in ring mode (framed or raw), a frame's partial last block, held for the next frame to write whole (a kill or power cut loses at most this span).
+    /// The longest data wait in the writer for more to come: with packed framing, a record in an open frame; with --io buffered, direct or uring in ring mode (framed or raw), a frame's partial last block, held for the next frame to write whole (a kill or power cut loses at most this span).
     #[arg(long, value_parser = rtrec_units::value::interval, default_value_t = Duration::from_ns(Config::default().max_latency_ns), value_name = "DURATION")]
     pub max_latency: Duration,
 

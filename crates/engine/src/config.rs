@@ -404,10 +404,11 @@ pub struct Config {
     /// Packed framing: the longest a record waits in the writer's open
     /// frame before the frame is written, ns. Records in an open frame are
     /// queued, not written: a kill or power cut loses up to this span of
-    /// records (see `docs/format.md`, "Packed frames"). The gathering
-    /// back-ends (`direct`, `uring`, `uring-buffered`) in ring mode hold a
-    /// frame's partial last block for the next frame at most this long
-    /// (`docs/durability.md`, "When the writer falls behind").
+    /// records (see `docs/format.md`, "Packed frames"). In ring mode with
+    /// frames or raw bytes, the `buffered`, `direct` and `uring` back-ends
+    /// hold a frame's partial last block for the next frame at most this
+    /// long (`docs/durability.md`, "When the writer falls behind";
+    /// `uring-buffered` writes frames exactly and holds nothing).
     #[serde(default = "default_max_latency_ns")]
     pub max_latency_ns: u64,
     /// Nice value of the flush thread (lower priority than the writer).

@@ -349,9 +349,9 @@ pub struct rtrec_config {
     pub flight_post_ns: u64,
     /// `RTREC_FRAMING_PACKED`: the longest a record waits in an open frame
     /// before the frame is written, ns (at most 60 s). 0 (the default): 50
-    /// ms. In ring mode with `RTREC_IO_DIRECT`, `RTREC_IO_URING` or
-    /// `RTREC_IO_URING_BUFFERED` also the longest a frame's partial last
-    /// block waits for the next frame to write it whole.
+    /// ms. In ring mode with `RTREC_IO_BUFFERED`, `RTREC_IO_DIRECT` or
+    /// `RTREC_IO_URING` (framed or raw) also the longest a frame's partial
+    /// last block waits for the next frame to write it whole.
     pub max_latency_ns: u64,
     /// When the ring is full (ring mode): an `rtrec_on_full` value.
     /// Default `RTREC_ON_FULL_DROP`.
