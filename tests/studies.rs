@@ -296,29 +296,7 @@ fn throughput_with_json_to_stdout_prints_only_the_json_there() {
     if !require_privileged(name) {
         return;
     }
-    let done = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args([
-            "bench",
-            "--study",
-            "throughput",
-            "--probe-duration",
-            "300ms",
-        ])
-        .args([
-            "--coarse-duration",
-            "100ms",
-            "--steps",
-            "0",
-            "--size",
-            "16KiB",
-        ])
-        .args(["--json", "-"])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
-    let v: serde_json::Value = serde_json::from_slice(&done.stdout)
-        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {}", common::show(&done)));
+    let (done, v) = throughput_smoke(&[]);
     assert_eq!(v["study"], "throughput");
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert!(
@@ -338,32 +316,56 @@ fn throughput_with_json_to_stdout_prints_only_the_json_there() {
     assert_eq!(run["verdicts"].as_array().map(Vec::len), Some(1), "{run}");
     assert_eq!(v["spread"].as_array().map(Vec::len), Some(4), "{v}");
     // `--combine` reads it back: one table and one plot naming the device.
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("native.json");
-    std::fs::write(&json, &done.stdout).unwrap();
-    let svg = dir.path().join("all.svg");
-    let combined = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(["bench", "--combine"])
-        .arg(&json)
-        .arg("--plot")
-        .arg(&svg)
-        .output()
-        .unwrap();
-    assert_eq!(
-        combined.status.code(),
-        Some(0),
-        "{}",
-        common::show(&combined)
-    );
-    let table = String::from_utf8_lossy(&combined.stdout);
+    let (table, drawn) = combined(&done.stdout, true);
     assert!(
         table
             .lines()
             .any(|l| l.split_whitespace().take(2).eq(["native", "buffered"])),
         "{table}"
     );
-    let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(drawn.contains("native: "), "{drawn}");
+}
+
+/// `rtrec bench --study throughput` at smoke length (coarse probes of 100
+/// ms, full-length ones of 300 ms, 16 KiB records, no bisection), with
+/// `extra` arguments and the JSON to stdout: the run, which must succeed,
+/// and its JSON, which must be the whole of stdout.
+fn throughput_smoke(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let done = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["bench", "--study", "throughput"])
+        .args(extra)
+        .args(["--probe-duration", "300ms", "--coarse-duration", "100ms"])
+        .args(["--steps", "0", "--size", "16KiB", "--json", "-"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
+    let v: serde_json::Value = serde_json::from_slice(&done.stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {}", common::show(&done)));
+    (done, v)
+}
+
+/// `rtrec bench --combine` of one throughput result (`json`, with `--plot`
+/// when `plot`), which must succeed: its table and the plot's SVG (empty
+/// without `plot`).
+fn combined(json: &[u8], plot: bool) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("result.json");
+    std::fs::write(&path, json).unwrap();
+    let svg = dir.path().join("all.svg");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rtrec"));
+    cmd.args(["bench", "--combine"]).arg(&path);
+    if plot {
+        cmd.arg("--plot").arg(&svg);
+    }
+    let done = cmd.output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
+    let drawn = if plot {
+        std::fs::read_to_string(&svg).unwrap()
+    } else {
+        String::new()
+    };
+    (String::from_utf8_lossy(&done.stdout).into_owned(), drawn)
 }
 
 /// `rtrec bench --study throughput --alloc pool`: the probes record into a
@@ -377,16 +379,7 @@ fn throughput_with_alloc_pool_says_so_and_counts_fallbacks() {
     if !require_privileged(name) {
         return;
     }
-    let done = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(["bench", "--study", "throughput", "--alloc", "pool"])
-        .args(["--probe-duration", "300ms", "--coarse-duration", "100ms"])
-        .args(["--steps", "0", "--size", "16KiB", "--json", "-"])
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert_eq!(done.status.code(), Some(0), "{}", common::show(&done));
-    let v: serde_json::Value = serde_json::from_slice(&done.stdout)
-        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {}", common::show(&done)));
+    let (done, v) = throughput_smoke(&["--alloc", "pool"]);
     assert_eq!(v["alloc"], "pool", "{v}");
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert!(
@@ -398,21 +391,7 @@ fn throughput_with_alloc_pool_says_so_and_counts_fallbacks() {
     for p in rows.iter().flat_map(|r| r["probes"].as_array().unwrap()) {
         assert!(p["pool_fallbacks"].is_u64(), "{p}");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("pool.json");
-    std::fs::write(&json, &done.stdout).unwrap();
-    let combined = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(["bench", "--combine"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        combined.status.code(),
-        Some(0),
-        "{}",
-        common::show(&combined)
-    );
-    let table = String::from_utf8_lossy(&combined.stdout);
+    let (table, _) = combined(&done.stdout, false);
     assert!(table.contains("native pool"), "{table}");
 }
 

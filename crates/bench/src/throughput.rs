@@ -1170,10 +1170,14 @@ fn reclaim(dir: &Path, done: &std::sync::atomic::AtomicBool, pool: Option<&Pool>
         let names = recordings(dir);
         let finished = names.len().saturating_sub(KEEP_FILES as usize + 1);
         for old in &names[..finished] {
-            let _ = match pool {
-                Some(pool) => pool.recycle(old, false).map(drop).map_err(drop),
-                None => std::fs::remove_file(old).map_err(drop),
-            };
+            match pool {
+                Some(pool) => {
+                    let _ = pool.recycle(old, false);
+                }
+                None => {
+                    let _ = std::fs::remove_file(old);
+                }
+            }
         }
     }
 }

@@ -139,30 +139,25 @@ impl Backend for Buffered {
     }
 
     fn write(&mut self, f: &File, head: &[u8], body: &[u8]) -> io::Result<()> {
-        let total = self.held + head.len() + body.len();
+        let old = self.held;
+        let total = old + head.len() + body.len();
         let end = self.pos + total as u64;
         let unit = self.unit as u64;
         let cut = if self.hold { end / unit * unit } else { end };
+        // How much of this frame the write takes; the rest (under one
+        // block) is held. Held bytes start on a block boundary (`pos` is
+        // the last cut), so a write that reaches the next boundary takes
+        // all of them: what is held after it comes from this frame alone.
+        let mut taken = 0;
         if cut > self.pos {
             let n = (cut - self.pos) as usize;
             self.write_prefix(f, head, body, n)?;
-            // The rest (under one block) is held: what is left of the old
-            // held bytes moves to the front, then the frame's last bytes.
-            let old = self.held;
-            let kept = old.saturating_sub(n);
-            self.tail.copy_within(old - kept..old, 0);
-            let [_, h, b] = window([&[][..], head, body], n.saturating_sub(old), total - old);
-            self.tail[kept..kept + h.len()].copy_from_slice(h);
-            self.tail[kept + h.len()..kept + h.len() + b.len()].copy_from_slice(b);
-            self.pos = cut;
-            self.held = total - n;
-        } else {
-            // The whole frame lies in the held block (`total` is under one
-            // block: `cut` ≤ `pos` means `end` < `pos` + `unit`).
-            let at = self.held;
-            self.tail[at..at + head.len()].copy_from_slice(head);
-            self.tail[at + head.len()..total].copy_from_slice(body);
-            self.held = total;
+            (self.pos, self.held, taken) = (cut, 0, n - old);
+        }
+        let [_, h, b] = window([&[], head, body], taken, total - old);
+        for part in [h, b] {
+            self.tail[self.held..self.held + part.len()].copy_from_slice(part);
+            self.held += part.len();
         }
         Ok(())
     }
