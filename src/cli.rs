@@ -309,26 +309,6 @@ pub struct RecordDeviceArgs {
     pub device: Option<rtrec_emu::DeviceArg>,
 }
 
-/// `--ring`: sized from the data, or a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RingArg {
-    /// `auto`: [`rtrec_engine::sizing::auto_ring`].
-    Auto,
-    /// A size the user chose.
-    Fixed(Size),
-}
-
-/// `--ring`'s parser: `auto`, or a size.
-///
-/// # Errors
-/// The size grammar's sentence.
-pub fn ring_value(s: &str) -> std::result::Result<RingArg, rtrec_units::Error> {
-    match s {
-        "auto" => Ok(RingArg::Auto),
-        _ => rtrec_units::value::size(s).map(RingArg::Fixed),
-    }
-}
-
 /// `--stall`'s parser: a duration, or a device profile (a shipped name or
 /// a file from `rtrec device probe`) whose worst stall is taken.
 ///
@@ -597,8 +577,8 @@ pub struct RecordArgs {
     /// data: rate × the writer stall to absorb (--stall, --device's profile, else 500 ms) × 4, at
     /// most 1/8 of memory (256 MiB); 16 MiB when the rate is unknown (--stdin). Or a size (e.g.
     /// 4MiB, at least one record). See docs/embedded.md
-    #[arg(long, value_parser = ring_value, value_name = "auto|SIZE")]
-    pub ring: Option<RingArg>,
+    #[arg(long, value_parser = rtrec_units::value::ring, value_name = "auto|SIZE")]
+    pub ring: Option<rtrec_units::value::Ring>,
 
     /// The longest writer stall the auto ring absorbs: a duration (e.g. 300ms) or a device profile
     /// from `rtrec device probe` (its worst stall) [default: --device's profile, else 500ms]

@@ -23,10 +23,10 @@ use rtrec_engine::{
     Recorder, RingSizing, Stall, StallSource, Summary, Workload,
 };
 
-use crate::cli::{RecordArgs, RingArg, DEFAULT_POST, DEFAULT_PRE};
+use crate::cli::{RecordArgs, DEFAULT_POST, DEFAULT_PRE};
 use crate::error::usage;
 use crate::signals;
-use rtrec_units::value::Size;
+use rtrec_units::value::{Ring, Size};
 use rtrec_units::{format_duration, format_size};
 
 /// Where records come from.
@@ -188,8 +188,8 @@ fn resolve(a: &RecordArgs) -> crate::error::Result<Plan> {
         ));
     }
     let ring = match a.ring {
-        None | Some(RingArg::Auto) => sizes.ring,
-        Some(RingArg::Fixed(size)) => {
+        None | Some(Ring::Auto) => sizes.ring,
+        Some(Ring::Fixed(size)) => {
             let bytes = usize::try_from(size.bytes()).or_else(|_| usage("--ring: too large"))?;
             sizes.ring.fixed(bytes, cfg.max_record, workload.period_ns)
         }

@@ -141,8 +141,8 @@ pub struct BenchArgs {
     pub size: Option<u64>,
 
     /// The ring of the recording cases in ring mode (RTREC…): `auto`, sized as `rtrec record --ring auto` sizes it for --period, --size and --device's worst stall, or a size (default: the engine's 16 MiB); with it, the largest record is --size, as with `rtrec record --size`.
-    #[arg(long, value_name = "auto|SIZE", value_parser = parse_ring)]
-    pub ring: Option<protocol::Ring>,
+    #[arg(long, value_name = "auto|SIZE", value_parser = rtrec_units::value::ring)]
+    pub ring: Option<rtrec_units::value::Ring>,
 
     /// Run on this existing directory instead of our own ext4 image (warns about each of the study's conditions it does not meet).
     #[arg(long, value_name = "PATH")]
@@ -269,16 +269,6 @@ pub struct BenchArgs {
     /// `--explain`, `--explain-threshold`, `--explain-raw`.
     #[command(flatten)]
     pub explain: rtrec_trace::ExplainArgs,
-}
-
-/// `--ring`: `auto` or a size.
-fn parse_ring(s: &str) -> Result<protocol::Ring, String> {
-    if s == "auto" {
-        return Ok(protocol::Ring::Auto);
-    }
-    rtrec_units::value::size(s)
-        .map(|v| protocol::Ring::Fixed(v.bytes()))
-        .map_err(|e| e.to_string())
 }
 
 /// `--device`: a shipped profile's name or a profile file, loaded and

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::study::Study;
+use rtrec_units::value::Ring;
 
 /// S1's workload: 16 KB every 5 ms, flush every 2 MB, files of 100 MB
 /// (binary units: the paper's sizes are powers of two).
@@ -47,16 +48,6 @@ pub struct Protocol {
     pub ring_bytes: Option<u64>,
 }
 
-/// `--ring`: sized as `rtrec record --ring auto` sizes it, or a size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ring {
-    /// `auto`: [`rtrec_engine::sizing::auto_ring`] for the protocol's
-    /// period and record size and `--device`'s worst stall.
-    Auto,
-    /// A size, bytes.
-    Fixed(u64),
-}
-
 /// The user's overrides, already validated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Overrides {
@@ -92,7 +83,7 @@ impl Protocol {
         let period_ns = o.period_ns.unwrap_or(PERIOD_NS);
         let record_bytes = o.record_bytes.unwrap_or(RECORD_BYTES);
         let ring_bytes = o.ring.map(|r| match r {
-            Ring::Fixed(b) => b,
+            Ring::Fixed(b) => b.bytes(),
             // As `rtrec record --size SIZE --period PERIOD` sizes it: fixed-size
             // records of the protocol's size (not the engine's 1 MiB maximum).
             Ring::Auto => {

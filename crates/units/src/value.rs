@@ -19,6 +19,7 @@
 //! | [`interval_or_zero`] | an interval where 0 means "never" (`--sync-every`) | `Nms` | allowed |
 //! | [`span`] | how long something runs (`--duration`, `--post`) | `Ns` | refused |
 //! | [`span_or_zero`] | a wait where 0 means "do not wait" (`--lock-timeout`) | `Ns` | allowed |
+//! | [`ring`] | `--ring` of `record` and `bench`: `auto` or a [`size`] | `NMiB` | refused |
 
 use std::fmt;
 use std::str::FromStr;
@@ -212,9 +213,42 @@ pub fn span_or_zero(s: &str) -> Result<Duration, Error> {
     parse_kind(s, Kind::Span).map(Duration)
 }
 
+/// `--ring` of `rtrec record` and `rtrec bench`: one type and one parser
+/// ([`ring`]) for both, so the two commands cannot read it differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ring {
+    /// `auto`: sized from the data by the engine's rule
+    /// (`rtrec_engine::sizing::auto_ring`).
+    Auto,
+    /// A size the user chose.
+    Fixed(Size),
+}
+
+/// `--ring`: `auto`, or a size as [`size`] reads it.
+///
+/// # Errors
+/// [`size`]'s sentence.
+pub fn ring(s: &str) -> Result<Ring, Error> {
+    match s {
+        "auto" => Ok(Ring::Auto),
+        _ => size(s).map(Ring::Fixed),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ring_is_auto_or_a_size_and_zero_is_refused() {
+        assert_eq!(ring("auto").unwrap(), Ring::Auto);
+        assert_eq!(
+            ring("4MiB").unwrap(),
+            Ring::Fixed(Size::from_bytes(4 << 20))
+        );
+        assert!(ring("0").is_err());
+        assert!(ring("Auto").is_err());
+    }
 
     #[test]
     fn every_value_prints_exactly_and_parses_back() {
