@@ -1,0 +1,237 @@
+//! A recording's check: the files of one recording against each other —
+//! the recording's first file is there, indexes have no holes and no
+//! doubles, each file continues the sequence numbers and the end frame's
+//! counters of the one before, and a recording whose last file says
+//! "continued" lost its next one. Also which files of a directory are
+//! recording files.
+//!
+//! Design choice: files belong to one recording when they sit in the same
+//! directory and carry the same random recording id (their header's),
+//! never by name; [`check_group`] judges one such group in named steps —
+//! the first file, each next file against the one before, the last file.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::file::{FRAMED_EXT, RAW_EXT};
+use crate::format::EndPayload;
+
+use super::report::{FileReport, FileStatus};
+
+/// The recording files in `dir` (`*.rtr`, `*.raw`), sorted by name; hidden
+/// files (preparations in progress) are skipped.
+pub fn recording_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !name.starts_with('.') && (ext == FRAMED_EXT || ext == RAW_EXT) && p.is_file() {
+            v.push(p);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// Checks the files of each recording against each other. Files belong to
+/// one recording when they sit in the same directory and carry the same
+/// recording id (names are not trusted). The first file (index 0) must be
+/// there, indexes must have no holes and no doubles (a missing file is
+/// reported with the sequence range it held), each file must follow a file
+/// whose end frame says "continued" and continue its sequence numbers, its
+/// end frame's counters must grow by exactly what the file holds, and a
+/// recording whose last file says "continued" lost its next file (a kill
+/// during rotation leaves exactly this: unfinished).
+pub fn check_continuity(reports: &mut [FileReport]) {
+    let mut order: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
+        .collect();
+    let key = |r: &FileReport| {
+        (
+            r.path.parent().map(Path::to_path_buf),
+            r.recording_id,
+            r.index,
+        )
+    };
+    order.sort_by_key(|&i| key(&reports[i]));
+    let mut start = 0;
+    while start < order.len() {
+        let (dir, id, _) = key(&reports[order[start]]);
+        let mut end = start;
+        while end < order.len() && {
+            let (d, i, _) = key(&reports[order[end]]);
+            d == dir && i == id
+        } {
+            end += 1;
+        }
+        check_group(reports, &order[start..end]);
+        start = end;
+    }
+}
+
+/// [`check_continuity`] for the files of one recording, in index order.
+fn check_group(reports: &mut [FileReport], group: &[usize]) {
+    check_first(&mut reports[group[0]]);
+    for k in 1..group.len() {
+        let p = Before::of(&reports[group[k - 1]]);
+        check_next(&p, &mut reports[group[k]], k + 1 == group.len());
+    }
+    check_last(&mut reports[group[group.len() - 1]]);
+}
+
+/// The first file of a recording: it must be file 0, and (unless it opens
+/// a flight-recorder event) its end frame's counters are absolute.
+fn check_first(first: &mut FileReport) {
+    let idx0 = first.index.unwrap_or(0);
+    if idx0 != 0 {
+        let held = match (first.opens_with_trigger, first.first_seq) {
+            (false, Some(s)) if s > 0 => {
+                first.missing_records = first.missing_records.saturating_add(s);
+                format!("; they held sequence 0..{}", s - 1)
+            }
+            _ => String::new(),
+        };
+        first.corrupt(
+            0,
+            format!("the recording's first {idx0} file(s) are missing{held}"),
+        );
+    } else if !first.opens_with_trigger && first.status != FileStatus::Corrupt {
+        // File 0 of a recording: the end frame's counters are absolute.
+        if let Some(e) = &first.stored {
+            if (e.records_written, e.bytes_written, e.records_dropped)
+                != (
+                    first.records,
+                    first.bytes,
+                    first.lost_records + first.unstored_drops,
+                )
+            {
+                first.corrupt(
+                    first.valid_len,
+                    "the end frame's counters do not match the records, bytes and drops read"
+                        .into(),
+                );
+            }
+        }
+    }
+}
+
+/// What the next file of a recording is checked against: the file before
+/// it.
+struct Before {
+    /// Its index.
+    index: u32,
+    /// The sequence number after its last one.
+    next_seq: Option<u64>,
+    /// Its end frame's counters.
+    stored: Option<EndPayload>,
+}
+
+impl Before {
+    fn of(p: &FileReport) -> Before {
+        Before {
+            index: p.index.unwrap_or(0),
+            next_seq: p.next_seq,
+            stored: p.stored.clone(),
+        }
+    }
+}
+
+/// File `r` against the file before it, `p`; `last`: `r` is the
+/// recording's last file.
+fn check_next(p: &Before, r: &mut FileReport, last: bool) {
+    let idx = r.index.unwrap_or(0);
+    if idx == p.index {
+        r.corrupt(
+            0,
+            format!("another file of this recording also claims to be file {idx}"),
+        );
+        return;
+    }
+    if idx != p.index + 1 {
+        return missing_files(p, r, idx);
+    }
+    if p.stored.is_none() && last && r.records == 0 && r.first_seq.is_none() {
+        // A recording opens its next file before it closes the current
+        // one (so a full disk leaves room to end the current one): a
+        // crash between the two leaves this, an unfinished file
+        // followed by an empty one. Interrupted, not damaged.
+        r.note(format!(
+            "file {idx} was opened for the next records when the recording was interrupted; it holds none"
+        ));
+        if r.status != FileStatus::Corrupt {
+            r.status = FileStatus::Unfinished;
+        }
+        return;
+    }
+    if !p.stored.as_ref().is_some_and(|e| e.continued) {
+        r.corrupt(
+            0,
+            format!("file {idx} follows a file that did not say the recording continues"),
+        );
+    }
+    continues_sequence(p, r);
+    continues_counters(p, r);
+}
+
+/// Files between `p` and file `idx` (`r`) are missing, with the sequence
+/// range they held when both sides tell it.
+fn missing_files(p: &Before, r: &mut FileReport, idx: u32) {
+    let held = match (p.next_seq, r.first_seq) {
+        (Some(a), Some(b)) if b > a => {
+            r.gap(a, b - a);
+            format!("; they held sequence {a}..{}", b - 1)
+        }
+        _ => String::new(),
+    };
+    r.corrupt(
+        0,
+        format!(
+            "file(s) {} to {} of this recording are missing{held}",
+            p.index + 1,
+            idx - 1
+        ),
+    );
+}
+
+/// `r` starts at the sequence number `p` ended at.
+fn continues_sequence(p: &Before, r: &mut FileReport) {
+    if let (Some(a), Some(b)) = (p.next_seq, r.first_seq) {
+        if b > a {
+            r.missing(a, b - a, " between files");
+            r.status = FileStatus::Corrupt;
+        } else if b < a {
+            r.corrupt(
+                0,
+                format!("the file starts at sequence {b}, the file before it ended at {a}"),
+            );
+        }
+    }
+}
+
+/// `r`'s end frame's counters grow by exactly what `r` holds over `p`'s.
+fn continues_counters(p: &Before, r: &mut FileReport) {
+    if let (Some(pe), Some(e), false) = (&p.stored, &r.stored, r.status == FileStatus::Corrupt) {
+        let delta = (
+            e.records_written.wrapping_sub(pe.records_written),
+            e.bytes_written.wrapping_sub(pe.bytes_written),
+            e.records_dropped.wrapping_sub(pe.records_dropped),
+        );
+        if delta != (r.records, r.bytes, r.lost_records + r.unstored_drops) {
+            let at = r.valid_len;
+            r.corrupt(
+                at,
+                "the end frame's counters do not grow by the records, bytes and drops of this file"
+                    .into(),
+            );
+        }
+    }
+}
+
+/// The last file of a recording must not say the recording continues.
+fn check_last(last: &mut FileReport) {
+    if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete {
+        last.note("the recording continues in a file that does not exist: it was interrupted while changing files".into());
+        last.status = FileStatus::Unfinished;
+    }
+}
