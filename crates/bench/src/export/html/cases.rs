@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use crate::output::table::{published_us, rt_line};
 use crate::report::{BenchReport, CaseResult};
 
 use super::box_plot::{box_plot, BoxRow};
@@ -58,7 +59,7 @@ pub fn environment(r: &BenchReport) -> String {
     for w in &r.warnings {
         let _ = write!(b, r#"<p class="warn">warning: {}</p>"#, esc(w));
     }
-    if let Some(l) = crate::output::table::rt_line(r) {
+    if let Some(l) = rt_line(r) {
         let _ = write!(b, "<p>{}.</p>", esc(&l));
     }
     b
@@ -69,14 +70,11 @@ pub fn environment(r: &BenchReport) -> String {
 pub fn results(r: &BenchReport) -> String {
     let mut b = String::from("<h2>Results</h2><table><tr><th class=\"l\">case</th><th>published min</th><th>avg</th><th>max</th><th>measured min</th><th>mean</th><th>p50</th><th>p99.9</th><th>max</th><th>set maxima</th><th>missed</th></tr>");
     for c in &r.cases {
-        let p = c.published.as_ref();
+        let [min, avg, max] = published_us(c.published.as_ref()).map(us_opt);
         let _ = write!(
             b,
-            r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td>"#,
+            r#"<tr><td class="l">{}</td><td>{min}</td><td>{avg}</td><td>{max}</td>"#,
             esc(&c.name),
-            us_opt(p.and_then(|p| p.min_us)),
-            us_opt(p.and_then(|p| p.avg_us)),
-            us_opt(p.and_then(|p| p.max_us))
         );
         match (failed_cell(c.error.as_deref(), 7), c.write_ns) {
             (Some(failed), _) => b.push_str(&failed),
