@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use crate::output::table::published_us;
 use crate::report::{BenchReport, CaseResult};
 
 use super::exporter::Exporter;
@@ -43,18 +44,16 @@ impl Exporter for CsvExporter {
     fn serialize(&self, report: &BenchReport) -> anyhow::Result<Vec<u8>> {
         let mut s = format!("{CSV_HEADER}\n");
         for c in &report.cases {
-            let p = c.published.as_ref();
+            let [pmin, pavg, pmax] = published_us(c.published.as_ref()).map(opt);
             let w = c.write_ns;
             let range = c.set_max_range();
-            let _ = writeln!(
-                s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            let row = [
                 field(&c.name),
                 field(&study(c)),
                 field(&c.timed_call),
-                opt(p.and_then(|p| p.min_us)),
-                opt(p.and_then(|p| p.avg_us)),
-                opt(p.and_then(|p| p.max_us)),
+                pmin,
+                pavg,
+                pmax,
                 opt(w.map(|w| w.count)),
                 opt(w.map(|w| w.min)),
                 opt(w.map(|w| w.mean)),
@@ -64,10 +63,11 @@ impl Exporter for CsvExporter {
                 opt(w.map(|w| w.max)),
                 opt(range.map(|r| r.0)),
                 opt(range.map(|r| r.1)),
-                c.missed_periods,
-                c.records_dropped,
-                field(c.error.as_deref().unwrap_or(""))
-            );
+                c.missed_periods.to_string(),
+                c.records_dropped.to_string(),
+                field(c.error.as_deref().unwrap_or("")),
+            ];
+            let _ = writeln!(s, "{}", row.join(","));
         }
         Ok(s.into_bytes())
     }

@@ -10,8 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::chart::{legend, line_key, reference_line};
 use super::exporter::Exporter;
 use crate::report::BenchReport;
 use crate::s4::{S4Cell, SCHEDS};
@@ -46,20 +48,20 @@ fn mib(b: u64) -> f64 {
     b as f64 / f64::from(1 << 20)
 }
 
+/// The four panels: which cells each shows, and its title.
+const PANELS: [(bool, &str, &str); 4] = [
+    (true, "read", "direct reads"),
+    (true, "write", "direct writes"),
+    (false, "read", "buffered reads"),
+    (false, "write", "buffered writes"),
+];
+
 fn render(cells: &[S4Cell]) -> Result<String, Box<dyn std::error::Error>> {
     let two: Vec<&S4Cell> = cells
         .iter()
         .filter(|c| c.weights.len() == 2 && c.error.is_none() && c.share_pct.len() == 2)
         .collect();
-    let (mut lo, mut hi) = (f64::MAX, 1.0f64);
-    for c in &two {
-        lo = lo.min(mib(c.request_bytes));
-        hi = hi.max(mib(c.request_bytes));
-    }
-    if lo == f64::MAX || lo >= hi {
-        lo = lo.min(hi) / 2.0;
-        hi *= 2.0;
-    }
+    let sizes = request_range(&two);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 800)).into_drawing_area();
@@ -69,66 +71,82 @@ fn render(cells: &[S4Cell]) -> Result<String, Box<dyn std::error::Error>> {
             ("sans-serif", 18),
         )?;
         let panels = root.split_evenly((2, 2));
-        let kinds = [
-            (true, "read", "direct reads"),
-            (true, "write", "direct writes"),
-            (false, "read", "buffered reads"),
-            (false, "write", "buffered writes"),
-        ];
-        for (area, (direct, dir, title)) in panels.iter().zip(kinds) {
-            let mine: Vec<&&S4Cell> = two
+        for (area, (direct, dir, title)) in panels.iter().zip(PANELS) {
+            let mine: Vec<&S4Cell> = two
                 .iter()
+                .copied()
                 .filter(|c| c.direct == direct && c.direction == dir)
                 .collect();
-            let mut chart = ChartBuilder::on(area)
-                .caption(title, ("sans-serif", 15))
-                .margin(10)
-                .x_label_area_size(35)
-                .y_label_area_size(45)
-                .build_cartesian_2d((lo..hi).log_scale(), 0.0..100.0)?;
-            chart
-                .configure_mesh()
-                .x_labels(6)
-                .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&|v| format!("{v:.0}"))
-                .x_desc("request size, MiB (log scale)")
-                .y_desc("share, %")
-                .draw()?;
-            if let Some(target) = mine.first().map(|c| c.target_pct[0]) {
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(lo, target), (hi, target)],
-                        RED.stroke_width(2),
-                    )))?
-                    .label(format!("weight share {target:.0} % (target)"))
-                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
-            }
-            for (s, color) in SCHEDS.iter().zip(COLORS) {
-                let mut pts: Vec<(f64, f64)> = mine
-                    .iter()
-                    .filter(|c| c.scheduler == s.label)
-                    .map(|c| (mib(c.request_bytes), c.share_pct[0]))
-                    .collect();
-                if pts.is_empty() {
-                    continue;
-                }
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-                    .label(s.label)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-                chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerLeft)
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .draw()?;
+            panel(area, title, &mine, sizes)?;
         }
         root.present()?;
     }
     Ok(svg)
+}
+
+/// The request sizes' range, MiB, shared by the four panels (a made-up
+/// one around what there is when there is no range).
+fn request_range(two: &[&S4Cell]) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::MAX, 1.0f64);
+    for c in two {
+        lo = lo.min(mib(c.request_bytes));
+        hi = hi.max(mib(c.request_bytes));
+    }
+    if lo == f64::MAX || lo >= hi {
+        lo = lo.min(hi) / 2.0;
+        hi *= 2.0;
+    }
+    (lo, hi)
+}
+
+/// One panel: the target line, then the share against the request size,
+/// one line per scheduler.
+fn panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    mine: &[&S4Cell],
+    (lo, hi): (f64, f64),
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 15))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(45)
+        .build_cartesian_2d((lo..hi).log_scale(), 0.0..100.0)?;
+    chart
+        .configure_mesh()
+        .x_labels(6)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .x_desc("request size, MiB (log scale)")
+        .y_desc("share, %")
+        .draw()?;
+    if let Some(target) = mine.first().map(|c| c.target_pct[0]) {
+        reference_line(
+            &mut chart,
+            (lo, hi),
+            target,
+            (RED, 2),
+            format!("weight share {target:.0} % (target)"),
+        )?;
+    }
+    for (s, color) in SCHEDS.iter().zip(COLORS) {
+        let mut pts: Vec<(f64, f64)> = mine
+            .iter()
+            .filter(|c| c.scheduler == s.label)
+            .map(|c| (mib(c.request_bytes), c.share_pct[0]))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+            .label(s.label)
+            .legend(line_key(color));
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+    }
+    legend(&mut chart, SeriesLabelPosition::LowerLeft)
 }
 
 #[cfg(test)]
