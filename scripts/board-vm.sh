@@ -178,7 +178,8 @@ unpacked() {
 }
 
 step "fetching Debian's $flavour kernel $KERNEL_DEB_VERSION and busybox-static (cached in target/board-vm)"
-kdeb=$(deb_fetch "KERNEL_DEB_VERSION (and KERNEL_ABI)" "$kpkg=$KERNEL_DEB_VERSION" "linux-image-$flavour") || exit 1
+kdeb=$(deb_fetch "KERNEL_DEB_VERSION (and KERNEL_ABI, the 6.1.0-N that linux-image-$flavour of that version depends on)" \
+  "$kpkg=$KERNEL_DEB_VERSION" "linux-image-$flavour") || exit 1
 bdeb=$(deb_fetch BUSYBOX_DEB_VERSION "busybox-static=$BUSYBOX_DEB_VERSION") || exit 1
 kroot=$(unpacked "$kdeb") || exit 1
 broot=$(unpacked "$bdeb") || exit 1
