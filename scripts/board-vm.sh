@@ -453,4 +453,8 @@ fi
 
 out "" "Wall time of each phase (the host's, on this machine):" "${phases[@]/#/  }" \
   "$(printf '  %-34s %5d s' total $((SECONDS - t_start)))"
-step "done: the plan passed and $cuts power cuts lost nothing below a published durable point (report: ${report#"$PWD"/})"
+if [ "$cuts" = 0 ]; then
+  step "done: the plan passed; no power cuts asked (report: ${report#"$PWD"/})"
+else
+  step "done: the plan passed and $cuts power cuts lost nothing below a published durable point (report: ${report#"$PWD"/})"
+fi
