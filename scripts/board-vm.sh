@@ -240,15 +240,15 @@ interp=$("$gnu-readelf" -lW "$board/rtrec" | sed -n 's/.*interpreter: \(.*\)]$/\
 [ -n "$interp" ] || fail "the board's rtrec names no program interpreter"
 mkdir -p "$root$(dirname "$interp")"
 cp -L "/usr/$gnu/lib/$(basename "$interp")" "$root$interp"
-todo=("$board/rtrec" "$board/librtrec.so" "$root/usr/bin/rtrec-example")
-while [ ${#todo[@]} -gt 0 ]; do
-  f=${todo[0]}
-  todo=("${todo[@]:1}")
+pending=("$board/rtrec" "$board/librtrec.so" "$root/usr/bin/rtrec-example")
+while [ ${#pending[@]} -gt 0 ]; do
+  f=${pending[0]}
+  pending=("${pending[@]:1}")
   for lib in $("$gnu-readelf" -dW "$f" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
     [ "$lib" = librtrec.so.0 ] || [ -e "$root/lib/$lib" ] && continue
     [ -e "/usr/$gnu/lib/$lib" ] || fail "$lib, which $(basename "$f") needs, is not in /usr/$gnu/lib"
     cp -L "/usr/$gnu/lib/$lib" "$root/lib/$lib"
-    todo+=("$root/lib/$lib")
+    pending+=("$root/lib/$lib")
   done
 done
 # The modules, dependencies first (each module's own `depends=`, read from
