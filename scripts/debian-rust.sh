@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# Sourced by scripts/msrv.sh, scripts/cross.sh and scripts/board-build.sh:
+# Sourced by scripts/msrv.sh, scripts/cross.sh, scripts/board-build.sh and
+# scripts/board-vm.sh:
 # the oldest compiler the workspace supports, as Debian 12 ships it
 # (`rustc-web`, the one a board vendor's Debian build machine has), the ARM
-# cross toolchains and qemu-user, and a pinned-package installer.
+# cross toolchains, qemu-user and qemu-system, and a pinned-package installer.
 #
 # The versions are pinned so that CI builds with exactly the compiler the
 # workspace declares (`rust-version` in Cargo.toml). When Debian's mirror
@@ -27,6 +28,13 @@ RUST_DEBS=("rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
 GCC_DEB_VERSION="4:12.2.0-3"
 LIBC_DEB_VERSION="2.36-8cross1"
 QEMU_DEB_VERSION="1:7.2+dfsg-7+deb12u18+b3"
+# The emulated boards of scripts/board-vm.sh: qemu-system-arm (it has
+# qemu-system-aarch64 too), from the same qemu build as qemu-user. Its two
+# companions are named at the pin as rustc-web's standard library is: the
+# binary depends on qemu-system-common at exactly its version, and apt
+# would otherwise pick the newest candidate of each and refuse.
+QEMU_SYSTEM_DEBS=("qemu-system-arm=$QEMU_DEB_VERSION" "qemu-system-common=$QEMU_DEB_VERSION"
+  "qemu-system-data=${QEMU_DEB_VERSION%+b*}")
 
 # cross_target TARGET: sets arch (Debian's name), gnu (the cross
 # toolchain's prefix), qemu (the user-mode emulator) and cross_rustflags
