@@ -751,6 +751,28 @@ mod tests {
         }
     }
 
+    #[test]
+    fn record_help_lists_every_back_end_with_its_help() {
+        // The --io flag's own sentence names no back-end: each value's help,
+        // from the back-end, is what --help shows. A back-end missing from
+        // it, or shown without its help, fails here.
+        let help = Cli::command()
+            .find_subcommand_mut("record")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = flat(&help);
+        for (io, _) in Io::ALL {
+            let value = io.to_possible_value().expect("every back-end is a value");
+            let text = value
+                .get_help()
+                .unwrap_or_else(|| panic!("--io {}: no help", value.get_name()));
+            let shown = flat(&format!("- {}: {text}", value.get_name()));
+            assert!(help.contains(&shown), "record --help lacks {shown:?}");
+        }
+    }
+
     /// Every size and duration flag of every command, with the parse error
     /// of `words` (or `None` when they parse).
     fn refused(words: &[&str]) -> Option<String> {

@@ -30,7 +30,7 @@ pub struct StorageArgs {
     )]
     pub alloc: Alloc,
 
-    /// Write back-end: buffered write() into the page cache; direct (O_DIRECT, aligned blocks straight to the device; needs pool, zero or fallocate files); uring (direct, submitted through io_uring with --io-depth writes in flight); uring-buffered (io_uring over the page cache, any allocation mode).
+    /// Write back-end: how frames reach the file (each value's help below says how it writes; docs/durability.md).
     #[arg(long, value_enum, default_value_t = Config::default().io, value_name = "BACKEND")]
     pub io: Io,
 
