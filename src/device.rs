@@ -3,6 +3,11 @@
 //! it with `-o` for `rtrec bench --device FILE` to replay on any machine.
 //! And `rtrec record --device PROFILE`: a recording trial on an emulated
 //! device ([`Trial`]).
+//!
+//! Both commands' flags are defined here ([`DeviceArgs`],
+//! [`RecordDeviceArgs`]) and assembled by `cli`, as `explain` and
+//! `isolation` define theirs: `record` uses this module and `cli` flattens
+//! `record`'s flags, so nothing here may import `cli`.
 
 use std::path::{Path, PathBuf};
 

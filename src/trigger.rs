@@ -14,6 +14,9 @@
 //!   system call for this.
 //! - A second recorder in the same directory does not steal the socket: it
 //!   records without it and says so.
+//! - The command's argument ([`TriggerArgs`]) is defined here and
+//!   assembled by `cli`: `record` binds the socket and `cli` flattens
+//!   `record`'s flags, so nothing here may import `cli`.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
