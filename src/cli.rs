@@ -6,7 +6,7 @@
 //!   `Config::default()`: `--help` lists every value with the variant's
 //!   documentation and shows `[default: …]`, and neither can drift from the
 //!   engine.
-//! - Sizes and durations are typed ([`Size`], [`Duration`]) and parsed by
+//! - Sizes and durations are typed ([`Size`], [`Duration`](rtrec_units::value::Duration)) and parsed by
 //!   `rtrec-units`' one parser per kind of value (`value_parser =
 //!   rtrec_units::value::record_size`, `span`, …), the same for every command: a
 //!   bare number suggests the unit that fits the flag, and zero gets one

@@ -7,7 +7,7 @@
 //! [`prepare::prepare`] (directory, signals, recorder, watchers) →
 //! [`run::run_source`] (the records) → [`finish::finish`] (the summary
 //! and what it gathers) → [`finish::report`] (`--json`, the terminal, the
-//! exit code). [`run`] puts `--device`'s emulated device around the last
+//! exit code). [`run()`] puts `--device`'s emulated device around the last
 //! four.
 //!
 //! The modules, lowest first (none imports this driver):
