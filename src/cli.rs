@@ -1,6 +1,12 @@
 //! The command line, as data: one definition per flag with its help text.
 //!
 //! Design choices:
+//! - A command whose flags come in groups defines them beside the code
+//!   that applies them, and this module flattens them: `record`'s groups
+//!   (`crate::record`, one module per group), `--explain`
+//!   (`crate::explain`), `--io-class` (`crate::isolation`), `--device`
+//!   (`crate::device`), `rtrec trigger`'s argument (`crate::trigger`).
+//!   The other commands' flags are here.
 //! - Strategy flags are typed with the engine's own enums (`clap::ValueEnum`
 //!   from the engine's `clap` feature), and their defaults are read from
 //!   `Config::default()`: `--help` lists every value with the variant's
@@ -10,8 +16,9 @@
 //!   `rtrec-units`' one parser per kind of value (`value_parser =
 //!   rtrec_units::value::record_size`, `span`, …), the same for every command: a
 //!   bare number suggests the unit that fits the flag, and zero gets one
-//!   sentence everywhere. Their defaults are the engine's constants (or the
-//!   named ones below), shown by `--help` through the values' exact
+//!   sentence everywhere. Their defaults are the engine's constants (or
+//!   named constants beside their flags), shown by `--help` through the
+//!   values' exact
 //!   `Display`.
 //! - Every clap error is printed as one line `rtrec: …` and exit code 2
 //!   ([`parse`]), as every other bad input is; a bad value reads
