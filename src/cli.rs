@@ -1,17 +1,24 @@
 //! The command line, as data: one definition per flag with its help text.
 //!
 //! Design choices:
+//! - A command whose flags come in groups defines them beside the code
+//!   that applies them, and this module flattens them: `record`'s groups
+//!   (`crate::record`, one module per group), `--explain`
+//!   (`crate::explain`), `--io-class` (`crate::isolation`), `--device`
+//!   (`crate::device`), `rtrec trigger`'s argument (`crate::trigger`).
+//!   The other commands' flags are here.
 //! - Strategy flags are typed with the engine's own enums (`clap::ValueEnum`
 //!   from the engine's `clap` feature), and their defaults are read from
 //!   `Config::default()`: `--help` lists every value with the variant's
 //!   documentation and shows `[default: …]`, and neither can drift from the
 //!   engine.
-//! - Sizes and durations are typed ([`Size`], [`Duration`]) and parsed by
+//! - Sizes and durations are typed ([`Size`], [`Duration`](rtrec_units::value::Duration)) and parsed by
 //!   `rtrec-units`' one parser per kind of value (`value_parser =
 //!   rtrec_units::value::record_size`, `span`, …), the same for every command: a
 //!   bare number suggests the unit that fits the flag, and zero gets one
-//!   sentence everywhere. Their defaults are the engine's constants (or the
-//!   named ones below), shown by `--help` through the values' exact
+//!   sentence everywhere. Their defaults are the engine's constants (or
+//!   named constants beside their flags), shown by `--help` through the
+//!   values' exact
 //!   `Display`.
 //! - Every clap error is printed as one line `rtrec: …` and exit code 2
 //!   ([`parse`]), as every other bad input is; a bad value reads
@@ -21,22 +28,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use rtrec_engine::sizing::DEFAULT_FILE_SIZE;
-use rtrec_engine::{
-    Alloc, Config, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
-    DEFAULT_SYNC_EVERY_NS,
-};
-use rtrec_units::value::{Duration, Size};
+use rtrec_units::value::Size;
 
-/// `record --period`'s default: the published study's (S1) 5 ms.
-pub const DEFAULT_PERIOD: Duration = Duration::from_ns(5_000_000);
-/// `record --size`'s default: the published study's (S1) 16 KiB.
-pub const DEFAULT_RECORD_SIZE: Size = Size::from_bytes(16 << 10);
-/// `record --max-line`'s default.
-pub const DEFAULT_MAX_LINE: Size = Size::from_bytes(64 << 10);
-/// The flight recorder's `--pre` when only `--post` or `--pre-bytes` is given.
-pub const DEFAULT_PRE: Duration = Duration::from_ns(2_000_000_000);
-/// The flight recorder's `--post` when only `--pre` or `--pre-bytes` is given.
-pub const DEFAULT_POST: Duration = Duration::from_ns(5_000_000_000);
 /// `doctor --planned`'s default.
 pub const DEFAULT_PLANNED: Size = Size::from_bytes(100 << 20);
 
@@ -108,7 +101,6 @@ const EXAMPLES_TRIGGER: &str =
     "Examples:\n  rtrec trigger ./rtrec-data\n  rtrec trigger /mnt/data/flight";
 const EXAMPLES_RECOVER: &str = "Examples:\n  rtrec recover ./rtrec-data\n  rtrec recover /mnt/data/rec && rtrec verify /mnt/data/rec";
 const EXAMPLES_DEVICE: &str = "Examples:\n  rtrec device probe /mnt/data -o board.json\n  rtrec bench --device board.json --cases NONE,ALL";
-const EXAMPLES_DEVICE_PROBE: &str = "Examples:\n  rtrec device probe /mnt/data\n  rtrec device probe /mnt/data --name emmc -o emmc.json";
 const EXAMPLES_TRIM: &str =
     "Examples:\n  rtrec pool trim --keep 1\n  rtrec pool trim --dir /mnt/data/rec --keep 0";
 const EXAMPLES_REMOVE: &str =
@@ -156,7 +148,7 @@ const RECORD_AFTER_HELP: &str = concat!(
 pub enum Command {
     /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
     #[command(after_help = RECORD_AFTER_HELP)]
-    Record(Box<RecordArgs>),
+    Record(Box<crate::record::RecordArgs>),
     /// Move recordings a crash left unfinished in the pool back into the recording directory.
     #[command(after_help = EXAMPLES_RECOVER)]
     Recover(RecoverArgs),
@@ -184,7 +176,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Trigger the flight recorder running in a directory (as SIGUSR1 does).
     #[command(after_help = EXAMPLES_TRIGGER)]
-    Trigger(TriggerArgs),
+    Trigger(crate::trigger::TriggerArgs),
     /// Reproduce the published studies on this machine, published figure beside measured.
     #[cfg(feature = "bench")]
     #[command(after_help = EXAMPLES_BENCH)]
@@ -207,7 +199,7 @@ pub enum Command {
     },
     /// Measure the storage under a directory into a device profile for `--device`.
     #[command(after_help = EXAMPLES_DEVICE)]
-    Device(DeviceArgs),
+    Device(crate::device::DeviceArgs),
     /// A background load of the bench (run by `rtrec bench` itself).
     #[cfg(feature = "bench")]
     #[command(name = "__bgload", hide = true)]
@@ -248,96 +240,6 @@ pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
         "man" => left_out("the man page generator", "man"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
-        )),
-    }
-}
-
-/// Refuses, in one sentence and before anything starts, a `record` flag
-/// whose cargo feature this build left out: `--explain` without `trace`,
-/// `--device` without `emu` (`--stall PROFILE` still sizes the ring for a
-/// profile's worst stall).
-///
-/// # Errors
-/// The flag was given and its feature is not built in.
-pub fn record_features(a: &RecordArgs) -> crate::error::Result<()> {
-    #[cfg(not(feature = "trace"))]
-    if a.explain.explain {
-        return crate::error::left_out("the tracer that `--explain` needs", "trace");
-    }
-    #[cfg(not(feature = "emu"))]
-    if a.device.device.is_some() {
-        return crate::error::left_out("the device emulator that `--device` needs", "emu");
-    }
-    let _ = a;
-    Ok(())
-}
-
-/// `rtrec device`.
-#[derive(Debug, Args)]
-pub struct DeviceArgs {
-    /// What to do.
-    #[command(subcommand)]
-    pub action: DeviceAction,
-}
-
-/// `rtrec device` actions.
-#[derive(Debug, Subcommand)]
-pub enum DeviceAction {
-    /// Measure bandwidth, request and flush latency and GC stalls of the device under DIR (writes about 100 MiB inside DIR, removed after).
-    #[command(after_help = EXAMPLES_DEVICE_PROBE)]
-    Probe {
-        /// A directory on the device to measure.
-        #[arg(value_name = "DIR")]
-        dir: PathBuf,
-        /// Write the profile here (JSON; `rtrec bench --device FILE` replays it).
-        #[arg(short, long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// The profile's name.
-        #[arg(long, default_value = "board")]
-        name: String,
-    },
-}
-
-/// `rtrec record --device`: the flag, flattened into the record arguments
-/// (the trial itself is `crate::device::Trial`).
-#[derive(Debug, Args)]
-pub struct RecordDeviceArgs {
-    /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
-    /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
-    /// is sized for the profile's worst stall (see docs/devices.md).
-    #[arg(long, value_name = "PROFILE", value_parser = rtrec_emu::DeviceArg::parse)]
-    pub device: Option<rtrec_emu::DeviceArg>,
-}
-
-/// `--stall`'s parser: a duration, or a device profile (a shipped name or
-/// a file from `rtrec device probe`) whose worst stall is taken.
-///
-/// # Errors
-/// One sentence: neither a duration nor a loadable profile.
-pub fn stall_value(s: &str) -> std::result::Result<rtrec_engine::Stall, String> {
-    match rtrec_units::value::interval(s) {
-        Ok(d) => {
-            return Ok(rtrec_engine::Stall {
-                ns: d.ns(),
-                source: rtrec_engine::StallSource::Given,
-            })
-        }
-        // A bare number is a duration without its unit (the units' own
-        // sentence suggests one), never a profile's name.
-        Err(e) if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return Err(e.to_string()),
-        Err(_) => {}
-    }
-    match rtrec_emu::Profile::load(s) {
-        Ok(p) => Ok(rtrec_engine::Stall {
-            ns: p.worst_stall_ns(),
-            source: if std::path::Path::new(s).exists() {
-                rtrec_engine::StallSource::Probe
-            } else {
-                rtrec_engine::StallSource::Device
-            },
-        }),
-        Err(e) => Err(format!(
-            "'{s}' is neither a duration (e.g. 300ms) nor a device profile ({e})"
         )),
     }
 }
@@ -434,14 +336,6 @@ pub enum PoolAction {
     },
 }
 
-/// `rtrec trigger`.
-#[derive(Debug, Args)]
-pub struct TriggerArgs {
-    /// The recording directory of a running flight recorder (`record --pre … --post …`).
-    #[arg(value_name = "DIR", default_value = "./rtrec-data")]
-    pub dir: PathBuf,
-}
-
 /// `rtrec export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -469,231 +363,6 @@ pub struct ExportArgs {
     /// recording); they are still reported.
     #[arg(long)]
     pub allow_gaps: bool,
-}
-
-/// `rtrec record`.
-#[derive(Debug, Args)]
-pub struct RecordArgs {
-    /// Directory for the recording files [default: ./rtrec-data, created if missing; a directory you name must exist].
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-
-    /// Period of the synthetic source (e.g. 5ms, 250us).
-    #[arg(
-        long,
-        value_parser = rtrec_units::value::interval,
-        default_value_t = DEFAULT_PERIOD,
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
-    pub period: Duration,
-
-    /// Size of each record (e.g. 16KiB). With --stdin, stdin is cut into records of exactly this
-    /// size (unless --lines); a shorter last piece at the end of the stream, or when the recording is
-    /// stopped, is stored as a shorter record. Pick a multiple of the stream's own unit so that
-    /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800).
-    #[arg(
-        long,
-        value_parser = rtrec_units::value::record_size,
-        default_value_t = DEFAULT_RECORD_SIZE,
-        allow_hyphen_values = true,
-        value_name = "SIZE"
-    )]
-    pub size: Size,
-
-    /// Stop after this many payload bytes (e.g. 100MiB): the whole records that fit, rounded down (a total is never exceeded; at least one record). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
-    #[arg(long, value_parser = rtrec_units::value::size, conflicts_with = "count", value_name = "SIZE")]
-    pub total: Option<Size>,
-
-    /// Stop after this many records.
-    #[arg(long, value_name = "N")]
-    pub count: Option<u64>,
-
-    /// Stop after this long (e.g. 10s, 5min), as fio's runtime= and cyclictest's -D: the periods that fit in it.
-    #[arg(long, value_parser = rtrec_units::value::span, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
-    pub duration: Option<Duration>,
-
-    /// Record what arrives on standard input instead of a synthetic source.
-    #[arg(long)]
-    pub stdin: bool,
-
-    /// With --stdin: one record per line, stored without its newline; the recording is marked as
-    /// lines, and `export` (raw, its default) puts a newline after each record.
-    #[arg(long, requires = "stdin")]
-    pub lines: bool,
-
-    /// With --lines: the longest line accepted.
-    #[arg(long, value_parser = rtrec_units::value::record_size, default_value_t = DEFAULT_MAX_LINE, value_name = "SIZE")]
-    pub max_line: Size,
-
-    /// Write path: who calls write(): the writer thread behind a ring, or the caller inline (`direct` is the former name of inline and still accepted).
-    #[arg(long, value_enum, default_value_t = Config::default().mode, value_name = "MODE")]
-    pub mode: Mode,
-
-    /// Allocation strategy: how file space is obtained (zero when the framing is raw and --alloc is not given).
-    #[arg(
-        long,
-        value_enum,
-        default_value_t = Config::default().alloc,
-        default_value_if("raw", "true", "zero"),
-        default_value_if("framing", "raw", "zero"),
-        value_name = "STRATEGY"
-    )]
-    pub alloc: Alloc,
-
-    /// Write back-end: buffered write() into the page cache; direct (O_DIRECT, aligned blocks straight to the device; needs pool, zero or fallocate files); uring (direct, submitted through io_uring with --io-depth writes in flight); uring-buffered (io_uring over the page cache, any allocation mode).
-    #[arg(long, value_enum, default_value_t = Config::default().io, value_name = "BACKEND")]
-    pub io: Io,
-
-    /// With --io direct, uring or uring-buffered: the gathering buffer (a power of two, 4KiB-64MiB; io_uring registers --io-depth of them).
-    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(DEFAULT_IO_BLOCK), value_name = "SIZE")]
-    pub io_block: Size,
-
-    /// With --io uring or uring-buffered: writes in flight and registered buffers (1-64).
-    #[arg(long, default_value_t = Config::default().io_depth, value_name = "N")]
-    pub io_depth: u32,
-
-    /// Flush strategy: how and when written data are pushed to storage (on the flush thread).
-    #[arg(long, value_enum, default_value_t = Config::default().flush, value_name = "STRATEGY")]
-    pub flush: Flush,
-
-    /// Flush interval.
-    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(Config::default().flush_every), value_name = "SIZE")]
-    pub flush_every: Size,
-
-    /// Make written records durable (fdatasync on the flush thread) at least this often; 0: only when a file is closed.
-    #[arg(long, value_parser = rtrec_units::value::interval_or_zero, default_value_t = Duration::from_ns(DEFAULT_SYNC_EVERY_NS), value_name = "DURATION")]
-    pub sync_every: Duration,
-
-    /// Keep FILE up to date (atomically replaced about every 20ms) with the live counters: queued, written, durable, drops by cause, missed periods, ring fill, longest write() and lateness. A FILE ending in .prom gets the Prometheus text format (node_exporter's textfile collector, docs/status.md), any other one JSON line.
-    #[arg(long, value_name = "FILE")]
-    pub status: Option<PathBuf>,
-
-    /// Bytes per file [default: with --alloc pool, the size of the directory's pool when it has one (its prepared files are used, never thrown away); else enough for the whole recording when its length is known, else 64MiB]. Giving it resizes a pool of another size.
-    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
-    pub file_size: Option<Size>,
-
-    /// Capacity of the ring between producer and writer: `auto` (the default) sizes it from the
-    /// data: rate × the writer stall to absorb (--stall, --device's profile, else 500 ms) × 4, at
-    /// most 1/8 of memory (256 MiB); 16 MiB when the rate is unknown (--stdin). Or a size (e.g.
-    /// 4MiB, at least one record). See docs/embedded.md
-    #[arg(long, value_parser = rtrec_units::value::ring, value_name = "auto|SIZE")]
-    pub ring: Option<rtrec_units::value::Ring>,
-
-    /// The longest writer stall the auto ring absorbs: a duration (e.g. 300ms) or a device profile
-    /// from `rtrec device probe` (its worst stall) [default: --device's profile, else 500ms]
-    #[arg(long, value_parser = stall_value, value_name = "DURATION|PROFILE")]
-    pub stall: Option<rtrec_engine::Stall>,
-
-    /// When the ring is full: drop (count and store the loss; the producer never waits) or block
-    /// (wait for room). The default is block with --stdin (a pipe can wait), drop for the
-    /// synthetic real-time source.
-    #[arg(
-        long,
-        value_enum,
-        default_value_t = OnFull::Drop,
-        default_value_if("stdin", "true", "block"),
-        value_name = "POLICY"
-    )]
-    pub on_full: OnFull,
-
-    /// File layout [default: packed when --size is at most 1KiB or with --lines, else framed].
-    #[arg(long, value_enum, value_name = "FRAMING")]
-    pub framing: Option<Framing>,
-
-    /// The longest data wait in the writer for more to come: with packed framing, a record in an open frame; with --io buffered, direct or uring in ring mode (framed or raw), a frame's partial last block, held for the next frame to write whole (a kill or power cut loses at most this span).
-    #[arg(long, value_parser = rtrec_units::value::interval, default_value_t = Duration::from_ns(Config::default().max_latency_ns), value_name = "DURATION")]
-    pub max_latency: Duration,
-
-    /// Same as --framing raw: the bytes exactly as given (counters go to a .meta.json sidecar).
-    #[arg(long, conflicts_with = "framing")]
-    pub raw: bool,
-
-    /// Real-time helpers: mlockall, SCHED_FIFO for the caller (--priority) and the writer (one below).
-    #[arg(long)]
-    pub rt: bool,
-
-    /// SCHED_FIFO priority of the caller with --rt.
-    #[arg(long, default_value_t = 80, value_name = "1-99")]
-    pub priority: i32,
-
-    /// Pin the caller to this CPU (with --rt).
-    #[arg(long, value_name = "CPU")]
-    pub cpu: Option<usize>,
-
-    /// Pin the writer thread to this CPU.
-    #[arg(long, value_name = "CPU")]
-    pub writer_cpu: Option<usize>,
-
-    /// Most files the pool keeps ready (with --alloc pool, the default): after the recording the refill replaces the files it took, up to N.
-    #[arg(long, default_value_t = 2, value_name = "N")]
-    pub pool_files: u32,
-
-    /// When the pool has no file ready.
-    #[arg(long, value_enum, default_value_t = PoolConfig::default().on_empty, value_name = "POLICY")]
-    pub on_pool_empty: OnPoolEmpty,
-
-    /// Do not top the pool up after the recording.
-    #[arg(long)]
-    pub no_refill: bool,
-
-    /// Top the pool up while recording, on a nice-19 idle-I/O thread.
-    #[arg(long)]
-    pub refill_while_recording: bool,
-
-    /// Flight recorder: keep this span before a trigger in memory (e.g. 2s).
-    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
-    pub pre: Option<Duration>,
-
-    /// Flight recorder: record this span after a trigger [default: 5s].
-    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
-    pub post: Option<Duration>,
-
-    /// Flight recorder: also bound the pre-trigger window in bytes [default: what --pre needs at this rate].
-    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
-    pub pre_bytes: Option<Size>,
-
-    /// Flight recorder trigger: SIGUSR1, or stdin (each line triggers; not with --stdin). Repeatable.
-    /// SIGUSR1 and `rtrec trigger DIR` trigger every flight recorder, whatever the source.
-    #[arg(long, value_name = "SOURCE")]
-    pub trigger_on: Vec<String>,
-
-    /// Flight recorder: trigger every DURATION (synthetic faults, for trying it out).
-    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
-    pub trigger_every: Option<Duration>,
-
-    /// Write the summary as JSON to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// No progress display and no summary table.
-    #[arg(long, short)]
-    pub quiet: bool,
-
-    /// Print a text histogram of the write() latency after the summary (log bins, cyclictest-style).
-    #[arg(long)]
-    pub histogram: bool,
-
-    /// Add each write()'s latency in call order to the --json summary (timeline_write_ns; at most 1,000,000), for `rtrec report`.
-    #[arg(long, requires = "json")]
-    pub timeline: bool,
-
-    #[command(flatten)]
-    pub explain: crate::explain::ExplainArgs,
-
-    /// With --explain: the baseline, not a recording: the producer's loop runs as it would (same timer, priority, CPU, buffer and trace) but copies each record into a buffer of the ring's size instead of calling record(); nothing is recorded. Its slow stretches are what the platform does to a periodic thread without rtrec's code (docs/endurance.md).
-    #[arg(long, requires = "explain", conflicts_with_all = ["stdin", "pre", "post", "mode"])]
-    pub explain_baseline: bool,
-
-    #[command(flatten)]
-    pub device: RecordDeviceArgs,
-
-    #[command(flatten)]
-    pub isolation: crate::isolation::IsolationArgs,
-
-    /// Print "written SEQ" on stdout after each record stored, "queued SEQ" in ring mode (tests use it).
-    #[arg(long, hide = true)]
-    pub trace_written: bool,
 }
 
 /// `rtrec recover`.
@@ -838,7 +507,12 @@ pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::RecordArgs;
     use clap::{CommandFactory, ValueEnum};
+    use rtrec_engine::{
+        Alloc, Config, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, DEFAULT_IO_BLOCK,
+        DEFAULT_SYNC_EVERY_NS,
+    };
 
     /// Every command and subcommand, depth first, with its path.
     fn commands() -> Vec<(String, clap::Command)> {
@@ -851,22 +525,6 @@ mod tests {
         let mut out = Vec::new();
         walk("rtrec".into(), &Cli::command(), &mut out);
         out
-    }
-
-    #[test]
-    fn a_bare_stall_gets_the_unit_suggestion_and_a_duration_or_profile_is_taken() {
-        assert_eq!(
-            stall_value("300").unwrap_err(),
-            "'300' needs a unit: did you mean 300ms?"
-        );
-        assert_eq!(stall_value("300ms").unwrap().ns, 300_000_000);
-        assert_eq!(
-            stall_value("sd").unwrap().source,
-            rtrec_engine::StallSource::Device
-        );
-        assert!(stall_value("no-such-profile")
-            .unwrap_err()
-            .starts_with("'no-such-profile' is neither a duration"));
     }
 
     #[test]
@@ -1067,18 +725,18 @@ mod tests {
 
     #[test]
     fn stdin_blocks_when_the_ring_is_full_and_the_synthetic_source_drops() {
-        assert_eq!(record(&[]).on_full, OnFull::Drop);
-        assert_eq!(record(&["--stdin"]).on_full, OnFull::Block);
+        assert_eq!(record(&[]).ring.on_full, OnFull::Drop);
+        assert_eq!(record(&["--stdin"]).ring.on_full, OnFull::Block);
         assert_eq!(
-            record(&["--stdin", "--on-full", "drop"]).on_full,
+            record(&["--stdin", "--on-full", "drop"]).ring.on_full,
             OnFull::Drop
         );
-        assert_eq!(record(&["--on-full", "block"]).on_full, OnFull::Block);
+        assert_eq!(record(&["--on-full", "block"]).ring.on_full, OnFull::Block);
     }
 
     #[test]
     fn the_defaults_are_the_engines_and_help_shows_them_as_they_parse_back() {
-        let a = record(&[]);
+        let a = record(&[]).storage;
         assert_eq!(a.sync_every.ns(), DEFAULT_SYNC_EVERY_NS);
         assert_eq!(a.max_latency.ns(), Config::default().max_latency_ns);
         assert_eq!(a.io_block.bytes(), DEFAULT_IO_BLOCK);
@@ -1097,6 +755,28 @@ mod tests {
             "[default: 1MiB]",
         ] {
             assert!(help.contains(shown), "{shown} not in record --help");
+        }
+    }
+
+    #[test]
+    fn record_help_lists_every_back_end_with_its_help() {
+        // The --io flag's own sentence names no back-end: each value's help,
+        // from the back-end, is what --help shows. A back-end missing from
+        // it, or shown without its help, fails here.
+        let help = Cli::command()
+            .find_subcommand_mut("record")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = flat(&help);
+        for (io, _) in Io::ALL {
+            let value = io.to_possible_value().expect("every back-end is a value");
+            let text = value
+                .get_help()
+                .unwrap_or_else(|| panic!("--io {}: no help", value.get_name()));
+            let shown = flat(&format!("- {}: {text}", value.get_name()));
+            assert!(help.contains(&shown), "record --help lacks {shown:?}");
         }
     }
 
@@ -1158,10 +838,13 @@ mod tests {
 
     #[test]
     fn raw_framing_defaults_to_zero_allocation_unless_alloc_is_given() {
-        assert_eq!(record(&[]).alloc, Alloc::Pool);
-        assert_eq!(record(&["--raw"]).alloc, Alloc::Zero);
-        assert_eq!(record(&["--framing", "raw"]).alloc, Alloc::Zero);
-        assert_eq!(record(&["--raw", "--alloc", "append"]).alloc, Alloc::Append);
+        assert_eq!(record(&[]).storage.alloc, Alloc::Pool);
+        assert_eq!(record(&["--raw"]).storage.alloc, Alloc::Zero);
+        assert_eq!(record(&["--framing", "raw"]).storage.alloc, Alloc::Zero);
+        assert_eq!(
+            record(&["--raw", "--alloc", "append"]).storage.alloc,
+            Alloc::Append
+        );
     }
 
     #[test]

@@ -3,17 +3,62 @@
 //! it with `-o` for `rtrec bench --device FILE` to replay on any machine.
 //! And `rtrec record --device PROFILE`: a recording trial on an emulated
 //! device ([`Trial`]).
+//!
+//! Both commands' flags are defined here ([`DeviceArgs`],
+//! [`RecordDeviceArgs`]) and assembled by `cli`, as `explain` and
+//! `isolation` define theirs: `record` uses this module and `cli` flattens
+//! `record`'s flags, so nothing here may import `cli`.
 
 use std::path::{Path, PathBuf};
 
+use clap::{Args, Subcommand};
 use rtrec_engine::sizing::ring_seconds;
 use rtrec_engine::Summary;
 use rtrec_host::emufs::EmulatorCommand;
 use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
 
-use crate::cli::{DeviceAction, DeviceArgs, RecordDeviceArgs};
 use crate::error::{usage, Context, Result};
+
+/// The examples at the end of `rtrec device probe --help`.
+const EXAMPLES_DEVICE_PROBE: &str = "Examples:\n  rtrec device probe /mnt/data\n  rtrec device probe /mnt/data --name emmc -o emmc.json";
+
+/// `rtrec device`.
+#[derive(Debug, Args)]
+pub struct DeviceArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: DeviceAction,
+}
+
+/// `rtrec device` actions.
+#[derive(Debug, Subcommand)]
+pub enum DeviceAction {
+    /// Measure bandwidth, request and flush latency and GC stalls of the device under DIR (writes about 100 MiB inside DIR, removed after).
+    #[command(after_help = EXAMPLES_DEVICE_PROBE)]
+    Probe {
+        /// A directory on the device to measure.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Write the profile here (JSON; `rtrec bench --device FILE` replays it).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The profile's name.
+        #[arg(long, default_value = "board")]
+        name: String,
+    },
+}
+
+/// `rtrec record --device`: the flag, flattened into the record arguments
+/// (the trial itself is [`Trial`]).
+#[derive(Debug, Args)]
+pub struct RecordDeviceArgs {
+    /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
+    /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
+    /// is sized for the profile's worst stall (see docs/devices.md).
+    #[arg(long, value_name = "PROFILE", value_parser = rtrec_emu::DeviceArg::parse)]
+    pub device: Option<rtrec_emu::DeviceArg>,
+}
 
 /// Runs `rtrec device`.
 pub fn run(args: &DeviceArgs) -> Result<i32> {

@@ -13,7 +13,7 @@
 //! A build without the cargo feature `trace` (the record-only build) has
 //! no tracer: it keeps the `--explain` flag, so that asking for it gets one
 //! sentence instead of clap's "unexpected argument"
-//! ([`crate::cli::record_features`] refuses it before anything starts),
+//! (`record`'s plan refuses it before anything starts),
 //! and an empty [`Explanation`] that no recording can produce.
 
 #[cfg(feature = "trace")]

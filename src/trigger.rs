@@ -10,10 +10,13 @@
 //!   of triggering nothing.
 //! - A listener thread turns each datagram into one trigger request on the
 //!   same counter SIGUSR1 feeds; the recording loop takes requests from that
-//!   counter for every source (see `record.rs`), so the producer makes no
+//!   counter for every source (see `record/session.rs`), so the producer makes no
 //!   system call for this.
 //! - A second recorder in the same directory does not steal the socket: it
 //!   records without it and says so.
+//! - The command's argument ([`TriggerArgs`]) is defined here and
+//!   assembled by `cli`: `record` binds the socket and `cli` flattens
+//!   `record`'s flags, so nothing here may import `cli`.
 
 use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
@@ -24,7 +27,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::cli::TriggerArgs;
+/// `rtrec trigger`.
+#[derive(Debug, clap::Args)]
+pub struct TriggerArgs {
+    /// The recording directory of a running flight recorder (`record --pre … --post …`).
+    #[arg(value_name = "DIR", default_value = "./rtrec-data")]
+    pub dir: PathBuf,
+}
 
 /// The socket's name in the recording directory.
 pub const SOCKET_NAME: &str = ".rtrec-trigger";

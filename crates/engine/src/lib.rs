@@ -68,6 +68,10 @@ mod writer_thread;
 pub mod reader;
 // After a crash: what `rtrec recover` repairs, read with the reader.
 pub mod recovery;
+// Settling a configuration before a recorder is created: the sizing and
+// refusals `rtrec record` and the C API share (imports config, sizing,
+// error).
+pub mod settle;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,

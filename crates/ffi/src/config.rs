@@ -18,6 +18,7 @@ use std::mem::offset_of;
 use std::mem::size_of;
 
 use rtrec_engine::config::{check_prefix, check_writer_priority};
+use rtrec_engine::settle::SettleError;
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
     RtConfig, Workload, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
@@ -429,54 +430,25 @@ fn or_default<T: PartialEq + Default>(v: T, default: T) -> T {
     }
 }
 
-/// Memory the machine has, bytes (`_SC_PHYS_PAGES` × page size).
-fn physical_memory() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
-}
-
-/// Memory this process has locked (`VmLck` of `/proc/self/status`),
-/// bytes: not 0 when the host called `mlockall()`, so that every later
-/// allocation is locked too and counts against `RLIMIT_MEMLOCK`.
-fn locked_memory() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let l = s.lines().find(|l| l.starts_with("VmLck:"))?;
-            l.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map_or(0, |kib| kib * 1024)
-}
-
-/// Refuses a ring that cannot be allocated: larger than the machine's
-/// memory, or, when the process locks its memory (`mlockall`) without the
-/// privilege to exceed it, larger than what `RLIMIT_MEMLOCK` leaves.
-fn check_ring_fits(ring_bytes: usize) -> Result<(), Fail> {
-    let ring = ring_bytes as u64;
-    let phys = physical_memory();
-    if phys > 0 && ring > phys {
-        return Err(Fail::inval(format!(
-            "rtrec_config.ring_bytes is {ring} bytes, more than this machine's memory ({phys} bytes); use a smaller ring"
-        )));
+/// A refusal of [`Config::settle`] in the C API's words: the ring's fit
+/// in memory names `rtrec_config.ring_bytes`; a rule between fields is
+/// the engine's sentence.
+fn settle_fail(e: SettleError) -> Fail {
+    match e {
+        SettleError::RingOverMemory {
+            ring_bytes,
+            memory_bytes,
+        } => Fail::inval(format!(
+            "rtrec_config.ring_bytes is {ring_bytes} bytes, more than this machine's memory ({memory_bytes} bytes); use a smaller ring"
+        )),
+        SettleError::RingOverLockedMemory {
+            ring_bytes,
+            left_bytes,
+        } => Fail::inval(format!(
+            "rtrec_config.ring_bytes is {ring_bytes} bytes, but this process locks its memory (mlockall) and RLIMIT_MEMLOCK leaves {left_bytes} bytes; use a smaller ring or raise the limit"
+        )),
+        SettleError::Config(e) => Fail::inval(e.to_string()),
     }
-    let locked = locked_memory();
-    let root = rtrec_sys::effective_uid() == 0;
-    let limit = rtrec_sys::memlock_limit().filter(|_| locked > 0 && !root);
-    if let Some(limit) = limit {
-        let left = limit.saturating_sub(locked);
-        if ring > left {
-            return Err(Fail::inval(format!(
-                "rtrec_config.ring_bytes is {ring} bytes, but this process locks its memory (mlockall) and RLIMIT_MEMLOCK leaves {left} bytes; use a smaller ring or raise the limit"
-            )));
-        }
-    }
-    Ok(())
 }
 
 impl rtrec_config {
@@ -536,66 +508,44 @@ impl rtrec_config {
         Ok(d)
     }
 
-    /// The engine configuration; fields the C struct does not carry keep
-    /// the engine's defaults. Checks each field; the engine then checks
-    /// them against each other.
+    /// The engine configuration, in two named steps: [`Self::converted`]
+    /// (each C field checked and turned into the engine's; fields the C
+    /// struct does not carry keep the engine's defaults), then the engine's
+    /// [`Config::settle`], the step `rtrec record` takes too: the sizes
+    /// left 0, the rules between fields and the ring's fit in memory, its
+    /// refusals worded here ([`settle_fail`]).
     ///
     /// # Safety
     ///
     /// `prefix` is NULL or a valid C string.
     pub(crate) unsafe fn engine_config(&self) -> Result<Config, Fail> {
+        // SAFETY: forwarded from the caller.
+        let mut cfg = unsafe { self.converted() }?;
+        // 0 asks for the engine's sizing, with an unknown workload (the C
+        // API is not told the rate or the count).
+        let ring = (cfg.ring_bytes != 0).then_some(cfg.ring_bytes);
+        cfg.settle(&Workload::UNKNOWN, ring).map_err(settle_fail)?;
+        Ok(cfg)
+    }
+
+    /// Step one of [`Self::engine_config`]: every field checked on its own
+    /// (an `-EINVAL` names the first bad one, in the order of the checks
+    /// below) and converted; 0 is the engine's default, and the sized
+    /// fields (`file_size`, `ring_bytes`, `flight_pre_bytes`) stay 0 for
+    /// the settling step.
+    ///
+    /// # Safety
+    ///
+    /// `prefix` is NULL or a valid C string.
+    unsafe fn converted(&self) -> Result<Config, Fail> {
         let d = Config::default();
-        let writer_priority = match self.writer_priority {
-            0 => None,
-            p => Some(check_writer_priority(p).map(|()| p).map_err(|e| {
-                Fail::inval(format!("rtrec_config.writer_priority: {e}; or 0 for none"))
-            })?),
-        };
-        let prefix = if self.prefix.is_null() {
-            d.prefix.clone()
-        } else {
-            // SAFETY: non-NULL, and a C string by the caller's contract.
-            let p = unsafe { CStr::from_ptr(self.prefix) };
-            let p = p
-                .to_str()
-                .map_err(|_| Fail::inval("rtrec_config.prefix is not valid UTF-8"))?;
-            check_prefix(p).map_err(|e| Fail::inval(format!("rtrec_config.prefix: {e}")))?;
-            p.to_string()
-        };
-        for (name, v) in [
-            ("reserved0", self.reserved0),
-            ("reserved1", self.reserved1),
-            ("reserved2", self.reserved2),
-        ] {
-            if v != 0 {
-                return Err(Fail::inval(format!(
-                    "rtrec_config.{name} is {v}; reserved fields must be 0"
-                )));
-            }
-        }
-        let known = RTREC_PIN_WRITER | RTREC_PIN_FLUSHER;
-        if self.pin & !known != 0 {
-            return Err(Fail::inval(format!(
-                "rtrec_config.pin is {:#x}; use RTREC_PIN_WRITER and RTREC_PIN_FLUSHER only",
-                self.pin
-            )));
-        }
-        let fd = FlightConfig::default();
-        let pool = PoolConfig {
-            files: or_default(self.pool_files, d.pool.files),
-            on_empty: from_c(POOL_EMPTIES, self.pool_on_empty, "pool_on_empty")?,
-            refill_while_recording: flag_from_c(
-                self.pool_refill_while_recording,
-                "pool_refill_while_recording",
-            )?,
-            refill_on_finish: flag_from_c(self.pool_refill_on_finish, "pool_refill_on_finish")?,
-        };
-        let flight = flag_from_c(self.flight_enabled, "flight_enabled")?.then_some(FlightConfig {
-            pre_ns: or_default(self.flight_pre_ns, fd.pre_ns),
-            pre_bytes: self.flight_pre_bytes,
-            post_ns: or_default(self.flight_post_ns, fd.post_ns),
-        });
-        let mut cfg = Config {
+        let writer_priority = self.writer_priority()?;
+        // SAFETY: forwarded from the caller.
+        let prefix = unsafe { self.prefix() }?;
+        self.check_reserved_and_pin()?;
+        let pool = self.pool()?;
+        let flight = self.flight()?;
+        Ok(Config {
             mode: from_c(MODES, self.mode, "mode")?,
             alloc: match self.alloc {
                 0 => d.alloc,
@@ -616,28 +566,10 @@ impl rtrec_config {
             max_record: or_default(self.max_record, d.max_record),
             ring_bytes: self.ring_bytes,
             writer_poll_us: or_default(self.writer_poll_us, d.writer_poll_us),
-            max_latency_ns: if self.max_latency_ns == 0 {
-                d.max_latency_ns
-            } else {
-                self.max_latency_ns
-            },
+            max_latency_ns: or_default(self.max_latency_ns, d.max_latency_ns),
             flusher_nice: or_default(self.flusher_nice, d.flusher_nice),
             prefix,
-            rt: RtConfig {
-                writer_priority,
-                writer_cpu: cpu_from_c(
-                    self.writer_cpu,
-                    self.pin & RTREC_PIN_WRITER != 0,
-                    "writer_cpu",
-                    "RTREC_PIN_WRITER",
-                )?,
-                flusher_cpu: cpu_from_c(
-                    self.flusher_cpu,
-                    self.pin & RTREC_PIN_FLUSHER != 0,
-                    "flusher_cpu",
-                    "RTREC_PIN_FLUSHER",
-                )?,
-            },
+            rt: self.rt(writer_priority)?,
             pool,
             flight,
             on_full: from_c(ON_FULLS, self.on_full, "on_full")?,
@@ -651,25 +583,106 @@ impl rtrec_config {
                 n => n,
             },
             ..d
-        };
-        // 0 asks for the engine's sizing: the same rules `rtrec record`
-        // applies, here with an unknown workload (the C API is not told
-        // the rate or the count).
-        let sizes = cfg.sizes_for(&Workload::UNKNOWN);
-        if cfg.file_size == 0 {
-            cfg.file_size = sizes.file_size;
+        })
+    }
+
+    /// `writer_priority`: 0 is none, else SCHED_FIFO 1-99.
+    fn writer_priority(&self) -> Result<Option<i32>, Fail> {
+        match self.writer_priority {
+            0 => Ok(None),
+            p => check_writer_priority(p).map(|()| Some(p)).map_err(|e| {
+                Fail::inval(format!("rtrec_config.writer_priority: {e}; or 0 for none"))
+            }),
         }
-        if cfg.ring_bytes == 0 {
-            cfg.ring_bytes = sizes.ring.ring_bytes;
+    }
+
+    /// `prefix`: NULL is the engine's default; else UTF-8 that stays in
+    /// the directory.
+    ///
+    /// # Safety
+    ///
+    /// `prefix` is NULL or a valid C string.
+    unsafe fn prefix(&self) -> Result<String, Fail> {
+        if self.prefix.is_null() {
+            return Ok(Config::default().prefix);
         }
-        if let Some(f) = cfg.flight.as_mut().filter(|f| f.pre_bytes == 0) {
-            f.pre_bytes = sizes.pre_bytes;
+        // SAFETY: non-NULL, and a C string by the caller's contract.
+        let p = unsafe { CStr::from_ptr(self.prefix) };
+        let p = p
+            .to_str()
+            .map_err(|_| Fail::inval("rtrec_config.prefix is not valid UTF-8"))?;
+        check_prefix(p).map_err(|e| Fail::inval(format!("rtrec_config.prefix: {e}")))?;
+        Ok(p.to_string())
+    }
+
+    /// The reserved fields are 0 and `pin` has only the known flags (both
+    /// kept free for a later meaning).
+    fn check_reserved_and_pin(&self) -> Result<(), Fail> {
+        for (name, v) in [
+            ("reserved0", self.reserved0),
+            ("reserved1", self.reserved1),
+            ("reserved2", self.reserved2),
+        ] {
+            if v != 0 {
+                return Err(Fail::inval(format!(
+                    "rtrec_config.{name} is {v}; reserved fields must be 0"
+                )));
+            }
         }
-        cfg.validate().map_err(|e| Fail::inval(e.to_string()))?;
-        if cfg.mode == Mode::Ring {
-            check_ring_fits(cfg.ring_bytes)?;
+        let known = RTREC_PIN_WRITER | RTREC_PIN_FLUSHER;
+        if self.pin & !known != 0 {
+            return Err(Fail::inval(format!(
+                "rtrec_config.pin is {:#x}; use RTREC_PIN_WRITER and RTREC_PIN_FLUSHER only",
+                self.pin
+            )));
         }
-        Ok(cfg)
+        Ok(())
+    }
+
+    /// The `pool_*` fields.
+    fn pool(&self) -> Result<PoolConfig, Fail> {
+        Ok(PoolConfig {
+            files: or_default(self.pool_files, Config::default().pool.files),
+            on_empty: from_c(POOL_EMPTIES, self.pool_on_empty, "pool_on_empty")?,
+            refill_while_recording: flag_from_c(
+                self.pool_refill_while_recording,
+                "pool_refill_while_recording",
+            )?,
+            refill_on_finish: flag_from_c(self.pool_refill_on_finish, "pool_refill_on_finish")?,
+        })
+    }
+
+    /// The `flight_*` fields when `flight_enabled` is 1 (a window of 0
+    /// bytes is sized when the configuration is settled).
+    fn flight(&self) -> Result<Option<FlightConfig>, Fail> {
+        let fd = FlightConfig::default();
+        Ok(
+            flag_from_c(self.flight_enabled, "flight_enabled")?.then_some(FlightConfig {
+                pre_ns: or_default(self.flight_pre_ns, fd.pre_ns),
+                pre_bytes: self.flight_pre_bytes,
+                post_ns: or_default(self.flight_post_ns, fd.post_ns),
+            }),
+        )
+    }
+
+    /// The writer's priority (checked by [`Self::writer_priority`]) and
+    /// the CPUs of the threads `pin` pins.
+    fn rt(&self, writer_priority: Option<i32>) -> Result<RtConfig, Fail> {
+        Ok(RtConfig {
+            writer_priority,
+            writer_cpu: cpu_from_c(
+                self.writer_cpu,
+                self.pin & RTREC_PIN_WRITER != 0,
+                "writer_cpu",
+                "RTREC_PIN_WRITER",
+            )?,
+            flusher_cpu: cpu_from_c(
+                self.flusher_cpu,
+                self.pin & RTREC_PIN_FLUSHER != 0,
+                "flusher_cpu",
+                "RTREC_PIN_FLUSHER",
+            )?,
+        })
     }
 
     /// Reads the caller's struct (see [`read_struct`]) and converts it.

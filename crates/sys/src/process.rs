@@ -96,10 +96,37 @@ pub fn default_sigpipe() -> io::Result<()> {
 /// `getrlimit(RLIMIT_MEMLOCK, …)`: the soft limit on locked memory, bytes,
 /// what `mlockall` may lock without privilege (`CAP_IPC_LOCK`); `None`
 /// when unlimited. The one reading of it: the engine's real-time setup,
-/// the C library's ring check and `rtrec doctor` all ask here. See
+/// the ring check of `rtrec_engine::settle` and `rtrec doctor` all ask here. See
 /// getrlimit(2).
 pub fn memlock_limit() -> Option<u64> {
     rustix::process::getrlimit(rustix::process::Resource::Memlock).current
+}
+
+/// `sysconf(_SC_PHYS_PAGES) × sysconf(_SC_PAGESIZE)`: the machine's
+/// memory, bytes; 0 when unknown. See sysconf(3).
+pub fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
+}
+
+/// Memory this process has locked (`VmLck` of `/proc/self/status`),
+/// bytes; 0 when unknown. Not 0 once the process called `mlockall()`:
+/// every later allocation is locked too and counts against
+/// [`memlock_limit`]. See proc(5).
+pub fn locked_memory() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let l = s.lines().find(|l| l.starts_with("VmLck:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 #[cfg(test)]

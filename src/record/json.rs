@@ -1,0 +1,82 @@
+//! `record --json`: the engine's summary and what the recording adds to it
+//! ([`Extra`]), written as the one typed document of
+//! `rtrec_engine::result` (docs/record-schema.md).
+
+use std::io::Write;
+use std::path::Path;
+
+use rtrec_engine::result::{RecordResult, ResidentSample};
+use rtrec_engine::{RingSizing, Summary};
+
+use super::session::Timeline;
+use super::source::Total;
+use crate::error::Context;
+
+/// What `record --json` adds to the engine's summary (each section left
+/// out when absent; docs/record-schema.md).
+#[derive(Clone, Copy)]
+pub struct Extra<'a> {
+    /// `--rss`: resident memory after so many events.
+    pub rss: Option<&'a [(u64, u64)]>,
+    /// `--explain`: the slow calls' attribution.
+    pub explained: Option<&'a crate::explain::Explanation>,
+    /// `--io-class` / `--io-weight`: what was applied.
+    pub isolation: Option<&'a crate::isolation::Applied>,
+    /// `--device`: the emulated device.
+    pub device: Option<&'a crate::device::DeviceReport>,
+    /// `--timeline`: `record()` and lateness in order.
+    pub timeline: &'a Timeline,
+    /// `--total`: as asked, and the whole records it allowed.
+    pub total: Option<Total>,
+    /// Ring mode: how the ring was sized.
+    pub ring: Option<&'a RingSizing>,
+    /// What the recording and the pool hold on disk.
+    pub disk: &'a crate::disk::DiskUse,
+    /// `--explain-baseline`: nothing was recorded.
+    pub baseline: bool,
+}
+
+/// `--json`: the summary and the sections `extra` holds, as the one typed
+/// document of `rtrec_engine::result` (docs/record-schema.md).
+pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Result<()> {
+    let Extra {
+        rss,
+        explained,
+        isolation,
+        device,
+        timeline,
+        total,
+        ring,
+        disk,
+        baseline,
+    } = *extra;
+    let mut r = RecordResult::new(s.clone());
+    r.resident_after_events = rss
+        .unwrap_or_default()
+        .iter()
+        .map(|&(events, resident_bytes)| ResidentSample {
+            events,
+            resident_bytes,
+        })
+        .collect();
+    r.isolation = isolation.map(serde_json::to_value).transpose()?;
+    r.explain = explained.map(serde_json::to_value).transpose()?;
+    r.explain_baseline = baseline;
+    r.device = device.map(serde_json::to_value).transpose()?;
+    r.timeline_lateness_ns = timeline.lateness_ns.clone();
+    r.total_bytes = total.map(|t| t.asked_bytes);
+    r.total_records = total.map(|t| t.records);
+    r.ring = ring.map(serde_json::to_value).transpose()?;
+    r.disk = Some(disk.json());
+    let v = r;
+    let text = serde_json::to_string_pretty(&v)? + "\n";
+    if path == Path::new("-") {
+        std::io::stdout().write_all(text.as_bytes())?;
+    } else {
+        // Replaced atomically relative to its directory: a symlink planted
+        // at the name is replaced, never written through.
+        rtrec_sys::write_atomic(path, text.as_bytes(), 0o644)
+            .context(format!("writing '{}'", path.display()))?;
+    }
+    Ok(())
+}

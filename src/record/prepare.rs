@@ -1,0 +1,149 @@
+//! Stage two of a recording: everything it needs before its first record,
+//! each step a function — the directory, signal handlers, trigger
+//! sources, a crashed recording moved back, the cgroup and the recorder
+//! itself, tracing, the threads that watch it, and last the real-time
+//! settings of the calling thread.
+
+use std::sync::atomic::Ordering;
+
+use rtrec_engine::{rt, Alloc, Mode, Recorder};
+
+use super::plan::{Plan, RecordArgs};
+use super::ring::ring_warnings;
+use super::watch::Watchers;
+use crate::error::{Context, Error, Result};
+use crate::signals;
+
+/// Stage two's result: a recorder ready to take records, and what stays
+/// beside it until the end.
+pub struct Prepared {
+    /// The recorder.
+    pub rec: Recorder,
+    /// A pooled recording's shared lock: it is writing in the directory.
+    pub writing: Option<rtrec_engine::pool::WritersLock>,
+    /// Ctrl-C and SIGTERM end the recording; put back when dropped.
+    pub stop_signals: rtrec_host::signals::StopSignals,
+    /// `--io-class` / `--io-weight`: the recording's cgroup, removed when
+    /// dropped.
+    pub isolation: Option<crate::isolation::Isolation>,
+    /// `--explain`.
+    pub tracing: Option<crate::explain::Tracing>,
+    /// The progress bar, the status file, the memory samples.
+    pub watchers: Watchers,
+}
+
+/// Stage two (see the module docs). Nothing has been recorded if it
+/// fails.
+///
+/// # Errors
+/// The directory cannot be created, a signal handler installed, a crashed
+/// recording moved back, or the recorder created.
+pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
+    if plan.dir_is_default && !plan.dir.exists() {
+        std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
+    }
+    let stop_signals = signals::install()?;
+    keep_cpu_for_producer(plan);
+    let locks_memory = plan.rt.as_ref().is_some_and(|s| s.lock_memory);
+    for w in ring_warnings(&plan.ring, locks_memory) {
+        eprintln!("rtrec: warning: {w}");
+    }
+    listen_for_triggers(plan)?;
+    recover_crashed(plan)?;
+    let (rec, isolation) = create(a, plan)?;
+    // A pooled recording says it is writing here (see crate::disk).
+    let writing = (plan.cfg.alloc == Alloc::Pool)
+        .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
+        .flatten();
+    let cpu = plan.rt.as_ref().and_then(|r| r.cpu);
+    let tracing = crate::explain::start(&a.explain, &plan.dir, plan.source.period_ns(), cpu);
+    let watchers = Watchers::start(&a.output, plan, rec.live());
+    // The producer's real-time setup last: every thread above (the
+    // engine's writer and flusher, the tracer's reader, the watchers, the
+    // stdin trigger) was spawned before it and inherits neither the
+    // SCHED_FIFO priority nor the CPU pin; the ring is already faulted in,
+    // and mlockall locks it with the rest.
+    if let Some(setup) = &plan.rt {
+        for w in rt::apply(setup) {
+            eprintln!("rtrec: warning: {w} (recording without it)");
+        }
+    }
+    Ok(Prepared {
+        rec,
+        writing,
+        stop_signals,
+        isolation,
+        tracing,
+        watchers,
+    })
+}
+
+/// `--rt --cpu N` keeps N for the producer: every thread spawned from
+/// here on (the engine's writer and flusher, the tracer's reader, the
+/// watchers) inherits a mask without N, unless it is the only CPU; the
+/// producer is pinned to N last. A writer or flusher in a system call on
+/// the producer's CPU would otherwise hold it past its wake-up (a kernel
+/// without full preemption does not take the CPU back there).
+fn keep_cpu_for_producer(plan: &Plan) {
+    if let Some(cpu) = plan.rt.as_ref().and_then(|r| r.cpu) {
+        if let Err(e) = rtrec_sys::avoid_cpu(cpu) {
+            eprintln!("rtrec: warning: could not keep CPU {cpu} for the producer alone: {e}");
+        }
+    }
+}
+
+/// The trigger sources that need setting up before the recording: a
+/// flight recorder always takes SIGUSR1 (its default action would kill the
+/// recorder and lose the window); `--trigger-on stdin` reads lines on a
+/// thread of its own.
+fn listen_for_triggers(plan: &Plan) -> Result<()> {
+    if plan.triggers.sigusr1 || plan.cfg.flight.is_some() {
+        signals::install_trigger_on_sigusr1()?;
+    }
+    if plan.triggers.stdin {
+        std::thread::spawn(|| {
+            use std::io::BufRead;
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+                signals::TRIGGERS.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    Ok(())
+}
+
+/// A recording a crash left in the pool goes back first, and is named.
+fn recover_crashed(plan: &Plan) -> Result<()> {
+    if plan.cfg.alloc != Alloc::Pool {
+        return Ok(());
+    }
+    if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(&plan.dir) {
+        for (from, to) in pool.recover().map_err(|e| Error::Usage(e.to_string()))? {
+            eprintln!(
+                "rtrec: recovered an unfinished recording: '{}' moved back as '{}'",
+                from.display(),
+                to.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The recorder, created in its own cgroup (removed when the isolation
+/// drops) with the I/O class the engine's threads inherit.
+fn create(a: &RecordArgs, plan: &Plan) -> Result<(Recorder, Option<crate::isolation::Isolation>)> {
+    let mut isolation = crate::isolation::Isolation::start(&a.isolation, &plan.dir);
+    if let Some(i) = isolation.as_mut() {
+        i.before_create();
+    }
+    let cfg = a.storage.pool_sized(&plan.cfg, &plan.dir)?;
+    // Nothing has been recorded if this fails: exit 2, as for bad input.
+    let created = Recorder::create(&plan.dir, cfg);
+    if let Some(i) = &isolation {
+        i.after_create(plan.cfg.mode == Mode::Inline);
+    }
+    let rec = created.map_err(|e| Error::Usage(e.to_string()))?;
+    Ok((rec, isolation))
+}

@@ -1,0 +1,57 @@
+//! `record`'s real-time flags — `--rt` (memory locked, SCHED_FIFO for the
+//! caller and the writer), its priority and CPU, the writer's CPU — and
+//! their part of the plan ([`RtArgs::apply`]): the engine's writer
+//! settings, and the caller's setup applied last by the recording.
+
+use clap::Args;
+use rtrec_engine::rt::RtSetup;
+use rtrec_engine::Config;
+
+use crate::error::{usage, Result};
+
+/// Real-time settings of the caller and the writer.
+#[derive(Debug, Args)]
+pub struct RtArgs {
+    /// Real-time helpers: mlockall, SCHED_FIFO for the caller (--priority) and the writer (one below).
+    #[arg(long)]
+    pub rt: bool,
+
+    /// SCHED_FIFO priority of the caller with --rt.
+    #[arg(long, default_value_t = 80, value_name = "1-99")]
+    pub priority: i32,
+
+    /// Pin the caller to this CPU (with --rt).
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    /// Pin the writer thread to this CPU.
+    #[arg(long, value_name = "CPU")]
+    pub writer_cpu: Option<usize>,
+}
+
+impl RtArgs {
+    /// Its part of the engine's configuration (the writer's CPU, and with
+    /// `--rt` its priority, one below the caller's), and the caller's
+    /// setup with `--rt`.
+    ///
+    /// # Errors
+    /// `--priority` outside SCHED_FIFO's 1-99 with `--rt`.
+    pub fn apply(&self, cfg: &mut Config) -> Result<Option<RtSetup>> {
+        cfg.rt.writer_cpu = self.writer_cpu;
+        if !self.rt {
+            return Ok(None);
+        }
+        if !(1..=99).contains(&self.priority) {
+            return usage(format!(
+                "--priority: {} is outside SCHED_FIFO's range 1-99",
+                self.priority
+            ));
+        }
+        cfg.rt.writer_priority = Some((self.priority - 1).max(1));
+        Ok(Some(RtSetup {
+            lock_memory: true,
+            priority: Some(self.priority),
+            cpu: self.cpu,
+        }))
+    }
+}

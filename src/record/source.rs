@@ -1,0 +1,226 @@
+//! `record`'s source flags — what is recorded and how much: the synthetic
+//! source's period and record size, stdin and its lines, the stop
+//! conditions — and their part of the plan ([`SourceArgs::apply`]): where
+//! records come from ([`Source`]), how many, the engine's largest record,
+//! and what the sizing rules know about the workload.
+
+use clap::Args;
+use rtrec_engine::{Config, Stall, Workload};
+use rtrec_units::format_size;
+use rtrec_units::value::{Duration, Size};
+
+use crate::error::{usage, Result};
+
+/// `record --period`'s default: the published study's (S1) 5 ms.
+pub const DEFAULT_PERIOD: Duration = Duration::from_ns(5_000_000);
+/// `record --size`'s default: the published study's (S1) 16 KiB.
+pub const DEFAULT_RECORD_SIZE: Size = Size::from_bytes(16 << 10);
+/// `record --max-line`'s default.
+pub const DEFAULT_MAX_LINE: Size = Size::from_bytes(64 << 10);
+
+/// What is recorded and how much.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// Period of the synthetic source (e.g. 5ms, 250us).
+    #[arg(
+        long,
+        value_parser = rtrec_units::value::interval,
+        default_value_t = DEFAULT_PERIOD,
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
+    pub period: Duration,
+
+    /// Size of each record (e.g. 16KiB). With --stdin, stdin is cut into records of exactly this
+    /// size (unless --lines); a shorter last piece at the end of the stream, or when the recording is
+    /// stopped, is stored as a shorter record. Pick a multiple of the stream's own unit so that
+    /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800).
+    #[arg(
+        long,
+        value_parser = rtrec_units::value::record_size,
+        default_value_t = DEFAULT_RECORD_SIZE,
+        allow_hyphen_values = true,
+        value_name = "SIZE"
+    )]
+    pub size: Size,
+
+    /// Stop after this many payload bytes (e.g. 100MiB): the whole records that fit, rounded down (a total is never exceeded; at least one record). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
+    #[arg(long, value_parser = rtrec_units::value::size, conflicts_with = "count", value_name = "SIZE")]
+    pub total: Option<Size>,
+
+    /// Stop after this many records.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Stop after this long (e.g. 10s, 5min), as fio's runtime= and cyclictest's -D: the periods that fit in it.
+    #[arg(long, value_parser = rtrec_units::value::span, conflicts_with_all = ["total", "count", "stdin"], value_name = "DURATION")]
+    pub duration: Option<Duration>,
+
+    /// Record what arrives on standard input instead of a synthetic source.
+    #[arg(long)]
+    pub stdin: bool,
+
+    /// With --stdin: one record per line, stored without its newline; the recording is marked as
+    /// lines, and `export` (raw, its default) puts a newline after each record.
+    #[arg(long, requires = "stdin")]
+    pub lines: bool,
+
+    /// With --lines: the longest line accepted.
+    #[arg(long, value_parser = rtrec_units::value::record_size, default_value_t = DEFAULT_MAX_LINE, value_name = "SIZE")]
+    pub max_line: Size,
+}
+
+/// Where records come from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    /// One record of `--size` bytes every `period_ns`.
+    Synthetic {
+        /// The period, ns.
+        period_ns: u64,
+    },
+    /// Stdin cut into records of `--size` bytes.
+    StdinFixed,
+    /// Stdin, one record per line.
+    StdinLines,
+}
+
+/// The source's part of the plan.
+#[derive(Debug)]
+pub struct SourcePlan {
+    /// Where records come from.
+    pub source: Source,
+    /// `--size`, bytes.
+    pub size: usize,
+    /// Records to offer: from `--count`, `--total` or `--duration`; `None`
+    /// until stopped.
+    pub count: Option<u64>,
+    /// `--total` as asked, and the whole records it allows.
+    pub total: Option<Total>,
+}
+
+impl SourceArgs {
+    /// The stop conditions checked against the record size and period,
+    /// [`Source`], and the source's part of the engine's configuration:
+    /// `lines` and the largest record (`--max-line` with `--lines`, else
+    /// `--size`).
+    ///
+    /// # Errors
+    /// A stop condition that allows no record, or a record too large for
+    /// this machine's address space: one sentence naming the flag.
+    pub fn apply(&self, cfg: &mut Config) -> Result<SourcePlan> {
+        let size = self.size.bytes();
+        let source = match (self.stdin, self.lines) {
+            (false, _) => Source::Synthetic {
+                period_ns: self.period.ns(),
+            },
+            (true, false) => Source::StdinFixed,
+            (true, true) => Source::StdinLines,
+        };
+        let count = self.count()?;
+        cfg.lines = self.lines;
+        let record_max = if self.lines {
+            self.max_line.bytes()
+        } else {
+            size
+        };
+        cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
+        Ok(SourcePlan {
+            source,
+            size: size as usize,
+            count,
+            total: Total::of(self),
+        })
+    }
+
+    /// Records to offer, from `--duration`, `--total` or `--count`.
+    fn count(&self) -> Result<Option<u64>> {
+        let (period_ns, size) = (self.period.ns(), self.size.bytes());
+        Ok(match (self.total, self.count) {
+            // --duration: the periods that fit in it (the synthetic source
+            // releases one record per period, so a duration is a count).
+            (None, None) if self.duration.is_some() => {
+                let d = self.duration.map_or(0, Duration::ns);
+                if d < period_ns {
+                    return usage("--duration: the duration must be at least one --period");
+                }
+                Some(d / period_ns)
+            }
+            // A total is a limit: whole records, rounded down, never more
+            // than asked (the summary and --json say what it allowed).
+            (Some(total), _) => {
+                let t = total.bytes();
+                if t < size {
+                    return usage(format!(
+                        "--total: {} is less than one record of {} (--size); give at least {}",
+                        format_size(t),
+                        format_size(size),
+                        format_size(size)
+                    ));
+                }
+                Some(t / size)
+            }
+            (None, Some(0)) => return usage("--count: the count must be at least 1"),
+            (None, c) => c,
+        })
+    }
+}
+
+impl SourcePlan {
+    /// The synthetic source's period, ns; `None` for stdin (the rate is
+    /// unknown).
+    pub fn period_ns(&self) -> Option<u64> {
+        match self.source {
+            Source::Synthetic { period_ns } => Some(period_ns),
+            _ => None,
+        }
+    }
+
+    /// What the engine's sizing rules need to know about the source; the
+    /// writer stall to absorb is the ring group's.
+    pub fn workload(&self, stall: Option<Stall>) -> Workload {
+        Workload {
+            period_ns: self.period_ns(),
+            records: self.count,
+            fixed_size: !matches!(self.source, Source::StdinLines),
+            stall,
+        }
+    }
+}
+
+/// `--total` as asked and the whole records it allows: rounded down, so
+/// that a total is never exceeded.
+#[derive(Clone, Copy, Debug)]
+pub struct Total {
+    /// `--total`, bytes.
+    pub asked_bytes: u64,
+    /// The whole records it allows.
+    pub records: u64,
+    /// `--size`, bytes.
+    pub record_bytes: u64,
+}
+
+impl Total {
+    fn of(a: &SourceArgs) -> Option<Total> {
+        let record_bytes = a.size.bytes().max(1);
+        a.total.map(|t| Total {
+            asked_bytes: t.bytes(),
+            records: t.bytes() / record_bytes,
+            record_bytes,
+        })
+    }
+
+    /// The summary's line when the total is not a whole number of records.
+    pub fn line(&self) -> Option<String> {
+        let allowed = self.records * self.record_bytes;
+        (allowed != self.asked_bytes).then(|| {
+            format!(
+                "--total {} allows {} whole record{} of {} ({}): rounded down, a total is never exceeded\n",
+                format_size(self.asked_bytes),
+                self.records,
+                if self.records == 1 { "" } else { "s" },
+                format_size(self.record_bytes),
+                format_size(allowed)
+            )
+        })
+    }
+}

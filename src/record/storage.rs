@@ -1,0 +1,150 @@
+//! `record`'s storage flags — how records are laid out and written to
+//! files and made durable: allocation, back-end, flushing, file size and
+//! layout, the pool — their part of the engine's configuration
+//! ([`StorageArgs::apply`]), and the one file-size rule of a pooled
+//! recording ([`StorageArgs::pool_sized`]).
+
+use std::path::Path;
+
+use clap::Args;
+use rtrec_engine::{
+    Alloc, Config, Flush, Framing, Io, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
+    DEFAULT_SYNC_EVERY_NS,
+};
+use rtrec_units::format_size;
+use rtrec_units::value::{Duration, Size};
+
+use crate::error::{usage, Result};
+
+/// How records are stored.
+#[derive(Debug, Args)]
+pub struct StorageArgs {
+    /// Allocation strategy: how file space is obtained (zero when the framing is raw and --alloc is not given).
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = Config::default().alloc,
+        default_value_if("raw", "true", "zero"),
+        default_value_if("framing", "raw", "zero"),
+        value_name = "STRATEGY"
+    )]
+    pub alloc: Alloc,
+
+    /// Write back-end: how frames reach the file (each value's help below says how it writes; docs/durability.md).
+    #[arg(long, value_enum, default_value_t = Config::default().io, value_name = "BACKEND")]
+    pub io: Io,
+
+    /// With --io direct, uring or uring-buffered: the gathering buffer (a power of two, 4KiB-64MiB; io_uring registers --io-depth of them).
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(DEFAULT_IO_BLOCK), value_name = "SIZE")]
+    pub io_block: Size,
+
+    /// With --io uring or uring-buffered: writes in flight and registered buffers (1-64).
+    #[arg(long, default_value_t = Config::default().io_depth, value_name = "N")]
+    pub io_depth: u32,
+
+    /// Flush strategy: how and when written data are pushed to storage (on the flush thread).
+    #[arg(long, value_enum, default_value_t = Config::default().flush, value_name = "STRATEGY")]
+    pub flush: Flush,
+
+    /// Flush interval.
+    #[arg(long, value_parser = rtrec_units::value::size, default_value_t = Size::from_bytes(Config::default().flush_every), value_name = "SIZE")]
+    pub flush_every: Size,
+
+    /// Make written records durable (fdatasync on the flush thread) at least this often; 0: only when a file is closed.
+    #[arg(long, value_parser = rtrec_units::value::interval_or_zero, default_value_t = Duration::from_ns(DEFAULT_SYNC_EVERY_NS), value_name = "DURATION")]
+    pub sync_every: Duration,
+
+    /// Bytes per file [default: with --alloc pool, the size of the directory's pool when it has one (its prepared files are used, never thrown away); else enough for the whole recording when its length is known, else 64MiB]. Giving it resizes a pool of another size.
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
+    pub file_size: Option<Size>,
+
+    /// File layout [default: packed when --size is at most 1KiB or with --lines, else framed].
+    #[arg(long, value_enum, value_name = "FRAMING")]
+    pub framing: Option<Framing>,
+
+    /// The longest data wait in the writer for more to come: with packed framing, a record in an open frame; with --io buffered, direct or uring in ring mode (framed or raw), a frame's partial last block, held for the next frame to write whole (a kill or power cut loses at most this span).
+    #[arg(long, value_parser = rtrec_units::value::interval, default_value_t = Duration::from_ns(Config::default().max_latency_ns), value_name = "DURATION")]
+    pub max_latency: Duration,
+
+    /// Same as --framing raw: the bytes exactly as given (counters go to a .meta.json sidecar).
+    #[arg(long, conflicts_with = "framing")]
+    pub raw: bool,
+
+    /// Most files the pool keeps ready (with --alloc pool, the default): after the recording the refill replaces the files it took, up to N.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub pool_files: u32,
+
+    /// When the pool has no file ready.
+    #[arg(long, value_enum, default_value_t = PoolConfig::default().on_empty, value_name = "POLICY")]
+    pub on_pool_empty: OnPoolEmpty,
+
+    /// Do not top the pool up after the recording.
+    #[arg(long)]
+    pub no_refill: bool,
+
+    /// Top the pool up while recording, on a nice-19 idle-I/O thread.
+    #[arg(long)]
+    pub refill_while_recording: bool,
+}
+
+impl StorageArgs {
+    /// Its part of the engine's configuration. The framing's default
+    /// depends on the records, so the source's part (`max_record`,
+    /// `lines`) is applied first; `file_size` stays 0 without
+    /// `--file-size`, sized when the plan is settled.
+    pub fn apply(&self, cfg: &mut Config) {
+        // Strategies are typed by the command line (raw framing's default
+        // allocation is `zero` there: raw files have no header for the pool).
+        cfg.alloc = self.alloc;
+        cfg.io = self.io;
+        cfg.io_block = self.io_block.bytes();
+        cfg.io_depth = self.io_depth;
+        cfg.flush = self.flush;
+        cfg.flush_every = self.flush_every.bytes();
+        // 0 is allowed here: durable points only when a file is closed.
+        cfg.sync_every_ns = self.sync_every.ns();
+        cfg.file_size = self.file_size.map_or(0, Size::bytes);
+        cfg.framing = match (self.raw, self.framing) {
+            (true, _) => Framing::Raw,
+            (false, Some(f)) => f,
+            // Small records are packed unless the user chose (see --framing).
+            (false, None) if cfg.lines => Framing::Packed,
+            (false, None) => Framing::auto(cfg.max_record),
+        };
+        cfg.max_latency_ns = self.max_latency.ns();
+        cfg.pool.files = self.pool_files;
+        cfg.pool.on_empty = self.on_pool_empty;
+        cfg.pool.refill_on_finish = !self.no_refill;
+        cfg.pool.refill_while_recording = self.refill_while_recording;
+    }
+
+    /// The one file-size rule of a pooled recording: without
+    /// `--file-size`, a recording in a directory that has a pool takes the
+    /// pool's file size and rotates through its files as it needs more, so
+    /// a prepared pool is never thrown away by a default (the workload's
+    /// size would differ from the pool's, and the pool would be resized:
+    /// its prepared files deleted and a new one allocated on the
+    /// recording's first file). `--file-size` still resizes the pool, and
+    /// says so.
+    ///
+    /// # Errors
+    /// The pool's files cannot hold one record: one sentence naming both
+    /// fixes.
+    pub fn pool_sized(&self, cfg: &Config, dir: &Path) -> Result<Config> {
+        let mut cfg = cfg.clone();
+        if self.file_size.is_some() || cfg.alloc != Alloc::Pool {
+            return Ok(cfg);
+        }
+        if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(dir) {
+            cfg.file_size = pool.file_size();
+            if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
+                return usage(format!(
+                    "the pool's files ({}) cannot hold a record of {}; give --file-size (the pool is resized) or prepare the pool with larger files",
+                    format_size(cfg.file_size),
+                    format_size(cfg.max_record as u64)
+                ));
+            }
+        }
+        Ok(cfg)
+    }
+}

@@ -1,0 +1,220 @@
+//! The summary table `record` prints at the end (docs/summary.md): what was
+//! recorded and where, the strategies, the counts and what became of them,
+//! the latency table, and a line each for the pool, the flight recorder
+//! and the flush thread. One function per part, in the order printed.
+
+use rtrec_engine::{Alloc, FlightStats, LatencySummary, Mode, OnFull, Summary};
+use rtrec_units::{format_duration, format_size};
+
+/// Prints the summary table, on stderr when `to_stderr` (the JSON goes to
+/// stdout).
+pub fn print_summary(s: &Summary, to_stderr: bool) {
+    let mut out = recorded_line(s);
+    out += &strategies_line(s);
+    out += &counts_lines(s);
+    out += &drops_line(s);
+    if s.config.mode == Mode::Ring {
+        out += &on_full_line(s);
+    }
+    out += &latency_table(s);
+    if s.config.alloc == Alloc::Pool {
+        out += &pool_line(s);
+    }
+    if let Some(f) = &s.flight {
+        out += &flight_lines(f, s.records_offered);
+    }
+    out += &flush_line(s);
+    if to_stderr {
+        eprint!("{out}");
+    } else {
+        print!("{out}");
+    }
+}
+
+/// What was recorded, and to which file or directory.
+fn recorded_line(s: &Summary) -> String {
+    let files = match s.files.as_slice() {
+        [] => "no file".to_string(),
+        [one] => one.display().to_string(),
+        many => format!(
+            "{} files in {}",
+            many.len(),
+            many.first()
+                .and_then(|f| f.parent())
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ),
+    };
+    format!(
+        "recorded {} records ({}) to {}\n",
+        s.records_written,
+        format_size(s.bytes_written),
+        files
+    )
+}
+
+/// The strategies in force, and whether the recording is complete.
+fn strategies_line(s: &Summary) -> String {
+    let c = &s.config;
+    format!(
+        "mode {}, alloc {}, flush {} every {}, {}{}\n",
+        c.mode,
+        c.alloc,
+        c.flush,
+        format_size(c.flush_every),
+        c.framing,
+        if s.complete {
+            String::new()
+        } else {
+            match &s.abort_reason {
+                Some(r) => format!(", INCOMPLETE ({r})"),
+                None => format!(", INCOMPLETE ({} records dropped)", s.records_dropped),
+            }
+        }
+    )
+}
+
+/// One row of the latency table: its name and the six figures (`-` when
+/// nothing was measured).
+fn row(name: &str, l: &Option<LatencySummary>) -> String {
+    match l {
+        None => format!("{name:<10} {:>9}", "-"),
+        Some(l) => format!(
+            "{name:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            format_duration(l.min),
+            format_duration(l.mean),
+            format_duration(l.p50),
+            format_duration(l.p99),
+            format_duration(l.p999),
+            format_duration(l.max)
+        ),
+    }
+}
+
+/// Which ring-full policy was in force, and what it cost.
+fn on_full_line(s: &Summary) -> String {
+    match s.config.on_full {
+        OnFull::Drop => "ring full: drop (the producer never waits)\n".into(),
+        OnFull::Block => format!(
+            "ring full: block ({} waits, {} in all, longest {})\n",
+            s.ring_waits,
+            format_duration(s.ring_wait_ns),
+            format_duration(s.ring_wait_max_ns)
+        ),
+    }
+}
+
+/// The counts, in the words of docs/summary.md: offered = written +
+/// dropped; queued (accepted by `record()`) and what became of it; how far
+/// storage holds the recording (each record as data or as its stored
+/// loss). One sentence per relation, so that no two lines can seem to
+/// disagree.
+fn counts_lines(s: &Summary) -> String {
+    let c = &s.config;
+    let mut out = if s.flight.is_some() {
+        // Only what a trigger saved is written; the rest was held in memory.
+        format!(
+            "records: {} offered, {} written (saved around triggers), {} dropped",
+            s.records_offered, s.records_written, s.records_dropped
+        )
+    } else {
+        format!(
+            "records: {} offered = {} written + {} dropped",
+            s.records_offered, s.records_written, s.records_dropped
+        )
+    };
+    // Accepted by record() but never written: dropped after queueing
+    // (a write error), so counted among the dropped.
+    let lost_queued = s.records_queued.saturating_sub(s.records_written);
+    if lost_queued > 0 {
+        out += &format!(
+            "; {} queued, {lost_queued} of them dropped by the writer",
+            s.records_queued
+        );
+    } else {
+        out += &format!("; {} queued", s.records_queued);
+    }
+    out += "\n";
+    let sync = if c.sync_every_ns == 0 {
+        "at file close".to_string()
+    } else {
+        format!("every {}", format_duration(c.sync_every_ns))
+    };
+    out += &if s.durable_seq >= s.records_offered {
+        format!(
+            "durable: all {} offered records (as data or as a stored loss), synced {sync}\n",
+            s.records_offered
+        )
+    } else {
+        format!(
+            "durable: the first {} of {} offered records (as data or as a stored loss), synced {sync}\n",
+            s.durable_seq, s.records_offered
+        )
+    };
+    out
+}
+
+/// The drops by cause, the losses stored, the missed periods.
+fn drops_line(s: &Summary) -> String {
+    format!(
+        "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames), missed periods {}\n",
+        s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored, s.missed_periods
+    )
+}
+
+/// `write()`, `record()` and the lateness: min, mean, p50, p99, p99.9, max.
+fn latency_table(s: &Summary) -> String {
+    let mut out = format!(
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "", "min", "mean", "p50", "p99", "p99.9", "max"
+    );
+    out += &(row("write()", &s.write_ns) + "\n");
+    out += &(row("record()", &s.record_ns) + "\n");
+    out += &(row("lateness", &s.lateness_ns) + "\n");
+    out
+}
+
+/// What the pool gave and what its refill holds.
+fn pool_line(s: &Summary) -> String {
+    let p = &s.pool;
+    format!(
+        "pool: {} taken, {} fallbacks to fallocate, {} waits ({}), {} prepared at start, {} refilled after, holding {} (`rtrec pool trim` or `rtrec pool remove` gives it back)\n",
+        p.taken,
+        p.fallbacks,
+        p.waits,
+        format_duration(p.wait_ns),
+        p.prepared_at_start,
+        p.refilled_on_finish + p.refilled_while_recording,
+        format_size((p.refilled_on_finish + p.refilled_while_recording) * s.config.file_size)
+    )
+}
+
+/// The flight recorder's events and what they saved; `offered`: the
+/// records offered, all held in memory only when no trigger arrived.
+fn flight_lines(f: &FlightStats, offered: u64) -> String {
+    let mut out = format!(
+        "flight recorder: {} events ({} cut short by the next trigger), {} pre- and {} post-trigger records saved, {} overwritten unsaved\n",
+        f.events, f.events_cut_short, f.pre_records_saved, f.post_records_saved, f.overwritten_records
+    );
+    if f.events == 0 {
+        // Honest about what an untriggered flight recorder did.
+        out += &format!(
+            "no trigger arrived: the {offered} records offered were held in memory only and nothing was saved (trigger with --trigger-on SIGUSR1 or stdin, --trigger-every, or `rtrec trigger DIR`)\n"
+        );
+    }
+    out
+}
+
+/// The flush thread's work and its first error.
+fn flush_line(s: &Summary) -> String {
+    format!(
+        "flush thread: {} flushes, {} CPU{}\n",
+        s.flush.flushes,
+        format_duration(s.flush.cpu_ns),
+        s.flush
+            .error
+            .as_ref()
+            .map(|e| format!(", first error: {e}"))
+            .unwrap_or_default()
+    )
+}
