@@ -32,7 +32,7 @@ use indicatif::ProgressBar;
 use rtrec_engine::{Latency, Mode, PeriodicTimer, Recorder};
 use rtrec_sys as sys;
 
-use crate::bgload::{self, Launcher, LoadSet, LoadSpec};
+use crate::bgload::{self, Launcher, LoadReport, LoadSet, LoadSpec};
 use crate::flusher::FlusherControl;
 use crate::output::{progress, Warning};
 use crate::producer::{self, RtReport, RtRequest};
@@ -216,6 +216,9 @@ fn syncfs(dir: &Path) -> std::io::Result<()> {
     sys::syncfs(File::open(dir)?)
 }
 
+/// One set of case `s`: the loads started, the timed loop on a thread of
+/// its own ([`timed`]), then the loads stopped and judged
+/// ([`loads_result`]) and the set summarised.
 fn run_set(
     s: &Scenario,
     protocol: &Protocol,
@@ -247,32 +250,15 @@ fn run_set(
         started: false,
         failed: None,
     });
-    // The timed loop on a thread of its own, raised to the run's
-    // real-time setup after its untimed setup (see `producer`); the loads
-    // and the sampler above were started by this thread and stay normal.
-    let rt = ctx.rt;
-    let warnings = &mut *ctx.warnings;
-    let measured = thread::scope(|scope| {
-        let timed = thread::Builder::new()
-            .name("rtrec-timed".into())
-            .spawn_scoped(scope, || match s.timed {
-                Timed::Write(_) => record_loop(s, protocol, &set_dir, &counter, trace.as_mut(), rt),
-                Timed::Fallocate => {
-                    if let Some(t) = trace.as_mut() {
-                        t.start(vec![sys::gettid()]);
-                    }
-                    fallocate_loop(protocol, &set_dir, &counter, rt)
-                }
-                Timed::Memcpy => memcpy_loop(protocol, &counter, rt),
-                Timed::PageCache => {
-                    pagecache_loop(protocol, &counter, trace.as_mut(), warnings, rt)
-                }
-            })
-            .context("starting the timed thread")?;
-        timed
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the timed thread panicked")))
-    });
+    let measured = timed(
+        s,
+        protocol,
+        &set_dir,
+        &counter,
+        trace.as_mut(),
+        ctx.warnings,
+        ctx.rt,
+    );
     let explained = trace.map(SetTrace::finish);
     let dirty_peak_bytes = sampler.stop();
     let dead = loads.dead();
@@ -287,25 +273,7 @@ fn run_set(
         }),
         None => {}
     }
-    if let Some(r) = reports.iter().find(|r| dead.contains(&r.load.name())) {
-        bail!(
-            "the {} load stopped during the set ({}): {}",
-            r.load.name(),
-            r.status,
-            r.stderr.trim()
-        );
-    }
-    for r in reports.iter().filter(|r| !r.clean) {
-        ctx.warnings.push(Warning::LoadKilled {
-            case: s.name.to_string(),
-            load: r.load.name(),
-        });
-    }
-    let reader_bytes_per_s = reports
-        .iter()
-        .find(|r| r.load == Load::Read)
-        .and_then(|r| r.result.as_ref())
-        .and_then(|r| r.read_bytes_per_s());
+    let reader_bytes_per_s = loads_result(s, &reports, &dead, ctx.warnings)?;
     let set = SetResult {
         index,
         write_ns: o.write.summary(),
@@ -321,6 +289,70 @@ fn run_set(
         error: o.error.clone(),
     };
     Ok((o, set))
+}
+
+/// The timed loop of case `s` on a thread of its own, raised to the run's
+/// real-time setup `rt` after its untimed setup (see `producer`); the
+/// loads and the sampler were started by the calling thread and stay
+/// normal.
+fn timed(
+    s: &Scenario,
+    protocol: &Protocol,
+    set_dir: &Path,
+    counter: &AtomicU64,
+    mut trace: Option<&mut SetTrace<'_>>,
+    warnings: &mut Vec<Warning>,
+    rt: &RtRequest,
+) -> anyhow::Result<Outcome> {
+    thread::scope(|scope| {
+        let timed = thread::Builder::new()
+            .name("rtrec-timed".into())
+            .spawn_scoped(scope, || match s.timed {
+                Timed::Write(_) => record_loop(s, protocol, set_dir, counter, trace, rt),
+                Timed::Fallocate => {
+                    if let Some(t) = trace.as_mut() {
+                        t.start(vec![sys::gettid()]);
+                    }
+                    fallocate_loop(protocol, set_dir, counter, rt)
+                }
+                Timed::Memcpy => memcpy_loop(protocol, counter, rt),
+                Timed::PageCache => pagecache_loop(protocol, counter, trace, warnings, rt),
+            })
+            .context("starting the timed thread")?;
+        timed
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the timed thread panicked")))
+    })
+}
+
+/// The loads of a set, stopped: a load that died during the set fails it;
+/// one that had to be killed is a warning. The background reader's
+/// throughput, when it ran.
+fn loads_result(
+    s: &Scenario,
+    reports: &[LoadReport],
+    dead: &[&'static str],
+    warnings: &mut Vec<Warning>,
+) -> anyhow::Result<Option<f64>> {
+    if let Some(r) = reports.iter().find(|r| dead.contains(&r.load.name())) {
+        bail!(
+            "the {} load stopped during the set ({}): {}",
+            r.load.name(),
+            r.status,
+            r.stderr.trim()
+        );
+    }
+    for r in reports.iter().filter(|r| !r.clean) {
+        warnings.push(Warning::LoadKilled {
+            case: s.name.to_string(),
+            load: r.load.name(),
+        });
+    }
+    Ok(reports
+        .iter()
+        .find(|r| r.load == Load::Read)
+        .and_then(|r| r.result.as_ref())
+        .and_then(|r| r.read_bytes_per_s()))
 }
 
 /// A record of `len` bytes with a recognisable pattern.

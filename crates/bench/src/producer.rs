@@ -34,8 +34,9 @@ use rtrec_engine::rt::{self, RtSetup};
 use serde::{Deserialize, Serialize};
 
 /// The SCHED_FIFO priority of the timed thread by default: `rtrec record
-/// --rt`'s default `--priority`; the writer thread gets one below.
-pub const DEFAULT_PRIORITY: i32 = 80;
+/// --rt`'s default `--priority` (the one definition of both,
+/// [`rt::DEFAULT_PRIORITY`]); the writer thread gets one below.
+pub const DEFAULT_PRIORITY: i32 = rt::DEFAULT_PRIORITY;
 
 /// What a run asks for its timed threads (`--no-rt`, `--priority`, `--cpu`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -187,7 +187,8 @@ pub struct S4Context<'a> {
     pub fio: Option<String>,
 }
 
-/// Runs the matrix and the recording cases.
+/// Runs the matrix (each cell with our own jobs and, with `--with-fio`,
+/// fio's) and the recording cases ([`ISOLATED`]).
 ///
 /// # Errors
 /// No I/O cgroup hierarchy; the device's scheduler cannot be read.
@@ -206,7 +207,21 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
             cells: Vec::new(),
         }),
     };
-    let mut plan: Vec<(Sched, Load, bool, u64, Vec<u32>)> = Vec::new();
+    run_matrix(ctx, &h, &dev, &mut out);
+    run_isolated_cases(ctx, &h, &dev, &mut out);
+    Ok(out)
+}
+
+/// One cell of the matrix: scheduler, load, `O_DIRECT`, request size and
+/// the groups' weights.
+type MatrixCell = (Sched, Load, bool, u64, Vec<u32>);
+
+/// The matrix in run order: for each scheduler, the reader and the writer,
+/// direct then buffered, at every request size, in two groups weighted
+/// 200:100; then under bfq (when it is compared) the direct ones in three
+/// groups weighted 100:400:500.
+fn matrix(ctx: &S4Context<'_>) -> Vec<MatrixCell> {
+    let mut plan: Vec<MatrixCell> = Vec::new();
     for &s in ctx.schedulers {
         for (load, direct) in [
             (Load::JobRead, true),
@@ -227,7 +242,13 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
             plan.push((SCHEDS[2], load, direct, size, vec![100, 400, 500]));
         }
     }
-    for (i, (s, load, direct, size, weights)) in plan.into_iter().enumerate() {
+    plan
+}
+
+/// Runs every cell of the [`matrix`] until a stop signal, with our own
+/// jobs and, with `--with-fio`, fio's; one line each.
+fn run_matrix(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, out: &mut S4Result) {
+    for (i, (s, load, direct, size, weights)) in matrix(ctx).into_iter().enumerate() {
         if interrupted() {
             break;
         }
@@ -237,7 +258,7 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
             &[Tool::Own]
         };
         for &tool in tools {
-            let cell = run_cell(ctx, &h, &dev, tool, s, load, direct, size, &weights, i);
+            let cell = run_cell(ctx, h, dev, tool, s, load, direct, size, &weights, i);
             eprintln!(
                 "rtrec bench: S4{} {} {} {} {} weights {:?}: shares {:?}%{}",
                 if tool == Tool::Fio { " fio" } else { "" },
@@ -258,6 +279,11 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
             }
         }
     }
+}
+
+/// Runs the [`ISOLATED`] cases of the compared schedulers until a stop
+/// signal, one line each.
+fn run_isolated_cases(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, out: &mut S4Result) {
     for (name, s, class, weight) in ISOLATED {
         if !ctx.schedulers.contains(&s) {
             continue;
@@ -265,7 +291,7 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         if interrupted() {
             break;
         }
-        let c = run_isolated(ctx, &h, &dev, name, s, class, weight);
+        let c = run_isolated(ctx, h, dev, name, s, class, weight);
         eprintln!(
             "rtrec bench: {name}: write max {}, dropped {}{}",
             c.write_ns
@@ -279,7 +305,6 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
         );
         out.isolated.push(c);
     }
-    Ok(out)
 }
 
 /// Who runs a cell's jobs.

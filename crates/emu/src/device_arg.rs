@@ -20,6 +20,18 @@ pub struct DeviceArg {
 }
 
 impl DeviceArg {
+    /// What `--device` takes, in the words of both commands' help: every
+    /// shipped profile's name, then a profile file (`emmc, sd, hdd-5400,
+    /// native, or a profile file`).
+    ///
+    /// Design choice: derived from the shipped profiles, so that one added
+    /// later is named in `rtrec record --help` and `rtrec bench --help`
+    /// without an edit to either.
+    pub fn choices() -> String {
+        let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+        format!("{}, or a profile file", names.join(", "))
+    }
+
     /// Loads and checks a profile by name or file (a clap `value_parser`).
     ///
     /// # Errors
@@ -67,6 +79,15 @@ mod tests {
             ["__emulate", "--profile", "emmc"].map(OsString::from)
         );
         assert_eq!(DeviceArg::parse("native").unwrap().emulator_args(), None);
+    }
+
+    #[test]
+    fn the_choices_name_every_shipped_profile_and_a_file() {
+        let choices = DeviceArg::choices();
+        for (name, _) in BUILTIN {
+            assert!(choices.split(", ").any(|c| c == name), "{choices}");
+        }
+        assert!(choices.ends_with(", or a profile file"), "{choices}");
     }
 
     #[test]

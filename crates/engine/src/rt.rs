@@ -6,12 +6,21 @@ use std::io;
 
 use rtrec_sys as sys;
 
+/// The SCHED_FIFO priority a timed thread gets by default: `rtrec record
+/// --rt --priority`'s and `rtrec bench --priority`'s default; the writer
+/// thread gets one below.
+pub const DEFAULT_PRIORITY: i32 = 80;
+
+/// The SCHED_FIFO priorities (`sched(7)`): a `--priority` outside them is
+/// refused before anything runs.
+pub const PRIORITIES: std::ops::RangeInclusive<i32> = 1..=99;
+
 /// What to apply to the calling thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RtSetup {
     /// `mlockall(MCL_CURRENT|MCL_FUTURE)` for the whole process.
     pub lock_memory: bool,
-    /// SCHED_FIFO priority (1..=99).
+    /// SCHED_FIFO priority (one of [`PRIORITIES`]).
     pub priority: Option<i32>,
     /// CPU to pin to.
     pub cpu: Option<usize>,
