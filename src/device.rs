@@ -53,10 +53,15 @@ pub enum DeviceAction {
 /// (the trial itself is [`Trial`]).
 #[derive(Debug, Args)]
 pub struct RecordDeviceArgs {
-    /// Record onto an emulated device (emmc, sd, hdd-5400, native, or a profile file) in a temporary
-    /// ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring
-    /// is sized for the profile's worst stall (see docs/devices.md).
-    #[arg(long, value_name = "PROFILE", value_parser = rtrec_emu::DeviceArg::parse)]
+    // The profiles are listed from the shipped ones (`DeviceArg::choices`),
+    // as `rtrec bench --device` lists them: one list for both commands.
+    // No final period: clap strips it only from doc comments.
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        value_parser = rtrec_emu::DeviceArg::parse,
+        help = format!("Record onto an emulated device ({}) in a temporary ext4 image; the files are copied to --dir after, the image is removed. Needs root. The ring is sized for the profile's worst stall (see docs/devices.md)", rtrec_emu::DeviceArg::choices())
+    )]
     pub device: Option<rtrec_emu::DeviceArg>,
 }
 

@@ -17,7 +17,7 @@ pub struct RtArgs {
     pub rt: bool,
 
     /// SCHED_FIFO priority of the caller with --rt.
-    #[arg(long, default_value_t = 80, value_name = "1-99")]
+    #[arg(long, default_value_t = rtrec_engine::rt::DEFAULT_PRIORITY, value_name = "1-99")]
     pub priority: i32,
 
     /// Pin the caller to this CPU (with --rt).
@@ -41,7 +41,7 @@ impl RtArgs {
         if !self.rt {
             return Ok(None);
         }
-        if !(1..=99).contains(&self.priority) {
+        if !rtrec_engine::rt::PRIORITIES.contains(&self.priority) {
             return usage(format!(
                 "--priority: {} is outside SCHED_FIFO's range 1-99",
                 self.priority

@@ -582,7 +582,7 @@ pub fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
 ///
 /// [`ConfigError::BadPriority`].
 pub fn check_writer_priority(priority: i32) -> Result<(), ConfigError> {
-    if !(1..=99).contains(&priority) {
+    if !crate::rt::PRIORITIES.contains(&priority) {
         return Err(ConfigError::BadPriority(priority));
     }
     Ok(())
