@@ -784,8 +784,8 @@ mod tests {
         for size in [0, 8, 88, 89, 136, 176, 183, 185, 2000, usize::MAX] {
             let mut c = init();
             c.struct_size = size;
-            // SAFETY: a valid struct; the size is refused before use.
             assert_eq!(
+                // SAFETY: a valid struct; the size is refused before use.
                 unsafe { rtrec_config_init(&mut c) },
                 -libc::EINVAL,
                 "{size}"
@@ -833,8 +833,8 @@ mod tests {
         let e = unsafe { c.engine_config() }.unwrap();
         assert_eq!((e.rt.writer_cpu, e.rt.flusher_cpu), (Some(0), Some(0)));
         c.pin = 4;
-        // SAFETY: prefix is NULL.
         assert_eq!(
+            // SAFETY: prefix is NULL.
             unsafe { c.engine_config() }.unwrap_err().errno,
             libc::EINVAL
         );
@@ -953,8 +953,8 @@ mod tests {
         }
         let mut c = init();
         c.reserved0 = 1;
-        // SAFETY: prefix is NULL.
         assert_eq!(
+            // SAFETY: prefix is NULL.
             unsafe { c.engine_config() }.unwrap_err().errno,
             libc::EINVAL
         );
