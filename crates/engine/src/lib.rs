@@ -34,8 +34,10 @@
 //! thread, the file and flush steps are crate-private.
 //!
 //! Every design choice of the published study is a named strategy in
-//! [`Config`] ([`Alloc`], [`Flush`], [`Mode`], [`Framing`]) so that the bench
-//! composes all its cases from this one engine.
+//! [`Config`] ([`Alloc`], [`Flush`], [`Mode`], [`Framing`], [`Io`]) so that
+//! the bench composes all its cases from this one engine. A storage
+//! back-end ([`Io`]) is one file of `io/` with its row: its help, what it
+//! is, its rules and its fallback.
 #![deny(missing_docs)]
 
 // The modules in the order of the data path. Each imports only modules
@@ -47,6 +49,7 @@ pub mod error;
 pub mod format;
 pub mod sizing;
 pub mod stats;
+mod strategy;
 // Timing of the caller's thread.
 pub mod rt;
 pub mod schedule;
