@@ -16,6 +16,10 @@
 //! re-export loop (`lib.rs: pub use flush::*;` while `flush.rs` uses
 //! `crate::cvt`) is a circle.
 //!
+//! The engine's `lib.rs` declares its modules lowest first; a test holds
+//! it to that (each module, its files and tests, imports only modules
+//! declared before it).
+//!
 //! The checkers are tested on small fixtures: one with a circle of each kind
 //! (it must name them all) and one without, whose comments and strings
 //! mention the same paths (it must name none).
@@ -38,6 +42,8 @@ struct Module {
     source: PathBuf,
     /// Child modules by name.
     children: BTreeSet<String>,
+    /// Child modules in the order the source declares them.
+    declared: Vec<String>,
 }
 
 /// A path written in a file, before it is resolved against the module tree.
@@ -263,7 +269,9 @@ impl Crate {
 
     fn add_child(&mut self, scope: &ModPath, name: &str) {
         if let Some(m) = self.modules.get_mut(scope) {
-            m.children.insert(name.to_string());
+            if m.children.insert(name.to_string()) {
+                m.declared.push(name.to_string());
+            }
         }
     }
 
@@ -358,6 +366,34 @@ impl Crate {
         }
         circles.sort_by_key(|(component, circle)| (component.len(), circle.clone()));
         circles
+    }
+
+    /// Every import of a module the crate root declares after the
+    /// importer's own top module (a file of a directory module counts as
+    /// that module, an inline test module as its file), as a sentence with
+    /// the file, line and path behind it; one per pair of modules.
+    fn declared_after(&self) -> Vec<String> {
+        let order = &self.modules[&ModPath::new()].declared;
+        let position = |m: &String| order.iter().position(|o| o == m);
+        let mut wrong = BTreeMap::new();
+        for (from, tos) in self.edges() {
+            for (to, edge) in tos {
+                let (Some(a), Some(b)) = (from.first(), to.first()) else {
+                    continue;
+                };
+                if a != b && position(b) > position(a) {
+                    wrong.entry((a.clone(), b.clone())).or_insert_with(|| {
+                        format!(
+                            "`{a}` imports `{b}`, declared after it: {}:{} uses `{}`",
+                            relative(&self.modules[&from].source).display(),
+                            edge.line,
+                            edge.path
+                        )
+                    });
+                }
+            }
+        }
+        wrong.into_values().collect()
     }
 
     /// One circle in words: each step with the file, line and path behind it.
@@ -873,6 +909,53 @@ fn the_architecture_document_lists_every_module_lowest_first() {
         wrong.is_empty(),
         "docs/architecture.md, `## Modules, lowest first`:\n{}",
         wrong.join("\n")
+    );
+}
+
+/// `crates/engine/src/lib.rs` says its modules are declared lowest first;
+/// this holds it to that.
+#[test]
+fn the_engine_declares_each_module_after_the_modules_it_imports() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/engine/src/lib.rs");
+    let krate = Crate::read(&root).unwrap_or_else(|e| panic!("{e}"));
+    let wrong = krate.declared_after();
+    assert!(
+        wrong.is_empty(),
+        "crates/engine/src/lib.rs declares its modules lowest first (each imports only \
+         modules declared before it); move a `mod` line below the modules it imports:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_order_checker_names_an_import_of_a_module_declared_later() {
+    let dir = fixture(&[
+        ("lib.rs", "mod base;\nmod io;\nmod writer;\n"),
+        ("base.rs", "pub struct Base;\n"),
+        ("io/mod.rs", "mod direct;\nuse crate::base::Base;\n"),
+        ("io/direct.rs", "use super::super::base::Base;\n"),
+        // Only a test of a directory module's child imports `io`.
+        ("writer/mod.rs", "mod pack;\nuse crate::base::Base;\n"),
+        (
+            "writer/pack.rs",
+            "pub struct Pack;\n#[cfg(test)]\nmod tests {\n    use crate::io;\n}\n",
+        ),
+    ]);
+    let read = || Crate::read(&dir.path().join("src/lib.rs")).unwrap();
+    assert_eq!(read().declared_after(), Vec::<String>::new());
+    // The control: `writer` declared above `io`.
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "mod base;\nmod writer;\nmod io;\n",
+    )
+    .unwrap();
+    let wrong = read().declared_after();
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert!(
+        wrong[0].starts_with("`writer` imports `io`, declared after it: ")
+            && wrong[0].ends_with("writer/pack.rs:4 uses `crate::io`"),
+        "{}",
+        wrong[0]
     );
 }
 

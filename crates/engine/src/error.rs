@@ -162,15 +162,18 @@ pub enum ConfigError {
     /// A writer poll interval outside 1 µs .. 1 s.
     #[error("the writer poll interval must be between 1 µs and 1 s")]
     BadPollInterval,
-    /// Direct I/O with files whose blocks are not allocated up front.
-    #[error("direct I/O needs files whose blocks exist before recording (pool, zero or fallocate): with {0} every direct write would change the file's size, a journal update per write, the very cost direct I/O avoids")]
-    DirectNeedsAllocatedFiles(&'static str),
-    /// A direct I/O block that is not a power of two between 4 KiB and 64 MiB.
-    #[error("the direct I/O block must be a power of two between 4 KiB and 64 MiB, not {0} bytes")]
-    BadIoBlock(u64),
-    /// An io_uring queue depth outside 1 ..= 64.
-    #[error("the io_uring queue depth must be between 1 and 64, not {0}")]
-    BadIoDepth(u32),
+    /// A rule of the chosen back-end (`Config::io`) is broken: an
+    /// `O_DIRECT` back-end with files that grow while recording, a
+    /// gathering buffer (`io_block`) or an io_uring depth (`io_depth`) out
+    /// of range. The rule and its sentence are the back-end's, beside it in
+    /// `io/` (its row's `rules`), so a new back-end brings its own.
+    #[error("{reason}")]
+    BackendRule {
+        /// The back-end, as `--io` names it.
+        io: &'static str,
+        /// The rule's sentence: what to change.
+        reason: String,
+    },
     /// A packed frame's maximum latency outside 1 ns .. 60 s.
     #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
     BadMaxLatency,

@@ -320,8 +320,9 @@ fn sync_new(f: &File, dirs: &[PathBuf]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `marker`: each step is marked `begin flush STEP` / `end flush STEP`
-/// around its system calls (see `docs/explain.md`).
+/// The flush thread's loop: follow the writer to each new file, flush the
+/// chunks behind its written offset, make the file durable every
+/// `sync_every`, then nap until woken or the next sync is due.
 fn run(
     s: &Shared,
     strategy: Flush,
@@ -329,114 +330,198 @@ fn run(
     sync_every: u64,
     marker: Option<&TraceMarker>,
 ) -> FlushStats {
-    let mark = |what: &str, step: std::fmt::Arguments<'_>| {
-        if let Some(m) = marker {
-            m.mark(format_args!("{what} flush {step}"));
-        }
-    };
-    let mut stats = FlushStats::default();
-    let mut lat = Latency::new();
-    let mut sync_lat = Latency::new();
-    let mut epoch = u64::MAX;
-    let mut file: Option<Arc<File>> = None;
-    let mut file_mark: Option<Arc<FileMark>> = None;
-    let mut direct_buf: Option<sys::AlignedBuf> = None;
-    let mut flushed = 0u64; // bytes before this offset have been handed to the kernel
-    let mut durable = 0u64; // the durable point published last
-    let mut next_sync = sys::monotonic_ns().saturating_add(sync_every);
-    let note = |stats: &mut FlushStats, r: std::io::Result<()>| match r {
-        Ok(()) => true,
-        Err(err) => {
-            stats.error.get_or_insert_with(|| Failure::from_io(&err));
-            false
-        }
+    let mut w = Worker {
+        s,
+        strategy,
+        every,
+        sync_every,
+        marker,
+        stats: FlushStats::default(),
+        lat: Latency::new(),
+        sync_lat: Latency::new(),
+        epoch: u64::MAX,
+        file: None,
+        file_mark: None,
+        direct_buf: None,
+        flushed: 0,
+        durable: 0,
+        next_sync: sys::monotonic_ns().saturating_add(sync_every),
     };
     loop {
         let stopping = s.stop.load(Ordering::Acquire);
-        let e = s.epoch.load(Ordering::Acquire);
-        if e != epoch {
-            let target = s.file.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            epoch = e;
-            flushed = 0;
-            file = target.as_ref().map(|(f, _, _)| f.clone());
-            file_mark = target.as_ref().and_then(|(_, _, m)| m.clone());
-            if let Some((f, dirs, _)) = target {
-                // The new file and its name first: then the closed files
-                // before it (fsynced by the writer) are named on storage too.
-                let t0 = sys::monotonic_ns();
-                mark("begin", format_args!("fsync of a new file"));
-                let r = sync_new(&f, &dirs);
-                mark("end", format_args!("fsync of a new file"));
-                sync_lat.record(sys::monotonic_ns() - t0);
-                stats.syncs += 1;
-                if note(&mut stats, r) {
-                    let closed = s.closed_seq.load(Ordering::Acquire);
-                    durable = durable.max(closed);
-                    s.live.durable_seq.fetch_max(closed, Ordering::AcqRel);
-                }
-            }
-        }
-        let written = s.written.load(Ordering::Acquire);
-        if let Some(f) = &file {
-            while strategy != Flush::None
-                && written >= flushed + every
-                && !s.stop.load(Ordering::Acquire)
-            {
-                let t0 = sys::monotonic_ns();
-                let name = strategy.name();
-                // `format_args!` inline at each use: a kept `Arguments`
-                // only compiles on rustc newer than the declared MSRV.
-                mark("begin", format_args!("{name} {every}@{flushed}"));
-                let r = flush_chunk(f, strategy, flushed, every);
-                mark("end", format_args!("{name} {every}@{flushed}"));
-                lat.record(sys::monotonic_ns() - t0);
-                stats.flushes += 1;
-                note(&mut stats, r);
-                flushed += every;
-                if matches!(strategy, Flush::Fdatasync | Flush::Fsync) {
-                    // One whole-file sync covers every chunk behind `written`.
-                    flushed = written / every * every;
-                }
-            }
-            let now = sys::monotonic_ns();
-            if sync_every > 0 && now >= next_sync && !stopping {
-                next_sync = now.saturating_add(sync_every);
-                // Both read before the sync: the frames before `frames_end`
-                // were written before it began, so it covers them.
-                let seq = s.seq.load(Ordering::Acquire);
-                let frames_end = s.frames_end.load(Ordering::Acquire);
-                if seq > durable && s.epoch.load(Ordering::Acquire) == epoch {
-                    mark("begin", format_args!("fdatasync (durability)"));
-                    let r = sys::fdatasync(&**f);
-                    mark("end", format_args!("fdatasync (durability)"));
-                    sync_lat.record(sys::monotonic_ns() - now);
-                    stats.syncs += 1;
-                    if note(&mut stats, r) {
-                        durable = seq;
-                        s.live.durable_seq.fetch_max(seq, Ordering::AcqRel);
-                        if let Some(m) = &file_mark {
-                            mark("begin", format_args!("durable mark {frames_end}"));
-                            let r = m.advance(f, frames_end, &mut direct_buf);
-                            mark("end", format_args!("durable mark {frames_end}"));
-                            note(&mut stats, r);
-                        }
-                    }
-                }
+        w.follow_switch();
+        if let Some(f) = w.file.clone() {
+            w.flush_chunks(&f);
+            if !stopping {
+                w.sync_if_due(&f);
             }
         }
         if stopping {
             break;
         }
+        w.nap();
+    }
+    w.stats.flush_ns = w.lat.summary();
+    w.stats.sync_ns = w.sync_lat.summary();
+    w.stats.cpu_ns = sys::thread_cpu_ns();
+    w.stats
+}
+
+/// The flush thread's state between two turns of [`run`]'s loop.
+struct Worker<'a> {
+    s: &'a Shared,
+    strategy: Flush,
+    every: u64,
+    sync_every: u64,
+    /// Each step is marked `begin flush STEP` / `end flush STEP` around
+    /// its system calls (see `docs/explain.md`).
+    marker: Option<&'a TraceMarker>,
+    stats: FlushStats,
+    lat: Latency,
+    sync_lat: Latency,
+    /// The writer's file epoch this state follows.
+    epoch: u64,
+    file: Option<Arc<File>>,
+    file_mark: Option<Arc<FileMark>>,
+    /// `O_DIRECT` files: the block the durable mark rewrites (allocated on
+    /// first use).
+    direct_buf: Option<sys::AlignedBuf>,
+    /// Bytes before this offset have been handed to the kernel.
+    flushed: u64,
+    /// The durable point published last.
+    durable: u64,
+    /// When the next durability sync is due, monotonic ns.
+    next_sync: u64,
+}
+
+impl Worker<'_> {
+    fn mark(&self, what: &str, step: std::fmt::Arguments<'_>) {
+        if let Some(m) = self.marker {
+            m.mark(format_args!("{what} flush {step}"));
+        }
+    }
+
+    /// Keeps the first failure; true when `r` succeeded.
+    fn note(&mut self, r: std::io::Result<()>) -> bool {
+        match r {
+            Ok(()) => true,
+            Err(err) => {
+                self.stats
+                    .error
+                    .get_or_insert_with(|| Failure::from_io(&err));
+                false
+            }
+        }
+    }
+
+    /// When the writer has switched files: follows it, and fsyncs the new
+    /// file and its name first; then the closed files before it (fsynced
+    /// by the writer) are named on storage too, and durable.
+    fn follow_switch(&mut self) {
+        let e = self.s.epoch.load(Ordering::Acquire);
+        if e == self.epoch {
+            return;
+        }
+        let target = self
+            .s
+            .file
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        self.epoch = e;
+        self.flushed = 0;
+        self.file = target.as_ref().map(|(f, _, _)| f.clone());
+        self.file_mark = target.as_ref().and_then(|(_, _, m)| m.clone());
+        let Some((f, dirs, _)) = target else {
+            return;
+        };
+        let t0 = sys::monotonic_ns();
+        self.mark("begin", format_args!("fsync of a new file"));
+        let r = sync_new(&f, &dirs);
+        self.mark("end", format_args!("fsync of a new file"));
+        self.sync_lat.record(sys::monotonic_ns() - t0);
+        self.stats.syncs += 1;
+        if self.note(r) {
+            let closed = self.s.closed_seq.load(Ordering::Acquire);
+            self.durable = self.durable.max(closed);
+            self.s.live.durable_seq.fetch_max(closed, Ordering::AcqRel);
+        }
+    }
+
+    /// Flushes every whole chunk behind the writer's offset (one step per
+    /// chunk; one whole-file sync covers them all).
+    fn flush_chunks(&mut self, f: &File) {
+        let (strategy, every) = (self.strategy, self.every);
+        let written = self.s.written.load(Ordering::Acquire);
+        while strategy != Flush::None
+            && written >= self.flushed + every
+            && !self.s.stop.load(Ordering::Acquire)
+        {
+            let (t0, flushed) = (sys::monotonic_ns(), self.flushed);
+            let name = strategy.name();
+            // `format_args!` inline at each use: a kept `Arguments`
+            // only compiles on rustc newer than the declared MSRV.
+            self.mark("begin", format_args!("{name} {every}@{flushed}"));
+            let r = flush_chunk(f, strategy, flushed, every);
+            self.mark("end", format_args!("{name} {every}@{flushed}"));
+            self.lat.record(sys::monotonic_ns() - t0);
+            self.stats.flushes += 1;
+            self.note(r);
+            self.flushed += every;
+            if matches!(strategy, Flush::Fdatasync | Flush::Fsync) {
+                // One whole-file sync covers every chunk behind `written`.
+                self.flushed = written / every * every;
+            }
+        }
+    }
+
+    /// Every `sync_every`: `fdatasync` the file when the writer published
+    /// records since the last durable point (and did not switch files
+    /// meanwhile), publish the durable point and move the file's mark.
+    fn sync_if_due(&mut self, f: &File) {
+        let now = sys::monotonic_ns();
+        if self.sync_every == 0 || now < self.next_sync {
+            return;
+        }
+        self.next_sync = now.saturating_add(self.sync_every);
+        // Both read before the sync: the frames before `frames_end`
+        // were written before it began, so it covers them.
+        let seq = self.s.seq.load(Ordering::Acquire);
+        let frames_end = self.s.frames_end.load(Ordering::Acquire);
+        if seq <= self.durable || self.s.epoch.load(Ordering::Acquire) != self.epoch {
+            return;
+        }
+        self.mark("begin", format_args!("fdatasync (durability)"));
+        let r = sys::fdatasync(f);
+        self.mark("end", format_args!("fdatasync (durability)"));
+        self.sync_lat.record(sys::monotonic_ns() - now);
+        self.stats.syncs += 1;
+        if !self.note(r) {
+            return;
+        }
+        self.durable = seq;
+        self.s.live.durable_seq.fetch_max(seq, Ordering::AcqRel);
+        if let Some(m) = self.file_mark.clone() {
+            self.mark("begin", format_args!("durable mark {frames_end}"));
+            let r = m.advance(f, frames_end, &mut self.direct_buf);
+            self.mark("end", format_args!("durable mark {frames_end}"));
+            self.note(r);
+        }
+    }
+
+    /// Sleeps until woken (a chunk boundary, a new file, stop), at most
+    /// 100 ms and no later than the next durability sync (at least 1 ms).
+    fn nap(&self) {
         let mut nap = 100_000_000u64;
-        if sync_every > 0 {
-            nap = nap.min(next_sync.saturating_sub(sys::monotonic_ns()).max(1_000_000));
+        if self.sync_every > 0 {
+            nap = nap.min(
+                self.next_sync
+                    .saturating_sub(sys::monotonic_ns())
+                    .max(1_000_000),
+            );
         }
         thread::park_timeout(Duration::from_nanos(nap));
     }
-    stats.flush_ns = lat.summary();
-    stats.sync_ns = sync_lat.summary();
-    stats.cpu_ns = sys::thread_cpu_ns();
-    stats
 }
 
 /// One flush step for the chunk `[start, start + every)`.

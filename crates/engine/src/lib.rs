@@ -34,38 +34,66 @@
 //! thread, the file and flush steps are crate-private.
 //!
 //! Every design choice of the published study is a named strategy in
-//! [`Config`] ([`Alloc`], [`Flush`], [`Mode`], [`Framing`]) so that the bench
-//! composes all its cases from this one engine.
+//! [`Config`] ([`Alloc`], [`Flush`], [`Mode`], [`Framing`], [`Io`]) so that
+//! the bench composes all its cases from this one engine. A storage
+//! back-end ([`Io`]) is one file of `io/` with its row: its help, what it
+//! is, its rules and its fallback.
 #![deny(missing_docs)]
 
-// The modules in the order of the data path. Each imports only modules
-// listed before it (`use crate::` lines), so no two import each other.
+// The modules, lowest first: each imports only modules declared above it
+// (`tests/architecture.rs` checks it, tests included), so no two import
+// each other. Groups are separated by blank lines, which keeps rustfmt
+// from sorting one group into another. The data path runs from the
+// producer down (recorder -> ring -> writer_thread -> flight -> writer ->
+// io -> file / pool -> flusher); the modules are declared roughly the
+// other way, from the disk up, since each layer is built on the one
+// below. Where the two orders part: the ring and the reader sit below
+// the writer (the ring is shared by the producer and the writer thread;
+// the writer's tests read their files back), and `config` sits above
+// `io` (it asks each back-end's row for its rules).
 //
-// Base types: they import nothing above them.
-pub mod config;
+// Base types: they import no module of the data path.
 pub mod error;
+mod strategy;
+
 pub mod format;
 pub mod sizing;
 pub mod stats;
+
 // Timing of the caller's thread.
 pub mod rt;
 pub mod schedule;
-// The data path: ring (transport) -> file, pool -> flusher -> io (the
-// storage back-ends) -> writer (one recording's files) -> flight (in front of the writer) -> the writer
-// thread's loop -> recorder (the producer's handle).
-mod file;
-mod flight;
-mod flusher;
+
+// The storage back-ends (strategy and error only), then the configuration
+// that picks one and runs its row's rules.
 mod io;
+
+pub mod config;
+
+// Files: naming and creation, the pool they come from, and the flush
+// thread that writes them back.
+mod file;
+mod flusher;
 pub mod pool;
-pub mod recorder;
-pub mod result;
+
+// Reading files back (file names and format only).
+pub mod reader;
+
+// The writing side, from the writer up to the producer's handle: the
+// ring the producer fills, the writer (one recording's files, through
+// `io`), ...
 mod ring;
 mod writer;
+
+// ... the flight recorder in front of the writer, the writer thread's
+// loop over the ring, and the producer's `Recorder`; its `Summary` as a
+// versioned document.
+mod flight;
 mod writer_thread;
-// Independent of the recording side: reads files back (format only, and
-// the file name extensions).
-pub mod reader;
+
+pub mod recorder;
+pub mod result;
+
 // After a crash: what `rtrec recover` repairs, read with the reader.
 pub mod recovery;
 // Settling a configuration before a recorder is created: the sizing and

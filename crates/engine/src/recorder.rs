@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use rtrec_sys as sys;
 
-use crate::config::{Config, Mode, OnFull};
+use crate::config::{Config, Mode, OnFull, RtConfig};
 use crate::error::{Error, Failure};
 use crate::flight::{Flight, FlightStats};
 use crate::flusher::FlushStats;
@@ -22,7 +22,7 @@ use crate::ring::{self, PendingLoss, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_T
 use crate::schedule::PeriodicTimer;
 use crate::stats::LiveStats;
 use crate::stats::{Latency, LatencySummary};
-use crate::writer::{PoolStats, Writer};
+use crate::writer::{PoolStats, Writer, WriterReport};
 use crate::writer_thread::{self, ThreadReport};
 
 /// Why `record()` did not store a record. The record is counted as dropped
@@ -290,45 +290,7 @@ impl Recorder {
                 live.ring_capacity_bytes
                     .store(cfg.ring_bytes as u64, Ordering::Relaxed);
                 let shared = Arc::new(RingShared::new());
-                let s = shared.clone();
-                let (max, poll) = (cfg.max_record, cfg.writer_poll_us);
-                let rt = cfg.rt.clone();
-                // Allocated here, before recording starts.
-                let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
-                let ring_live = live.clone();
-                let thread = std::thread::Builder::new()
-                    .name("rtrec-writer".into())
-                    .spawn(move || {
-                        let mut warnings = Vec::new();
-                        match rt.writer_priority {
-                            Some(p) => {
-                                if let Err(e) = sys::set_fifo_priority(p) {
-                                    warnings.push(format!(
-                                        "the writer thread could not get SCHED_FIFO priority {p}: {e}"
-                                    ));
-                                }
-                            }
-                            // No priority asked: the normal policy, not the one
-                            // the creating thread may have (a writer at the
-                            // producer's SCHED_FIFO priority delays its periods).
-                            None => {
-                                let _ = sys::set_normal_policy();
-                            }
-                        }
-                        if let Some(c) = rt.writer_cpu {
-                            if let Err(e) = sys::pin_to_cpu(c) {
-                                warnings.push(format!(
-                                    "the writer thread could not be pinned to CPU {c}: {e}"
-                                ));
-                            }
-                        }
-                        let mut report = writer_thread::run_writer(
-                            consumer, writer, s, max, poll, flight, ring_live,
-                        );
-                        report.writer.warnings.extend(warnings);
-                        report
-                    })
-                    .map_err(|e| Error::io("starting the writer thread for", dir, e))?;
+                let thread = spawn_writer_thread(dir, &cfg, consumer, writer, &shared, &live)?;
                 Inner::Ring {
                     producer,
                     shared,
@@ -599,6 +561,17 @@ impl Recorder {
                 (w.finish(end_seq, complete, &reason), None)
             }
         };
+        Ok(self.summary(report, flight, complete, reason))
+    }
+
+    /// The summary of the recording the writer reported on.
+    fn summary(
+        &mut self,
+        report: WriterReport,
+        flight: Option<FlightStats>,
+        complete: bool,
+        reason: String,
+    ) -> Summary {
         // Records the writer had accepted but could not store (ring mode,
         // after a write failure) are drops for the same reason.
         self.drops.writer_failed += report.discarded;
@@ -612,7 +585,7 @@ impl Recorder {
             (None, false) => Some(reason),
             (None, true) => None,
         };
-        Ok(Summary {
+        Summary {
             config: self.cfg.clone(),
             complete: complete && report.error.is_none() && dropped == 0,
             abort_reason,
@@ -645,8 +618,65 @@ impl Recorder {
             record_samples: std::mem::take(&mut self.record_samples),
             write_latency: report.write_lat,
             record_latency: self.record_lat.clone(),
-        })
+        }
     }
+}
+
+/// Starts the writer thread (ring mode) over `consumer`, with the flight
+/// recorder's window allocated here, before recording starts.
+fn spawn_writer_thread(
+    dir: &Path,
+    cfg: &Config,
+    consumer: rtrb::Consumer<u8>,
+    writer: Writer,
+    shared: &Arc<RingShared>,
+    live: &Arc<LiveStats>,
+) -> Result<JoinHandle<ThreadReport>, Error> {
+    let s = shared.clone();
+    let (max, poll) = (cfg.max_record, cfg.writer_poll_us);
+    let rt = cfg.rt.clone();
+    // Allocated here, before recording starts.
+    let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
+    let ring_live = live.clone();
+    std::thread::Builder::new()
+        .name("rtrec-writer".into())
+        .spawn(move || {
+            let warnings = writer_thread_setup(&rt);
+            let mut report =
+                writer_thread::run_writer(consumer, writer, s, max, poll, flight, ring_live);
+            report.writer.warnings.extend(warnings);
+            report
+        })
+        .map_err(|e| Error::io("starting the writer thread for", dir, e))
+}
+
+/// The writer thread's scheduling, on that thread: the SCHED_FIFO priority
+/// and CPU asked for (what could not be had is a warning, not an error).
+fn writer_thread_setup(rt: &RtConfig) -> Vec<String> {
+    let mut warnings = Vec::new();
+    match rt.writer_priority {
+        Some(p) => {
+            if let Err(e) = sys::set_fifo_priority(p) {
+                warnings.push(format!(
+                    "the writer thread could not get SCHED_FIFO priority {p}: {e}"
+                ));
+            }
+        }
+        // No priority asked: the normal policy, not the one
+        // the creating thread may have (a writer at the
+        // producer's SCHED_FIFO priority delays its periods).
+        None => {
+            let _ = sys::set_normal_policy();
+        }
+    }
+    if let Some(c) = rt.writer_cpu {
+        if let Err(e) = sys::pin_to_cpu(c) {
+            warnings.push(format!(
+                "the writer thread could not be pinned to CPU {c}: {e}"
+            ));
+        }
+    }
+    warnings
 }
 
 impl Drop for Recorder {

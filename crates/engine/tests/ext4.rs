@@ -222,8 +222,8 @@ fn a_preallocation_larger_than_the_filesystem_fails_at_create_with_no_space_and_
 /// `syncfs` a loaded machine can still count them as used.
 fn free_bytes(dir: &Path) -> u64 {
     let d = std::fs::File::open(dir).unwrap();
-    // SAFETY: a valid descriptor of our own.
     assert_eq!(
+        // SAFETY: a valid descriptor of our own.
         unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d)) },
         0
     );

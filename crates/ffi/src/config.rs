@@ -189,6 +189,9 @@ const ON_FULLS: &[(rtrec_on_full, OnFull)] = &[
     (rtrec_on_full::RTREC_ON_FULL_DROP, OnFull::Drop),
     (rtrec_on_full::RTREC_ON_FULL_BLOCK, OnFull::Block),
 ];
+/// The back-ends: one line per value of [`Io::ALL`], in its order, each
+/// `RTREC_IO_` and the back-end's name (a test holds all three, and the
+/// header's enum, to it).
 const IOS: &[(rtrec_io, Io)] = &[
     (rtrec_io::RTREC_IO_BUFFERED, Io::Buffered),
     (rtrec_io::RTREC_IO_DIRECT, Io::Direct),
@@ -785,6 +788,36 @@ mod tests {
         }
     }
 
+    /// A new back-end without its C value, a value paired with the wrong
+    /// back-end, or a header whose `rtrec_io` differs from the table fails
+    /// here.
+    #[test]
+    fn every_back_end_has_exactly_one_c_value_named_after_it() {
+        let engines: Vec<Io> = IOS.iter().map(|(_, io)| *io).collect();
+        let all: Vec<Io> = Io::ALL.iter().map(|(io, _)| *io).collect();
+        assert_eq!(engines, all, "IOS: one line per Io::ALL value, in order");
+        let names: Vec<String> = IOS.iter().map(|(c, _)| format!("{c:?}")).collect();
+        for ((c, io), name) in IOS.iter().zip(&names) {
+            let want = format!("RTREC_IO_{}", io.name().to_uppercase().replace('-', "_"));
+            assert_eq!(*name, want, "{io}");
+            let same = IOS.iter().filter(|(d, _)| d == c).count();
+            assert_eq!(same, 1, "{name} is one back-end's");
+        }
+        let header = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include/rtrec.h"),
+        )
+        .unwrap();
+        let start = header.find("typedef enum rtrec_io {").expect("rtrec_io");
+        let body = &header[start..start + header[start..].find('}').unwrap()];
+        // The enumerators (`RTREC_IO_X = n,`), not the docs that name them.
+        let in_header: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().split_once(" = "))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(in_header, names, "include/rtrec.h's rtrec_io");
+    }
+
     #[test]
     fn the_struct_is_free_of_padding_and_refuses_every_other_size() {
         // Version 6: the size of version 5 (176) plus `pin` and
@@ -797,8 +830,8 @@ mod tests {
         for size in [0, 8, 88, 89, 136, 176, 183, 185, 2000, usize::MAX] {
             let mut c = init();
             c.struct_size = size;
-            // SAFETY: a valid struct; the size is refused before use.
             assert_eq!(
+                // SAFETY: a valid struct; the size is refused before use.
                 unsafe { rtrec_config_init(&mut c) },
                 -libc::EINVAL,
                 "{size}"
@@ -846,8 +879,8 @@ mod tests {
         let e = unsafe { c.engine_config() }.unwrap();
         assert_eq!((e.rt.writer_cpu, e.rt.flusher_cpu), (Some(0), Some(0)));
         c.pin = 4;
-        // SAFETY: prefix is NULL.
         assert_eq!(
+            // SAFETY: prefix is NULL.
             unsafe { c.engine_config() }.unwrap_err().errno,
             libc::EINVAL
         );
@@ -966,8 +999,8 @@ mod tests {
         }
         let mut c = init();
         c.reserved0 = 1;
-        // SAFETY: prefix is NULL.
         assert_eq!(
+            // SAFETY: prefix is NULL.
             unsafe { c.engine_config() }.unwrap_err().errno,
             libc::EINVAL
         );

@@ -244,6 +244,7 @@ mod tests {
             assert_eq!(rtrec_pool_prepare(d.as_ptr(), 2 << 20, 1), -EEXIST);
             assert_eq!(rtrec_pool_prepare(d.as_ptr(), 1 << 20, 2), -EEXIST);
         }
+        // SAFETY: rtrec_last_error never returns NULL.
         let msg = unsafe { CStr::from_ptr(crate::error::rtrec_last_error()) }
             .to_string_lossy()
             .into_owned();

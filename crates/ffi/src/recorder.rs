@@ -512,8 +512,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = CString::new(dir.path().join("nope").as_os_str().as_bytes()).unwrap();
         let mut rec = null_mut();
-        // SAFETY: valid pointers; cfg NULL means the defaults.
         assert_eq!(
+            // SAFETY: valid pointers; cfg NULL means the defaults.
             unsafe { rtrec_recorder_create(missing.as_ptr(), null(), &mut rec) },
             -libc::ENOENT
         );
@@ -528,8 +528,8 @@ mod tests {
         cfg.ring_bytes = 16; // cannot hold one record
         let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
         let mut rec = null_mut();
-        // SAFETY: valid pointers.
         assert_eq!(
+            // SAFETY: valid pointers.
             unsafe { rtrec_recorder_create(d.as_ptr(), &cfg, &mut rec) },
             -EINVAL
         );

@@ -1,11 +1,96 @@
-//! The one trait every storage back-end fills, and what a warning says when
-//! the kernel refuses one: below the back-ends and the list that picks them
-//! ([`super`]), so no back-end imports that list back.
+//! What every storage back-end is made of: the one trait it fills
+//! ([`Backend`]), the row that describes it ([`Engine`]: its help, what it
+//! is, its configuration rules, its fallback), the part of the
+//! configuration it reads ([`Settings`]) and what a warning says when the
+//! kernel refuses one ([`Refused`]). Below the back-ends and the list that
+//! picks them ([`super`]), so no back-end imports that list back.
 
 use std::fs::File;
 use std::io;
 
-use crate::config::Io;
+use crate::strategy::{Alloc, Framing, Io, Mode};
+
+/// The default of `Config::io_block`: 1 MiB. The gathering back-ends'
+/// knob, kept here beside the settings they read (re-exported by
+/// `config`).
+pub const DEFAULT_IO_BLOCK: u64 = 1 << 20;
+
+/// The default of `Config::io_depth`: 4 writes in flight. The io_uring
+/// back-ends' knob (re-exported by `config`).
+pub const DEFAULT_IO_DEPTH: u32 = 4;
+
+/// What a back-end reads of the configuration, to be made
+/// ([`Engine::open`]) and checked ([`Engine::rules`]).
+///
+/// Design choice: the back-ends take this small copy, not `Config`, so
+/// that `config` can ask their rows for their rules ([`super::check`])
+/// without the two modules importing each other; `config` builds it
+/// (`From<&Config>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Settings {
+    /// The back-end asked for.
+    pub(crate) io: Io,
+    /// Ring or inline: whether a partial last block may be held.
+    pub(crate) mode: Mode,
+    /// The file layout (packed frames are never held).
+    pub(crate) framing: Framing,
+    /// How file space is obtained (`O_DIRECT` needs it allocated).
+    pub(crate) alloc: Alloc,
+    /// The gathering buffer, bytes.
+    pub(crate) io_block: u64,
+    /// io_uring: writes in flight and registered buffers.
+    pub(crate) io_depth: u32,
+}
+
+#[cfg(test)]
+impl Default for Settings {
+    /// The back-end's part of `Config::default()` (a test in `config`
+    /// holds the two equal).
+    fn default() -> Settings {
+        Settings {
+            io: Io::Buffered,
+            mode: Mode::Ring,
+            framing: Framing::Framed,
+            alloc: Alloc::Pool,
+            io_block: DEFAULT_IO_BLOCK,
+            io_depth: DEFAULT_IO_DEPTH,
+        }
+    }
+}
+
+/// A configuration rule of a back-end: `Err` with the sentence that
+/// refuses the settings (what to change), which `Config::validate` returns
+/// as `ConfigError::BackendRule`.
+pub(crate) type Rule = fn(&Settings) -> Result<(), String>;
+
+/// A back-end's row: everything particular to it, in its own file
+/// (`io/NAME.rs`, `pub(super) const ENGINE`); [`super::ENGINES`] lists the
+/// rows, and the rest of the engine asks them ([`Io::is_direct`],
+/// [`Io::is_uring`], `Config::validate`, the `--io` help).
+pub(crate) struct Engine {
+    /// The back-end this row makes.
+    pub(crate) io: Io,
+    /// What `--io NAME` does, one paragraph without a final period:
+    /// `rtrec record --help` prints it beside the name (clap's
+    /// `ValueEnum`, implemented from the rows).
+    pub(crate) help: &'static str,
+    /// Files are switched to `O_DIRECT`: writes are whole aligned blocks,
+    /// no page cache (and so the files must be allocated up front).
+    pub(crate) direct: bool,
+    /// Writes are submitted through io_uring (`io_depth` applies; the
+    /// kernel may refuse it).
+    pub(crate) uring: bool,
+    /// The rules `Config::validate` runs when this back-end is chosen, in
+    /// order (the first broken one is reported).
+    pub(crate) rules: &'static [Rule],
+    /// Makes it for a recording (allocates its buffers: creation, not the
+    /// data path).
+    pub(crate) open: fn(&Settings) -> io::Result<Box<dyn Backend>>,
+    /// When the kernel refuses it: the recording writes buffered instead,
+    /// with a warning naming this. `None`: the refusal is the recording's
+    /// error.
+    pub(crate) fallback: Option<Refused>,
+}
 
 /// One storage back-end: what the writer asks of it for each file and each
 /// frame. Calls come from one thread (the writer's, or the producer's in

@@ -35,9 +35,22 @@ use std::os::unix::fs::MetadataExt;
 
 use rtrec_sys as sys;
 
-use super::backend::Backend;
+use super::backend::{Backend, Engine, Settings};
 use super::gather::{write_unit, ALIGN};
-use crate::config::{Config, Framing, Io, Mode};
+use crate::strategy::{Framing, Io, Mode};
+
+/// This back-end's row of [`super::ENGINES`]: no rule of its own (any
+/// allocation mode; `io_block` and `io_depth` are not read), no fallback
+/// (it is the fallback).
+pub(super) const ENGINE: Engine = Engine {
+    io: Io::Buffered,
+    help: "`write()`/`writev()` into the page cache; the flusher writes back",
+    direct: false,
+    uring: false,
+    rules: &[],
+    open,
+    fallback: None,
+};
 
 /// See the module docs.
 struct Buffered {
@@ -59,11 +72,11 @@ struct Buffered {
 
 /// Makes the back-end; the held block's buffer is allocated here (the
 /// recording's creation, not the data path).
-pub(super) fn open(cfg: &Config) -> io::Result<Box<dyn Backend>> {
+fn open(s: &Settings) -> io::Result<Box<dyn Backend>> {
     Ok(Box::new(Buffered {
         pos: 0,
         hold: false,
-        holds: cfg.mode == Mode::Ring && cfg.framing != Framing::Packed,
+        holds: s.mode == Mode::Ring && s.framing != Framing::Packed,
         unit: ALIGN,
         tail: vec![0u8; ALIGN].into_boxed_slice(),
         held: 0,
@@ -223,10 +236,10 @@ mod tests {
                 .truncate(true)
                 .open(&path)
                 .unwrap();
-            let cfg = Config {
+            let cfg = Settings {
                 mode,
                 framing: Framing::Framed,
-                ..Config::default()
+                ..Settings::default()
             };
             let mut b = open(&cfg).unwrap();
             assert_eq!(b.is_async(), mode == Mode::Ring);

@@ -10,17 +10,47 @@ use std::io;
 
 use rtrec_sys as sys;
 
-use super::backend::Backend;
-use super::gather::{Gather, Transport, ALIGN};
-use crate::config::{Config, Io};
+use super::backend::{Backend, Engine, Settings};
+use super::gather::{self, Gather, Transport, ALIGN};
+use crate::strategy::{Alloc, Io};
+
+/// This back-end's row of [`super::ENGINES`].
+pub(super) const ENGINE: Engine = Engine {
+    io: Io::Direct,
+    help: "`O_DIRECT`: each frame goes to the device from an aligned buffer that \
+           gathers it behind the file's partial last block; there is no dirty page \
+           to write back, durability points are a device cache flush (`fdatasync`). \
+           While the writer is behind (its ring 25 % full, until empty) frames are \
+           coalesced into writes of up to `io_block` (`--io-block`) bytes \
+           (`docs/durability.md`, \"When the writer falls behind\")",
+    direct: true,
+    uring: false,
+    rules: &[files_allocated, gather::block_in_range],
+    open,
+    fallback: None,
+};
+
+/// The rule of every `O_DIRECT` back-end (`direct`, `uring`): the files'
+/// blocks exist before recording, so no write changes a file's size.
+pub(super) fn files_allocated(s: &Settings) -> Result<(), String> {
+    match s.alloc {
+        Alloc::Append | Alloc::FallocateKeepSize => Err(format!(
+            "direct I/O needs files whose blocks exist before recording (pool, zero or \
+             fallocate): with {} every direct write would change the file's size, a \
+             journal update per write, the very cost direct I/O avoids",
+            s.alloc.name()
+        )),
+        Alloc::Fallocate | Alloc::Zero | Alloc::Pool => Ok(()),
+    }
+}
 
 /// `pwrite()` from one aligned buffer.
 struct Pwrite(sys::AlignedBuf);
 
 /// Allocates the buffer (the recording's creation, not the data path).
-pub(super) fn open(cfg: &Config) -> io::Result<Box<dyn Backend>> {
-    let buf = sys::AlignedBuf::new(cfg.io_block as usize, ALIGN)?;
-    Ok(Box::new(Gather::new(Io::Direct, Pwrite(buf), true)))
+fn open(s: &Settings) -> io::Result<Box<dyn Backend>> {
+    let buf = sys::AlignedBuf::new(s.io_block as usize, ALIGN)?;
+    Ok(Box::new(Gather::new(ENGINE.io, Pwrite(buf), ENGINE.direct)))
 }
 
 impl Transport for Pwrite {

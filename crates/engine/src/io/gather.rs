@@ -69,8 +69,8 @@ use std::os::unix::fs::MetadataExt;
 
 use rtrec_sys as sys;
 
-use super::backend::Backend;
-use crate::config::Io;
+use super::backend::{Backend, Settings};
+use crate::strategy::Io;
 
 /// The buffers' address alignment: the largest logical block size we
 /// accept.
@@ -145,6 +145,21 @@ pub(super) fn write_unit(lbs: usize, blksize: u64) -> usize {
         .filter(|b| b.is_power_of_two())
         .unwrap_or(lbs);
     lbs.max(fs.min(ALIGN))
+}
+
+/// The rule of every gathering back-end (`direct`, `uring`,
+/// `uring-buffered`): the buffer (`io_block`) is a power of two between
+/// 4 KiB and 64 MiB, so it holds whole logical blocks and a few writes of
+/// it stay within reason.
+pub(super) fn block_in_range(s: &Settings) -> Result<(), String> {
+    if s.io_block.is_power_of_two() && (4096..=64 << 20).contains(&s.io_block) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the direct I/O block must be a power of two between 4 KiB and 64 MiB, not {} bytes",
+            s.io_block
+        ))
+    }
 }
 
 /// See the module docs.
@@ -401,17 +416,17 @@ impl<T: Transport> Backend for Gather<T> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::io::backend::Settings;
 
     /// Opens a back-end with small buffers (8 KiB, 2 of them for io_uring)
     /// and runs [`check_gatherer`] on it; a kernel that refuses io_uring
     /// (an errno) leaves nothing to check here: the writer falls back
     /// (`io::tests`).
-    pub(in crate::io) fn check_engine(open: fn(&Config) -> io::Result<Box<dyn Backend>>) {
-        let cfg = Config {
+    pub(in crate::io) fn check_engine(open: fn(&Settings) -> io::Result<Box<dyn Backend>>) {
+        let cfg = Settings {
             io_block: 8192,
             io_depth: 2,
-            ..Config::default()
+            ..Settings::default()
         };
         match open(&cfg) {
             Ok(g) => check_gatherer(g),

@@ -32,9 +32,26 @@ use std::io;
 
 use rtrec_sys as sys;
 
-use super::backend::{Backend, Refused};
-use super::gather::{Gather, Transport, ALIGN};
-use crate::config::{Config, Io};
+use super::backend::{Backend, Engine, Refused, Settings};
+use super::direct::files_allocated;
+use super::gather::{self, Gather, Transport, ALIGN};
+use crate::strategy::Io;
+
+/// This back-end's row of [`super::ENGINES`]: `direct`'s rules and the
+/// ring's depth; buffered writes when the kernel refuses io_uring.
+pub(super) const ENGINE: Engine = Engine {
+    io: Io::Uring,
+    help: "`direct` with each block write submitted through io_uring (registered \
+           buffers, the file as a fixed file), up to `io_depth` (`--io-depth`) writes \
+           in flight, their completions reaped by the writer. When the kernel refuses \
+           io_uring (e.g. `kernel.io_uring_disabled`), the recording says so in a \
+           warning and writes buffered",
+    direct: true,
+    uring: true,
+    rules: &[files_allocated, gather::block_in_range, depth_in_range],
+    open,
+    fallback: Some(REFUSED),
+};
 
 /// What the warning says when the kernel refuses io_uring.
 pub(super) const REFUSED: Refused = Refused {
@@ -42,11 +59,24 @@ pub(super) const REFUSED: Refused = Refused {
     hint: "see the sysctl kernel.io_uring_disabled",
 };
 
+/// The rule of every io_uring back-end: 1 ..= 64 writes in flight, each
+/// from its own registered buffer.
+pub(super) fn depth_in_range(s: &Settings) -> Result<(), String> {
+    if (1..=64).contains(&s.io_depth) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the io_uring queue depth must be between 1 and 64, not {}",
+            s.io_depth
+        ))
+    }
+}
+
 /// Sets up the ring and its buffers; fails (with the errno) when the
 /// kernel refuses io_uring.
-pub(super) fn open(cfg: &Config) -> io::Result<Box<dyn Backend>> {
-    let ring = Ring::new(cfg.io_block, cfg.io_depth)?;
-    Ok(Box::new(Gather::new(Io::Uring, ring, true)))
+fn open(s: &Settings) -> io::Result<Box<dyn Backend>> {
+    let ring = Ring::new(s.io_block, s.io_depth)?;
+    Ok(Box::new(Gather::new(ENGINE.io, ring, ENGINE.direct)))
 }
 
 /// io_uring's state: the ring, the buffer being filled, the writes in

@@ -7,16 +7,32 @@
 
 use std::io;
 
-use super::backend::Backend;
-use super::gather::Gather;
-use super::uring::Ring;
-use crate::config::{Config, Io};
+use super::backend::{Backend, Engine, Settings};
+use super::gather::{self, Gather};
+use super::uring::{self, Ring};
+use crate::strategy::Io;
+
+/// This back-end's row of [`super::ENGINES`]: the gatherer's buffer and
+/// the ring's depth (any allocation mode: no `O_DIRECT`); buffered writes
+/// when the kernel refuses io_uring.
+pub(super) const ENGINE: Engine = Engine {
+    io: Io::UringBuffered,
+    help: "io_uring over the page cache (no `O_DIRECT`): the gatherer's registered \
+           buffers and writes in flight of `uring`, frames written exactly (no \
+           padding, no rewrite); the flusher writes back dirty pages as with \
+           `buffered`. Any allocation mode",
+    direct: false,
+    uring: true,
+    rules: &[gather::block_in_range, uring::depth_in_range],
+    open,
+    fallback: Some(uring::REFUSED),
+};
 
 /// Sets up the ring and its buffers; fails (with the errno) when the
 /// kernel refuses io_uring.
-pub(super) fn open(cfg: &Config) -> io::Result<Box<dyn Backend>> {
-    let ring = Ring::new(cfg.io_block, cfg.io_depth)?;
-    Ok(Box::new(Gather::new(Io::UringBuffered, ring, false)))
+fn open(s: &Settings) -> io::Result<Box<dyn Backend>> {
+    let ring = Ring::new(s.io_block, s.io_depth)?;
+    Ok(Box::new(Gather::new(ENGINE.io, ring, ENGINE.direct)))
 }
 
 #[cfg(test)]
