@@ -253,6 +253,11 @@ fn copy_part(
     Ok((records, written))
 }
 
+/// `f` of each part's report, summed.
+fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
+    parts.iter().map(|p| f(&p.report)).sum()
+}
+
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let (mut parts, slots) = open_parts(&input_files(&a.inputs)?)?;
@@ -268,7 +273,23 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             parts.len()
         ));
     }
-    let what = match parts.as_slice() {
+    let gaps = match refused_or_gaps(a, &parts) {
+        Ok(gaps) => gaps,
+        Err(why) => {
+            eprintln!("rtrec: {why}");
+            return Ok(1);
+        }
+    };
+    let (records, written) = write_output(a, &parts)?;
+    eprintln!("{}", summary(a, &parts, records, written));
+    Ok(notes(&parts, slots, gaps.as_deref()))
+}
+
+/// Whether the export goes on: `Err` with the sentence why nothing is
+/// exported (a corrupt input without `--salvage`, damage between the
+/// inputs, gaps without `--allow-gaps`); else the gaps it reports, if any.
+fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, String> {
+    let what = match parts {
         [p] => format!("'{}'", p.name()),
         _ => format!("the {} files of the recording", parts.len()),
     };
@@ -278,24 +299,17 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
         .filter(|_| !a.salvage)
     {
         let why = p.report.notes.first().cloned().unwrap_or_default();
-        let saved: u64 = parts.iter().map(|p| p.report.records).sum();
-        eprintln!(
-            "rtrec: '{}' is corrupt ({why}); nothing was exported: `--salvage` writes the {saved} intact records",
+        let saved = sum(parts, |r| r.records);
+        return Err(format!(
+            "'{}' is corrupt ({why}); nothing was exported: `--salvage` writes the {saved} intact records",
             p.name()
-        );
-        return Ok(1);
+        ));
     }
-    let (between, missing_files) = match holes(&parts) {
-        Ok(h) => h,
-        Err(why) => {
-            eprintln!("rtrec: {why}; nothing was exported");
-            return Ok(1);
-        }
-    };
-    let sum = |f: fn(&FileReport) -> u64| parts.iter().map(|p| f(&p.report)).sum::<u64>();
-    let dropped = sum(|r| r.lost_records + r.unstored_drops);
-    let untraced = sum(|r| r.missing_records) + between;
-    let records_in = sum(|r| r.records);
+    let (between, missing_files) =
+        holes(parts).map_err(|why| format!("{why}; nothing was exported"))?;
+    let dropped = sum(parts, |r| r.lost_records + r.unstored_drops);
+    let untraced = sum(parts, |r| r.missing_records) + between;
+    let records_in = sum(parts, |r| r.records);
     let gaps = (dropped + untraced > 0 || !missing_files.is_empty()).then(|| {
         let files = missing_files
             .iter()
@@ -308,22 +322,24 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     });
     // A salvage has gaps by nature (it already exits 1 and says so).
     if let (Some(gaps), false) = (&gaps, a.allow_gaps || a.salvage) {
-        eprintln!(
-            "rtrec: {gaps}; nothing was exported: `--allow-gaps` exports the {records_in} records there are"
-        );
-        return Ok(1);
+        return Err(format!(
+            "{gaps}; nothing was exported: `--allow-gaps` exports the {records_in} records there are"
+        ));
     }
-    let first = &parts[0];
-    let last = &parts[parts.len() - 1];
-    let line_end: &[u8] = if first.header.flags & FLAG_LINES != 0 {
+    Ok(gaps)
+}
+
+/// Writes the parts to the output (a new file, made durable, or stdout);
+/// returns the records and bytes written.
+fn write_output(a: &ExportArgs, parts: &[Part]) -> crate::error::Result<(u64, u64)> {
+    let line_end: &[u8] = if parts[0].header.flags & FLAG_LINES != 0 {
         b"\n"
     } else {
         b""
     };
-    let to_stdout = a.output.as_os_str() == "-";
     // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
     // name or a planted symlink is refused, never followed or truncated.
-    let file = if to_stdout {
+    let file = if a.output.as_os_str() == "-" {
         None
     } else {
         Some(
@@ -336,7 +352,7 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
         Some(f) => Box::new(std::io::BufWriter::new(f)),
     };
     let (mut records, mut written) = (0u64, 0u64);
-    for p in &parts {
+    for p in parts {
         let (n, bytes) = copy_part(p, a.framed, line_end, &mut out)?;
         records += n;
         written += bytes;
@@ -346,6 +362,11 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     if let Some(f) = &file {
         rtrec_sys::fsync(f)?;
     }
+    Ok((records, written))
+}
+
+/// `exported N records from M files (B bytes, recorded T0 to T1) to OUT`.
+fn summary(a: &ExportArgs, parts: &[Part], records: u64, written: u64) -> String {
     let span = match (
         parts.iter().find_map(|p| p.report.first_record_wall_ns),
         parts
@@ -360,14 +381,22 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
         1 => String::new(),
         n => format!(" from {n} files"),
     };
-    eprintln!(
+    format!(
         "exported {records} records{from} ({written} bytes{span}) to {}",
-        if to_stdout {
+        if a.output.as_os_str() == "-" {
             "stdout".into()
         } else {
             a.output.display().to_string()
         }
-    );
+    )
+}
+
+/// What the summary leaves out, on stderr: skipped slots, files of the
+/// recording outside the inputs, a salvage's damage, the gaps exported, a
+/// missing end frame. The exit code: 1 for a salvage, else 0.
+fn notes(parts: &[Part], slots: usize, gaps: Option<&str>) -> i32 {
+    let first = &parts[0];
+    let last = &parts[parts.len() - 1];
     if slots > 0 {
         eprintln!("skipped {slots} idle pool slot(s): they hold no recording");
     }
@@ -387,18 +416,18 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
         .iter()
         .find(|p| p.report.status == FileStatus::Corrupt)
     {
-        let ranges = sum(|r| r.damaged_ranges);
+        let ranges = sum(parts, |r| r.damaged_ranges);
         eprintln!(
             "rtrec: '{}' is corrupt: {ranges} damaged byte range(s) were skipped; the export holds the records that could be saved",
             p.name()
         );
-        return Ok(1);
+        return 1;
     }
-    if let Some(gaps) = &gaps {
+    if let Some(gaps) = gaps {
         eprintln!("rtrec: warning: {gaps}; exported the others");
     }
     if last.report.stored.is_none() {
         eprintln!("rtrec: warning: '{}' has no end frame (the recording was interrupted); exported its intact prefix", last.name());
     }
-    Ok(0)
+    0
 }

@@ -3,6 +3,7 @@
 //! work; do it while nothing records.
 
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
 use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
@@ -59,50 +60,7 @@ pub fn run(a: &PoolArgs) -> crate::error::Result<i32> {
             dir,
             files,
             file_size,
-        } => {
-            let size = file_size.bytes();
-            if size < 64 * 1024 {
-                return usage("--file-size: pool files must be at least 64KiB");
-            }
-            if *files == 0 {
-                return usage("--files: the pool needs at least 1 file");
-            }
-            let (pool, resized) = Pool::open_resized(&dir.path(), size, *files)?;
-            if let Some(r) = resized {
-                eprintln!("rtrec pool: {r}");
-            }
-            // The target becomes --files (ready files beyond it stay:
-            // `rtrec pool trim` gives them back).
-            let pool = if pool.target_files() == *files {
-                pool
-            } else {
-                pool.set_target(*files)?
-            };
-            let bar = std::io::stderr().is_terminal().then(|| {
-                indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
-                    indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files")
-                        .expect("valid template"),
-                )
-            });
-            let n = pool.prepare(|done, todo| {
-                if let Some(b) = &bar {
-                    b.set_length(todo as u64);
-                    b.set_position(done as u64);
-                }
-            })?;
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            let st = pool.status()?;
-            println!(
-                "prepared {n} file(s); {} of {} ready, {} each, in {}",
-                st.ready_files,
-                st.target_files,
-                format_size(st.file_size),
-                st.dir.display()
-            );
-            Ok(0)
-        }
+        } => prepare(&dir.path(), *files, file_size.bytes()),
         PoolAction::Status { dir, json } => {
             let st = existing(&dir.path())?.status()?;
             if *json {
@@ -140,32 +98,82 @@ pub fn run(a: &PoolArgs) -> crate::error::Result<i32> {
             files,
             all,
             force,
-        } => {
-            let Some(pool) = Pool::open(dir)? else {
-                return usage(format!("'{}' has no pool to recycle into", dir.display()));
-            };
-            let mut targets = files.clone();
-            if *all {
-                for f in recording_files(dir)? {
-                    // Only finished, pool-sized recordings; others are left alone.
-                    let finished = verify_file(&f)
-                        .map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted))
-                        .unwrap_or(false);
-                    let sized = std::fs::metadata(&f)
-                        .map(|m| m.len() == pool.file_size())
-                        .unwrap_or(false);
-                    if finished && sized {
-                        targets.push(f);
-                    }
-                }
+        } => recycle(dir, files, *all, *force),
+    }
+}
+
+/// `rtrec pool prepare`: a pool of `files` files of `size` bytes in `dir`
+/// (made, resized or grown to it), with a progress bar on a terminal.
+fn prepare(dir: &Path, files: u32, size: u64) -> crate::error::Result<i32> {
+    if size < 64 * 1024 {
+        return usage("--file-size: pool files must be at least 64KiB");
+    }
+    if files == 0 {
+        return usage("--files: the pool needs at least 1 file");
+    }
+    let (pool, resized) = Pool::open_resized(dir, size, files)?;
+    if let Some(r) = resized {
+        eprintln!("rtrec pool: {r}");
+    }
+    // The target becomes --files (ready files beyond it stay:
+    // `rtrec pool trim` gives them back).
+    let pool = if pool.target_files() == files {
+        pool
+    } else {
+        pool.set_target(files)?
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
+            indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files")
+                .expect("valid template"),
+        )
+    });
+    let n = pool.prepare(|done, todo| {
+        if let Some(b) = &bar {
+            b.set_length(todo as u64);
+            b.set_position(done as u64);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let st = pool.status()?;
+    println!(
+        "prepared {n} file(s); {} of {} ready, {} each, in {}",
+        st.ready_files,
+        st.target_files,
+        format_size(st.file_size),
+        st.dir.display()
+    );
+    Ok(0)
+}
+
+/// `rtrec pool recycle`: `files` (and with `all` every finished,
+/// pool-sized recording in `dir`) renamed into the pool of `dir`.
+fn recycle(dir: &Path, files: &[PathBuf], all: bool, force: bool) -> crate::error::Result<i32> {
+    let Some(pool) = Pool::open(dir)? else {
+        return usage(format!("'{}' has no pool to recycle into", dir.display()));
+    };
+    let mut targets = files.to_vec();
+    if all {
+        for f in recording_files(dir)? {
+            // Only finished, pool-sized recordings; others are left alone.
+            let finished = verify_file(&f)
+                .map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted))
+                .unwrap_or(false);
+            let sized = std::fs::metadata(&f)
+                .map(|m| m.len() == pool.file_size())
+                .unwrap_or(false);
+            if finished && sized {
+                targets.push(f);
             }
-            for f in &targets {
-                let slot = pool.recycle(f, *force)?;
-                println!("recycled {} -> {}", f.display(), slot.display());
-            }
-            let st = pool.status()?;
-            println!("{} of {} files ready", st.ready_files, st.target_files);
-            Ok(0)
         }
     }
+    for f in &targets {
+        let slot = pool.recycle(f, force)?;
+        println!("recycled {} -> {}", f.display(), slot.display());
+    }
+    let st = pool.status()?;
+    println!("{} of {} files ready", st.ready_files, st.target_files);
+    Ok(0)
 }

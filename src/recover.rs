@@ -22,26 +22,44 @@
 //! Exit codes: 0 done (also when there was nothing to recover), 2 usage or
 //! I/O errors.
 
+use std::path::Path;
+
 use rtrec_engine::pool::{recording_now, recover_leftovers, Leftover, Pool};
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
 use rtrec_engine::recovery::cut_crash_hole;
 
 use crate::cli::RecoverArgs;
 
-/// Runs `rtrec recover`.
+/// Runs `rtrec recover`: the three steps in order, each saying what it did.
 pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
     if !a.dir.is_dir() {
         return crate::error::usage(format!("'{}' is not a directory", a.dir.display()));
     }
-    match Pool::open(&a.dir)? {
+    move_back_from_pool(&a.dir)?;
+    put_leftovers_in_place(&a.dir)?;
+    if recording_now(&a.dir) {
+        // A live file may show writes in flight out of order: not a hole.
+        println!(
+            "{}: a recording is writing here; no crash hole was cut (run recover when none is)",
+            a.dir.display()
+        );
+        return Ok(0);
+    }
+    cut_crash_holes(&a.dir)?;
+    Ok(0)
+}
+
+/// Moves the recordings left unfinished in `dir`'s pool back into `dir`.
+fn move_back_from_pool(dir: &Path) -> crate::error::Result<()> {
+    match Pool::open(dir)? {
         None => println!(
             "{}: no pool, no recording to move back (files of other allocation modes are always in the directory)",
-            a.dir.display()
+            dir.display()
         ),
         Some(pool) => {
             let moved = pool.recover()?;
             if moved.is_empty() {
-                println!("{}: no unfinished recording in the pool", a.dir.display());
+                println!("{}: no unfinished recording in the pool", dir.display());
             }
             for (from, to) in &moved {
                 println!(
@@ -52,7 +70,13 @@ pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
             }
         }
     }
-    for l in recover_leftovers(&a.dir)? {
+    Ok(())
+}
+
+/// Moves a recording file left under its temporary name into place, or
+/// removes one that holds no recording.
+fn put_leftovers_in_place(dir: &Path) -> crate::error::Result<()> {
+    for l in recover_leftovers(dir)? {
         match l {
             Leftover::Moved(from, to) => println!(
                 "moved a recording file a crash left under its temporary name into place: '{}' as '{}'",
@@ -66,21 +90,18 @@ pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
             Leftover::Busy(p) => println!(
                 "left '{}' alone: a recording is writing in '{}' (run recover when none is)",
                 p.display(),
-                a.dir.display()
+                dir.display()
             ),
         }
     }
-    if recording_now(&a.dir) {
-        // A live file may show writes in flight out of order: not a hole.
-        println!(
-            "{}: a recording is writing here; no crash hole was cut (run recover when none is)",
-            a.dir.display()
-        );
-        return Ok(0);
-    }
-    let files = recording_files(&a.dir).map_err(|e| {
-        crate::error::Error::Usage(format!("cannot list '{}': {e}", a.dir.display()))
-    })?;
+    Ok(())
+}
+
+/// Cuts the crash hole of each unfinished recording file in `dir`; names
+/// the corrupt ones it leaves alone.
+fn cut_crash_holes(dir: &Path) -> crate::error::Result<()> {
+    let files = recording_files(dir)
+        .map_err(|e| crate::error::Error::Usage(format!("cannot list '{}': {e}", dir.display())))?;
     for path in files {
         // A file that cannot be read (or a planted symlink) is verify's to
         // report, not ours to touch.
@@ -115,5 +136,5 @@ pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
             );
         }
     }
-    Ok(0)
+    Ok(())
 }

@@ -4,11 +4,15 @@
 //! as a complete recording. Also the good path's JSON schema, which the
 //! error cases are measured against.
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::record_args::RecordArgs;
+use common::show;
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 
 /// `rtrec ARGS`, run in a scratch working directory (so that a forgotten
@@ -40,15 +44,6 @@ fn rtrec(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        stderr(o)
-    )
 }
 
 /// The error contract: exit `code`, and stderr is exactly one line of ours
@@ -119,9 +114,8 @@ fn record_refuses(args: &[&str], code: i32) -> Output {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
-    let mut all = vec!["record", "--quiet", "--dir", dir.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let o = rtrec_in(tmp.path(), &all, b"");
+    let all = RecordArgs::into_dir(&dir).with(args);
+    let o = rtrec_in(tmp.path(), &all.words(), b"");
     assert_one_sentence(&o, code);
     assert_no_complete_recording(&dir);
     assert!(recordings(&dir).is_empty(), "{:?}", recordings(&dir));
@@ -157,14 +151,14 @@ fn a_total_below_one_record_is_one_sentence_and_a_total_rounds_down_and_says_so(
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
-    let o = rtrec_in(
-        tmp.path(),
-        &[
-            "record", "--dir", "d", "--period", "1ms", "--size", "16KiB", "--total", "20KiB",
-            "--json", "s.json",
-        ],
-        b"",
-    );
+    // Not --quiet: the summary says it.
+    let args = RecordArgs::into_dir("d")
+        .without("--quiet")
+        .set("--period", "1ms")
+        .set("--size", "16KiB")
+        .set("--total", "20KiB")
+        .set("--json", "s.json");
+    let o = rtrec_in(tmp.path(), &args.words(), b"");
     assert!(o.status.success(), "{}", show(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -242,18 +236,8 @@ fn a_back_end_setting_out_of_range_is_one_sentence_and_exit_2() {
 #[test]
 fn a_missing_directory_is_one_sentence_and_exit_2() {
     let cwd = tempfile::tempdir().unwrap();
-    let o = rtrec_in(
-        cwd.path(),
-        &[
-            "record",
-            "--quiet",
-            "--count",
-            "5",
-            "--dir",
-            "/nonexistent/x",
-        ],
-        b"",
-    );
+    let args = RecordArgs::into_dir("/nonexistent/x").set("--count", "5");
+    let o = rtrec_in(cwd.path(), &args.words(), b"");
     assert_one_sentence(&o, 2);
     assert!(stderr(&o).contains("/nonexistent/x"), "{}", show(&o));
     assert!(!Path::new("/nonexistent").exists());
@@ -264,18 +248,8 @@ fn a_file_given_as_directory_is_one_sentence_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("plain");
     std::fs::write(&file, b"not a directory").unwrap();
-    let o = rtrec_in(
-        tmp.path(),
-        &[
-            "record",
-            "--quiet",
-            "--count",
-            "5",
-            "--dir",
-            file.to_str().unwrap(),
-        ],
-        b"",
-    );
+    let args = RecordArgs::into_dir(&file).set("--count", "5");
+    let o = rtrec_in(tmp.path(), &args.words(), b"");
     assert_one_sentence(&o, 2);
     assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
 }
@@ -320,13 +294,10 @@ fn a_read_only_directory_is_one_sentence_and_exit_2() {
     let _ro = ReadOnlyTmpfs::mount(&dir);
     for alloc in ["zero", "pool"] {
         let d = dir.to_str().unwrap();
-        let o = rtrec_in(
-            tmp.path(),
-            &[
-                "record", "--quiet", "--count", "5", "--alloc", alloc, "--dir", d,
-            ],
-            b"",
-        );
+        let args = RecordArgs::into_dir(d)
+            .set("--count", "5")
+            .set("--alloc", alloc);
+        let o = rtrec_in(tmp.path(), &args.words(), b"");
         assert_one_sentence(&o, 2);
         assert!(stderr(&o).contains(d), "{alloc}: {}", show(&o));
         assert!(recordings(&dir).is_empty());
@@ -351,22 +322,11 @@ fn too_little_space_for_the_preallocation_is_found_before_the_first_record() {
     for alloc in ["pool", "zero", "fallocate", "fallocate-keep-size", "append"] {
         let dir = fs.path().join(alloc);
         std::fs::create_dir(&dir).unwrap();
-        let o = rtrec_in(
-            fs.path(),
-            &[
-                "record",
-                "--quiet",
-                "--period",
-                "1ms",
-                "--total",
-                "200MiB",
-                "--alloc",
-                alloc,
-                "--dir",
-                dir.to_str().unwrap(),
-            ],
-            b"",
-        );
+        let args = RecordArgs::into_dir(&dir)
+            .set("--period", "1ms")
+            .set("--total", "200MiB")
+            .set("--alloc", alloc);
+        let o = rtrec_in(fs.path(), &args.words(), b"");
         assert_one_sentence(&o, 2);
         assert!(
             stderr(&o).contains("not enough space"),
@@ -436,12 +396,8 @@ fn record_among_symlinks(
         }
     }
     let cwd = dir.parent().unwrap();
-    let d = dir.to_str().unwrap();
-    let args = [
-        "record", "--quiet", "--period", "1ms", "--size", "1KiB", "--count", "3", "--alloc", alloc,
-        "--dir", d,
-    ];
-    (rtrec_in(cwd, &args, b""), links)
+    let args = RecordArgs::short(dir, "1KiB", 3).set("--alloc", alloc);
+    (rtrec_in(cwd, &args.words(), b""), links)
 }
 
 /// The links are still links to `target`, and rtrec either refused as bad
@@ -555,18 +511,11 @@ fn record_stdin(input: &[u8]) -> (tempfile::TempDir, PathBuf, Output) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
-    let args = [
-        "record",
-        "--quiet",
-        "--stdin",
-        "--size",
-        "16B",
-        "--count",
-        "10",
-        "--dir",
-        dir.to_str().unwrap(),
-    ];
-    let o = rtrec_in(tmp.path(), &args, input);
+    let args = RecordArgs::into_dir(&dir)
+        .switch("--stdin")
+        .set("--size", "16B")
+        .set("--count", "10");
+    let o = rtrec_in(tmp.path(), &args.words(), input);
     (tmp, dir, o)
 }
 
@@ -624,20 +573,10 @@ fn a_normal_recording_reports_every_json_key_and_verifies_clean() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
-    let args = [
-        "record",
-        "--count",
-        "50",
-        "--period",
-        "1ms",
-        "--size",
-        "1KiB",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--json",
-        "-",
-    ];
-    let o = rtrec_in(tmp.path(), &args, b"");
+    let args = RecordArgs::short(&dir, "1KiB", 50)
+        .without("--quiet")
+        .set("--json", "-");
+    let o = rtrec_in(tmp.path(), &args.words(), b"");
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     // With --json -, stdout is the JSON document alone (the table goes to stderr).
     let s: serde_json::Value =
@@ -696,19 +635,8 @@ fn verify_calls_a_file_with_one_flipped_byte_in_the_middle_corrupt() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
-    let args = [
-        "record",
-        "--quiet",
-        "--count",
-        "50",
-        "--period",
-        "1ms",
-        "--size",
-        "1KiB",
-        "--dir",
-        dir.to_str().unwrap(),
-    ];
-    let o = rtrec_in(tmp.path(), &args, b"");
+    let args = RecordArgs::short(&dir, "1KiB", 50);
+    let o = rtrec_in(tmp.path(), &args.words(), b"");
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let file = recordings(&dir).pop().unwrap();
     let mut bytes = std::fs::read(&file).unwrap();

@@ -5,12 +5,17 @@
 //! touched. And waiting for the global lock: the holder is named, SIGTERM
 //! ends the wait with exit 130, the timeout gives up in one sentence.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::record_args::RecordArgs;
+use common::show;
 use rtrec_host::loopfs::require_privileged;
+use rtrec_host::testing::hold_global_lock;
 
 fn rtrec_cmd(cwd: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtrec"));
@@ -26,15 +31,6 @@ fn rtrec_cmd(cwd: &Path, args: &[&str]) -> Command {
 
 fn rtrec(cwd: &Path, args: &[&str]) -> Output {
     rtrec_cmd(cwd, args).output().unwrap()
-}
-
-fn show(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Exit `code` and exactly one line on stderr, ours.
@@ -85,26 +81,15 @@ impl Scene {
             ],
         )
     }
+    /// Three records of 64 bytes in 1 MiB files.
+    fn small_record(&self) -> RecordArgs {
+        RecordArgs::short(&self.dir, "64B", 3).set("--file-size", "1MiB")
+    }
     fn record_pooled(&self) -> Output {
-        rtrec(
-            self.tmp.path(),
-            &[
-                "record",
-                "--quiet",
-                "--period",
-                "1ms",
-                "--size",
-                "1KiB",
-                "--count",
-                "3",
-                "--alloc",
-                "pool",
-                "--file-size",
-                "1MiB",
-                "--dir",
-                self.d(),
-            ],
-        )
+        let args = RecordArgs::short(&self.dir, "1KiB", 3)
+            .set("--alloc", "pool")
+            .set("--file-size", "1MiB");
+        rtrec(self.tmp.path(), &args.words())
     }
 }
 
@@ -161,25 +146,8 @@ fn a_symlink_planted_as_the_json_output_is_replaced_not_written_through() {
     let s = scene();
     let out = s.dir.join("summary.json");
     symlink(&s.victim, &out).unwrap();
-    let o = rtrec(
-        s.tmp.path(),
-        &[
-            "record",
-            "--quiet",
-            "--period",
-            "1ms",
-            "--size",
-            "64B",
-            "--count",
-            "3",
-            "--file-size",
-            "1MiB",
-            "--dir",
-            s.d(),
-            "--json",
-            out.to_str().unwrap(),
-        ],
-    );
+    let args = s.small_record().set("--json", out.to_str().unwrap());
+    let o = rtrec(s.tmp.path(), &args.words());
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     s.assert_victim_untouched();
     assert!(!out.symlink_metadata().unwrap().file_type().is_symlink());
@@ -190,23 +158,7 @@ fn a_symlink_planted_as_the_json_output_is_replaced_not_written_through() {
 #[test]
 fn a_symlink_planted_as_the_export_output_is_refused() {
     let s = scene();
-    let o = rtrec(
-        s.tmp.path(),
-        &[
-            "record",
-            "--quiet",
-            "--period",
-            "1ms",
-            "--size",
-            "64B",
-            "--count",
-            "3",
-            "--file-size",
-            "1MiB",
-            "--dir",
-            s.d(),
-        ],
-    );
+    let o = rtrec(s.tmp.path(), &s.small_record().words());
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let rec = std::fs::read_dir(&s.dir)
         .unwrap()
@@ -232,72 +184,14 @@ fn a_symlink_planted_as_the_raw_sidecar_is_never_followed() {
         .as_secs() as i64;
     // Every name the sidecar can take in the next half minute.
     for t in now - 2..=now + 30 {
-        let name = format!("rec-{}.meta.json", utc_stamp(t));
+        let name = format!("rec-{}.meta.json", rtrec_engine::utc_stamp(t as u64));
         symlink(&s.victim, s.dir.join(name)).unwrap();
     }
-    let o = rtrec(
-        s.tmp.path(),
-        &[
-            "record",
-            "--quiet",
-            "--period",
-            "1ms",
-            "--size",
-            "64B",
-            "--count",
-            "3",
-            "--file-size",
-            "1MiB",
-            "--framing",
-            "raw",
-            "--dir",
-            s.d(),
-        ],
-    );
+    let args = s.small_record().set("--framing", "raw");
+    let o = rtrec(s.tmp.path(), &args.words());
     assert!(o.status.code().is_some(), "{}", show(&o));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
     s.assert_victim_untouched();
-}
-
-/// `YYYYmmddTHHMMSSZ` of a Unix time (days to civil date, Howard Hinnant's
-/// algorithm), as rtrec names recordings.
-fn utc_stamp(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// A shell holding the global lock of `state`, become `sleep 60`.
-fn hold_lock(state: &Path) -> std::process::Child {
-    let mut holder = Command::new("sh")
-        .args([
-            "-c",
-            r#"exec 9>>"$1" && flock -x 9 && echo $$ >"$1" && echo locked && exec sleep 60"#,
-            "sh",
-        ])
-        .arg(state.join("global.lock"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "locked\n");
-    holder
 }
 
 #[test]
@@ -309,7 +203,7 @@ fn waiting_for_the_global_lock_names_the_holder_ends_on_sigterm_and_times_out() 
     }
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let mut holder = hold_lock(state.path());
+    let mut holder = hold_global_lock(state.path());
     let pid = holder.id();
     let bench = |timeout: &str| {
         let mut c = rtrec_cmd(
@@ -361,24 +255,13 @@ fn waiting_for_the_global_lock_names_the_holder_ends_on_sigterm_and_times_out() 
 #[test]
 fn sighup_ends_a_recording_like_sigterm_with_its_end_frame() {
     let s = scene();
-    let mut child = rtrec_cmd(
-        s.tmp.path(),
-        &[
-            "record",
-            "--quiet",
-            "--trace-written",
-            "--period",
-            "1ms",
-            "--size",
-            "64B",
-            "--file-size",
-            "1MiB",
-            "--dir",
-            s.d(),
-        ],
-    )
-    .spawn()
-    .unwrap();
+    // Open-ended: no --count.
+    let args = RecordArgs::into_dir(&s.dir)
+        .switch("--trace-written")
+        .set("--period", "1ms")
+        .set("--size", "64B")
+        .set("--file-size", "1MiB");
+    let mut child = rtrec_cmd(s.tmp.path(), &args.words()).spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();

@@ -2,20 +2,32 @@
 //! offer beyond its settings — real hardware rather than a user-mode
 //! emulator, a clock that ticks steadily, high-resolution timers, and the
 //! memory for the ring the planned rate needs; one function each (listed in
-//! [`super::checks::CHECKS`]).
+//! [`CHECKS`], joined by `super::checks`).
 
 use rtrec_host::machine;
 use rtrec_units::{format_duration, format_size};
 
-use super::verdict::{Facts, Finding};
+use super::verdict::{Area, Facts, Finding, Spec};
+
+/// This group's heading.
+const GROUP: Area = Area::Board;
+
+/// The board checks in the report's order; each row sits above its function.
+pub const CHECKS: &[Spec] = &[USER_EMULATION, INVARIANT_TSC, HRTIMERS, MEMORY_FOR_RING];
 
 /// The coarsest `CLOCK_MONOTONIC` resolution taken for high-resolution
 /// timers: above it, sleeps end on scheduler ticks.
 pub const HRTIMER_RESOLUTION_NS: u64 = 1_000;
 
+const USER_EMULATION: Spec = Spec::new(
+    GROUP,
+    "user-emulation",
+    "not under qemu-user",
+    user_emulation,
+);
 /// `user-emulation`: not under qemu-user, whose timings say nothing about
 /// the board.
-pub fn user_emulation(_: &Facts) -> Finding {
+fn user_emulation(_: &Facts) -> Finding {
     match machine::user_emulation() {
         Some(evidence) => Finding::warn(
             format!("qemu-user ({evidence})"),
@@ -29,10 +41,16 @@ pub fn user_emulation(_: &Facts) -> Finding {
     }
 }
 
+const INVARIANT_TSC: Spec = Spec::new(
+    GROUP,
+    "invariant-tsc",
+    "a steady clock (invariant TSC)",
+    invariant_tsc,
+);
 /// `invariant-tsc`: on x86 the TSC must run at a constant rate through
 /// frequency changes and idle (`constant_tsc` and `nonstop_tsc`); ARM's
 /// architected timer always does.
-pub fn invariant_tsc(_: &Facts) -> Finding {
+fn invariant_tsc(_: &Facts) -> Finding {
     let source = machine::clocksource().unwrap_or_else(|| "?".into());
     match std::env::consts::ARCH {
         "x86" | "x86_64" => judge_tsc(&machine::cpu_flags(), &source),
@@ -69,9 +87,10 @@ pub fn judge_tsc(flags: &[String], clocksource: &str) -> Finding {
     }
 }
 
+const HRTIMERS: Spec = Spec::new(GROUP, "hrtimers", "high-resolution timers", hrtimers);
 /// `hrtimers`: a `CLOCK_MONOTONIC` resolution of at most
 /// [`HRTIMER_RESOLUTION_NS`].
-pub fn hrtimers(_: &Facts) -> Finding {
+fn hrtimers(_: &Facts) -> Finding {
     judge_resolution(rtrec_sys::time::monotonic_resolution_ns())
 }
 
@@ -91,9 +110,15 @@ pub fn judge_resolution(resolution_ns: Option<u64>) -> Finding {
     }
 }
 
+const MEMORY_FOR_RING: Spec = Spec::new(
+    GROUP,
+    "memory-for-ring",
+    "available memory for the ring",
+    memory_for_ring,
+);
 /// `memory-for-ring`: MemAvailable holds the ring the recording needs,
 /// twice over (the page cache of written data needs room beside it).
-pub fn memory_for_ring(f: &Facts) -> Finding {
+fn memory_for_ring(f: &Facts) -> Finding {
     judge_memory(machine::meminfo_bytes("MemAvailable"), f)
 }
 

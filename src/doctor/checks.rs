@@ -1,7 +1,10 @@
 //! The checks of `rtrec doctor` as one table, as the bench's scenarios
-//! are: each row names a check (its stable id, a title, its group) and the
-//! one small function that reads its fact and judges it. The table's order
-//! is the report's; one test walks the whole table.
+//! are: the groups' rows joined in the report's order (filesystem, device,
+//! system, board). Each row ([`Spec`]) names a check (its stable id, a
+//! title, its group) and the one small function that reads its fact and
+//! judges it; the row sits right above its function in its group's module
+//! (`filesystem`, `device`, `system`, `board`), whose `CHECKS` lists them
+//! in order. The tests below walk the whole table.
 //!
 //! Design choices:
 //! - Every check reads files under `/proc` and `/sys` (and `dumpe2fs` for
@@ -12,86 +15,38 @@
 //!   meet its promise (a read-only mount, too little free space, too
 //!   little memory for the ring); everything that only makes latency worse
 //!   or less predictable is `warn`.
-//! - A check function returns a [`Finding`]; the table adds its id and
+//! - A check function returns a [`Finding`]; its row adds the id and
 //!   group, so no function can report under another's name.
-//! - Adding a check: a function in the module of its group, a row here, a
-//!   row in docs/doctor.md (the test below fails until all three exist).
+//! - A row and its function in one place: the row is a private `const`
+//!   right above the function, and the group's `CHECKS` at the top of its
+//!   module lists the rows, so a row left out of it is a dead-code warning
+//!   (an error under clippy's `-D warnings`), not a check that never runs.
+//! - Adding a check: in its group's module, the function with its row right
+//!   above it and the row's name in that module's `CHECKS` (where the
+//!   report should show it); a row in docs/doctor.md's table, in the same
+//!   place; and a unit test of the function beside it. The tests below fail
+//!   until the table and docs/doctor.md agree.
 
-use super::verdict::{Area, Check, Facts, Finding};
+use super::verdict::{Check, Facts, Spec};
 use super::{board, device, filesystem, system};
 
-/// One row of the table.
-#[derive(Clone, Copy, Debug)]
-pub struct Spec {
-    /// Stable name (`mount-noatime`), for scripts and the JSON.
-    pub id: &'static str,
-    /// What it checks, in a few words.
-    pub title: &'static str,
-    /// The group it is printed under.
-    pub area: Area,
-    /// Reads the fact and judges it.
-    pub run: fn(&Facts) -> Finding,
-}
-
-const fn spec(
-    id: &'static str,
-    title: &'static str,
-    area: Area,
-    run: fn(&Facts) -> Finding,
-) -> Spec {
-    Spec {
-        id,
-        title,
-        area,
-        run,
-    }
-}
-
-use Area::{Board, Device, Filesystem, System};
-
-/// Every check, in the report's order: filesystem, device, system, board.
-#[rustfmt::skip]
-pub const CHECKS: &[Spec] = &[
-    //   id                       title                                   group       check
-    spec("fs-type",               "filesystem type",                      Filesystem, filesystem::fs_type),
-    spec("mount-rw",              "mounted read-write",                   Filesystem, filesystem::read_write),
-    spec("mount-noatime",         "no access-time writes",                Filesystem, filesystem::noatime),
-    spec("mount-lazytime",        "file times kept in memory",            Filesystem, filesystem::lazytime),
-    spec("mount-delalloc",        "delayed allocation (ext4)",            Filesystem, filesystem::delalloc),
-    spec("mount-data-mode",       "data=ordered (ext4)",                  Filesystem, filesystem::data_mode),
-    spec("mount-barrier",         "flushes reach the device",             Filesystem, filesystem::barrier),
-    spec("mount-discard",         "no online discard",                    Filesystem, filesystem::discard),
-    spec("journal-size",          "ext4 journal size",                    Filesystem, filesystem::journal_size),
-    spec("free-space",            "free space for the planned recording", Filesystem, filesystem::free_space),
-    spec("device-kind",           "kind of block device",                 Device,     device::device_kind),
-    spec("io-scheduler",          "I/O scheduler",                        Device,     device::io_scheduler),
-    spec("io-scheduler-tunables", "write-back throttling",                Device,     device::io_scheduler_tunables),
-    spec("bfq-weight",            "BFQ offered for I/O weights",          Device,     device::bfq_weight),
-    spec("device-probe",          "measured flush latency (--probe)",     Device,     device::device_probe),
-    spec("vm-dirty",              "periodic write-back",                  System,     system::vm_dirty),
-    spec("journal-leftovers",     "settings left changed by rtrec",       System,     system::journal_leftovers),
-    spec("cpu-governor",          "CPU frequency governor",               System,     system::cpu_governor),
-    spec("cpu-idle",              "deepest idle state's exit latency",    System,     system::cpu_idle),
-    spec("isolcpus",              "isolated CPUs",                        System,     system::isolcpus),
-    spec("nohz_full",             "no tick on isolated CPUs",             System,     system::nohz_full),
-    spec("rt-throttling",         "RT throttling",                        System,     system::rt_throttling),
-    spec("preempt",               "kernel preemption model",              System,     system::preempt),
-    spec("thp",                   "transparent huge pages",               System,     system::thp),
-    spec("swap",                  "swap",                                 System,     system::swap),
-    spec("memlock",               "RLIMIT_MEMLOCK for record --rt",       System,     system::memlock),
-    spec("tracefs",               "tracefs for record --explain",         System,     system::tracefs),
-    spec("hypervisor",            "virtual machine",                      System,     system::hypervisor),
-    spec("steal-time",            "CPU time stolen by a hypervisor",      System,     system::steal_time),
-    spec("user-emulation",        "not under qemu-user",                  Board,      board::user_emulation),
-    spec("invariant-tsc",         "a steady clock (invariant TSC)",       Board,      board::invariant_tsc),
-    spec("hrtimers",              "high-resolution timers",               Board,      board::hrtimers),
-    spec("memory-for-ring",       "available memory for the ring",        Board,      board::memory_for_ring),
+/// The groups' rows, in the report's order: filesystem, device, system,
+/// board.
+pub const GROUPS: [&[Spec]; 4] = [
+    filesystem::CHECKS,
+    device::CHECKS,
+    system::CHECKS,
+    board::CHECKS,
 ];
 
-/// Runs every check of [`CHECKS`] on `facts`, in order.
+/// Every check, in the report's order.
+pub fn all() -> impl Iterator<Item = &'static Spec> {
+    GROUPS.into_iter().flatten()
+}
+
+/// Runs every check of [`all`] on `facts`, in order.
 pub fn run_all(facts: &Facts) -> Vec<Check> {
-    CHECKS
-        .iter()
+    all()
         .map(|s| {
             let f = (s.run)(facts);
             Check {
@@ -109,7 +64,8 @@ pub fn run_all(facts: &Facts) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doctor::verdict::Status;
+    use crate::doctor::verdict::Area::{Board, Device, Filesystem, System};
+    use crate::doctor::verdict::{Area, Status};
     use std::collections::HashSet;
 
     const DOC: &str = include_str!("../../docs/doctor.md");
@@ -135,11 +91,11 @@ mod tests {
     #[test]
     fn the_table_has_unique_ids_in_group_order_each_documented() {
         let mut seen = HashSet::new();
-        for s in CHECKS {
+        for s in all() {
             assert!(seen.insert(s.id), "{} twice", s.id);
             assert!(!s.title.is_empty(), "{} has no title", s.id);
         }
-        let areas: Vec<Area> = CHECKS.iter().map(|s| s.area).collect();
+        let areas: Vec<Area> = all().map(|s| s.area).collect();
         let mut groups = areas.clone();
         groups.dedup();
         assert_eq!(
@@ -147,7 +103,7 @@ mod tests {
             [Filesystem, Device, System, Board],
             "each group's checks must be together, in this order"
         );
-        let ids: Vec<&str> = CHECKS.iter().map(|s| s.id).collect();
+        let ids: Vec<&str> = all().map(|s| s.id).collect();
         assert_eq!(
             documented_ids(),
             ids,
@@ -160,8 +116,8 @@ mod tests {
         let m = rtrec_host::mounts::parse_mounts("/dev/vda / ext4 rw,relatime,discard 0 0\n");
         let facts = Facts::of(&std::env::temp_dir(), m.into_iter().next());
         let checks = run_all(&facts);
-        assert_eq!(checks.len(), CHECKS.len());
-        for (c, s) in checks.iter().zip(CHECKS) {
+        assert_eq!(checks.len(), all().count());
+        for (c, s) in checks.iter().zip(all()) {
             assert_eq!((c.id, c.area), (s.id, s.area.name()));
             assert!(!c.why.is_empty(), "{c:?}");
             assert_eq!(

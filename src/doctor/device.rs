@@ -1,13 +1,26 @@
 //! The checks of the block device under DIR: what kind of device it is,
 //! its I/O scheduler and tunables, and (with `--probe`) its measured flush
-//! latency; one function each (listed in [`super::checks::CHECKS`]).
+//! latency; one function each (listed in [`CHECKS`], joined by
+//! `super::checks`).
 
 use std::fs;
 use std::path::Path;
 
 use rtrec_units::{format_duration, format_size_per_s};
 
-use super::verdict::{read_trim, Facts, Finding};
+use super::verdict::{read_trim, Area, Facts, Finding, Spec};
+
+/// This group's heading.
+const GROUP: Area = Area::Device;
+
+/// The device checks in the report's order; each row sits above its function.
+pub const CHECKS: &[Spec] = &[
+    DEVICE_KIND,
+    IO_SCHEDULER,
+    IO_SCHEDULER_TUNABLES,
+    BFQ_WEIGHT,
+    DEVICE_PROBE,
+];
 
 /// A flush (4 KiB write + `fdatasync`) p99 above this is a warning: etcd's
 /// published bound for its write-ahead log, the nearest published figure
@@ -51,9 +64,10 @@ fn scheduler(dev: &str) -> String {
     rtrec_host::iosched::read_scheduler(dev).unwrap_or_else(|_| "?".into())
 }
 
+const DEVICE_KIND: Spec = Spec::new(GROUP, "device-kind", "kind of block device", device_kind);
 /// `device-kind`: local flash passes; a loop image, eMMC/SD, a disk or a
 /// virtual disk each warn with what to measure.
-pub fn device_kind(f: &Facts) -> Finding {
+fn device_kind(f: &Facts) -> Finding {
     let dev = match device(f) {
         Ok(d) => d,
         Err(skip) => return skip,
@@ -91,8 +105,9 @@ pub fn device_kind(f: &Facts) -> Finding {
     }
 }
 
+const IO_SCHEDULER: Spec = Spec::new(GROUP, "io-scheduler", "I/O scheduler", io_scheduler);
 /// `io-scheduler`: one that dispatches without idling.
-pub fn io_scheduler(f: &Facts) -> Finding {
+fn io_scheduler(f: &Facts) -> Finding {
     let dev = match device(f) {
         Ok(d) => d,
         Err(skip) => return skip,
@@ -128,8 +143,14 @@ fn scheduler_tunables(queue: &str) -> Vec<String> {
     v
 }
 
+const IO_SCHEDULER_TUNABLES: Spec = Spec::new(
+    GROUP,
+    "io-scheduler-tunables",
+    "write-back throttling",
+    io_scheduler_tunables,
+);
 /// `io-scheduler-tunables`: no write-back throttling (except under bfq).
-pub fn io_scheduler_tunables(f: &Facts) -> Finding {
+fn io_scheduler_tunables(f: &Facts) -> Finding {
     let dev = match device(f) {
         Ok(d) => d,
         Err(skip) => return skip,
@@ -158,8 +179,14 @@ pub fn io_scheduler_tunables(f: &Facts) -> Finding {
     }
 }
 
+const BFQ_WEIGHT: Spec = Spec::new(
+    GROUP,
+    "bfq-weight",
+    "BFQ offered for I/O weights",
+    bfq_weight,
+);
 /// `bfq-weight`: BFQ offered, so I/O weights can work.
-pub fn bfq_weight(f: &Facts) -> Finding {
+fn bfq_weight(f: &Facts) -> Finding {
     let dev = match device(f) {
         Ok(d) => d,
         Err(skip) => return skip,
@@ -203,10 +230,16 @@ pub fn run_probe(dir: &Path) -> Result<rtrec_emu::Profile, String> {
     rtrec_emu::Profile::from_file(r.profile, "measured by the probe").map_err(|e| e.to_string())
 }
 
+const DEVICE_PROBE: Spec = Spec::new(
+    GROUP,
+    "device-probe",
+    "measured flush latency (--probe)",
+    device_probe,
+);
 /// `device-probe`: with `--probe`, the flush p99 of the short probe
 /// against [`FLUSH_P99_WARN_NS`]; without it, a skip naming the commands
 /// that measure.
-pub fn device_probe(f: &Facts) -> Finding {
+fn device_probe(f: &Facts) -> Finding {
     let p = match &f.probe {
         None => return Finding::skip(
             "not measured",

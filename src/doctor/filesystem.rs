@@ -1,6 +1,6 @@
 //! The checks of the filesystem under DIR: its type, its mount options, its
 //! journal and its free space, one function each (listed in
-//! [`super::checks::CHECKS`]).
+//! [`CHECKS`], joined by `super::checks`).
 
 use std::fs;
 
@@ -8,7 +8,24 @@ use rtrec_host::machine;
 use rtrec_host::mounts::MountEntry;
 use rtrec_units::format_size;
 
-use super::verdict::{Facts, Finding};
+use super::verdict::{Area, Facts, Finding, Spec};
+
+/// This group's heading.
+const GROUP: Area = Area::Filesystem;
+
+/// The filesystem checks in the report's order; each row sits above its function.
+pub const CHECKS: &[Spec] = &[
+    FS_TYPE,
+    MOUNT_RW,
+    MOUNT_NOATIME,
+    MOUNT_LAZYTIME,
+    MOUNT_DELALLOC,
+    MOUNT_DATA_MODE,
+    MOUNT_BARRIER,
+    MOUNT_DISCARD,
+    JOURNAL_SIZE,
+    FREE_SPACE,
+];
 
 /// The mount under DIR, or the skip that says there is none.
 fn mount(f: &Facts) -> Result<&MountEntry, Finding> {
@@ -39,8 +56,9 @@ fn ext4_only(m: &MountEntry, what: &str) -> Option<Finding> {
     (m.fstype != "ext4").then(|| Finding::skip(&m.fstype, what))
 }
 
+const FS_TYPE: Spec = Spec::new(GROUP, "fs-type", "filesystem type", fs_type);
 /// `fs-type`: ext4, the filesystem the published figures are for.
-pub fn fs_type(f: &Facts) -> Finding {
+fn fs_type(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -65,8 +83,9 @@ pub fn fs_type(f: &Facts) -> Finding {
     }
 }
 
+const MOUNT_RW: Spec = Spec::new(GROUP, "mount-rw", "mounted read-write", read_write);
 /// `mount-rw`: a read-only mount cannot take a recording at all.
-pub fn read_write(f: &Facts) -> Finding {
+fn read_write(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -82,8 +101,9 @@ pub fn read_write(f: &Facts) -> Finding {
     }
 }
 
+const MOUNT_NOATIME: Spec = Spec::new(GROUP, "mount-noatime", "no access-time writes", noatime);
 /// `mount-noatime`: reads must not write access times.
-pub fn noatime(f: &Facts) -> Finding {
+fn noatime(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -103,8 +123,14 @@ pub fn noatime(f: &Facts) -> Finding {
     )
 }
 
+const MOUNT_LAZYTIME: Spec = Spec::new(
+    GROUP,
+    "mount-lazytime",
+    "file times kept in memory",
+    lazytime,
+);
 /// `mount-lazytime`: file times kept in memory.
-pub fn lazytime(f: &Facts) -> Finding {
+fn lazytime(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -123,8 +149,14 @@ pub fn lazytime(f: &Facts) -> Finding {
     }
 }
 
+const MOUNT_DELALLOC: Spec = Spec::new(
+    GROUP,
+    "mount-delalloc",
+    "delayed allocation (ext4)",
+    delalloc,
+);
 /// `mount-delalloc`: ext4 allocates blocks at write-back, not in write().
-pub fn delalloc(f: &Facts) -> Finding {
+fn delalloc(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -143,8 +175,9 @@ pub fn delalloc(f: &Facts) -> Finding {
     }
 }
 
+const MOUNT_DATA_MODE: Spec = Spec::new(GROUP, "mount-data-mode", "data=ordered (ext4)", data_mode);
 /// `mount-data-mode`: ext4's `data=ordered`, as the studies.
-pub fn data_mode(f: &Facts) -> Finding {
+fn data_mode(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -175,6 +208,7 @@ pub fn data_mode(f: &Facts) -> Finding {
     }
 }
 
+const MOUNT_BARRIER: Spec = Spec::new(GROUP, "mount-barrier", "flushes reach the device", barrier);
 /// `mount-barrier`: flushes reach the device (no `nobarrier`, no
 /// `barrier=0`).
 ///
@@ -184,7 +218,7 @@ pub fn data_mode(f: &Facts) -> Finding {
 /// cache when the power goes, and journal blocks may reach the media
 /// before the data they order. `data=writeback` is judged by
 /// `mount-data-mode`.
-pub fn barrier(f: &Facts) -> Finding {
+fn barrier(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -208,8 +242,9 @@ pub fn barrier(f: &Facts) -> Finding {
     }
 }
 
+const MOUNT_DISCARD: Spec = Spec::new(GROUP, "mount-discard", "no online discard", discard);
 /// `mount-discard`: no online TRIM in the write path.
-pub fn discard(f: &Facts) -> Finding {
+fn discard(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -229,8 +264,9 @@ pub fn discard(f: &Facts) -> Finding {
     }
 }
 
+const JOURNAL_SIZE: Spec = Spec::new(GROUP, "journal-size", "ext4 journal size", journal_size);
 /// `journal-size`: an ext4 journal of at least the studies' 128 MiB.
-pub fn journal_size(f: &Facts) -> Finding {
+fn journal_size(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
@@ -257,8 +293,14 @@ pub fn journal_size(f: &Facts) -> Finding {
     }
 }
 
+const FREE_SPACE: Spec = Spec::new(
+    GROUP,
+    "free-space",
+    "free space for the planned recording",
+    free_space,
+);
 /// `free-space`: room for the planned recording, and for its pool.
-pub fn free_space(f: &Facts) -> Finding {
+fn free_space(f: &Facts) -> Finding {
     let dir = &f.checked;
     let planned = f.planned_bytes;
     let p = format_size(planned);

@@ -1,12 +1,13 @@
 //! `rtrec doctor [DIR]`: is this machine fit for real-time recording into
 //! DIR? Checks of the filesystem and device under DIR, of the system and
-//! of the board ([`checks::CHECKS`], one function each), each pass / warn /
+//! of the board ([`checks::all`], one function each), each pass / warn /
 //! fail / skip with one line of why and the command that fixes it;
 //! `--json` for scripts. Exit code 0 when no check fails, 1 otherwise.
 //!
 //! Modules, lowest first: [`verdict`] (the facts, a finding, a reported
-//! check) · `filesystem`, `device`, `system`, `board` (the checks of each
-//! group) · [`checks`] (the table) · this one (gathering the facts,
+//! check, a check's row) · `filesystem`, `device`, `system`, `board` (the
+//! checks of each group, each with its row) · [`checks`] (the groups
+//! joined into the table) · this one (gathering the facts,
 //! rendering).
 //!
 //! Design choices:
@@ -243,9 +244,8 @@ pub fn render(r: &Report) -> String {
 
 /// The table of checks as `--list` prints it: id, group, title.
 pub fn list() -> String {
-    let width = checks::CHECKS.iter().map(|s| s.id.len()).max().unwrap_or(0);
-    checks::CHECKS
-        .iter()
+    let width = checks::all().map(|s| s.id.len()).max().unwrap_or(0);
+    checks::all()
         .map(|s| format!("{:<width$}  {:<10}  {}\n", s.id, s.area.name(), s.title))
         .collect()
 }

@@ -2,17 +2,39 @@
 //! frequency and idle states, isolation, the kernel's preemption and RT
 //! throttling, memory (huge pages, swap, locking), tracefs, and whether a
 //! hypervisor sits under it all; one function each (listed in
-//! [`super::checks::CHECKS`]).
+//! [`CHECKS`], joined by `super::checks`).
 
 use std::fs;
 use std::path::Path;
 
 use rtrec_units::format_size;
 
-use super::verdict::{read_trim, Facts, Finding};
+use super::verdict::{read_trim, Area, Facts, Finding, Spec};
 
+/// This group's heading.
+const GROUP: Area = Area::System;
+
+/// The system checks in the report's order; each row sits above its function.
+pub const CHECKS: &[Spec] = &[
+    VM_DIRTY,
+    JOURNAL_LEFTOVERS,
+    CPU_GOVERNOR,
+    CPU_IDLE,
+    ISOLCPUS,
+    NOHZ_FULL,
+    RT_THROTTLING,
+    PREEMPT,
+    THP,
+    SWAP,
+    MEMLOCK,
+    TRACEFS,
+    HYPERVISOR,
+    STEAL_TIME,
+];
+
+const VM_DIRTY: Spec = Spec::new(GROUP, "vm-dirty", "periodic write-back", vm_dirty);
 /// `vm-dirty`: periodic write-back on.
-pub fn vm_dirty(_: &Facts) -> Finding {
+fn vm_dirty(_: &Facts) -> Finding {
     match rtrec_host::sysctl::DirtySettings::read() {
         Err(e) => Finding::skip("?", format!("cannot read vm.dirty_*: {e}")),
         Ok(d) if d.dirty_writeback_centisecs == 0 => Finding::warn(
@@ -27,9 +49,15 @@ pub fn vm_dirty(_: &Facts) -> Finding {
     }
 }
 
+const JOURNAL_LEFTOVERS: Spec = Spec::new(
+    GROUP,
+    "journal-leftovers",
+    "settings left changed by rtrec",
+    journal_leftovers,
+);
 /// `journal-leftovers`: no setting left changed by a dead rtrec, none held
 /// by a running one.
-pub fn journal_leftovers(_: &Facts) -> Finding {
+fn journal_leftovers(_: &Facts) -> Finding {
     let s = match rtrec_host::journal_status() {
         Err(e) => return Finding::skip("?", e.to_string()),
         Ok(s) if s.is_clear() => {
@@ -67,8 +95,14 @@ pub fn journal_leftovers(_: &Facts) -> Finding {
     }
 }
 
+const CPU_GOVERNOR: Spec = Spec::new(
+    GROUP,
+    "cpu-governor",
+    "CPU frequency governor",
+    cpu_governor,
+);
 /// `cpu-governor`: `performance` on every CPU (or no cpufreq).
-pub fn cpu_governor(_: &Facts) -> Finding {
+fn cpu_governor(_: &Facts) -> Finding {
     let governors: Vec<String> = (0..1024)
         .map_while(|c| {
             fs::metadata(format!("/sys/devices/system/cpu/cpu{c}"))
@@ -99,8 +133,14 @@ pub fn cpu_governor(_: &Facts) -> Finding {
     }
 }
 
+const CPU_IDLE: Spec = Spec::new(
+    GROUP,
+    "cpu-idle",
+    "deepest idle state's exit latency",
+    cpu_idle,
+);
 /// `cpu-idle`: the deepest idle state's exit latency at most 100 µs.
-pub fn cpu_idle(_: &Facts) -> Finding {
+fn cpu_idle(_: &Facts) -> Finding {
     let deepest = (0..16)
         .map_while(|s| {
             read_trim(format!(
@@ -133,8 +173,9 @@ fn isolated() -> String {
     read_trim("/sys/devices/system/cpu/isolated").unwrap_or_default()
 }
 
+const ISOLCPUS: Spec = Spec::new(GROUP, "isolcpus", "isolated CPUs", isolcpus);
 /// `isolcpus`: a CPU kept for the recorder.
-pub fn isolcpus(_: &Facts) -> Finding {
+fn isolcpus(_: &Facts) -> Finding {
     let isolated = isolated();
     if isolated.is_empty() {
         Finding::warn(
@@ -150,8 +191,9 @@ pub fn isolcpus(_: &Facts) -> Finding {
     }
 }
 
+const NOHZ_FULL: Spec = Spec::new(GROUP, "nohz_full", "no tick on isolated CPUs", nohz_full);
 /// `nohz_full`: isolated CPUs without the scheduler tick.
-pub fn nohz_full(_: &Facts) -> Finding {
+fn nohz_full(_: &Facts) -> Finding {
     let isolated = isolated();
     let nohz = read_trim("/sys/devices/system/cpu/nohz_full")
         .filter(|n| n != "(null)")
@@ -167,8 +209,9 @@ pub fn nohz_full(_: &Facts) -> Finding {
     }
 }
 
+const RT_THROTTLING: Spec = Spec::new(GROUP, "rt-throttling", "RT throttling", rt_throttling);
 /// `rt-throttling`: on, so a runaway RT task cannot hang the machine.
-pub fn rt_throttling(_: &Facts) -> Finding {
+fn rt_throttling(_: &Facts) -> Finding {
     match read_trim("/proc/sys/kernel/sched_rt_runtime_us").as_deref() {
         None => Finding::skip("?", "sched_rt_runtime_us cannot be read"),
         Some("-1") => Finding::warn(
@@ -183,6 +226,7 @@ pub fn rt_throttling(_: &Facts) -> Finding {
     }
 }
 
+const PREEMPT: Spec = Spec::new(GROUP, "preempt", "kernel preemption model", preempt);
 /// `preempt`: a PREEMPT_RT kernel, or at least full preemption.
 ///
 /// Design choice: a `PREEMPT_DYNAMIC` kernel (Debian's, and this project's
@@ -195,7 +239,7 @@ pub fn rt_throttling(_: &Facts) -> Finding {
 /// then from debugfs (`sched/preempt`, where readable), then from the
 /// kernel's build configuration in `/boot`; where none of them says, the
 /// finding says so instead of guessing.
-pub fn preempt(_: &Facts) -> Finding {
+fn preempt(_: &Facts) -> Finding {
     let version = read_trim("/proc/sys/kernel/version").unwrap_or_default();
     if read_trim("/sys/kernel/realtime").as_deref() == Some("1") || version.contains("PREEMPT_RT") {
         return Finding::pass(
@@ -284,8 +328,9 @@ fn dynamic_preempt_mode(
     Some((m, "the kernel's build default"))
 }
 
+const THP: Spec = Spec::new(GROUP, "thp", "transparent huge pages", thp);
 /// `thp`: transparent huge pages not `always`.
-pub fn thp(_: &Facts) -> Finding {
+fn thp(_: &Facts) -> Finding {
     let path = "/sys/kernel/mm/transparent_hugepage/enabled";
     match read_trim(path) {
         None => Finding::pass("not built", "no huge-page compaction stalls"),
@@ -301,8 +346,9 @@ pub fn thp(_: &Facts) -> Finding {
     }
 }
 
+const SWAP: Spec = Spec::new(GROUP, "swap", "swap", swap);
 /// `swap`: none, or `--rt` to lock the recorder in memory.
-pub fn swap(_: &Facts) -> Finding {
+fn swap(_: &Facts) -> Finding {
     let swaps = fs::read_to_string("/proc/swaps").unwrap_or_default();
     let n = swaps
         .lines()
@@ -320,9 +366,10 @@ pub fn swap(_: &Facts) -> Finding {
     }
 }
 
+const MEMLOCK: Spec = Spec::new(GROUP, "memlock", "RLIMIT_MEMLOCK for record --rt", memlock);
 /// `memlock`: RLIMIT_MEMLOCK room for what `--rt` locks (the ring and the
 /// program; root is exempt).
-pub fn memlock(f: &Facts) -> Finding {
+fn memlock(f: &Facts) -> Finding {
     match rtrec_sys::memlock_limit() {
         None => Finding::pass("unlimited", "`rtrec record --rt` can lock all memory"),
         Some(_) if rtrec_sys::effective_uid() == 0 => {
@@ -340,8 +387,9 @@ pub fn memlock(f: &Facts) -> Finding {
     }
 }
 
+const TRACEFS: Spec = Spec::new(GROUP, "tracefs", "tracefs for record --explain", tracefs);
 /// `tracefs`: mounted, so `--explain` can attribute slow calls.
-pub fn tracefs(_: &Facts) -> Finding {
+fn tracefs(_: &Facts) -> Finding {
     let path = rtrec_host::tracefs::TRACEFS;
     if Path::new(path).join("trace").exists() {
         Finding::pass(path, "`rtrec record --explain` can attribute slow calls")
@@ -364,8 +412,9 @@ fn under_hypervisor() -> bool {
         .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
 }
 
+const HYPERVISOR: Spec = Spec::new(GROUP, "hypervisor", "virtual machine", hypervisor);
 /// `hypervisor`: bare metal.
-pub fn hypervisor(_: &Facts) -> Finding {
+fn hypervisor(_: &Facts) -> Finding {
     if !under_hypervisor() {
         return Finding::pass("bare metal", "no host between the recorder and the CPU");
     }
@@ -401,8 +450,14 @@ pub fn cpu_times(stat: &str) -> Option<(u64, u64)> {
     Some((v.iter().take(8).sum(), *v.get(7)?))
 }
 
+const STEAL_TIME: Spec = Spec::new(
+    GROUP,
+    "steal-time",
+    "CPU time stolen by a hypervisor",
+    steal_time,
+);
 /// `steal-time`: under 1 % over a short sample (200 ms) and since boot.
-pub fn steal_time(_: &Facts) -> Finding {
+fn steal_time(_: &Facts) -> Finding {
     let read = || {
         fs::read_to_string("/proc/stat")
             .ok()

@@ -1,7 +1,8 @@
 //! What every check of `rtrec doctor` works on and gives back: the facts
-//! gathered once ([`Facts`]), a check's judgment ([`Finding`]) and the
-//! reported line ([`Check`]). The base of the doctor's modules: it imports
-//! none of them.
+//! gathered once ([`Facts`]), a check's row ([`Spec`]), its judgment
+//! ([`Finding`]) and the reported line ([`Check`]). The base of the
+//! doctor's modules: it imports none of them (so [`Spec`] is here, not in
+//! `checks`, which imports the group modules that declare the rows).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -115,6 +116,40 @@ impl Finding {
             found: found.into(),
             why: why.into(),
             fix,
+        }
+    }
+}
+
+/// One check's row: its stable id, a title, its group and the one small
+/// function that reads its fact and judges it. Each group's module declares
+/// a check's row right above its function; the row adds the id and group
+/// to what the function finds, so no function can report under another's
+/// name.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
+    /// Stable name (`mount-noatime`), for scripts and the JSON.
+    pub id: &'static str,
+    /// What it checks, in a few words.
+    pub title: &'static str,
+    /// The group it is printed under.
+    pub area: Area,
+    /// Reads the fact and judges it.
+    pub run: fn(&Facts) -> Finding,
+}
+
+impl Spec {
+    /// The row of the check `id` of group `area`, judged by `run`.
+    pub const fn new(
+        area: Area,
+        id: &'static str,
+        title: &'static str,
+        run: fn(&Facts) -> Finding,
+    ) -> Spec {
+        Spec {
+            id,
+            title,
+            area,
+            run,
         }
     }
 }

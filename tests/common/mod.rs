@@ -1,7 +1,9 @@
 //! Helpers shared by the command-line tests: running the binary, showing a
-//! command's output in a failure message, and a seeded PRNG for randomised
-//! rounds.
+//! command's output in a failure message, a seeded PRNG for randomised
+//! rounds, and `rtrec record`'s command lines ([`record_args`]).
 #![allow(dead_code)] // each test file uses its own subset
+
+pub mod record_args;
 
 use std::process::{Command, Output, Stdio};
 

@@ -108,6 +108,7 @@ fn scattered(i: usize, seq_bytes: u64) -> u64 {
     ((i as u64 * 2_654_435_761) % (seq_bytes / SMALL as u64)) * SMALL as u64
 }
 
+/// The scratch file in DIR, removed when dropped.
 struct Scratch {
     path: PathBuf,
     file: File,
@@ -128,7 +129,8 @@ pub fn probe(dir: &Path, name: &str, progress: impl FnMut(&str)) -> io::Result<P
     probe_extent(dir, name, Extent::FULL, progress)
 }
 
-/// Probes the device under `dir`, measuring as much as `extent` says.
+/// Probes the device under `dir`, measuring as much as `extent` says: the
+/// five steps of the module's docs, one method each of `Steps`.
 ///
 /// # Errors
 /// The scratch file cannot be made, written or read.
@@ -138,13 +140,6 @@ pub fn probe_extent(
     extent: Extent,
     mut progress: impl FnMut(&str),
 ) -> io::Result<ProbeResult> {
-    let Extent {
-        seq_bytes,
-        gc_bytes,
-        small: small_writes,
-    } = extent;
-    let small_reads = small_writes;
-    let scattered = |i| scattered(i, seq_bytes);
     let path = dir.join(format!(".rtrec-probe-{}", std::process::id()));
     let file = OpenOptions::new()
         .read(true)
@@ -152,113 +147,23 @@ pub fn probe_extent(
         .create_new(true)
         .open(&path)?;
     let s = Scratch { path, file };
-    let f = &s.file;
-    let mut lines = Vec::new();
-    let buf = vec![0xa5u8; MIB];
-
-    progress("1/5 sequential write");
-    let t = Instant::now();
-    for i in 0..(seq_bytes as usize / MIB) {
-        f.write_all_at(&buf, (i * MIB) as u64)?;
-    }
-    rtrec_sys::fdatasync(f)?;
-    let write_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
-    lines.push(format!(
-        "sequential write: {} in {} ({})",
-        rtrec_units::format_size(seq_bytes),
-        rtrec_units::format_duration(t.elapsed().as_nanos() as u64),
-        rtrec_units::format_size_per_s(write_bw)
-    ));
-
-    progress("2/5 sequential read");
-    rtrec_sys::fadvise_dontneed(f, 0, 0)?;
-    let mut rbuf = vec![0u8; MIB];
-    let t = Instant::now();
-    for i in 0..(seq_bytes as usize / MIB) {
-        f.read_exact_at(&mut rbuf, (i * MIB) as u64)?;
-    }
-    let read_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
-    lines.push(format!(
-        "sequential read: {}",
-        rtrec_units::format_size_per_s(read_bw)
-    ));
-
-    progress("3/5 4 KiB request latency");
-    let transfer = |bytes: usize, bw: u64| (bytes as u64 * 1_000_000_000) / bw.max(1);
-    let small = &buf[..SMALL];
-    let mut plain = Vec::with_capacity(small_writes);
-    for i in 0..small_writes {
-        let off = scattered(i);
-        let t = Instant::now();
-        f.write_all_at(small, off)?;
-        rtrec_sys::sync_file_range(
-            f,
-            off,
-            SMALL as u64,
-            rtrec_sys::sfr::WRITE | rtrec_sys::sfr::WAIT_AFTER,
-        )?;
-        plain.push(t.elapsed().as_nanos() as u64);
-    }
-    let write_med = median(&mut plain);
-    let write_latency = write_med.saturating_sub(transfer(SMALL, write_bw));
-    rtrec_sys::fadvise_dontneed(f, 0, 0)?;
-    let mut reads = Vec::with_capacity(small_reads);
-    let mut sbuf = vec![0u8; SMALL];
-    for i in 0..small_reads {
-        let t = Instant::now();
-        f.read_exact_at(&mut sbuf, scattered(i + small_writes))?;
-        reads.push(t.elapsed().as_nanos() as u64);
-    }
-    let read_latency = median(&mut reads).saturating_sub(transfer(SMALL, read_bw));
-    lines.push(format!(
-        "4 KiB write without flush: median {}; 4 KiB read: median {}",
-        rtrec_units::format_duration(write_med),
-        rtrec_units::format_duration(median(&mut reads))
-    ));
-
-    progress("4/5 flush latency");
-    let mut synced = Vec::with_capacity(small_writes);
-    for i in 0..small_writes {
-        let t = Instant::now();
-        f.write_all_at(small, scattered(i + 7))?;
-        rtrec_sys::fdatasync(f)?;
-        synced.push(t.elapsed().as_nanos() as u64);
-    }
-    let flush = median(&mut synced).saturating_sub(write_med);
-    let flush_tail = p99(&mut synced).saturating_sub(write_med).max(flush);
-    lines.push(format!(
-        "4 KiB write + fdatasync: median {}, p99 {}, max {}",
-        rtrec_units::format_duration(median(&mut synced)),
-        rtrec_units::format_duration(p99(&mut synced)),
-        rtrec_units::format_duration(*synced.last().unwrap_or(&0))
-    ));
-
-    progress("5/5 garbage-collection stalls (long sequential write)");
-    let base = seq_bytes;
-    let mut steps = Vec::with_capacity(gc_bytes as usize / MIB);
-    for i in 0..(gc_bytes as usize / MIB) {
-        let t = Instant::now();
-        f.write_all_at(&buf, base + (i * MIB) as u64)?;
-        rtrec_sys::fdatasync(f)?;
-        steps.push(t.elapsed().as_nanos() as u64);
-    }
-    let step_med = median(&mut steps.clone());
-    let mut stalls: Vec<u64> = steps
-        .iter()
-        .filter(|&&s| s > 3 * step_med)
-        .map(|s| s - step_med)
-        .collect();
-    let (gc_every, gc_pause) = if stalls.is_empty() {
-        (0, 0)
-    } else {
-        (gc_bytes / stalls.len() as u64, median(&mut stalls))
+    let mut steps = Steps {
+        f: &s.file,
+        extent,
+        buf: vec![0xa5u8; MIB],
+        lines: Vec::new(),
     };
-    lines.push(format!(
-        "1 MiB write + fdatasync over {}: median {}, {} stalls over 3× the median",
-        rtrec_units::format_size(gc_bytes),
-        rtrec_units::format_duration(step_med),
-        stalls.len()
-    ));
+    progress("1/5 sequential write");
+    let write_bw = steps.sequential_write()?;
+    progress("2/5 sequential read");
+    let read_bw = steps.sequential_read()?;
+    progress("3/5 4 KiB request latency");
+    let (write_med, write_latency, read_latency) = steps.request_latency(write_bw, read_bw)?;
+    progress("4/5 flush latency");
+    let (flush, flush_tail) = steps.flush_latency(write_med)?;
+    progress("5/5 garbage-collection stalls (long sequential write)");
+    let (gc_every, gc_pause) = steps.gc_stalls()?;
+    let lines = steps.lines;
     drop(s);
 
     let profile = ProfileFile {
@@ -286,4 +191,162 @@ pub fn probe_extent(
         order: "sync-first".into(),
     };
     Ok(ProbeResult { profile, lines })
+}
+
+/// The time to transfer `bytes` at `bw` bytes per second, ns.
+fn transfer_ns(bytes: usize, bw: u64) -> u64 {
+    (bytes as u64 * 1_000_000_000) / bw.max(1)
+}
+
+/// The probe's steps over the scratch file, in order (each step's figures
+/// feed the next), each adding its calibration line.
+struct Steps<'a> {
+    /// The scratch file.
+    f: &'a File,
+    /// How much to measure.
+    extent: Extent,
+    /// 1 MiB of a fixed pattern, the data every write takes.
+    buf: Vec<u8>,
+    /// The calibration lines so far.
+    lines: Vec<String>,
+}
+
+impl Steps<'_> {
+    /// The offset of the `i`th scattered 4 KiB request.
+    fn scattered(&self, i: usize) -> u64 {
+        scattered(i, self.extent.seq_bytes)
+    }
+
+    /// Step 1: the write bandwidth, bytes per second.
+    fn sequential_write(&mut self) -> io::Result<u64> {
+        let seq_bytes = self.extent.seq_bytes;
+        let t = Instant::now();
+        for i in 0..(seq_bytes as usize / MIB) {
+            self.f.write_all_at(&self.buf, (i * MIB) as u64)?;
+        }
+        rtrec_sys::fdatasync(self.f)?;
+        let write_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
+        self.lines.push(format!(
+            "sequential write: {} in {} ({})",
+            rtrec_units::format_size(seq_bytes),
+            rtrec_units::format_duration(t.elapsed().as_nanos() as u64),
+            rtrec_units::format_size_per_s(write_bw)
+        ));
+        Ok(write_bw)
+    }
+
+    /// Step 2: the read bandwidth of the dropped pages, bytes per second.
+    fn sequential_read(&mut self) -> io::Result<u64> {
+        let seq_bytes = self.extent.seq_bytes;
+        rtrec_sys::fadvise_dontneed(self.f, 0, 0)?;
+        let mut rbuf = vec![0u8; MIB];
+        let t = Instant::now();
+        for i in 0..(seq_bytes as usize / MIB) {
+            self.f.read_exact_at(&mut rbuf, (i * MIB) as u64)?;
+        }
+        let read_bw = (seq_bytes as f64 / t.elapsed().as_secs_f64()) as u64;
+        self.lines.push(format!(
+            "sequential read: {}",
+            rtrec_units::format_size_per_s(read_bw)
+        ));
+        Ok(read_bw)
+    }
+
+    /// Step 3: 4 KiB writes pushed to the device without a flush, then
+    /// 4 KiB reads of dropped pages. The writes' median, and the write and
+    /// read latencies (each median less the transfer time at the measured
+    /// bandwidth), ns.
+    fn request_latency(&mut self, write_bw: u64, read_bw: u64) -> io::Result<(u64, u64, u64)> {
+        let small = self.extent.small;
+        let mut plain = Vec::with_capacity(small);
+        for i in 0..small {
+            let off = self.scattered(i);
+            let t = Instant::now();
+            self.f.write_all_at(&self.buf[..SMALL], off)?;
+            rtrec_sys::sync_file_range(
+                self.f,
+                off,
+                SMALL as u64,
+                rtrec_sys::sfr::WRITE | rtrec_sys::sfr::WAIT_AFTER,
+            )?;
+            plain.push(t.elapsed().as_nanos() as u64);
+        }
+        let write_med = median(&mut plain);
+        rtrec_sys::fadvise_dontneed(self.f, 0, 0)?;
+        let mut reads = Vec::with_capacity(small);
+        let mut sbuf = vec![0u8; SMALL];
+        for i in 0..small {
+            let t = Instant::now();
+            self.f.read_exact_at(&mut sbuf, self.scattered(i + small))?;
+            reads.push(t.elapsed().as_nanos() as u64);
+        }
+        let read_med = median(&mut reads);
+        self.lines.push(format!(
+            "4 KiB write without flush: median {}; 4 KiB read: median {}",
+            rtrec_units::format_duration(write_med),
+            rtrec_units::format_duration(read_med)
+        ));
+        Ok((
+            write_med,
+            write_med.saturating_sub(transfer_ns(SMALL, write_bw)),
+            read_med.saturating_sub(transfer_ns(SMALL, read_bw)),
+        ))
+    }
+
+    /// Step 4: 4 KiB writes each followed by `fdatasync`. The flush cost
+    /// (their median less `write_med`, the median without a flush) and its
+    /// tail (the 99th percentile less it), ns.
+    fn flush_latency(&mut self, write_med: u64) -> io::Result<(u64, u64)> {
+        let small = self.extent.small;
+        let mut synced = Vec::with_capacity(small);
+        for i in 0..small {
+            let t = Instant::now();
+            self.f
+                .write_all_at(&self.buf[..SMALL], self.scattered(i + 7))?;
+            rtrec_sys::fdatasync(self.f)?;
+            synced.push(t.elapsed().as_nanos() as u64);
+        }
+        let flush = median(&mut synced).saturating_sub(write_med);
+        let flush_tail = p99(&mut synced).saturating_sub(write_med).max(flush);
+        self.lines.push(format!(
+            "4 KiB write + fdatasync: median {}, p99 {}, max {}",
+            rtrec_units::format_duration(median(&mut synced)),
+            rtrec_units::format_duration(p99(&mut synced)),
+            rtrec_units::format_duration(*synced.last().unwrap_or(&0))
+        ));
+        Ok((flush, flush_tail))
+    }
+
+    /// Step 5: a long sequential write in 1 MiB writes, each followed by
+    /// `fdatasync`, after the first step's data. The bytes written per
+    /// stall (0: none) and the median stall's excess over the median step,
+    /// ns.
+    fn gc_stalls(&mut self) -> io::Result<(u64, u64)> {
+        let (base, gc_bytes) = (self.extent.seq_bytes, self.extent.gc_bytes);
+        let mut steps = Vec::with_capacity(gc_bytes as usize / MIB);
+        for i in 0..(gc_bytes as usize / MIB) {
+            let t = Instant::now();
+            self.f.write_all_at(&self.buf, base + (i * MIB) as u64)?;
+            rtrec_sys::fdatasync(self.f)?;
+            steps.push(t.elapsed().as_nanos() as u64);
+        }
+        let step_med = median(&mut steps.clone());
+        let mut stalls: Vec<u64> = steps
+            .iter()
+            .filter(|&&s| s > 3 * step_med)
+            .map(|s| s - step_med)
+            .collect();
+        let (gc_every, gc_pause) = if stalls.is_empty() {
+            (0, 0)
+        } else {
+            (gc_bytes / stalls.len() as u64, median(&mut stalls))
+        };
+        self.lines.push(format!(
+            "1 MiB write + fdatasync over {}: median {}, {} stalls over 3× the median",
+            rtrec_units::format_size(gc_bytes),
+            rtrec_units::format_duration(step_med),
+            stalls.len()
+        ));
+        Ok((gc_every, gc_pause))
+    }
 }

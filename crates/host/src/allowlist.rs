@@ -92,128 +92,139 @@ impl Allowlist {
             Change::Scheduler { device, .. } => device_name(device)
                 .map(|_| ())
                 .map_err(|_| "not a block device name".into()),
-            Change::TraceFile { path, .. } => {
-                plain(path)?;
-                if self.under_root(path) {
-                    return Ok(());
-                }
-                let mounts = read_mounts().map_err(|e| format!("reading the mount table: {e}"))?;
-                match mount_of(path, &mounts) {
-                    Some(m) if m.fstype == "tracefs" => Ok(()),
-                    _ => Err("not a file under the tracefs mount".into()),
-                }
-            }
-            Change::RemoveFile { path } => {
-                plain(path)?;
-                if self.under_root(path)
-                    || is_loopfs_child(path, LOOPFS_IMAGE)
-                    || is_loopfs_child(path, LOOPFS_EMU_STATS)
-                {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "rtrec removes only the {LOOPFS_IMAGE} and {LOOPFS_EMU_STATS} of its own {LOOPFS_DIR_PREFIX}* directories"
-                    ))
-                }
-            }
-            Change::RemoveDir { path } => {
-                plain(path)?;
-                if self.under_root(path)
-                    || is_loopfs_dir(path)
-                    || is_loopfs_child(path, LOOPFS_MOUNT)
-                    || is_loopfs_child(path, LOOPFS_EMU_MOUNT)
-                    || has_prefix(path, TMPFS_DIR_PREFIX)
-                    || is_trace_instance(path)
-                {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "rtrec removes only its own {LOOPFS_DIR_PREFIX}* directories"
-                    ))
-                }
-            }
-            Change::Mount { target } => {
-                plain(target)?;
-                let mounted =
-                    mount_at(target).map_err(|e| format!("reading the mount table: {e}"))?;
-                match mounted {
-                    // Nothing mounted there: the undo has nothing to do.
-                    None => Ok(()),
-                    Some(m)
-                        if m.source.starts_with("/dev/loop")
-                            && is_loopfs_child(target, LOOPFS_MOUNT) =>
-                    {
-                        Ok(())
-                    }
-                    // The emulated device's FUSE mount (`rtrec __emulate`).
-                    Some(m)
-                        if m.fstype.starts_with("fuse")
-                            && m.source.starts_with("rtrec-emu-")
-                            && is_loopfs_child(target, LOOPFS_EMU_MOUNT) =>
-                    {
-                        Ok(())
-                    }
-                    Some(m) if m.fstype == "tmpfs" && has_prefix(target, TMPFS_DIR_PREFIX) => {
-                        Ok(())
-                    }
-                    Some(m)
-                        if m.fstype == "tracefs"
-                            && target == Path::new(crate::tracefs::TRACEFS) =>
-                    {
-                        Ok(())
-                    }
-                    Some(m) => Err(format!(
-                        "'{}' ({}) is not a loop mount rtrec made",
-                        m.source, m.fstype
-                    )),
-                }
-            }
+            Change::TraceFile { path, .. } => self.check_trace_file(path),
+            Change::RemoveFile { path } => self.check_remove_file(path),
+            Change::RemoveDir { path } => self.check_remove_dir(path),
+            Change::Mount { target } => check_mount(target),
             Change::IoschedTunable { device, name, .. } => iosched_tunable_path(device, name)
                 .map(|_| ())
                 .map_err(|e| e.to_string()),
-            Change::Cgroup { path } => {
-                plain(path)?;
-                let named = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(CGROUP_PREFIX));
-                let root = path.parent().ok_or("not below a cgroup mount")?;
-                let mounted =
-                    mount_at(root).map_err(|e| format!("reading the mount table: {e}"))?;
-                let io_root = mounted.is_some_and(|m| {
-                    m.fstype == "cgroup2"
-                        || (m.fstype == "cgroup" && m.options.split(',').any(|o| o == "blkio"))
-                });
-                if named && (io_root || self.under_root(path)) {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "rtrec removes only its own {}* cgroups right below a blkio or cgroup2 mount",
-                        CGROUP_PREFIX
-                    ))
-                }
-            }
-            Change::LoopDevice { device, image } => {
-                plain(image)?;
-                let loop_name = device
-                    .to_str()
-                    .and_then(|d| d.strip_prefix("/dev/loop"))
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-                if !loop_name {
-                    Err("not a /dev/loopN device".into())
-                } else if is_loopfs_child(image, LOOPFS_IMAGE) || is_emulated_image(image) {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "its image is not the {LOOPFS_IMAGE} of an {LOOPFS_DIR_PREFIX}* directory"
-                    ))
-                }
-            }
+            Change::Cgroup { path } => self.check_cgroup(path),
+            Change::LoopDevice { device, image } => check_loop_device(device, image),
+        }
+    }
+
+    /// `trace_file`: a file under a mount of type `tracefs`.
+    fn check_trace_file(&self, path: &Path) -> Result<(), String> {
+        plain(path)?;
+        if self.under_root(path) {
+            return Ok(());
+        }
+        let mounts = read_mounts().map_err(|e| format!("reading the mount table: {e}"))?;
+        match mount_of(path, &mounts) {
+            Some(m) if m.fstype == "tracefs" => Ok(()),
+            _ => Err("not a file under the tracefs mount".into()),
+        }
+    }
+
+    /// `remove_file`: the image (or the emulator's statistics) of a loopfs
+    /// directory.
+    fn check_remove_file(&self, path: &Path) -> Result<(), String> {
+        plain(path)?;
+        if self.under_root(path)
+            || is_loopfs_child(path, LOOPFS_IMAGE)
+            || is_loopfs_child(path, LOOPFS_EMU_STATS)
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "rtrec removes only the {LOOPFS_IMAGE} and {LOOPFS_EMU_STATS} of its own {LOOPFS_DIR_PREFIX}* directories"
+            ))
+        }
+    }
+
+    /// `remove_dir`: a loopfs directory and its mount points, a tmpfs
+    /// mount point, a tracefs instance of rtrec's.
+    fn check_remove_dir(&self, path: &Path) -> Result<(), String> {
+        plain(path)?;
+        if self.under_root(path)
+            || is_loopfs_dir(path)
+            || is_loopfs_child(path, LOOPFS_MOUNT)
+            || is_loopfs_child(path, LOOPFS_EMU_MOUNT)
+            || has_prefix(path, TMPFS_DIR_PREFIX)
+            || is_trace_instance(path)
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "rtrec removes only its own {LOOPFS_DIR_PREFIX}* directories"
+            ))
+        }
+    }
+
+    /// `cgroup`: an `rtrec-*` group right below the root of an I/O
+    /// hierarchy.
+    fn check_cgroup(&self, path: &Path) -> Result<(), String> {
+        plain(path)?;
+        let named = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(CGROUP_PREFIX));
+        let root = path.parent().ok_or("not below a cgroup mount")?;
+        let mounted = mount_at(root).map_err(|e| format!("reading the mount table: {e}"))?;
+        let io_root = mounted.is_some_and(|m| {
+            m.fstype == "cgroup2"
+                || (m.fstype == "cgroup" && m.options.split(',').any(|o| o == "blkio"))
+        });
+        if named && (io_root || self.under_root(path)) {
+            Ok(())
+        } else {
+            Err(format!(
+                "rtrec removes only its own {}* cgroups right below a blkio or cgroup2 mount",
+                CGROUP_PREFIX
+            ))
         }
     }
 
     fn under_root(&self, path: &Path) -> bool {
         self.roots.iter().any(|r| path.starts_with(r) && path != r)
+    }
+}
+
+/// `mount`: what is mounted at `target` now is one of rtrec's mounts, or
+/// nothing is.
+fn check_mount(target: &Path) -> Result<(), String> {
+    plain(target)?;
+    let mounted = mount_at(target).map_err(|e| format!("reading the mount table: {e}"))?;
+    match mounted {
+        // Nothing mounted there: the undo has nothing to do.
+        None => Ok(()),
+        Some(m) if m.source.starts_with("/dev/loop") && is_loopfs_child(target, LOOPFS_MOUNT) => {
+            Ok(())
+        }
+        // The emulated device's FUSE mount (`rtrec __emulate`).
+        Some(m)
+            if m.fstype.starts_with("fuse")
+                && m.source.starts_with("rtrec-emu-")
+                && is_loopfs_child(target, LOOPFS_EMU_MOUNT) =>
+        {
+            Ok(())
+        }
+        Some(m) if m.fstype == "tmpfs" && has_prefix(target, TMPFS_DIR_PREFIX) => Ok(()),
+        Some(m) if m.fstype == "tracefs" && target == Path::new(crate::tracefs::TRACEFS) => Ok(()),
+        Some(m) => Err(format!(
+            "'{}' ({}) is not a loop mount rtrec made",
+            m.source, m.fstype
+        )),
+    }
+}
+
+/// `loop_device`: a `/dev/loopN` backed by a loopfs image (or the image an
+/// emulated device serves).
+fn check_loop_device(device: &Path, image: &Path) -> Result<(), String> {
+    plain(image)?;
+    let loop_name = device
+        .to_str()
+        .and_then(|d| d.strip_prefix("/dev/loop"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !loop_name {
+        Err("not a /dev/loopN device".into())
+    } else if is_loopfs_child(image, LOOPFS_IMAGE) || is_emulated_image(image) {
+        Ok(())
+    } else {
+        Err(format!(
+            "its image is not the {LOOPFS_IMAGE} of an {LOOPFS_DIR_PREFIX}* directory"
+        ))
     }
 }
 

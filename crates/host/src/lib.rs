@@ -40,6 +40,7 @@
 //! | [`cgroup`] | the I/O cgroup hierarchy (v1 `blkio` or v2) and rtrec's own groups in it |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //! | [`status`] | what the journal holds and who holds the lock, read-only |
+//! | `testing` | test support behind the `testing` feature: a process holding the global lock |
 //!
 //! Design choice: the undo of each kind of change is one `match` in `undo`,
 //! below the journal, and the journaled setters (`sysctl::set`, …) sit above
@@ -66,6 +67,8 @@ pub mod restore;
 pub mod signals;
 pub mod status;
 pub mod sysctl;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tmpfs;
 pub mod tools;
 pub mod tracefs;

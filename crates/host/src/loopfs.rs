@@ -97,6 +97,30 @@ pub struct LoopFs {
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 
+/// Makes a new private directory (mode 0700) `rtrec-loopfs-<pid>-<n>` in
+/// `parent`, journaled for removal; a name taken already (not ours: never
+/// removed) is skipped.
+fn private_dir(journal: &Journal, parent: &Path) -> Result<PathBuf> {
+    loop {
+        let dir = parent.join(format!(
+            "{LOOPFS_DIR_PREFIX}{}-{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        let id = journal.record(Change::RemoveDir { path: dir.clone() })?;
+        match DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) => {
+                // Not ours: it must not be removed.
+                journal.forget(id)?;
+                if e.kind() != io::ErrorKind::AlreadyExists {
+                    return Err(io_err(format_args!("creating {}", dir.display()))(e));
+                }
+            }
+        }
+    }
+}
+
 impl LoopFs {
     /// Creates, formats and mounts an image, journaling in this process's
     /// journal of [`state_dir`](crate::journal::state_dir).
@@ -119,24 +143,7 @@ impl LoopFs {
         let parent = parent
             .canonicalize()
             .map_err(io_err(format_args!("resolving {}", parent.display())))?;
-        let dir = loop {
-            let dir = parent.join(format!(
-                "{LOOPFS_DIR_PREFIX}{}-{}",
-                std::process::id(),
-                NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-            ));
-            let id = journal.record(Change::RemoveDir { path: dir.clone() })?;
-            match DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => break dir,
-                Err(e) => {
-                    // Not ours: it must not be removed.
-                    journal.forget(id)?;
-                    if e.kind() != io::ErrorKind::AlreadyExists {
-                        return Err(io_err(format_args!("creating {}", dir.display()))(e));
-                    }
-                }
-            }
-        };
+        let dir = private_dir(&journal, &parent)?;
         // From here on, returning an error drops `fs`, which undoes the
         // steps taken so far.
         let mut fs = LoopFs {
@@ -146,17 +153,32 @@ impl LoopFs {
             device: None,
             emulator: None,
         };
+        fs.make_image(opts)?;
+        // With an emulated device, the loop device sits on the image as the
+        // emulator serves it.
+        let mut loop_image = fs.image.clone();
+        if let Some(cmd) = &opts.emulator {
+            let (emulator, served) = emufs::start(&fs.journal, &dir, &fs.image, cmd)?;
+            fs.emulator = Some(emulator);
+            loop_image = served;
+        }
+        fs.mount(&loop_image, opts)?;
+        fs.record_device(loop_image)?;
+        Ok(fs)
+    }
 
-        fs.journal.record(Change::RemoveFile {
-            path: fs.image.clone(),
+    /// Creates the image file (sparse, `opts.size` bytes) and formats it.
+    fn make_image(&self, opts: &LoopFsOptions) -> Result<()> {
+        self.journal.record(Change::RemoveFile {
+            path: self.image.clone(),
         })?;
         OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&fs.image)
+            .open(&self.image)
             .and_then(|f| f.set_len(opts.size))
-            .map_err(io_err(format_args!("creating {}", fs.image.display())))?;
+            .map_err(io_err(format_args!("creating {}", self.image.display())))?;
         // Default features. lazy_itable_init=0: otherwise the kernel's
         // ext4lazyinit thread zeroes the inode tables in the background after
         // mounting, i.e. during the first measurement.
@@ -168,9 +190,9 @@ impl LoopFs {
                     "-q".as_ref(),
                     "-m".as_ref(),
                     "reflink=1".as_ref(),
-                    fs.image.as_os_str(),
+                    self.image.as_os_str(),
                 ],
-            )?;
+            )
         } else {
             run(
                 "mkfs.ext4",
@@ -181,33 +203,28 @@ impl LoopFs {
                     format!("size={}", opts.journal_mib).as_ref(),
                     "-E".as_ref(),
                     "nodiscard,lazy_itable_init=0".as_ref(),
-                    fs.image.as_os_str(),
+                    self.image.as_os_str(),
                 ],
-            )?;
+            )
         }
+    }
 
-        // With an emulated device, the loop device sits on the image as the
-        // emulator serves it.
-        let mut loop_image = fs.image.clone();
-        if let Some(cmd) = &opts.emulator {
-            let (emulator, served) = emufs::start(&fs.journal, &dir, &fs.image, cmd)?;
-            fs.emulator = Some(emulator);
-            loop_image = served;
-        }
-
-        fs.journal.record(Change::RemoveDir {
-            path: fs.mount_point.clone(),
+    /// Makes the mount point and mounts `loop_image` on it (`mount -o
+    /// loop`, which attaches an auto-clear loop device).
+    fn mount(&self, loop_image: &Path, opts: &LoopFsOptions) -> Result<()> {
+        self.journal.record(Change::RemoveDir {
+            path: self.mount_point.clone(),
         })?;
         DirBuilder::new()
             .mode(0o700)
-            .create(&fs.mount_point)
+            .create(&self.mount_point)
             .map_err(io_err(format_args!(
                 "creating {}",
-                fs.mount_point.display()
+                self.mount_point.display()
             )))?;
 
-        fs.journal.record(Change::Mount {
-            target: fs.mount_point.clone(),
+        self.journal.record(Change::Mount {
+            target: self.mount_point.clone(),
         })?;
         run(
             "mount",
@@ -217,29 +234,33 @@ impl LoopFs {
                 "-o".as_ref(),
                 format!("loop,{}", opts.mount_options).as_ref(),
                 loop_image.as_os_str(),
-                fs.mount_point.as_os_str(),
+                self.mount_point.as_os_str(),
             ],
-        )?;
+        )
+    }
+
+    /// Finds the loop device the mount attached and journals it.
+    fn record_device(&mut self, loop_image: PathBuf) -> Result<()> {
         // Only now is the device known. Until it is recorded, the Mount entry
         // covers it: `mount -o loop` made it auto-clear, so unmounting frees
         // it. Being newer, this entry is undone before the unmount; on a
         // device still in use `losetup -d` only marks it auto-clear (again),
         // and the unmount then detaches it.
-        let device = mount_at(&fs.mount_point)
+        let device = mount_at(&self.mount_point)
             .map_err(io_err(format_args!("reading {MOUNTS_FILE}")))?
             .map(|m| m.source)
             .filter(|source| source.starts_with("/dev/loop"))
             .map(PathBuf::from)
             .ok_or_else(|| Error::Io {
-                what: format!("finding the loop device of {}", fs.mount_point.display()),
+                what: format!("finding the loop device of {}", self.mount_point.display()),
                 source: io::Error::new(io::ErrorKind::NotFound, "not in /proc/self/mounts"),
             })?;
-        fs.journal.record(Change::LoopDevice {
+        self.journal.record(Change::LoopDevice {
             device: device.clone(),
             image: loop_image,
         })?;
-        fs.device = Some(device);
-        Ok(fs)
+        self.device = Some(device);
+        Ok(())
     }
 
     /// The mount point: where to put files.

@@ -4,38 +4,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::private_state_dir;
 use rtrec_host::signals::{Repeat, StopSignals, SIGTERM};
+use rtrec_host::testing::hold_global_lock;
 use rtrec_host::{Error, GlobalLock, Wait};
-
-/// A shell that holds the global lock of `dir` and then becomes `sleep 60`.
-fn hold_lock(dir: &std::path::Path) -> Child {
-    let mut holder = Command::new("sh")
-        .args([
-            "-c",
-            r#"exec 9>>"$1" && flock -x 9 && echo $$ >"$1" && echo locked && exec sleep 60"#,
-            "sh",
-        ])
-        .arg(dir.join("global.lock"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "locked\n");
-    holder
-}
 
 #[test]
 fn waiting_for_the_lock_names_the_holder_times_out_and_ends_on_a_stop_signal() {
     let state = private_state_dir();
-    let mut holder = hold_lock(state.path());
+    let mut holder = hold_global_lock(state.path());
     let pid = holder.id();
 
     let holder_named = GlobalLock::holder_in(state.path());

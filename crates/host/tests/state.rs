@@ -5,7 +5,6 @@ mod common;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use common::*;
 use rtrec_host::loopfs::require_privileged;
@@ -286,23 +285,7 @@ fn a_dead_owners_machine_wide_changes_wait_while_another_process_holds_the_globa
         ],
     );
     // Another process holds the lock: a shell that locks it and becomes sleep.
-    let mut holder = Command::new("sh")
-        .args([
-            "-c",
-            r#"exec 9>>"$1" && flock -x 9 && echo locked && exec sleep 60"#,
-            "sh",
-        ])
-        .arg(state.path().join("global.lock"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line, "locked\n");
+    let mut holder = rtrec_host::testing::hold_global_lock(state.path());
 
     let report = restore_stale_in_with(state.path(), &allowing(&work));
     holder.kill().unwrap();

@@ -181,12 +181,6 @@ pub struct Explanation {
     pub producer: Option<crate::producer::ProducerExplanation>,
 }
 
-enum State {
-    Running,
-    Runnable(Option<String>),
-    Blocked { cause: Cause, stack: Vec<String> },
-}
-
 /// Attributes the slow calls of `events` (sorted by time).
 pub fn attribute(events: &[Event], opts: &Options) -> Explanation {
     let calls = timed_calls(events, opts);
@@ -289,105 +283,23 @@ fn timed_calls(events: &[Event], opts: &Options) -> Vec<(i32, u64, u64, String)>
     out
 }
 
-/// Splits the call of `tid` from `a` to `b`.
+/// Splits the call of `tid` from `a` to `b`: walks its events through
+/// [`CallSplit`]'s transitions.
 fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
     let from = events.partition_point(|e| e.ts_ns < a);
-    let mut parts: Vec<Part> = Vec::new();
-    let mut add = |cause: Cause, ns: u64, detail: Option<String>, stack: Vec<String>| {
-        if ns == 0 {
-            return;
-        }
-        match parts.iter_mut().find(|p| p.cause == cause) {
-            Some(p) => {
-                p.ns += ns;
-                if detail.is_some() {
-                    p.detail = detail;
-                }
-                if !stack.is_empty() {
-                    p.stack = stack;
-                }
-            }
-            None => parts.push(Part {
-                cause,
-                ns,
-                detail,
-                stack,
-            }),
-        }
+    let mut s = CallSplit {
+        events,
+        tid,
+        state: State::Running,
+        last: a,
+        irq_depth: 0,
+        irq_name: String::new(),
+        parts: Vec::new(),
     };
-    let mut state = State::Running;
-    let mut last = a;
-    // Nesting depth of interrupts on the thread (a softirq runs at the
-    // end of a hard IRQ) and the first one's name.
-    let mut irq_depth = 0u32;
-    let mut irq_name = String::new();
     for e in events[from..].iter().take_while(|e| e.ts_ns <= b) {
-        let t = e.ts_ns;
-        match e.name.as_str() {
-            _ if irq_edge(&e.name) == Some(true)
-                && e.tid == tid
-                && matches!(state, State::Running) =>
-            {
-                if irq_depth == 0 {
-                    add(Cause::OnCpu, t - last, None, Vec::new());
-                    last = t;
-                    irq_name = irq_label(e);
-                }
-                irq_depth += 1;
-            }
-            _ if irq_edge(&e.name) == Some(false) && e.tid == tid && irq_depth > 0 => {
-                irq_depth -= 1;
-                if irq_depth == 0 {
-                    add(
-                        Cause::Interrupt,
-                        t - last,
-                        Some(irq_name.clone()),
-                        Vec::new(),
-                    );
-                    last = t;
-                }
-            }
-            "sched_switch" if e.num("prev_pid") == Some(tid as i64) => {
-                if matches!(state, State::Running) {
-                    add(Cause::OnCpu, t - last, None, Vec::new());
-                    last = t;
-                }
-                let next = e.field("next_comm").unwrap_or("?").to_string();
-                state = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
-                    State::Runnable(Some(format!("preempted by {next}")))
-                } else {
-                    State::Blocked {
-                        cause: classify(&e.stack),
-                        stack: top_frames(&e.stack, STACK_FRAMES),
-                    }
-                };
-            }
-            "sched_waking" | "sched_wakeup" if e.num("pid") == Some(tid as i64) => {
-                if let State::Blocked { cause, stack } = &state {
-                    let detail = blocked_detail(events, *cause, last, t, e);
-                    add(*cause, t - last, Some(detail), stack.clone());
-                    last = t;
-                    state = State::Runnable(None);
-                }
-            }
-            "sched_switch" if e.num("next_pid") == Some(tid as i64) => {
-                if let State::Runnable(d) = &state {
-                    add(Cause::Preempted, t - last, d.clone(), Vec::new());
-                }
-                if let State::Blocked { cause, stack } = &state {
-                    add(*cause, t - last, None, stack.clone());
-                }
-                last = t;
-                state = State::Running;
-            }
-            _ => {}
-        }
+        s.step(e);
     }
-    match state {
-        State::Running => add(Cause::OnCpu, b - last, None, Vec::new()),
-        State::Runnable(d) => add(Cause::Preempted, b - last, d, Vec::new()),
-        State::Blocked { cause, stack } => add(cause, b - last, None, stack),
-    }
+    let mut parts = s.finish(b);
     parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
     SlowCall {
         call: call.to_string(),
@@ -397,6 +309,170 @@ fn split(events: &[Event], tid: i32, a: u64, b: u64, call: &str) -> SlowCall {
         main_cause: parts.first().map(|p| p.cause).unwrap_or(Cause::OnCpu),
         parts,
         during: Vec::new(),
+    }
+}
+
+/// The timed thread's state during a call: each names the cause its time
+/// is charged to.
+enum State {
+    /// On the CPU ([`Cause::OnCpu`]).
+    Running,
+    /// Switched out runnable, or woken and not yet running
+    /// ([`Cause::Preempted`]), with the task that ran instead when known.
+    Runnable(Option<String>),
+    /// Asleep, for the cause the switch-out's stack names.
+    Blocked {
+        /// The cause its stack names.
+        cause: Cause,
+        /// The stack's top frames.
+        stack: Vec<String>,
+    },
+}
+
+/// One slow call being split, as a state machine over its events: the
+/// thread's [`State`], the interrupts open on it and the parts charged so
+/// far. A state's interval runs from `last` to the event that ends it (a
+/// transition, one method each), when it is charged to the state's cause.
+struct CallSplit<'a> {
+    /// The whole trace, sorted by time.
+    events: &'a [Event],
+    /// The timed thread.
+    tid: i32,
+    /// The thread's state.
+    state: State,
+    /// Where the interval being walked started, ns.
+    last: u64,
+    /// Nesting depth of interrupts on the thread (a softirq runs at the
+    /// end of a hard IRQ).
+    irq_depth: u32,
+    /// The outermost open interrupt's name.
+    irq_name: String,
+    /// The parts so far, one per cause.
+    parts: Vec<Part>,
+}
+
+impl CallSplit<'_> {
+    /// Adds `ns` to `cause`'s part (a new part the first time; none for
+    /// no time); a detail or stack given replaces the part's.
+    fn add(&mut self, cause: Cause, ns: u64, detail: Option<String>, stack: Vec<String>) {
+        if ns == 0 {
+            return;
+        }
+        match self.parts.iter_mut().find(|p| p.cause == cause) {
+            Some(p) => {
+                p.ns += ns;
+                if detail.is_some() {
+                    p.detail = detail;
+                }
+                if !stack.is_empty() {
+                    p.stack = stack;
+                }
+            }
+            None => self.parts.push(Part {
+                cause,
+                ns,
+                detail,
+                stack,
+            }),
+        }
+    }
+
+    /// One event of the call: the transition it makes, if any.
+    fn step(&mut self, e: &Event) {
+        let t = self.tid as i64;
+        let own = e.tid == self.tid;
+        match e.name.as_str() {
+            _ if irq_edge(&e.name) == Some(true) && own && matches!(self.state, State::Running) => {
+                self.irq_entry(e)
+            }
+            _ if irq_edge(&e.name) == Some(false) && own && self.irq_depth > 0 => {
+                self.irq_exit(e.ts_ns)
+            }
+            "sched_switch" if e.num("prev_pid") == Some(t) => self.switched_out(e),
+            "sched_waking" | "sched_wakeup" if e.num("pid") == Some(t) => self.woken(e),
+            "sched_switch" if e.num("next_pid") == Some(t) => self.switched_in(e.ts_ns),
+            _ => {}
+        }
+    }
+
+    /// An interrupt enters on the running thread: its time on the CPU ends
+    /// there (at the outermost one).
+    fn irq_entry(&mut self, e: &Event) {
+        if self.irq_depth == 0 {
+            self.add(Cause::OnCpu, e.ts_ns - self.last, None, Vec::new());
+            self.last = e.ts_ns;
+            self.irq_name = irq_label(e);
+        }
+        self.irq_depth += 1;
+    }
+
+    /// An interrupt exits: the outermost one's time is
+    /// [`Cause::Interrupt`], named.
+    fn irq_exit(&mut self, ts: u64) {
+        self.irq_depth -= 1;
+        if self.irq_depth == 0 {
+            let name = Some(self.irq_name.clone());
+            self.add(Cause::Interrupt, ts - self.last, name, Vec::new());
+            self.last = ts;
+        }
+    }
+
+    /// The thread is switched out: preempted (runnable, by the next task)
+    /// or blocked for the cause its stack names.
+    fn switched_out(&mut self, e: &Event) {
+        if matches!(self.state, State::Running) {
+            self.add(Cause::OnCpu, e.ts_ns - self.last, None, Vec::new());
+            self.last = e.ts_ns;
+        }
+        let next = e.field("next_comm").unwrap_or("?").to_string();
+        self.state = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
+            State::Runnable(Some(format!("preempted by {next}")))
+        } else {
+            State::Blocked {
+                cause: classify(&e.stack),
+                stack: top_frames(&e.stack, STACK_FRAMES),
+            }
+        };
+    }
+
+    /// The thread is woken: a blocked stretch ends, with what the trace
+    /// says about it; it waits runnable for its CPU.
+    fn woken(&mut self, e: &Event) {
+        if let State::Blocked { cause, stack } = &self.state {
+            let (cause, stack) = (*cause, stack.clone());
+            let detail = blocked_detail(self.events, cause, self.last, e.ts_ns, e);
+            self.add(cause, e.ts_ns - self.last, Some(detail), stack);
+            self.last = e.ts_ns;
+            self.state = State::Runnable(None);
+        }
+    }
+
+    /// The thread is switched in: the wait (or a sleep whose wake-up the
+    /// trace missed) ends; it runs. A switch-in while it already runs
+    /// charges nothing: the trace missed its switch-out.
+    fn switched_in(&mut self, ts: u64) {
+        if !matches!(self.state, State::Running) {
+            self.close(ts);
+        }
+        self.last = ts;
+        self.state = State::Running;
+    }
+
+    /// Charges the interval from `last` to `ts` to the state's cause, and
+    /// leaves the state `Running` (the caller sets the next one).
+    fn close(&mut self, ts: u64) {
+        let ns = ts - self.last;
+        match std::mem::replace(&mut self.state, State::Running) {
+            State::Running => self.add(Cause::OnCpu, ns, None, Vec::new()),
+            State::Runnable(d) => self.add(Cause::Preempted, ns, d, Vec::new()),
+            State::Blocked { cause, stack } => self.add(cause, ns, None, stack),
+        }
+    }
+
+    /// Ends the walk at the call's return `b`: the parts.
+    fn finish(mut self, b: u64) -> Vec<Part> {
+        self.close(b);
+        self.parts
     }
 }
 

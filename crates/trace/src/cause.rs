@@ -4,9 +4,10 @@
 //! Design choice: classification reads function names only, innermost
 //! first, and the first rule that matches wins; a stack no rule names is
 //! [`Cause::Unclassified`] and keeps its frames, so a cause is never
-//! guessed. The rules are ordered from the specific to the generic: a
-//! jbd2 handle wait also sleeps in `schedule()`, and an `i_data_sem` wait
-//! also goes through `rwsem_down_*`.
+//! guessed. The rules are one ordered table of data (`RULES`), from the
+//! specific to the generic: a jbd2 handle wait also sleeps in
+//! `schedule()`, and an `i_data_sem` wait also goes through
+//! `rwsem_down_*`.
 
 use serde::{Deserialize, Serialize};
 
@@ -113,40 +114,68 @@ pub fn is_scheduler_frame(f: &str) -> bool {
         || f.starts_with("preempt_schedule")
 }
 
-/// Classifies a blocking stack (innermost first).
-pub fn classify(stack: &[String]) -> Cause {
-    let has = |names: &[&str]| stack.iter().any(|f| names.iter().any(|n| f.starts_with(n)));
-    let lock = has(&[
-        "rwsem_down_",
-        "down_read",
-        "down_write",
-        "__mutex_lock",
-        "mutex_lock",
-        "rt_mutex",
-        "percpu_down",
-    ]);
-    if has(&[
-        "wait_transaction_locked",
-        "wait_transaction_switching",
-        "start_this_handle",
-        "jbd2_log_wait_commit",
-        "jbd2_journal_lock_updates",
-        "do_get_write_access",
-    ]) {
-        Cause::JbdHandle
-    } else if has(&["balance_dirty_pages"]) {
-        Cause::DirtyThrottle
-    } else if has(&[
-        "locks_lock_inode_wait",
-        "flock_lock_inode",
-        "posix_lock_inode",
-        "locks_lock_file_wait",
-        "fcntl_setlk",
-        "__do_sys_flock",
-    ]) {
-        Cause::FileLock
-    } else if lock
-        && has(&[
+/// Frames of a kernel lock's slow path (mutex, rwsem, …): a lock rule
+/// ([`Rule::in_lock`]) needs one of them in the stack.
+const LOCK_FRAMES: &[&str] = &[
+    "rwsem_down_",
+    "down_read",
+    "down_write",
+    "__mutex_lock",
+    "mutex_lock",
+    "rt_mutex",
+    "percpu_down",
+];
+
+/// One classification rule: a stack with a frame starting with one of
+/// `frames` (and, for a lock rule, a lock frame too) is `cause`.
+struct Rule {
+    /// The cause it names.
+    cause: Cause,
+    /// Whether the stack must also sleep in a lock ([`LOCK_FRAMES`]): the
+    /// same write path names `i_data_sem` or `i_rwsem` only when a lock
+    /// is what it waits on.
+    in_lock: bool,
+    /// Frame name prefixes, any one of which names the cause.
+    frames: &'static [&'static str],
+}
+
+/// The rules of [`classify`], from the specific to the generic: the first
+/// that matches wins (a jbd2 handle wait also sleeps in `schedule()`, an
+/// `i_data_sem` wait also goes through `rwsem_down_*`).
+const RULES: &[Rule] = &[
+    Rule {
+        cause: Cause::JbdHandle,
+        in_lock: false,
+        frames: &[
+            "wait_transaction_locked",
+            "wait_transaction_switching",
+            "start_this_handle",
+            "jbd2_log_wait_commit",
+            "jbd2_journal_lock_updates",
+            "do_get_write_access",
+        ],
+    },
+    Rule {
+        cause: Cause::DirtyThrottle,
+        in_lock: false,
+        frames: &["balance_dirty_pages"],
+    },
+    Rule {
+        cause: Cause::FileLock,
+        in_lock: false,
+        frames: &[
+            "locks_lock_inode_wait",
+            "flock_lock_inode",
+            "posix_lock_inode",
+            "locks_lock_file_wait",
+            "fcntl_setlk",
+            "__do_sys_flock",
+        ],
+    },
+    Rule {
+        cause: Cause::DataSem,
+        in_lock: true,
+        frames: &[
             "ext4_map_blocks",
             "ext4_da_map_blocks",
             "ext4_da_get_block_prep",
@@ -155,11 +184,12 @@ pub fn classify(stack: &[String]) -> Cause {
             "ext4_truncate",
             "ext4_fallocate",
             "ext4_alloc_file_blocks",
-        ])
-    {
-        Cause::DataSem
-    } else if lock
-        && has(&[
+        ],
+    },
+    Rule {
+        cause: Cause::InodeRwsem,
+        in_lock: true,
+        frames: &[
             "ext4_buffered_write_iter",
             "ext4_file_write_iter",
             "ext4_dio_write_iter",
@@ -169,44 +199,66 @@ pub fn classify(stack: &[String]) -> Cause {
             "do_truncate",
             "ext4_sync_file",
             "vfs_fallocate",
-        ])
-    {
-        Cause::InodeRwsem
-    } else if lock {
-        Cause::OtherLock
-    } else if has(&[
-        "folio_wait_writeback",
-        "folio_wait_stable",
-        "wait_on_page_writeback",
-        "__filemap_fdatawait",
-        "filemap_fdatawait",
-    ]) {
-        Cause::PageWriteback
-    } else if has(&[
-        "try_to_free_pages",
-        "__alloc_pages_slowpath",
-        "shrink_",
-        "compact_zone",
-        "try_to_compact_pages",
-        "__alloc_pages_direct",
-    ]) {
-        Cause::Reclaim
-    } else if has(&[
-        "blk_mq_get_tag",
-        "submit_bio_wait",
-        "bit_wait_io",
-        "__wait_on_buffer",
-        "folio_wait_bit",
-        "wait_on_buffer",
-        "blk_execute_rq",
-        "__bio_wait",
-    ]) {
-        Cause::DeviceIo
-    } else if has(&["handle_mm_fault", "exc_page_fault", "do_user_addr_fault"]) {
-        Cause::PageFault
-    } else {
-        Cause::Unclassified
-    }
+        ],
+    },
+    Rule {
+        cause: Cause::OtherLock,
+        in_lock: false,
+        frames: LOCK_FRAMES,
+    },
+    Rule {
+        cause: Cause::PageWriteback,
+        in_lock: false,
+        frames: &[
+            "folio_wait_writeback",
+            "folio_wait_stable",
+            "wait_on_page_writeback",
+            "__filemap_fdatawait",
+            "filemap_fdatawait",
+        ],
+    },
+    Rule {
+        cause: Cause::Reclaim,
+        in_lock: false,
+        frames: &[
+            "try_to_free_pages",
+            "__alloc_pages_slowpath",
+            "shrink_",
+            "compact_zone",
+            "try_to_compact_pages",
+            "__alloc_pages_direct",
+        ],
+    },
+    Rule {
+        cause: Cause::DeviceIo,
+        in_lock: false,
+        frames: &[
+            "blk_mq_get_tag",
+            "submit_bio_wait",
+            "bit_wait_io",
+            "__wait_on_buffer",
+            "folio_wait_bit",
+            "wait_on_buffer",
+            "blk_execute_rq",
+            "__bio_wait",
+        ],
+    },
+    Rule {
+        cause: Cause::PageFault,
+        in_lock: false,
+        frames: &["handle_mm_fault", "exc_page_fault", "do_user_addr_fault"],
+    },
+];
+
+/// Classifies a blocking stack (innermost first) by the first of `RULES`
+/// it matches; [`Cause::Unclassified`] when none does.
+pub fn classify(stack: &[String]) -> Cause {
+    let has = |names: &[&str]| stack.iter().any(|f| names.iter().any(|n| f.starts_with(n)));
+    let lock = has(LOCK_FRAMES);
+    RULES
+        .iter()
+        .find(|r| (lock || !r.in_lock) && has(r.frames))
+        .map_or(Cause::Unclassified, |r| r.cause)
 }
 
 /// The top frames of `stack` that name the cause: the scheduler's own

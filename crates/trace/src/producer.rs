@@ -405,20 +405,24 @@ pub fn attribute_producer(
     x
 }
 
-/// The producer's state during a window.
+/// The producer's state during a window: each names the share its time
+/// is charged to ([`Split::close`]).
 #[derive(Clone, Debug, PartialEq)]
-enum St {
+enum State {
+    /// On the CPU: its own time, or page faults when it took any.
     Running,
+    /// Woken (or preempted) and not running: another task runs instead.
     Runnable,
     /// In its periodic sleep: waiting for the timer.
     Sleeping,
     /// Asleep in its work.
     Blocked,
+    /// The trace does not say.
     Unknown,
 }
 
 /// The producer's state and CPU just before index `i`, read backwards.
-fn state_before(events: &[Event], tid: i32, i: usize) -> (St, Option<u32>) {
+fn state_before(events: &[Event], tid: i32, i: usize) -> (State, Option<u32>) {
     let t = tid as i64;
     let mut in_sleep: Option<bool> = None;
     for e in events[..i].iter().rev().take(200_000) {
@@ -428,26 +432,27 @@ fn state_before(events: &[Event], tid: i32, i: usize) -> (St, Option<u32>) {
         match e.name.as_str() {
             "sched_switch" if e.num("prev_pid") == Some(t) => {
                 let st = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
-                    St::Runnable
+                    State::Runnable
                 } else if in_sleep.unwrap_or(true) {
-                    St::Sleeping
+                    State::Sleeping
                 } else {
-                    St::Blocked
+                    State::Blocked
                 };
                 return (st, Some(e.cpu));
             }
-            "sched_switch" if e.num("next_pid") == Some(t) => return (St::Running, Some(e.cpu)),
+            "sched_switch" if e.num("next_pid") == Some(t) => return (State::Running, Some(e.cpu)),
             "sched_waking" | "sched_wakeup" if e.num("pid") == Some(t) => {
-                return (St::Runnable, e.num("target_cpu").map(|c| c as u32));
+                return (State::Runnable, e.num("target_cpu").map(|c| c as u32));
             }
-            _ if e.tid == tid => return (St::Running, Some(e.cpu)),
+            _ if e.tid == tid => return (State::Running, Some(e.cpu)),
             _ => {}
         }
     }
-    (St::Unknown, None)
+    (State::Unknown, None)
 }
 
-/// Splits one window into its parts.
+/// Splits one window into its parts: walks its events through [`Split`]'s
+/// transitions, then credits steal.
 fn split(
     events: &[Event],
     tid: i32,
@@ -455,189 +460,286 @@ fn split(
     steal: &[(u64, Vec<u64>)],
     method: StealMethod,
 ) -> Incident {
-    let t = tid as i64;
-    let from = events.partition_point(|e| e.ts_ns < w.a);
-    let (mut st, mut cpu) = state_before(events, tid, from);
-    let mut parts: Vec<ProducerPart> = Vec::new();
-    let mut add = |share: Share, name: String, ns: u64| {
+    let mut s = Split::new(events, tid, w);
+    for e in events[s.from..].iter().take_while(|e| e.ts_ns <= w.b) {
+        s.step(e);
+    }
+    s.finish(w, steal, method)
+}
+
+/// One window being split, as a state machine over its events: the
+/// producer's [`State`] and CPU, what runs on that CPU, the interrupts
+/// open on it, and the parts charged so far. A state's interval runs from
+/// `last` to the event that ends it (a transition, one method each), when
+/// it is charged to the state's share.
+///
+/// Design choice: an interrupt's time is the interrupt's, whatever state it
+/// interrupts: while one is open a transition moves the state but charges
+/// nothing, and the interrupt's exit charges its whole stretch.
+struct Split<'a> {
+    /// The whole trace, sorted by time.
+    events: &'a [Event],
+    /// The producer's thread id.
+    tid: i32,
+    /// The window's kind: in a slow `record()` the on-CPU time is rtrec's
+    /// own, and a switch-out blocks rather than sleeps.
+    kind: Kind,
+    /// The index of the window's first event.
+    from: usize,
+    /// The producer's state.
+    state: State,
+    /// The producer's CPU, when known.
+    cpu: Option<u32>,
+    /// Where the interval being walked started, ns.
+    last: u64,
+    /// Interrupts open on the producer's CPU (they nest).
+    irq_depth: u32,
+    /// The outermost open interrupt's name.
+    irq_name: String,
+    /// User page faults since the producer last left the CPU.
+    faults: u64,
+    /// The task on the producer's CPU (an interrupt's events carry the
+    /// task it interrupted): who ran instead while it was runnable.
+    cur: String,
+    /// The task that last woke the producer.
+    waker: String,
+    /// The parts so far, one per name.
+    parts: Vec<ProducerPart>,
+}
+
+impl<'a> Split<'a> {
+    /// The walk of `w`, starting in the state the producer was in before it.
+    fn new(events: &'a [Event], tid: i32, w: &Window) -> Split<'a> {
+        let from = events.partition_point(|e| e.ts_ns < w.a);
+        let (state, cpu) = state_before(events, tid, from);
+        let mut s = Split {
+            events,
+            tid,
+            kind: w.kind,
+            from,
+            state,
+            cpu,
+            last: w.a,
+            irq_depth: 0,
+            irq_name: String::new(),
+            faults: 0,
+            cur: String::new(),
+            waker: String::new(),
+            parts: Vec::new(),
+        };
+        s.cur = s.task_on_cpu();
+        s
+    }
+
+    /// The producer's thread id as the events' numeric fields hold it.
+    fn t(&self) -> i64 {
+        self.tid as i64
+    }
+
+    /// The task last seen on the producer's CPU before the window.
+    fn task_on_cpu(&self) -> String {
+        self.cpu.map_or_else(
+            || "?".to_string(),
+            |c| task_on(&self.events[..self.from], c, self.tid),
+        )
+    }
+
+    /// Charges the interval from `last` to `ts` to the part `name` (a new
+    /// part the first time; none for an empty interval), and starts the
+    /// next interval at `ts`.
+    fn charge(&mut self, share: Share, name: String, ts: u64) {
+        let ns = ts - self.last;
+        self.last = ts;
         if ns == 0 {
             return;
         }
-        match parts.iter_mut().find(|p| p.name == name) {
+        match self.parts.iter_mut().find(|p| p.name == name) {
             Some(p) => p.ns += ns,
-            None => parts.push(ProducerPart { share, name, ns }),
+            None => self.parts.push(ProducerPart { share, name, ns }),
         }
-    };
-    let mut last = w.a;
-    let mut irq_depth = 0u32;
-    let mut irq_name = String::new();
-    let mut faults = 0u64;
-    // The task on the producer's CPU (an interrupt's events carry the
-    // task it interrupted): who ran instead while it was runnable.
-    let mut cur = cpu.map_or_else(|| "?".to_string(), |c| task_on(&events[..from], c, tid));
-    let mut waker = String::new();
-    let on_cpu_name = |kind: Kind| match kind {
-        Kind::SlowRecord => "rtrec's own (on CPU)".to_string(),
-        _ => "on CPU".to_string(),
-    };
-    let close = |st: &St,
-                 add: &mut dyn FnMut(Share, String, u64),
-                 ns: u64,
-                 faults: u64,
-                 cur: &str,
-                 waker: &str| match st {
-        St::Running if faults > 0 => add(Share::PageFault, "page faults".into(), ns),
-        St::Running => add(Share::OnCpu, on_cpu_name(w.kind), ns),
-        St::Runnable => add(Share::Runnable, format!("preempted by {cur}"), ns),
-        St::Sleeping => add(Share::TimerIrqLatency, "timer IRQ latency".into(), ns),
-        St::Blocked => add(Share::Blocked, format!("blocked (woken by {waker})"), ns),
-        St::Unknown => add(Share::Unattributed, UNATTRIBUTED.into(), ns),
-    };
-    for e in events[from..].iter().take_while(|e| e.ts_ns <= w.b) {
-        let ts = e.ts_ns;
-        let on_cpu = cpu == Some(e.cpu);
+    }
+
+    /// Ends the current state's interval at `ts`: charged to the share
+    /// the state names.
+    fn close(&mut self, ts: u64) {
+        let (share, name) = match self.state {
+            State::Running if self.faults > 0 => (Share::PageFault, "page faults".into()),
+            State::Running if self.kind == Kind::SlowRecord => {
+                (Share::OnCpu, "rtrec's own (on CPU)".into())
+            }
+            State::Running => (Share::OnCpu, "on CPU".into()),
+            State::Runnable => (Share::Runnable, format!("preempted by {}", self.cur)),
+            State::Sleeping => (Share::TimerIrqLatency, "timer IRQ latency".into()),
+            State::Blocked => (Share::Blocked, format!("blocked (woken by {})", self.waker)),
+            State::Unknown => (Share::Unattributed, UNATTRIBUTED.into()),
+        };
+        self.charge(share, name, ts);
+    }
+
+    /// [`close`](Self::close), unless an interrupt is open (its exit
+    /// charges the time).
+    fn close_outside_irq(&mut self, ts: u64) {
+        if self.irq_depth == 0 {
+            self.close(ts);
+        }
+    }
+
+    /// One event of the window: the transition it makes, if any.
+    fn step(&mut self, e: &Event) {
+        let t = self.t();
+        let on_cpu = self.cpu == Some(e.cpu);
         // The event at `ts` ran on the task that held the CPU until then.
-        if on_cpu && e.tid != tid {
-            cur.clone_from(&e.comm);
+        if on_cpu && e.tid != self.tid {
+            self.cur.clone_from(&e.comm);
         }
         // An event in the producer's own context says it runs: the switch
         // in from the idle task is not always in the trace (on this VM's
         // CPU 1 never), and without this the stretch it then runs would
         // read as "preempted by <idle>".
-        if e.tid == tid && st == St::Runnable && !is_wakeup_of(e, t) {
-            if irq_depth == 0 {
-                close(&st, &mut add, ts - last, faults, &cur, &waker);
-                last = ts;
-            }
-            cpu = Some(e.cpu);
-            st = St::Running;
+        if e.tid == self.tid && self.state == State::Runnable && !is_wakeup_of(e, t) {
+            self.runs(e);
         }
         match e.name.as_str() {
-            _ if on_cpu && irq_edge(&e.name) == Some(true) => {
-                if irq_depth == 0 {
-                    close(&st, &mut add, ts - last, faults, &cur, &waker);
-                    last = ts;
-                    irq_name = irq_label(e);
-                }
-                irq_depth += 1;
+            _ if on_cpu && irq_edge(&e.name) == Some(true) => self.irq_entry(e),
+            _ if on_cpu && self.irq_depth > 0 && irq_edge(&e.name) == Some(false) => {
+                self.irq_exit(e.ts_ns)
             }
-            _ if on_cpu && irq_depth > 0 && irq_edge(&e.name) == Some(false) => {
-                irq_depth -= 1;
-                if irq_depth == 0 {
-                    let share = if st == St::Sleeping {
-                        Share::TimerIrqLatency
-                    } else {
-                        Share::Irq
-                    };
-                    let name = if share == Share::Irq {
-                        irq_name.clone()
-                    } else {
-                        "timer IRQ latency".into()
-                    };
-                    add(share, name, ts - last);
-                    last = ts;
-                }
-            }
-            "page_fault_user" if e.tid == tid => faults += 1,
-            "sched_switch" if e.num("prev_pid") == Some(t) => {
-                if irq_depth == 0 {
-                    close(&st, &mut add, ts - last, faults, &cur, &waker);
-                    last = ts;
-                }
-                faults = 0;
-                cpu = Some(e.cpu);
-                st = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
-                    cur = task(e.field("next_comm"));
-                    St::Runnable
-                } else if w.kind == Kind::SlowRecord {
-                    St::Blocked
-                } else {
-                    St::Sleeping
-                };
-            }
-            "sched_switch" if e.num("next_pid") == Some(t) => {
-                if irq_depth == 0 {
-                    close(&st, &mut add, ts - last, faults, &cur, &waker);
-                    last = ts;
-                }
-                cpu = Some(e.cpu);
-                st = St::Running;
-            }
-            "sched_switch" if on_cpu && st == St::Runnable => {
-                close(&st, &mut add, ts - last, faults, &cur, &waker);
-                last = ts;
-                cur = task(e.field("next_comm"));
-            }
+            "page_fault_user" if e.tid == self.tid => self.faults += 1,
+            "sched_switch" if e.num("prev_pid") == Some(t) => self.switched_out(e),
+            "sched_switch" if e.num("next_pid") == Some(t) => self.runs(e),
+            "sched_switch" if on_cpu && self.state == State::Runnable => self.other_runs(e),
             "sched_waking" | "sched_wakeup"
-                if e.num("pid") == Some(t) && matches!(st, St::Sleeping | St::Blocked) =>
+                if e.num("pid") == Some(t)
+                    && matches!(self.state, State::Sleeping | State::Blocked) =>
             {
-                // The timer's own interrupt is still timer IRQ latency.
-                if irq_depth > 0 && st == St::Sleeping {
-                    add(
-                        Share::TimerIrqLatency,
-                        "timer IRQ latency".into(),
-                        ts - last,
-                    );
-                } else {
-                    close(&st, &mut add, ts - last, faults, &cur, &waker);
-                }
-                last = ts;
-                waker = e.comm.clone();
-                let target = e.num("target_cpu").map(|c| c as u32).or(cpu);
-                // An interrupt open on another CPU does not hold this one.
-                if target != cpu {
-                    irq_depth = 0;
-                }
-                if target != cpu {
-                    cpu = target;
-                    cur = cpu.map_or_else(|| "?".to_string(), |c| task_on(&events[..from], c, tid));
-                }
-                st = St::Runnable;
+                self.woken(e)
             }
             _ => {}
         }
     }
-    if irq_depth > 0 {
-        add(Share::Irq, irq_name.clone(), w.b - last);
-    } else {
-        close(&st, &mut add, w.b - last, faults, &cur, &waker);
+
+    /// An interrupt enters on the producer's CPU: the state's interval
+    /// ends there (at the outermost one).
+    fn irq_entry(&mut self, e: &Event) {
+        if self.irq_depth == 0 {
+            self.close(e.ts_ns);
+            self.irq_name = irq_label(e);
+        }
+        self.irq_depth += 1;
     }
-    let on_cpu_ns: u64 = parts
-        .iter()
-        .filter(|p| p.share == Share::OnCpu)
-        .map(|p| p.ns)
-        .sum();
-    let own_before = own_after(&parts);
-    let cpu = cpu.unwrap_or(0);
-    let (steal_ns, own_ns) = if w.kind == Kind::SlowRecord && method == StealMethod::SchedRuntime {
-        // Measured: taken from what is not rtrec's first.
-        let s = runtime_steal(events, tid, w.a, w.b).unwrap_or(0);
-        let moved = credit_steal(&mut parts, s, &MEASURED_STEAL_ORDER);
-        (moved, own_after(&parts))
-    } else {
-        // Explained only: rtrec's own part keeps the on-CPU time.
-        let moved = credit_steal(
-            &mut parts,
-            steal_in(steal, cpu as usize, w.a, w.b),
-            &COARSE_STEAL_ORDER,
-        );
-        (moved, own_before)
-    };
-    parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
-    Incident {
-        kind: w.kind,
-        start_ns: w.a,
-        duration_ns: w.b - w.a,
-        missed: w.missed,
-        cpu,
-        cause: parts
-            .first()
-            .map(|p| p.name.clone())
-            .unwrap_or_else(|| UNATTRIBUTED.into()),
-        on_cpu_ns,
-        steal_ns,
-        own_ns,
-        parts,
+
+    /// An interrupt exits: the outermost one's time is IRQ time, or timer
+    /// IRQ latency while the producer still sleeps (the timer's own).
+    fn irq_exit(&mut self, ts: u64) {
+        self.irq_depth -= 1;
+        if self.irq_depth == 0 {
+            if self.state == State::Sleeping {
+                self.charge(Share::TimerIrqLatency, "timer IRQ latency".into(), ts);
+            } else {
+                self.charge(Share::Irq, self.irq_name.clone(), ts);
+            }
+        }
+    }
+
+    /// The producer runs (switched in, or seen in its own context) on
+    /// `e`'s CPU.
+    fn runs(&mut self, e: &Event) {
+        self.close_outside_irq(e.ts_ns);
+        self.cpu = Some(e.cpu);
+        self.state = State::Running;
+    }
+
+    /// The producer is switched out: preempted (runnable, and the next task
+    /// is who runs instead), or asleep: blocked in a slow `record()`, else
+    /// in its periodic sleep.
+    fn switched_out(&mut self, e: &Event) {
+        self.close_outside_irq(e.ts_ns);
+        self.faults = 0;
+        self.cpu = Some(e.cpu);
+        self.state = if e.field("prev_state").is_some_and(|s| s.starts_with('R')) {
+            self.cur = task(e.field("next_comm"));
+            State::Runnable
+        } else if self.kind == Kind::SlowRecord {
+            State::Blocked
+        } else {
+            State::Sleeping
+        };
+    }
+
+    /// While the producer waits for its CPU, another task is switched in
+    /// there: the wait goes on, preempted by the next one.
+    fn other_runs(&mut self, e: &Event) {
+        self.close(e.ts_ns);
+        self.cur = task(e.field("next_comm"));
+    }
+
+    /// The sleeping or blocked producer is woken, maybe onto another CPU.
+    fn woken(&mut self, e: &Event) {
+        // The timer's own interrupt is still timer IRQ latency.
+        if self.irq_depth > 0 && self.state == State::Sleeping {
+            self.charge(Share::TimerIrqLatency, "timer IRQ latency".into(), e.ts_ns);
+        } else {
+            self.close(e.ts_ns);
+        }
+        self.waker = e.comm.clone();
+        let target = e.num("target_cpu").map(|c| c as u32).or(self.cpu);
+        if target != self.cpu {
+            // An interrupt open on another CPU does not hold this one.
+            self.irq_depth = 0;
+            self.cpu = target;
+            self.cur = self.task_on_cpu();
+        }
+        self.state = State::Runnable;
+    }
+
+    /// Ends the walk at the window's end and credits steal (measured by
+    /// `method` in a slow `record()`, else explained by the `steal`
+    /// counter's samples): the incident.
+    fn finish(mut self, w: &Window, steal: &[(u64, Vec<u64>)], method: StealMethod) -> Incident {
+        if self.irq_depth > 0 {
+            self.charge(Share::Irq, self.irq_name.clone(), w.b);
+        } else {
+            self.close(w.b);
+        }
+        let mut parts = self.parts;
+        let on_cpu_ns: u64 = parts
+            .iter()
+            .filter(|p| p.share == Share::OnCpu)
+            .map(|p| p.ns)
+            .sum();
+        let own_before = own_after(&parts);
+        let cpu = self.cpu.unwrap_or(0);
+        let (steal_ns, own_ns) =
+            if w.kind == Kind::SlowRecord && method == StealMethod::SchedRuntime {
+                // Measured: taken from what is not rtrec's first.
+                let s = runtime_steal(self.events, self.tid, w.a, w.b).unwrap_or(0);
+                let moved = credit_steal(&mut parts, s, &MEASURED_STEAL_ORDER);
+                (moved, own_after(&parts))
+            } else {
+                // Explained only: rtrec's own part keeps the on-CPU time.
+                let moved = credit_steal(
+                    &mut parts,
+                    steal_in(steal, cpu as usize, w.a, w.b),
+                    &COARSE_STEAL_ORDER,
+                );
+                (moved, own_before)
+            };
+        parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
+        Incident {
+            kind: w.kind,
+            start_ns: w.a,
+            duration_ns: w.b - w.a,
+            missed: w.missed,
+            cpu,
+            cause: parts
+                .first()
+                .map(|p| p.name.clone())
+                .unwrap_or_else(|| UNATTRIBUTED.into()),
+            on_cpu_ns,
+            steal_ns,
+            own_ns,
+            parts,
+        }
     }
 }
 

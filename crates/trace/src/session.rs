@@ -134,6 +134,15 @@ struct Drained {
     producer: Option<ProducerExplanation>,
 }
 
+/// A filter that keeps the events whose `field` is one of `tids`
+/// (`pid == 1 || pid == 2`).
+fn pid_filter(field: &str, tids: &[i32]) -> String {
+    tids.iter()
+        .map(|t| format!("{field} == {t}"))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
 /// Why a session could not start, as one sentence.
 pub fn unavailable_reason(e: &rtrec_host::Error) -> String {
     format!("--explain needs root and tracefs ({e}); running without attribution")
@@ -189,12 +198,6 @@ impl Session {
         mut watch: Watch,
         raw_file: Option<fs::File>,
     ) -> std::io::Result<()> {
-        let eq = |field: &str, tids: &[i32]| {
-            tids.iter()
-                .map(|t| format!("{field} == {t}"))
-                .collect::<Vec<_>>()
-                .join(" || ")
-        };
         let all: Vec<i32> = watch
             .timed_tids
             .iter()
@@ -202,44 +205,15 @@ impl Session {
             .chain(watch.producer.as_ref().map(|p| &p.tid))
             .copied()
             .collect();
+        let timed = &watch.timed_tids;
         let _ = self.inst.write("trace", "");
         if let Some(p) = watch.producer.as_mut() {
             p.steal_method = self.watch_runtime(p.tid);
         }
         let (reader, reader_tid) = self.spawn_reader(&watch, raw_file)?;
         self.reader = Some(reader);
-        let w = |rel: &str, v: &str| self.inst.write(rel, v);
-        let sw = "events/sched/sched_switch";
-        w(
-            &format!("{sw}/filter"),
-            &format!("{} || {}", eq("prev_pid", &all), eq("next_pid", &all)),
-        )?;
-        let _ = w(&format!("{sw}/trigger"), "!stacktrace");
-        w(
-            &format!("{sw}/trigger"),
-            &format!(
-                "stacktrace if ({}) && prev_state & 3",
-                eq("prev_pid", &watch.timed_tids)
-            ),
-        )?;
-        w(&format!("{sw}/enable"), "1")?;
-        for ev in ["sched_waking", "sched_wakeup"] {
-            let p = format!("events/sched/{ev}");
-            w(
-                &format!("{p}/filter"),
-                &format!("{} || comm ~ \"jbd2/*\"", eq("pid", &all)),
-            )?;
-            w(&format!("{p}/enable"), "1")?;
-        }
-        for call in SYSCALLS {
-            for dir in ["enter", "exit"] {
-                let p = format!("events/syscalls/sys_{dir}_{call}");
-                if self.inst.path().join(&p).is_dir() {
-                    w(&format!("{p}/filter"), &eq("common_pid", &watch.timed_tids))?;
-                    w(&format!("{p}/enable"), "1")?;
-                }
-            }
-        }
+        self.watch_scheduler(&all, timed)?;
+        self.watch_syscalls(timed)?;
         // The reader's own writes (the raw trace) are not the recording's.
         let dev_filter = watch.device.map(|d| {
             let (ma, mi) = rtrec_sys::major_minor(d);
@@ -248,48 +222,91 @@ impl Session {
                 ((ma as u64) << 20) | mi as u64
             )
         });
-        for ev in DEVICE_EVENTS {
-            let p = format!("events/{ev}");
-            if !self.inst.path().join(&p).is_dir() {
-                continue;
-            }
-            if let Some(f) = &dev_filter {
-                let _ = w(&format!("{p}/filter"), f);
-            }
-            let _ = w(&format!("{p}/enable"), "1");
-        }
-        for ev in THREAD_EVENTS {
-            let p = format!("events/{ev}");
-            if !self.inst.path().join(&p).is_dir() {
-                continue;
-            }
-            let _ = w(&format!("{p}/filter"), &eq("common_pid", &all));
-            let _ = w(&format!("{p}/enable"), "1");
-        }
-        for ev in IRQ_EVENTS {
-            let p = format!("events/{ev}");
-            if !self.inst.path().join(&p).is_dir() {
-                continue;
-            }
-            let _ = w(&format!("{p}/filter"), &eq("common_pid", &watch.timed_tids));
-            let _ = w(&format!("{p}/enable"), "1");
-        }
+        self.enable_present(DEVICE_EVENTS, dev_filter.as_deref());
+        self.enable_present(THREAD_EVENTS, Some(&pid_filter("common_pid", &all)));
+        self.enable_present(IRQ_EVENTS, Some(&pid_filter("common_pid", timed)));
         let cb = "events/lock/contention_begin/trigger";
         if self.inst.path().join(cb).exists() {
-            let _ = w(cb, "!stacktrace");
-            let _ = w(
+            let _ = self.inst.write(cb, "!stacktrace");
+            let _ = self.inst.write(
                 cb,
-                &format!("stacktrace if {}", eq("common_pid", &watch.timed_tids)),
+                &format!("stacktrace if {}", pid_filter("common_pid", timed)),
             );
         }
         if let Some(p) = &watch.producer {
-            self.watch_producer(p, &watch.timed_tids)?;
+            self.watch_producer(p, timed)?;
         }
-        let _ = w("events/ftrace/print/enable", "1");
+        let _ = self.inst.write("events/ftrace/print/enable", "1");
         self.steal0 = steal_ns();
         self.stamp = rtrec_sys::monotonic_ns();
         self.watch = watch;
-        w("tracing_on", "1")
+        self.inst.write("tracing_on", "1")
+    }
+
+    /// The scheduler's events of the watched threads `all`: switches (with
+    /// a stack when a `timed` thread sleeps) and wake-ups (and jbd2's,
+    /// which name who started a commit).
+    fn watch_scheduler(&self, all: &[i32], timed: &[i32]) -> std::io::Result<()> {
+        let w = |rel: &str, v: &str| self.inst.write(rel, v);
+        let sw = "events/sched/sched_switch";
+        w(
+            &format!("{sw}/filter"),
+            &format!(
+                "{} || {}",
+                pid_filter("prev_pid", all),
+                pid_filter("next_pid", all)
+            ),
+        )?;
+        let _ = w(&format!("{sw}/trigger"), "!stacktrace");
+        w(
+            &format!("{sw}/trigger"),
+            &format!(
+                "stacktrace if ({}) && prev_state & 3",
+                pid_filter("prev_pid", timed)
+            ),
+        )?;
+        w(&format!("{sw}/enable"), "1")?;
+        for ev in ["sched_waking", "sched_wakeup"] {
+            let p = format!("events/sched/{ev}");
+            w(
+                &format!("{p}/filter"),
+                &format!("{} || comm ~ \"jbd2/*\"", pid_filter("pid", all)),
+            )?;
+            w(&format!("{p}/enable"), "1")?;
+        }
+        Ok(())
+    }
+
+    /// The timed system calls ([`SYSCALLS`]) of the `timed` threads, those
+    /// this kernel has.
+    fn watch_syscalls(&self, timed: &[i32]) -> std::io::Result<()> {
+        for call in SYSCALLS {
+            for dir in ["enter", "exit"] {
+                let p = format!("events/syscalls/sys_{dir}_{call}");
+                if self.inst.path().join(&p).is_dir() {
+                    self.inst
+                        .write(&format!("{p}/filter"), &pid_filter("common_pid", timed))?;
+                    self.inst.write(&format!("{p}/enable"), "1")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Enables those of `events` this kernel has, each with `filter` if
+    /// given; one the kernel refuses is left out (the rest still explain
+    /// what they can).
+    fn enable_present(&self, events: &[&str], filter: Option<&str>) {
+        for ev in events {
+            let p = format!("events/{ev}");
+            if !self.inst.path().join(&p).is_dir() {
+                continue;
+            }
+            if let Some(f) = filter {
+                let _ = self.inst.write(&format!("{p}/filter"), f);
+            }
+            let _ = self.inst.write(&format!("{p}/enable"), "1");
+        }
     }
 
     /// Enables `sched:sched_stat_runtime` for the producer `tid` only (one
