@@ -230,23 +230,35 @@ fn the_flight_recorder_on_a_live_stream_saves_one_playable_file_per_trigger() {
     let dir = tempfile::tempdir().unwrap();
     let mut ffmpeg = ffmpeg_ts(8, true).stdout(Stdio::piped()).spawn().unwrap();
     let json = dir.path().join("summary.json");
+    // The pre-trigger window is the last 3 records (64 KiB; 56 KB of this
+    // stream, more than two groups of pictures): what each event holds
+    // before its trigger is then the same however the stream is paced,
+    // where a window in time holds nothing while ffmpeg, slow to start on a
+    // loaded machine, has sent nothing yet.
     let mut rec = rtrec()
         .args(["record", "--stdin", "--size", "18800B", "--quiet"])
-        .args(["--pre", "1s", "--post", "1500ms", "--dir"])
+        .args(["--pre", "60s", "--pre-bytes", "64KiB", "--post", "1500ms"])
+        .args(["--trace-written", "--dir"])
         .arg(dir.path())
         .arg("--json")
         .arg(&json)
         .stdin(ffmpeg.stdout.take().unwrap())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     wait_for_listener(dir.path(), &mut rec);
-    std::thread::sleep(Duration::from_secs(2));
+    // The first trigger once the window is full: the recorder takes it
+    // after the records it has queued.
+    let mut queued = BufReader::new(rec.stdout.take().unwrap()).lines();
+    while queued.next().expect("the recorder ended").unwrap() != "queued 2" {}
+    let drain = std::thread::spawn(move || queued.count());
     kill("-USR1", rec.id());
     std::thread::sleep(Duration::from_secs(3));
     let o = rtrec().arg("trigger").arg(dir.path()).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert!(ffmpeg.wait().unwrap().success());
     assert!(rec.wait().unwrap().success());
+    drain.join().unwrap();
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(s["flight"]["events"], 2, "{s}");
     let files = recordings(dir.path());

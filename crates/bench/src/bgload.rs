@@ -6,7 +6,9 @@
 //!
 //! The loads, as the studies describe them (see `docs/bench.md`):
 //! - `trunc` (S1 BGTRUNC): from a 100 MB file, `ftruncate()` 256 KiB off
-//!   every period; when it is empty, `fallocate()` it back to 100 MB.
+//!   every period; when it is empty, `fallocate()` it back to 100 MB. Its
+//!   file is whole when it says it is ready, and stays so until the start
+//!   file (below) exists, if one is given.
 //! - `falloc` (the other half of S1 BGALL): every period, `fallocate()`
 //!   100 MB into a fresh file and remove the previous one.
 //! - `read` (S1 Table 3): read another 100 MB file sequentially in 2 MiB
@@ -436,7 +438,7 @@ fn truncate_loop(a: &LoadArgs, sync: bool) -> anyhow::Result<LoadResult> {
     let mut size = a.file_bytes;
     let mut r = LoadResult::default();
     let marks = Marks::open(a);
-    ready();
+    ready_to_start(a)?;
     let start = Instant::now();
     let mut timer = PeriodicTimer::new(a.period_ns);
     let result = (|| -> anyhow::Result<()> {

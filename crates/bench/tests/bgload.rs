@@ -52,14 +52,19 @@ fn size_of(p: &Path) -> Option<u64> {
 #[test]
 fn trunc_load_shrinks_its_file_refills_it_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
+    let start = dir.path().join("start");
     let spec = LoadSpec {
         file_bytes: 2 << 20,
+        start_file: Some(start.clone()),
         ..LoadSpec::new(Load::Trunc, dir.path().join("load"))
     };
     let file = spec.dir.join("trunc.dat");
     let p = bgload::spawn(&launcher(), &spec).unwrap();
-    // Ready means the file exists at full size.
+    // Ready means the file exists at full size; it is cut only once the
+    // start file exists (after ready, the first cut is one period away,
+    // less than the wait of a test thread on a loaded machine).
     let mut sizes = vec![size_of(&file).unwrap()];
+    std::fs::write(&start, b"").unwrap();
     let end = Instant::now() + Duration::from_secs(1);
     while Instant::now() < end {
         if let Some(s) = size_of(&file) {

@@ -77,6 +77,9 @@ impl Instance {
                 .join(format!("rtrec-{}{suffix}", std::process::id())),
             ids: Vec::new(),
         };
+        // Declared after `inst`, so released before a failure's undo takes
+        // it again.
+        let _mount_lock = mount_lock(&inst.journal)?;
         if root.join("instances").is_dir() {
             let journals = inst.journal.path();
             if mounted_by_another_rtrec(journals.parent().unwrap_or(Path::new("/"))) {
@@ -143,8 +146,27 @@ impl Instance {
         // kernels.
         let _ = write_file(&self.dir.join("tracing_on"), "0");
         let _ = write_file(&self.dir.join("events/enable"), "0");
+        let _mount_lock = mount_lock(&self.journal).ok();
         self.journal.undo_each(&mut self.ids)
     }
+}
+
+/// The lock file of the state directory under which an rtrec process
+/// joins tracefs (from seeing it mounted to its instance being in it,
+/// [`Instance::create`]) and leaves it (removing its instance and, the
+/// last one out, unmounting it). Without it, the last one out could
+/// find no instance yet and unmount tracefs under one that was joining:
+/// that one's `mkdir` failed with "No such file or directory". Not taken
+/// when a dead process's journal is restored.
+const MOUNT_LOCK: &str = "tracefs.lock";
+
+fn mount_lock(journal: &Journal) -> Result<Option<fs::File>> {
+    let journals = journal.path();
+    crate::lockfile::lock_file(
+        journals.parent().unwrap_or(Path::new("/")),
+        MOUNT_LOCK,
+        true,
+    )
 }
 
 /// True when a live rtrec process other than this one has journaled the

@@ -162,6 +162,42 @@ fn append_wrapping(f: &mut File, buf: &[u8], wrap: u64) {
     f.write_all(buf).unwrap();
 }
 
+/// Set in the environment of this test binary run as the other process
+/// of the jbd2 test ([`fsync_loop_child`]): the file it appends to.
+const FSYNC_CHILD: &str = "RTREC_TRACE_TEST_FSYNC_LOOP";
+
+/// The other process of the jbd2 test, when [`FSYNC_CHILD`] is set: appends
+/// a line to its file and fsyncs it, again and again, until killed. One
+/// process, no program started per fsync: its commits keep coming however
+/// slowly a loaded machine starts processes.
+#[test]
+fn fsync_loop_child() {
+    let Some(path) = std::env::var_os(FSYNC_CHILD) else {
+        return; // only meaningful as a child of the test below
+    };
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    loop {
+        f.write_all(b"x\n").unwrap();
+        f.sync_all().unwrap();
+    }
+}
+
+/// A child process killed when this goes out of scope, also when a failed
+/// assertion unwinds: the fsync loop never outlives its test (nor keeps
+/// its file system busy).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_commit_forced_by_another_process_fsync_is_a_jbd2_wait() {
     let Some(rig) = rig("a_commit_forced_by_another_process_fsync_is_a_jbd2_wait") else {
@@ -173,17 +209,15 @@ fn a_commit_forced_by_another_process_fsync_is_a_jbd2_wait() {
     let timed = spawn_loop("timed", move || append_wrapping(&mut f, &buf, 16 << 20));
     // Another process: append to its own file on the same filesystem and
     // fsync it, again and again; every fsync forces a journal commit.
-    let other = dir.join("other.dat");
-    let mut child = std::process::Command::new("sh")
-        .arg("-c")
-        .arg("while :; do echo x >> \"$1\"; sync \"$1\"; done")
-        .arg("sh")
-        .arg(&other)
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "fsync_loop_child", "--test-threads=1", "-q"])
+        .env(FSYNC_CHILD, dir.join("other.dat"))
+        .stdout(std::process::Stdio::null())
         .spawn()
-        .expect("starting sh");
-    let x = trace_until(&rig, timed.tid, vec![child.id() as i32], Cause::JbdHandle);
-    let _ = child.kill();
-    let _ = child.wait();
+        .expect("starting the fsync loop");
+    let child = KillOnDrop(child);
+    let x = trace_until(&rig, timed.tid, vec![child.0.id() as i32], Cause::JbdHandle);
+    drop(child);
     timed.stop();
     let r = row(&x, Cause::JbdHandle);
     assert!(
