@@ -438,7 +438,15 @@ impl Recorder {
             }
             self.triggers += 1;
             self.pending_triggers += 1;
-            Self::push_triggers(producer, &mut self.pending_triggers, self.next_seq);
+            // A pending loss (records the full ring dropped just before)
+            // goes first, as in `record()`: its sequence numbers come
+            // before the trigger's, and the event that opens at the
+            // trigger must not receive a loss of records before its first
+            // (verify would call that frame out of order). If it does not
+            // fit, the trigger waits with it for the next record.
+            if Self::push_pending(producer, &mut self.pending) {
+                Self::push_triggers(producer, &mut self.pending_triggers, self.next_seq);
+            }
         } else {
             self.triggers += 1;
         }
