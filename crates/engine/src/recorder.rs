@@ -667,16 +667,17 @@ fn spawn_writer_thread(
     // Allocated here, before recording starts.
     let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
     let ring_live = live.clone();
-    std::thread::Builder::new()
-        .name("rtrec-writer".into())
-        .spawn(move || {
-            let warnings = writer_thread_setup(&rt);
+    crate::rt::spawn_settled(
+        "rtrec-writer",
+        move || writer_thread_setup(&rt),
+        move |warnings| {
             let mut report =
                 writer_thread::run_writer(consumer, writer, s, max, poll, flight, ring_live);
             report.writer.warnings.extend(warnings);
             report
-        })
-        .map_err(|e| Error::io("starting the writer thread for", dir, e))
+        },
+    )
+    .map_err(|e| Error::io("starting the writer thread for", dir, e))
 }
 
 /// The writer thread's scheduling, on that thread: the SCHED_FIFO priority
