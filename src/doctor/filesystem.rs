@@ -299,33 +299,67 @@ const FREE_SPACE: Spec = Spec::new(
     "free space for the planned recording",
     free_space,
 );
-/// `free-space`: room for the planned recording, and for its pool.
+/// `free-space`: room for the planned recording, and for its pool; and
+/// the file size an open-ended recording gets here, by the same function
+/// `record` calls (`rtrec_engine::sizing::open_ended_file_size`), so the
+/// two agree on what fits.
 fn free_space(f: &Facts) -> Finding {
     let dir = &f.checked;
-    let planned = f.planned_bytes;
-    let p = format_size(planned);
     match fs::File::open(dir).and_then(rtrec_sys::available_bytes) {
         Err(e) => Finding::skip("?", format!("statvfs failed: {e}")),
-        Ok(a) if a < planned => Finding::fail(
-            format_size(a),
-            format!("less than the planned {p}: the recording would end early"),
+        Ok(a) => free_space_of(a, f.planned_bytes, dir),
+    }
+}
+
+/// [`free_space`]'s verdict for `avail` bytes free.
+fn free_space_of(avail: u64, planned: u64, dir: &std::path::Path) -> Finding {
+    let p = format_size(planned);
+    let files = match rtrec_engine::sizing::open_ended_file_size(avail) {
+        Err(_) => {
+            return Finding::fail(
+                format_size(avail),
+                format!(
+                    "an open-ended recording without --file-size refuses here: its files default to a quarter of the free space and at least {}",
+                    format_size(rtrec_engine::sizing::MIN_DEFAULT_FILE_SIZE)
+                ),
+                format!(
+                    "free space in {} or give `rtrec record --file-size` (a file and the next one must fit)",
+                    dir.display()
+                ),
+            )
+        }
+        Ok(s) if s.from == Some(rtrec_engine::SizeFrom::SmallCard) => format!(
+            "open-ended recordings get files of {} (a quarter of the free space)",
+            format_size(s.file_size)
+        ),
+        Ok(s) => format!(
+            "open-ended recordings get files of {}",
+            format_size(s.file_size)
+        ),
+    };
+    if avail < planned {
+        Finding::fail(
+            format_size(avail),
+            format!("less than the planned {p}: the recording would end early; {files}"),
             format!(
                 "free space in {} or plan a smaller recording (--planned)",
                 dir.display()
             ),
-        ),
-        Ok(a) if a < planned.saturating_mul(2) => Finding::warn(
-            format_size(a),
-            format!("enough for {p}, not for a second file pool of the same size"),
+        )
+    } else if avail < planned.saturating_mul(2) {
+        Finding::warn(
+            format_size(avail),
+            format!("enough for {p}, not for a second file pool of the same size; {files}"),
             format!(
                 "free space in {} (`rtrec pool status` shows what the pool holds)",
                 dir.display()
             ),
-        ),
-        Ok(a) => Finding::pass(
-            format_size(a),
-            format!("room for the planned {p} and its pool"),
-        ),
+        )
+    } else {
+        Finding::pass(
+            format_size(avail),
+            format!("room for the planned {p} and its pool; {files}"),
+        )
     }
 }
 
@@ -337,6 +371,24 @@ mod tests {
     fn facts(line: &str) -> Facts {
         let m = rtrec_host::mounts::parse_mounts(line).remove(0);
         Facts::of(&std::env::temp_dir(), Some(m))
+    }
+
+    #[test]
+    fn free_space_fails_where_an_open_ended_recording_would_refuse() {
+        let dir = std::path::Path::new("/data");
+        // The 8 MiB card of issue 31: 5.86 MiB free, 4 MiB planned.
+        let small = free_space_of(6_146_048, 4 << 20, dir);
+        assert_eq!(small.status, Status::Warn, "{small:?}");
+        assert!(small.why.contains("files of 1 MiB"), "{small:?}");
+        let tiny = free_space_of(3 << 20, 1 << 20, dir);
+        assert_eq!(tiny.status, Status::Fail, "{tiny:?}");
+        assert!(
+            tiny.fix.as_deref().unwrap_or("").contains("--file-size"),
+            "{tiny:?}"
+        );
+        let big = free_space_of(100 << 30, 4 << 30, dir);
+        assert_eq!(big.status, Status::Pass, "{big:?}");
+        assert!(big.why.contains("files of 64 MiB"), "{big:?}");
     }
 
     #[test]

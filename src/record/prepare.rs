@@ -10,6 +10,7 @@ use rtrec_engine::{rt, Alloc, Mode, Recorder};
 
 use super::plan::{Plan, RecordArgs};
 use super::ring::ring_warnings;
+use super::storage::switch_warning;
 use super::watch::Watchers;
 use crate::error::{Context, Error, Result};
 use crate::signals;
@@ -30,6 +31,8 @@ pub struct Prepared {
     pub tracing: Option<crate::explain::Tracing>,
     /// The progress bar, the status file, the memory samples.
     pub watchers: Watchers,
+    /// The write counters before the recorder was created.
+    pub writes: crate::disk::Writes,
 }
 
 /// Stage two (see the module docs). Nothing has been recorded if it
@@ -50,7 +53,12 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
     }
     listen_for_triggers(plan)?;
     recover_crashed(plan)?;
+    // Before the recorder: its first file and the pool's work count.
+    let writes = crate::disk::Writes::start(&plan.dir);
     let (rec, isolation) = create(a, plan)?;
+    if let Some(w) = switch_warning(rec.config(), plan.source.period_ns(), plan.source.count) {
+        eprintln!("rtrec: warning: {w}");
+    }
     // A pooled recording says it is writing here (see crate::disk).
     let writing = (plan.cfg.alloc == Alloc::Pool)
         .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
@@ -75,6 +83,7 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
         isolation,
         tracing,
         watchers,
+        writes,
     })
 }
 
@@ -138,9 +147,8 @@ fn create(a: &RecordArgs, plan: &Plan) -> Result<(Recorder, Option<crate::isolat
     if let Some(i) = isolation.as_mut() {
         i.before_create();
     }
-    let cfg = a.storage.pool_sized(&plan.cfg, &plan.dir)?;
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let created = Recorder::create(&plan.dir, cfg);
+    let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
         i.after_create(plan.cfg.mode == Mode::Inline);
     }

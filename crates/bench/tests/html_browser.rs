@@ -365,6 +365,7 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         l
     };
     let summary = Summary {
+        file_sizing: None,
         config: Config::default(),
         complete: true,
         abort_reason: None,

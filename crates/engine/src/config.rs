@@ -133,6 +133,14 @@ pub struct Config {
     /// Maximum bytes per file (pre-allocation size); a recording that grows
     /// past it continues in the next file.
     pub file_size: u64,
+    /// How `file_size` was decided, which says what the recording may do
+    /// to a directory's pool (`crate::sizing`'s rules): given (the
+    /// default for a configuration built with a size), the open-ended
+    /// default (fitted to the free space when the recorder is created), or
+    /// a known length's exact need. Set by [`Config::settle`] for a
+    /// `file_size` it sizes. Not part of the stored configuration.
+    #[serde(skip)]
+    pub file_size_basis: sizing::FileSizeBasis,
     /// Largest record accepted by `record()`.
     pub max_record: usize,
     /// Capacity of the producer-to-writer ring in bytes (ring mode).
@@ -272,6 +280,7 @@ impl Default for Config {
             sync_every_ns: DEFAULT_SYNC_EVERY_NS,
             framing: Framing::Framed,
             file_size: sizing::DEFAULT_FILE_SIZE,
+            file_size_basis: sizing::FileSizeBasis::Given,
             max_record: MIB as usize,
             ring_bytes: sizing::DEFAULT_RING_BYTES,
             on_full: OnFull::Drop,

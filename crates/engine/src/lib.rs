@@ -111,6 +111,8 @@ pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
-pub use sizing::{RingSizing, Sizes, Stall, StallSource, Workload, MIB};
+pub use sizing::{
+    FileSizeBasis, FileSizing, RingSizing, SizeFrom, Sizes, Stall, StallSource, Workload, MIB,
+};
 pub use stats::{Latency, LatencySummary, LiveSnapshot, LiveStats};
 pub use writer::PoolStats;

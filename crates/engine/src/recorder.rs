@@ -129,6 +129,11 @@ pub struct Summary {
     pub writer_cpu_ns: Option<u64>,
     /// How the file pool served the recording.
     pub pool: PoolStats,
+    /// The files' size and why (`crate::sizing`'s rule): given, the
+    /// pool's, the open-ended default (fitted to the free space), or a
+    /// known length's exact need. Absent from earlier summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_sizing: Option<crate::sizing::FileSizing>,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -267,7 +272,7 @@ impl Recorder {
     /// [`Error::NoSpace`] when the pre-allocation does not fit, [`Error::Io`]
     /// for other system errors. Nothing that looks like a recording is left
     /// behind on error.
-    pub fn create(dir: &Path, cfg: Config) -> Result<Recorder, Error> {
+    pub fn create(dir: &Path, mut cfg: Config) -> Result<Recorder, Error> {
         cfg.validate()?;
         let started_ns = sys::monotonic_ns();
         let live = Arc::new(LiveStats::default());
@@ -277,6 +282,9 @@ impl Recorder {
             Mode::Inline => None,
         };
         let writer = Writer::create(dir, &cfg, live.clone())?;
+        // The size the files got (the pool's, or the open-ended default
+        // fitted to the free space): what `config()` and the summary say.
+        cfg.file_size = writer.file_size();
         // The writer has opened (or made) the pool: say we write here.
         let writing = (cfg.alloc == crate::config::Alloc::Pool)
             .then(|| crate::pool::WritersLock::take(dir))
@@ -614,6 +622,7 @@ impl Recorder {
             flush: report.flush,
             writer_cpu_ns: (self.cfg.mode == Mode::Ring).then_some(report.cpu_ns),
             pool: report.pool,
+            file_sizing: report.file_sizing,
             flight,
             triggers: self.triggers,
             ring_waits: self.waits.count,

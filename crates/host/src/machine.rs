@@ -43,6 +43,40 @@ pub fn block_device_of(path: &Path) -> Option<String> {
     Some(disk.file_name()?.to_string_lossy().into_owned())
 }
 
+/// Bytes written so far to the block device holding `path` (its partition
+/// when it is one): the sectors written of `/sys/dev/block/MAJ:MIN/stat`
+/// (its 7th field, 512-byte sectors whatever the device's block size),
+/// counted by the kernel for every writer of the device. `None` on
+/// tmpfs, network or overlay file systems.
+pub fn device_bytes_written(path: &Path) -> Option<u64> {
+    let dev = fs::metadata(path).ok()?.dev();
+    let (maj, min) = rtrec_sys::major_minor(dev);
+    let stat = fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()?;
+    sectors_written(&stat).map(|s| s * 512)
+}
+
+/// The sectors written of a block device's `stat` text (its 7th field).
+fn sectors_written(stat: &str) -> Option<u64> {
+    stat.split_whitespace().nth(6)?.parse().ok()
+}
+
+/// Bytes this process (all its threads, and those that ended) caused to
+/// be sent to storage: `write_bytes` of `/proc/self/io`, counted when
+/// pages are dirtied or written directly. `None` without task I/O
+/// accounting.
+pub fn process_write_bytes() -> Option<u64> {
+    io_write_bytes(&fs::read_to_string("/proc/self/io").ok()?)
+}
+
+/// `write_bytes` of `/proc/PID/io` text.
+fn io_write_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Whether loop device `dev` (`loop0`) reads its file with direct I/O
 /// (`/sys/block/DEV/loop/dio`); `None` when it cannot be read.
 pub fn loop_direct_io(dev: &str) -> Option<bool> {
@@ -241,6 +275,16 @@ pub fn user_emulation() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_write_counters_are_read_from_the_kernels_text() {
+        let stat = "  1184   0  81170   440  3321  1702 262672  9316  0  3788  9756  0 0 0 0 0 0\n";
+        assert_eq!(sectors_written(stat), Some(262_672));
+        assert_eq!(sectors_written("1 2 3"), None);
+        let io = "rchar: 4092\nwchar: 3\nsyscr: 8\nsyscw: 1\nread_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+        assert_eq!(io_write_bytes(io), Some(4096));
+        assert_eq!(io_write_bytes("rchar: 1\n"), None);
+    }
 
     #[test]
     fn jbd2_info_gives_the_largest_transaction() {

@@ -137,8 +137,8 @@ fn file_of(cur: &Option<OpenFile>) -> Option<&File> {
 }
 
 impl Writer {
-    /// Creates the writer in named steps: the pool
-    /// ([`rotation::open_pool`]), the directory's name
+    /// Creates the writer in named steps: the file size and the pool
+    /// ([`rotation::choose_files`]), the directory's name
     /// ([`rotation::sync_parent`]), the back-end, chosen once
     /// ([`crate::io::open`]), the flush thread ([`start_flusher`]), the
     /// recording's name ([`Rotation::new`]), then the first file (not in
@@ -151,10 +151,7 @@ impl Writer {
             files: Vec::with_capacity(16),
             ..WriterReport::default()
         };
-        let pool = match cfg.alloc {
-            Alloc::Pool => Some(rotation::open_pool(dir, &mut cfg, &mut report)?),
-            _ => None,
-        };
+        let choice = rotation::choose_files(dir, &mut cfg, &mut report)?;
         rotation::sync_parent(dir, &mut report);
         let opened = backend::open(&cfg)
             .map_err(|e| Error::io("allocating the write back-end's buffers for", dir, e))?;
@@ -163,7 +160,8 @@ impl Writer {
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
         let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
-        let files = Rotation::new(dir, &cfg, pool)?;
+        let mut files = Rotation::new(dir, &cfg, choice.pool)?;
+        files.set_own_size(choice.own_size);
         let mut w = Writer {
             cur: None,
             files,
@@ -187,6 +185,11 @@ impl Writer {
             }
         }
         Ok(w)
+    }
+
+    /// The files' size, as [`rotation::choose_files`] chose it.
+    pub(crate) fn file_size(&self) -> u64 {
+        self.cfg.file_size
     }
 
     /// The recording's name (files are `BASE-NNNN.rtr`, events `BASE-evNNNNN-NNNN.rtr`).

@@ -24,7 +24,10 @@ pub struct PoolStats {
     pub waits: u64,
     /// Total time waited, ns.
     pub wait_ns: u64,
-    /// Files prepared when the recording was created (the pool was empty).
+    /// Files prepared when the recording was created. Always 0 since
+    /// issue 31: a pool with no file ready gives the first file with
+    /// `fallocate` (counted in `fallbacks`) and nothing is zero-filled
+    /// before a recording; kept for readers of earlier summaries.
     pub prepared_at_start: u64,
     /// Files prepared by the background refiller while recording.
     pub refilled_while_recording: u64,
@@ -56,6 +59,8 @@ pub(crate) struct WriterReport {
     /// recording (before the pool is refilled), ns.
     pub(crate) cpu_ns: u64,
     pub(crate) pool: PoolStats,
+    /// The files' size and why ([`crate::sizing`]'s rule).
+    pub(crate) file_sizing: Option<crate::sizing::FileSizing>,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
 }
