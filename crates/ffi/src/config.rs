@@ -895,7 +895,9 @@ mod tests {
         let e = unsafe { c.engine_config() }.unwrap();
         assert_eq!(e.sync_every_ns, 0);
         assert_eq!((e.io, e.io_depth, e.io_block), (Io::Uring, 8, 1 << 16));
-        for (io, depth) in [(4, 4), (rtrec_io::RTREC_IO_URING as c_int, 65)] {
+        // One past the last value is no back-end, however many there are.
+        let unknown = IOS.len() as c_int;
+        for (io, depth) in [(unknown, 4), (rtrec_io::RTREC_IO_URING as c_int, 65)] {
             (c.io, c.io_depth) = (io, depth);
             // SAFETY: prefix is NULL.
             let e = unsafe { c.engine_config() }.unwrap_err();
