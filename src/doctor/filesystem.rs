@@ -210,34 +210,59 @@ fn data_mode(f: &Facts) -> Finding {
 
 const MOUNT_BARRIER: Spec = Spec::new(GROUP, "mount-barrier", "flushes reach the device", barrier);
 /// `mount-barrier`: flushes reach the device (no `nobarrier`, no
-/// `barrier=0`).
+/// `barrier=0`) where the device has a cache to flush.
 ///
 /// Without barriers the filesystem no longer sends a cache flush down at
 /// `fsync` and at a journal commit: on a card with a volatile write cache
-/// (eMMC, SD) the writes of a durable point may still be only in that
-/// cache when the power goes, and journal blocks may reach the media
-/// before the data they order. `data=writeback` is judged by
-/// `mount-data-mode`.
+/// (`queue/write_cache` says `write back`: most eMMC) the writes of a
+/// durable point may still be only in that cache when the power goes, and
+/// journal blocks may reach the media before the data they order. A device
+/// that says `write through` has no such cache: the kernel sends it no
+/// flush either way, so barriers change nothing there and the check says
+/// so rather than claim a cache the device lacks. `data=writeback` is
+/// judged by `mount-data-mode`.
 fn barrier(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
     };
+    let cache = f.device.as_deref().and_then(|d| machine::write_cache(d).0);
+    judge_barrier(m, cache.as_deref())
+}
+
+/// The judgment of [`barrier`] from the mount and the device's
+/// `queue/write_cache` (`None`: not known).
+fn judge_barrier(m: &MountEntry, cache: Option<&str>) -> Finding {
     let off = options(m)
         .into_iter()
         .find(|o| matches!(*o, "nobarrier" | "barrier=0"));
+    let through = cache == Some("write through");
     match off {
+        Some(o) if through => Finding::pass(
+            o,
+            format!("{o}, but the device has no volatile cache (queue/write_cache: write through): a completed write is on the media, there is nothing to flush"),
+        ),
         Some(o) => Finding::warn(
             o,
-            format!("{o}: fsync no longer flushes the device's write cache, so on a card with a volatile cache a published durable point is not durable"),
+            format!(
+                "{o}: fsync no longer flushes the device's write cache ({}), so a published durable point is not durable",
+                cache.map_or("if it has one".into(), |c| format!("queue/write_cache: {c}"))
+            ),
             format!(
                 "mount with barriers in /etc/fstab (remove {o} for {}; needs a fresh mount)",
                 m.target.display()
             ),
         ),
+        None if through => Finding::pass(
+            "barrier",
+            "the device has no volatile cache (queue/write_cache: write through): a completed write is on the media, and no flush is needed (the kernel sends none)",
+        ),
         None => Finding::pass(
             "barrier",
-            "fsync flushes the device's write cache: a durable point is on the media",
+            format!(
+                "fsync flushes the device's write cache ({}): a durable point is on the media",
+                cache.map_or("if it has one".into(), |c| format!("queue/write_cache: {c}"))
+            ),
         ),
     }
 }
@@ -422,11 +447,43 @@ mod tests {
                 "{line}"
             );
             assert!(c.why.contains("not durable"), "{c:?}");
+            let m = &facts(line).mount.unwrap();
+            let back = judge_barrier(m, Some("write back"));
+            assert_eq!(back.status, Status::Warn);
+            assert!(back.why.contains("write back"), "{back:?}");
+            // A device without a volatile cache gets no flush either way.
+            let through = judge_barrier(m, Some("write through"));
+            assert_eq!(
+                (through.status, through.found.as_str()),
+                (Status::Pass, option)
+            );
+            assert!(through.why.contains("nothing to flush"), "{through:?}");
         }
         let c = barrier(&facts(
             "/dev/mmcblk0p2 /data ext4 rw,noatime,barrier=1 0 0\n",
         ));
         assert_eq!(c.status, Status::Pass);
+    }
+
+    #[test]
+    fn barriers_claim_no_cache_the_device_says_it_lacks() {
+        let m = &facts("/dev/mmcblk0 /card ext4 rw,relatime 0 0\n")
+            .mount
+            .unwrap();
+        let through = judge_barrier(m, Some("write through"));
+        assert_eq!(through.status, Status::Pass);
+        assert!(
+            through.why.contains("no volatile cache")
+                && !through.why.contains("flushes the device's"),
+            "{through:?}"
+        );
+        let back = judge_barrier(m, Some("write back"));
+        assert!(
+            back.why
+                .contains("flushes the device's write cache (queue/write_cache: write back)"),
+            "{back:?}"
+        );
+        assert!(judge_barrier(m, None).why.contains("if it has one"));
     }
 
     #[test]
