@@ -129,6 +129,21 @@ pub struct Summary {
     pub writer_cpu_ns: Option<u64>,
     /// How the file pool served the recording.
     pub pool: PoolStats,
+    /// A loop recording (or the flight recorder's event limit): files
+    /// retired while recording (recycled into the pool or deleted; they
+    /// are no longer in `files`).
+    #[serde(default)]
+    pub retired_files: u64,
+    /// Bytes of those files (header and frames).
+    #[serde(default)]
+    pub retired_bytes: u64,
+    /// The loop: the sequence number after the last retired record (the
+    /// records below it were retired); 0 when none was.
+    #[serde(default)]
+    pub retired_seq_to: u64,
+    /// Flight-recorder events retired whole by `keep_events`.
+    #[serde(default)]
+    pub retired_events: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -606,6 +621,10 @@ impl Recorder {
             flush: report.flush,
             writer_cpu_ns: (self.cfg.mode == Mode::Ring).then_some(report.cpu_ns),
             pool: report.pool,
+            retired_files: report.retired.files,
+            retired_bytes: report.retired.bytes,
+            retired_seq_to: report.retired.seq_to,
+            retired_events: report.retired.events,
             flight,
             triggers: self.triggers,
             ring_waits: self.waits.count,
