@@ -134,3 +134,63 @@ fn a_recording_that_is_not_a_loop_still_misses_its_first_files_and_stays_version
         reports[0].notes
     );
 }
+
+#[test]
+fn the_flight_recorder_keeps_its_newest_events_and_the_loop_never_touches_them() {
+    use rtrec_engine::FlightConfig;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        max_record: 64,
+        file_size: MIB,
+        flight: Some(FlightConfig {
+            pre_ns: 10_000_000,
+            pre_bytes: 64 << 10,
+            post_ns: 10_000_000,
+        }),
+        retention: Retention {
+            keep_events: 2,
+            ..Retention::default()
+        },
+        ..Config::default()
+    };
+    let mut rec = Recorder::create(dir.path(), cfg).unwrap();
+    let live = rec.live();
+    let buf = [5u8; 64];
+    for event in 1..=5u64 {
+        rec.trigger().unwrap();
+        // Until the writer has started this event and its post span has
+        // passed (records keep coming, so the event can end).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut started = None;
+        loop {
+            rec.record(&buf).unwrap();
+            std::thread::sleep(Duration::from_micros(500));
+            if live.events.load(Ordering::Relaxed) >= event {
+                let t = *started.get_or_insert_with(Instant::now);
+                if t.elapsed() > Duration::from_millis(40) {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "event {event} never started");
+        }
+    }
+    let s = rec.finish().unwrap();
+    assert_eq!(s.flight.as_ref().unwrap().events, 5);
+    assert_eq!((s.retired_events, s.retired_files), (3, 3), "{:?}", s.files);
+    let left = recording_files(dir.path()).unwrap();
+    assert_eq!(left, s.files);
+    let names: Vec<String> = left
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.len() == 2 && names[0].contains("-ev00003-") && names[1].contains("-ev00004-"),
+        "the newest two events: {names:?}"
+    );
+    for r in verify_dir(dir.path()) {
+        assert!(r.is_clean(), "{}: {:?}", r.path.display(), r.notes);
+    }
+}

@@ -320,3 +320,102 @@ fn check_last(last: &mut FileReport) {
         last.status = FileStatus::Unfinished;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A complete file `index` of loop recording 7 holding `first..next`,
+    /// opening (after file 0) with `claim`.
+    fn file(index: u32, first: u64, next: u64, claim: Option<RetiredPayload>) -> FileReport {
+        let mut r = FileReport::new(Path::new(&format!("/d/rec-{index:04}.rtr")));
+        r.status = FileStatus::Complete;
+        r.recording_id = Some(7);
+        r.index = Some(index);
+        r.loop_recording = true;
+        r.first_seq = Some(first);
+        r.next_seq = Some(next);
+        r.records = next - first;
+        r.retired_claim = claim;
+        r.stored = Some(EndPayload {
+            complete: true,
+            continued: true,
+            records_written: next,
+            records_dropped: 0,
+            bytes_written: 0,
+            post_ns: 0,
+            post_records: 0,
+            reason: String::new(),
+        });
+        r
+    }
+
+    /// Files 0..next_index retired, up to `next_seq` (100 records a file).
+    fn claim(next_index: u32) -> Option<RetiredPayload> {
+        Some(RetiredPayload {
+            first_index: 0,
+            next_index,
+            first_seq: 0,
+            next_seq: next_index as u64 * 100,
+            files: next_index as u64,
+            bytes: next_index as u64 * 1000,
+            last_wall_ns: 1_000_000_000 * (1 + next_index as u64),
+        })
+    }
+
+    /// Files 3 to 5 of a loop, each claiming the files two before it.
+    fn kept() -> Vec<FileReport> {
+        let mut v: Vec<FileReport> = (3..6)
+            .map(|i| file(i, i as u64 * 100, i as u64 * 100 + 100, claim(i - 2)))
+            .collect();
+        v[2].stored.as_mut().unwrap().continued = false;
+        v
+    }
+
+    #[test]
+    fn the_leading_files_of_a_loop_are_retired_when_no_claim_contradicts_them() {
+        let mut v = kept();
+        check_continuity(&mut v);
+        assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[0].notes);
+        let r = v[0].retired.unwrap();
+        assert_eq!((r.last_index, r.next_seq), (2, Some(300)));
+        assert_eq!(r.last_wall_ns, Some(4_000_000_000));
+        assert!(
+            v[0].notes[0].starts_with("seq 0–299 (files 0–2) retired by the loop, the last at "),
+            "{:?}",
+            v[0].notes
+        );
+        assert_eq!(v[0].missing_records, 0);
+    }
+
+    #[test]
+    fn a_claim_that_disagrees_with_the_files_present_is_corrupt() {
+        // File 5 claims file 3 is the first kept one, starting at 250.
+        let mut v = kept();
+        let mut c = claim(3).unwrap();
+        c.next_seq = 250;
+        v[2].retired_claim = Some(c);
+        check_continuity(&mut v);
+        assert_eq!(v[2].status, FileStatus::Corrupt, "{:?}", v[2].notes);
+        // A claim that shrinks from one file to the next.
+        let mut v = kept();
+        v[2].retired_claim = claim(0);
+        check_continuity(&mut v);
+        assert_eq!(v[2].status, FileStatus::Corrupt, "{:?}", v[2].notes);
+    }
+
+    #[test]
+    fn a_missing_file_in_the_middle_of_a_loop_or_of_a_plain_recording_is_still_missing() {
+        let mut v = kept();
+        v.remove(1);
+        check_continuity(&mut v);
+        assert_eq!(v[1].status, FileStatus::Corrupt, "{:?}", v[1].notes);
+        let mut v = kept();
+        for r in &mut v {
+            r.loop_recording = false;
+        }
+        check_continuity(&mut v);
+        assert_eq!(v[0].status, FileStatus::Corrupt, "{:?}", v[0].notes);
+        assert!(v[0].retired.is_none());
+    }
+}
