@@ -77,14 +77,19 @@ impl Retire {
         let rules = cfg.retention.clone();
         let kept = rules.kept_files(cfg.file_size);
         let on = rules.loops() || rules.keep_events > 0;
-        let room = kept.unwrap_or(64).min(4096) as usize + 2;
+        // Nothing to hold without a limit.
+        let room = if on {
+            kept.unwrap_or(64).min(4096) as usize + 2
+        } else {
+            0
+        };
         let pool = pool.filter(|_| cfg.alloc == Alloc::Pool);
         Retire {
             kept,
             finished: VecDeque::with_capacity(if rules.loops() { room } else { 0 }),
             current: None,
             claim: RetiredPayload::default(),
-            events: VecDeque::with_capacity(rules.keep_events as usize + 1),
+            events: VecDeque::with_capacity(rules.keep_events as usize),
             pending: Vec::with_capacity(room),
             stats: RetireStats::default(),
             thread: on.then(|| Retirer::start(pool, room)),
