@@ -30,7 +30,8 @@
  * written) and reads or writes exactly struct_size bytes. Structs only grow
  * at the end; every version ends on an 8-byte boundary without padding.
  * Published sizes on LP64: rtrec_config 184 (version 6: zero means
- * default); rtrec_summary 280, 344, 360, 384; rtrec_pool_state 40;
+ * default), 208 (version 7: the loop recording's keep_* fields);
+ * rtrec_summary 280, 344, 360, 384; rtrec_pool_state 40;
  * rtrec_recover_report 72.
  *
  * Zero means default: a zero-filled rtrec_config with struct_size set is
@@ -488,6 +489,30 @@ typedef struct rtrec_config {
      * Reserved: must be 0.
      */
     uint32_t reserved2;
+    /**
+     * Loop recording (struct version 7): keep the recording's finished
+     * files within this many bytes (the newest `max(1, keep_bytes /
+     * file_size)`); older ones are retired at a file switch (recycled
+     * into the pool or deleted, on a background thread). 0: no limit.
+     * Disk use stays within the budget + one file + the pool's spare
+     * files (docs/unattended.md, "Disk budget").
+     */
+    uint64_t keep_bytes;
+    /**
+     * Loop recording: retire a finished file once its last record is
+     * older than this, ns. 0: no limit.
+     */
+    uint64_t keep_for_ns;
+    /**
+     * Loop recording: keep at most this many finished files. 0: no
+     * limit. With `keep_bytes` or `keep_for_ns`, the strictest wins.
+     */
+    uint32_t keep_files;
+    /**
+     * Flight recorder: keep the newest this many event recordings (older
+     * ones are retired when a new event starts). 0: all.
+     */
+    uint32_t keep_events;
 } rtrec_config;
 
 /**

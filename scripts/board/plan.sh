@@ -98,16 +98,18 @@ status_of() {
 # are added here and nowhere else:
 #
 # - UNATTENDED_RECORD_OPTS: options of every unattended recording (the loop
-#   recording and its disk budget). Today: none exist yet, so it is empty.
-# - unattended_recover DIR: what a boot runs before recording. Today
-#   `rtrec recover DIR` moves recordings left unfinished in the pool back
-#   into DIR; an interrupted file stays unfinished.
+#   recording and its disk budget, `--keep-files N`). Empty for now: the
+#   loop recording is new, and goes on the board once the soak test of
+#   loop + kill + recover runs on the host (issue 31).
+# - unattended_recover DIR: what a boot runs before recording: `rtrec
+#   recover DIR` closes every interrupted recording whose recorder is gone
+#   (end frame "interrupted, closed by recover", unused space given back).
 # - interrupted_verdict: what `rtrec verify` must say of an interrupted
-#   recording after unattended_recover. Today "unfinished" (exit 1, every
-#   file intact up to its end: no damaged range, nothing corrupt); once
-#   recover closes interrupted recordings, "clean" (exit 0).
+#   recording after unattended_recover: "clean" (exit 0; the file's status
+#   is `interrupted`). ("unfinished", exit 1 with nothing damaged, was the
+#   verdict before recover closed recordings.)
 UNATTENDED_RECORD_OPTS=""
-interrupted_verdict=unfinished
+interrupted_verdict=clean
 
 unattended_recover() {
   rtrec recover "$1"

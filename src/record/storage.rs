@@ -1,10 +1,10 @@
 //! `record`'s storage flags — how records are laid out and written to
 //! files and made durable: allocation, back-end, flushing, file size and
-//! layout, the pool — their part of the engine's configuration
-//! ([`StorageArgs::apply`]). The file size's rule (given, the pool's,
-//! the open-ended default fitted to the free space, a known length's exact
-//! need) is the engine's (`rtrec_engine::sizing`), so the C API follows
-//! it too.
+//! layout, the pool, a loop recording's disk budget — their part of the
+//! engine's configuration ([`StorageArgs::apply`]). The file size's rule
+//! (given, the pool's, the open-ended default fitted to the free space, a
+//! known length's exact need) is the engine's (`rtrec_engine::sizing`), so
+//! the C API follows it too.
 
 use clap::Args;
 use rtrec_engine::{
@@ -83,6 +83,18 @@ pub struct StorageArgs {
     /// Top the pool up while recording, on a nice-19 idle-I/O thread.
     #[arg(long)]
     pub refill_while_recording: bool,
+
+    /// Loop recording: keep the recording's finished files within SIZE (the newest max(1, SIZE / file size) files); older ones are retired at each file switch (recycled into the pool, or deleted). Disk use stays within SIZE + one file + the pool's spare files (docs/unattended.md).
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
+    pub keep: Option<Size>,
+
+    /// Loop recording: keep at most N finished files (with --keep or --keep-for, the strictest limit wins).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub keep_files: Option<u32>,
+
+    /// Loop recording: retire a finished file once its last record is older than DURATION (e.g. 7d; checked at each file switch, so a file lives at most DURATION + one file's span).
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
+    pub keep_for: Option<Duration>,
 }
 
 impl StorageArgs {
@@ -114,6 +126,9 @@ impl StorageArgs {
         cfg.pool.on_empty = self.on_pool_empty;
         cfg.pool.refill_on_finish = !self.no_refill;
         cfg.pool.refill_while_recording = self.refill_while_recording;
+        cfg.retention.keep_bytes = self.keep.map_or(0, Size::bytes);
+        cfg.retention.keep_files = self.keep_files.unwrap_or(0);
+        cfg.retention.keep_for_ns = self.keep_for.map_or(0, Duration::ns);
     }
 }
 

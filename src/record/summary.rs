@@ -25,6 +25,9 @@ pub fn print_summary(s: &Summary, to_stderr: bool) {
     if s.config.alloc == Alloc::Pool {
         out += &pool_line(s);
     }
+    if s.retired_files > 0 || s.config.retention.loops() {
+        out += &retired_line(s);
+    }
     if let Some(f) = &s.flight {
         out += &flight_lines(f, s.records_offered);
     }
@@ -196,6 +199,27 @@ fn latency_table(s: &Summary) -> String {
     out += &(row("record()", &s.record_ns) + "\n");
     out += &(row("lateness", &s.lateness_ns) + "\n");
     out
+}
+
+/// What a loop recording (or `--keep-events`) retired: the files and
+/// bytes, the records below which everything was retired, the events.
+fn retired_line(s: &Summary) -> String {
+    let seq = if s.retired_seq_to > 0 {
+        format!(", sequence 0..{}", s.retired_seq_to - 1)
+    } else {
+        String::new()
+    };
+    let events = if s.retired_events > 0 {
+        format!(", {} flight-recorder event(s)", s.retired_events)
+    } else {
+        String::new()
+    };
+    format!(
+        "retired: {} file(s) ({}){seq}{events}; {} kept\n",
+        s.retired_files,
+        format_size(s.retired_bytes),
+        s.files.len()
+    )
 }
 
 /// What the pool gave and what its refill holds.

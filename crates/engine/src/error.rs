@@ -190,6 +190,17 @@ pub enum ConfigError {
         /// The rule's sentence: what to change.
         reason: String,
     },
+    /// A loop recording (`keep_bytes`, `keep_files`, `keep_for_ns`) with
+    /// raw files: a raw file has no header to say it belongs to a loop.
+    #[error("a loop recording (--keep, --keep-files, --keep-for) needs framed or packed files (raw files cannot say what was retired)")]
+    LoopNeedsFraming,
+    /// A continuous loop's limits with the flight recorder, whose event
+    /// recordings have their own (`keep_events`).
+    #[error("the flight recorder's event files are kept by --keep-events, not by --keep, --keep-files or --keep-for")]
+    LoopInFlight,
+    /// `keep_events` without the flight recorder.
+    #[error("--keep-events keeps flight-recorder events: it needs the flight recorder")]
+    KeepEventsNeedsFlight,
     /// A packed frame's maximum latency outside 1 ns .. 60 s.
     #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
     BadMaxLatency,

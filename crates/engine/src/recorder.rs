@@ -134,6 +134,21 @@ pub struct Summary {
     /// known length's exact need. Absent from earlier summaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_sizing: Option<crate::sizing::FileSizing>,
+    /// A loop recording (or the flight recorder's event limit): files
+    /// retired while recording (recycled into the pool or deleted; they
+    /// are no longer in `files`).
+    #[serde(default)]
+    pub retired_files: u64,
+    /// Bytes of those files (header and frames).
+    #[serde(default)]
+    pub retired_bytes: u64,
+    /// The loop: the sequence number after the last retired record (the
+    /// records below it were retired); 0 when none was.
+    #[serde(default)]
+    pub retired_seq_to: u64,
+    /// Flight-recorder events retired whole by `keep_events`.
+    #[serde(default)]
+    pub retired_events: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -623,6 +638,10 @@ impl Recorder {
             writer_cpu_ns: (self.cfg.mode == Mode::Ring).then_some(report.cpu_ns),
             pool: report.pool,
             file_sizing: report.file_sizing,
+            retired_files: report.retired.files,
+            retired_bytes: report.retired.bytes,
+            retired_seq_to: report.retired.seq_to,
+            retired_events: report.retired.events,
             flight,
             triggers: self.triggers,
             ring_waits: self.waits.count,

@@ -56,6 +56,7 @@
 //! | `pack` | packed framing's open frame and its sealing |
 //! | `ledger` | the back-end, and the frames submitted to it and not yet written (how far the file is written) |
 //! | `rotation` | the recording's files: the next one from the pool or of our own, names, the reserve, the pool's refill |
+//! | `retire` | a loop recording's disk budget and the flight recorder's event limit: which finished files leave at a switch, the claim the next file opens with, the thread that recycles or deletes them |
 //! | `losses` | which loss frame a gap or a failure needs, and the drop counts |
 //! | `raw` | raw framing's chunk sums and the sidecar |
 //!
@@ -91,14 +92,16 @@ mod losses;
 mod pack;
 mod raw;
 mod report;
+mod retire;
 mod rotation;
 
 use ledger::Ledger;
 use losses::Losses;
 use pack::{Pack, Sealed};
 use raw::RawSums;
-pub use report::PoolStats;
+pub use report::{PoolStats, RetireStats};
 pub(crate) use report::{Step, WriterReport};
+use retire::Retire;
 use rotation::Rotation;
 
 /// See the module docs. The fields drop in this order when a writer is
@@ -129,6 +132,8 @@ pub(crate) struct Writer {
     pack: Pack,
     /// The back-end every frame goes through, and the frames in flight.
     ledger: Ledger,
+    /// The loop's budget and the flight recorder's event limit.
+    retire: Retire,
 }
 
 /// The file of the current file, if one is open.
@@ -160,9 +165,11 @@ impl Writer {
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
         let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
+        let retire = Retire::new(&cfg, choice.pool.clone());
         let mut files = Rotation::new(dir, &cfg, choice.pool)?;
         files.set_own_size(choice.own_size);
         let mut w = Writer {
+            retire,
             cur: None,
             files,
             flusher,
@@ -216,6 +223,7 @@ impl Writer {
             return Err(e);
         }
         self.report.files.push(f.path.clone());
+        self.retire.opened(&f.path);
         let mark = self
             .cfg
             .framing
@@ -234,7 +242,21 @@ impl Writer {
         self.live.events.store(event + 1, Ordering::Relaxed);
         self.files.begin_event(event);
         self.next_seq = first_seq;
-        self.open_next_or_fail()
+        self.retire.begin_event();
+        self.open_next_or_fail()?;
+        self.hand_over_retired();
+        Ok(())
+    }
+
+    /// Hands the files [`Retire`] decided on to its thread; they leave the
+    /// recording's file list (the oldest entries) and the live counters
+    /// count them.
+    fn hand_over_retired(&mut self) {
+        let n = self.retire.hand_over().min(self.report.files.len());
+        self.report.files.drain(..n);
+        let (files, bytes) = self.retire.retired();
+        self.live.retired_files.store(files, Ordering::Relaxed);
+        self.live.retired_bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Opens the next file ([`Writer::next_file`], [`Writer::install`])
@@ -647,8 +669,28 @@ impl Writer {
             self.install(next)
                 .map_err(|e| self.fail(Failure::from_error(&e)))
         });
+        let r = r.and_then(|()| self.claim_retired());
         self.mark(format_args!("end writer switch to file {index}"));
         r
+    }
+
+    /// A loop recording, at a switch, the next file just installed: which
+    /// finished files are retired ([`Retire::decide`]), the claim written
+    /// as the new file's first frame, then the files handed over.
+    fn claim_retired(&mut self) -> Step {
+        if !self.retire.loops() {
+            return Ok(());
+        }
+        let claim = self.retire.decide();
+        let seq = self.next_seq;
+        self.put(
+            FrameKind::Retired,
+            seq,
+            sys::monotonic_ns(),
+            &claim.encode(),
+        )?;
+        self.hand_over_retired();
+        Ok(())
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried
@@ -764,6 +806,7 @@ impl Writer {
             return Err(self.fail(Failure::closed()));
         };
         self.report.file_bytes += cur.offset;
+        self.retire.closed(cur.offset, self.next_seq);
         if self.cfg.framing == Framing::Raw {
             self.raw.close_file(&cur.path);
         }
@@ -808,6 +851,7 @@ impl Writer {
         self.close_last(complete, &reason);
         self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
+        self.report.retired = self.retire.finish();
         self.files.finish_pool(&self.cfg, &mut self.report);
         if self.cfg.framing == Framing::Raw {
             self.write_sidecar(complete, &reason);

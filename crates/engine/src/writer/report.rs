@@ -1,5 +1,6 @@
 //! What the writer did: the [`WriterReport`] merged into the recorder's
-//! summary, the pool's part of it ([`PoolStats`]), and [`Step`], what
+//! summary, the pool's part of it ([`PoolStats`]), what the loop retired
+//! ([`RetireStats`]), and [`Step`], what
 //! each of the writer's steps returns. Below every other part of the
 //! writer, so each can fill the report without importing the writer.
 
@@ -35,6 +36,24 @@ pub struct PoolStats {
     pub refilled_on_finish: u64,
 }
 
+/// What the loop and the event limit retired, for the summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RetireStats {
+    /// Files retired (loop files and event files).
+    pub files: u64,
+    /// Bytes of those files (header and frames).
+    pub bytes: u64,
+    /// The loop: the sequence number after the last retired record (the
+    /// records below it were retired); 0 when none was.
+    pub seq_to: u64,
+    /// Flight-recorder events retired whole.
+    pub events: u64,
+    /// Of the retired files, those recycled into the pool.
+    pub recycled: u64,
+    /// Of the retired files, those deleted.
+    pub deleted: u64,
+}
+
 /// What the writer did; merged into the recorder's summary.
 #[derive(Debug, Default)]
 pub(crate) struct WriterReport {
@@ -61,6 +80,8 @@ pub(crate) struct WriterReport {
     pub(crate) pool: PoolStats,
     /// The files' size and why ([`crate::sizing`]'s rule).
     pub(crate) file_sizing: Option<crate::sizing::FileSizing>,
+    /// What the loop and the event limit retired.
+    pub(crate) retired: RetireStats,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
 }
