@@ -344,7 +344,7 @@ fn free_space_of(avail: u64, planned: u64, dir: &std::path::Path) -> Finding {
             return Finding::fail(
                 format_size(avail),
                 format!(
-                    "an open-ended recording without --file-size refuses here: its files default to a quarter of the free space and at least {}",
+                    "an open-ended `rtrec record` without --file-size refuses here: its files default to a quarter of the free space and at least {}",
                     format_size(rtrec_engine::sizing::MIN_DEFAULT_FILE_SIZE)
                 ),
                 format!(
