@@ -188,24 +188,23 @@ impl Flusher {
             let (strategy, nice, cpu) = (cfg.flush, cfg.flusher_nice, cfg.rt.flusher_cpu);
             let sync_every = cfg.sync_every_ns;
             let marker = cfg.trace_marker.clone();
-            Some(
-                thread::Builder::new()
-                    .name("rtrec-flush".into())
-                    .spawn(move || {
-                        // Lower priority than the writer: best effort, errors ignored
-                        // (an unprivileged user may not lower a nice value it raised).
-                        // A caller that raised its own thread to SCHED_FIFO before
-                        // creating the recorder does not hand that policy to the
-                        // flusher: a flusher above the producer would delay its
-                        // periods (never an error: lowering needs no privilege).
-                        let _ = sys::set_normal_policy();
-                        let _ = sys::set_thread_nice(nice);
-                        if let Some(c) = cpu {
-                            let _ = sys::pin_to_cpu(c);
-                        }
-                        run(&s, strategy, every, sync_every, marker.as_ref())
-                    })?,
-            )
+            Some(crate::rt::spawn_settled(
+                "rtrec-flush",
+                move || {
+                    // Lower priority than the writer: best effort, errors ignored
+                    // (an unprivileged user may not lower a nice value it raised).
+                    // A caller that raised its own thread to SCHED_FIFO before
+                    // creating the recorder does not hand that policy to the
+                    // flusher: a flusher above the producer would delay its
+                    // periods (never an error: lowering needs no privilege).
+                    let _ = sys::set_normal_policy();
+                    let _ = sys::set_thread_nice(nice);
+                    if let Some(c) = cpu {
+                        let _ = sys::pin_to_cpu(c);
+                    }
+                },
+                move |()| run(&s, strategy, every, sync_every, marker.as_ref()),
+            )?)
         };
         Ok(Flusher {
             shared,

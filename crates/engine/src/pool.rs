@@ -1094,11 +1094,17 @@ impl Pool {
         let stop = Arc::new(AtomicBool::new(false));
         let made = Arc::new(AtomicU64::new(0));
         let (s, m, pool) = (stop.clone(), made.clone(), self.clone());
-        let thread = std::thread::Builder::new()
-            .name("rtrec-pool".into())
-            .spawn(move || {
+        let thread = crate::rt::spawn_settled(
+            "rtrec-pool",
+            || {
+                // Never the creator's SCHED_FIFO policy (a nice value means
+                // nothing to a SCHED_FIFO thread), then the lowest CPU and
+                // I/O priority.
+                let _ = sys::set_normal_policy();
                 let _ = sys::set_thread_nice(19);
                 let _ = sys::set_thread_ioprio(3, 7);
+            },
+            move |()| {
                 while !s.load(Ordering::Acquire) {
                     let ready = pool.ready().map(|v| v.len() as u32).unwrap_or(u32::MAX);
                     if ready < pool.meta.files && pool.prepare_one().is_ok() {
@@ -1107,8 +1113,9 @@ impl Pool {
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
-            })
-            .ok();
+            },
+        )
+        .ok();
         Refiller { stop, made, thread }
     }
 }

@@ -382,9 +382,12 @@ impl Recorder {
                         if shared.failed.load(Ordering::Relaxed) {
                             break Err(RecordError::WriterFailed);
                         }
-                        if Self::push_pending(producer, &mut self.pending)
-                            && Self::push_triggers(producer, &mut self.pending_triggers, seq)
-                            && ring::push(producer, ENTRY_DATA, seq, t0, data)
+                        if Self::push_backlog(
+                            producer,
+                            &mut self.pending,
+                            &mut self.pending_triggers,
+                            seq,
+                        ) && ring::push(producer, ENTRY_DATA, seq, t0, data)
                         {
                             break Ok(());
                         }
@@ -461,15 +464,13 @@ impl Recorder {
             }
             self.triggers += 1;
             self.pending_triggers += 1;
-            // A pending loss (records the full ring dropped just before)
-            // goes first, as in `record()`: its sequence numbers come
-            // before the trigger's, and the event that opens at the
-            // trigger must not receive a loss of records before its first
-            // (verify would call that frame out of order). If it does not
-            // fit, the trigger waits with it for the next record.
-            if Self::push_pending(producer, &mut self.pending) {
-                Self::push_triggers(producer, &mut self.pending_triggers, self.next_seq);
-            }
+            // If it does not fit, it waits for the next record.
+            Self::push_backlog(
+                producer,
+                &mut self.pending,
+                &mut self.pending_triggers,
+                self.next_seq,
+            );
         } else {
             self.triggers += 1;
         }
@@ -485,6 +486,22 @@ impl Recorder {
             *pending -= 1;
         }
         true
+    }
+
+    /// Pushes what waits to go before record `seq`, in sequence order: the
+    /// pending loss (records the full ring dropped, numbered before `seq`),
+    /// then the pending triggers (at `seq`). The one order for `record()`,
+    /// `trigger()` and the end: an event that opens at a trigger never
+    /// receives a loss of records before its first (verify would call that
+    /// frame out of order). False if something did not fit; it is kept.
+    #[inline]
+    fn push_backlog(
+        producer: &mut Producer<u8>,
+        pending: &mut Option<PendingLoss>,
+        triggers: &mut u64,
+        seq: u64,
+    ) -> bool {
+        Self::push_pending(producer, pending) && Self::push_triggers(producer, triggers, seq)
     }
 
     /// Pushes a pending loss entry if there is one; false if it did not fit.
@@ -569,8 +586,12 @@ impl Recorder {
                 while (self.pending.is_some() || self.pending_triggers > 0)
                     && !shared.failed.load(Ordering::Acquire)
                 {
-                    let pushed = Self::push_pending(producer, &mut self.pending)
-                        && Self::push_triggers(producer, &mut self.pending_triggers, end_seq);
+                    let pushed = Self::push_backlog(
+                        producer,
+                        &mut self.pending,
+                        &mut self.pending_triggers,
+                        end_seq,
+                    );
                     if !pushed {
                         std::thread::sleep(std::time::Duration::from_micros(200));
                     }
@@ -674,16 +695,17 @@ fn spawn_writer_thread(
     // Allocated here, before recording starts.
     let flight = cfg.flight.clone().map(|f| Flight::new(f, cfg.max_record));
     let ring_live = live.clone();
-    std::thread::Builder::new()
-        .name("rtrec-writer".into())
-        .spawn(move || {
-            let warnings = writer_thread_setup(&rt);
+    crate::rt::spawn_settled(
+        "rtrec-writer",
+        move || writer_thread_setup(&rt),
+        move |warnings| {
             let mut report =
                 writer_thread::run_writer(consumer, writer, s, max, poll, flight, ring_live);
             report.writer.warnings.extend(warnings);
             report
-        })
-        .map_err(|e| Error::io("starting the writer thread for", dir, e))
+        },
+    )
+    .map_err(|e| Error::io("starting the writer thread for", dir, e))
 }
 
 /// The writer thread's scheduling, on that thread: the SCHED_FIFO priority

@@ -50,3 +50,35 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
     }
     warnings
 }
+
+/// Starts a thread named `name` that first runs `setup` (its own
+/// scheduling: policy, nice value, CPU) and then `run` with what `setup`
+/// returned, and returns only once `setup` has run.
+///
+/// Design choice: the engine's threads set their scheduling themselves
+/// (std cannot hand a `pthread_attr` to a new thread), so without the wait
+/// a thread created by a SCHED_FIFO producer would run at the producer's
+/// priority until it got round to lowering it, and the recorder's creator
+/// could not know which policy its writer has. One wait at start, never on
+/// the hot path.
+pub(crate) fn spawn_settled<W, T>(
+    name: &str,
+    setup: impl FnOnce() -> W + Send + 'static,
+    run: impl FnOnce(W) -> T + Send + 'static,
+) -> io::Result<std::thread::JoinHandle<T>>
+where
+    T: Send + 'static,
+{
+    let (settled, wait) = std::sync::mpsc::sync_channel::<()>(1);
+    let handle = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let w = setup();
+            let _ = settled.send(());
+            run(w)
+        })?;
+    // An error means the thread ended inside `setup` (a panic), which its
+    // join reports.
+    let _ = wait.recv();
+    Ok(handle)
+}

@@ -45,6 +45,8 @@ fn a_sched_fifo_creator_hands_its_policy_to_neither_the_writer_nor_the_flusher()
         }
         let dir = tempfile::tempdir().unwrap();
         let rec = Recorder::create(dir.path(), Config::default()).unwrap();
+        // Read at once: the threads' policies are settled before create()
+        // returns (a writer still at SCHED_FIFO here would be the bug).
         let normal = (policies("rtrec-writer"), policies("rtrec-flush"));
         rec.finish().unwrap();
         // A writer priority asked for is still given.
