@@ -44,7 +44,7 @@ fn main() {
     }
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
-        cli::Command::Recover(a) => recover::run(&a),
+        cli::Command::Recover(a) => recover::run(&a.dir),
         cli::Command::Verify(a) => verify::run(&a),
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),

@@ -169,7 +169,12 @@ fn recycle(dir: &Path, files: &[PathBuf], all: bool, force: bool) -> crate::erro
         for f in recording_files(dir)? {
             // Only finished, pool-sized recordings; others are left alone.
             let finished = verify_file(&f)
-                .map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted))
+                .map(|r| {
+                    matches!(
+                        r.status,
+                        FileStatus::Complete | FileStatus::Aborted | FileStatus::Interrupted
+                    )
+                })
                 .unwrap_or(false);
             let sized = std::fs::metadata(&f)
                 .map(|m| m.len() == pool.file_size())

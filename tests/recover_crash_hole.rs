@@ -1,7 +1,7 @@
 //! `rtrec recover` after a power cut, from the command line: a crash hole
-//! after the durable mark is cut and counted, and `verify` then says
-//! unfinished and `export DIR` reads every record before the cut without a
-//! flag; a file damaged below its mark is left byte for byte; a hidden
+//! after the durable mark is cut and counted, the recording is closed
+//! ("interrupted, closed by recover": `verify` exits 0) and `export DIR`
+//! reads every record before the cut without a flag; a file damaged below its mark is left byte for byte; a hidden
 //! `.NAME.tmp` a crash left between two renames is named by `verify` and
 //! moved into place (a recording's header) or removed (none) by `recover`.
 
@@ -87,9 +87,15 @@ fn recover_cuts_a_crash_hole_and_export_then_reads_every_record_before_it() {
     assert!(text(&o).contains("cut a crash hole"), "{}", show(&o));
 
     let o = rtrec(&["verify", "--json", dir]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let f = &v["files"][0];
-    assert_eq!(f["status"], "unfinished", "{}", show(&o));
+    assert_eq!(f["status"], "interrupted", "{}", show(&o));
+    let reason = f["stored"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("durable_seq=10 cut_records={}", 40 - kept)),
+        "{reason}"
+    );
     assert_eq!(f["records"], kept as u64);
     assert_eq!(f["cut_records"], (40 - kept) as u64);
     assert!(f.get("crash_hole").is_none());

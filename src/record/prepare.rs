@@ -1,6 +1,6 @@
 //! Stage two of a recording: everything it needs before its first record,
 //! each step a function — the directory, signal handlers, trigger
-//! sources, a crashed recording moved back, the cgroup and the recorder
+//! sources, `--recover-first`, a crashed recording moved back, the cgroup and the recorder
 //! itself, tracing, the threads that watch it, and last the real-time
 //! settings of the calling thread.
 
@@ -52,6 +52,9 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
         eprintln!("rtrec: warning: {w}");
     }
     listen_for_triggers(plan)?;
+    if a.recover_first {
+        recover_first(plan)?;
+    }
     recover_crashed(plan)?;
     // Before the recorder: its first file and the pool's work count.
     let writes = crate::disk::Writes::start(&plan.dir);
@@ -124,6 +127,18 @@ fn listen_for_triggers(plan: &Plan) -> Result<()> {
 }
 
 /// A recording a crash left in the pool goes back first, and is named.
+/// `--recover-first`: `rtrec recover` on the directory, its lines on
+/// stderr (nothing when there was nothing to recover).
+fn recover_first(plan: &Plan) -> Result<()> {
+    let rec = crate::recover::recover(&plan.dir)?;
+    if !rec.nothing_done() || !rec.left_alone.is_empty() {
+        for line in crate::recover::lines(&plan.dir, &rec) {
+            eprintln!("rtrec: recover: {line}");
+        }
+    }
+    Ok(())
+}
+
 fn recover_crashed(plan: &Plan) -> Result<()> {
     if plan.cfg.alloc != Alloc::Pool {
         return Ok(());

@@ -552,13 +552,84 @@ impl LossPayload {
     }
 }
 
+/// End-frame flag (bit 2 of the payload's flags; 1 is complete, 2
+/// continued): "closed by recover". `rtrec recover` wrote this end frame
+/// after the recording was interrupted (a kill, a crash, a power cut): the
+/// counters are the recording's totals over all its files as found, and
+/// the reason is the [`Interrupted`] line. Format version 4 is kept: the
+/// layout is unchanged, and a reader that does not know the flag sees an
+/// end frame that is neither complete nor continued, i.e. an aborted
+/// recording with that reason (docs/format.md).
+pub const END_INTERRUPTED: u32 = 4;
+
+/// What an end frame of `rtrec recover` ([`END_INTERRUPTED`]) says beyond
+/// the counters, kept in its reason as one line of text,
+/// `interrupted, closed by recover: durable_seq=N cut_records=R cut_bytes=B`.
+///
+/// Design choice: text in the reason rather than binary fields after the
+/// 48 fixed bytes, because a reader that does not know the flag shows the
+/// reason as the recording's abort reason: it then prints this line, not
+/// 24 bytes of binary read as UTF-8, and no format version is needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Interrupted {
+    /// Every record before this sequence number was durable when the
+    /// recording was interrupted (the durable mark of its last file): the
+    /// recorder's `durable_seq`, as `--status` publishes it.
+    pub durable_seq: u64,
+    /// Records recover cut after a crash hole: the sequence numbers its
+    /// loss frame of reason [`LossReason::CrashHole`] covers.
+    pub cut_records: u64,
+    /// Bytes after the last intact frame that recover cut: a crash hole
+    /// and what followed it, and a torn tail.
+    pub cut_bytes: u64,
+}
+
+impl Interrupted {
+    /// The words before the numbers.
+    pub const PREFIX: &'static str = "interrupted, closed by recover: ";
+
+    /// The reason line of an end frame of `rtrec recover`.
+    pub fn reason(&self) -> String {
+        format!(
+            "{}durable_seq={} cut_records={} cut_bytes={}",
+            Self::PREFIX,
+            self.durable_seq,
+            self.cut_records,
+            self.cut_bytes
+        )
+    }
+
+    /// Parses [`Interrupted::reason`]'s line; `None` when it is not one.
+    pub fn parse(reason: &str) -> Option<Interrupted> {
+        let mut it = reason.strip_prefix(Self::PREFIX)?.split(' ');
+        let mut field = |name: &str| -> Option<u64> {
+            it.next()?
+                .strip_prefix(name)?
+                .strip_prefix('=')?
+                .parse()
+                .ok()
+        };
+        let v = Interrupted {
+            durable_seq: field("durable_seq")?,
+            cut_records: field("cut_records")?,
+            cut_bytes: field("cut_bytes")?,
+        };
+        it.next().is_none().then_some(v)
+    }
+}
+
 /// Payload of the [`FrameKind::End`] frame that closes a file.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EndPayload {
     /// True when the recording ended as asked; false when it was aborted.
     pub complete: bool,
     /// True when the recording continues in the next file (rotation).
     pub continued: bool,
+    /// True when `rtrec recover` wrote this end frame after the recording
+    /// was interrupted ([`END_INTERRUPTED`]); `reason` then carries the
+    /// numbers of [`Interrupted`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// Records written to this recording so far (all files).
     pub records_written: u64,
     /// Records dropped in this recording so far (all files).
@@ -580,7 +651,9 @@ impl EndPayload {
     /// Encodes (48 fixed bytes, then the UTF-8 reason).
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(Self::FIXED_LEN + self.reason.len());
-        let flags = (self.complete as u32) | ((self.continued as u32) << 1);
+        let flags = (self.complete as u32)
+            | ((self.continued as u32) << 1)
+            | if self.interrupted { END_INTERRUPTED } else { 0 };
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
         b.extend_from_slice(&self.records_written.to_le_bytes());
@@ -600,6 +673,7 @@ impl EndPayload {
         Some(EndPayload {
             complete: flags & 1 != 0,
             continued: flags & 2 != 0,
+            interrupted: flags & END_INTERRUPTED != 0,
             records_written: u64_at(b, 8),
             records_dropped: u64_at(b, 16),
             bytes_written: u64_at(b, 24),
@@ -1019,6 +1093,7 @@ mod tests {
         let e = EndPayload {
             complete: false,
             continued: true,
+            interrupted: false,
             records_written: 1,
             records_dropped: 2,
             bytes_written: 3,
@@ -1027,6 +1102,23 @@ mod tests {
             reason: "stdin closed".into(),
         };
         assert_eq!(EndPayload::decode(&e.encode()), Some(e));
+        let i = Interrupted {
+            durable_seq: 7,
+            cut_records: 2,
+            cut_bytes: 4096,
+        };
+        let closed = EndPayload {
+            interrupted: true,
+            reason: i.reason(),
+            ..EndPayload::decode(&EndPayload::default().encode()).unwrap()
+        };
+        let back = EndPayload::decode(&closed.encode()).unwrap();
+        assert!(back.interrupted && !back.complete && !back.continued);
+        assert_eq!(Interrupted::parse(&back.reason), Some(i));
+        assert_eq!(
+            Interrupted::parse("interrupted, closed by recover: durable_seq=1"),
+            None
+        );
         let t = TriggerPayload {
             trigger_ns: 1,
             trigger_seq: 2,

@@ -15,8 +15,9 @@ use std::path::Path;
 
 use crate::file::RAW_EXT;
 use crate::format::{
-    DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, LossPayload, LossReason,
-    PackedInfo, RetiredPayload, TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION, HEADER_LEN,
+    DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, Interrupted, LossPayload,
+    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION,
+    HEADER_LEN,
     OLDEST_READ_VERSION,
 };
 
@@ -519,6 +520,37 @@ impl<'r> FileCheck<'r> {
     }
 }
 
+/// The verdict on a file whose end frame `rtrec recover` wrote (its
+/// `reason`, an [`Interrupted`] line): interrupted and closed, or, while
+/// the header still says `OPEN` (recover was itself interrupted between
+/// the end frame and the header), unfinished until recover runs again.
+fn closed_by_recover(r: &mut FileReport, reason: String) -> FileStatus {
+    let Some(i) = Interrupted::parse(&reason) else {
+        r.corrupt(
+            r.valid_len,
+            format!("the end frame of `rtrec recover` is malformed: {reason}"),
+        );
+        return FileStatus::Corrupt;
+    };
+    if r.durable_mark.is_some() {
+        r.note("`rtrec recover` was interrupted while it closed this file: its end frame is written, its header not yet; run `rtrec recover` again".into());
+        return FileStatus::Unfinished;
+    }
+    let cut = if i.cut_records + i.cut_bytes > 0 {
+        format!(
+            "; it cut {} record(s) after a crash hole and {} byte(s) after the last intact frame",
+            i.cut_records, i.cut_bytes
+        )
+    } else {
+        "; nothing was cut".into()
+    };
+    r.note(format!(
+        "interrupted, closed by recover: every record before sequence {} was durable when it was interrupted{cut}",
+        i.durable_seq
+    ));
+    FileStatus::Interrupted
+}
+
 /// [`verify_source`]'s last step: the file's verdict from what the walk
 /// found (a file already corrupt stays so).
 fn verdict(r: &mut FileReport) {
@@ -534,6 +566,7 @@ fn verdict(r: &mut FileReport) {
     r.status = match &r.stored {
         Some(_) if r.missing_records > 0 => FileStatus::Corrupt,
         Some(e) if e.complete => FileStatus::Complete,
+        Some(e) if e.interrupted => closed_by_recover(r, e.reason.clone()),
         Some(e) => {
             let reason = e.reason.clone();
             r.note(format!("the recording was aborted: {reason}"));

@@ -27,6 +27,12 @@ pub enum FileStatus {
     /// No end frame: the recording was interrupted; the valid prefix is
     /// intact (a torn tail may follow it).
     Unfinished,
+    /// Interrupted, then closed by `rtrec recover`: an end frame with the
+    /// flag [`END_INTERRUPTED`](crate::format::END_INTERRUPTED) ends the
+    /// records that were intact, and the file is finished. Clean (`verify`
+    /// exit 0): what the crash cut is said in the end frame, and a record
+    /// dropped while recording is still a loss.
+    Interrupted,
     /// Damaged, misplaced or missing data.
     Corrupt,
     /// Not an rtrec file (or one of another format version).
@@ -254,7 +260,10 @@ impl FileReport {
 
     /// True when the file is complete and clean (`verify` exit 0).
     pub fn is_clean(&self) -> bool {
-        matches!(self.status, FileStatus::Complete | FileStatus::Raw)
+        matches!(
+            self.status,
+            FileStatus::Complete | FileStatus::Interrupted | FileStatus::Raw
+        )
     }
 
     /// Adds a finding.

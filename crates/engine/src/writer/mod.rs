@@ -789,6 +789,7 @@ impl Writer {
             let end = EndPayload {
                 complete,
                 continued,
+                interrupted: false,
                 records_written: self.report.records_written,
                 records_dropped: self.losses.dropped(),
                 bytes_written: self.report.bytes_written,

@@ -1,0 +1,193 @@
+//! What `rtrec recover DIR` (and `rtrec_recover()` in C, and `rtrec
+//! record --recover-first`) does after a crash, a kill or a power cut:
+//! [`recover_dir`] brings every recording of a directory whose owner is
+//! gone to a finished state, and says what it did ([`Recovery`]).
+//!
+//! The steps, each one idempotent, so a second run changes nothing and a
+//! run that is itself interrupted leaves what the next one finishes:
+//!
+//! 1. recordings a crash left in the pool are moved back
+//!    ([`Pool::recover`](crate::pool::Pool::recover)), files left under a
+//!    temporary name moved into place or removed
+//!    ([`recover_leftovers`]);
+//! 2. the name claims are looked at ([`claims`]): a recording whose claim
+//!    a recorder holds locked is alive and skipped, file by file; a dead
+//!    claim is held locked until the end;
+//! 3. the last file of each other recording, when unfinished, is closed
+//!    ([`close`]): its crash hole cut after its durable mark ([`hole`],
+//!    never below it), an end frame with the flag
+//!    [`END_INTERRUPTED`](crate::format::END_INTERRUPTED) carrying the
+//!    recording's totals, the last durable sequence number and what was
+//!    cut, the header finished, the unused pre-allocation given back
+//!    (`ftruncate`, also of a pool file) — unless another pooled recording
+//!    writes in the directory, when truncating could stall its journal
+//!    (the rule of the command line's `disk` module): the tail is then
+//!    kept, and a later run gives it back;
+//! 4. the dead claims are removed.
+//!
+//! Left alone, and named: a corrupt file (damage below its durable mark,
+//! or no sign of a missing write: `rtrec export --salvage` reads it), a
+//! recording whose last file says it continues in a file that is not there
+//! (nothing can be appended after an end frame), an unfinished file of
+//! format version 3 (no durable mark), raw files (no frames).
+//!
+//! The parts, each declared after those it uses: `hole` (the crash-hole
+//! cut), `close` (the end frame and the last steps), `claims` (who is
+//! alive); this module takes the steps in order.
+
+mod claims;
+mod close;
+mod hole;
+
+use std::path::{Path, PathBuf};
+
+use rtrec_sys as sys;
+
+use crate::error::Error;
+use crate::pool::{recording_now, recover_leftovers, Leftover, Pool};
+use crate::reader::{check_continuity, recording_files, verify_file, FileReport, FileStatus};
+
+pub use close::Closed;
+pub use hole::{cut_crash_hole, Cut};
+
+use claims::Claims;
+use close::{close_file, finish_file, Before};
+
+/// What [`recover_dir`] did, step by step.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    /// The directory has a pool.
+    pub pool: bool,
+    /// Recordings moved back from the pool: from, to.
+    pub moved_from_pool: Vec<(PathBuf, PathBuf)>,
+    /// Files a crash left under a temporary name, and what was done.
+    pub leftovers: Vec<Leftover>,
+    /// Interrupted recordings closed (their last files), or whose closing
+    /// an earlier run began and this one finished.
+    pub closed: Vec<Closed>,
+    /// Files left alone because their recording is alive (its claim is
+    /// locked by a recorder).
+    pub live: Vec<PathBuf>,
+    /// Unfinished files left alone, with the reason.
+    pub left_alone: Vec<(PathBuf, String)>,
+    /// Dead name claims removed.
+    pub claims_removed: Vec<PathBuf>,
+}
+
+impl Recovery {
+    /// True when the run changed nothing.
+    pub fn nothing_done(&self) -> bool {
+        self.moved_from_pool.is_empty()
+            && self
+                .leftovers
+                .iter()
+                .all(|l| matches!(l, Leftover::Busy(_)))
+            && self.closed.is_empty()
+            && self.claims_removed.is_empty()
+    }
+}
+
+/// Recovers the recordings of `dir` whose owner is gone (see the module
+/// docs); safe beside live recorders.
+///
+/// # Errors
+/// `dir` cannot be opened or listed, the pool cannot be read, or a claim
+/// cannot be removed. A file that cannot be closed is not an error: it is
+/// in [`Recovery::left_alone`] with the reason.
+pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
+    let d = sys::Dir::open_nofollow(dir).map_err(|e| Error::io("opening", dir, e))?;
+    let mut rec = Recovery::default();
+    if let Some(pool) = Pool::open(dir)? {
+        rec.pool = true;
+        rec.moved_from_pool = pool.recover()?;
+    }
+    rec.leftovers = recover_leftovers(dir)?;
+    let claims = Claims::take(&d).map_err(|e| Error::io("listing", dir, e))?;
+    let give_back = !recording_now(dir);
+    let files = recording_files(dir).map_err(|e| Error::io("listing", dir, e))?;
+    let mut reports = Vec::with_capacity(files.len());
+    for path in files {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if claims.is_live(name) {
+            rec.live.push(path);
+            continue;
+        }
+        // A file that cannot be read (or a planted symlink) is verify's to
+        // report, not ours to touch.
+        if let Ok(r) = verify_file(&path) {
+            reports.push(r);
+        }
+    }
+    check_continuity(&mut reports);
+    for group in recordings(&reports) {
+        close_recording(&reports, &group, give_back, &mut rec);
+    }
+    rec.claims_removed = claims
+        .remove_dead(&d)
+        .map_err(|e| Error::io("removing a name claim in", dir, e))?;
+    Ok(rec)
+}
+
+/// The indexes of `reports` by recording (one directory, one recording
+/// id), each in file index order.
+fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
+        .collect();
+    order.sort_by_key(|&i| (reports[i].recording_id, reports[i].index));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        match groups.last_mut() {
+            Some(g) if reports[g[0]].recording_id == reports[i].recording_id => g.push(i),
+            _ => groups.push(vec![i]),
+        }
+    }
+    groups
+}
+
+/// Closes the recording of `group` (indexes into `reports`) if its last
+/// file is unfinished, or finishes an earlier run's close; adds what it
+/// did to `rec`.
+fn close_recording(reports: &[FileReport], group: &[usize], give_back: bool, rec: &mut Recovery) {
+    let last = &reports[group[group.len() - 1]];
+    let left = |why: String| (last.path.clone(), why);
+    let done = match last.status {
+        FileStatus::Unfinished if last.stored.as_ref().is_some_and(|e| e.interrupted) => {
+            finish_file(last, give_back)
+        }
+        FileStatus::Interrupted => finish_file(last, give_back),
+        FileStatus::Unfinished if last.stored.is_some() => {
+            rec.left_alone.push(left("the recording continues in a file that is not there (it was interrupted while changing files); nothing can follow its end frame".into()));
+            return;
+        }
+        FileStatus::Unfinished => {
+            let before = group
+                .len()
+                .checked_sub(2)
+                .map_or_else(Before::default, |k| before(&reports[group[k]]));
+            close_file(last, before, give_back).map(Some)
+        }
+        FileStatus::Corrupt if last.durable_mark.is_some() => {
+            rec.left_alone.push(left("corrupt (damage that no crash explains); `rtrec export --salvage` reads its intact records".into()));
+            return;
+        }
+        _ => return,
+    };
+    match done {
+        Ok(Some(c)) => rec.closed.push(c),
+        Ok(None) => {}
+        Err(e) => rec.left_alone.push(left(e.to_string())),
+    }
+}
+
+/// What the file `p`, the one before the closed one, tells of the
+/// recording so far.
+fn before(p: &FileReport) -> Before {
+    let e = p.stored.as_ref();
+    Before {
+        records: e.map_or(p.records, |e| e.records_written),
+        bytes: e.map_or(p.bytes, |e| e.bytes_written),
+        dropped: e.map_or(p.lost_records, |e| e.records_dropped),
+        next_seq: p.next_seq.unwrap_or(0),
+    }
+}
