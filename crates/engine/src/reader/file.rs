@@ -17,8 +17,7 @@ use crate::file::RAW_EXT;
 use crate::format::{
     DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, Interrupted, LossPayload,
     LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION,
-    HEADER_LEN,
-    OLDEST_READ_VERSION,
+    HEADER_LEN, OLDEST_READ_VERSION,
 };
 
 use super::hole::{crash_hole, missing_write, Hole};
