@@ -16,6 +16,7 @@ mod events;
 mod explain;
 mod export;
 mod isolation;
+mod notify;
 mod pool;
 mod record;
 mod recover;

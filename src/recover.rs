@@ -1,6 +1,6 @@
 //! `rtrec recover DIR`: after a crash, a kill or a power cut, finish every
 //! recording of `DIR` whose owner is gone, and say what was done, one line
-//! per step (`rtrec_engine::recovery::recover_dir`, which `rtrec_recover()`
+//! per step (`rtrec_engine::recovery::recover_dir`, which `rtrec_dir_recover()`
 //! in C and `rtrec record --recover-first` run too):
 //!
 //! - recordings a crash left in the pool (`DIR/.pool`) are moved back, and
@@ -61,6 +61,12 @@ pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
     }
     out.extend(rec.leftovers.iter().map(|l| leftover(dir, l)));
     out.extend(rec.closed.iter().map(closed));
+    for p in &rec.removed_empty {
+        out.push(format!(
+            "removed '{}': the recording had opened it for its next records when it was interrupted, and it holds none",
+            p.display()
+        ));
+    }
     for (path, why) in &rec.left_alone {
         out.push(format!("'{}' left alone: {why}", path.display()));
     }

@@ -61,7 +61,7 @@ unsafe impl Extensible for rtrec_pool_state {
 /// # Safety
 ///
 /// `dir` is NULL or a NUL-terminated string that outlives the result.
-unsafe fn dir_arg<'a>(dir: *const c_char, func: &str) -> Result<&'a Path, Fail> {
+pub(crate) unsafe fn dir_arg<'a>(dir: *const c_char, func: &str) -> Result<&'a Path, Fail> {
     if dir.is_null() {
         return Err(Fail::inval(format!("{func}: dir is NULL")));
     }

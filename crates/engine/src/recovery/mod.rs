@@ -1,4 +1,4 @@
-//! What `rtrec recover DIR` (and `rtrec_recover()` in C, and `rtrec
+//! What `rtrec recover DIR` (and `rtrec_dir_recover()` in C, and `rtrec
 //! record --recover-first`) does after a crash, a kill or a power cut:
 //! [`recover_dir`] brings every recording of a directory whose owner is
 //! gone to a finished state, and says what it did ([`Recovery`]).
@@ -10,11 +10,11 @@
 //!    ([`Pool::recover`](crate::pool::Pool::recover)), files left under a
 //!    temporary name moved into place or removed
 //!    ([`recover_leftovers`]);
-//! 2. the name claims are looked at ([`claims`]): a recording whose claim
+//! 2. the name claims are looked at (`claims`): a recording whose claim
 //!    a recorder holds locked is alive and skipped, file by file; a dead
 //!    claim is held locked until the end;
 //! 3. the last file of each other recording, when unfinished, is closed
-//!    ([`close`]): its crash hole cut after its durable mark ([`hole`],
+//!    (`close`): its crash hole cut after its durable mark (`hole`,
 //!    never below it), an end frame with the flag
 //!    [`END_INTERRUPTED`](crate::format::END_INTERRUPTED) carrying the
 //!    recording's totals, the last durable sequence number and what was
@@ -72,6 +72,10 @@ pub struct Recovery {
     pub left_alone: Vec<(PathBuf, String)>,
     /// Dead name claims removed.
     pub claims_removed: Vec<PathBuf>,
+    /// Files removed that a recording had opened for its next records
+    /// when it was interrupted, and that hold none (the file before is
+    /// closed instead).
+    pub removed_empty: Vec<PathBuf>,
 }
 
 impl Recovery {
@@ -84,6 +88,7 @@ impl Recovery {
                 .all(|l| matches!(l, Leftover::Busy(_)))
             && self.closed.is_empty()
             && self.claims_removed.is_empty()
+            && self.removed_empty.is_empty()
     }
 }
 
@@ -120,7 +125,10 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
     }
     check_continuity(&mut reports);
     for group in recordings(&reports) {
-        close_recording(&reports, &group, give_back, &mut rec);
+        let group = peel_empty(&d, &reports, group, give_back, &mut rec);
+        if !group.is_empty() {
+            close_recording(&reports, &group, give_back, &mut rec);
+        }
     }
     rec.claims_removed = claims
         .remove_dead(&d)
@@ -143,6 +151,59 @@ fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
         }
     }
     groups
+}
+
+/// A recording opens its next file before it closes the current one, so
+/// an interruption between the two leaves an unfinished file followed by
+/// one that holds nothing (its header only, `OPEN`). That empty last file
+/// is removed (after the file before it was closed, when an earlier run
+/// was interrupted in between; its unused space goes with it), and the
+/// group without it is returned: the file before it is the one to close.
+/// A file that cannot be removed is left, with the reason.
+fn peel_empty(
+    d: &sys::Dir,
+    reports: &[FileReport],
+    mut group: Vec<usize>,
+    give_back: bool,
+    rec: &mut Recovery,
+) -> Vec<usize> {
+    while let [.., before, last] = group[..] {
+        let (r, p) = (&reports[last], &reports[before]);
+        let empty = r.durable_mark.is_some()
+            && r.record_frames == 0
+            && r.stored.is_none()
+            && r.crash_hole.is_none()
+            && r.damaged_ranges == 0
+            && r.valid_len == crate::format::HEADER_LEN as u64;
+        let closable = p.stored.is_none() || p.stored.as_ref().is_some_and(|e| e.interrupted);
+        if !(empty && closable) {
+            break;
+        }
+        if p.stored.is_none() {
+            // Close the file before first: a run interrupted after this
+            // finds it closed, and this file still empty.
+            let closed = rec.closed.len();
+            close_recording(reports, &group[..group.len() - 1], give_back, rec);
+            if rec.closed.len() == closed {
+                // Left alone (the reason is there): so is this file.
+                return Vec::new();
+            }
+        }
+        let name = r.path.file_name().unwrap_or_default();
+        match d.remove_file(name).and_then(|()| d.sync()) {
+            Ok(()) => rec.removed_empty.push(r.path.clone()),
+            Err(e) => {
+                rec.left_alone
+                    .push((r.path.clone(), format!("cannot remove it: {e}")));
+                return Vec::new();
+            }
+        }
+        group.pop();
+        if p.stored.is_none() {
+            return Vec::new();
+        }
+    }
+    group
 }
 
 /// Closes the recording of `group` (indexes into `reports`) if its last
