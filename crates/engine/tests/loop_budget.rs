@@ -226,6 +226,7 @@ fn loop_file_1(claim: Option<rtrec_engine::format::RetiredPayload>) -> Vec<u8> {
     let end = EndPayload {
         complete: true,
         continued: false,
+        interrupted: false,
         records_written: 101,
         records_dropped: 0,
         bytes_written: 101,
