@@ -101,7 +101,9 @@ pub const WRITERS_FILE: &str = "writers";
 /// The lock file of topping the pool up: [`Pool::refill`] and
 /// [`Pool::prepare`] hold an exclusive `flock` on it while they count the
 /// ready files and prepare the missing ones, so recorders that end at once
-/// prepare what is missing once, not once each. It is a lock of its own,
+/// prepare what is missing once, not once each; so do the refiller thread
+/// and a loop's [`Pool::recycle_below_target`], so the pool never holds
+/// more spare files than its target. It is a lock of its own,
 /// not [`LOCK_FILE`], because it is held across zero-filling, which the
 /// name lock never is; a recorder waiting for it is past its last record.
 pub const REFILL_FILE: &str = "refill";
@@ -1087,6 +1089,42 @@ impl Pool {
         Ok(self.dir.join(name))
     }
 
+    /// A loop's retired file: recycles `recording` into the pool only while
+    /// the pool holds fewer ready files than its target, counted and
+    /// recycled under the refill lock ([`REFILL_FILE`]), as the refiller
+    /// thread counts and prepares ([`Pool::start_refiller`]): checked apart,
+    /// the two could each fill the last place, leaving one spare more than
+    /// the target and the loop's disk bound broken (seen by tests/soak.rs).
+    /// Returns whether it was recycled (`false`: the pool is full).
+    ///
+    /// # Errors
+    /// As [`Pool::recycle`]; the refill lock cannot be taken.
+    pub fn recycle_below_target(&self, recording: &Path) -> Result<bool, Error> {
+        let _refill = Self::lock_named(&self.open_dir()?, REFILL_FILE)?;
+        if self.ready_count() >= self.meta.files {
+            return Ok(false);
+        }
+        self.recycle(recording, false).map(|_| true)
+    }
+
+    /// Ready files, `u32::MAX` when they cannot be listed (so nothing is
+    /// added to a pool that cannot be counted).
+    fn ready_count(&self) -> u32 {
+        self.ready().map_or(u32::MAX, |v| v.len() as u32)
+    }
+
+    /// One step of the refiller: under the refill lock, prepares a file
+    /// when fewer than the target are ready. True when it made one.
+    fn refill_step(&self) -> bool {
+        let Ok(_refill) = self
+            .open_dir()
+            .and_then(|d| Self::lock_named(&d, REFILL_FILE))
+        else {
+            return false;
+        };
+        self.ready_count() < self.meta.files && self.prepare_one().is_ok()
+    }
+
     /// Starts a background thread that keeps the pool topped up, at nice 19
     /// and in the idle I/O class, so its allocation and zero-filling yield to
     /// the recording.
@@ -1106,8 +1144,7 @@ impl Pool {
             },
             move |()| {
                 while !s.load(Ordering::Acquire) {
-                    let ready = pool.ready().map(|v| v.len() as u32).unwrap_or(u32::MAX);
-                    if ready < pool.meta.files && pool.prepare_one().is_ok() {
+                    if pool.refill_step() {
                         m.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }

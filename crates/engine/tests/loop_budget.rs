@@ -194,3 +194,86 @@ fn the_flight_recorder_keeps_its_newest_events_and_the_loop_never_touches_them()
         assert!(r.is_clean(), "{}: {:?}", r.path.display(), r.notes);
     }
 }
+
+/// File 1 of a loop recording (header `LOOP`), finished, holding one data
+/// record at sequence 100, opening with `claim` (none: with the record).
+fn loop_file_1(claim: Option<rtrec_engine::format::RetiredPayload>) -> Vec<u8> {
+    use rtrec_engine::format::{
+        chain_seed, encode_frame_header, EndPayload, FrameKind, FRAME_HEADER_LEN,
+    };
+    let mut h = FileHeader {
+        flags: FLAG_LOOP,
+        generation: 9,
+        created_ns: 1,
+        created_mono_ns: 1,
+        config_digest: 1,
+        valid_len: 0,
+        recording_id: 5,
+        index: 1,
+    };
+    let mut frames = Vec::new();
+    let mut prev = chain_seed(&h);
+    let mut put = |kind, seq, payload: &[u8]| {
+        let mut fh = [0u8; FRAME_HEADER_LEN];
+        prev = encode_frame_header(&mut fh, 9, kind, seq, 10, prev, payload);
+        frames.extend_from_slice(&fh);
+        frames.extend_from_slice(payload);
+    };
+    if let Some(c) = claim {
+        put(FrameKind::Retired, 100, &c.encode());
+    }
+    put(FrameKind::Data, 100, b"x");
+    let end = EndPayload {
+        complete: true,
+        continued: false,
+        interrupted: false,
+        records_written: 101,
+        records_dropped: 0,
+        bytes_written: 101,
+        post_ns: 0,
+        post_records: 0,
+        reason: String::new(),
+    };
+    put(FrameKind::End, 101, &end.encode());
+    h.valid_len = (HEADER_LEN + frames.len()) as u64;
+    let mut b = h.encode().to_vec();
+    b.extend_from_slice(&frames);
+    b
+}
+
+#[test]
+fn a_loop_file_without_its_claim_or_with_a_claim_of_itself_is_corrupt() {
+    use rtrec_engine::format::RetiredPayload;
+    use rtrec_engine::reader::verify_bytes;
+    let good = RetiredPayload {
+        first_index: 0,
+        next_index: 1,
+        first_seq: 0,
+        next_seq: 100,
+        files: 1,
+        bytes: 4096,
+        last_wall_ns: 7,
+    };
+    let p = Path::new("rec-0001.rtr");
+    let r = verify_bytes(p, &loop_file_1(Some(good)));
+    assert_eq!(r.status, FileStatus::Complete, "{:?}", r.notes);
+    assert_eq!(r.retired_claim, Some(good));
+    let r = verify_bytes(p, &loop_file_1(None));
+    assert_eq!(r.status, FileStatus::Corrupt, "no claim: {:?}", r.notes);
+    for bad in [
+        // It claims itself retired.
+        RetiredPayload {
+            next_index: 2,
+            files: 2,
+            ..good
+        },
+        // It names itself the first kept one, starting elsewhere.
+        RetiredPayload {
+            next_seq: 90,
+            ..good
+        },
+    ] {
+        let r = verify_bytes(p, &loop_file_1(Some(bad)));
+        assert_eq!(r.status, FileStatus::Corrupt, "{bad:?}: {:?}", r.notes);
+    }
+}

@@ -340,6 +340,7 @@ mod tests {
         r.stored = Some(EndPayload {
             complete: true,
             continued: true,
+            interrupted: false,
             records_written: next,
             records_dropped: 0,
             bytes_written: 0,

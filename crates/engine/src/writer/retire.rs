@@ -317,8 +317,7 @@ fn next_job(s: &Shared) -> Option<PathBuf> {
 /// else deletes it. A file already gone counts as deleted.
 fn retire_one(s: &Shared, pool: Option<&Pool>, path: PathBuf) {
     if let Some(pool) = pool {
-        let ready = pool.ready().map_or(u32::MAX, |v| v.len() as u32);
-        if ready < pool.target_files() && pool.recycle(&path, false).is_ok() {
+        if pool.recycle_below_target(&path).unwrap_or(false) {
             s.recycled.fetch_add(1, Ordering::Relaxed);
             return;
         }
