@@ -347,7 +347,6 @@ mod tests {
             post_ns: 0,
             post_records: 0,
             reason: String::new(),
-            interrupted: false,
         });
         r
     }
