@@ -60,7 +60,10 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
 /// a thread created by a SCHED_FIFO producer would run at the producer's
 /// priority until it got round to lowering it, and the recorder's creator
 /// could not know which policy its writer has. One wait at start, never on
-/// the hot path.
+/// the hot path. The wait is a mutex and a condition variable, not a
+/// channel: a channel's receive gives the caller's thread a std handle of
+/// its own, which a C program's threads would then hold (valgrind reports
+/// it as possibly lost).
 pub(crate) fn spawn_settled<W, T>(
     name: &str,
     setup: impl FnOnce() -> W + Send + 'static,
@@ -69,16 +72,29 @@ pub(crate) fn spawn_settled<W, T>(
 where
     T: Send + 'static,
 {
-    let (settled, wait) = std::sync::mpsc::sync_channel::<()>(1);
+    use std::sync::{Arc, Condvar, Mutex};
+    /// Says "settled" when dropped: after `setup`, or when it panics.
+    struct Settled(Arc<(Mutex<bool>, Condvar)>);
+    impl Drop for Settled {
+        fn drop(&mut self) {
+            let (done, cv) = &*self.0;
+            *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+    }
+    let state = Arc::new((Mutex::new(false), Condvar::new()));
+    let settled = Settled(state.clone());
     let handle = std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
             let w = setup();
-            let _ = settled.send(());
+            drop(settled);
             run(w)
         })?;
-    // An error means the thread ended inside `setup` (a panic), which its
-    // join reports.
-    let _ = wait.recv();
+    let (done, cv) = &*state;
+    let mut d = done.lock().unwrap_or_else(|e| e.into_inner());
+    while !*d {
+        d = cv.wait(d).unwrap_or_else(|e| e.into_inner());
+    }
     Ok(handle)
 }
