@@ -905,6 +905,7 @@ mod tests {
         let mut d = Config::default();
         let sizes = d.sizes_for(&Workload::UNKNOWN);
         (d.file_size, d.ring_bytes) = (sizes.file_size, sizes.ring.ring_bytes);
+        d.file_size_basis = sizes.file_size_basis;
         assert_eq!(from_zero, d);
         assert_eq!(from_zero.rt, RtConfig::default(), "nothing pinned");
         // Only max_record and writer_poll_us set (the case).
@@ -1062,7 +1063,14 @@ mod tests {
         let c = init();
         assert_eq!(c.struct_size, size_of::<rtrec_config>());
         // SAFETY: prefix is NULL.
-        assert_eq!(unsafe { c.engine_config() }.unwrap(), Config::default());
+        // The engine's defaults, with the file size marked as the
+        // open-ended default (a C recording runs until finish, so its
+        // default size may set a directory's pool: `sizing`'s rule).
+        let open_ended = Config {
+            file_size_basis: rtrec_engine::FileSizeBasis::OpenEnded,
+            ..Config::default()
+        };
+        assert_eq!(unsafe { c.engine_config() }.unwrap(), open_ended);
         assert_eq!(
             (c.writer_priority, c.writer_cpu, c.flusher_cpu, c.pin),
             (0, 0, 0, 0)
