@@ -59,8 +59,33 @@ pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
             to.display()
         ));
     }
+    for p in &rec.stale_preparations {
+        out.push(format!(
+            "removed '{}': a pool file a killed rtrec was preparing (no data)",
+            p.display()
+        ));
+    }
+    for (from, to) in &rec.stranded_slots {
+        out.push(match to {
+            Some(to) => format!(
+                "put '{}' back into the pool as '{}': a retired file a killed rtrec was recycling (its data were already given up)",
+                from.display(),
+                to.display()
+            ),
+            None => format!(
+                "removed '{}': a retired file a killed rtrec was recycling (its data were already given up; the pool is full)",
+                from.display()
+            ),
+        });
+    }
     out.extend(rec.leftovers.iter().map(|l| leftover(dir, l)));
     out.extend(rec.closed.iter().map(closed));
+    for p in &rec.headers_finished {
+        out.push(format!(
+            "finished the header of '{}': its end frame was written, its header not yet, when the recorder was interrupted",
+            p.display()
+        ));
+    }
     for p in &rec.removed_empty {
         out.push(format!(
             "removed '{}': the recording had opened it for its next records when it was interrupted, and it holds none",
@@ -100,13 +125,8 @@ pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
 /// The line of a leftover temporary file.
 fn leftover(dir: &Path, l: &Leftover) -> String {
     match l {
-        Leftover::Moved(from, to) => format!(
-            "moved a recording file a crash left under its temporary name into place: '{}' as '{}'",
-            from.display(),
-            to.display()
-        ),
         Leftover::Removed(p) => format!(
-            "removed '{}': a file a crash left while it was prepared, with no recording in it",
+            "removed '{}': a file a crash left while it was prepared, with no record in it",
             p.display()
         ),
         Leftover::Busy(p) => format!(

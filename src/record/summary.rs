@@ -214,8 +214,17 @@ fn retired_line(s: &Summary) -> String {
     } else {
         String::new()
     };
+    let earlier = if s.retired_earlier_files > 0 {
+        format!(
+            "; {} file(s) ({}) of earlier recordings, for the directory's budget",
+            s.retired_earlier_files,
+            format_size(s.retired_earlier_bytes)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "retired: {} file(s) ({}){seq}{events}; {} kept\n",
+        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}\n",
         s.retired_files,
         format_size(s.retired_bytes),
         s.files.len()

@@ -390,6 +390,8 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         retired_bytes: 0,
         retired_seq_to: 0,
         retired_events: 0,
+        retired_earlier_files: 0,
+        retired_earlier_bytes: 0,
         flight: None,
         triggers: 0,
         ring_waits: 0,

@@ -477,6 +477,12 @@ impl Pool {
     /// The exclusive `flock` on the lock file `name` in the pool directory
     /// (created if missing), blocking until the holder releases it.
     fn lock_named(d: &sys::Dir, name: &str) -> Result<PoolLock, Error> {
+        Self::lock_named_wait(d, name, true).map(|l| l.expect("a blocking lock is always taken"))
+    }
+
+    /// As [`Pool::lock_named`]; without `wait`, `None` when another
+    /// holds the lock.
+    fn lock_named_wait(d: &sys::Dir, name: &str, wait: bool) -> Result<Option<PoolLock>, Error> {
         let path = d.join(name);
         let file = loop {
             match d.open_existing_nofollow(name, true) {
@@ -491,8 +497,9 @@ impl Pool {
                 Err(e) => return Err(Error::io("creating the lock file", &path, e)),
             }
         };
-        sys::lock_exclusive(&file, true).map_err(|e| Error::io("locking", &path, e))?;
-        Ok(PoolLock { _file: file })
+        let locked =
+            sys::lock_exclusive(&file, wait).map_err(|e| Error::io("locking", &path, e))?;
+        Ok(locked.then_some(PoolLock { _file: file }))
     }
 
     /// Bytes per file.
@@ -961,6 +968,102 @@ impl Pool {
         Ok(moved)
     }
 
+    /// After a crash: removes the preparations a killed preparer left in
+    /// the pool (`.slot-*.tmp`: a file being allocated and zero-filled,
+    /// never data). Only while the refill lock is free: every preparation
+    /// holds it, so none in progress is touched (`None` then). Returns
+    /// what was removed.
+    ///
+    /// # Errors
+    /// Listing the pool or removing a file fails.
+    pub fn remove_stale_preparations(&self) -> Result<Option<Vec<PathBuf>>, Error> {
+        let d = self.open_dir()?;
+        let Some(_refill) = Self::lock_named_wait(&d, REFILL_FILE, false)? else {
+            return Ok(None);
+        };
+        let mut removed = Vec::new();
+        for e in std::fs::read_dir(&self.dir).map_err(|e| Error::io("listing", &self.dir, e))? {
+            let Ok(e) = e else { continue };
+            let name = e.file_name();
+            let Some(n) = name.to_str() else { continue };
+            if n.starts_with(".slot-") && n.ends_with(".tmp") {
+                d.remove_file(n)
+                    .map_err(|err| Error::io("removing", &e.path(), err))?;
+                removed.push(e.path());
+            }
+        }
+        Ok(Some(removed))
+    }
+
+    /// After a crash: a pool slot stranded in the recording directory
+    /// `rec_dir` under a recording's name (a recycle writes the slot
+    /// header, then renames the file into the pool; a kill between the
+    /// two leaves the file with a slot header and no data). Each is
+    /// finished as the recycle would have: moved into the pool while it
+    /// holds fewer ready files than its target and the file has the
+    /// pool's size, else removed. Returns each file and where it went
+    /// (`None`: removed). Nothing is done while a pooled recording writes
+    /// in the directory ([`recording_now`]): its loop may be recycling.
+    ///
+    /// # Errors
+    /// Listing, renaming or removing fails.
+    pub fn reclaim_stranded(
+        &self,
+        rec_dir: &Path,
+    ) -> Result<Vec<(PathBuf, Option<PathBuf>)>, Error> {
+        let mut done = Vec::new();
+        if recording_now(rec_dir) {
+            return Ok(done);
+        }
+        let ext = format!(".{}", crate::file::FRAMED_EXT);
+        for e in std::fs::read_dir(rec_dir).map_err(|e| Error::io("listing", rec_dir, e))? {
+            let Ok(e) = e else { continue };
+            let path = e.path();
+            let is_slot = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| !n.starts_with('.') && n.ends_with(&ext))
+                && e.file_type().is_ok_and(|t| t.is_file())
+                && File::open(&path)
+                    .and_then(|f| read_header(&f))
+                    .is_ok_and(|h| h.flags & FLAG_SLOT != 0);
+            if !is_slot {
+                continue;
+            }
+            let to = self.return_slot(&path)?;
+            done.push((path, to));
+        }
+        if !done.is_empty() {
+            File::open(rec_dir)
+                .and_then(|f| sys::fsync(&f))
+                .map_err(|e| Error::io("syncing", rec_dir, e))?;
+        }
+        Ok(done)
+    }
+
+    /// A stranded slot (see [`Pool::reclaim_stranded`]): into the pool
+    /// under a new slot name when it fits and the pool is below its target
+    /// (counted under the refill lock, as [`Pool::recycle_below_target`]),
+    /// else removed.
+    fn return_slot(&self, path: &Path) -> Result<Option<PathBuf>, Error> {
+        let d = self.open_dir()?;
+        let _refill = Self::lock_named(&d, REFILL_FILE)?;
+        let fits = std::fs::symlink_metadata(path).is_ok_and(|m| m.len() == self.meta.file_size);
+        if fits && self.ready_count() < self.meta.files {
+            let (rec, name) = sys::Dir::of_file(path)
+                .map_err(|e| Error::io("opening the directory of", path, e))?;
+            let slot = Self::slot_name();
+            let _lock = Self::lock_dir(&d)?;
+            rec.rename_noreplace(name, &d, &slot)
+                .map_err(|e| Error::io("moving into the pool", path, e))?;
+            sys::fsync(&File::open(&self.dir).map_err(|e| Error::io("opening", &self.dir, e))?)
+                .map_err(|e| Error::io("syncing", &self.dir, e))?;
+            return Ok(Some(self.dir.join(slot)));
+        }
+        std::fs::remove_file(path).map_err(|e| Error::io("removing", path, e))?;
+        Ok(None)
+    }
+
     /// Takes a ready slot as the file `dest`: rename, new header (next
     /// generation, [`FLAG_POOLED`]), position after the header. No
     /// allocation, no truncation. `None` when no slot is ready.
@@ -1210,11 +1313,8 @@ fn recovered_name(h: &FileHeader) -> String {
 /// `Pool::take`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Leftover {
-    /// It holds a recording's header: moved into place, from and to (as
-    /// [`Pool::recover`] moves a slot back).
-    Moved(PathBuf, PathBuf),
-    /// No recording's header (a pool slot, or a file the crash caught
-    /// before its header was written): removed.
+    /// Removed: a preparation the crash caught (a file is written only
+    /// once its name appeared, so it held no record).
     Removed(PathBuf),
     /// Left alone: a recording is writing in the directory (it may be
     /// preparing this file).
@@ -1255,10 +1355,13 @@ pub fn recording_now(rec_dir: &Path) -> bool {
         .is_some_and(|f| !sys::lock_exclusive(&f, false).unwrap_or(false))
 }
 
-/// After a crash: moves each [`leftover_tmp`] of `rec_dir` that holds a
-/// recording's header into place as `recovered-STAMP-ID-NNNN.rtr`, removes
-/// the others, then fsyncs the directory. While a pooled recording holds
-/// the directory's writers lock ([`WRITERS_FILE`]) nothing is touched.
+/// After a crash: removes each [`leftover_tmp`] of `rec_dir`, then fsyncs
+/// the directory. None holds a record: a recording writes into a file
+/// only once its name appeared (`file::prepare_at` and `Pool::take` name
+/// the file before they return it), so a file still under its temporary
+/// name, with a recording's header or not, is a preparation the crash
+/// caught. While a pooled recording holds the directory's writers lock
+/// ([`WRITERS_FILE`]) nothing is touched.
 ///
 /// # Errors
 /// Listing, renaming, removing or syncing fails.
@@ -1272,18 +1375,8 @@ pub fn recover_leftovers(rec_dir: &Path) -> Result<Vec<Leftover>, Error> {
     }
     let mut done = Vec::new();
     for tmp in found {
-        match recording_in_slot(&tmp) {
-            Some(h) => {
-                let dest = rec_dir.join(recovered_name(&h));
-                sys::rename_noreplace(&tmp, &dest)
-                    .map_err(|e| Error::io("moving into place", &tmp, e))?;
-                done.push(Leftover::Moved(tmp, dest));
-            }
-            None => {
-                std::fs::remove_file(&tmp).map_err(|e| Error::io("removing", &tmp, e))?;
-                done.push(Leftover::Removed(tmp));
-            }
-        }
+        std::fs::remove_file(&tmp).map_err(|e| Error::io("removing", &tmp, e))?;
+        done.push(Leftover::Removed(tmp));
     }
     File::open(rec_dir)
         .and_then(|f| sys::fsync(&f))

@@ -149,6 +149,14 @@ pub struct Summary {
     /// Flight-recorder events retired whole by `keep_events`.
     #[serde(default)]
     pub retired_events: u64,
+    /// A loop recording: files of the directory's earlier, closed
+    /// recordings retired to keep the directory within the budget (the
+    /// budget is the directory's, see `docs/unattended.md`).
+    #[serde(default)]
+    pub retired_earlier_files: u64,
+    /// Bytes those files took on disk.
+    #[serde(default)]
+    pub retired_earlier_bytes: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -661,6 +669,8 @@ impl Recorder {
             file_sizing: report.file_sizing,
             retired_files: report.retired.files,
             retired_bytes: report.retired.bytes,
+            retired_earlier_files: report.retired.earlier_files,
+            retired_earlier_bytes: report.retired.earlier_bytes,
             retired_seq_to: report.retired.seq_to,
             retired_events: report.retired.events,
             flight,

@@ -7,7 +7,6 @@
 use std::ffi::{c_char, c_int};
 use std::mem::{offset_of, size_of};
 
-use rtrec_engine::pool::Leftover;
 use rtrec_engine::recovery::recover_dir;
 
 use crate::error::{guard, write_struct, Extensible, Fail};
@@ -46,7 +45,7 @@ pub struct rtrec_recover_report {
     /// Interrupted files left alone: corrupt, or not closable
     /// (`rtrec recover DIR` names each with the reason).
     pub left_alone: u64,
-    /// Files moved back from the pool or from a temporary name.
+    /// Files moved back from the pool (a recording a crash left there).
     pub moved: u64,
     /// Name claims of dead recorders removed.
     pub claims_removed: u64,
@@ -99,12 +98,7 @@ pub unsafe extern "C" fn rtrec_dir_recover(
         let rec = recover_dir(dir).map_err(Fail::engine)?;
         let closed = &rec.closed;
         let sum = |f: fn(&rtrec_engine::recovery::Closed) -> u64| closed.iter().map(f).sum();
-        let moved = rec.moved_from_pool.len()
-            + rec
-                .leftovers
-                .iter()
-                .filter(|l| matches!(l, Leftover::Moved(..)))
-                .count();
+        let moved = rec.moved_from_pool.len();
         let value = rtrec_recover_report {
             struct_size: size_of::<rtrec_recover_report>(),
             closed: closed.len() as u64,

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use rtrec_sys as sys;
 
 use crate::format::{
-    encode_frame_header, EndPayload, FileHeader, FrameKind, Interrupted, FLAG_OPEN,
-    FRAME_HEADER_LEN, HEADER_LEN,
+    encode_frame_header, EndPayload, FileHeader, FrameKind, Interrupted, RetiredPayload, FLAG_LOOP,
+    FLAG_OPEN, FLAG_POOLED, FRAME_HEADER_LEN, HEADER_LEN,
 };
 use crate::reader::{read_header, verify_file, FileReport, FileStatus};
 
@@ -36,6 +36,9 @@ pub(super) struct Before {
     pub(super) dropped: u64,
     /// The sequence number after the last record of the file before.
     pub(super) next_seq: u64,
+    /// A loop recording: the file before's RETIRED claim (what was
+    /// retired before it began; none for the recording's first file).
+    pub(super) claim: Option<RetiredPayload>,
 }
 
 /// One file `rtrec recover` closed, or finished closing.
@@ -132,6 +135,7 @@ pub(super) fn close_file(r: &FileReport, before: Before, give_back: bool) -> io:
         ..EndPayload::default()
     };
     let seq = r.next_seq.unwrap_or(before.next_seq);
+    let (tail, at) = claim_if_missing(&f, &header, r, tail, at, seq, before.claim)?;
     let end_at = append_end(&f, &header, &tail, at, seq, &end)?;
     let (given_back_bytes, kept_tail_bytes) = finish(&f, &header, end_at, size, give_back)?;
     Ok(Closed {
@@ -144,6 +148,49 @@ pub(super) fn close_file(r: &FileReport, before: Before, give_back: bool) -> io:
         kept_tail_bytes,
         resumed: false,
     })
+}
+
+/// A loop recording's file after the first opens with its RETIRED frame
+/// (the reader requires it); the writer writes it just after the file was
+/// named, so a kill or power cut between the two leaves a file with
+/// nothing after its header. Recover then writes the claim the writer
+/// was about to write: the file before's, unchanged, since files are
+/// handed over for retiring only after the claim that names them is
+/// written (`crate::writer`), so none was retired since. Returns the tail
+/// and offset the end frame follows.
+fn claim_if_missing(
+    f: &File,
+    header: &FileHeader,
+    r: &FileReport,
+    tail: Tail,
+    at: u64,
+    seq: u64,
+    before: Option<RetiredPayload>,
+) -> io::Result<(Tail, u64)> {
+    let missing = header.flags & FLAG_LOOP != 0
+        && header.index > 0
+        && r.retired_claim.is_none()
+        && !r.opens_with_trigger
+        && at == HEADER_LEN as u64;
+    if !missing {
+        return Ok((tail, at));
+    }
+    let payload = before.unwrap_or_default().encode();
+    let mut head = [0u8; FRAME_HEADER_LEN];
+    let crc = encode_frame_header(
+        &mut head,
+        header.generation,
+        FrameKind::Retired,
+        seq,
+        tail.last_ts,
+        tail.chain,
+        &payload,
+    );
+    let mut frame = head.to_vec();
+    frame.extend_from_slice(&payload);
+    sys::pwrite_all(f, &frame, at)?;
+    let end = at + frame.len() as u64;
+    Ok((Tail { chain: crc, ..tail }, end))
 }
 
 /// Writes the end frame `end` (next sequence `seq`) at `at`, linked to
@@ -204,6 +251,35 @@ fn finish(
     sys::ftruncate(f, end)?;
     sys::fsync(f)?;
     Ok((tail, 0))
+}
+
+/// A file before the last of its recording whose end frame the writer
+/// wrote but whose header still says `OPEN`: a kill or power cut between
+/// the two steps of the writer's close at a switch. Its header is
+/// finished (flag `OPEN` cleared, `valid_len` at the end frame's end);
+/// then, as the writer's close, the unused tail of a file not from the
+/// pool is given back when `give_back` (a pool file keeps its size).
+/// True when it was finished.
+///
+/// # Errors
+/// Reading or writing the file; a file that changed since `r` was made is
+/// refused.
+pub(super) fn finish_header(r: &FileReport, give_back: bool) -> io::Result<bool> {
+    if r.durable_mark.is_none() || r.stored.is_none() {
+        return Ok(false);
+    }
+    let f = sys::open_rw_nofollow(&r.path)?;
+    let header = read_header(&f)?.map_err(|_| changed())?;
+    if !header.is_open() {
+        return Ok(false);
+    }
+    if Some(header.generation) != r.generation || r.valid_len < HEADER_LEN as u64 {
+        return Err(changed());
+    }
+    let size = sys::file_info(&f)?.size;
+    let own = header.flags & FLAG_POOLED == 0;
+    finish(&f, &header, r.valid_len, size, give_back && own)?;
+    Ok(true)
 }
 
 /// Finishes what an interrupted recover left of file `r`: its end frame of

@@ -7,13 +7,20 @@
 //! run that is itself interrupted leaves what the next one finishes:
 //!
 //! 1. recordings a crash left in the pool are moved back
-//!    ([`Pool::recover`](crate::pool::Pool::recover)), files left under a
-//!    temporary name moved into place or removed
-//!    ([`recover_leftovers`]);
+//!    ([`Pool::recover`](crate::pool::Pool::recover)), the pool's
+//!    preparations a killed preparer left removed
+//!    ([`Pool::remove_stale_preparations`](crate::pool::Pool::remove_stale_preparations)),
+//!    a pool slot stranded in the directory by a killed recycle put back
+//!    or removed ([`Pool::reclaim_stranded`](crate::pool::Pool::reclaim_stranded)),
+//!    files left under a temporary name removed (none holds a record:
+//!    [`recover_leftovers`]);
 //! 2. the name claims are looked at (`claims`): a recording whose claim
 //!    a recorder holds locked is alive and skipped, file by file; a dead
 //!    claim is held locked until the end;
-//! 3. the last file of each other recording, when unfinished, is closed
+//! 3. a file before the last whose header still says `OPEN` over the
+//!    writer's end frame (a kill between the two steps of the writer's
+//!    close at a switch) gets its header finished; the last file of each
+//!    other recording, when unfinished, is closed
 //!    (`close`): its crash hole cut after its durable mark (`hole`,
 //!    never below it), an end frame with the flag
 //!    [`END_INTERRUPTED`](crate::format::END_INTERRUPTED) carrying the
@@ -51,7 +58,7 @@ pub use close::Closed;
 pub use hole::{cut_crash_hole, Cut};
 
 use claims::Claims;
-use close::{close_file, finish_file, Before};
+use close::{close_file, finish_file, finish_header, Before};
 
 /// What [`recover_dir`] did, step by step.
 #[derive(Debug, Default)]
@@ -62,6 +69,11 @@ pub struct Recovery {
     pub moved_from_pool: Vec<(PathBuf, PathBuf)>,
     /// Files a crash left under a temporary name, and what was done.
     pub leftovers: Vec<Leftover>,
+    /// Preparations a killed preparer left in the pool, removed.
+    pub stale_preparations: Vec<PathBuf>,
+    /// Pool slots a killed recycle stranded in the directory, and where
+    /// each went (`None`: removed).
+    pub stranded_slots: Vec<(PathBuf, Option<PathBuf>)>,
     /// Interrupted recordings closed (their last files), or whose closing
     /// an earlier run began and this one finished.
     pub closed: Vec<Closed>,
@@ -72,6 +84,10 @@ pub struct Recovery {
     pub left_alone: Vec<(PathBuf, String)>,
     /// Dead name claims removed.
     pub claims_removed: Vec<PathBuf>,
+    /// Files before the last of their recording whose header a kill
+    /// caught between the writer's end frame and its finished header:
+    /// the header was finished.
+    pub headers_finished: Vec<PathBuf>,
     /// Files removed that a recording had opened for its next records
     /// when it was interrupted, and that hold none (the file before is
     /// closed instead).
@@ -82,12 +98,15 @@ impl Recovery {
     /// True when the run changed nothing.
     pub fn nothing_done(&self) -> bool {
         self.moved_from_pool.is_empty()
+            && self.stale_preparations.is_empty()
+            && self.stranded_slots.is_empty()
             && self
                 .leftovers
                 .iter()
                 .all(|l| matches!(l, Leftover::Busy(_)))
             && self.closed.is_empty()
             && self.claims_removed.is_empty()
+            && self.headers_finished.is_empty()
             && self.removed_empty.is_empty()
     }
 }
@@ -105,6 +124,8 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
     if let Some(pool) = Pool::open(dir)? {
         rec.pool = true;
         rec.moved_from_pool = pool.recover()?;
+        rec.stale_preparations = pool.remove_stale_preparations()?.unwrap_or_default();
+        rec.stranded_slots = pool.reclaim_stranded(dir)?;
     }
     rec.leftovers = recover_leftovers(dir)?;
     let claims = Claims::take(&d).map_err(|e| Error::io("listing", dir, e))?;
@@ -125,6 +146,7 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
     }
     check_continuity(&mut reports);
     for group in recordings(&reports) {
+        finish_headers(&reports, &group, give_back, &mut rec);
         let group = peel_empty(&d, &reports, group, give_back, &mut rec);
         if !group.is_empty() {
             close_recording(&reports, &group, give_back, &mut rec);
@@ -151,6 +173,20 @@ fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
         }
     }
     groups
+}
+
+/// The files of `group` before its last whose header still says `OPEN`
+/// over the writer's end frame get their header finished
+/// ([`finish_header`]); one that cannot be is left alone, with the reason.
+fn finish_headers(reports: &[FileReport], group: &[usize], give_back: bool, rec: &mut Recovery) {
+    for &i in &group[..group.len().saturating_sub(1)] {
+        let r = &reports[i];
+        match finish_header(r, give_back) {
+            Ok(true) => rec.headers_finished.push(r.path.clone()),
+            Ok(false) => {}
+            Err(e) => rec.left_alone.push((r.path.clone(), e.to_string())),
+        }
+    }
 }
 
 /// A recording opens its next file before it closes the current one, so
@@ -250,5 +286,6 @@ fn before(p: &FileReport) -> Before {
         bytes: e.map_or(p.bytes, |e| e.bytes_written),
         dropped: e.map_or(p.lost_records, |e| e.records_dropped),
         next_seq: p.next_seq.unwrap_or(0),
+        claim: p.retired_claim,
     }
 }

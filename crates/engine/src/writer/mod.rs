@@ -87,6 +87,7 @@ use crate::io::{self as backend, Backend};
 use crate::sizing::END_PAYLOAD_MAX;
 use crate::stats::LiveStats;
 
+mod earlier;
 mod ledger;
 mod losses;
 mod pack;
@@ -165,7 +166,7 @@ impl Writer {
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
         let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
-        let retire = Retire::new(&cfg, choice.pool.clone());
+        let retire = Retire::new(&cfg, dir, choice.pool.clone());
         let mut files = Rotation::new(dir, &cfg, choice.pool)?;
         files.set_own_size(choice.own_size);
         let mut w = Writer {
@@ -191,6 +192,9 @@ impl Writer {
                 return Err(e);
             }
         }
+        // A loop's earlier recordings over the directory's budget leave
+        // now, before the first record.
+        w.hand_over_retired();
         Ok(w)
     }
 

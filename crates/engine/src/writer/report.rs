@@ -52,6 +52,12 @@ pub struct RetireStats {
     pub recycled: u64,
     /// Of the retired files, those deleted.
     pub deleted: u64,
+    /// Files of the directory's earlier recordings a loop retired to keep
+    /// the directory within its budget (not in `files`; recycled or
+    /// deleted like the loop's own).
+    pub earlier_files: u64,
+    /// Bytes those files took on disk.
+    pub earlier_bytes: u64,
 }
 
 /// What the writer did; merged into the recorder's summary.

@@ -12,6 +12,13 @@
 //! first, when a new event starts beyond `keep_events`
 //! ([`Retire::begin_event`]); the continuous loop never touches them.
 //!
+//! The budget holds for the directory: the directory's earlier, closed
+//! recordings ([`super::earlier`]) count against it and leave first,
+//! oldest first, when the recording starts and at each switch, so a
+//! recorder restarted after every power cut keeps the directory within
+//! one budget (their files are counted apart: `earlier_files`,
+//! `earlier_bytes`).
+//!
 //! Design choices:
 //! - The writer only decides and hands over; no file is renamed, written
 //!   or deleted on its thread, and never on the producer's.
@@ -36,6 +43,7 @@ use crate::config::{Alloc, Config, Retention};
 use crate::format::RetiredPayload;
 use crate::pool::Pool;
 
+use super::earlier::{earlier_units, Unit};
 use super::report::RetireStats;
 
 /// A finished file of the loop, until it is retired.
@@ -63,17 +71,28 @@ pub(super) struct Retire {
     claim: RetiredPayload,
     /// Flight recorder: each kept event's files, oldest event first.
     events: VecDeque<Vec<PathBuf>>,
+    /// The directory's earlier recordings, oldest first (a loop's only).
+    earlier: VecDeque<Unit>,
+    /// Their bytes on disk.
+    earlier_bytes: u64,
+    /// The loop's file size: what each of its finished files counts.
+    file_size: u64,
     /// Decided, not yet handed over.
     pending: Vec<PathBuf>,
+    /// Of `pending`, files of this recording (the rest are earlier
+    /// recordings').
+    pending_own: usize,
     stats: RetireStats,
     thread: Option<Retirer>,
 }
 
 impl Retire {
-    /// The retirement of a recording by `cfg` (its file size settled);
-    /// `pool`: the pool a retired file may be recycled into. The thread
-    /// starts only when a limit is set.
-    pub(super) fn new(cfg: &Config, pool: Option<Pool>) -> Retire {
+    /// The retirement of a recording by `cfg` (its file size settled) in
+    /// `dir`; `pool`: the pool a retired file may be recycled into. The
+    /// thread starts only when a limit is set. A loop lists the
+    /// directory's earlier recordings here and decides at once which of
+    /// them leave ([`Retire::hand_over`] hands them over).
+    pub(super) fn new(cfg: &Config, dir: &std::path::Path, pool: Option<Pool>) -> Retire {
         let rules = cfg.retention.clone();
         let kept = rules.kept_files(cfg.file_size);
         let on = rules.loops() || rules.keep_events > 0;
@@ -84,7 +103,16 @@ impl Retire {
             0
         };
         let pool = pool.filter(|_| cfg.alloc == Alloc::Pool);
-        Retire {
+        let earlier = if rules.loops() {
+            earlier_units(dir)
+        } else {
+            VecDeque::new()
+        };
+        let mut r = Retire {
+            earlier_bytes: earlier.iter().map(|u| u.bytes).sum(),
+            earlier,
+            file_size: cfg.file_size.max(1),
+            pending_own: 0,
             kept,
             finished: VecDeque::with_capacity(if rules.loops() { room } else { 0 }),
             current: None,
@@ -94,6 +122,33 @@ impl Retire {
             stats: RetireStats::default(),
             thread: on.then(|| Retirer::start(pool, room)),
             rules,
+        };
+        r.retire_earlier();
+        r
+    }
+
+    /// Retires the directory's earlier recordings, oldest first, while
+    /// they and the loop's finished files take more than the budget (the
+    /// kept count times the file size), and those older than the age
+    /// limit.
+    fn retire_earlier(&mut self) {
+        let budget = self.kept.map(|k| k.saturating_mul(self.file_size));
+        let own = self.finished.len() as u64 * self.file_size;
+        let now = sys::realtime_ns();
+        let age = self.rules.keep_for_ns;
+        while let Some(u) = self.earlier.front() {
+            let over = budget.is_some_and(|b| self.earlier_bytes + own > b);
+            let old = age > 0 && now.saturating_sub(u.newest_wall_ns) >= age;
+            if !(over || old) {
+                break;
+            }
+            let Some(u) = self.earlier.pop_front() else {
+                break;
+            };
+            self.earlier_bytes -= u.bytes;
+            self.stats.earlier_files += u.files.len() as u64;
+            self.stats.earlier_bytes += u.bytes;
+            self.pending.extend(u.files);
         }
     }
 
@@ -132,6 +187,7 @@ impl Retire {
     /// (cumulative; a loop's every file after the first has one, even
     /// when nothing was retired yet).
     pub(super) fn decide(&mut self) -> RetiredPayload {
+        self.retire_earlier();
         let now = sys::monotonic_ns();
         let age = self.rules.keep_for_ns;
         loop {
@@ -156,6 +212,7 @@ impl Retire {
             self.stats.bytes += f.bytes;
             self.stats.seq_to = f.next_seq;
             self.pending.push(f.path);
+            self.pending_own += 1;
         }
         self.claim
     }
@@ -174,6 +231,7 @@ impl Retire {
                 self.stats.files += 1;
                 self.stats.bytes += bytes;
                 self.pending.push(p);
+                self.pending_own += 1;
             }
         }
         if keep > 0 {
@@ -181,10 +239,10 @@ impl Retire {
         }
     }
 
-    /// Hands what was decided to the thread; returns how many files it
-    /// was (the oldest of the recording's file list).
+    /// Hands what was decided to the thread; returns how many of the
+    /// files were this recording's (the oldest of its file list).
     pub(super) fn hand_over(&mut self) -> usize {
-        let n = self.pending.len();
+        let n = std::mem::take(&mut self.pending_own);
         if let Some(t) = &self.thread {
             t.give(&mut self.pending);
         }
