@@ -3,7 +3,7 @@
 //! ("interrupted, closed by recover": `verify` exits 0) and `export DIR`
 //! reads every record before the cut without a flag; a file damaged below its mark is left byte for byte; a hidden
 //! `.NAME.tmp` a crash left between two renames is named by `verify` and
-//! moved into place (a recording's header) or removed (none) by `recover`.
+//! removed by `recover` (it holds no record, header or not).
 
 mod common;
 use common::{rtrec, show};
