@@ -399,6 +399,9 @@ phase "host checks of the plan"
 
 # -------------------------------------------------------------- power cuts
 verdict=$(sed -n 's/^interrupted_verdict=//p' scripts/board/plan.sh)
+# A loop recording on the board (plan.sh's UNATTENDED_RECORD_OPTS with
+# --keep…): check-records.py counts what the loop retired as retired.
+if grep -q '^UNATTENDED_RECORD_OPTS=".*--keep' scripts/board/plan.sh; then export LOOP=1; fi
 recs=()
 rows=()
 RANDOM=$seed

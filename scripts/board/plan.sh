@@ -97,10 +97,12 @@ status_of() {
 # definitions below, so the loop recording's options and the new recovery
 # are added here and nowhere else:
 #
-# - UNATTENDED_RECORD_OPTS: options of every unattended recording (the loop
-#   recording and its disk budget, `--keep-files N`). Empty for now: the
-#   loop recording is new, and goes on the board once the soak test of
-#   loop + kill + recover runs on the host (issue 31).
+# - UNATTENDED_RECORD_OPTS: options of every unattended recording: a loop
+#   recording whose budget (3 files of 1 MiB, the directory's: earlier
+#   cycles' recordings count and retire first) is smaller than what the
+#   power-cut cycles write in all, so retiring happens under power cuts
+#   (the host's check-records.py counts records below a recording's kept
+#   window as retired, not missing; tests/soak.rs proves the bound).
 # - unattended_recover DIR: what a boot runs before recording: `rtrec
 #   recover DIR` closes every interrupted recording whose recorder is gone
 #   (end frame "interrupted, closed by recover", unused space given back).
@@ -108,7 +110,7 @@ status_of() {
 #   recording after unattended_recover: "clean" (exit 0; the file's status
 #   is `interrupted`). ("unfinished", exit 1 with nothing damaged, was the
 #   verdict before recover closed recordings.)
-UNATTENDED_RECORD_OPTS=""
+UNATTENDED_RECORD_OPTS="--keep-files 3"
 interrupted_verdict=clean
 
 unattended_recover() {
