@@ -161,7 +161,7 @@ fn verify_names_a_temporary_file_a_crash_left_and_recover_removes_it() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_file())
         .collect();
-    assert_eq!(names, [file.clone()], "{}", show(&o));
+    assert_eq!(names, std::slice::from_ref(&file), "{}", show(&o));
     let o = rtrec(&["verify", dir]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
 }

@@ -1070,6 +1070,7 @@ mod tests {
             file_size_basis: rtrec_engine::FileSizeBasis::OpenEnded,
             ..Config::default()
         };
+        // SAFETY: prefix is NULL.
         assert_eq!(unsafe { c.engine_config() }.unwrap(), open_ended);
         assert_eq!(
             (c.writer_priority, c.writer_cpu, c.flusher_cpu, c.pin),
