@@ -16,7 +16,10 @@
 //! lists we may use offers it, and it is a dozen lines. It runs on its own
 //! thread beside the recording, never on the producer's path; nothing is
 //! sent when `$NOTIFY_SOCKET` is unset, and a failed send is ignored (the
-//! recording matters more than its supervisor).
+//! recording matters more than its supervisor). The socket does not block:
+//! a receiver that stops reading (its queue full) loses datagrams, it
+//! never holds the recorder (a blocking send kept `rtrec record` from
+//! exiting: found by tests/notify.rs's stuck-writer test).
 
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
@@ -42,10 +45,9 @@ impl Notifier {
             Some(name) => SocketAddr::from_abstract_name(name).ok()?,
             None => SocketAddr::from_pathname(&path).ok()?,
         };
-        Some(Notifier {
-            sock: UnixDatagram::unbound().ok()?,
-            addr,
-        })
+        let sock = UnixDatagram::unbound().ok()?;
+        sock.set_nonblocking(true).ok()?;
+        Some(Notifier { sock, addr })
     }
 
     /// Sends `msg` (`KEY=VALUE` lines) in one datagram; errors are ignored.

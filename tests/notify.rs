@@ -3,7 +3,11 @@
 //! recorder sends `READY=1` first, `WATCHDOG=1` pings while it records
 //! (`WATCHDOG_USEC` set), and `STOPPING=1` last; over a path socket and an
 //! abstract one (`@name`). The "only while the writer makes progress"
-//! decision is unit-tested in `src/notify.rs`.
+//! decision is unit-tested in `src/notify.rs`, and proven end to end on a
+//! stuck writer: the recording's ext4 image frozen (`fsfreeze`) blocks its
+//! writes, the pings stop and the status says why, and they come back once
+//! it is thawed (root and a loop device; skipped otherwise, failed under
+//! `RTREC_REQUIRE_PRIVILEGED=1`).
 
 mod common;
 use common::show;
@@ -81,4 +85,137 @@ fn ready_watchdog_and_stopping_reach_an_abstract_socket() {
     let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let sock = UnixDatagram::bind_addr(&addr).unwrap();
     check(&record_with(&sock, &format!("@{name}")));
+}
+
+/// Thaws the file system at `0` when dropped (also when the test fails),
+/// before the loop file system is removed.
+struct Thaw(std::path::PathBuf);
+
+impl Drop for Thaw {
+    fn drop(&mut self) {
+        let _ = Command::new("fsfreeze").arg("-u").arg(&self.0).status();
+    }
+}
+
+/// Kills the recorder when dropped (a failed assertion must not leave it
+/// writing into the loop file system the test then removes).
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The datagrams `sock` receives within `span`.
+fn collect(sock: &UnixDatagram, span: Duration) -> Vec<String> {
+    let end = std::time::Instant::now() + span;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while std::time::Instant::now() < end {
+        if let Ok(n) = sock.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    got
+}
+
+fn pings(got: &[String]) -> usize {
+    got.iter().filter(|d| d.starts_with("WATCHDOG=1\n")).count()
+}
+
+#[test]
+fn a_stuck_writer_gets_no_watchdog_ping_until_it_moves_again() {
+    let name = "a_stuck_writer_gets_no_watchdog_ping_until_it_moves_again";
+    if !rtrec_host::loopfs::require_privileged(name) {
+        return;
+    }
+    use rtrec_host::loopfs::{LoopFs, LoopFsOptions};
+    let fs = LoopFs::create(&LoopFsOptions {
+        size: 256 << 20,
+        journal_mib: 8,
+        ..LoopFsOptions::default()
+    })
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("notify");
+    let sock = UnixDatagram::bind(&path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    // 4 MB/s for 8 s into a 64 MiB ring: the ring holds what the frozen
+    // seconds queue.
+    let mut child = Child(
+        Command::new(env!("CARGO_BIN_EXE_rtrec"))
+            .args([
+                "record",
+                "--period",
+                "1ms",
+                "--size",
+                "4KiB",
+                "--duration",
+                "8s",
+            ])
+            .args(["--ring", "64MiB", "--quiet", "--dir"])
+            .arg(fs.path())
+            .env("NOTIFY_SOCKET", &path)
+            .env("WATCHDOG_USEC", "200000")
+            .env_remove("WATCHDOG_PID")
+            .spawn()
+            .unwrap(),
+    );
+    let before = collect(&sock, Duration::from_millis(1500));
+    assert!(
+        before.first().is_some_and(|d| d.starts_with("READY=1\n")),
+        "{before:?}"
+    );
+    assert!(
+        pings(&before) >= 2,
+        "no ping while the writer moves: {before:?}"
+    );
+
+    let frozen = Thaw(fs.path().to_path_buf());
+    let o = Command::new("fsfreeze")
+        .arg("-f")
+        .arg(fs.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    // The look that began before the freeze may still see progress.
+    collect(&sock, Duration::from_millis(400));
+    let stuck = collect(&sock, Duration::from_millis(1200));
+    drop(frozen);
+    assert_eq!(
+        pings(&stuck),
+        0,
+        "a ping while the writer was stuck: {stuck:?}"
+    );
+    assert!(
+        stuck
+            .iter()
+            .any(|d| d.contains("STATUS=the writer makes no progress")),
+        "{stuck:?}"
+    );
+
+    let after = collect(&sock, Duration::from_millis(1500));
+    assert!(
+        pings(&after) >= 1,
+        "no ping once the writer moved again: {after:?}"
+    );
+    // Read on until it ends (a receiver that stops reading must not hold
+    // the recorder either: the notifier's socket does not block).
+    let st = loop {
+        collect(&sock, Duration::from_millis(100));
+        if let Some(st) = child.0.try_wait().unwrap() {
+            break st;
+        }
+    };
+    assert!(st.success(), "{st}");
+    let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .arg("verify")
+        .arg(fs.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    fs.remove().unwrap();
 }
