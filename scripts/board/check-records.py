@@ -106,9 +106,13 @@ def main():
         if missing > dropped:
             bad.append(f"{name}: {missing} record(s) below the durable point {durable} missing ({dropped} dropped and stored)")
         recovered = len(seqs)
+        # Above the durable point and inside the kept window: what the cut
+        # kept (beyond) and what it took (lost_above, allowed).
+        beyond = sum(1 for s in seqs if s >= durable)
+        lost_above = sum(1 for s in range(max(durable, window), written) if s not in seqs)
         print(
             f"{name} recovered={recovered} durable={durable} written={written} "
-            f"beyond={max(0, recovered - durable)} lost_above={max(0, written - recovered)} "
+            f"beyond={beyond} lost_above={lost_above} "
             f"missing_below={missing} wrong={wrong} window={window}"
         )
 
