@@ -121,6 +121,24 @@ fn collect(sock: &UnixDatagram, span: Duration) -> Vec<String> {
     got
 }
 
+/// The datagrams `sock` receives until `enough` says so of them, or
+/// `limit` passed (a loaded machine starts a recorder slowly).
+fn collect_until(
+    sock: &UnixDatagram,
+    limit: Duration,
+    enough: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let end = std::time::Instant::now() + limit;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while std::time::Instant::now() < end && !enough(&got) {
+        if let Ok(n) = sock.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    got
+}
+
 fn pings(got: &[String]) -> usize {
     got.iter().filter(|d| d.starts_with("WATCHDOG=1\n")).count()
 }
@@ -143,8 +161,9 @@ fn a_stuck_writer_gets_no_watchdog_ping_until_it_moves_again() {
     let sock = UnixDatagram::bind(&path).unwrap();
     sock.set_read_timeout(Some(Duration::from_millis(20)))
         .unwrap();
-    // 4 MB/s for 8 s into a 64 MiB ring: the ring holds what the frozen
-    // seconds queue.
+    // 4 MB/s for 12 s into a 64 MiB ring: the ring holds what the frozen
+    // seconds queue, and the recording outlasts the phases below on a
+    // loaded machine.
     let mut child = Child(
         Command::new(env!("CARGO_BIN_EXE_rtrec"))
             .args([
@@ -164,7 +183,7 @@ fn a_stuck_writer_gets_no_watchdog_ping_until_it_moves_again() {
             .spawn()
             .unwrap(),
     );
-    let before = collect(&sock, Duration::from_millis(1500));
+    let before = collect_until(&sock, Duration::from_secs(20), |g| pings(g) >= 2);
     assert!(
         before.first().is_some_and(|d| d.starts_with("READY=1\n")),
         "{before:?}"
@@ -197,7 +216,7 @@ fn a_stuck_writer_gets_no_watchdog_ping_until_it_moves_again() {
         "{stuck:?}"
     );
 
-    let after = collect(&sock, Duration::from_millis(1500));
+    let after = collect_until(&sock, Duration::from_secs(20), |g| pings(g) >= 1);
     assert!(
         pings(&after) >= 1,
         "no ping once the writer moved again: {after:?}"
