@@ -811,7 +811,7 @@ typedef struct rtrec_recover_report {
      */
     uint64_t left_alone;
     /**
-     * Files moved back from the pool or from a temporary name.
+     * Files moved back from the pool (a recording a crash left there).
      */
     uint64_t moved;
     /**
