@@ -18,6 +18,7 @@ mod export;
 mod isolation;
 mod notify;
 mod pool;
+mod progress;
 mod record;
 mod recover;
 #[cfg(feature = "report")]

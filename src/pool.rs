@@ -132,20 +132,33 @@ fn prepare(dir: &Path, files: u32, size: u64) -> crate::error::Result<i32> {
     } else {
         pool.set_target(files)?
     };
-    let bar = std::io::stderr().is_terminal().then(|| {
+    #[cfg(feature = "progress-bar")]
+    let mut bar = std::io::stderr().is_terminal().then(|| {
         indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
             indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files")
                 .expect("valid template"),
         )
     });
+    #[cfg(not(feature = "progress-bar"))]
+    let mut bar = std::io::stderr()
+        .is_terminal()
+        .then(crate::progress::Line::default);
     let n = pool.prepare(|done, todo| {
-        if let Some(b) = &bar {
-            b.set_length(todo as u64);
-            b.set_position(done as u64);
+        if let Some(b) = &mut bar {
+            #[cfg(feature = "progress-bar")]
+            {
+                b.set_length(todo as u64);
+                b.set_position(done as u64);
+            }
+            #[cfg(not(feature = "progress-bar"))]
+            b.show(&format!("preparing {done}/{todo} files"));
         }
     })?;
-    if let Some(b) = bar {
+    if let Some(b) = &mut bar {
+        #[cfg(feature = "progress-bar")]
         b.finish_and_clear();
+        #[cfg(not(feature = "progress-bar"))]
+        b.finish();
     }
     let st = pool.status()?;
     println!(

@@ -408,7 +408,10 @@ mod tests {
         let tiny = free_space_of(3 << 20, 1 << 20, dir);
         assert_eq!(tiny.status, Status::Fail, "{tiny:?}");
         assert!(
-            tiny.fix.as_deref().unwrap_or("").contains("--file-size"),
+            tiny.fix
+                .as_deref()
+                .unwrap_or("")
+                .contains("rtrec record --file-size"),
             "{tiny:?}"
         );
         let big = free_space_of(100 << 30, 4 << 30, dir);

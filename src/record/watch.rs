@@ -125,6 +125,7 @@ fn spawn_progress(
     done: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        #[cfg(feature = "progress-bar")]
         let bar = match total {
             Some(t) => indicatif::ProgressBar::new(t).with_style(
                 indicatif::ProgressStyle::with_template(
@@ -137,11 +138,12 @@ fn spawn_progress(
                     .expect("valid template"),
             ),
         };
+        #[cfg(not(feature = "progress-bar"))]
+        let mut line = crate::progress::Line::default();
         while !done.load(Ordering::Acquire) {
             let w = live.records_written.load(Ordering::Relaxed);
-            bar.set_position(w);
             let events = live.events.load(Ordering::Relaxed);
-            bar.set_message(format!(
+            let msg = format!(
                 "written | {} queued, durable to {} | {} | max write {} | {} dropped{}",
                 live.records_queued.load(Ordering::Relaxed),
                 live.durable_seq.load(Ordering::Relaxed),
@@ -153,9 +155,22 @@ fn spawn_progress(
                 } else {
                     String::new()
                 }
-            ));
+            );
+            #[cfg(feature = "progress-bar")]
+            {
+                bar.set_position(w);
+                bar.set_message(msg);
+            }
+            #[cfg(not(feature = "progress-bar"))]
+            line.show(&match total {
+                Some(t) => format!("{w}/{t} records {msg}"),
+                None => format!("{w} records {msg}"),
+            });
             std::thread::sleep(Duration::from_millis(200));
         }
+        #[cfg(feature = "progress-bar")]
         bar.finish_and_clear();
+        #[cfg(not(feature = "progress-bar"))]
+        line.finish();
     })
 }
