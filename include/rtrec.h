@@ -23,14 +23,16 @@
  * are not detected; see docs/c-api.md, "Threads".
  *
  * Struct versions (the rule of openat2(2), stricter on sizes):
- * rtrec_config, rtrec_summary and rtrec_pool_state start with size_t
+ * rtrec_config, rtrec_summary, rtrec_pool_state and rtrec_recover_report start with size_t
  * struct_size, which the caller sets to sizeof the struct it was compiled
  * with. The library accepts only the published sizes of each struct (any
  * other value is -EINVAL, and then nothing of the struct is read or
  * written) and reads or writes exactly struct_size bytes. Structs only grow
  * at the end; every version ends on an 8-byte boundary without padding.
  * Published sizes on LP64: rtrec_config 184 (version 6: zero means
- * default); rtrec_summary 280, 344, 360, 384; rtrec_pool_state 40.
+ * default), 208 (version 7: the loop recording's keep_* fields);
+ * rtrec_summary 280, 344, 360, 384; rtrec_pool_state 40;
+ * rtrec_recover_report 72.
  *
  * Zero means default: a zero-filled rtrec_config with struct_size set is
  * the default configuration; every field documents its 0.
@@ -487,6 +489,30 @@ typedef struct rtrec_config {
      * Reserved: must be 0.
      */
     uint32_t reserved2;
+    /**
+     * Loop recording (struct version 7): keep the recording's finished
+     * files within this many bytes (the newest `max(1, keep_bytes /
+     * file_size)`); older ones are retired at a file switch (recycled
+     * into the pool or deleted, on a background thread). 0: no limit.
+     * Disk use stays within the budget + one file + the pool's spare
+     * files (docs/unattended.md, "Disk budget").
+     */
+    uint64_t keep_bytes;
+    /**
+     * Loop recording: retire a finished file once its last record is
+     * older than this, ns. 0: no limit.
+     */
+    uint64_t keep_for_ns;
+    /**
+     * Loop recording: keep at most this many finished files. 0: no
+     * limit. With `keep_bytes` or `keep_for_ns`, the strictest wins.
+     */
+    uint32_t keep_files;
+    /**
+     * Flight recorder: keep the newest this many event recordings (older
+     * ones are retired when a new event starts). 0: all.
+     */
+    uint32_t keep_events;
 } rtrec_config;
 
 /**
@@ -737,6 +763,63 @@ typedef struct rtrec_summary {
     size_t file_names_len;
 } rtrec_summary;
 
+/**
+ * What `rtrec_dir_recover()` did, filled when its `out` is not NULL.
+ *
+ * Set `struct_size` to `sizeof(rtrec_recover_report)` before passing it:
+ *
+ * ```c
+ * rtrec_recover_report rep = { .struct_size = sizeof rep };
+ * int r = rtrec_dir_recover(dir, &rep);
+ * ```
+ *
+ * The library fills `struct_size` bytes (a published size) and sets
+ * `struct_size` to the number of bytes it filled.
+ */
+typedef struct rtrec_recover_report {
+    /**
+     * `sizeof(rtrec_recover_report)` as the caller was compiled; on
+     * return, the bytes the library filled.
+     */
+    size_t struct_size;
+    /**
+     * Interrupted recordings closed: each now ends with an end frame
+     * "interrupted, closed by recover" and verifies clean (also those
+     * whose closing an earlier, interrupted call began).
+     */
+    uint64_t closed;
+    /**
+     * Records cut after crash holes (covered by `crash-hole` loss frames).
+     */
+    uint64_t records_cut;
+    /**
+     * Bytes cut after the last intact frame of the closed files.
+     */
+    uint64_t bytes_cut;
+    /**
+     * Bytes of unused pre-allocation given back (truncated).
+     */
+    uint64_t bytes_given_back;
+    /**
+     * Files of recordings that are being recorded now (their recorder
+     * holds their name claim locked): left alone.
+     */
+    uint64_t live_files;
+    /**
+     * Interrupted files left alone: corrupt, or not closable
+     * (`rtrec recover DIR` names each with the reason).
+     */
+    uint64_t left_alone;
+    /**
+     * Files moved back from the pool (a recording a crash left there).
+     */
+    uint64_t moved;
+    /**
+     * Name claims of dead recorders removed.
+     */
+    uint64_t claims_removed;
+} rtrec_recover_report;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -968,6 +1051,33 @@ int rtrec_recorder_abort(struct rtrec_recorder *rec, const char *reason, struct 
  * `abort()` free the handle), or is not a recorder; nothing happens.
  */
 int rtrec_recorder_destroy(struct rtrec_recorder *rec);
+
+/**
+ * Closes every interrupted recording of recording directory `dir` whose
+ * recorder is gone, as `rtrec recover DIR` does: each is cut at its last
+ * intact frame (never below its durable mark), ended by an end frame
+ * "interrupted, closed by recover" with its totals, the last durable
+ * sequence number and what was cut, and its unused pre-allocation is
+ * given back; recordings a crash left in the pool are moved back, and the
+ * name claims of dead recorders removed. A recording whose recorder is
+ * alive (in any process: it holds its name claim locked) is left alone,
+ * so it is safe to call beside running recorders. Calling it again
+ * changes nothing; a call that is itself interrupted leaves what the next
+ * call finishes. Call it at start-up, before `rtrec_recorder_create()`.
+ *
+ * `out` may be NULL; otherwise its `struct_size` must be set, and it is
+ * filled with what was done.
+ *
+ * Returns 0, or
+ * - `-EINVAL`: `dir` is NULL, or `out->struct_size` is not a published
+ *   size;
+ * - `-ENOENT`, `-ENOTDIR`, `-EACCES`: `dir` is missing, not a directory,
+ *   or not readable;
+ * - another `-errno`: a system call failed (`rtrec_last_error()` says
+ *   which). A file that cannot be closed is not an error: it is counted
+ *   in `left_alone`.
+ */
+int rtrec_dir_recover(const char *dir, struct rtrec_recover_report *out);
 
 /**
  * Adds a periodic timer's schedule to a filled summary: sets

@@ -131,8 +131,8 @@ not what was still queued). After a power cut, every record before the last dura
 (durable_seq) survives; --sync-every bounds how far behind the durable point can be. A\n\
 write error (full disk, EIO) ends the recording: the lost records are stored as a loss,\n\
 the file is marked aborted, and the exit code is 1. After a crash, `rtrec recover DIR` (or\n\
-the next recording) moves an unfinished recording found in the pool back into DIR. See\n\
-docs/durability.md."
+--recover-first) closes each interrupted recording at its last intact frame (never below\n\
+its durable point) and gives its unused space back. See docs/durability.md."
     };
 }
 
@@ -149,7 +149,7 @@ pub enum Command {
     /// Record a synthetic periodic source (the S1 workload by default) or records from stdin.
     #[command(after_help = RECORD_AFTER_HELP)]
     Record(Box<crate::record::RecordArgs>),
-    /// Move recordings a crash left unfinished in the pool back into the recording directory.
+    /// Close the recordings a crash, kill or power cut interrupted (whose recorder is gone), so they verify clean.
     #[command(after_help = EXAMPLES_RECOVER)]
     Recover(RecoverArgs),
     /// Check recordings: records, sequence gaps, stored losses, torn or corrupt tails.

@@ -1,4 +1,5 @@
-//! The disk a pooled recording holds, and its unused tail given back.
+//! The disk a pooled recording holds, and its unused tail given back; and
+//! what a recording wrote to the device ([`Writes`]).
 //!
 //! A pooled file keeps its whole size when it is closed (ready for
 //! `rtrec pool recycle`), so a short recording holds a whole pool file: 64
@@ -132,5 +133,83 @@ impl DiskUse {
             );
         }
         out
+    }
+}
+
+/// The write counters at the start of a recording ([`Writes::start`]):
+/// the block device's sectors written and this process's `write_bytes`.
+///
+/// Design choice: the device's count is the one that wears a card, so it
+/// is the write amplification's numerator when it can be read; it counts
+/// every writer of the device (metadata and journal included, other
+/// programs too), so on a busy device it is an upper bound. The
+/// process's count (what this process dirtied or wrote directly) is
+/// reported beside it, and is the numerator when the device is unknown
+/// (tmpfs, overlay). Neither counts what the kernel writes back after the
+/// recording ended (a journal commit of the last metadata changes, within
+/// the commit interval).
+pub struct Writes {
+    device: Option<u64>,
+    process: Option<u64>,
+}
+
+/// What a recording wrote ([`Writes::since`]): `record --json`'s
+/// `device_bytes_written`, `process_write_bytes`, `write_amplification`.
+#[derive(Clone, Copy, Debug)]
+pub struct Written {
+    /// Bytes written to the directory's block device over the recording.
+    pub device_bytes: Option<u64>,
+    /// Bytes this process sent to storage over the recording.
+    pub process_bytes: Option<u64>,
+    /// The device's bytes (else the process's) per byte of payload;
+    /// `None` without payload.
+    pub amplification: Option<f64>,
+}
+
+impl Writes {
+    /// The counters now, for a recording in `dir`.
+    pub fn start(dir: &Path) -> Writes {
+        Writes {
+            device: rtrec_host::machine::device_bytes_written(dir),
+            process: rtrec_host::machine::process_write_bytes(),
+        }
+    }
+
+    /// What was written since [`Writes::start`], per `payload_bytes` of
+    /// records.
+    pub fn since(&self, dir: &Path, payload_bytes: u64) -> Written {
+        let device = self
+            .device
+            .zip(rtrec_host::machine::device_bytes_written(dir))
+            .map(|(a, b)| b.saturating_sub(a));
+        let process = self
+            .process
+            .zip(rtrec_host::machine::process_write_bytes())
+            .map(|(a, b)| b.saturating_sub(a));
+        Written {
+            device_bytes: device,
+            process_bytes: process,
+            amplification: device
+                .or(process)
+                .filter(|_| payload_bytes > 0)
+                .map(|w| w as f64 / payload_bytes as f64),
+        }
+    }
+}
+
+impl Written {
+    /// The summary's line.
+    pub fn line(&self) -> String {
+        let mut out = match self.device_bytes {
+            Some(d) => format!("writes: {} to the device", format_size(d)),
+            None => "writes: the device's count is unknown here".to_string(),
+        };
+        if let Some(p) = self.process_bytes {
+            out += &format!(" ({} by this process)", format_size(p));
+        }
+        if let Some(a) = self.amplification {
+            out += &format!(", {a:.1}× the payload");
+        }
+        out + "\n"
     }
 }

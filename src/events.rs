@@ -55,7 +55,7 @@ struct Event {
 /// How bad a verdict is, for "the worst of an event's files".
 fn badness(s: FileStatus) -> u8 {
     match s {
-        FileStatus::Complete | FileStatus::Raw => 0,
+        FileStatus::Complete | FileStatus::Interrupted | FileStatus::Raw => 0,
         FileStatus::Unfinished => 1,
         FileStatus::Aborted => 2,
         FileStatus::Unverifiable | FileStatus::NotRtrec => 3,

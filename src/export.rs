@@ -18,7 +18,9 @@
 //! sequence numbers) is a gap like any other: refused unless
 //! `--allow-gaps`, which exports and reports it. Files before the first
 //! input or after the last are not a gap in what was asked for (exporting
-//! part of a recording is a choice) but the summary says they exist.
+//! part of a recording is a choice) but the summary says they exist. A
+//! loop recording's (header flag `LOOP`) leading files retired by the loop
+//! are said to be retired: the directory exports with no flag.
 //!
 //! Design choice: `--framed` takes one input file. Each file's frames are
 //! chained to that file (its generation, index and recording id seed the
@@ -401,10 +403,23 @@ fn notes(parts: &[Part], slots: usize, gaps: Option<&str>) -> i32 {
         eprintln!("skipped {slots} idle pool slot(s): they hold no recording");
     }
     if first.header.index > 0 && !first.report.opens_with_trigger {
-        eprintln!(
-            "rtrec: note: the recording's files before file {} are not among the inputs",
-            first.header.index
-        );
+        if first.header.is_loop() {
+            // Retired by the loop (`verify` checks the claims): no gap.
+            let seq = first
+                .report
+                .first_seq
+                .filter(|&s| s > 0)
+                .map_or(String::new(), |s| format!(", sequence 0–{}", s - 1));
+            eprintln!(
+                "rtrec: note: files 0–{} of this loop recording were retired before it{seq}",
+                first.header.index - 1
+            );
+        } else {
+            eprintln!(
+                "rtrec: note: the recording's files before file {} are not among the inputs",
+                first.header.index
+            );
+        }
     }
     if last.report.stored.as_ref().is_some_and(|e| e.continued) {
         eprintln!(

@@ -16,7 +16,9 @@ mod events;
 mod explain;
 mod export;
 mod isolation;
+mod notify;
 mod pool;
+mod progress;
 mod record;
 mod recover;
 #[cfg(feature = "report")]
@@ -44,7 +46,7 @@ fn main() {
     }
     let result = match cli.command {
         cli::Command::Record(a) => record::run(&a),
-        cli::Command::Recover(a) => recover::run(&a),
+        cli::Command::Recover(a) => recover::run(&a.dir),
         cli::Command::Verify(a) => verify::run(&a),
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),

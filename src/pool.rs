@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rtrec_engine::pool::Pool;
 use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+use rtrec_engine::SizeFrom;
 
 use crate::cli::{PoolAction, PoolArgs};
 use crate::error::usage;
@@ -27,14 +28,23 @@ fn existing(dir: &std::path::Path) -> crate::error::Result<Pool> {
 /// `rtrec pool status` as text: the pool, then each ready file.
 fn render_status(st: &rtrec_engine::pool::PoolStatus) -> String {
     let mut s = format!(
-        "{}: {} file(s) ready of {} each, target {}; {} on disk; {} in preparation\n",
+        "{}: {} file(s) ready of {} each (size from {}), target {}; {} on disk; {} in preparation\n",
         st.dir.display(),
         st.ready_files,
         format_size(st.file_size),
+        st.size_from
+            .map_or("an older rtrec, which did not record it", |f| f.name()),
         st.target_files,
         format_size(st.disk_bytes),
         st.preparing_files
     );
+    if st.owed_bytes > 0 {
+        s += &format!(
+            "  {} written by recordings not replaced yet (a file is prepared for each {} owed)\n",
+            format_size(st.owed_bytes),
+            format_size(st.file_size)
+        );
+    }
     if st.ready_files > st.target_files {
         s += &format!(
             "  {} more than the target (recycled files): `rtrec pool trim --keep {}` gives them back\n",
@@ -111,7 +121,7 @@ fn prepare(dir: &Path, files: u32, size: u64) -> crate::error::Result<i32> {
     if files == 0 {
         return usage("--files: the pool needs at least 1 file");
     }
-    let (pool, resized) = Pool::open_resized(dir, size, files)?;
+    let (pool, resized) = Pool::open_resized_from(dir, size, files, SizeFrom::PoolPrepare)?;
     if let Some(r) = resized {
         eprintln!("rtrec pool: {r}");
     }
@@ -122,20 +132,33 @@ fn prepare(dir: &Path, files: u32, size: u64) -> crate::error::Result<i32> {
     } else {
         pool.set_target(files)?
     };
-    let bar = std::io::stderr().is_terminal().then(|| {
+    #[cfg(feature = "progress-bar")]
+    let mut bar = std::io::stderr().is_terminal().then(|| {
         indicatif::ProgressBar::new(pool.target_files() as u64).with_style(
             indicatif::ProgressStyle::with_template("preparing {bar:30} {pos}/{len} files")
                 .expect("valid template"),
         )
     });
+    #[cfg(not(feature = "progress-bar"))]
+    let mut bar = std::io::stderr()
+        .is_terminal()
+        .then(crate::progress::Line::default);
     let n = pool.prepare(|done, todo| {
-        if let Some(b) = &bar {
-            b.set_length(todo as u64);
-            b.set_position(done as u64);
+        if let Some(b) = &mut bar {
+            #[cfg(feature = "progress-bar")]
+            {
+                b.set_length(todo as u64);
+                b.set_position(done as u64);
+            }
+            #[cfg(not(feature = "progress-bar"))]
+            b.show(&format!("preparing {done}/{todo} files"));
         }
     })?;
-    if let Some(b) = bar {
+    if let Some(b) = &mut bar {
+        #[cfg(feature = "progress-bar")]
         b.finish_and_clear();
+        #[cfg(not(feature = "progress-bar"))]
+        b.finish();
     }
     let st = pool.status()?;
     println!(
@@ -159,7 +182,12 @@ fn recycle(dir: &Path, files: &[PathBuf], all: bool, force: bool) -> crate::erro
         for f in recording_files(dir)? {
             // Only finished, pool-sized recordings; others are left alone.
             let finished = verify_file(&f)
-                .map(|r| matches!(r.status, FileStatus::Complete | FileStatus::Aborted))
+                .map(|r| {
+                    matches!(
+                        r.status,
+                        FileStatus::Complete | FileStatus::Aborted | FileStatus::Interrupted
+                    )
+                })
                 .unwrap_or(false);
             let sized = std::fs::metadata(&f)
                 .map(|m| m.len() == pool.file_size())

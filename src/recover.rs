@@ -1,140 +1,182 @@
-//! `rtrec recover DIR`: after a crash, move recordings left unfinished in
-//! the pool (`DIR/.pool`) back into `DIR`, move a recording file a crash
-//! left under its hidden temporary name (`.NAME.tmp`) into place (or remove
-//! one that holds no recording), then cut the crash hole of each
-//! unfinished file (format version 4: writes after its durable mark that a
-//! power cut left out, with frames going on after them), and say what was
-//! moved and cut. Every recording start does the move too; this command
-//! does it without recording.
+//! `rtrec recover DIR`: after a crash, a kill or a power cut, finish every
+//! recording of `DIR` whose owner is gone, and say what was done, one line
+//! per step (`rtrec_engine::recovery::recover_dir`, which `rtrec_dir_recover()`
+//! in C and `rtrec record --recover-first` run too):
 //!
-//! A cut never goes below a file's durable mark (`rtrec_engine::recovery`):
-//! the file ends at its last intact frame before the hole, a loss frame
-//! (`crash-hole`) covers the sequence numbers of the records cut, and the
-//! file stays unfinished, which `verify` reports and `export` reads. A file
-//! damaged below its mark, or after it without a sign of a missing write,
-//! is corrupt and left alone (`rtrec export --salvage` reads its intact
-//! frames).
+//! - recordings a crash left in the pool (`DIR/.pool`) are moved back, and
+//!   a recording file left under its hidden temporary name (`.NAME.tmp`)
+//!   is moved into place (or removed when it holds no recording);
+//! - the last file of each interrupted recording is closed: cut at its
+//!   last intact frame (never below its durable mark; a crash hole after
+//!   the mark is cut and covered by a `crash-hole` loss frame), ended by
+//!   an end frame "interrupted, closed by recover" with the recording's
+//!   totals, the last durable sequence number and what was cut, and its
+//!   unused pre-allocation is given back; `verify` then says so and exits
+//!   0, and `export` reads it without a flag;
+//! - the dead name claims (`.NAME-name.lock`) are removed.
 //!
-//! It is for after a crash: while a pooled recording writes in `DIR` (it
-//! holds the directory's writers lock) nothing is cut or removed, since a
-//! live file's writes in flight may land out of order.
+//! A recording whose claim a live recorder holds locked is skipped; so a
+//! recover beside a running recorder is safe. A second run changes nothing
+//! and says so. A file damaged below its mark, or after it without a sign
+//! of a missing write, is corrupt and left alone (`rtrec export
+//! --salvage` reads its intact frames).
 //!
-//! Exit codes: 0 done (also when there was nothing to recover), 2 usage or
-//! I/O errors.
+//! Exit codes: 0 done (also when there was nothing to recover, or a file
+//! was left alone: each is named), 2 usage or I/O errors.
 
 use std::path::Path;
 
-use rtrec_engine::pool::{recording_now, recover_leftovers, Leftover, Pool};
-use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
-use rtrec_engine::recovery::cut_crash_hole;
+use rtrec_engine::pool::Leftover;
+use rtrec_engine::recovery::{recover_dir, Closed, Recovery};
+use rtrec_units::format_size;
 
-use crate::cli::RecoverArgs;
-
-/// Runs `rtrec recover`: the three steps in order, each saying what it did.
-pub fn run(a: &RecoverArgs) -> crate::error::Result<i32> {
-    if !a.dir.is_dir() {
-        return crate::error::usage(format!("'{}' is not a directory", a.dir.display()));
+/// Runs `rtrec recover DIR`.
+pub fn run(dir: &Path) -> crate::error::Result<i32> {
+    if !dir.is_dir() {
+        return crate::error::usage(format!("'{}' is not a directory", dir.display()));
     }
-    move_back_from_pool(&a.dir)?;
-    put_leftovers_in_place(&a.dir)?;
-    if recording_now(&a.dir) {
-        // A live file may show writes in flight out of order: not a hole.
-        println!(
-            "{}: a recording is writing here; no crash hole was cut (run recover when none is)",
-            a.dir.display()
-        );
-        return Ok(0);
+    let rec = recover(dir)?;
+    for line in lines(dir, &rec) {
+        println!("{line}");
     }
-    cut_crash_holes(&a.dir)?;
     Ok(0)
 }
 
-/// Moves the recordings left unfinished in `dir`'s pool back into `dir`.
-fn move_back_from_pool(dir: &Path) -> crate::error::Result<()> {
-    match Pool::open(dir)? {
-        None => println!(
-            "{}: no pool, no recording to move back (files of other allocation modes are always in the directory)",
-            dir.display()
-        ),
-        Some(pool) => {
-            let moved = pool.recover()?;
-            if moved.is_empty() {
-                println!("{}: no unfinished recording in the pool", dir.display());
-            }
-            for (from, to) in &moved {
-                println!(
-                    "recovered an unfinished recording: '{}' moved back as '{}'",
-                    from.display(),
-                    to.display()
-                );
-            }
-        }
-    }
-    Ok(())
+/// Runs the recovery of `dir`, the error worded for the command line.
+pub fn recover(dir: &Path) -> crate::error::Result<Recovery> {
+    recover_dir(dir)
+        .map_err(|e| crate::error::Error::Usage(format!("cannot recover '{}': {e}", dir.display())))
 }
 
-/// Moves a recording file left under its temporary name into place, or
-/// removes one that holds no recording.
-fn put_leftovers_in_place(dir: &Path) -> crate::error::Result<()> {
-    for l in recover_leftovers(dir)? {
-        match l {
-            Leftover::Moved(from, to) => println!(
-                "moved a recording file a crash left under its temporary name into place: '{}' as '{}'",
+/// One line per thing done or left alone; one line saying nothing was to
+/// be done when so.
+pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, to) in &rec.moved_from_pool {
+        out.push(format!(
+            "recovered an unfinished recording: '{}' moved back as '{}'",
+            from.display(),
+            to.display()
+        ));
+    }
+    for p in &rec.stale_preparations {
+        out.push(format!(
+            "removed '{}': a pool file a killed rtrec was preparing (no data)",
+            p.display()
+        ));
+    }
+    for (from, to) in &rec.stranded_slots {
+        out.push(match to {
+            Some(to) => format!(
+                "put '{}' back into the pool as '{}': a retired file a killed rtrec was recycling (its data were already given up)",
                 from.display(),
                 to.display()
             ),
-            Leftover::Removed(p) => println!(
-                "removed '{}': a file a crash left while it was prepared, with no recording in it",
-                p.display()
+            None => format!(
+                "removed '{}': a retired file a killed rtrec was recycling (its data were already given up; the pool is full)",
+                from.display()
             ),
-            Leftover::Busy(p) => println!(
-                "left '{}' alone: a recording is writing in '{}' (run recover when none is)",
-                p.display(),
-                dir.display()
-            ),
-        }
+        });
     }
-    Ok(())
+    out.extend(rec.leftovers.iter().map(|l| leftover(dir, l)));
+    out.extend(rec.closed.iter().map(closed));
+    for p in &rec.headers_finished {
+        out.push(format!(
+            "finished the header of '{}': its end frame was written, its header not yet, when the recorder was interrupted",
+            p.display()
+        ));
+    }
+    for p in &rec.removed_empty {
+        out.push(format!(
+            "removed '{}': the recording had opened it for its next records when it was interrupted, and it holds none",
+            p.display()
+        ));
+    }
+    for (path, why) in &rec.left_alone {
+        out.push(format!("'{}' left alone: {why}", path.display()));
+    }
+    if !rec.live.is_empty() {
+        out.push(format!(
+            "{}: {} file(s) of recordings that are being recorded now were left alone",
+            dir.display(),
+            rec.live.len()
+        ));
+    }
+    for c in &rec.claims_removed {
+        out.push(format!(
+            "removed '{}': the name claim of a recording whose recorder is gone",
+            c.display()
+        ));
+    }
+    if rec.nothing_done() && rec.left_alone.is_empty() {
+        out.push(format!(
+            "{}: nothing to recover: no interrupted recording, no dead claim{}",
+            dir.display(),
+            if rec.pool {
+                ", nothing left in the pool"
+            } else {
+                ""
+            }
+        ));
+    }
+    out
 }
 
-/// Cuts the crash hole of each unfinished recording file in `dir`; names
-/// the corrupt ones it leaves alone.
-fn cut_crash_holes(dir: &Path) -> crate::error::Result<()> {
-    let files = recording_files(dir)
-        .map_err(|e| crate::error::Error::Usage(format!("cannot list '{}': {e}", dir.display())))?;
-    for path in files {
-        // A file that cannot be read (or a planted symlink) is verify's to
-        // report, not ours to touch.
-        let Ok(r) = verify_file(&path) else {
-            continue;
-        };
-        let cut = cut_crash_hole(&r).map_err(|e| {
-            crate::error::Error::Usage(format!(
-                "cannot cut the crash hole of '{}': {e}",
-                path.display()
-            ))
-        })?;
-        if let Some(c) = cut {
-            let loss = match c.loss {
-                Some((first, n)) => format!(
-                    "; a loss frame (crash-hole) covers sequence {first}..{}",
-                    first + n - 1
-                ),
-                None => String::new(),
-            };
-            println!(
-                "cut a crash hole in '{}' at offset {} (after its durable mark): {} bytes and {} intact record(s) after the hole were cut{loss}; the file is unfinished and reads to the cut",
-                path.display(),
-                c.at,
-                c.bytes_cut,
-                c.records_cut
-            );
-        } else if r.status == FileStatus::Corrupt && r.durable_mark.is_some() {
-            println!(
-                "'{}' is corrupt (damage that no crash explains); left alone: `rtrec export --salvage` reads its intact records",
-                path.display()
+/// The line of a leftover temporary file.
+fn leftover(dir: &Path, l: &Leftover) -> String {
+    match l {
+        Leftover::Removed(p) => format!(
+            "removed '{}': a file a crash left while it was prepared, with no record in it",
+            p.display()
+        ),
+        Leftover::Busy(p) => format!(
+            "left '{}' alone: a recording is writing in '{}' (run recover when none is)",
+            p.display(),
+            dir.display()
+        ),
+    }
+}
+
+/// The line of a closed recording.
+fn closed(c: &Closed) -> String {
+    let i = &c.interrupted;
+    let what = if c.resumed {
+        "finished closing (an earlier recover was interrupted)"
+    } else {
+        "closed"
+    };
+    let mut s = format!(
+        "{what} the interrupted recording in '{}': {} records, every one before sequence {} durable",
+        c.path.display(),
+        c.records,
+        i.durable_seq
+    );
+    if let Some(h) = &c.hole {
+        s += &format!(
+            "; cut a crash hole at offset {} (after its durable mark): {} intact record(s) after it",
+            h.at, h.records_cut
+        );
+        if let Some((first, n)) = h.loss {
+            s += &format!(
+                ", a loss frame (crash-hole) covers sequence {first}..{}",
+                first + n - 1
             );
         }
     }
-    Ok(())
+    if i.cut_bytes > 0 {
+        s += &format!("; {} byte(s) cut", i.cut_bytes);
+    }
+    if c.given_back_bytes > 0 {
+        s += &format!(
+            "; {} of unused pre-allocation given back",
+            format_size(c.given_back_bytes)
+        );
+    }
+    if c.kept_tail_bytes > 0 {
+        s += &format!(
+            "; {} of unused tail kept while a recording writes here (run recover again when none does)",
+            format_size(c.kept_tail_bytes)
+        );
+    }
+    s
 }

@@ -138,6 +138,18 @@ const SERIES: &[Series] = &[
         |s, _| vec![("", s.events as f64)],
     ),
     (
+        "rtrec_retired_files_total",
+        "counter",
+        "Files a loop recording (--keep) or --keep-events retired (recycled into the pool or deleted).",
+        |s, _| vec![("", s.retired_files as f64)],
+    ),
+    (
+        "rtrec_retired_bytes_total",
+        "counter",
+        "Bytes of the retired files (header and frames).",
+        |s, _| vec![("", s.retired_bytes as f64)],
+    ),
+    (
         "rtrec_ring_capacity_bytes",
         "gauge",
         "The ring's capacity (0 without a ring).",
@@ -242,6 +254,8 @@ mod tests {
             drops_writer_failed: 1,
             max_write_ns: 1_500_000,
             ring_capacity_bytes: 1 << 20,
+            retired_files: 4,
+            retired_bytes: 4 << 20,
             ..LiveSnapshot::default()
         }
     }
@@ -268,6 +282,8 @@ mod tests {
             format!("rtrec_records_dropped_total{{{base},cause=\"writer_failed\"}} 1"),
             format!("rtrec_write_max_seconds{{{base}}} 0.0015"),
             format!("rtrec_ring_capacity_bytes{{{base}}} 1048576"),
+            format!("rtrec_retired_files_total{{{base}}} 4"),
+            format!("rtrec_retired_bytes_total{{{base}}} 4194304"),
             format!("rtrec_recording_done{{{base}}} 0"),
             "# TYPE rtrec_records_dropped_total counter".to_string(),
         ] {

@@ -11,7 +11,12 @@
 //! on storage) is named, with `rtrec recover DIR` as the way to get it
 //! back, and makes the result not clean.
 //!
-//! Exit codes: 0 every file complete and clean; 1 a file is corrupt, has
+//! A recording `rtrec recover` closed after it was interrupted is reported
+//! as "interrupted, closed by recover" (what it cut, the last durable
+//! sequence number) and is clean.
+//!
+//! Exit codes: 0 every file complete (or closed by recover) and clean; 1 a
+//! file is corrupt, has
 //! missing data, was aborted, is unfinished (interrupted: its intact prefix
 //! is reported), or is a raw file that cannot be checked (no sidecar);
 //! 2 usage or I/O errors (a FIFO, device or socket is refused).
@@ -134,6 +139,7 @@ pub fn run(a: &VerifyArgs) -> crate::error::Result<i32> {
 fn status_word(s: FileStatus) -> &'static str {
     match s {
         FileStatus::Complete => "complete",
+        FileStatus::Interrupted => "interrupted, closed by recover",
         FileStatus::Aborted => "ABORTED",
         FileStatus::Unfinished => "UNFINISHED",
         FileStatus::Corrupt => "CORRUPT",

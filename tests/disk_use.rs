@@ -3,6 +3,8 @@
 //! it (and says how to give it back) while one is, and the summary says
 //! what the recording and the pool hold.
 
+mod common;
+
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -56,6 +58,12 @@ fn a_short_recording_gives_back_its_tail_alone_and_keeps_it_beside_a_running_one
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
+    // Pool files ready for the three recordings below (a directory with
+    // none gives each first file with fallocate, and the engine truncates
+    // a file of its own when it closes it: no tail to give back or keep).
+    let d = dir.to_str().unwrap();
+    let prep = common::rtrec(&["pool", "prepare", d, "--files", "3", "--file-size", "8MiB"]);
+    assert!(prep.status.success(), "{}", common::show(&prep));
 
     // Alone: the tail is given back, and the summary says what is held.
     let (o, disk) = thousand_lines(&dir);
@@ -85,9 +93,7 @@ fn a_short_recording_gives_back_its_tail_alone_and_keeps_it_beside_a_running_one
     // Beside a running recording: kept, and the summary says how to give
     // it back.
     let mut other = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args([
-            "record", "--period", "1ms", "--size", "4KiB", "--count", "1000000",
-        ])
+        .args(["record", "--period", "10ms", "--size", "4KiB"])
         .args(["--quiet", "--dir"])
         .arg(&dir)
         .stdout(Stdio::null())

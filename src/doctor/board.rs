@@ -34,10 +34,26 @@ fn user_emulation(_: &Facts) -> Finding {
             "every instruction is translated: latencies and rates measured here say nothing about the board, only correctness counts",
             "run rtrec on the board itself for any timing",
         ),
-        None => Finding::pass(
-            format!("native {}", std::env::consts::ARCH),
+        None => judge_native(std::env::consts::ARCH, machine::virtual_machine().is_some()),
+    }
+}
+
+/// The judgment of [`user_emulation`] where no qemu-user is found: native
+/// on this kernel, and in a virtual machine when there are signs of one
+/// (which the `hypervisor` check judges: under qemu-system the program
+/// runs natively on the guest's kernel, but every timing is the virtual
+/// machine's).
+fn judge_native(arch: &str, virtual_machine: bool) -> Finding {
+    if virtual_machine {
+        Finding::pass(
+            format!("native {arch}, in a virtual machine"),
+            "no qemu-user: the program runs on this kernel's CPU, but that CPU is virtual (`hypervisor` says whose), so timings are the virtual machine's",
+        )
+    } else {
+        Finding::pass(
+            format!("native {arch}"),
             "the program runs on the CPU it was built for",
-        ),
+        )
     }
 }
 
@@ -189,5 +205,15 @@ mod tests {
         assert_eq!(judge_memory(Some(24 << 20), &f).status, Status::Warn);
         assert_eq!(judge_memory(Some(32 << 20), &f).status, Status::Pass);
         assert_eq!(judge_memory(None, &f).status, Status::Skip);
+    }
+
+    #[test]
+    fn native_under_a_virtual_machine_says_so() {
+        assert_eq!(judge_native("aarch64", false).found, "native aarch64");
+        let vm = judge_native("aarch64", true);
+        assert_eq!(
+            (vm.status, vm.found.as_str()),
+            (Status::Pass, "native aarch64, in a virtual machine")
+        );
     }
 }

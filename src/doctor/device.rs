@@ -1,5 +1,5 @@
 //! The checks of the block device under DIR: what kind of device it is,
-//! its I/O scheduler and tunables, and (with `--probe`) its measured flush
+//! its write cache, its I/O scheduler and tunables, and (with `--probe`) its measured flush
 //! latency; one function each (listed in [`CHECKS`], joined by
 //! `super::checks`).
 
@@ -16,6 +16,7 @@ const GROUP: Area = Area::Device;
 /// The device checks in the report's order; each row sits above its function.
 pub const CHECKS: &[Spec] = &[
     DEVICE_KIND,
+    WRITE_CACHE,
     IO_SCHEDULER,
     IO_SCHEDULER_TUNABLES,
     BFQ_WEIGHT,
@@ -27,12 +28,18 @@ pub const CHECKS: &[Spec] = &[
 /// for "a log that must be durable soon" (docs/devices.md, DEVICES.md S24).
 pub const FLUSH_P99_WARN_NS: u64 = 10_000_000;
 
-/// What kind of device a whole-disk name is.
-pub fn device_kind_of(dev: &str, rotational: bool) -> &'static str {
+/// What kind of device a whole-disk name is; for an MMC block device
+/// (`mmcblkN`) the MMC core's card type (`device/type`: `SD`, or `MMC` for
+/// an eMMC) names it, `eMMC/SD` where it cannot be read.
+pub fn device_kind_of(dev: &str, rotational: bool, mmc_type: Option<&str>) -> &'static str {
     if dev.starts_with("loop") {
         "loop"
     } else if dev.starts_with("mmcblk") {
-        "eMMC/SD"
+        match mmc_type {
+            Some("SD" | "SDcombo") => "SD card",
+            Some("MMC") => "eMMC",
+            _ => "eMMC/SD",
+        }
     } else if dev.starts_with("nvme") {
         "NVMe"
     } else if dev.starts_with("vd") {
@@ -65,15 +72,16 @@ fn scheduler(dev: &str) -> String {
 }
 
 const DEVICE_KIND: Spec = Spec::new(GROUP, "device-kind", "kind of block device", device_kind);
-/// `device-kind`: local flash passes; a loop image, eMMC/SD, a disk or a
-/// virtual disk each warn with what to measure.
+/// `device-kind`: local flash passes; a loop image, an SD card or eMMC, a
+/// disk or a virtual disk each warn with what to measure.
 fn device_kind(f: &Facts) -> Finding {
     let dev = match device(f) {
         Ok(d) => d,
         Err(skip) => return skip,
     };
     let rotational = read_trim(format!("{}/rotational", queue(dev))).as_deref() == Some("1");
-    let kind = device_kind_of(dev, rotational);
+    let mmc_type = rtrec_host::machine::mmc_type(dev);
+    let kind = device_kind_of(dev, rotational, mmc_type.as_deref());
     let found = format!("{dev}: {kind}");
     match kind {
         "loop" => {
@@ -86,7 +94,7 @@ fn device_kind(f: &Facts) -> Finding {
                 "record on the real device, or run `rtrec doctor` on the image's directory too",
             )
         }
-        "eMMC/SD" => Finding::warn(
+        "SD card" | "eMMC" | "eMMC/SD" => Finding::warn(
             found,
             "flash with its own garbage collection: stalls of 100s of ms are common; measure with `rtrec bench`",
             "rtrec bench --dir DIR (on this device)",
@@ -102,6 +110,59 @@ fn device_kind(f: &Facts) -> Finding {
             "measure on the target board itself",
         ),
         _ => Finding::pass(found, "a local flash device"),
+    }
+}
+
+const WRITE_CACHE: Spec = Spec::new(
+    GROUP,
+    "write-cache",
+    "the device's write cache",
+    write_cache,
+);
+/// `write-cache`: what the device says of its write cache, and what that
+/// means for a durable point.
+fn write_cache(f: &Facts) -> Finding {
+    let dev = match device(f) {
+        Ok(d) => d,
+        Err(skip) => return skip,
+    };
+    let (mode, fua) = rtrec_host::machine::write_cache(dev);
+    judge_write_cache(mode.as_deref(), fua)
+}
+
+/// The judgment of [`write_cache`] from `queue/write_cache` and
+/// `queue/fua`.
+///
+/// Design choice: every readable answer passes. A volatile cache is what
+/// the durability contract is written for: a durable point is published
+/// only after `fdatasync`, whose cache flush puts it on the media; what
+/// breaks that is a mount without barriers (`mount-barrier` warns), and a
+/// device that acknowledges a flush it did not do cannot be seen from
+/// here (the crash-state study, docs/durability.md). What the cache costs
+/// in latency is the flush that `--probe` measures. So the check says
+/// which case the device is, and why the durable point holds in it.
+fn judge_write_cache(mode: Option<&str>, fua: Option<bool>) -> Finding {
+    let Some(mode) = mode else {
+        return Finding::skip("?", "queue/write_cache cannot be read");
+    };
+    let found = match fua {
+        Some(fua) => format!("{mode}, fua {}", u8::from(fua)),
+        None => mode.to_string(),
+    };
+    match (mode, fua) {
+        ("write through", _) => Finding::pass(
+            found,
+            "no volatile cache: a write is on the media when the device completes it, so a durable point needs no cache flush (the kernel sends none)",
+        ),
+        ("write back", Some(true)) => Finding::pass(
+            found,
+            "a volatile cache: a durable point is on the media only after the cache flush fdatasync sends (barriers on: mount-barrier); journal commits go through it with FUA",
+        ),
+        ("write back", _) => Finding::pass(
+            found,
+            "a volatile cache without FUA: a durable point is on the media only after the cache flush fdatasync sends (barriers on: mount-barrier), and each journal commit costs a second flush in place of FUA",
+        ),
+        _ => Finding::skip(found, "a write cache mode this check does not know"),
     }
 }
 
@@ -290,14 +351,39 @@ fn device_probe(f: &Facts) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::verdict::Status;
 
     #[test]
     fn devices_are_named_by_kind() {
-        assert_eq!(device_kind_of("mmcblk0", false), "eMMC/SD");
-        assert_eq!(device_kind_of("nvme0n1", false), "NVMe");
-        assert_eq!(device_kind_of("vda", true), "virtio");
-        assert_eq!(device_kind_of("loop3", false), "loop");
-        assert_eq!(device_kind_of("sda", true), "rotational disk");
-        assert_eq!(device_kind_of("sda", false), "SSD");
+        assert_eq!(device_kind_of("mmcblk0", false, Some("SD")), "SD card");
+        assert_eq!(device_kind_of("mmcblk1", false, Some("MMC")), "eMMC");
+        assert_eq!(device_kind_of("mmcblk0", false, None), "eMMC/SD");
+        assert_eq!(device_kind_of("nvme0n1", false, None), "NVMe");
+        assert_eq!(device_kind_of("vda", true, None), "virtio");
+        assert_eq!(device_kind_of("loop3", false, None), "loop");
+        assert_eq!(device_kind_of("sda", true, None), "rotational disk");
+        assert_eq!(device_kind_of("sda", false, None), "SSD");
+    }
+
+    #[test]
+    fn the_write_cache_is_said_as_the_kernel_says_it() {
+        // qemu's SD card (sdhci-pci): no volatile cache.
+        let sd = judge_write_cache(Some("write through"), Some(false));
+        assert_eq!(
+            (sd.status, sd.found.as_str()),
+            (Status::Pass, "write through, fua 0")
+        );
+        assert!(sd.why.contains("no cache flush"), "{sd:?}");
+        // An eMMC with a cache and FUA (qemu 10's emmc, most real ones).
+        let emmc = judge_write_cache(Some("write back"), Some(true));
+        assert_eq!(
+            (emmc.status, emmc.found.as_str()),
+            (Status::Pass, "write back, fua 1")
+        );
+        assert!(emmc.why.contains("fdatasync"), "{emmc:?}");
+        let no_fua = judge_write_cache(Some("write back"), Some(false));
+        assert!(no_fua.why.contains("without FUA"), "{no_fua:?}");
+        assert_eq!(judge_write_cache(None, None).status, Status::Skip);
+        assert_eq!(judge_write_cache(Some("odd"), None).status, Status::Skip);
     }
 }

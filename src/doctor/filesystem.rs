@@ -210,34 +210,59 @@ fn data_mode(f: &Facts) -> Finding {
 
 const MOUNT_BARRIER: Spec = Spec::new(GROUP, "mount-barrier", "flushes reach the device", barrier);
 /// `mount-barrier`: flushes reach the device (no `nobarrier`, no
-/// `barrier=0`).
+/// `barrier=0`) where the device has a cache to flush.
 ///
 /// Without barriers the filesystem no longer sends a cache flush down at
 /// `fsync` and at a journal commit: on a card with a volatile write cache
-/// (eMMC, SD) the writes of a durable point may still be only in that
-/// cache when the power goes, and journal blocks may reach the media
-/// before the data they order. `data=writeback` is judged by
-/// `mount-data-mode`.
+/// (`queue/write_cache` says `write back`: most eMMC) the writes of a
+/// durable point may still be only in that cache when the power goes, and
+/// journal blocks may reach the media before the data they order. A device
+/// that says `write through` has no such cache: the kernel sends it no
+/// flush either way, so barriers change nothing there and the check says
+/// so rather than claim a cache the device lacks. `data=writeback` is
+/// judged by `mount-data-mode`.
 fn barrier(f: &Facts) -> Finding {
     let m = match mount(f) {
         Ok(m) => m,
         Err(skip) => return skip,
     };
+    let cache = f.device.as_deref().and_then(|d| machine::write_cache(d).0);
+    judge_barrier(m, cache.as_deref())
+}
+
+/// The judgment of [`barrier`] from the mount and the device's
+/// `queue/write_cache` (`None`: not known).
+fn judge_barrier(m: &MountEntry, cache: Option<&str>) -> Finding {
     let off = options(m)
         .into_iter()
         .find(|o| matches!(*o, "nobarrier" | "barrier=0"));
+    let through = cache == Some("write through");
     match off {
+        Some(o) if through => Finding::pass(
+            o,
+            format!("{o}, but the device has no volatile cache (queue/write_cache: write through): a completed write is on the media, there is nothing to flush"),
+        ),
         Some(o) => Finding::warn(
             o,
-            format!("{o}: fsync no longer flushes the device's write cache, so on a card with a volatile cache a published durable point is not durable"),
+            format!(
+                "{o}: fsync no longer flushes the device's write cache ({}), so a published durable point is not durable",
+                cache.map_or("if it has one".into(), |c| format!("queue/write_cache: {c}"))
+            ),
             format!(
                 "mount with barriers in /etc/fstab (remove {o} for {}; needs a fresh mount)",
                 m.target.display()
             ),
         ),
+        None if through => Finding::pass(
+            "barrier",
+            "the device has no volatile cache (queue/write_cache: write through): a completed write is on the media, and no flush is needed (the kernel sends none)",
+        ),
         None => Finding::pass(
             "barrier",
-            "fsync flushes the device's write cache: a durable point is on the media",
+            format!(
+                "fsync flushes the device's write cache ({}): a durable point is on the media",
+                cache.map_or("if it has one".into(), |c| format!("queue/write_cache: {c}"))
+            ),
         ),
     }
 }
@@ -299,33 +324,67 @@ const FREE_SPACE: Spec = Spec::new(
     "free space for the planned recording",
     free_space,
 );
-/// `free-space`: room for the planned recording, and for its pool.
+/// `free-space`: room for the planned recording, and for its pool; and
+/// the file size an open-ended recording gets here, by the same function
+/// `record` calls (`rtrec_engine::sizing::open_ended_file_size`), so the
+/// two agree on what fits.
 fn free_space(f: &Facts) -> Finding {
     let dir = &f.checked;
-    let planned = f.planned_bytes;
-    let p = format_size(planned);
     match fs::File::open(dir).and_then(rtrec_sys::available_bytes) {
         Err(e) => Finding::skip("?", format!("statvfs failed: {e}")),
-        Ok(a) if a < planned => Finding::fail(
-            format_size(a),
-            format!("less than the planned {p}: the recording would end early"),
+        Ok(a) => free_space_of(a, f.planned_bytes, dir),
+    }
+}
+
+/// [`free_space`]'s verdict for `avail` bytes free.
+fn free_space_of(avail: u64, planned: u64, dir: &std::path::Path) -> Finding {
+    let p = format_size(planned);
+    let files = match rtrec_engine::sizing::open_ended_file_size(avail) {
+        Err(_) => {
+            return Finding::fail(
+                format_size(avail),
+                format!(
+                    "an open-ended `rtrec record` without --file-size refuses here: its files default to a quarter of the free space and at least {}",
+                    format_size(rtrec_engine::sizing::MIN_DEFAULT_FILE_SIZE)
+                ),
+                format!(
+                    "free space in {} or give `rtrec record --file-size` (a file and the next one must fit)",
+                    dir.display()
+                ),
+            )
+        }
+        Ok(s) if s.from == Some(rtrec_engine::SizeFrom::SmallCard) => format!(
+            "open-ended recordings get files of {} (a quarter of the free space)",
+            format_size(s.file_size)
+        ),
+        Ok(s) => format!(
+            "open-ended recordings get files of {}",
+            format_size(s.file_size)
+        ),
+    };
+    if avail < planned {
+        Finding::fail(
+            format_size(avail),
+            format!("less than the planned {p}: the recording would end early; {files}"),
             format!(
                 "free space in {} or plan a smaller recording (--planned)",
                 dir.display()
             ),
-        ),
-        Ok(a) if a < planned.saturating_mul(2) => Finding::warn(
-            format_size(a),
-            format!("enough for {p}, not for a second file pool of the same size"),
+        )
+    } else if avail < planned.saturating_mul(2) {
+        Finding::warn(
+            format_size(avail),
+            format!("enough for {p}, not for a second file pool of the same size; {files}"),
             format!(
                 "free space in {} (`rtrec pool status` shows what the pool holds)",
                 dir.display()
             ),
-        ),
-        Ok(a) => Finding::pass(
-            format_size(a),
-            format!("room for the planned {p} and its pool"),
-        ),
+        )
+    } else {
+        Finding::pass(
+            format_size(avail),
+            format!("room for the planned {p} and its pool; {files}"),
+        )
     }
 }
 
@@ -337,6 +396,27 @@ mod tests {
     fn facts(line: &str) -> Facts {
         let m = rtrec_host::mounts::parse_mounts(line).remove(0);
         Facts::of(&std::env::temp_dir(), Some(m))
+    }
+
+    #[test]
+    fn free_space_fails_where_an_open_ended_recording_would_refuse() {
+        let dir = std::path::Path::new("/data");
+        // The 8 MiB card of issue 31: 5.86 MiB free, 4 MiB planned.
+        let small = free_space_of(6_146_048, 4 << 20, dir);
+        assert_eq!(small.status, Status::Warn, "{small:?}");
+        assert!(small.why.contains("files of 1 MiB"), "{small:?}");
+        let tiny = free_space_of(3 << 20, 1 << 20, dir);
+        assert_eq!(tiny.status, Status::Fail, "{tiny:?}");
+        assert!(
+            tiny.fix
+                .as_deref()
+                .unwrap_or("")
+                .contains("rtrec record --file-size"),
+            "{tiny:?}"
+        );
+        let big = free_space_of(100 << 30, 4 << 30, dir);
+        assert_eq!(big.status, Status::Pass, "{big:?}");
+        assert!(big.why.contains("files of 64 MiB"), "{big:?}");
     }
 
     #[test]
@@ -370,11 +450,43 @@ mod tests {
                 "{line}"
             );
             assert!(c.why.contains("not durable"), "{c:?}");
+            let m = &facts(line).mount.unwrap();
+            let back = judge_barrier(m, Some("write back"));
+            assert_eq!(back.status, Status::Warn);
+            assert!(back.why.contains("write back"), "{back:?}");
+            // A device without a volatile cache gets no flush either way.
+            let through = judge_barrier(m, Some("write through"));
+            assert_eq!(
+                (through.status, through.found.as_str()),
+                (Status::Pass, option)
+            );
+            assert!(through.why.contains("nothing to flush"), "{through:?}");
         }
         let c = barrier(&facts(
             "/dev/mmcblk0p2 /data ext4 rw,noatime,barrier=1 0 0\n",
         ));
         assert_eq!(c.status, Status::Pass);
+    }
+
+    #[test]
+    fn barriers_claim_no_cache_the_device_says_it_lacks() {
+        let m = &facts("/dev/mmcblk0 /card ext4 rw,relatime 0 0\n")
+            .mount
+            .unwrap();
+        let through = judge_barrier(m, Some("write through"));
+        assert_eq!(through.status, Status::Pass);
+        assert!(
+            through.why.contains("no volatile cache")
+                && !through.why.contains("flushes the device's"),
+            "{through:?}"
+        );
+        let back = judge_barrier(m, Some("write back"));
+        assert!(
+            back.why
+                .contains("flushes the device's write cache (queue/write_cache: write back)"),
+            "{back:?}"
+        );
+        assert!(judge_barrier(m, None).why.contains("if it has one"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::Path;
 
+use rtrec_host::machine;
 use rtrec_units::format_size;
 
 use super::verdict::{read_trim, Area, Facts, Finding, Spec};
@@ -247,7 +248,7 @@ fn preempt(_: &Facts) -> Finding {
             "bounded scheduling latency for `rtrec record --rt`",
         );
     }
-    let rt_kernel = "install a PREEMPT_RT kernel (Debian: apt install linux-image-rt-amd64)";
+    let rt_kernel = rt_kernel_fix(std::env::consts::ARCH);
     if !version.contains("PREEMPT_DYNAMIC") {
         let model = if version.contains("PREEMPT") {
             "PREEMPT"
@@ -284,6 +285,24 @@ fn preempt(_: &Facts) -> Finding {
             format!("boot with preempt=full (this kernel switches at boot, no new kernel needed), or {rt_kernel}"),
         ),
     }
+}
+
+/// How to get a PREEMPT_RT kernel on architecture `arch` (Rust's names):
+/// Debian's RT flavour for it (`linux-image-rt-amd64`, `-rt-arm64`, and
+/// `-rt-armmp` for 32-bit ARM), or a sentence that names no package where
+/// Debian has none.
+///
+/// Design choice: the package is named by this program's architecture,
+/// which is the userland's (the one `apt` installs for), not the
+/// kernel's: a 32-bit userland on a 64-bit ARM kernel gets `armmp`.
+fn rt_kernel_fix(arch: &str) -> String {
+    let package = match arch {
+        "x86_64" => "linux-image-rt-amd64",
+        "aarch64" => "linux-image-rt-arm64",
+        "arm" => "linux-image-rt-armmp",
+        _ => return "install a PREEMPT_RT kernel (one built with CONFIG_PREEMPT_RT=y, from the distribution or the board's vendor)".into(),
+    };
+    format!("install a PREEMPT_RT kernel (Debian: apt install {package})")
 }
 
 /// The preemption model of a `PREEMPT_DYNAMIC` kernel and where it was
@@ -404,39 +423,34 @@ fn tracefs(_: &Facts) -> Finding {
     }
 }
 
-/// Whether the CPU says it runs under a hypervisor (the `hypervisor` flag).
-fn under_hypervisor() -> bool {
-    fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
-}
-
 const HYPERVISOR: Spec = Spec::new(GROUP, "hypervisor", "virtual machine", hypervisor);
 /// `hypervisor`: bare metal.
+///
+/// Design choice: a virtual machine is known by what its kernel shows the
+/// guest ([`rtrec_host::machine::MachineSigns::virtual_machine`]): x86's
+/// `hypervisor` CPU flag, which ARM's cpuinfo has no counterpart of, so on
+/// ARM and other device-tree machines also the device tree of qemu's
+/// `virt` board, a Xen guest's `/sys/hypervisor/type`, and DMI naming a
+/// hypervisor's machine (where DMI exists: device-tree boards have none).
+/// Whether qemu runs the guest under KVM or translates it (TCG) the guest
+/// cannot tell; either way its timings are not the board's.
 fn hypervisor(_: &Facts) -> Finding {
-    if !under_hypervisor() {
-        return Finding::pass("bare metal", "no host between the recorder and the CPU");
+    judge_machine(machine::virtual_machine())
+}
+
+/// The judgment of [`hypervisor`] from the evidence of a virtual machine.
+fn judge_machine(evidence: Option<String>) -> Finding {
+    match evidence {
+        None => Finding::pass(
+            "bare metal",
+            "no sign of a host between the recorder and the CPU (CPU flag, device tree, DMI)",
+        ),
+        Some(e) => Finding::warn(
+            e,
+            "a virtual machine: the host's scheduling (or qemu's translation) shows in every latency (never trust one maximum)",
+            "measure on the target hardware",
+        ),
     }
-    let vendor = [
-        read_trim("/sys/hypervisor/type"),
-        read_trim("/sys/class/dmi/id/sys_vendor"),
-        read_trim("/sys/class/dmi/id/product_name"),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|s| !s.is_empty())
-    .collect::<Vec<_>>()
-    .join(" ");
-    Finding::warn(
-        if vendor.is_empty() {
-            "yes".into()
-        } else {
-            vendor
-        },
-        "a virtual machine: the host's scheduling shows in every latency (never trust one maximum)",
-        "measure on the target hardware",
-    )
 }
 
 /// The `cpu` line of `/proc/stat`: (total jiffies, steal jiffies).
@@ -485,7 +499,7 @@ fn steal_time(_: &Facts) -> Finding {
             "the hypervisor takes the CPU away: periods will be late by whole time slices",
             "give the VM dedicated CPUs (pinning) or measure on hardware",
         )
-    } else if under_hypervisor() {
+    } else if machine::virtual_machine().is_some() {
         Finding::pass(found, "the host gives this VM its CPUs for now")
     } else {
         Finding::pass(found, "no hypervisor steals time")
@@ -495,6 +509,7 @@ fn steal_time(_: &Facts) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::verdict::Status;
 
     #[test]
     fn cpu_times_sum_the_first_eight_fields_and_take_steal() {
@@ -536,6 +551,37 @@ mod tests {
         assert_eq!(
             dynamic_preempt_mode("quiet", None, Some("CONFIG_HZ=250")),
             None
+        );
+    }
+
+    #[test]
+    fn the_rt_kernel_package_is_named_by_architecture() {
+        assert!(rt_kernel_fix("x86_64").ends_with("apt install linux-image-rt-amd64)"));
+        assert!(rt_kernel_fix("aarch64").ends_with("apt install linux-image-rt-arm64)"));
+        assert!(rt_kernel_fix("arm").ends_with("apt install linux-image-rt-armmp)"));
+        let other = rt_kernel_fix("riscv64");
+        assert!(
+            other.contains("CONFIG_PREEMPT_RT=y") && !other.contains("apt"),
+            "{other}"
+        );
+    }
+
+    #[test]
+    fn a_virtual_machine_warns_with_its_evidence_and_bare_metal_passes() {
+        let vm = judge_machine(Some(
+            "qemu virt machine (device tree linux,dummy-virt)".into(),
+        ));
+        assert_eq!(
+            (vm.status, vm.found.as_str()),
+            (
+                Status::Warn,
+                "qemu virt machine (device tree linux,dummy-virt)"
+            )
+        );
+        let metal = judge_machine(None);
+        assert_eq!(
+            (metal.status, metal.found.as_str()),
+            (Status::Pass, "bare metal")
         );
     }
 }

@@ -25,6 +25,8 @@ pub struct Finished {
     summary: Summary,
     /// What the recording and the pool hold on disk, its tail given back.
     disk: crate::disk::DiskUse,
+    /// What the recording wrote to the device.
+    written: crate::disk::Written,
     outcome: Outcome,
     rss: Option<Vec<(u64, u64)>>,
     explained: Option<crate::explain::Explanation>,
@@ -69,8 +71,10 @@ pub fn finish(
     };
     p.watchers.stop();
     let disk = crate::disk::finish(&plan.dir, &summary.files, p.writing);
+    let written = p.writes.since(&plan.dir, summary.bytes_written);
     Ok(Finished {
         disk,
+        written,
         summary,
         outcome: ran.outcome,
         rss,
@@ -102,6 +106,7 @@ pub fn report(out: &OutputArgs, baseline: bool, f: &Finished) -> Result<i32> {
             total: f.total,
             ring: (summary.config.mode == Mode::Ring).then_some(&f.ring),
             disk: &f.disk,
+            written: &f.written,
             baseline,
         };
         write_json(path, summary, &extra)?;
@@ -151,6 +156,7 @@ fn print_tables(f: &Finished, json_on_stdout: bool) {
         say(&line);
     }
     say(&f.disk.lines());
+    say(&f.written.line());
     if let Some(d) = &f.device {
         say(&d.line());
     }

@@ -1,5 +1,6 @@
 //! `record`'s flight-recorder flags — the spans kept before and recorded
-//! after a trigger, the window's bound in bytes, the trigger sources —
+//! after a trigger, the window's bound in bytes, the trigger sources, the
+//! events kept —
 //! and their part of the plan ([`FlightArgs::apply`]): the engine's
 //! flight configuration and the [`TriggerSources`] the recording listens
 //! to.
@@ -38,6 +39,10 @@ pub struct FlightArgs {
     /// Flight recorder: trigger every DURATION (synthetic faults, for trying it out).
     #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
     pub trigger_every: Option<Duration>,
+
+    /// Flight recorder: keep the newest N event recordings of this recorder; older ones are retired (recycled into the pool, or deleted) when a new event starts. Events are never retired by --keep, --keep-files or --keep-for.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub keep_events: Option<u32>,
 }
 
 /// The trigger sources a flight recording listens to, besides SIGUSR1 and
@@ -84,6 +89,10 @@ impl FlightArgs {
         if !asked && (t.stdin || t.sigusr1 || t.every_ns.is_some()) {
             return usage("triggers need the flight recorder: give --pre and --post");
         }
+        if self.keep_events.is_some() && !asked {
+            return usage("--keep-events keeps flight-recorder events: give --pre and --post");
+        }
+        cfg.retention.keep_events = self.keep_events.unwrap_or(0);
         if asked {
             cfg.flight = Some(FlightConfig {
                 pre_ns: self.pre.unwrap_or(DEFAULT_PRE).ns(),

@@ -32,6 +32,8 @@ pub struct Extra<'a> {
     pub ring: Option<&'a RingSizing>,
     /// What the recording and the pool hold on disk.
     pub disk: &'a crate::disk::DiskUse,
+    /// What the recording wrote to the device.
+    pub written: &'a crate::disk::Written,
     /// `--explain-baseline`: nothing was recorded.
     pub baseline: bool,
 }
@@ -48,6 +50,7 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
         total,
         ring,
         disk,
+        written,
         baseline,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
@@ -68,6 +71,9 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
     r.total_records = total.map(|t| t.records);
     r.ring = ring.map(serde_json::to_value).transpose()?;
     r.disk = Some(disk.json());
+    r.device_bytes_written = written.device_bytes;
+    r.process_write_bytes = written.process_bytes;
+    r.write_amplification = written.amplification;
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

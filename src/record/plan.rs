@@ -42,6 +42,10 @@ pub struct RecordArgs {
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
+    /// First close what an earlier run left interrupted in the directory, as `rtrec recover DIR` does (one line per recording closed), then record: for a service's start (docs/unattended.md).
+    #[arg(long)]
+    pub recover_first: bool,
+
     /// What is recorded and how much.
     #[command(flatten)]
     pub source: SourceArgs,

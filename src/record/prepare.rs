@@ -1,6 +1,6 @@
 //! Stage two of a recording: everything it needs before its first record,
 //! each step a function — the directory, signal handlers, trigger
-//! sources, a crashed recording moved back, the cgroup and the recorder
+//! sources, `--recover-first`, a crashed recording moved back, the cgroup and the recorder
 //! itself, tracing, the threads that watch it, and last the real-time
 //! settings of the calling thread.
 
@@ -10,6 +10,7 @@ use rtrec_engine::{rt, Alloc, Mode, Recorder};
 
 use super::plan::{Plan, RecordArgs};
 use super::ring::ring_warnings;
+use super::storage::switch_warning;
 use super::watch::Watchers;
 use crate::error::{Context, Error, Result};
 use crate::signals;
@@ -30,6 +31,8 @@ pub struct Prepared {
     pub tracing: Option<crate::explain::Tracing>,
     /// The progress bar, the status file, the memory samples.
     pub watchers: Watchers,
+    /// The write counters before the recorder was created.
+    pub writes: crate::disk::Writes,
 }
 
 /// Stage two (see the module docs). Nothing has been recorded if it
@@ -49,8 +52,16 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
         eprintln!("rtrec: warning: {w}");
     }
     listen_for_triggers(plan)?;
+    if a.recover_first {
+        recover_first(plan)?;
+    }
     recover_crashed(plan)?;
+    // Before the recorder: its first file and the pool's work count.
+    let writes = crate::disk::Writes::start(&plan.dir);
     let (rec, isolation) = create(a, plan)?;
+    if let Some(w) = switch_warning(rec.config(), plan.source.period_ns(), plan.source.count) {
+        eprintln!("rtrec: warning: {w}");
+    }
     // A pooled recording says it is writing here (see crate::disk).
     let writing = (plan.cfg.alloc == Alloc::Pool)
         .then(|| rtrec_engine::pool::WritersLock::take(&plan.dir))
@@ -75,6 +86,7 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
         isolation,
         tracing,
         watchers,
+        writes,
     })
 }
 
@@ -115,6 +127,18 @@ fn listen_for_triggers(plan: &Plan) -> Result<()> {
 }
 
 /// A recording a crash left in the pool goes back first, and is named.
+/// `--recover-first`: `rtrec recover` on the directory, its lines on
+/// stderr (nothing when there was nothing to recover).
+fn recover_first(plan: &Plan) -> Result<()> {
+    let rec = crate::recover::recover(&plan.dir)?;
+    if !rec.nothing_done() || !rec.left_alone.is_empty() {
+        for line in crate::recover::lines(&plan.dir, &rec) {
+            eprintln!("rtrec: recover: {line}");
+        }
+    }
+    Ok(())
+}
+
 fn recover_crashed(plan: &Plan) -> Result<()> {
     if plan.cfg.alloc != Alloc::Pool {
         return Ok(());
@@ -138,9 +162,8 @@ fn create(a: &RecordArgs, plan: &Plan) -> Result<(Recorder, Option<crate::isolat
     if let Some(i) = isolation.as_mut() {
         i.before_create();
     }
-    let cfg = a.storage.pool_sized(&plan.cfg, &plan.dir)?;
     // Nothing has been recorded if this fails: exit 2, as for bad input.
-    let created = Recorder::create(&plan.dir, cfg);
+    let created = Recorder::create(&plan.dir, plan.cfg.clone());
     if let Some(i) = &isolation {
         i.after_create(plan.cfg.mode == Mode::Inline);
     }

@@ -1,10 +1,10 @@
 //! `record`'s storage flags — how records are laid out and written to
 //! files and made durable: allocation, back-end, flushing, file size and
-//! layout, the pool — their part of the engine's configuration
-//! ([`StorageArgs::apply`]), and the one file-size rule of a pooled
-//! recording ([`StorageArgs::pool_sized`]).
-
-use std::path::Path;
+//! layout, the pool, a loop recording's disk budget — their part of the
+//! engine's configuration ([`StorageArgs::apply`]). The file size's rule
+//! (given, the pool's, the open-ended default fitted to the free space, a
+//! known length's exact need) is the engine's (`rtrec_engine::sizing`), so
+//! the C API follows it too.
 
 use clap::Args;
 use rtrec_engine::{
@@ -13,8 +13,6 @@ use rtrec_engine::{
 };
 use rtrec_units::format_size;
 use rtrec_units::value::{Duration, Size};
-
-use crate::error::{usage, Result};
 
 /// How records are stored.
 #[derive(Debug, Args)]
@@ -54,7 +52,7 @@ pub struct StorageArgs {
     #[arg(long, value_parser = rtrec_units::value::interval_or_zero, default_value_t = Duration::from_ns(DEFAULT_SYNC_EVERY_NS), value_name = "DURATION")]
     pub sync_every: Duration,
 
-    /// Bytes per file [default: with --alloc pool, the size of the directory's pool when it has one (its prepared files are used, never thrown away); else enough for the whole recording when its length is known, else 64MiB]. Giving it resizes a pool of another size.
+    /// Bytes per file [default: a recording of known length (--count, --total, --duration with records of one size): exactly its need, in one file (a pool file when one is ready and large enough; the pool is never resized by it); else the directory's pool's size when a person set it (--file-size, pool prepare) or files of it are ready; else 64MiB, or a quarter of the free space when less (at least 1MiB)]. Giving it sets the pool's size (a pool of another size is resized).
     #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub file_size: Option<Size>,
 
@@ -85,6 +83,18 @@ pub struct StorageArgs {
     /// Top the pool up while recording, on a nice-19 idle-I/O thread.
     #[arg(long)]
     pub refill_while_recording: bool,
+
+    /// Loop recording: keep the directory's finished recordings within SIZE (the newest max(1, SIZE / file size) files' worth); older files, the directory's earlier closed recordings first, are retired at the start and at each file switch (recycled into the pool, or deleted). Disk use stays within SIZE + one file + the pool's spare files (docs/unattended.md).
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
+    pub keep: Option<Size>,
+
+    /// Loop recording: keep at most N finished files (with --keep or --keep-for, the strictest limit wins).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub keep_files: Option<u32>,
+
+    /// Loop recording: retire a finished file once its last record is older than DURATION (e.g. 7d; checked at each file switch, so a file lives at most DURATION + one file's span).
+    #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
+    pub keep_for: Option<Duration>,
 }
 
 impl StorageArgs {
@@ -116,35 +126,39 @@ impl StorageArgs {
         cfg.pool.on_empty = self.on_pool_empty;
         cfg.pool.refill_on_finish = !self.no_refill;
         cfg.pool.refill_while_recording = self.refill_while_recording;
+        cfg.retention.keep_bytes = self.keep.map_or(0, Size::bytes);
+        cfg.retention.keep_files = self.keep_files.unwrap_or(0);
+        cfg.retention.keep_for_ns = self.keep_for.map_or(0, Duration::ns);
     }
+}
 
-    /// The one file-size rule of a pooled recording: without
-    /// `--file-size`, a recording in a directory that has a pool takes the
-    /// pool's file size and rotates through its files as it needs more, so
-    /// a prepared pool is never thrown away by a default (the workload's
-    /// size would differ from the pool's, and the pool would be resized:
-    /// its prepared files deleted and a new one allocated on the
-    /// recording's first file). `--file-size` still resizes the pool, and
-    /// says so.
-    ///
-    /// # Errors
-    /// The pool's files cannot hold one record: one sentence naming both
-    /// fixes.
-    pub fn pool_sized(&self, cfg: &Config, dir: &Path) -> Result<Config> {
-        let mut cfg = cfg.clone();
-        if self.file_size.is_some() || cfg.alloc != Alloc::Pool {
-            return Ok(cfg);
-        }
-        if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(dir) {
-            cfg.file_size = pool.file_size();
-            if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
-                return usage(format!(
-                    "the pool's files ({}) cannot hold a record of {}; give --file-size (the pool is resized) or prepare the pool with larger files",
-                    format_size(cfg.file_size),
-                    format_size(cfg.max_record as u64)
-                ));
-            }
-        }
-        Ok(cfg)
+/// The warning of a recording whose files, at the expected rate, would
+/// last less than a second (`rtrec_engine::sizing::MIN_FILE_SPAN_NS`):
+/// `cfg` as created (its file size chosen), one record every `period_ns`
+/// (`None`: the rate is unknown, no warning), `count` records in all when
+/// known (a recording that fits in one file never switches).
+pub fn switch_warning(cfg: &Config, period_ns: Option<u64>, count: Option<u64>) -> Option<String> {
+    let stored = cfg.stored_len(cfg.max_record);
+    let usable = cfg.usable_file_bytes();
+    let span = rtrec_engine::sizing::file_span_ns(usable, stored, period_ns)?;
+    let per_file = (usable / stored.max(1)).max(1);
+    if span >= rtrec_engine::sizing::MIN_FILE_SPAN_NS || count.is_some_and(|n| n <= per_file) {
+        return None;
     }
+    // A second's records, with the file's header and reserved tail, in
+    // whole MiB: a size the command line reads back.
+    let period = period_ns.unwrap_or(1);
+    let second = rtrec_engine::sizing::MIN_FILE_SPAN_NS.div_ceil(period);
+    let overhead = cfg.file_size - usable + rtrec_engine::format::HEADER_LEN as u64;
+    let mib = second
+        .saturating_mul(stored)
+        .saturating_add(overhead)
+        .div_ceil(rtrec_engine::MIB);
+    Some(format!(
+        "files of {} hold {per_file} record(s) of {}: at one every {} the recording switches files every {}, more often than once a second; give a larger --file-size (--file-size {mib}MiB holds a second)",
+        format_size(cfg.file_size),
+        format_size(cfg.max_record as u64),
+        rtrec_units::format_duration(period),
+        rtrec_units::format_duration(span)
+    ))
 }

@@ -3,7 +3,9 @@
 //! the latency table, and a line each for the pool, the flight recorder
 //! and the flush thread. One function per part, in the order printed.
 
-use rtrec_engine::{Alloc, FlightStats, LatencySummary, Mode, OnFull, Summary};
+use rtrec_engine::{
+    Alloc, FileSizing, FlightStats, LatencySummary, Mode, OnFull, SizeFrom, Summary,
+};
 use rtrec_units::{format_duration, format_size};
 
 /// Prints the summary table, on stderr when `to_stderr` (the JSON goes to
@@ -11,6 +13,9 @@ use rtrec_units::{format_duration, format_size};
 pub fn print_summary(s: &Summary, to_stderr: bool) {
     let mut out = recorded_line(s);
     out += &strategies_line(s);
+    if let Some(f) = &s.file_sizing {
+        out += &files_line(f);
+    }
     out += &counts_lines(s);
     out += &drops_line(s);
     if s.config.mode == Mode::Ring {
@@ -19,6 +24,9 @@ pub fn print_summary(s: &Summary, to_stderr: bool) {
     out += &latency_table(s);
     if s.config.alloc == Alloc::Pool {
         out += &pool_line(s);
+    }
+    if s.retired_files > 0 || s.config.retention.loops() {
+        out += &retired_line(s);
     }
     if let Some(f) = &s.flight {
         out += &flight_lines(f, s.records_offered);
@@ -72,6 +80,25 @@ fn strategies_line(s: &Summary) -> String {
             }
         }
     )
+}
+
+/// The files' size and why (`rtrec_engine::sizing`'s rule).
+fn files_line(f: &FileSizing) -> String {
+    let size = format_size(f.file_size);
+    let why = match (f.pool, f.from) {
+        (true, Some(from)) => format!("the pool's size, set by {}", from.name()),
+        (true, None) => "the pool's size, set by an older rtrec".to_string(),
+        (false, Some(SizeFrom::SmallCard)) => format!(
+            "small card: a quarter of the {} free, in whole MiB; --file-size sets another",
+            format_size(f.free_bytes.unwrap_or(0))
+        ),
+        (false, Some(SizeFrom::Default)) => {
+            "the default for a recording of open-ended length; --file-size sets another".into()
+        }
+        (false, Some(SizeFrom::KnownLength)) => "exactly what the recording's length needs".into(),
+        (false, _) => "--file-size".into(),
+    };
+    format!("files: {size} each ({why})\n")
 }
 
 /// One row of the latency table: its name and the six figures (`-` when
@@ -172,6 +199,36 @@ fn latency_table(s: &Summary) -> String {
     out += &(row("record()", &s.record_ns) + "\n");
     out += &(row("lateness", &s.lateness_ns) + "\n");
     out
+}
+
+/// What a loop recording (or `--keep-events`) retired: the files and
+/// bytes, the records below which everything was retired, the events.
+fn retired_line(s: &Summary) -> String {
+    let seq = if s.retired_seq_to > 0 {
+        format!(", sequence 0..{}", s.retired_seq_to - 1)
+    } else {
+        String::new()
+    };
+    let events = if s.retired_events > 0 {
+        format!(", {} flight-recorder event(s)", s.retired_events)
+    } else {
+        String::new()
+    };
+    let earlier = if s.retired_earlier_files > 0 {
+        format!(
+            "; {} file(s) ({}) of earlier recordings, for the directory's budget",
+            s.retired_earlier_files,
+            format_size(s.retired_earlier_bytes)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}\n",
+        s.retired_files,
+        format_size(s.retired_bytes),
+        s.files.len()
+    )
 }
 
 /// What the pool gave and what its refill holds.

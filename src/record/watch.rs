@@ -1,7 +1,9 @@
 //! The threads that watch a recording from beside it, each reading the
 //! engine's live counters: the progress bar on a terminal, `--status FILE`
-//! (written by [`crate::status`]), and the flight recorder's
-//! resident-memory samples.
+//! (written by [`crate::status`]), the flight recorder's
+//! resident-memory samples, and systemd's notifications
+//! ([`crate::notify`]: `READY=1`, `WATCHDOG=1` while the writer makes
+//! progress, `STOPPING=1`).
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +25,8 @@ pub struct Watchers {
     progress: Option<std::thread::JoinHandle<()>>,
     status: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     rss: Option<RssMonitor>,
+    /// systemd's notifications under `$NOTIFY_SOCKET` ([`crate::notify`]).
+    notify: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The resident-memory sampler: its stop flag, and the thread that returns
@@ -48,12 +52,14 @@ impl Watchers {
             };
             crate::status::spawn(path, labels, live.clone(), done.clone())
         });
+        let notify = crate::notify::spawn(live.clone(), done.clone());
         let rss = plan.cfg.flight.is_some().then(|| spawn_rss_monitor(live));
         Watchers {
             done,
             progress,
             status,
             rss,
+            notify,
         }
     }
 
@@ -70,6 +76,11 @@ impl Watchers {
     /// true, what the summary says).
     pub fn stop(self) {
         self.done.store(true, Ordering::Release);
+        // The pings end before STOPPING=1 is sent: it is the last word.
+        if let Some(n) = self.notify {
+            let _ = n.join();
+        }
+        crate::notify::stopping();
         if let Some(p) = self.progress {
             let _ = p.join();
         }
@@ -114,6 +125,7 @@ fn spawn_progress(
     done: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        #[cfg(feature = "progress-bar")]
         let bar = match total {
             Some(t) => indicatif::ProgressBar::new(t).with_style(
                 indicatif::ProgressStyle::with_template(
@@ -126,11 +138,12 @@ fn spawn_progress(
                     .expect("valid template"),
             ),
         };
+        #[cfg(not(feature = "progress-bar"))]
+        let mut line = crate::progress::Line::default();
         while !done.load(Ordering::Acquire) {
             let w = live.records_written.load(Ordering::Relaxed);
-            bar.set_position(w);
             let events = live.events.load(Ordering::Relaxed);
-            bar.set_message(format!(
+            let msg = format!(
                 "written | {} queued, durable to {} | {} | max write {} | {} dropped{}",
                 live.records_queued.load(Ordering::Relaxed),
                 live.durable_seq.load(Ordering::Relaxed),
@@ -142,9 +155,22 @@ fn spawn_progress(
                 } else {
                     String::new()
                 }
-            ));
+            );
+            #[cfg(feature = "progress-bar")]
+            {
+                bar.set_position(w);
+                bar.set_message(msg);
+            }
+            #[cfg(not(feature = "progress-bar"))]
+            line.show(&match total {
+                Some(t) => format!("{w}/{t} records {msg}"),
+                None => format!("{w} records {msg}"),
+            });
             std::thread::sleep(Duration::from_millis(200));
         }
+        #[cfg(feature = "progress-bar")]
         bar.finish_and_clear();
+        #[cfg(not(feature = "progress-bar"))]
+        line.finish();
     })
 }

@@ -365,6 +365,7 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         l
     };
     let summary = Summary {
+        file_sizing: None,
         config: Config::default(),
         complete: true,
         abort_reason: None,
@@ -385,6 +386,12 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         flush: Default::default(),
         writer_cpu_ns: Some(40_000_000),
         pool: Default::default(),
+        retired_files: 0,
+        retired_bytes: 0,
+        retired_seq_to: 0,
+        retired_events: 0,
+        retired_earlier_files: 0,
+        retired_earlier_bytes: 0,
         flight: None,
         triggers: 0,
         ring_waits: 0,

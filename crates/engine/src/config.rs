@@ -12,7 +12,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
-use crate::format::{framed_len, packed_len, FLAG_LINES, MAX_PAYLOAD};
+use crate::format::{framed_len, packed_len, FLAG_LINES, FLAG_LOOP, MAX_PAYLOAD};
 use crate::io;
 pub use crate::io::{DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH};
 use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
@@ -87,6 +87,62 @@ impl Default for FlightConfig {
     }
 }
 
+/// A loop recording's disk budget and a flight recorder's event limit
+/// (`rtrec record --keep`, `--keep-files`, `--keep-for`, `--keep-events`;
+/// see `docs/unattended.md`, "Disk budget"). 0 in a field: that limit is
+/// not set. Several limits may be set: the strictest wins.
+///
+/// Design choices: the limits are checked at a file switch only, by the
+/// writer, which hands the files it retires to a background thread
+/// (recycled into the pool when the recording uses one and it is below
+/// its target, else deleted); so a file lives at most `keep_for_ns` plus
+/// one file's span, and the recording's files take at most the budget
+/// plus the file being written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Keep the recording's finished files within this many bytes:
+    /// `max(1, keep_bytes / file_size)` files.
+    #[serde(default)]
+    pub keep_bytes: u64,
+    /// Keep at most this many finished files.
+    #[serde(default)]
+    pub keep_files: u32,
+    /// Retire a finished file once its last record is older than this, ns.
+    #[serde(default)]
+    pub keep_for_ns: u64,
+    /// Flight recorder: keep the newest this many event recordings; older
+    /// ones are retired when a new event starts. Events are never retired
+    /// by the continuous loop.
+    #[serde(default)]
+    pub keep_events: u32,
+}
+
+impl Retention {
+    /// True when no limit is set (left out of the configuration's JSON,
+    /// so the digests of earlier configurations hold).
+    pub fn is_off(&self) -> bool {
+        *self == Retention::default()
+    }
+
+    /// True when the continuous recording is a loop: a size, count or age
+    /// limit is set.
+    pub fn loops(&self) -> bool {
+        self.keep_bytes > 0 || self.keep_files > 0 || self.keep_for_ns > 0
+    }
+
+    /// How many finished files a loop keeps with files of `file_size`
+    /// bytes (the strictest of `keep_bytes` and `keep_files`, at least 1);
+    /// `None` when neither is set (an age limit alone, or no loop).
+    pub fn kept_files(&self, file_size: u64) -> Option<u64> {
+        let by_size = (self.keep_bytes > 0).then(|| (self.keep_bytes / file_size.max(1)).max(1));
+        let by_count = (self.keep_files > 0).then_some(self.keep_files as u64);
+        match (by_size, by_count) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// Real-time options (all opt-in).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RtConfig {
@@ -133,6 +189,14 @@ pub struct Config {
     /// Maximum bytes per file (pre-allocation size); a recording that grows
     /// past it continues in the next file.
     pub file_size: u64,
+    /// How `file_size` was decided, which says what the recording may do
+    /// to a directory's pool (`crate::sizing`'s rules): given (the
+    /// default for a configuration built with a size), the open-ended
+    /// default (fitted to the free space when the recorder is created), or
+    /// a known length's exact need. Set by [`Config::settle`] for a
+    /// `file_size` it sizes. Not part of the stored configuration.
+    #[serde(skip)]
+    pub file_size_basis: sizing::FileSizeBasis,
     /// Largest record accepted by `record()`.
     pub max_record: usize,
     /// Capacity of the producer-to-writer ring in bytes (ring mode).
@@ -198,6 +262,10 @@ pub struct Config {
         skip_serializing_if = "is_default_io_depth"
     )]
     pub io_depth: u32,
+    /// A loop recording's disk budget and the flight recorder's event
+    /// limit ([`Retention`]); left out of the JSON when no limit is set.
+    #[serde(default, skip_serializing_if = "Retention::is_off")]
+    pub retention: Retention,
 }
 
 /// An open `trace_marker` file: [`TraceMarker::mark`] writes one short
@@ -272,6 +340,7 @@ impl Default for Config {
             sync_every_ns: DEFAULT_SYNC_EVERY_NS,
             framing: Framing::Framed,
             file_size: sizing::DEFAULT_FILE_SIZE,
+            file_size_basis: sizing::FileSizeBasis::Given,
             max_record: MIB as usize,
             ring_bytes: sizing::DEFAULT_RING_BYTES,
             on_full: OnFull::Drop,
@@ -288,6 +357,7 @@ impl Default for Config {
             io: Io::Buffered,
             io_block: DEFAULT_IO_BLOCK,
             io_depth: DEFAULT_IO_DEPTH,
+            retention: Retention::default(),
         }
     }
 }
@@ -352,11 +422,9 @@ impl Config {
     /// The flags every file header of this configuration starts with (the
     /// pool adds its own when it hands a file over).
     pub(crate) fn header_flags(&self) -> u32 {
-        if self.lines {
-            FLAG_LINES
-        } else {
-            0
-        }
+        let lines = if self.lines { FLAG_LINES } else { 0 };
+        let looped = if self.retention.loops() { FLAG_LOOP } else { 0 };
+        lines | looped
     }
 
     /// The most bytes a record of `len` can take in the file (packed: a
@@ -451,6 +519,7 @@ impl Config {
                 return Err(ConfigError::WindowTooSmall(f.pre_bytes));
             }
         }
+        self.check_retention()?;
         if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
             return Err(ConfigError::BadPollInterval);
         }
@@ -458,6 +527,23 @@ impl Config {
             return Err(ConfigError::BadMaxLatency);
         }
         io::check(&io::Settings::from(self))?;
+        Ok(())
+    }
+
+    /// [`Config::validate`]'s rules of [`Retention`]: a loop needs frames
+    /// and is not the flight recorder's (events have `keep_events`), which
+    /// needs the flight recorder.
+    fn check_retention(&self) -> Result<(), ConfigError> {
+        let r = &self.retention;
+        if r.loops() && self.flight.is_some() {
+            return Err(ConfigError::LoopInFlight);
+        }
+        if r.loops() && !self.framing.has_frames() {
+            return Err(ConfigError::LoopNeedsFraming);
+        }
+        if r.keep_events > 0 && self.flight.is_none() {
+            return Err(ConfigError::KeepEventsNeedsFlight);
+        }
         Ok(())
     }
 
@@ -530,6 +616,47 @@ mod tests {
             c.validate(),
             Err(ConfigError::RecordOverFile { .. })
         ));
+    }
+
+    #[test]
+    fn the_strictest_limit_wins_and_a_loop_needs_frames_and_no_flight() {
+        let r = Retention {
+            keep_bytes: 10 << 20,
+            keep_files: 3,
+            ..Retention::default()
+        };
+        assert_eq!(r.kept_files(1 << 20), Some(3));
+        assert_eq!(r.kept_files(4 << 20), Some(2));
+        assert_eq!(r.kept_files(64 << 20), Some(1));
+        let age = Retention {
+            keep_for_ns: 1,
+            ..Retention::default()
+        };
+        assert_eq!(age.kept_files(1), None);
+        assert!(age.loops());
+        let mut c = Config {
+            retention: r,
+            ..Config::default()
+        };
+        c.validate().unwrap();
+        assert_ne!(c.header_flags() & FLAG_LOOP, 0);
+        c.framing = Framing::Raw;
+        c.alloc = Alloc::Zero;
+        assert_eq!(c.validate(), Err(ConfigError::LoopNeedsFraming));
+        c.framing = Framing::Framed;
+        c.flight = Some(FlightConfig::default());
+        assert_eq!(c.validate(), Err(ConfigError::LoopInFlight));
+        c.retention = Retention {
+            keep_events: 2,
+            ..Retention::default()
+        };
+        c.validate().unwrap();
+        c.flight = None;
+        assert_eq!(c.validate(), Err(ConfigError::KeepEventsNeedsFlight));
+        // No limit: the JSON (and so the digest) is as before.
+        assert!(!serde_json::to_string(&Config::default())
+            .unwrap()
+            .contains("retention"));
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The pre-allocation does not fit on the filesystem.
-    #[error("not enough space in '{}': a file of {need} bytes is needed, {avail} bytes are available", dir.display())]
+    #[error("not enough space in '{}': a file of {} is needed, {} free; a smaller --file-size (the C API's file_size) may fit", dir.display(), rtrec_units::format_size(*need), rtrec_units::format_size(*avail))]
     NoSpace {
         /// Directory of the recording.
         dir: PathBuf,
@@ -46,6 +46,18 @@ pub enum Error {
         need: u64,
         /// Bytes available.
         avail: u64,
+    },
+    /// An open-ended recording's default file size
+    /// ([`crate::sizing::open_ended_file_size`]) does not fit: a quarter
+    /// of the free space is less than the 1 MiB minimum.
+    #[error("'{}' has {} free: an open-ended recording's files default to a quarter of the free space and at least {}; give --file-size (the C API's file_size) with a size that fits, or free some space", dir.display(), rtrec_units::format_size(*free_bytes), rtrec_units::format_size(*min_file_bytes))]
+    NoRoomForDefault {
+        /// Directory of the recording.
+        dir: PathBuf,
+        /// Its file system's free space, bytes.
+        free_bytes: u64,
+        /// The smallest default file, bytes.
+        min_file_bytes: u64,
     },
     /// A system call failed.
     #[error("{action} '{}': {source}", path.display())]
@@ -88,7 +100,11 @@ impl Error {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            Error::Usage(_) | Error::Path { .. } | Error::Config(_) | Error::NoSpace { .. }
+            Error::Usage(_)
+                | Error::Path { .. }
+                | Error::Config(_)
+                | Error::NoSpace { .. }
+                | Error::NoRoomForDefault { .. }
         )
     }
 
@@ -98,7 +114,7 @@ impl Error {
     /// configuration and internal errors (a C caller maps those itself).
     pub fn errno(&self) -> Option<i32> {
         match self {
-            Error::NoSpace { .. } => Some(libc::ENOSPC),
+            Error::NoSpace { .. } | Error::NoRoomForDefault { .. } => Some(libc::ENOSPC),
             Error::Path { errno, .. } => Some(*errno),
             Error::Io { source, .. } => source.raw_os_error(),
             _ => None,
@@ -174,6 +190,17 @@ pub enum ConfigError {
         /// The rule's sentence: what to change.
         reason: String,
     },
+    /// A loop recording (`keep_bytes`, `keep_files`, `keep_for_ns`) with
+    /// raw files: a raw file has no header to say it belongs to a loop.
+    #[error("a loop recording (--keep, --keep-files, --keep-for) needs framed or packed files (raw files cannot say what was retired)")]
+    LoopNeedsFraming,
+    /// A continuous loop's limits with the flight recorder, whose event
+    /// recordings have their own (`keep_events`).
+    #[error("the flight recorder's event files are kept by --keep-events, not by --keep, --keep-files or --keep-for")]
+    LoopInFlight,
+    /// `keep_events` without the flight recorder.
+    #[error("--keep-events keeps flight-recorder events: it needs the flight recorder")]
+    KeepEventsNeedsFlight,
     /// A packed frame's maximum latency outside 1 ns .. 60 s.
     #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
     BadMaxLatency,

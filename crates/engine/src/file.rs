@@ -43,12 +43,21 @@ pub(crate) fn file_name(base: &str, index: u32, framing: Framing) -> String {
 /// created with `O_EXCL` before any file of the recording and removed when
 /// this is dropped (the recording has ended, or failed to start). While it
 /// exists no other recorder, in this process or another, picks `BASE`;
-/// after it, the recording's own files keep the name taken. A crash leaves
-/// the hidden file behind: that name is then skipped, nothing else.
+/// after it, the recording's own files keep the name taken.
+///
+/// The claim also says the recording is alive: its owner holds an
+/// exclusive `flock` on it for the recording's whole life, which the
+/// kernel releases however the owner dies. `rtrec recover` closes only the
+/// recordings whose claim is gone or can be locked (`crate::recovery`), and
+/// removes such a dead claim; a crash leaves the hidden file behind until
+/// then (its name is skipped, nothing else).
 #[derive(Debug)]
 pub(crate) struct NameClaim {
     dir: PathBuf,
     file: String,
+    /// The claim file, locked; closed (the lock released) after `Drop`
+    /// removed the name.
+    _lock: File,
 }
 
 impl Drop for NameClaim {
@@ -64,10 +73,18 @@ fn claim_name(base: &str) -> String {
     format!(".{base}-name.lock")
 }
 
+/// The recording base a claim file's name claims (`.BASE-name.lock`);
+/// `None` for any other name.
+pub(crate) fn claimed_base(name: &str) -> Option<&str> {
+    name.strip_prefix('.')?
+        .strip_suffix("-name.lock")
+        .filter(|b| !b.is_empty())
+}
+
 /// Whether directory entry `name` belongs to recording `base`: its files
 /// (`BASE-NNNN.rtr`, events `BASE-evNNNNN-NNNN.rtr`), its hidden files
 /// (temporary names, the append reserve, the claim) and its sidecar.
-fn belongs_to(name: &str, base: &str) -> bool {
+pub(crate) fn belongs_to(name: &str, base: &str) -> bool {
     let name = name.strip_prefix('.').unwrap_or(name);
     name.strip_prefix(base)
         .is_some_and(|rest| rest.starts_with('-') || rest == ".meta.json")
@@ -108,8 +125,8 @@ pub(crate) fn claim_recording_base(dir: &Path, cfg: &Config) -> Result<(String, 
             continue;
         }
         let claim = claim_name(&base);
-        match d.create_excl(&claim, 0o600) {
-            Ok(_) => {}
+        let file = match d.create_excl(&claim, 0o600) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
                 return Err(Error::path(
@@ -117,10 +134,19 @@ pub(crate) fn claim_recording_base(dir: &Path, cfg: &Config) -> Result<(String, 
                     &e,
                 ))
             }
+        };
+        // Between the create and the lock a `rtrec recover` may lock the
+        // claim first and take it for a dead one: it removes it then, so
+        // the name is left to it (not removed by us) and another is picked.
+        let locked = sys::lock_exclusive(&file, false)
+            .map_err(|e| Error::io("locking", &d.join(&claim), e))?;
+        if !locked || sys::file_info(&file).map_or(true, |i| i.nlink == 0) {
+            continue;
         }
         let guard = NameClaim {
             dir: dir.to_path_buf(),
             file: claim.clone(),
+            _lock: file,
         };
         // A recorder that listed the directory before our claim existed,
         // and ended before we created it, left its files: look again.
@@ -452,8 +478,18 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 8, "{names:?}");
-        // A live claim keeps its name taken; dropped, it leaves nothing.
+        // A live claim keeps its name taken, and its lock says its owner
+        // lives (`rtrec recover` cannot take it); dropped, it leaves nothing.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 8);
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            assert!(claimed_base(&name).is_some(), "{name}");
+            let f = File::open(dir.path().join(&name)).unwrap();
+            assert!(
+                !sys::lock_exclusive(&f, false).unwrap(),
+                "{name} is not locked"
+            );
+        }
         drop(bases);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }

@@ -10,7 +10,7 @@
 //!   0  magic        8  b"RTREC\0\r\n"
 //!   8  version      2  FORMAT_VERSION
 //!  10  header_len   2  72
-//!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES | FLAG_OPEN
+//!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES | FLAG_OPEN | FLAG_LOOP
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
@@ -24,7 +24,7 @@
 //! frame header (40 bytes) followed by `len` payload bytes
 //!   0  magic        4  b"RFRM"
 //!   4  gen          4  low 32 bits of the file's generation
-//!   8  kind         2  1 data, 2 loss, 3 end, 4 trigger, 5 packed
+//!   8  kind         2  1 data, 2 loss, 3 end, 4 trigger, 5 packed, 6 retired
 //!  10  flags        2  reserved, 0
 //!  12  len          4  payload length
 //!  16  seq          8  record sequence number (data; packed: the first one), next sequence (others)
@@ -69,14 +69,21 @@ use std::fmt;
 pub const FILE_MAGIC: [u8; 8] = *b"RTREC\0\r\n";
 /// Bytes that open every frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"RFRM";
-/// Current format version. Version 4 added the durable mark ([`FLAG_OPEN`]:
-/// while recording, `valid_len` is the offset the last completed sync made
-/// durable); version 3 added packed frames and the trigger's wall-clock
-/// time. Version 3 files are still read (as version 4 files without a mark:
-/// the layout is the same). Older versions (1: no recording id, no frame
-/// chain; 2: no packed frames) are not read: their files get one sentence
-/// naming both versions.
-pub const FORMAT_VERSION: u16 = 4;
+/// The newest format version, read and written. Version 5 added loop
+/// recordings ([`FLAG_LOOP`], [`FrameKind::Retired`]) and is written ONLY
+/// for them: every other recording is still written as
+/// [`PLAIN_FORMAT_VERSION`] (4), so older readers keep reading it
+/// ([`FileHeader::version`]). Version 4 added the durable mark
+/// ([`FLAG_OPEN`]: while recording, `valid_len` is the offset the last
+/// completed sync made durable); version 3 added packed frames and the
+/// trigger's wall-clock time. Version 3 files are still read (as version 4
+/// files without a mark: the layout is the same). Older versions (1: no
+/// recording id, no frame chain; 2: no packed frames) are not read: their
+/// files get one sentence naming both versions.
+pub const FORMAT_VERSION: u16 = 5;
+/// The version a recording that is not a loop recording is written with
+/// (see [`FORMAT_VERSION`]).
+pub const PLAIN_FORMAT_VERSION: u16 = 4;
 /// The oldest format version this rtrec reads ([`FORMAT_VERSION`] up to
 /// here).
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -121,11 +128,19 @@ pub const FLAG_LINES: u32 = 4;
 /// is corruption; after it, a crash may have left a hole (see
 /// [`crate::reader`]).
 pub const FLAG_OPEN: u32 = 8;
+/// Header flag (format version 5): a file of a loop recording (`rtrec
+/// record --keep …`), whose oldest finished files are retired (recycled
+/// into the pool or deleted) while it records. Every file of it carries
+/// the flag, and every file after its first opens with a
+/// [`FrameKind::Retired`] frame; a reader treats a missing run of leading
+/// files as retired, not lost (see [`crate::reader`]).
+pub const FLAG_LOOP: u32 = 16;
 
 /// The file header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
-    /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`], [`FLAG_OPEN`].
+    /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`], [`FLAG_OPEN`],
+    /// [`FLAG_LOOP`].
     pub flags: u32,
     /// Changes each time the file is (re)used; frames carry its low 32 bits.
     pub generation: u64,
@@ -199,7 +214,7 @@ impl FileHeader {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(&FILE_MAGIC);
-        b[8..10].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..10].copy_from_slice(&self.version().to_le_bytes());
         b[10..12].copy_from_slice(&(HEADER_LEN as u16).to_le_bytes());
         b[12..16].copy_from_slice(&self.flags.to_le_bytes());
         b[16..24].copy_from_slice(&self.generation.to_le_bytes());
@@ -248,6 +263,22 @@ impl FileHeader {
 }
 
 impl FileHeader {
+    /// The format version this header is written with: [`FORMAT_VERSION`]
+    /// for a file of a loop recording ([`FLAG_LOOP`]), else
+    /// [`PLAIN_FORMAT_VERSION`].
+    pub fn version(&self) -> u16 {
+        if self.flags & FLAG_LOOP != 0 {
+            FORMAT_VERSION
+        } else {
+            PLAIN_FORMAT_VERSION
+        }
+    }
+
+    /// True for a file of a loop recording ([`FLAG_LOOP`]).
+    pub fn is_loop(&self) -> bool {
+        self.flags & FLAG_LOOP != 0
+    }
+
     /// True while the file is being recorded, or was when a crash came
     /// ([`FLAG_OPEN`]): `valid_len` is then the durable mark.
     pub fn is_open(&self) -> bool {
@@ -329,6 +360,11 @@ pub enum FrameKind {
     /// Several records of consecutive sequence numbers (packed framing):
     /// a [`PackedInfo`], then each record behind its LEB128 length.
     Packed = 5,
+    /// What a loop recording retired before this file began (format
+    /// version 5): the first frame of every file of a loop recording after
+    /// its first; payload is a [`RetiredPayload`], `seq` the file's first
+    /// sequence number.
+    Retired = 6,
 }
 
 impl FrameKind {
@@ -339,6 +375,7 @@ impl FrameKind {
             3 => Some(FrameKind::End),
             4 => Some(FrameKind::Trigger),
             5 => Some(FrameKind::Packed),
+            6 => Some(FrameKind::Retired),
             _ => None,
         }
     }
@@ -515,13 +552,84 @@ impl LossPayload {
     }
 }
 
+/// End-frame flag (bit 2 of the payload's flags; 1 is complete, 2
+/// continued): "closed by recover". `rtrec recover` wrote this end frame
+/// after the recording was interrupted (a kill, a crash, a power cut): the
+/// counters are the recording's totals over all its files as found, and
+/// the reason is the [`Interrupted`] line. Format version 4 is kept: the
+/// layout is unchanged, and a reader that does not know the flag sees an
+/// end frame that is neither complete nor continued, i.e. an aborted
+/// recording with that reason (docs/format.md).
+pub const END_INTERRUPTED: u32 = 4;
+
+/// What an end frame of `rtrec recover` ([`END_INTERRUPTED`]) says beyond
+/// the counters, kept in its reason as one line of text,
+/// `interrupted, closed by recover: durable_seq=N cut_records=R cut_bytes=B`.
+///
+/// Design choice: text in the reason rather than binary fields after the
+/// 48 fixed bytes, because a reader that does not know the flag shows the
+/// reason as the recording's abort reason: it then prints this line, not
+/// 24 bytes of binary read as UTF-8, and no format version is needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Interrupted {
+    /// Every record before this sequence number was durable when the
+    /// recording was interrupted (the durable mark of its last file): the
+    /// recorder's `durable_seq`, as `--status` publishes it.
+    pub durable_seq: u64,
+    /// Records recover cut after a crash hole: the sequence numbers its
+    /// loss frame of reason [`LossReason::CrashHole`] covers.
+    pub cut_records: u64,
+    /// Bytes after the last intact frame that recover cut: a crash hole
+    /// and what followed it, and a torn tail.
+    pub cut_bytes: u64,
+}
+
+impl Interrupted {
+    /// The words before the numbers.
+    pub const PREFIX: &'static str = "interrupted, closed by recover: ";
+
+    /// The reason line of an end frame of `rtrec recover`.
+    pub fn reason(&self) -> String {
+        format!(
+            "{}durable_seq={} cut_records={} cut_bytes={}",
+            Self::PREFIX,
+            self.durable_seq,
+            self.cut_records,
+            self.cut_bytes
+        )
+    }
+
+    /// Parses [`Interrupted::reason`]'s line; `None` when it is not one.
+    pub fn parse(reason: &str) -> Option<Interrupted> {
+        let mut it = reason.strip_prefix(Self::PREFIX)?.split(' ');
+        let mut field = |name: &str| -> Option<u64> {
+            it.next()?
+                .strip_prefix(name)?
+                .strip_prefix('=')?
+                .parse()
+                .ok()
+        };
+        let v = Interrupted {
+            durable_seq: field("durable_seq")?,
+            cut_records: field("cut_records")?,
+            cut_bytes: field("cut_bytes")?,
+        };
+        it.next().is_none().then_some(v)
+    }
+}
+
 /// Payload of the [`FrameKind::End`] frame that closes a file.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct EndPayload {
     /// True when the recording ended as asked; false when it was aborted.
     pub complete: bool,
     /// True when the recording continues in the next file (rotation).
     pub continued: bool,
+    /// True when `rtrec recover` wrote this end frame after the recording
+    /// was interrupted ([`END_INTERRUPTED`]); `reason` then carries the
+    /// numbers of [`Interrupted`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// Records written to this recording so far (all files).
     pub records_written: u64,
     /// Records dropped in this recording so far (all files).
@@ -543,7 +651,9 @@ impl EndPayload {
     /// Encodes (48 fixed bytes, then the UTF-8 reason).
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(Self::FIXED_LEN + self.reason.len());
-        let flags = (self.complete as u32) | ((self.continued as u32) << 1);
+        let flags = (self.complete as u32)
+            | ((self.continued as u32) << 1)
+            | if self.interrupted { END_INTERRUPTED } else { 0 };
         b.extend_from_slice(&flags.to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
         b.extend_from_slice(&self.records_written.to_le_bytes());
@@ -563,6 +673,7 @@ impl EndPayload {
         Some(EndPayload {
             complete: flags & 1 != 0,
             continued: flags & 2 != 0,
+            interrupted: flags & END_INTERRUPTED != 0,
             records_written: u64_at(b, 8),
             records_dropped: u64_at(b, 16),
             bytes_written: u64_at(b, 24),
@@ -570,6 +681,68 @@ impl EndPayload {
             post_records: u64_at(b, 40),
             reason: String::from_utf8_lossy(&b[Self::FIXED_LEN..]).into_owned(),
         })
+    }
+}
+
+/// Payload of a [`FrameKind::Retired`] frame: cumulatively, what the loop
+/// recording had retired before the file that opens with it began. Files
+/// `first_index..next_index` (sequence numbers `first_seq..next_seq`) were
+/// retired. Design choice: cumulative, not the latest step, so the newest
+/// surviving frame alone says everything and a lost file loses no claim.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RetiredPayload {
+    /// Index of the first retired file (0: a loop retires from the start).
+    pub first_index: u32,
+    /// Index of the oldest file not retired.
+    pub next_index: u32,
+    /// Sequence number of the first retired record.
+    pub first_seq: u64,
+    /// Sequence number of the first record not retired (the first of file
+    /// `next_index`).
+    pub next_seq: u64,
+    /// Files retired (`next_index - first_index`).
+    pub files: u64,
+    /// Bytes of the retired files (header and frames).
+    pub bytes: u64,
+    /// `CLOCK_REALTIME` ns of the latest retirement (0: none yet).
+    pub last_wall_ns: u64,
+}
+
+impl RetiredPayload {
+    /// Encoded length.
+    pub const LEN: usize = 48;
+    /// Encodes into 48 bytes.
+    pub fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[0..4].copy_from_slice(&self.first_index.to_le_bytes());
+        b[4..8].copy_from_slice(&self.next_index.to_le_bytes());
+        b[8..16].copy_from_slice(&self.first_seq.to_le_bytes());
+        b[16..24].copy_from_slice(&self.next_seq.to_le_bytes());
+        b[24..32].copy_from_slice(&self.files.to_le_bytes());
+        b[32..40].copy_from_slice(&self.bytes.to_le_bytes());
+        b[40..48].copy_from_slice(&self.last_wall_ns.to_le_bytes());
+        b
+    }
+    /// Decodes; `None` when malformed (a wrong length, or fields that
+    /// contradict each other: indexes or sequence numbers going back, a
+    /// file count other than the indexes' difference).
+    pub fn decode(b: &[u8]) -> Option<RetiredPayload> {
+        if b.len() != Self::LEN {
+            return None;
+        }
+        let p = RetiredPayload {
+            first_index: u32_at(b, 0),
+            next_index: u32_at(b, 4),
+            first_seq: u64_at(b, 8),
+            next_seq: u64_at(b, 16),
+            files: u64_at(b, 24),
+            bytes: u64_at(b, 32),
+            last_wall_ns: u64_at(b, 40),
+        };
+        let ok = p.first_index <= p.next_index
+            && p.first_seq <= p.next_seq
+            && p.files == (p.next_index - p.first_index) as u64;
+        ok.then_some(p)
     }
 }
 
@@ -920,6 +1093,7 @@ mod tests {
         let e = EndPayload {
             complete: false,
             continued: true,
+            interrupted: false,
             records_written: 1,
             records_dropped: 2,
             bytes_written: 3,
@@ -928,6 +1102,23 @@ mod tests {
             reason: "stdin closed".into(),
         };
         assert_eq!(EndPayload::decode(&e.encode()), Some(e));
+        let i = Interrupted {
+            durable_seq: 7,
+            cut_records: 2,
+            cut_bytes: 4096,
+        };
+        let closed = EndPayload {
+            interrupted: true,
+            reason: i.reason(),
+            ..EndPayload::decode(&EndPayload::default().encode()).unwrap()
+        };
+        let back = EndPayload::decode(&closed.encode()).unwrap();
+        assert!(back.interrupted && !back.complete && !back.continued);
+        assert_eq!(Interrupted::parse(&back.reason), Some(i));
+        assert_eq!(
+            Interrupted::parse("interrupted, closed by recover: durable_seq=1"),
+            None
+        );
         let t = TriggerPayload {
             trigger_ns: 1,
             trigger_seq: 2,
@@ -936,5 +1127,38 @@ mod tests {
             trigger_wall_ns: 5,
         };
         assert_eq!(TriggerPayload::decode(&t.encode()), Some(t));
+        let r = RetiredPayload {
+            first_index: 0,
+            next_index: 3,
+            first_seq: 0,
+            next_seq: 300,
+            files: 3,
+            bytes: 3 << 20,
+            last_wall_ns: 9,
+        };
+        assert_eq!(RetiredPayload::decode(&r.encode()), Some(r));
+        let lying = RetiredPayload { files: 2, ..r };
+        assert_eq!(RetiredPayload::decode(&lying.encode()), None);
+    }
+
+    #[test]
+    fn only_a_loop_recording_is_written_as_version_5() {
+        let h = FileHeader {
+            flags: 0,
+            generation: 1,
+            created_ns: 1,
+            created_mono_ns: 1,
+            config_digest: 1,
+            valid_len: 0,
+            recording_id: 1,
+            index: 0,
+        };
+        assert_eq!(u16_at(&h.encode(), 8), 4);
+        let l = FileHeader {
+            flags: FLAG_LOOP,
+            ..h
+        };
+        assert_eq!(u16_at(&l.encode(), 8), 5);
+        assert_eq!(FileHeader::decode(&l.encode()).unwrap(), l);
     }
 }

@@ -103,7 +103,7 @@ pub mod settle;
 
 pub use config::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
-    RtConfig, TraceMarker, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH, DEFAULT_SYNC_EVERY_NS,
+    Retention, RtConfig, TraceMarker, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH, DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};
@@ -111,6 +111,8 @@ pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
 pub use schedule::{PeriodicTimer, Tick};
-pub use sizing::{RingSizing, Sizes, Stall, StallSource, Workload, MIB};
+pub use sizing::{
+    FileSizeBasis, FileSizing, RingSizing, SizeFrom, Sizes, Stall, StallSource, Workload, MIB,
+};
 pub use stats::{Latency, LatencySummary, LiveSnapshot, LiveStats};
-pub use writer::PoolStats;
+pub use writer::{PoolStats, RetireStats};

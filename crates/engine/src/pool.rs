@@ -43,14 +43,26 @@
 //! them instead of reading them as data.
 //!
 //! Sizes and disk use (design choices):
-//! - A pool keeps files of one size. A recording that asks for another size
-//!   ([`Pool::open_resized`]) gets a pool of its size: the idle files of the
+//! - A pool keeps files of one size, and `pool.json` says where that size
+//!   came from ([`SizeFrom`]: `--file-size`, `pool prepare`, the
+//!   open-ended default, a small card's default); a description written by
+//!   an older rtrec has none and counts as set by no one. Who may set it
+//!   is [`crate::sizing`]'s rule: an explicit size or an open-ended
+//!   recording's default, never a recording of known length, so a short
+//!   test cannot leave tiny files to every later recording.
+//! - A recording that sets another size ([`Pool::open_resized`],
+//!   [`Pool::resize_from`]) gets a pool of its size: the idle files of the
 //!   old size are removed before it starts (idle time, nothing is recording
 //!   yet), and the writer says so in one line. A slot of another size that
 //!   appears later (a preparation that was in flight) is never taken.
-//! - The refill after a recording replaces the files that recording took
-//!   ([`Pool::refill`]), up to the pool's target: a 100 MiB recording leaves
-//!   one 100 MiB file ready for the next one, not the target's worth.
+//! - Nothing is zero-filled for nothing: a recording that finds no ready
+//!   file gets its first file with `fallocate` (counted as a fallback),
+//!   and the refill after a recording replaces the bytes it wrote
+//!   ([`Pool::refill_bytes`]): they are owed to the pool (`owed_bytes` in
+//!   `pool.json`, summed over recordings) and a file is prepared for every
+//!   whole file's worth, up to the target. A 3-byte recording prepares
+//!   nothing; a 100 MiB recording in a pool of 64 MiB files prepares one
+//!   file and owes 36 MiB to the next.
 //! - [`Pool::trim`] gives back ready files beyond a count, [`Pool::remove`]
 //!   the whole pool; [`PoolStatus`] lists every file with its bytes on disk.
 
@@ -69,6 +81,7 @@ use crate::config::{Alloc, Framing};
 use crate::error::Error;
 use crate::file::{self, OpenFile};
 use crate::format::{FileHeader, FLAG_POOLED, FLAG_SLOT, HEADER_LEN};
+use crate::sizing::SizeFrom;
 
 /// Name of the pool's directory inside a recording directory.
 pub const POOL_DIR: &str = ".pool";
@@ -88,7 +101,9 @@ pub const WRITERS_FILE: &str = "writers";
 /// The lock file of topping the pool up: [`Pool::refill`] and
 /// [`Pool::prepare`] hold an exclusive `flock` on it while they count the
 /// ready files and prepare the missing ones, so recorders that end at once
-/// prepare what is missing once, not once each. It is a lock of its own,
+/// prepare what is missing once, not once each; so do the refiller thread
+/// and a loop's [`Pool::recycle_below_target`], so the pool never holds
+/// more spare files than its target. It is a lock of its own,
 /// not [`LOCK_FILE`], because it is held across zero-filling, which the
 /// name lock never is; a recorder waiting for it is past its last record.
 pub const REFILL_FILE: &str = "refill";
@@ -139,13 +154,47 @@ pub struct PoolLock {
     _file: File,
 }
 
-/// What `pool.json` holds.
+/// What `pool.json` holds. Fields added later have defaults, so a
+/// description written by an older rtrec still reads (and an older rtrec
+/// ignores them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolMeta {
     /// Bytes per file.
     pub file_size: u64,
     /// Files the pool is topped up to.
     pub files: u32,
+    /// Where `file_size` came from; `None`: written by an rtrec that did
+    /// not say (before issue 31), so any recording may have set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_from: Option<SizeFrom>,
+    /// Bytes recordings wrote into files that were not yet replaced by a
+    /// prepared file ([`Pool::refill_bytes`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub owed_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl PoolMeta {
+    /// A description of `files` files of `file_size` bytes from `from`,
+    /// nothing owed.
+    pub fn new(file_size: u64, files: u32, from: SizeFrom) -> PoolMeta {
+        PoolMeta {
+            file_size,
+            files,
+            size_from: Some(from),
+            owed_bytes: 0,
+        }
+    }
+
+    /// The same pool for a recording: size, target and origin (what is
+    /// owed is bookkeeping, not a description).
+    fn describes(&self, other: &PoolMeta) -> bool {
+        (self.file_size, self.files, self.size_from)
+            == (other.file_size, other.files, other.size_from)
+    }
 }
 
 /// A pool of prepared files.
@@ -162,6 +211,14 @@ pub struct PoolStatus {
     pub dir: PathBuf,
     /// Bytes per file.
     pub file_size: u64,
+    /// Where the file size came from (`"--file-size"`, `"default"`,
+    /// `"pool prepare"`, `"small card"`); `null` for a pool described by
+    /// an rtrec from before it was recorded.
+    pub size_from: Option<SizeFrom>,
+    /// Bytes recordings wrote that the refill has not replaced yet (a
+    /// file is prepared for each whole file's worth).
+    #[serde(default)]
+    pub owed_bytes: u64,
     /// Files the pool is topped up to.
     pub target_files: u32,
     /// Files ready now.
@@ -305,7 +362,21 @@ impl Pool {
     /// the same at the same time: the decision and the write happen under
     /// the pool's lock.
     pub fn open_or_create(rec_dir: &Path, file_size: u64, files: u32) -> Result<Pool, Error> {
-        let wanted = PoolMeta { file_size, files };
+        Self::open_or_create_from(rec_dir, file_size, files, SizeFrom::FileSize)
+    }
+
+    /// As [`Pool::open_or_create`], recording `from` as where a new pool's
+    /// file size came from.
+    ///
+    /// # Errors
+    /// As [`Pool::open_or_create`].
+    pub fn open_or_create_from(
+        rec_dir: &Path,
+        file_size: u64,
+        files: u32,
+        from: SizeFrom,
+    ) -> Result<Pool, Error> {
+        let wanted = PoolMeta::new(file_size, files, from);
         if let Some(p) = Self::open(rec_dir)? {
             if p.keeps(&wanted)? {
                 return Ok(p);
@@ -359,7 +430,33 @@ impl Pool {
     /// `wanted`: it has files ready or in preparation, or that description.
     fn keeps(&self, wanted: &PoolMeta) -> Result<bool, Error> {
         let st = self.status()?;
-        Ok(st.ready_files > 0 || st.preparing_files > 0 || self.meta == *wanted)
+        Ok(st.ready_files > 0 || st.preparing_files > 0 || self.meta.describes(wanted))
+    }
+
+    /// Whether an open-ended recording without `--file-size` takes this
+    /// pool's file size (see [`crate::sizing`]): it was chosen by a person
+    /// (`--file-size`, `pool prepare`), or by a default and files of it are
+    /// ready or in preparation (they are used, never thrown away). A
+    /// description from an older rtrec (no origin) may have been set by a
+    /// short recording: it does not stand.
+    ///
+    /// # Errors
+    /// The pool directory cannot be listed.
+    pub fn size_stands(&self) -> Result<bool, Error> {
+        Ok(match self.meta.size_from {
+            None => false,
+            Some(from) if from.is_explicit() => true,
+            Some(_) => {
+                let st = self.status()?;
+                st.ready_files > 0 || st.preparing_files > 0
+            }
+        })
+    }
+
+    /// Where the pool's file size came from; `None` for a description
+    /// from an older rtrec.
+    pub fn size_from(&self) -> Option<SizeFrom> {
+        self.meta.size_from
     }
 
     /// Takes the pool's lock: an exclusive `flock` on `.pool/lock` (created
@@ -380,6 +477,12 @@ impl Pool {
     /// The exclusive `flock` on the lock file `name` in the pool directory
     /// (created if missing), blocking until the holder releases it.
     fn lock_named(d: &sys::Dir, name: &str) -> Result<PoolLock, Error> {
+        Self::lock_named_wait(d, name, true).map(|l| l.expect("a blocking lock is always taken"))
+    }
+
+    /// As [`Pool::lock_named`]; without `wait`, `None` when another
+    /// holds the lock.
+    fn lock_named_wait(d: &sys::Dir, name: &str, wait: bool) -> Result<Option<PoolLock>, Error> {
         let path = d.join(name);
         let file = loop {
             match d.open_existing_nofollow(name, true) {
@@ -394,8 +497,9 @@ impl Pool {
                 Err(e) => return Err(Error::io("creating the lock file", &path, e)),
             }
         };
-        sys::lock_exclusive(&file, true).map_err(|e| Error::io("locking", &path, e))?;
-        Ok(PoolLock { _file: file })
+        let locked =
+            sys::lock_exclusive(&file, wait).map_err(|e| Error::io("locking", &path, e))?;
+        Ok(locked.then_some(PoolLock { _file: file }))
     }
 
     /// Bytes per file.
@@ -455,6 +559,8 @@ impl Pool {
         Ok(PoolStatus {
             dir: self.dir.clone(),
             file_size: self.meta.file_size,
+            size_from: self.meta.size_from,
+            owed_bytes: self.meta.owed_bytes,
             target_files: self.meta.files,
             ready_files: ready.len() as u32,
             preparing_files: preparing as u32,
@@ -477,7 +583,22 @@ impl Pool {
         file_size: u64,
         files: u32,
     ) -> Result<(Pool, Option<Resized>), Error> {
-        Self::open_or_create(rec_dir, file_size, files)?.resize(file_size, files)
+        Self::open_resized_from(rec_dir, file_size, files, SizeFrom::FileSize)
+    }
+
+    /// As [`Pool::open_resized`], recording `from` as where the size came
+    /// from (`rtrec pool prepare`: [`SizeFrom::PoolPrepare`]).
+    ///
+    /// # Errors
+    /// As [`Pool::open_resized`].
+    pub fn open_resized_from(
+        rec_dir: &Path,
+        file_size: u64,
+        files: u32,
+        from: SizeFrom,
+    ) -> Result<(Pool, Option<Resized>), Error> {
+        Self::open_or_create_from(rec_dir, file_size, files, from)?
+            .resize_from(file_size, files, from)
     }
 
     /// This pool for files of `file_size` bytes: itself when it has that
@@ -488,8 +609,33 @@ impl Pool {
     /// # Errors
     /// A ready file cannot be removed or `pool.json` rewritten.
     pub fn resize(&self, file_size: u64, files: u32) -> Result<(Pool, Option<Resized>), Error> {
+        self.resize_from(file_size, files, SizeFrom::FileSize)
+    }
+
+    /// As [`Pool::resize`], recording `from` as where the size came from.
+    /// A pool of that size already keeps its files; only its description
+    /// changes when the origin differs (what is owed is kept).
+    ///
+    /// # Errors
+    /// As [`Pool::resize`].
+    pub fn resize_from(
+        &self,
+        file_size: u64,
+        files: u32,
+        from: SizeFrom,
+    ) -> Result<(Pool, Option<Resized>), Error> {
         if self.meta.file_size == file_size {
-            return Ok((self.clone(), None));
+            if self.meta.size_from == Some(from) {
+                return Ok((self.clone(), None));
+            }
+            let d = self.open_dir()?;
+            let _lock = Self::lock_dir(&d)?;
+            let meta = PoolMeta {
+                size_from: Some(from),
+                ..self.meta.clone()
+            };
+            self.write_meta_locked(&d, &meta)?;
+            return Ok((self.with_meta(meta), None));
         }
         let d = self.open_dir()?;
         let _lock = Self::lock_dir(&d)?;
@@ -500,7 +646,7 @@ impl Pool {
             removed_files: t.removed_files,
             freed_bytes: t.freed_bytes,
         };
-        let meta = PoolMeta { file_size, files };
+        let meta = PoolMeta::new(file_size, files, from);
         self.write_meta_locked(&d, &meta)?;
         Ok((self.with_meta(meta), Some(resized)))
     }
@@ -580,8 +726,8 @@ impl Pool {
 
     fn set_target_locked(&self, d: &sys::Dir, files: u32) -> Result<Pool, Error> {
         let meta = PoolMeta {
-            file_size: self.meta.file_size,
             files: files.max(1),
+            ..self.meta.clone()
         };
         self.write_meta_locked(d, &meta)?;
         Ok(self.with_meta(meta))
@@ -669,6 +815,65 @@ impl Pool {
             self.prepare_one()?;
         }
         Ok(todo)
+    }
+
+    /// The refill after a recording that wrote `used_bytes` into files it
+    /// got from this pool or instead of it (see the module docs): adds them
+    /// to what is owed (at most the target's worth), prepares a file for
+    /// every whole file's worth owed while fewer than the target are ready,
+    /// and writes what stays owed to `pool.json` (nothing owed once the
+    /// target is ready). Returns how many files were prepared.
+    ///
+    /// # Errors
+    /// `pool.json` cannot be read or rewritten; as [`Pool::prepare_one`].
+    pub fn refill_bytes(&self, used_bytes: u64) -> Result<u32, Error> {
+        let d = self.open_dir()?;
+        // Counted and topped up under the refill lock (see [`REFILL_FILE`]).
+        let _refill = Self::lock_named(&d, REFILL_FILE)?;
+        // What other recordings owed meanwhile: the description on disk.
+        let now = self.reread_meta()?;
+        let size = now.file_size.max(1);
+        let cap = size.saturating_mul(now.files as u64);
+        let mut owed = now.owed_bytes.saturating_add(used_bytes).min(cap);
+        let have = self
+            .ready()
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+            .len() as u32;
+        let missing = now.files.saturating_sub(have);
+        let todo = (owed / size).min(missing as u64) as u32;
+        let pool = self.with_meta(now.clone());
+        for _ in 0..todo {
+            pool.prepare_one()?;
+            owed -= size;
+        }
+        if have + todo >= now.files {
+            owed = 0;
+        }
+        if owed != now.owed_bytes {
+            let _lock = Self::lock_dir(&d)?;
+            // Again under the name lock: a resize may have come between.
+            let latest = self.reread_meta()?;
+            if latest.describes(&now) {
+                let meta = PoolMeta {
+                    owed_bytes: owed,
+                    ..latest
+                };
+                self.write_meta_locked(&d, &meta)?;
+            }
+        }
+        Ok(todo)
+    }
+
+    /// `pool.json` as it is on disk now (other recorders change it).
+    fn reread_meta(&self) -> Result<PoolMeta, Error> {
+        let rec_dir = self.dir.parent().unwrap_or(&self.dir);
+        match Self::open(rec_dir)? {
+            Some(p) => Ok(p.meta),
+            None => Err(Error::Usage(format!(
+                "the pool '{}' was removed",
+                self.dir.display()
+            ))),
+        }
     }
 
     /// A slot name no other preparation uses: the clock first (names sort
@@ -761,6 +966,102 @@ impl Pool {
             }
         }
         Ok(moved)
+    }
+
+    /// After a crash: removes the preparations a killed preparer left in
+    /// the pool (`.slot-*.tmp`: a file being allocated and zero-filled,
+    /// never data). Only while the refill lock is free: every preparation
+    /// holds it, so none in progress is touched (`None` then). Returns
+    /// what was removed.
+    ///
+    /// # Errors
+    /// Listing the pool or removing a file fails.
+    pub fn remove_stale_preparations(&self) -> Result<Option<Vec<PathBuf>>, Error> {
+        let d = self.open_dir()?;
+        let Some(_refill) = Self::lock_named_wait(&d, REFILL_FILE, false)? else {
+            return Ok(None);
+        };
+        let mut removed = Vec::new();
+        for e in std::fs::read_dir(&self.dir).map_err(|e| Error::io("listing", &self.dir, e))? {
+            let Ok(e) = e else { continue };
+            let name = e.file_name();
+            let Some(n) = name.to_str() else { continue };
+            if n.starts_with(".slot-") && n.ends_with(".tmp") {
+                d.remove_file(n)
+                    .map_err(|err| Error::io("removing", &e.path(), err))?;
+                removed.push(e.path());
+            }
+        }
+        Ok(Some(removed))
+    }
+
+    /// After a crash: a pool slot stranded in the recording directory
+    /// `rec_dir` under a recording's name (a recycle writes the slot
+    /// header, then renames the file into the pool; a kill between the
+    /// two leaves the file with a slot header and no data). Each is
+    /// finished as the recycle would have: moved into the pool while it
+    /// holds fewer ready files than its target and the file has the
+    /// pool's size, else removed. Returns each file and where it went
+    /// (`None`: removed). Nothing is done while a pooled recording writes
+    /// in the directory ([`recording_now`]): its loop may be recycling.
+    ///
+    /// # Errors
+    /// Listing, renaming or removing fails.
+    pub fn reclaim_stranded(
+        &self,
+        rec_dir: &Path,
+    ) -> Result<Vec<(PathBuf, Option<PathBuf>)>, Error> {
+        let mut done = Vec::new();
+        if recording_now(rec_dir) {
+            return Ok(done);
+        }
+        let ext = format!(".{}", crate::file::FRAMED_EXT);
+        for e in std::fs::read_dir(rec_dir).map_err(|e| Error::io("listing", rec_dir, e))? {
+            let Ok(e) = e else { continue };
+            let path = e.path();
+            let is_slot = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| !n.starts_with('.') && n.ends_with(&ext))
+                && e.file_type().is_ok_and(|t| t.is_file())
+                && File::open(&path)
+                    .and_then(|f| read_header(&f))
+                    .is_ok_and(|h| h.flags & FLAG_SLOT != 0);
+            if !is_slot {
+                continue;
+            }
+            let to = self.return_slot(&path)?;
+            done.push((path, to));
+        }
+        if !done.is_empty() {
+            File::open(rec_dir)
+                .and_then(|f| sys::fsync(&f))
+                .map_err(|e| Error::io("syncing", rec_dir, e))?;
+        }
+        Ok(done)
+    }
+
+    /// A stranded slot (see [`Pool::reclaim_stranded`]): into the pool
+    /// under a new slot name when it fits and the pool is below its target
+    /// (counted under the refill lock, as [`Pool::recycle_below_target`]),
+    /// else removed.
+    fn return_slot(&self, path: &Path) -> Result<Option<PathBuf>, Error> {
+        let d = self.open_dir()?;
+        let _refill = Self::lock_named(&d, REFILL_FILE)?;
+        let fits = std::fs::symlink_metadata(path).is_ok_and(|m| m.len() == self.meta.file_size);
+        if fits && self.ready_count() < self.meta.files {
+            let (rec, name) = sys::Dir::of_file(path)
+                .map_err(|e| Error::io("opening the directory of", path, e))?;
+            let slot = Self::slot_name();
+            let _lock = Self::lock_dir(&d)?;
+            rec.rename_noreplace(name, &d, &slot)
+                .map_err(|e| Error::io("moving into the pool", path, e))?;
+            sys::fsync(&File::open(&self.dir).map_err(|e| Error::io("opening", &self.dir, e))?)
+                .map_err(|e| Error::io("syncing", &self.dir, e))?;
+            return Ok(Some(self.dir.join(slot)));
+        }
+        std::fs::remove_file(path).map_err(|e| Error::io("removing", path, e))?;
+        Ok(None)
     }
 
     /// Takes a ready slot as the file `dest`: rename, new header (next
@@ -891,6 +1192,42 @@ impl Pool {
         Ok(self.dir.join(name))
     }
 
+    /// A loop's retired file: recycles `recording` into the pool only while
+    /// the pool holds fewer ready files than its target, counted and
+    /// recycled under the refill lock ([`REFILL_FILE`]), as the refiller
+    /// thread counts and prepares ([`Pool::start_refiller`]): checked apart,
+    /// the two could each fill the last place, leaving one spare more than
+    /// the target and the loop's disk bound broken (seen by tests/soak.rs).
+    /// Returns whether it was recycled (`false`: the pool is full).
+    ///
+    /// # Errors
+    /// As [`Pool::recycle`]; the refill lock cannot be taken.
+    pub fn recycle_below_target(&self, recording: &Path) -> Result<bool, Error> {
+        let _refill = Self::lock_named(&self.open_dir()?, REFILL_FILE)?;
+        if self.ready_count() >= self.meta.files {
+            return Ok(false);
+        }
+        self.recycle(recording, false).map(|_| true)
+    }
+
+    /// Ready files, `u32::MAX` when they cannot be listed (so nothing is
+    /// added to a pool that cannot be counted).
+    fn ready_count(&self) -> u32 {
+        self.ready().map_or(u32::MAX, |v| v.len() as u32)
+    }
+
+    /// One step of the refiller: under the refill lock, prepares a file
+    /// when fewer than the target are ready. True when it made one.
+    fn refill_step(&self) -> bool {
+        let Ok(_refill) = self
+            .open_dir()
+            .and_then(|d| Self::lock_named(&d, REFILL_FILE))
+        else {
+            return false;
+        };
+        self.ready_count() < self.meta.files && self.prepare_one().is_ok()
+    }
+
     /// Starts a background thread that keeps the pool topped up, at nice 19
     /// and in the idle I/O class, so its allocation and zero-filling yield to
     /// the recording.
@@ -910,8 +1247,7 @@ impl Pool {
             },
             move |()| {
                 while !s.load(Ordering::Acquire) {
-                    let ready = pool.ready().map(|v| v.len() as u32).unwrap_or(u32::MAX);
-                    if ready < pool.meta.files && pool.prepare_one().is_ok() {
+                    if pool.refill_step() {
                         m.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
@@ -977,11 +1313,8 @@ fn recovered_name(h: &FileHeader) -> String {
 /// `Pool::take`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Leftover {
-    /// It holds a recording's header: moved into place, from and to (as
-    /// [`Pool::recover`] moves a slot back).
-    Moved(PathBuf, PathBuf),
-    /// No recording's header (a pool slot, or a file the crash caught
-    /// before its header was written): removed.
+    /// Removed: a preparation the crash caught (a file is written only
+    /// once its name appeared, so it held no record).
     Removed(PathBuf),
     /// Left alone: a recording is writing in the directory (it may be
     /// preparing this file).
@@ -1022,10 +1355,13 @@ pub fn recording_now(rec_dir: &Path) -> bool {
         .is_some_and(|f| !sys::lock_exclusive(&f, false).unwrap_or(false))
 }
 
-/// After a crash: moves each [`leftover_tmp`] of `rec_dir` that holds a
-/// recording's header into place as `recovered-STAMP-ID-NNNN.rtr`, removes
-/// the others, then fsyncs the directory. While a pooled recording holds
-/// the directory's writers lock ([`WRITERS_FILE`]) nothing is touched.
+/// After a crash: removes each [`leftover_tmp`] of `rec_dir`, then fsyncs
+/// the directory. None holds a record: a recording writes into a file
+/// only once its name appeared (`file::prepare_at` and `Pool::take` name
+/// the file before they return it), so a file still under its temporary
+/// name, with a recording's header or not, is a preparation the crash
+/// caught. While a pooled recording holds the directory's writers lock
+/// ([`WRITERS_FILE`]) nothing is touched.
 ///
 /// # Errors
 /// Listing, renaming, removing or syncing fails.
@@ -1039,18 +1375,8 @@ pub fn recover_leftovers(rec_dir: &Path) -> Result<Vec<Leftover>, Error> {
     }
     let mut done = Vec::new();
     for tmp in found {
-        match recording_in_slot(&tmp) {
-            Some(h) => {
-                let dest = rec_dir.join(recovered_name(&h));
-                sys::rename_noreplace(&tmp, &dest)
-                    .map_err(|e| Error::io("moving into place", &tmp, e))?;
-                done.push(Leftover::Moved(tmp, dest));
-            }
-            None => {
-                std::fs::remove_file(&tmp).map_err(|e| Error::io("removing", &tmp, e))?;
-                done.push(Leftover::Removed(tmp));
-            }
-        }
+        std::fs::remove_file(&tmp).map_err(|e| Error::io("removing", &tmp, e))?;
+        done.push(Leftover::Removed(tmp));
     }
     File::open(rec_dir)
         .and_then(|f| sys::fsync(&f))

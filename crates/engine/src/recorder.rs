@@ -129,6 +129,34 @@ pub struct Summary {
     pub writer_cpu_ns: Option<u64>,
     /// How the file pool served the recording.
     pub pool: PoolStats,
+    /// The files' size and why (`crate::sizing`'s rule): given, the
+    /// pool's, the open-ended default (fitted to the free space), or a
+    /// known length's exact need. Absent from earlier summaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_sizing: Option<crate::sizing::FileSizing>,
+    /// A loop recording (or the flight recorder's event limit): files
+    /// retired while recording (recycled into the pool or deleted; they
+    /// are no longer in `files`).
+    #[serde(default)]
+    pub retired_files: u64,
+    /// Bytes of those files (header and frames).
+    #[serde(default)]
+    pub retired_bytes: u64,
+    /// The loop: the sequence number after the last retired record (the
+    /// records below it were retired); 0 when none was.
+    #[serde(default)]
+    pub retired_seq_to: u64,
+    /// Flight-recorder events retired whole by `keep_events`.
+    #[serde(default)]
+    pub retired_events: u64,
+    /// A loop recording: files of the directory's earlier, closed
+    /// recordings retired to keep the directory within the budget (the
+    /// budget is the directory's, see `docs/unattended.md`).
+    #[serde(default)]
+    pub retired_earlier_files: u64,
+    /// Bytes those files took on disk.
+    #[serde(default)]
+    pub retired_earlier_bytes: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -267,7 +295,7 @@ impl Recorder {
     /// [`Error::NoSpace`] when the pre-allocation does not fit, [`Error::Io`]
     /// for other system errors. Nothing that looks like a recording is left
     /// behind on error.
-    pub fn create(dir: &Path, cfg: Config) -> Result<Recorder, Error> {
+    pub fn create(dir: &Path, mut cfg: Config) -> Result<Recorder, Error> {
         cfg.validate()?;
         let started_ns = sys::monotonic_ns();
         let live = Arc::new(LiveStats::default());
@@ -277,6 +305,9 @@ impl Recorder {
             Mode::Inline => None,
         };
         let writer = Writer::create(dir, &cfg, live.clone())?;
+        // The size the files got (the pool's, or the open-ended default
+        // fitted to the free space): what `config()` and the summary say.
+        cfg.file_size = writer.file_size();
         // The writer has opened (or made) the pool: say we write here.
         let writing = (cfg.alloc == crate::config::Alloc::Pool)
             .then(|| crate::pool::WritersLock::take(dir))
@@ -635,6 +666,13 @@ impl Recorder {
             flush: report.flush,
             writer_cpu_ns: (self.cfg.mode == Mode::Ring).then_some(report.cpu_ns),
             pool: report.pool,
+            file_sizing: report.file_sizing,
+            retired_files: report.retired.files,
+            retired_bytes: report.retired.bytes,
+            retired_earlier_files: report.retired.earlier_files,
+            retired_earlier_bytes: report.retired.earlier_bytes,
+            retired_seq_to: report.retired.seq_to,
+            retired_events: report.retired.events,
             flight,
             triggers: self.triggers,
             ring_waits: self.waits.count,

@@ -106,6 +106,21 @@ pub struct RecordResult {
     /// not measure it (the C library, the bench).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<serde_json::Value>,
+    /// Bytes written to the recording directory's block device from just
+    /// before the recorder was created to the end (the device's sectors
+    /// written: every writer of the device, metadata and journal
+    /// included); left out where the device is unknown (tmpfs, overlay)
+    /// and by the C library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bytes_written: Option<u64>,
+    /// Bytes this process sent to storage over the same span
+    /// (`/proc/self/io` `write_bytes`); left out where it cannot be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_write_bytes: Option<u64>,
+    /// `device_bytes_written` (else `process_write_bytes`) per byte of
+    /// payload (`bytes_written`); left out without payload or counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_amplification: Option<f64>,
 }
 
 /// The process's resident memory after so many flight-recorder events.
@@ -139,6 +154,9 @@ impl RecordResult {
             device: None,
             ring: None,
             disk: None,
+            device_bytes_written: None,
+            process_write_bytes: None,
+            write_amplification: None,
         }
     }
 
@@ -178,6 +196,7 @@ mod tests {
         let mut l = Latency::new();
         [1_000, 2_000, 30_000].iter().for_each(|&v| l.record(v));
         Summary {
+            file_sizing: None,
             config: Config::default(),
             complete: true,
             abort_reason: None,
@@ -198,6 +217,12 @@ mod tests {
             flush: Default::default(),
             writer_cpu_ns: Some(12_345),
             pool: Default::default(),
+            retired_files: 0,
+            retired_bytes: 0,
+            retired_seq_to: 0,
+            retired_events: 0,
+            retired_earlier_files: 0,
+            retired_earlier_bytes: 0,
             flight: None,
             triggers: 0,
             ring_waits: 0,

@@ -73,6 +73,7 @@ impl Config {
         let sizes = self.sizes_for(workload);
         if self.file_size == 0 {
             self.file_size = sizes.file_size;
+            self.file_size_basis = sizes.file_size_basis;
         }
         if let Some(f) = self.flight.as_mut().filter(|f| f.pre_bytes == 0) {
             f.pre_bytes = sizes.pre_bytes;

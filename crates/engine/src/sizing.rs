@@ -32,12 +32,39 @@
 //!   - a known number of fixed-size records: exactly that many, in one file
 //!     (as the published study records; the pre-allocation matches what is
 //!     written);
-//!   - otherwise 64 MiB ([`DEFAULT_FILE_SIZE`]).
+//!   - otherwise (an open-ended recording: no count, total or duration,
+//!     or records of varying size) the open-ended default,
+//!     [`open_ended_file_size`]: 64 MiB ([`DEFAULT_FILE_SIZE`]), or a
+//!     quarter of the file system's free space when that is less
+//!     ("small card"), rounded down to 1 MiB, never below 1 MiB
+//!     ([`MIN_DEFAULT_FILE_SIZE`]: below it the recording refuses and
+//!     names `--file-size`). [`Config::settle`](crate::Config::settle)
+//!     gives 64 MiB and marks it [`FileSizeBasis::OpenEnded`]; the writer
+//!     fits it to the directory's free space when the recorder is created,
+//!     and `rtrec doctor` calls the same function.
+//! - **The pool's file size** (a directory's `.pool/`, [`crate::pool`]):
+//!   set only by an explicit size (`record --file-size`, `rtrec pool
+//!   prepare --file-size`, the C API's `file_size`) or by an open-ended
+//!   recording's default. A recording of known length (its size from the
+//!   workload: [`FileSizeBasis::Known`]) never creates, shrinks or
+//!   resizes the pool: it takes a pool file when one is ready and large
+//!   enough (the unused tail is given back at the end), else it gets a
+//!   file of exactly its size with `fallocate` and leaves the pool alone.
+//!   An open-ended recording without `--file-size` takes the pool's size
+//!   when it was set explicitly, or by a default and files of it are
+//!   ready; else the pool takes the recording's default. The pool records
+//!   where its size came from ([`SizeFrom`]), and `rtrec pool status`
+//!   shows it. So a short test recording cannot give later recordings
+//!   tiny files (issue 31, finding 1).
+//! - **File switches**: a recording whose files at the expected rate
+//!   would last less than [`MIN_FILE_SPAN_NS`] (a switch more often than
+//!   once a second, [`file_span_ns`]) is warned about once, naming
+//!   `--file-size`.
 //! - **Pre-trigger window**: what the pre span needs at the known rate,
 //!   plus two records (`(pre / period + 2) × entry`); 64 MiB when the rate
 //!   is unknown.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::format::{FRAME_HEADER_LEN, HEADER_LEN};
 
@@ -57,8 +84,23 @@ pub(crate) const END_PAYLOAD_MAX: usize =
 /// One mebibyte.
 pub const MIB: u64 = 1 << 20;
 
-/// File size when the workload does not decide it.
+/// File size when the workload does not decide it and the file system
+/// has room for it ([`open_ended_file_size`]).
 pub const DEFAULT_FILE_SIZE: u64 = 64 * MIB;
+
+/// The smallest file the open-ended default gives (on a small card): 1
+/// MiB. Below it the recording refuses and names `--file-size`.
+pub const MIN_DEFAULT_FILE_SIZE: u64 = MIB;
+
+/// The open-ended default takes at most this share of the free space:
+/// a quarter, so the file being written, the one the next switch takes and
+/// the pool's spare fit with room left.
+pub const DEFAULT_FILE_SHARE: u64 = 4;
+
+/// The shortest a file should last at the expected rate: 1 s. Shorter,
+/// the recording switches files more often than once a second (each
+/// switch renames, writes a header and syncs a directory), and says so.
+pub const MIN_FILE_SPAN_NS: u64 = 1_000_000_000;
 
 /// The ring when the record rate is unknown (and [`crate::Config`]'s
 /// default): 16 MiB, a second of data at 16 MB/s.
@@ -150,11 +192,130 @@ impl Workload {
     }
 }
 
+/// Where a file size comes from: what a pool's description (`pool.json`)
+/// stores and `rtrec pool status` shows, and what a recording's summary
+/// says of its files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SizeFrom {
+    /// Given explicitly: `record --file-size`, the C API's `file_size`.
+    #[serde(rename = "--file-size")]
+    FileSize,
+    /// The open-ended default, [`DEFAULT_FILE_SIZE`].
+    #[serde(rename = "default")]
+    Default,
+    /// `rtrec pool prepare --file-size`.
+    #[serde(rename = "pool prepare")]
+    PoolPrepare,
+    /// The open-ended default fitted to a small file system: a quarter of
+    /// its free space ([`open_ended_file_size`]).
+    #[serde(rename = "small card")]
+    SmallCard,
+    /// A recording's own size from its known length (never a pool's).
+    #[serde(rename = "known length")]
+    KnownLength,
+}
+
+impl SizeFrom {
+    /// The name `pool status` and `--json` use (`"--file-size"`,
+    /// `"default"`, `"pool prepare"`, `"small card"`, `"known length"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SizeFrom::FileSize => "--file-size",
+            SizeFrom::Default => "default",
+            SizeFrom::PoolPrepare => "pool prepare",
+            SizeFrom::SmallCard => "small card",
+            SizeFrom::KnownLength => "known length",
+        }
+    }
+
+    /// Chosen by a person (`--file-size`, `pool prepare`), not by a rule.
+    pub fn is_explicit(self) -> bool {
+        matches!(self, SizeFrom::FileSize | SizeFrom::PoolPrepare)
+    }
+}
+
+/// How a configuration's `file_size` was settled: what the recording may
+/// do to a directory's pool (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FileSizeBasis {
+    /// Set by the caller (`--file-size`, the C API's `file_size`, a
+    /// [`crate::Config`] built with one): the pool takes it.
+    #[default]
+    Given,
+    /// The open-ended default: fitted to the free space when the recorder
+    /// is created ([`open_ended_file_size`]); a pool whose size was given
+    /// keeps its own.
+    OpenEnded,
+    /// Exactly what a recording of known length (or one flight-recorder
+    /// event) needs: never creates, shrinks or resizes a pool.
+    Known,
+}
+
+/// The file size a recording got and why: what `record`'s summary and
+/// `--json` (`file_sizing`) report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSizing {
+    /// Bytes per file.
+    pub file_size: u64,
+    /// Where it comes from; `None` only for the pool of an older rtrec,
+    /// which did not record it.
+    pub from: Option<SizeFrom>,
+    /// `true`: the directory's pool decided it (`from` is the pool's).
+    pub pool: bool,
+    /// The open-ended default: the file system's free space it was fitted
+    /// to, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_bytes: Option<u64>,
+}
+
+/// Too little free space for the smallest open-ended default file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoRoomForDefault {
+    /// The file system's free space, bytes.
+    pub free_bytes: u64,
+}
+
+/// The open-ended default file size on a file system with `free_bytes`
+/// free: `min(64 MiB, free / 4)` rounded down to 1 MiB, from
+/// [`SizeFrom::Default`] when it is the full 64 MiB, else
+/// [`SizeFrom::SmallCard`]. `record` (through the writer) and `doctor`
+/// call it.
+///
+/// # Errors
+/// A quarter of the free space is less than [`MIN_DEFAULT_FILE_SIZE`].
+pub fn open_ended_file_size(free_bytes: u64) -> Result<FileSizing, NoRoomForDefault> {
+    let quarter = free_bytes / DEFAULT_FILE_SHARE / MIB * MIB;
+    let (file_size, from) = if quarter >= DEFAULT_FILE_SIZE {
+        (DEFAULT_FILE_SIZE, SizeFrom::Default)
+    } else if quarter >= MIN_DEFAULT_FILE_SIZE {
+        (quarter, SizeFrom::SmallCard)
+    } else {
+        return Err(NoRoomForDefault { free_bytes });
+    };
+    Ok(FileSizing {
+        file_size,
+        from: Some(from),
+        pool: false,
+        free_bytes: Some(free_bytes),
+    })
+}
+
+/// How long one file lasts at the expected rate: the records of `stored`
+/// bytes (each as stored in a file) that fit in `usable` bytes, one every
+/// `period_ns`. `None` when the rate is unknown (no period, or 0).
+pub fn file_span_ns(usable: u64, stored: u64, period_ns: Option<u64>) -> Option<u64> {
+    let p = period_ns.filter(|&p| p > 0)?;
+    Some((usable / stored.max(1)).max(1).saturating_mul(p))
+}
+
 /// What the rules give (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sizes {
     /// Bytes per file.
     pub file_size: u64,
+    /// How `file_size` was decided: the workload's exact need
+    /// ([`FileSizeBasis::Known`]) or the open-ended default.
+    pub file_size_basis: FileSizeBasis,
     /// The ring and how it was sized.
     pub ring: RingSizing,
     /// Flight recorder's pre-trigger window, bytes.
@@ -188,13 +349,16 @@ pub fn sizes(
             .div_ceil(PAGE)
             .saturating_mul(PAGE)
     };
-    let file_size = match (flight, w.records) {
-        (Some(s), _) => file_of(match w.period() {
-            Some(p) => s.pre_ns.saturating_add(s.post_ns) / p + 4,
-            None => EVENT_RECORDS_UNKNOWN_RATE,
-        }),
-        (None, Some(n)) if w.fixed_size => file_of(n),
-        _ => DEFAULT_FILE_SIZE,
+    let (file_size, file_size_basis) = match (flight, w.records) {
+        (Some(s), _) => (
+            file_of(match w.period() {
+                Some(p) => s.pre_ns.saturating_add(s.post_ns) / p + 4,
+                None => EVENT_RECORDS_UNKNOWN_RATE,
+            }),
+            FileSizeBasis::Known,
+        ),
+        (None, Some(n)) if w.fixed_size => (file_of(n), FileSizeBasis::Known),
+        _ => (DEFAULT_FILE_SIZE, FileSizeBasis::OpenEnded),
     };
     let pre_bytes = match (flight, w.period()) {
         (Some(s), Some(p)) => (s.pre_ns / p + 2).saturating_mul(entry),
@@ -202,6 +366,7 @@ pub fn sizes(
     };
     Sizes {
         file_size,
+        file_size_basis,
         ring: auto_ring(w, max_record, ring_cap),
         pre_bytes,
     }
@@ -335,6 +500,83 @@ mod tests {
             sizes(&Workload::UNKNOWN, 100, 132, None, CAP).file_size,
             DEFAULT_FILE_SIZE
         );
+    }
+
+    #[test]
+    fn the_open_ended_default_is_a_quarter_of_the_free_space_up_to_64_mib() {
+        let big = open_ended_file_size(100 << 30).unwrap();
+        assert_eq!(
+            (big.file_size, big.from),
+            (DEFAULT_FILE_SIZE, Some(SizeFrom::Default))
+        );
+        assert_eq!(
+            open_ended_file_size(256 * MIB).unwrap().from,
+            Some(SizeFrom::Default)
+        );
+        // The 8 MiB card of issue 31: 5.86 MiB free, a quarter is 1.46 MiB.
+        let small = open_ended_file_size(6_146_048).unwrap();
+        assert_eq!(
+            (small.file_size, small.from),
+            (MIB, Some(SizeFrom::SmallCard))
+        );
+        assert_eq!(small.free_bytes, Some(6_146_048));
+        assert_eq!(open_ended_file_size(255 * MIB).unwrap().file_size, 63 * MIB);
+        assert_eq!(open_ended_file_size(4 * MIB).unwrap().file_size, MIB);
+        assert_eq!(
+            open_ended_file_size(4 * MIB - 1),
+            Err(NoRoomForDefault {
+                free_bytes: 4 * MIB - 1
+            })
+        );
+    }
+
+    #[test]
+    fn only_an_exact_need_is_a_known_length() {
+        let exact = Workload {
+            records: Some(1),
+            fixed_size: true,
+            ..Workload::UNKNOWN
+        };
+        assert_eq!(
+            sizes(&exact, 16 << 10, 16 << 10, None, CAP).file_size_basis,
+            FileSizeBasis::Known
+        );
+        let lines = Workload {
+            fixed_size: false,
+            ..exact
+        };
+        assert_eq!(
+            sizes(&lines, 100, 132, None, CAP).file_size_basis,
+            FileSizeBasis::OpenEnded
+        );
+    }
+
+    #[test]
+    fn a_file_lasts_its_records_times_the_period() {
+        // Finding 1's 20 KiB files of one 16 KiB record at 1 ms: 1 ms each.
+        assert_eq!(
+            file_span_ns(19 << 10, 16 << 10, Some(1_000_000)),
+            Some(1_000_000)
+        );
+        assert_eq!(
+            file_span_ns(64 * MIB, 16 << 10, Some(5_000_000)),
+            Some(4096 * 5_000_000)
+        );
+        assert_eq!(file_span_ns(64 * MIB, 16 << 10, None), None);
+        assert_eq!(file_span_ns(64 * MIB, 16 << 10, Some(0)), None);
+    }
+
+    #[test]
+    fn size_origins_have_the_names_pool_status_shows() {
+        for (from, name) in [
+            (SizeFrom::FileSize, "\"--file-size\""),
+            (SizeFrom::Default, "\"default\""),
+            (SizeFrom::PoolPrepare, "\"pool prepare\""),
+            (SizeFrom::SmallCard, "\"small card\""),
+        ] {
+            assert_eq!(serde_json::to_string(&from).unwrap(), name);
+            assert_eq!(format!("\"{}\"", from.name()), name);
+        }
     }
 
     #[test]

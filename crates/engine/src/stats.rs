@@ -169,6 +169,11 @@ pub struct LiveStats {
     /// The largest `ring_used_bytes` so far: how close the ring came to
     /// dropping.
     pub ring_high_water_bytes: AtomicU64,
+    /// Files a loop recording (or the flight recorder's event limit)
+    /// retired so far, published by the writer at each switch.
+    pub retired_files: AtomicU64,
+    /// Bytes of those files (header and frames).
+    pub retired_bytes: AtomicU64,
 }
 
 /// One reading of [`LiveStats`], every counter as a plain number (what
@@ -207,6 +212,10 @@ pub struct LiveSnapshot {
     pub ring_used_bytes: u64,
     /// [`LiveStats::ring_high_water_bytes`].
     pub ring_high_water_bytes: u64,
+    /// [`LiveStats::retired_files`].
+    pub retired_files: u64,
+    /// [`LiveStats::retired_bytes`].
+    pub retired_bytes: u64,
 }
 
 impl LiveStats {
@@ -231,6 +240,8 @@ impl LiveStats {
             ring_capacity_bytes: r(&self.ring_capacity_bytes),
             ring_used_bytes: r(&self.ring_used_bytes),
             ring_high_water_bytes: r(&self.ring_high_water_bytes),
+            retired_files: r(&self.retired_files),
+            retired_bytes: r(&self.retired_bytes),
         }
     }
 

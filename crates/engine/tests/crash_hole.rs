@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rtrec_engine::format::{
-    decode_frame, encode_frame_header, FileHeader, FrameKind, FORMAT_VERSION, FRAME_HEADER_LEN,
-    HEADER_LEN,
+    decode_frame, encode_frame_header, FileHeader, FrameKind, FRAME_HEADER_LEN, HEADER_LEN,
+    PLAIN_FORMAT_VERSION,
 };
 use rtrec_engine::reader::{verify_bytes, verify_file, FileStatus};
 use rtrec_engine::recovery::cut_crash_hole;
@@ -202,7 +202,7 @@ fn a_version_3_file_still_verifies() {
     let r = verify_bytes(Path::new("v3.rtr"), &open);
     assert_eq!(r.status, FileStatus::Unfinished, "{:?}", r.notes);
     assert_eq!((r.records, r.durable_mark), (6, None));
-    assert_eq!(FORMAT_VERSION, 4);
+    assert_eq!(PLAIN_FORMAT_VERSION, 4);
 }
 
 #[test]

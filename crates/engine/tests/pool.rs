@@ -32,7 +32,15 @@ fn record(dir: &std::path::Path, c: Config, n: u64) -> rtrec_engine::Summary {
 #[test]
 fn a_recycled_file_yields_only_its_new_records() {
     let dir = tempfile::tempdir().unwrap();
+    // One file ready: the recording takes it (a file it had to fallocate
+    // would lose its unused tail at the end, and only pool-sized files
+    // are recycled).
+    Pool::open_or_create(dir.path(), 2 * MIB, 1)
+        .unwrap()
+        .prepare(|_, _| {})
+        .unwrap();
     let full = record(dir.path(), cfg(Mode::Ring), 1500);
+    assert_eq!(full.pool.taken, 1);
     let pool = Pool::open(dir.path()).unwrap().unwrap();
     assert_eq!(pool.ready().unwrap().len(), 0);
     pool.recycle(&full.files[0], false).unwrap();
@@ -75,7 +83,8 @@ fn a_recycled_file_yields_only_its_new_records() {
 fn an_empty_pool_falls_back_to_fallocate_and_counts_it() {
     let dir = tempfile::tempdir().unwrap();
     // 2 MiB files hold ~2000 records of 1 KiB: 5000 need three files; the
-    // pool prepares one at start and has none for the rotations.
+    // pool has none ready and nothing is zero-filled before the recording,
+    // so all three are fallocated (the first one before the first record).
     let s = record(
         dir.path(),
         Config {
@@ -90,7 +99,7 @@ fn an_empty_pool_falls_back_to_fallocate_and_counts_it() {
     assert_eq!(s.files.len(), 3);
     assert_eq!(
         (s.pool.prepared_at_start, s.pool.taken, s.pool.fallbacks),
-        (1, 1, 2)
+        (0, 0, 3)
     );
     let mut reports: Vec<_> = s.files.iter().map(|f| verify_file(f).unwrap()).collect();
     rtrec_engine::reader::check_continuity(&mut reports);
@@ -112,8 +121,10 @@ fn with_the_wait_policy_the_writer_waits_for_the_refiller_and_the_producer_does_
     };
     let s = record(dir.path(), c, 5000);
     assert_eq!(s.files.len(), 3);
-    assert_eq!(s.pool.fallbacks, 0);
-    assert_eq!(s.pool.taken, 3);
+    // The first file is fallocated before the first record (nothing was
+    // ready and the producer is not running yet); the others are waited for.
+    assert_eq!(s.pool.fallbacks, 1);
+    assert_eq!(s.pool.taken, 2);
     assert!(s.pool.waits >= 1);
     assert_eq!(s.records_written + s.records_dropped, 5000);
 }
@@ -210,7 +221,8 @@ fn a_recording_of_another_file_size_resizes_the_pool_and_says_so() {
         "{:?}",
         s.warnings
     );
-    assert_eq!(std::fs::metadata(&s.files[0]).unwrap().len(), 2 * MIB);
+    assert_eq!(s.config.file_size, 2 * MIB);
+    assert!(std::fs::metadata(&s.files[0]).unwrap().len() <= 2 * MIB);
     let st = Pool::open(dir.path()).unwrap().unwrap().status().unwrap();
     assert_eq!(st.file_size, 2 * MIB);
     assert!(st.slots.iter().all(|slot| slot.bytes == 2 * MIB), "{st:?}");
@@ -220,15 +232,22 @@ fn a_recording_of_another_file_size_resizes_the_pool_and_says_so() {
 }
 
 #[test]
-fn the_refill_replaces_what_a_recording_took_not_the_whole_target() {
+fn the_refill_replaces_the_bytes_recordings_wrote_not_the_whole_target() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = cfg(Mode::Ring);
     c.pool.refill_on_finish = true;
-    let s = record(dir.path(), c, 100);
-    assert_eq!((s.pool.taken, s.pool.refilled_on_finish), (1, 1));
+    // 100 KiB written: owed to the pool, nothing zero-filled for it.
+    let s = record(dir.path(), c.clone(), 100);
+    assert_eq!((s.pool.taken, s.pool.refilled_on_finish), (0, 0));
     let st = Pool::open(dir.path()).unwrap().unwrap().status().unwrap();
-    // Target 2, but one file is what the next such recording needs.
+    assert_eq!((st.ready_files, st.owed_bytes), (0, s.file_bytes));
+    // Another 2 MiB: together more than one 2 MiB file's worth.
+    let more = record(dir.path(), c, 2000);
+    assert_eq!(more.pool.refilled_on_finish, 1);
+    let st = Pool::open(dir.path()).unwrap().unwrap().status().unwrap();
+    // Target 2, but one file is what the bytes written replace.
     assert_eq!((st.ready_files, st.target_files), (1, 2));
+    assert_eq!(st.owed_bytes, s.file_bytes + more.file_bytes - 2 * MIB);
     assert_eq!(st.disk_bytes, 2 * MIB, "zero-filled: fully allocated");
 }
 

@@ -431,6 +431,7 @@ proptest! {
                 FrameKind::End => EndPayload {
                     complete: a & 1 == 1,
                     continued: a & 2 == 2,
+                    interrupted: false,
                     records_written: *a,
                     records_dropped: *b,
                     bytes_written: *seq,

@@ -21,7 +21,7 @@ use rtrec_engine::config::{check_prefix, check_writer_priority};
 use rtrec_engine::settle::SettleError;
 use rtrec_engine::{
     Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
-    RtConfig, Workload, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
+    Retention, RtConfig, Workload, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
 };
 
 use crate::error::{guard, read_struct, write_struct, Extensible, Fail};
@@ -384,17 +384,37 @@ pub struct rtrec_config {
     pub pin: u32,
     /// Reserved: must be 0.
     pub reserved2: u32,
+    /// Loop recording (struct version 7): keep the recording's finished
+    /// files within this many bytes (the newest `max(1, keep_bytes /
+    /// file_size)`); older ones are retired at a file switch (recycled
+    /// into the pool or deleted, on a background thread). 0: no limit.
+    /// Disk use stays within the budget + one file + the pool's spare
+    /// files (docs/unattended.md, "Disk budget").
+    pub keep_bytes: u64,
+    /// Loop recording: retire a finished file once its last record is
+    /// older than this, ns. 0: no limit.
+    pub keep_for_ns: u64,
+    /// Loop recording: keep at most this many finished files. 0: no
+    /// limit. With `keep_bytes` or `keep_for_ns`, the strictest wins.
+    pub keep_files: u32,
+    /// Flight recorder: keep the newest this many event recordings (older
+    /// ones are retired when a new event starts). 0: all.
+    pub keep_events: u32,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
 // pointer (every bit pattern valid); one published size, ours.
 unsafe impl Extensible for rtrec_config {
     const NAME: &'static str = "rtrec_config";
-    /// Version 6 (184 bytes on LP64), where zero means default. Versions
+    /// Version 6 (184 bytes on LP64), where zero means default, and
+    /// version 7 (ours). Versions
     /// 0..5 (88 .. 176 bytes) gave some zeros another meaning (`alloc` 0
     /// append, `writer_cpu` 0 CPU 0) and are refused: rebuild against this
     /// header.
-    const SIZES: &'static [usize] = &[size_of::<rtrec_config>()];
+    ///
+    /// Version 7 (208 bytes) added the retention fields (`keep_bytes` ..
+    /// `keep_events`); a version 6 caller gets none (0: no limit).
+    const SIZES: &'static [usize] = &[184, size_of::<rtrec_config>()];
 }
 
 /// A C flag (`0` or `1`) as a bool; `-EINVAL` for any other value (kept
@@ -498,6 +518,10 @@ impl rtrec_config {
             pin: c.rt.writer_cpu.map_or(0, |_| RTREC_PIN_WRITER)
                 | c.rt.flusher_cpu.map_or(0, |_| RTREC_PIN_FLUSHER),
             reserved2: 0,
+            keep_bytes: c.retention.keep_bytes,
+            keep_for_ns: c.retention.keep_for_ns,
+            keep_files: c.retention.keep_files,
+            keep_events: c.retention.keep_events,
         })
     }
 
@@ -584,6 +608,12 @@ impl rtrec_config {
             io_block: match self.io_block {
                 0 => DEFAULT_IO_BLOCK,
                 n => n,
+            },
+            retention: Retention {
+                keep_bytes: self.keep_bytes,
+                keep_files: self.keep_files,
+                keep_for_ns: self.keep_for_ns,
+                keep_events: self.keep_events,
             },
             ..d
         })
@@ -821,13 +851,14 @@ mod tests {
     #[test]
     fn the_struct_is_free_of_padding_and_refuses_every_other_size() {
         // Version 6: the size of version 5 (176) plus `pin` and
-        // `reserved2`, no tail padding.
-        assert_eq!(size_of::<rtrec_config>(), 184);
+        // `reserved2`; version 7: the retention fields. No tail padding.
+        assert_eq!(offset_of!(rtrec_config, reserved2) + size_of::<u32>(), 184);
+        assert_eq!(size_of::<rtrec_config>(), 208);
         assert_eq!(
-            offset_of!(rtrec_config, reserved2) + size_of::<u32>(),
+            offset_of!(rtrec_config, keep_events) + size_of::<u32>(),
             size_of::<rtrec_config>()
         );
-        for size in [0, 8, 88, 89, 136, 176, 183, 185, 2000, usize::MAX] {
+        for size in [0, 8, 88, 89, 136, 176, 183, 185, 207, 209, 2000, usize::MAX] {
             let mut c = init();
             c.struct_size = size;
             assert_eq!(
@@ -844,6 +875,24 @@ mod tests {
     }
 
     #[test]
+    fn a_version_6_caller_gets_no_retention_and_a_version_7_one_its_limits() {
+        let mut c = init();
+        c.keep_bytes = 8 << 20;
+        c.keep_files = 3;
+        // SAFETY: prefix is NULL.
+        let e = unsafe { c.engine_config() }.unwrap();
+        assert_eq!(
+            (e.retention.keep_bytes, e.retention.keep_files),
+            (8 << 20, 3)
+        );
+        // A version 6 struct: the library reads its 184 bytes only.
+        c.struct_size = 184;
+        // SAFETY: a valid struct of (at least) 184 bytes.
+        let old = unsafe { rtrec_config::read(&c) }.unwrap();
+        assert!(old.retention.is_off(), "{:?}", old.retention);
+    }
+
+    #[test]
     fn a_zero_filled_config_is_the_defaults() {
         // SAFETY: all-zero is a valid rtrec_config.
         let mut z: rtrec_config = unsafe { std::mem::zeroed() };
@@ -856,6 +905,7 @@ mod tests {
         let mut d = Config::default();
         let sizes = d.sizes_for(&Workload::UNKNOWN);
         (d.file_size, d.ring_bytes) = (sizes.file_size, sizes.ring.ring_bytes);
+        d.file_size_basis = sizes.file_size_basis;
         assert_eq!(from_zero, d);
         assert_eq!(from_zero.rt, RtConfig::default(), "nothing pinned");
         // Only max_record and writer_poll_us set (the case).
@@ -1013,7 +1063,15 @@ mod tests {
         let c = init();
         assert_eq!(c.struct_size, size_of::<rtrec_config>());
         // SAFETY: prefix is NULL.
-        assert_eq!(unsafe { c.engine_config() }.unwrap(), Config::default());
+        // The engine's defaults, with the file size marked as the
+        // open-ended default (a C recording runs until finish, so its
+        // default size may set a directory's pool: `sizing`'s rule).
+        let open_ended = Config {
+            file_size_basis: rtrec_engine::FileSizeBasis::OpenEnded,
+            ..Config::default()
+        };
+        // SAFETY: prefix is NULL.
+        assert_eq!(unsafe { c.engine_config() }.unwrap(), open_ended);
         assert_eq!(
             (c.writer_priority, c.writer_cpu, c.flusher_cpu, c.pin),
             (0, 0, 0, 0)

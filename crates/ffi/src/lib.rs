@@ -29,6 +29,8 @@
 //! - [`summary`]: `rtrec_summary`, what a recording did.
 //! - [`timer`]: the periodic timer that measures lateness.
 //! - [`pool`]: the file pool of a recording directory (prepare, status).
+//! - [`recover`]: closing the recordings a crash interrupted
+//!   (`rtrec_dir_recover`).
 //! - `handle`: the table behind the opaque handles, which makes a finished
 //!   or destroyed handle `-EBADF` instead of a use after free.
 //! - [`log`]: the log callback for warnings, and the library's version.
@@ -51,6 +53,7 @@ mod handle;
 pub mod log;
 pub mod pool;
 pub mod recorder;
+pub mod recover;
 pub mod summary;
 pub mod timer;
 
@@ -65,5 +68,6 @@ pub use recorder::{
     rtrec_recorder, rtrec_recorder_abort, rtrec_recorder_create, rtrec_recorder_destroy,
     rtrec_recorder_finish, rtrec_recorder_record, rtrec_recorder_trigger,
 };
+pub use recover::{rtrec_dir_recover, rtrec_recover_report};
 pub use summary::{rtrec_latency, rtrec_summary, rtrec_summary_attach_timer};
 pub use timer::{rtrec_timer, rtrec_timer_create, rtrec_timer_destroy, rtrec_timer_wait};

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use libc::{EEXIST, ENOENT};
 use rtrec_engine::pool::Pool;
+use rtrec_engine::SizeFrom;
 
 use crate::error::{guard, write_struct, Extensible, Fail};
 
@@ -60,7 +61,7 @@ unsafe impl Extensible for rtrec_pool_state {
 /// # Safety
 ///
 /// `dir` is NULL or a NUL-terminated string that outlives the result.
-unsafe fn dir_arg<'a>(dir: *const c_char, func: &str) -> Result<&'a Path, Fail> {
+pub(crate) unsafe fn dir_arg<'a>(dir: *const c_char, func: &str) -> Result<&'a Path, Fail> {
     if dir.is_null() {
         return Err(Fail::inval(format!("{func}: dir is NULL")));
     }
@@ -111,7 +112,8 @@ pub unsafe extern "C" fn rtrec_pool_prepare(
                 "rtrec_pool_prepare: file_size is {file_size}; pool files must be at least {MIN_FILE_SIZE} bytes (64 KiB)"
             )));
         }
-        let pool = Pool::open_or_create(dir, file_size, files).map_err(Fail::engine)?;
+        let pool = Pool::open_or_create_from(dir, file_size, files, SizeFrom::PoolPrepare)
+            .map_err(Fail::engine)?;
         if (pool.file_size(), pool.target_files()) != (file_size, files) {
             return Err(Fail::new(
                 EEXIST,

@@ -432,8 +432,11 @@ mod tests {
         assert_eq!(s.flight_events_cut_short, 2);
         // Records 0..2 leave the 8-record window before the first trigger.
         assert_eq!(s.flight_overwritten_records, 2);
-        // The pool had one file ready (prepared at create); two fell back.
-        assert_eq!((s.pool_taken, s.pool_fallbacks, s.pool_waits), (1, 2, 0));
+        // A fresh directory has no file ready and creating the recorder
+        // prepares none (nothing is zero-filled before a recording has
+        // written anything: `sizing`'s rule), so each file fell back to
+        // fallocate, counted.
+        assert_eq!((s.pool_taken, s.pool_fallbacks, s.pool_waits), (0, 3, 0));
         let files = rtrec_engine::reader::recording_files(dir.path()).unwrap();
         assert_eq!(files.len(), 3);
         for f in &files {
@@ -460,7 +463,11 @@ mod tests {
             assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
         }
         assert_eq!((s.triggers, s.flight_events, s.files), (1, 0, 1));
-        assert_eq!((s.records_written, s.pool_taken), (1, 1));
+        // The one file: fallocated, counted (no pool file was ready).
+        assert_eq!(
+            (s.records_written, s.pool_taken, s.pool_fallbacks),
+            (1, 0, 1)
+        );
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! (`cc -fsanitize=address`) and under valgrind, and must print "ok" and
 //! nothing on stderr; `tests/c/threads.c` (8 threads × 20 rounds in one
 //! directory, with and without the pool) must succeed every run, and
-//! `verify` must find every file clean.
+//! `verify` must find every file clean; `tests/c/recover.c` (a child
+//! killed while recording, then `rtrec_dir_recover()`: closed once, idempotent,
+//! a live recording left alone) must print "ok", and the killed recording
+//! then verifies as interrupted and closed.
 //!
 //! A missing `cc` or valgrind makes a test skip, unless
 //! `RTREC_REQUIRE_PRIVILEGED=1` (CI) makes it a failure; `.ci/run`
@@ -160,4 +163,26 @@ fn eight_c_threads_record_into_one_directory_with_and_without_the_pool() {
             assert!(r.is_clean(), "{mode}: {}: {:?}", f.display(), r.notes);
         }
     }
+}
+
+#[test]
+fn rtrec_recover_closes_what_a_killed_c_program_left_and_only_that() {
+    if !have("cc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("recover");
+    compile("recover", &[], &exe);
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(&exe).arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", show(&o));
+    use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+    let mut status: Vec<FileStatus> = recording_files(dir.path())
+        .unwrap()
+        .iter()
+        .map(|f| verify_file(f).unwrap().status)
+        .collect();
+    status.sort_by_key(|s| format!("{s:?}"));
+    assert_eq!(status, [FileStatus::Complete, FileStatus::Interrupted]);
 }

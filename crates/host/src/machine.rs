@@ -1,7 +1,8 @@
 //! Facts of the machine, read and never changed: the block device under a
 //! path, the size of an ext4 journal, what the CPU, its clocks and the
-//! memory are, how much memory this process may lock, and whether it runs
-//! under a user-mode emulator.
+//! memory are, how much memory this process may lock, whether it runs
+//! under a user-mode emulator or in a virtual machine, and what the kernel
+//! says of a block device's write cache and of an MMC card's type.
 //! `rtrec doctor` judges them and the bench records them beside its
 //! figures; both read them here, so a recorder that never benchmarks still
 //! has them.
@@ -41,6 +42,40 @@ pub fn block_device_of(path: &Path) -> Option<String> {
         sys
     };
     Some(disk.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Bytes written so far to the block device holding `path` (its partition
+/// when it is one): the sectors written of `/sys/dev/block/MAJ:MIN/stat`
+/// (its 7th field, 512-byte sectors whatever the device's block size),
+/// counted by the kernel for every writer of the device. `None` on
+/// tmpfs, network or overlay file systems.
+pub fn device_bytes_written(path: &Path) -> Option<u64> {
+    let dev = fs::metadata(path).ok()?.dev();
+    let (maj, min) = rtrec_sys::major_minor(dev);
+    let stat = fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()?;
+    sectors_written(&stat).map(|s| s * 512)
+}
+
+/// The sectors written of a block device's `stat` text (its 7th field).
+fn sectors_written(stat: &str) -> Option<u64> {
+    stat.split_whitespace().nth(6)?.parse().ok()
+}
+
+/// Bytes this process (all its threads, and those that ended) caused to
+/// be sent to storage: `write_bytes` of `/proc/self/io`, counted when
+/// pages are dirtied or written directly. `None` without task I/O
+/// accounting.
+pub fn process_write_bytes() -> Option<u64> {
+    io_write_bytes(&fs::read_to_string("/proc/self/io").ok()?)
+}
+
+/// `write_bytes` of `/proc/PID/io` text.
+fn io_write_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Whether loop device `dev` (`loop0`) reads its file with direct I/O
@@ -238,9 +273,123 @@ pub fn user_emulation() -> Option<String> {
         .then(|| format!("{entry} is enabled"))
 }
 
+/// The block device `dev`'s write cache as its kernel driver reports it:
+/// `queue/write_cache` (`write back`: a volatile cache the kernel flushes;
+/// `write through`: none, the kernel sends no flush) and `queue/fua`
+/// (`true`: writes can bypass the cache with Forced Unit Access). `None`
+/// for a file that cannot be read.
+pub fn write_cache(dev: &str) -> (Option<String>, Option<bool>) {
+    let q = format!("/sys/block/{dev}/queue");
+    (
+        first_line(format!("{q}/write_cache")).filter(|m| !m.is_empty()),
+        first_line(format!("{q}/fua")).map(|f| f == "1"),
+    )
+}
+
+/// The MMC core's type of card behind `mmcblkN` (`device/type`: `SD` or
+/// `MMC`, the latter an eMMC or, rarely, a removable MMC card).
+pub fn mmc_type(dev: &str) -> Option<String> {
+    first_line(format!("/sys/block/{dev}/device/type")).filter(|t| !t.is_empty())
+}
+
+/// Signs of a virtual machine, as the kernel shows them to the guest.
+#[derive(Clone, Debug, Default)]
+pub struct MachineSigns {
+    /// `/proc/cpuinfo`'s text (x86's `flags` line carries `hypervisor`
+    /// in a guest; ARM's `Features` line has no such flag).
+    pub cpuinfo: String,
+    /// The device tree's root `compatible` (`/proc/device-tree/compatible`
+    /// or `/sys/firmware/devicetree/base/compatible`), its NUL-separated
+    /// strings as read; `None` on a machine without a device tree (x86,
+    /// ACPI).
+    pub dt_compatible: Option<String>,
+    /// `/sys/hypervisor/type` (`xen`), where the kernel has it.
+    pub hypervisor_type: Option<String>,
+    /// DMI's `sys_vendor` and `product_name`, where present
+    /// (`/sys/class/dmi` is absent on device-tree boards).
+    pub dmi: Vec<String>,
+}
+
+impl MachineSigns {
+    /// The signs of this machine.
+    pub fn read() -> MachineSigns {
+        let dt = [
+            "/proc/device-tree/compatible",
+            "/sys/firmware/devicetree/base/compatible",
+        ]
+        .iter()
+        .find_map(|p| fs::read(p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+        MachineSigns {
+            cpuinfo: fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+            dt_compatible: dt,
+            hypervisor_type: first_line("/sys/hypervisor/type").filter(|t| !t.is_empty()),
+            dmi: ["sys_vendor", "product_name"]
+                .iter()
+                .filter_map(|f| first_line(format!("/sys/class/dmi/id/{f}")))
+                .filter(|v| !v.is_empty())
+                .collect(),
+        }
+    }
+
+    /// Evidence of a virtual machine, in words; `None` when there is
+    /// none. In order: the CPU's `hypervisor` flag (x86 guests; the
+    /// evidence is then DMI's vendor and product, or the flag itself); the
+    /// device tree of qemu's `virt` board (`linux,dummy-virt`, the machine
+    /// of `qemu-system-aarch64/arm -M virt`, under TCG or KVM alike); a
+    /// Xen guest (`/sys/hypervisor/type`); DMI naming a hypervisor's
+    /// machine (an ARM guest booted through UEFI and ACPI has DMI and no
+    /// device tree).
+    pub fn virtual_machine(&self) -> Option<String> {
+        const VM_VENDORS: [&str; 8] = [
+            "QEMU",
+            "KVM",
+            "VMware",
+            "VirtualBox",
+            "innotek",
+            "Xen",
+            "Bochs",
+            "Virtual Machine",
+        ];
+        let dmi = self.dmi.join(" ");
+        let flagged = cpuinfo_field(&self.cpuinfo, "flags")
+            .is_some_and(|f| f.split_whitespace().any(|f| f == "hypervisor"));
+        if flagged {
+            return Some(if dmi.is_empty() {
+                "the CPU's hypervisor flag".into()
+            } else {
+                dmi
+            });
+        }
+        let dt = self.dt_compatible.as_deref().unwrap_or_default();
+        if dt.split('\0').any(|c| c.trim() == "linux,dummy-virt") {
+            return Some("qemu virt machine (device tree linux,dummy-virt)".into());
+        }
+        if let Some(t) = &self.hypervisor_type {
+            return Some(format!("{t} guest (/sys/hypervisor/type)"));
+        }
+        VM_VENDORS.iter().any(|v| dmi.contains(v)).then_some(dmi)
+    }
+}
+
+/// Evidence that this machine is virtual ([`MachineSigns::virtual_machine`]).
+pub fn virtual_machine() -> Option<String> {
+    MachineSigns::read().virtual_machine()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_write_counters_are_read_from_the_kernels_text() {
+        let stat = "  1184   0  81170   440  3321  1702 262672  9316  0  3788  9756  0 0 0 0 0 0\n";
+        assert_eq!(sectors_written(stat), Some(262_672));
+        assert_eq!(sectors_written("1 2 3"), None);
+        let io = "rchar: 4092\nwchar: 3\nsyscr: 8\nsyscw: 1\nread_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+        assert_eq!(io_write_bytes(io), Some(4096));
+        assert_eq!(io_write_bytes("rchar: 1\n"), None);
+    }
 
     #[test]
     fn jbd2_info_gives_the_largest_transaction() {
@@ -304,5 +453,51 @@ mod tests {
             vec![10, 0, 20, 100, 5, 1, 2, 7, 0, 0]
         );
         assert!(parse_cpu_ticks("intr 1\n").is_empty());
+    }
+
+    #[test]
+    fn a_virtual_machine_is_known_by_flag_device_tree_xen_or_dmi() {
+        let signs = |cpuinfo: &str, dt: Option<&str>, dmi: &[&str]| MachineSigns {
+            cpuinfo: cpuinfo.into(),
+            dt_compatible: dt.map(str::to_string),
+            hypervisor_type: None,
+            dmi: dmi.iter().map(|s| s.to_string()).collect(),
+        };
+        let x86_guest = "processor\t: 0\nflags\t\t: fpu tsc hypervisor constant_tsc\n";
+        assert_eq!(
+            signs(x86_guest, None, &["QEMU", "Standard PC (Q35 + ICH9, 2009)"]).virtual_machine(),
+            Some("QEMU Standard PC (Q35 + ICH9, 2009)".into())
+        );
+        assert_eq!(
+            signs(x86_guest, None, &[]).virtual_machine(),
+            Some("the CPU's hypervisor flag".into())
+        );
+        let x86_metal = "flags\t\t: fpu tsc constant_tsc\n";
+        assert_eq!(
+            signs(x86_metal, None, &["Dell Inc.", "PowerEdge R650"]).virtual_machine(),
+            None
+        );
+        // qemu-system-aarch64 -M virt: ARM's cpuinfo has no hypervisor
+        // flag, no DMI, and the device tree says it.
+        let arm = "processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd evtstrm cpuid\n";
+        assert_eq!(
+            signs(arm, Some("linux,dummy-virt\0"), &[]).virtual_machine(),
+            Some("qemu virt machine (device tree linux,dummy-virt)".into())
+        );
+        let pi = "raspberrypi,4-model-b\0brcm,bcm2711\0";
+        assert_eq!(signs(arm, Some(pi), &[]).virtual_machine(), None);
+        // An ARM guest through UEFI and ACPI: DMI, no device tree.
+        assert_eq!(
+            signs(arm, None, &["QEMU", "KVM Virtual Machine"]).virtual_machine(),
+            Some("QEMU KVM Virtual Machine".into())
+        );
+        let xen = MachineSigns {
+            hypervisor_type: Some("xen".into()),
+            ..signs(arm, Some("xen,xenvm-4.17\0xen,xenvm\0"), &[])
+        };
+        assert_eq!(
+            xen.virtual_machine(),
+            Some("xen guest (/sys/hypervisor/type)".into())
+        );
     }
 }

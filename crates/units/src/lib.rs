@@ -96,7 +96,7 @@ impl Quantity {
             Quantity::Size => {
                 "B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)"
             }
-            Quantity::Duration => "ns, us, µs, ms, s, min or h",
+            Quantity::Duration => "ns, us, µs, ms, s, min, h or d",
         }
     }
 
@@ -168,6 +168,7 @@ const DURATION_UNITS: &[(&str, u128)] = &[
     ("s", 1_000_000_000),
     ("min", 60_000_000_000),
     ("h", 3_600_000_000_000),
+    ("d", 86_400_000_000_000),
 ];
 
 /// Why a value was refused. Its `Display` is one sentence that quotes the
@@ -694,7 +695,7 @@ mod tests {
         );
         assert_eq!(
             duration_err("5 parsecs"),
-            "'5 parsecs' has an unknown unit 'parsecs' (a duration takes ns, us, µs, ms, s, min or h)"
+            "'5 parsecs' has an unknown unit 'parsecs' (a duration takes ns, us, µs, ms, s, min, h or d)"
         );
         assert_eq!(
             duration_err("5MS"),

@@ -15,9 +15,9 @@ use std::path::Path;
 
 use crate::file::RAW_EXT;
 use crate::format::{
-    DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, LossPayload, LossReason,
-    PackedInfo, TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION, HEADER_LEN,
-    OLDEST_READ_VERSION,
+    DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, Interrupted, LossPayload,
+    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION,
+    HEADER_LEN, OLDEST_READ_VERSION,
 };
 
 use super::hole::{crash_hole, missing_write, Hole};
@@ -96,6 +96,7 @@ fn identify<S: ?Sized + ByteSource>(r: &mut FileReport, src: &S) -> io::Result<O
     r.recording_id = Some(header.recording_id);
     r.index = Some(header.index);
     r.created_wall_ns = Some(header.created_ns);
+    r.loop_recording = header.is_loop();
     if header.flags & FLAG_SLOT != 0 {
         r.note("an unused pool slot, not a recording".into());
         return Ok(None);
@@ -342,6 +343,13 @@ impl<'r> FileCheck<'r> {
                 // A recording starts at sequence 0.
                 self.exp = Some(0);
             }
+            let idx = self.header.index;
+            if self.header.is_loop() && idx > 0 && h.kind != FrameKind::Retired {
+                self.r.corrupt(
+                    off,
+                    format!("file {idx} of a loop recording does not open with its RETIRED frame"),
+                );
+            }
         }
         match h.kind {
             FrameKind::Data => self.records(off, h, 1, 0, h.len as u64),
@@ -389,7 +397,46 @@ impl<'r> FileCheck<'r> {
                     .corrupt(off, format!("the trigger frame at offset {off} is malformed")),
             },
             FrameKind::End => self.end(f),
+            FrameKind::Retired => self.retired(f, first),
         }
+    }
+
+    /// A loop recording's claim of what was retired before this file: only
+    /// as the first frame of a loop file after its first, and consistent
+    /// with the file (it cannot claim this file or later ones, and when it
+    /// names this file as the first kept, this file starts where it says).
+    fn retired(&mut self, f: &Frame, first: bool) {
+        let (off, h, idx) = (f.off, &f.header, self.header.index);
+        let c = match RetiredPayload::decode(&f.payload) {
+            Some(c) if first && idx > 0 && self.header.is_loop() => c,
+            Some(_) => {
+                return self.r.corrupt(
+                    off,
+                    format!("a retired frame at offset {off}: only the first frame of a loop recording's file after its first can be one"),
+                )
+            }
+            None => {
+                return self
+                    .r
+                    .corrupt(off, format!("the retired frame at offset {off} is malformed"))
+            }
+        };
+        self.sequence(off, h.seq, "retired");
+        let from_start = c.files == 0 || (c.first_index, c.first_seq) == (0, 0);
+        let contradicts = c.next_index > idx
+            || c.next_seq > h.seq
+            || (c.next_index == idx && c.next_seq != h.seq)
+            || !from_start;
+        if contradicts {
+            return self.r.corrupt(
+                off,
+                format!(
+                    "the RETIRED frame says files {}..{} (sequence {}..{}) were retired, which file {idx}, starting at sequence {}, contradicts",
+                    c.first_index, c.next_index, c.first_seq, c.next_seq, h.seq
+                ),
+            );
+        }
+        self.r.retired_claim = Some(c);
     }
 
     /// A data frame (`count` 1) or a packed frame of `count` records and
@@ -472,6 +519,37 @@ impl<'r> FileCheck<'r> {
     }
 }
 
+/// The verdict on a file whose end frame `rtrec recover` wrote (its
+/// `reason`, an [`Interrupted`] line): interrupted and closed, or, while
+/// the header still says `OPEN` (recover was itself interrupted between
+/// the end frame and the header), unfinished until recover runs again.
+fn closed_by_recover(r: &mut FileReport, reason: String) -> FileStatus {
+    let Some(i) = Interrupted::parse(&reason) else {
+        r.corrupt(
+            r.valid_len,
+            format!("the end frame of `rtrec recover` is malformed: {reason}"),
+        );
+        return FileStatus::Corrupt;
+    };
+    if r.durable_mark.is_some() {
+        r.note("`rtrec recover` was interrupted while it closed this file: its end frame is written, its header not yet; run `rtrec recover` again".into());
+        return FileStatus::Unfinished;
+    }
+    let cut = if i.cut_records + i.cut_bytes > 0 {
+        format!(
+            "; it cut {} record(s) after a crash hole and {} byte(s) after the last intact frame",
+            i.cut_records, i.cut_bytes
+        )
+    } else {
+        "; nothing was cut".into()
+    };
+    r.note(format!(
+        "interrupted, closed by recover: every record before sequence {} was durable when it was interrupted{cut}",
+        i.durable_seq
+    ));
+    FileStatus::Interrupted
+}
+
 /// [`verify_source`]'s last step: the file's verdict from what the walk
 /// found (a file already corrupt stays so).
 fn verdict(r: &mut FileReport) {
@@ -487,6 +565,7 @@ fn verdict(r: &mut FileReport) {
     r.status = match &r.stored {
         Some(_) if r.missing_records > 0 => FileStatus::Corrupt,
         Some(e) if e.complete => FileStatus::Complete,
+        Some(e) if e.interrupted => closed_by_recover(r, e.reason.clone()),
         Some(e) => {
             let reason = e.reason.clone();
             r.note(format!("the recording was aborted: {reason}"));

@@ -148,7 +148,7 @@ impl After {
                             self.next(l.first_seq.saturating_add(l.count));
                         }
                     }
-                    FrameKind::Trigger | FrameKind::End => {}
+                    FrameKind::Trigger | FrameKind::End | FrameKind::Retired => {}
                 }
             }
             Step::Damage { end, .. } => self.reach = self.reach.max(*end),

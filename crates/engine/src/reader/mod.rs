@@ -34,6 +34,13 @@
 //! - Files of one recording share a random recording id (never grouped by
 //!   name or across directories), have indexes 0, 1, ... without holes or
 //!   doubles, and continue each other's sequence numbers and counters.
+//! - A loop recording (header flag `LOOP`, format version 5): every file
+//!   after the first opens with a `RETIRED` frame, whose claim (files
+//!   `0..next_index` retired, up to sequence `next_seq`) no file present
+//!   may contradict (a file claimed as the first kept one starts exactly at
+//!   `next_seq`; claims only grow from file to file). A missing run of
+//!   LEADING files is then retired, not lost; a missing file in the middle
+//!   or at the end is still missing.
 //!
 //!
 //! The reader in modules, each after those it uses:
@@ -71,6 +78,6 @@ pub use file::{verify_bytes, verify_file, verify_source};
 pub use hole::SECTOR;
 pub use raw::raw_sidecar;
 pub use recording::{check_continuity, recording_files};
-pub use report::{ByteRange, CrashHole, FileReport, FileStatus, Gap, MAX_LISTED};
+pub use report::{ByteRange, CrashHole, FileReport, FileStatus, Gap, Retired, MAX_LISTED};
 pub use source::{open_regular, ByteSource, READ_BUF};
 pub use walk::{read_header, walk_frames, Frame, FrameWalker, Step, Stop, WalkEnd};

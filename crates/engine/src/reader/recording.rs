@@ -13,10 +13,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::file::{FRAMED_EXT, RAW_EXT};
-use crate::format::EndPayload;
+use crate::file::{utc_iso, FRAMED_EXT, RAW_EXT};
+use crate::format::{EndPayload, RetiredPayload};
 
-use super::report::{FileReport, FileStatus};
+use super::report::{FileReport, FileStatus, Retired};
 
 /// The recording files in `dir` (`*.rtr`, `*.raw`), sorted by name; hidden
 /// files (preparations in progress) are skipped.
@@ -72,12 +72,77 @@ pub fn check_continuity(reports: &mut [FileReport]) {
 
 /// [`check_continuity`] for the files of one recording, in index order.
 fn check_group(reports: &mut [FileReport], group: &[usize]) {
-    check_first(&mut reports[group[0]]);
+    let first = &reports[group[0]];
+    if first.loop_recording && first.index.unwrap_or(0) > 0 && !first.opens_with_trigger {
+        check_retired(reports, group);
+    } else {
+        check_first(&mut reports[group[0]]);
+    }
     for k in 1..group.len() {
         let p = Before::of(&reports[group[k - 1]]);
         check_next(&p, &mut reports[group[k]], k + 1 == group.len());
     }
     check_last(&mut reports[group[group.len() - 1]]);
+}
+
+/// The first file of a loop recording is not file 0: its leading files
+/// were retired, unless a claim present contradicts the files present
+/// (a claim naming a present file as the first kept one must agree with
+/// where it starts). The newest claim says when the last one was
+/// retired; without one (a power cut kept a deletion and lost the claim)
+/// they were retired before the first kept file was created.
+fn check_retired(reports: &mut [FileReport], group: &[usize]) {
+    let present: Vec<(u32, Option<u64>)> = group
+        .iter()
+        .map(|&i| (reports[i].index.unwrap_or(0), reports[i].first_seq))
+        .collect();
+    let mut newest: Option<RetiredPayload> = None;
+    for &i in group {
+        let Some(c) = reports[i].retired_claim else {
+            continue;
+        };
+        if let Some((_, Some(s))) = present.iter().find(|(idx, _)| *idx == c.next_index) {
+            if *s != c.next_seq {
+                let s = *s;
+                reports[i].corrupt(
+                    0,
+                    format!(
+                        "its RETIRED frame says file {} starts at sequence {}, but it starts at {s}",
+                        c.next_index, c.next_seq
+                    ),
+                );
+            }
+        }
+        if newest.is_none_or(|n| c.next_index >= n.next_index) {
+            newest = Some(c);
+        }
+    }
+    let first = &mut reports[group[0]];
+    let i0 = first.index.unwrap_or(0);
+    let next_seq = first
+        .first_seq
+        .or(newest.filter(|c| c.next_index == i0).map(|c| c.next_seq));
+    let last_wall_ns = newest.filter(|c| c.files > 0).map(|c| c.last_wall_ns);
+    let when = match (last_wall_ns, first.created_wall_ns) {
+        (Some(t), _) => format!("the last at {}", utc_iso(t)),
+        (None, Some(c)) => format!("before {}", utc_iso(c)),
+        (None, None) => "before the first kept file".into(),
+    };
+    let seq = match next_seq {
+        Some(0) | None => String::new(),
+        Some(s) => format!("seq 0–{} ", s - 1),
+    };
+    first.note(format!(
+        "{seq}(files 0–{}) retired by the loop, {when}",
+        i0 - 1
+    ));
+    first.retired = Some(Retired {
+        first_index: 0,
+        last_index: i0 - 1,
+        first_seq: 0,
+        next_seq,
+        last_wall_ns,
+    });
 }
 
 /// The first file of a recording: it must be file 0, and (unless it opens
@@ -125,6 +190,8 @@ struct Before {
     next_seq: Option<u64>,
     /// Its end frame's counters.
     stored: Option<EndPayload>,
+    /// A loop recording: its claim of what was retired before it.
+    claim: Option<RetiredPayload>,
 }
 
 impl Before {
@@ -133,6 +200,7 @@ impl Before {
             index: p.index.unwrap_or(0),
             next_seq: p.next_seq,
             stored: p.stored.clone(),
+            claim: p.retired_claim,
         }
     }
 }
@@ -172,6 +240,23 @@ fn check_next(p: &Before, r: &mut FileReport, last: bool) {
     }
     continues_sequence(p, r);
     continues_counters(p, r);
+    claims_grow(p, r);
+}
+
+/// A loop recording: `r`'s claim of what was retired covers at least
+/// what `p`'s did (claims are cumulative).
+fn claims_grow(p: &Before, r: &mut FileReport) {
+    if let (Some(a), Some(b)) = (p.claim, r.retired_claim) {
+        if b.next_index < a.next_index || b.files < a.files || b.bytes < a.bytes {
+            r.corrupt(
+                0,
+                format!(
+                    "its RETIRED frame claims less (files 0..{}) than the file before it (files 0..{})",
+                    b.next_index, a.next_index
+                ),
+            );
+        }
+    }
 }
 
 /// Files between `p` and file `idx` (`r`) are missing, with the sequence
@@ -233,5 +318,105 @@ fn check_last(last: &mut FileReport) {
     if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete {
         last.note("the recording continues in a file that does not exist: it was interrupted while changing files".into());
         last.status = FileStatus::Unfinished;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A complete file `index` of loop recording 7 holding `first..next`,
+    /// opening (after file 0) with `claim`.
+    fn file(index: u32, first: u64, next: u64, claim: Option<RetiredPayload>) -> FileReport {
+        let mut r = FileReport::new(Path::new(&format!("/d/rec-{index:04}.rtr")));
+        r.status = FileStatus::Complete;
+        r.recording_id = Some(7);
+        r.index = Some(index);
+        r.loop_recording = true;
+        r.first_seq = Some(first);
+        r.next_seq = Some(next);
+        r.records = next - first;
+        r.retired_claim = claim;
+        r.stored = Some(EndPayload {
+            complete: true,
+            continued: true,
+            interrupted: false,
+            records_written: next,
+            records_dropped: 0,
+            bytes_written: 0,
+            post_ns: 0,
+            post_records: 0,
+            reason: String::new(),
+        });
+        r
+    }
+
+    /// Files 0..next_index retired, up to `next_seq` (100 records a file).
+    fn claim(next_index: u32) -> Option<RetiredPayload> {
+        Some(RetiredPayload {
+            first_index: 0,
+            next_index,
+            first_seq: 0,
+            next_seq: next_index as u64 * 100,
+            files: next_index as u64,
+            bytes: next_index as u64 * 1000,
+            last_wall_ns: 1_000_000_000 * (1 + next_index as u64),
+        })
+    }
+
+    /// Files 3 to 5 of a loop, each claiming the files two before it.
+    fn kept() -> Vec<FileReport> {
+        let mut v: Vec<FileReport> = (3..6)
+            .map(|i| file(i, i as u64 * 100, i as u64 * 100 + 100, claim(i - 2)))
+            .collect();
+        v[2].stored.as_mut().unwrap().continued = false;
+        v
+    }
+
+    #[test]
+    fn the_leading_files_of_a_loop_are_retired_when_no_claim_contradicts_them() {
+        let mut v = kept();
+        check_continuity(&mut v);
+        assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[0].notes);
+        let r = v[0].retired.unwrap();
+        assert_eq!((r.last_index, r.next_seq), (2, Some(300)));
+        assert_eq!(r.last_wall_ns, Some(4_000_000_000));
+        assert!(
+            v[0].notes[0].starts_with("seq 0–299 (files 0–2) retired by the loop, the last at "),
+            "{:?}",
+            v[0].notes
+        );
+        assert_eq!(v[0].missing_records, 0);
+    }
+
+    #[test]
+    fn a_claim_that_disagrees_with_the_files_present_is_corrupt() {
+        // File 5 claims file 3 is the first kept one, starting at 250.
+        let mut v = kept();
+        let mut c = claim(3).unwrap();
+        c.next_seq = 250;
+        v[2].retired_claim = Some(c);
+        check_continuity(&mut v);
+        assert_eq!(v[2].status, FileStatus::Corrupt, "{:?}", v[2].notes);
+        // A claim that shrinks from one file to the next.
+        let mut v = kept();
+        v[2].retired_claim = claim(0);
+        check_continuity(&mut v);
+        assert_eq!(v[2].status, FileStatus::Corrupt, "{:?}", v[2].notes);
+    }
+
+    #[test]
+    fn a_missing_file_in_the_middle_of_a_loop_or_of_a_plain_recording_is_still_missing() {
+        let mut v = kept();
+        v.remove(1);
+        check_continuity(&mut v);
+        assert_eq!(v[1].status, FileStatus::Corrupt, "{:?}", v[1].notes);
+        let mut v = kept();
+        for r in &mut v {
+            r.loop_recording = false;
+        }
+        check_continuity(&mut v);
+        assert_eq!(v[0].status, FileStatus::Corrupt, "{:?}", v[0].notes);
+        assert!(v[0].retired.is_none());
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::format::{EndPayload, TriggerPayload};
+use crate::format::{EndPayload, RetiredPayload, TriggerPayload};
 
 /// Entries kept in each list of a [`FileReport`]; totals count on.
 pub const MAX_LISTED: usize = 64;
@@ -27,6 +27,12 @@ pub enum FileStatus {
     /// No end frame: the recording was interrupted; the valid prefix is
     /// intact (a torn tail may follow it).
     Unfinished,
+    /// Interrupted, then closed by `rtrec recover`: an end frame with the
+    /// flag [`END_INTERRUPTED`](crate::format::END_INTERRUPTED) ends the
+    /// records that were intact, and the file is finished. Clean (`verify`
+    /// exit 0): what the crash cut is said in the end frame, and a record
+    /// dropped while recording is still a loss.
+    Interrupted,
     /// Damaged, misplaced or missing data.
     Corrupt,
     /// Not an rtrec file (or one of another format version).
@@ -80,6 +86,28 @@ pub struct CrashHole {
     /// after the hole, when any was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_seq_after: Option<u64>,
+}
+
+/// Leading files of a loop recording that the loop retired (not lost):
+/// what the recording's check concluded from the files present and their
+/// [`RetiredPayload`] claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Retired {
+    /// The first retired file's index (0).
+    pub first_index: u32,
+    /// The last retired file's index (the file before the first kept).
+    pub last_index: u32,
+    /// The first retired record's sequence number (0).
+    pub first_seq: u64,
+    /// The first record not retired (the first kept file's first), when
+    /// known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_seq: Option<u64>,
+    /// `CLOCK_REALTIME` ns of the latest retirement a surviving claim
+    /// states; `None` when no claim survived (the files were retired
+    /// before the first kept file was created).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_wall_ns: Option<u64>,
 }
 
 /// What `verify` found in one file.
@@ -143,6 +171,17 @@ pub struct FileReport {
     pub stored: Option<EndPayload>,
     /// True when the file opens with a flight-recorder trigger frame.
     pub opens_with_trigger: bool,
+    /// A file of a loop recording (header flag `LOOP`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub loop_recording: bool,
+    /// A loop recording's file after its first: the claim it opens with
+    /// (what was retired before it began).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired_claim: Option<RetiredPayload>,
+    /// The first kept file of a loop recording whose leading files were
+    /// retired: which (set by the recording's check).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired: Option<Retired>,
     /// Flight-recorder triggers in the file.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<TriggerPayload>,
@@ -202,6 +241,9 @@ impl FileReport {
             unstored_drops: 0,
             stored: None,
             opens_with_trigger: false,
+            loop_recording: false,
+            retired_claim: None,
+            retired: None,
             triggers: Vec::new(),
             valid_len: 0,
             frame_bytes: 0,
@@ -218,7 +260,10 @@ impl FileReport {
 
     /// True when the file is complete and clean (`verify` exit 0).
     pub fn is_clean(&self) -> bool {
-        matches!(self.status, FileStatus::Complete | FileStatus::Raw)
+        matches!(
+            self.status,
+            FileStatus::Complete | FileStatus::Interrupted | FileStatus::Raw
+        )
     }
 
     /// Adds a finding.

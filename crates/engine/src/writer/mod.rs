@@ -56,6 +56,7 @@
 //! | `pack` | packed framing's open frame and its sealing |
 //! | `ledger` | the back-end, and the frames submitted to it and not yet written (how far the file is written) |
 //! | `rotation` | the recording's files: the next one from the pool or of our own, names, the reserve, the pool's refill |
+//! | `retire` | a loop recording's disk budget and the flight recorder's event limit: which finished files leave at a switch, the claim the next file opens with, the thread that recycles or deletes them |
 //! | `losses` | which loss frame a gap or a failure needs, and the drop counts |
 //! | `raw` | raw framing's chunk sums and the sidecar |
 //!
@@ -86,19 +87,22 @@ use crate::io::{self as backend, Backend};
 use crate::sizing::END_PAYLOAD_MAX;
 use crate::stats::LiveStats;
 
+mod earlier;
 mod ledger;
 mod losses;
 mod pack;
 mod raw;
 mod report;
+mod retire;
 mod rotation;
 
 use ledger::Ledger;
 use losses::Losses;
 use pack::{Pack, Sealed};
 use raw::RawSums;
-pub use report::PoolStats;
+pub use report::{PoolStats, RetireStats};
 pub(crate) use report::{Step, WriterReport};
+use retire::Retire;
 use rotation::Rotation;
 
 /// See the module docs. The fields drop in this order when a writer is
@@ -129,6 +133,8 @@ pub(crate) struct Writer {
     pack: Pack,
     /// The back-end every frame goes through, and the frames in flight.
     ledger: Ledger,
+    /// The loop's budget and the flight recorder's event limit.
+    retire: Retire,
 }
 
 /// The file of the current file, if one is open.
@@ -137,8 +143,8 @@ fn file_of(cur: &Option<OpenFile>) -> Option<&File> {
 }
 
 impl Writer {
-    /// Creates the writer in named steps: the pool
-    /// ([`rotation::open_pool`]), the directory's name
+    /// Creates the writer in named steps: the file size and the pool
+    /// ([`rotation::choose_files`]), the directory's name
     /// ([`rotation::sync_parent`]), the back-end, chosen once
     /// ([`crate::io::open`]), the flush thread ([`start_flusher`]), the
     /// recording's name ([`Rotation::new`]), then the first file (not in
@@ -151,10 +157,7 @@ impl Writer {
             files: Vec::with_capacity(16),
             ..WriterReport::default()
         };
-        let pool = match cfg.alloc {
-            Alloc::Pool => Some(rotation::open_pool(dir, &mut cfg, &mut report)?),
-            _ => None,
-        };
+        let choice = rotation::choose_files(dir, &mut cfg, &mut report)?;
         rotation::sync_parent(dir, &mut report);
         let opened = backend::open(&cfg)
             .map_err(|e| Error::io("allocating the write back-end's buffers for", dir, e))?;
@@ -163,8 +166,11 @@ impl Writer {
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
         let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
-        let files = Rotation::new(dir, &cfg, pool)?;
+        let retire = Retire::new(&cfg, dir, choice.pool.clone());
+        let mut files = Rotation::new(dir, &cfg, choice.pool)?;
+        files.set_own_size(choice.own_size);
         let mut w = Writer {
+            retire,
             cur: None,
             files,
             flusher,
@@ -186,7 +192,15 @@ impl Writer {
                 return Err(e);
             }
         }
+        // A loop's earlier recordings over the directory's budget leave
+        // now, before the first record.
+        w.hand_over_retired();
         Ok(w)
+    }
+
+    /// The files' size, as [`rotation::choose_files`] chose it.
+    pub(crate) fn file_size(&self) -> u64 {
+        self.cfg.file_size
     }
 
     /// The recording's name (files are `BASE-NNNN.rtr`, events `BASE-evNNNNN-NNNN.rtr`).
@@ -213,6 +227,7 @@ impl Writer {
             return Err(e);
         }
         self.report.files.push(f.path.clone());
+        self.retire.opened(&f.path);
         let mark = self
             .cfg
             .framing
@@ -231,7 +246,21 @@ impl Writer {
         self.live.events.store(event + 1, Ordering::Relaxed);
         self.files.begin_event(event);
         self.next_seq = first_seq;
-        self.open_next_or_fail()
+        self.retire.begin_event();
+        self.open_next_or_fail()?;
+        self.hand_over_retired();
+        Ok(())
+    }
+
+    /// Hands the files [`Retire`] decided on to its thread; they leave the
+    /// recording's file list (the oldest entries) and the live counters
+    /// count them.
+    fn hand_over_retired(&mut self) {
+        let n = self.retire.hand_over().min(self.report.files.len());
+        self.report.files.drain(..n);
+        let (files, bytes) = self.retire.retired();
+        self.live.retired_files.store(files, Ordering::Relaxed);
+        self.live.retired_bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Opens the next file ([`Writer::next_file`], [`Writer::install`])
@@ -644,8 +673,28 @@ impl Writer {
             self.install(next)
                 .map_err(|e| self.fail(Failure::from_error(&e)))
         });
+        let r = r.and_then(|()| self.claim_retired());
         self.mark(format_args!("end writer switch to file {index}"));
         r
+    }
+
+    /// A loop recording, at a switch, the next file just installed: which
+    /// finished files are retired ([`Retire::decide`]), the claim written
+    /// as the new file's first frame, then the files handed over.
+    fn claim_retired(&mut self) -> Step {
+        if !self.retire.loops() {
+            return Ok(());
+        }
+        let claim = self.retire.decide();
+        let seq = self.next_seq;
+        self.put(
+            FrameKind::Retired,
+            seq,
+            sys::monotonic_ns(),
+            &claim.encode(),
+        )?;
+        self.hand_over_retired();
+        Ok(())
     }
 
     /// One frame, one `writev()` (or `write()` for raw payloads), retried
@@ -744,6 +793,7 @@ impl Writer {
             let end = EndPayload {
                 complete,
                 continued,
+                interrupted: false,
                 records_written: self.report.records_written,
                 records_dropped: self.losses.dropped(),
                 bytes_written: self.report.bytes_written,
@@ -760,6 +810,7 @@ impl Writer {
             return Err(self.fail(Failure::closed()));
         };
         self.report.file_bytes += cur.offset;
+        self.retire.closed(cur.offset, self.next_seq);
         if self.cfg.framing == Framing::Raw {
             self.raw.close_file(&cur.path);
         }
@@ -804,6 +855,7 @@ impl Writer {
         self.close_last(complete, &reason);
         self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
+        self.report.retired = self.retire.finish();
         self.files.finish_pool(&self.cfg, &mut self.report);
         if self.cfg.framing == Framing::Raw {
             self.write_sidecar(complete, &reason);

@@ -1,5 +1,6 @@
 //! What the writer did: the [`WriterReport`] merged into the recorder's
-//! summary, the pool's part of it ([`PoolStats`]), and [`Step`], what
+//! summary, the pool's part of it ([`PoolStats`]), what the loop retired
+//! ([`RetireStats`]), and [`Step`], what
 //! each of the writer's steps returns. Below every other part of the
 //! writer, so each can fill the report without importing the writer.
 
@@ -24,12 +25,39 @@ pub struct PoolStats {
     pub waits: u64,
     /// Total time waited, ns.
     pub wait_ns: u64,
-    /// Files prepared when the recording was created (the pool was empty).
+    /// Files prepared when the recording was created. Always 0 since
+    /// issue 31: a pool with no file ready gives the first file with
+    /// `fallocate` (counted in `fallbacks`) and nothing is zero-filled
+    /// before a recording; kept for readers of earlier summaries.
     pub prepared_at_start: u64,
     /// Files prepared by the background refiller while recording.
     pub refilled_while_recording: u64,
     /// Files prepared in `finish()` after the recording was closed.
     pub refilled_on_finish: u64,
+}
+
+/// What the loop and the event limit retired, for the summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RetireStats {
+    /// Files retired (loop files and event files).
+    pub files: u64,
+    /// Bytes of those files (header and frames).
+    pub bytes: u64,
+    /// The loop: the sequence number after the last retired record (the
+    /// records below it were retired); 0 when none was.
+    pub seq_to: u64,
+    /// Flight-recorder events retired whole.
+    pub events: u64,
+    /// Of the retired files, those recycled into the pool.
+    pub recycled: u64,
+    /// Of the retired files, those deleted.
+    pub deleted: u64,
+    /// Files of the directory's earlier recordings a loop retired to keep
+    /// the directory within its budget (not in `files`; recycled or
+    /// deleted like the loop's own).
+    pub earlier_files: u64,
+    /// Bytes those files took on disk.
+    pub earlier_bytes: u64,
 }
 
 /// What the writer did; merged into the recorder's summary.
@@ -56,6 +84,10 @@ pub(crate) struct WriterReport {
     /// recording (before the pool is refilled), ns.
     pub(crate) cpu_ns: u64,
     pub(crate) pool: PoolStats,
+    /// The files' size and why ([`crate::sizing`]'s rule).
+    pub(crate) file_sizing: Option<crate::sizing::FileSizing>,
+    /// What the loop and the event limit retired.
+    pub(crate) retired: RetireStats,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
 }

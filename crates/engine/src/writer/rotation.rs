@@ -1,9 +1,11 @@
 //! Rotation: the recording's files and the switch from one to the next.
 //! Each next file comes from the pool (waiting for it, or falling back to
 //! a file of our own, as the pool's empty policy says) or is prepared as
-//! the allocation strategy says ([`Rotation::next_file`]); the pool is
-//! opened and recovered before the recording ([`open_pool`]) and refilled
-//! after it ([`Rotation::finish_pool`]). Also the recording's names (the
+//! the allocation strategy says ([`Rotation::next_file`]); the file size
+//! and the pool are chosen before the recording by `crate::sizing`'s rule
+//! ([`choose_files`]: the pool opened and recovered, an open-ended default
+//! fitted to the free space) and the pool is refilled after it in
+//! proportion to what was written ([`Rotation::finish_pool`]). Also the recording's names (the
 //! base claimed for it, a flight-recorder event's), its random recording
 //! id, and append mode's reserve file.
 //!
@@ -21,6 +23,7 @@ use crate::error::Error;
 use crate::file::{self, OpenFile};
 use crate::format::{self, FileHeader};
 use crate::pool::{Pool, Refiller};
+use crate::sizing::{self, FileSizeBasis, FileSizing, SizeFrom};
 
 use super::report::{PoolStats, WriterReport};
 
@@ -44,6 +47,10 @@ pub(super) struct Rotation {
     /// Append mode: the reserve file deleted to make room for the closing
     /// frames when the disk is full.
     reserve: Option<PathBuf>,
+    /// A recording of known length that takes pool files when they are
+    /// ready: the exact size of a file of its own when none is (never a
+    /// wait for the pool, never a pool-sized file).
+    own_size: Option<u64>,
 }
 
 impl Rotation {
@@ -71,7 +78,14 @@ impl Rotation {
             refiller,
             recording_id: format::new_recording_id(),
             reserve,
+            own_size: None,
         })
+    }
+
+    /// A recording of known length: `size` is the exact size of a file of
+    /// its own when the pool has none ready ([`FileChoice::own_size`]).
+    pub(super) fn set_own_size(&mut self, size: Option<u64>) {
+        self.own_size = size;
     }
 
     /// The recording directory.
@@ -125,6 +139,23 @@ impl Rotation {
         )
     }
 
+    /// The pool had no file ready: a file of our own, when the empty
+    /// policy says so or it costs the recording nothing — its first file
+    /// (taken before the first record, so `fallocate` there is idle time
+    /// and no pool file is zero-filled for it) and every file of a
+    /// recording of known length (exactly its size). `None`: wait.
+    fn instead_of_pool(&self, cfg: &Config, index: u32) -> Option<Result<OpenFile, Error>> {
+        let first = index == 0 && self.cur_base == self.base;
+        if let Some(size) = self.own_size {
+            let own = Config {
+                file_size: size,
+                ..cfg.clone()
+            };
+            return Some(self.prepare(&own, index));
+        }
+        (first || cfg.pool.on_empty == OnPoolEmpty::Fallocate).then(|| self.prepare(cfg, index))
+    }
+
     /// A file taken from `pool` as file `index`; when none is ready, as
     /// the pool's empty policy says: a file of our own, or a wait for the
     /// refiller (started if it was not running).
@@ -158,20 +189,16 @@ impl Rotation {
                 }
                 return Ok(f);
             }
-            match cfg.pool.on_empty {
-                OnPoolEmpty::Fallocate => {
-                    stats.fallbacks += 1;
-                    return self.prepare(cfg, index);
-                }
-                OnPoolEmpty::Wait => {
-                    // Someone must prepare: make sure the refiller runs.
-                    if self.refiller.is_none() {
-                        self.refiller = Some(pool.start_refiller());
-                    }
-                    waited_since.get_or_insert_with(sys::monotonic_ns);
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
+            if let Some(f) = self.instead_of_pool(cfg, index) {
+                stats.fallbacks += 1;
+                return f;
             }
+            // Someone must prepare: make sure the refiller runs.
+            if self.refiller.is_none() {
+                self.refiller = Some(pool.start_refiller());
+            }
+            waited_since.get_or_insert_with(sys::monotonic_ns);
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 
@@ -208,10 +235,9 @@ impl Rotation {
             report.pool.refilled_while_recording = r.stop();
         }
         if let (Some(pool), true) = (&self.pool, cfg.pool.refill_on_finish) {
-            // Replace what this recording got, up to the target (see
-            // `Pool::refill`): disk use stays what the next recording needs.
-            let used = report.pool.taken + report.pool.fallbacks;
-            match pool.refill(used) {
+            // Replace the bytes this recording wrote, up to the target (see
+            // `Pool::refill_bytes`): a short recording zero-fills nothing.
+            match pool.refill_bytes(report.file_bytes) {
                 Ok(n) => report.pool.refilled_on_finish = n as u64,
                 // Every record is stored; only the next recording's start is
                 // affected, so this is a warning, not a recording error.
@@ -223,17 +249,101 @@ impl Rotation {
     }
 }
 
-/// [`Writer::create`](super::Writer::create)'s pool step: opens (or creates) the pool, moves back
-/// a recording a crash left in it, resizes a pool of another size, checks
-/// that records fit its files (whose size then decides `cfg.file_size`),
-/// and prepares one file when none is ready. Warnings go to `report`.
-pub(super) fn open_pool(
+/// What [`choose_files`] decided.
+pub(super) struct FileChoice {
+    /// The pool the recording takes its files from; `None`: files of its
+    /// own.
+    pub(super) pool: Option<Pool>,
+    /// A recording of known length using the pool: the exact size of a
+    /// file of its own when no pool file is ready.
+    pub(super) own_size: Option<u64>,
+}
+
+impl FileChoice {
+    /// Files of the recording's own, no pool.
+    fn own() -> FileChoice {
+        FileChoice {
+            pool: None,
+            own_size: None,
+        }
+    }
+}
+
+/// [`Writer::create`](super::Writer::create)'s sizing step, by
+/// [`crate::sizing`]'s rule: opens the pool (with `--alloc pool`) and
+/// moves back a recording a crash left in it; then, by how the file size
+/// was settled ([`Config::file_size_basis`]):
+/// - given: the pool takes it (a pool of another size is resized);
+/// - open-ended default: the pool's size when it stands
+///   ([`Pool::size_stands`]), else the default fitted to the free space
+///   ([`sizing::open_ended_file_size`]), which the pool then takes;
+/// - known length: the pool's files when one is ready and large enough,
+///   else files of its own; the pool is never created or resized.
+///
+/// `cfg.file_size` becomes the files' size; what was chosen and why goes
+/// to `report.file_sizing`, warnings to `report`. Nothing is prepared: a
+/// pool with no file ready gives the first file with `fallocate`.
+///
+/// # Errors
+/// Too little space for the open-ended default; records larger than the
+/// chosen files; the pool cannot be opened, recovered or resized.
+pub(super) fn choose_files(
     dir: &Path,
     cfg: &mut Config,
     report: &mut WriterReport,
-) -> Result<Pool, Error> {
-    let p = Pool::open_or_create(dir, cfg.file_size, cfg.pool.files)?;
-    // A recording a crash left in the pool goes back first.
+) -> Result<FileChoice, Error> {
+    let existing = match cfg.alloc {
+        Alloc::Pool => Pool::open(dir)?,
+        _ => None,
+    };
+    if let Some(p) = &existing {
+        recover_pool(p, report)?;
+    }
+    let given = |from| FileSizing {
+        file_size: cfg.file_size,
+        from: Some(from),
+        pool: false,
+        free_bytes: None,
+    };
+    let (choice, sizing) = match (cfg.alloc, cfg.file_size_basis) {
+        (Alloc::Pool, FileSizeBasis::Known) => known_length(existing, cfg)?,
+        (Alloc::Pool, FileSizeBasis::Given) => {
+            let sizing = given(SizeFrom::FileSize);
+            (pool_of(dir, cfg, &sizing, report)?, sizing)
+        }
+        (Alloc::Pool, FileSizeBasis::OpenEnded) => open_ended_in_pool(dir, existing, cfg, report)?,
+        (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir)?),
+        (_, FileSizeBasis::Known) => (FileChoice::own(), given(SizeFrom::KnownLength)),
+        (_, FileSizeBasis::Given) => (FileChoice::own(), given(SizeFrom::FileSize)),
+    };
+    cfg.file_size = sizing.file_size;
+    if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
+        return Err(Error::Usage(format!(
+            "{} cannot hold a record of {}; give a larger --file-size (the C API's file_size)",
+            files_words(&sizing),
+            rtrec_units::format_size(cfg.max_record as u64)
+        )));
+    }
+    report.file_sizing = Some(sizing);
+    Ok(choice)
+}
+
+/// "files of 1 MiB (a quarter of the 5.86 MiB free)": the chosen files in
+/// words, for a refusal.
+fn files_words(s: &FileSizing) -> String {
+    let size = rtrec_units::format_size(s.file_size);
+    match (s.pool, s.from, s.free_bytes) {
+        (true, _, _) => format!("the pool's files ({size})"),
+        (false, Some(SizeFrom::SmallCard), Some(free)) => format!(
+            "files of {size} (a quarter of the {} free)",
+            rtrec_units::format_size(free)
+        ),
+        _ => format!("files of {size}"),
+    }
+}
+
+/// A recording a crash left in the pool goes back first.
+fn recover_pool(p: &Pool, report: &mut WriterReport) -> Result<(), Error> {
     for (from, to) in p.recover()? {
         report.warnings.push(format!(
             "'{}' held a recording a crash interrupted; it was moved back as '{}'",
@@ -241,29 +351,93 @@ pub(super) fn open_pool(
             to.display()
         ));
     }
-    // Then a pool of another size is resized (its idle files only).
-    let (p, resized) = p.resize(cfg.file_size, cfg.pool.files)?;
+    Ok(())
+}
+
+/// The open-ended default fitted to the free space of `dir`.
+fn fitted(dir: &Path) -> Result<FileSizing, Error> {
+    let free = File::open(dir)
+        .and_then(|d| sys::available_bytes(&d))
+        .map_err(|e| Error::io("reading the free space of", dir, e))?;
+    sizing::open_ended_file_size(free).map_err(|n| Error::NoRoomForDefault {
+        dir: dir.to_path_buf(),
+        free_bytes: n.free_bytes,
+        min_file_bytes: sizing::MIN_DEFAULT_FILE_SIZE,
+    })
+}
+
+/// The pool of `dir` for files of `sizing`'s size, created or resized
+/// (its idle files of another size removed, said in a warning).
+fn pool_of(
+    dir: &Path,
+    cfg: &Config,
+    sizing: &FileSizing,
+    report: &mut WriterReport,
+) -> Result<FileChoice, Error> {
+    let from = sizing.from.unwrap_or(SizeFrom::FileSize);
+    let p = Pool::open_or_create_from(dir, sizing.file_size, cfg.pool.files, from)?;
+    let (p, resized) = p.resize_from(sizing.file_size, cfg.pool.files, from)?;
     if let Some(r) = resized {
         report.warnings.push(r.to_string());
     }
-    // The pool's file size decides; check that records still fit.
-    cfg.file_size = p.file_size();
-    if cfg.stored_len(cfg.max_record) > cfg.usable_file_bytes() {
-        return Err(Error::Usage(format!(
-            "the pool's files ({} bytes) cannot hold a record of {} bytes; prepare a pool with larger files",
-            p.file_size(),
-            cfg.max_record
-        )));
+    Ok(FileChoice {
+        pool: Some(p),
+        own_size: None,
+    })
+}
+
+/// An open-ended recording without a size of its own in a pooled
+/// directory: the pool's size when it stands, else the fitted default.
+fn open_ended_in_pool(
+    dir: &Path,
+    existing: Option<Pool>,
+    cfg: &Config,
+    report: &mut WriterReport,
+) -> Result<(FileChoice, FileSizing), Error> {
+    if let Some(p) = existing {
+        if p.size_stands()? {
+            return Ok(pooled(p, None));
+        }
     }
-    if p.ready()
-        .map_err(|e| Error::io("listing", p.dir(), e))?
-        .is_empty()
-    {
-        // Not recording yet: preparing here is idle time.
-        p.prepare_one()?;
-        report.pool.prepared_at_start += 1;
+    let sizing = fitted(dir)?;
+    Ok((pool_of(dir, cfg, &sizing, report)?, sizing))
+}
+
+/// A recording of known length in a pooled directory: the pool's files
+/// when one is ready and holds the whole need, else a file of exactly its
+/// size; the pool is left as it is.
+fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, FileSizing), Error> {
+    let need = cfg.file_size;
+    let own = FileSizing {
+        file_size: need,
+        from: Some(SizeFrom::KnownLength),
+        pool: false,
+        free_bytes: None,
+    };
+    let Some(p) = existing else {
+        return Ok((FileChoice::own(), own));
+    };
+    let ready = p.ready().map_err(|e| Error::io("listing", p.dir(), e))?;
+    if p.file_size() < need || ready.is_empty() {
+        return Ok((FileChoice::own(), own));
     }
-    Ok(p)
+    Ok(pooled(p, Some(need)))
+}
+
+/// The recording takes the files of `p`, of its size (and `own_size`'s
+/// when none is ready, for a recording of known length).
+fn pooled(p: Pool, own_size: Option<u64>) -> (FileChoice, FileSizing) {
+    let sizing = FileSizing {
+        file_size: p.file_size(),
+        from: p.size_from(),
+        pool: true,
+        free_bytes: None,
+    };
+    let choice = FileChoice {
+        pool: Some(p),
+        own_size,
+    };
+    (choice, sizing)
 }
 
 /// [`Writer::create`](super::Writer::create)'s step for the recording directory's own name (it

@@ -1,6 +1,6 @@
-//! Repairs after a crash that `rtrec recover` makes in a recording
-//! directory: cutting the crash hole of an unfinished file (format version
-//! 4, see [`crate::reader::CrashHole`]), never below its durable mark.
+//! Cutting the crash hole of an unfinished file (format version 4, see
+//! [`crate::reader::CrashHole`]), never below its durable mark: the first
+//! step of closing an interrupted file ([`super::close`]).
 //!
 //! Design choice (PostgreSQL's recovery ends the WAL at the first record
 //! that does not check out after `minRecoveryPoint`, and zero-fills what
@@ -10,12 +10,11 @@
 //! tell them; the bytes of ours after it are overwritten with zeros (the
 //! clean end of an unfinished file's data, also in a pool file, whose
 //! earlier life follows); then `fdatasync`, the header with the durable
-//! mark moved past the loss frame, `fsync`. The file stays *unfinished*:
-//! no end frame is made up, because an end frame carries the recording's
-//! totals over all its files and would call an interrupted recording
-//! complete or aborted. A file damaged below its mark (or after it with
-//! no sign of a missing write) is corrupt and left alone: `rtrec export
-//! --salvage` reads its intact frames.
+//! mark moved past the loss frame, `fsync`. The file is then unfinished
+//! without a hole, and [`super::close`] ends it (its end frame carries the
+//! recording's totals over all its files). A file damaged below its mark
+//! (or after it with no sign of a missing write) is corrupt and left
+//! alone: `rtrec export --salvage` reads its intact frames.
 
 use std::fs::File;
 use std::io;
@@ -24,7 +23,7 @@ use std::path::PathBuf;
 use rtrec_sys as sys;
 
 use crate::format::{
-    chain_seed, encode_frame_header, FileHeader, FrameKind, LossPayload, LossReason,
+    chain_seed, encode_frame_header, FileHeader, FrameKind, LossPayload, LossReason, PackedInfo,
     FRAME_HEADER_LEN, HEADER_LEN,
 };
 use crate::reader::{read_header, FileReport, FileStatus, FrameWalker, Step};
@@ -68,7 +67,7 @@ pub fn cut_crash_hole(r: &FileReport) -> io::Result<Option<Cut>> {
     if at < mark || at != r.valid_len || Some(header.generation) != r.generation {
         return Err(changed());
     }
-    let (chain, last_ts) = chain_at(&f, &header, at)?.ok_or_else(changed)?;
+    let Tail { chain, last_ts, .. } = tail_at(&f, &header, at)?.ok_or_else(changed)?;
     let loss = match (r.next_seq, hole.next_seq_after) {
         (Some(first), Some(after)) if after > first => Some((first, after - first)),
         _ => None,
@@ -112,24 +111,56 @@ pub fn cut_crash_hole(r: &FileReport) -> io::Result<Option<Cut>> {
     }))
 }
 
-/// The chain link a frame at `at` needs (the CRC of the intact frame that
-/// ends there, or the header's seed at the first frame) and the last
-/// record time before it.
-fn chain_at(f: &File, header: &FileHeader, at: u64) -> io::Result<Option<(u32, u64)>> {
+/// What a frame appended at offset `at` of a file follows.
+pub(super) struct Tail {
+    /// The chain link it needs: the CRC of the intact frame that ends at
+    /// `at`, or the header's seed at the first frame.
+    pub(super) chain: u32,
+    /// The time of the last record before it (of a packed frame, its last
+    /// record's), or the file's creation.
+    pub(super) last_ts: u64,
+    /// The sequence number after the frames that end at or below the
+    /// durable mark (every record before it was durable); `None` when no
+    /// frame does.
+    pub(super) durable_seq: Option<u64>,
+}
+
+/// The [`Tail`] at `at` (the end of an intact frame, or the end of the
+/// header); `None` when no intact, chained frame ends there.
+pub(super) fn tail_at(f: &File, header: &FileHeader, at: u64) -> io::Result<Option<Tail>> {
+    let mark = header.durable_mark().unwrap_or(HEADER_LEN as u64);
+    let mut tail = Tail {
+        chain: chain_seed(header),
+        last_ts: header.created_mono_ns,
+        durable_seq: None,
+    };
     if at == HEADER_LEN as u64 {
-        return Ok(Some((chain_seed(header), header.created_mono_ns)));
+        return Ok(Some(tail));
     }
     let mut w = FrameWalker::new(f, header)?;
-    let mut ts = header.created_mono_ns;
     while let Some(step) = w.next_step()? {
-        match step {
-            Step::Frame(fr) if fr.off < at => {
-                ts = ts.max(fr.header.ts_ns);
-                if fr.end() == at {
-                    return Ok(fr.linked.then_some((fr.header.crc, ts)));
-                }
-            }
-            _ => break,
+        let Step::Frame(fr) = step else { break };
+        if fr.off >= at || !fr.linked {
+            break;
+        }
+        let h = &fr.header;
+        let (next, span) = match h.kind {
+            FrameKind::Data => (h.seq + 1, 0),
+            FrameKind::Packed => PackedInfo::decode(&fr.payload)
+                .map_or((h.seq, 0), |(i, _)| (h.seq + i.count as u64, i.span_ns)),
+            FrameKind::Loss => (
+                LossPayload::decode(&fr.payload).map_or(h.seq, |l| l.first_seq + l.count),
+                0,
+            ),
+            FrameKind::Trigger | FrameKind::End | FrameKind::Retired => (h.seq, 0),
+        };
+        tail.last_ts = tail.last_ts.max(h.ts_ns.saturating_add(span));
+        if fr.end() <= mark {
+            tail.durable_seq = Some(next);
+        }
+        if fr.end() == at {
+            tail.chain = h.crc;
+            return Ok(Some(tail));
         }
     }
     Ok(None)

@@ -1,0 +1,291 @@
+//! What `rtrec recover DIR` (and `rtrec_dir_recover()` in C, and `rtrec
+//! record --recover-first`) does after a crash, a kill or a power cut:
+//! [`recover_dir`] brings every recording of a directory whose owner is
+//! gone to a finished state, and says what it did ([`Recovery`]).
+//!
+//! The steps, each one idempotent, so a second run changes nothing and a
+//! run that is itself interrupted leaves what the next one finishes:
+//!
+//! 1. recordings a crash left in the pool are moved back
+//!    ([`Pool::recover`](crate::pool::Pool::recover)), the pool's
+//!    preparations a killed preparer left removed
+//!    ([`Pool::remove_stale_preparations`](crate::pool::Pool::remove_stale_preparations)),
+//!    a pool slot stranded in the directory by a killed recycle put back
+//!    or removed ([`Pool::reclaim_stranded`](crate::pool::Pool::reclaim_stranded)),
+//!    files left under a temporary name removed (none holds a record:
+//!    [`recover_leftovers`]);
+//! 2. the name claims are looked at (`claims`): a recording whose claim
+//!    a recorder holds locked is alive and skipped, file by file; a dead
+//!    claim is held locked until the end;
+//! 3. a file before the last whose header still says `OPEN` over the
+//!    writer's end frame (a kill between the two steps of the writer's
+//!    close at a switch) gets its header finished; the last file of each
+//!    other recording, when unfinished, is closed
+//!    (`close`): its crash hole cut after its durable mark (`hole`,
+//!    never below it), an end frame with the flag
+//!    [`END_INTERRUPTED`](crate::format::END_INTERRUPTED) carrying the
+//!    recording's totals, the last durable sequence number and what was
+//!    cut, the header finished, the unused pre-allocation given back
+//!    (`ftruncate`, also of a pool file) — unless another pooled recording
+//!    writes in the directory, when truncating could stall its journal
+//!    (the rule of the command line's `disk` module): the tail is then
+//!    kept, and a later run gives it back;
+//! 4. the dead claims are removed.
+//!
+//! Left alone, and named: a corrupt file (damage below its durable mark,
+//! or no sign of a missing write: `rtrec export --salvage` reads it), a
+//! recording whose last file says it continues in a file that is not there
+//! (nothing can be appended after an end frame), an unfinished file of
+//! format version 3 (no durable mark), raw files (no frames).
+//!
+//! The parts, each declared after those it uses: `hole` (the crash-hole
+//! cut), `close` (the end frame and the last steps), `claims` (who is
+//! alive); this module takes the steps in order.
+
+mod claims;
+mod close;
+mod hole;
+
+use std::path::{Path, PathBuf};
+
+use rtrec_sys as sys;
+
+use crate::error::Error;
+use crate::pool::{recording_now, recover_leftovers, Leftover, Pool};
+use crate::reader::{check_continuity, recording_files, verify_file, FileReport, FileStatus};
+
+pub use close::Closed;
+pub use hole::{cut_crash_hole, Cut};
+
+use claims::Claims;
+use close::{close_file, finish_file, finish_header, Before};
+
+/// What [`recover_dir`] did, step by step.
+#[derive(Debug, Default)]
+pub struct Recovery {
+    /// The directory has a pool.
+    pub pool: bool,
+    /// Recordings moved back from the pool: from, to.
+    pub moved_from_pool: Vec<(PathBuf, PathBuf)>,
+    /// Files a crash left under a temporary name, and what was done.
+    pub leftovers: Vec<Leftover>,
+    /// Preparations a killed preparer left in the pool, removed.
+    pub stale_preparations: Vec<PathBuf>,
+    /// Pool slots a killed recycle stranded in the directory, and where
+    /// each went (`None`: removed).
+    pub stranded_slots: Vec<(PathBuf, Option<PathBuf>)>,
+    /// Interrupted recordings closed (their last files), or whose closing
+    /// an earlier run began and this one finished.
+    pub closed: Vec<Closed>,
+    /// Files left alone because their recording is alive (its claim is
+    /// locked by a recorder).
+    pub live: Vec<PathBuf>,
+    /// Unfinished files left alone, with the reason.
+    pub left_alone: Vec<(PathBuf, String)>,
+    /// Dead name claims removed.
+    pub claims_removed: Vec<PathBuf>,
+    /// Files before the last of their recording whose header a kill
+    /// caught between the writer's end frame and its finished header:
+    /// the header was finished.
+    pub headers_finished: Vec<PathBuf>,
+    /// Files removed that a recording had opened for its next records
+    /// when it was interrupted, and that hold none (the file before is
+    /// closed instead).
+    pub removed_empty: Vec<PathBuf>,
+}
+
+impl Recovery {
+    /// True when the run changed nothing.
+    pub fn nothing_done(&self) -> bool {
+        self.moved_from_pool.is_empty()
+            && self.stale_preparations.is_empty()
+            && self.stranded_slots.is_empty()
+            && self
+                .leftovers
+                .iter()
+                .all(|l| matches!(l, Leftover::Busy(_)))
+            && self.closed.is_empty()
+            && self.claims_removed.is_empty()
+            && self.headers_finished.is_empty()
+            && self.removed_empty.is_empty()
+    }
+}
+
+/// Recovers the recordings of `dir` whose owner is gone (see the module
+/// docs); safe beside live recorders.
+///
+/// # Errors
+/// `dir` cannot be opened or listed, the pool cannot be read, or a claim
+/// cannot be removed. A file that cannot be closed is not an error: it is
+/// in [`Recovery::left_alone`] with the reason.
+pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
+    let d = sys::Dir::open_nofollow(dir).map_err(|e| Error::io("opening", dir, e))?;
+    let mut rec = Recovery::default();
+    if let Some(pool) = Pool::open(dir)? {
+        rec.pool = true;
+        rec.moved_from_pool = pool.recover()?;
+        rec.stale_preparations = pool.remove_stale_preparations()?.unwrap_or_default();
+        rec.stranded_slots = pool.reclaim_stranded(dir)?;
+    }
+    rec.leftovers = recover_leftovers(dir)?;
+    let claims = Claims::take(&d).map_err(|e| Error::io("listing", dir, e))?;
+    let give_back = !recording_now(dir);
+    let files = recording_files(dir).map_err(|e| Error::io("listing", dir, e))?;
+    let mut reports = Vec::with_capacity(files.len());
+    for path in files {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if claims.is_live(name) {
+            rec.live.push(path);
+            continue;
+        }
+        // A file that cannot be read (or a planted symlink) is verify's to
+        // report, not ours to touch.
+        if let Ok(r) = verify_file(&path) {
+            reports.push(r);
+        }
+    }
+    check_continuity(&mut reports);
+    for group in recordings(&reports) {
+        finish_headers(&reports, &group, give_back, &mut rec);
+        let group = peel_empty(&d, &reports, group, give_back, &mut rec);
+        if !group.is_empty() {
+            close_recording(&reports, &group, give_back, &mut rec);
+        }
+    }
+    rec.claims_removed = claims
+        .remove_dead(&d)
+        .map_err(|e| Error::io("removing a name claim in", dir, e))?;
+    Ok(rec)
+}
+
+/// The indexes of `reports` by recording (one directory, one recording
+/// id), each in file index order.
+fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
+        .collect();
+    order.sort_by_key(|&i| (reports[i].recording_id, reports[i].index));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        match groups.last_mut() {
+            Some(g) if reports[g[0]].recording_id == reports[i].recording_id => g.push(i),
+            _ => groups.push(vec![i]),
+        }
+    }
+    groups
+}
+
+/// The files of `group` before its last whose header still says `OPEN`
+/// over the writer's end frame get their header finished
+/// ([`finish_header`]); one that cannot be is left alone, with the reason.
+fn finish_headers(reports: &[FileReport], group: &[usize], give_back: bool, rec: &mut Recovery) {
+    for &i in &group[..group.len().saturating_sub(1)] {
+        let r = &reports[i];
+        match finish_header(r, give_back) {
+            Ok(true) => rec.headers_finished.push(r.path.clone()),
+            Ok(false) => {}
+            Err(e) => rec.left_alone.push((r.path.clone(), e.to_string())),
+        }
+    }
+}
+
+/// A recording opens its next file before it closes the current one, so
+/// an interruption between the two leaves an unfinished file followed by
+/// one that holds nothing (its header only, `OPEN`). That empty last file
+/// is removed (after the file before it was closed, when an earlier run
+/// was interrupted in between; its unused space goes with it), and the
+/// group without it is returned: the file before it is the one to close.
+/// A file that cannot be removed is left, with the reason.
+fn peel_empty(
+    d: &sys::Dir,
+    reports: &[FileReport],
+    mut group: Vec<usize>,
+    give_back: bool,
+    rec: &mut Recovery,
+) -> Vec<usize> {
+    while let [.., before, last] = group[..] {
+        let (r, p) = (&reports[last], &reports[before]);
+        let empty = r.durable_mark.is_some()
+            && r.record_frames == 0
+            && r.stored.is_none()
+            && r.crash_hole.is_none()
+            && r.damaged_ranges == 0
+            && r.valid_len == crate::format::HEADER_LEN as u64;
+        let closable = p.stored.is_none() || p.stored.as_ref().is_some_and(|e| e.interrupted);
+        if !(empty && closable) {
+            break;
+        }
+        if p.stored.is_none() {
+            // Close the file before first: a run interrupted after this
+            // finds it closed, and this file still empty.
+            let closed = rec.closed.len();
+            close_recording(reports, &group[..group.len() - 1], give_back, rec);
+            if rec.closed.len() == closed {
+                // Left alone (the reason is there): so is this file.
+                return Vec::new();
+            }
+        }
+        let name = r.path.file_name().unwrap_or_default();
+        match d.remove_file(name).and_then(|()| d.sync()) {
+            Ok(()) => rec.removed_empty.push(r.path.clone()),
+            Err(e) => {
+                rec.left_alone
+                    .push((r.path.clone(), format!("cannot remove it: {e}")));
+                return Vec::new();
+            }
+        }
+        group.pop();
+        if p.stored.is_none() {
+            return Vec::new();
+        }
+    }
+    group
+}
+
+/// Closes the recording of `group` (indexes into `reports`) if its last
+/// file is unfinished, or finishes an earlier run's close; adds what it
+/// did to `rec`.
+fn close_recording(reports: &[FileReport], group: &[usize], give_back: bool, rec: &mut Recovery) {
+    let last = &reports[group[group.len() - 1]];
+    let left = |why: String| (last.path.clone(), why);
+    let done = match last.status {
+        FileStatus::Unfinished if last.stored.as_ref().is_some_and(|e| e.interrupted) => {
+            finish_file(last, give_back)
+        }
+        FileStatus::Interrupted => finish_file(last, give_back),
+        FileStatus::Unfinished if last.stored.is_some() => {
+            rec.left_alone.push(left("the recording continues in a file that is not there (it was interrupted while changing files); nothing can follow its end frame".into()));
+            return;
+        }
+        FileStatus::Unfinished => {
+            let before = group
+                .len()
+                .checked_sub(2)
+                .map_or_else(Before::default, |k| before(&reports[group[k]]));
+            close_file(last, before, give_back).map(Some)
+        }
+        FileStatus::Corrupt if last.durable_mark.is_some() => {
+            rec.left_alone.push(left("corrupt (damage that no crash explains); `rtrec export --salvage` reads its intact records".into()));
+            return;
+        }
+        _ => return,
+    };
+    match done {
+        Ok(Some(c)) => rec.closed.push(c),
+        Ok(None) => {}
+        Err(e) => rec.left_alone.push(left(e.to_string())),
+    }
+}
+
+/// What the file `p`, the one before the closed one, tells of the
+/// recording so far.
+fn before(p: &FileReport) -> Before {
+    let e = p.stored.as_ref();
+    Before {
+        records: e.map_or(p.records, |e| e.records_written),
+        bytes: e.map_or(p.bytes, |e| e.bytes_written),
+        dropped: e.map_or(p.lost_records, |e| e.records_dropped),
+        next_seq: p.next_seq.unwrap_or(0),
+        claim: p.retired_claim,
+    }
+}

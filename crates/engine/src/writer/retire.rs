@@ -1,0 +1,385 @@
+//! Retirement: a loop recording's disk budget and the flight recorder's
+//! event limit ([`Retention`]). At each file switch the writer asks
+//! [`Retire::decide`] which finished files of the recording leave (the
+//! oldest beyond the kept count, and those whose last record is older
+//! than the age limit), writes the cumulative claim it returns as the new
+//! file's first frame ([`FrameKind::Retired`](crate::format::FrameKind)),
+//! then hands the files over ([`Retire::hand_over`]) to a background
+//! thread ([`Retirer`], nice 19 and the idle I/O class, like the pool's
+//! refiller) that recycles each into the pool (rename into `.pool/` and a
+//! slot header, [`Pool::recycle`]) while the pool is below its target, and
+//! deletes it otherwise. A flight recorder's events leave whole, oldest
+//! first, when a new event starts beyond `keep_events`
+//! ([`Retire::begin_event`]); the continuous loop never touches them.
+//!
+//! The budget holds for the directory: the directory's earlier, closed
+//! recordings ([`super::earlier`]) count against it and leave first,
+//! oldest first, when the recording starts and at each switch, so a
+//! recorder restarted after every power cut keeps the directory within
+//! one budget (their files are counted apart: `earlier_files`,
+//! `earlier_bytes`).
+//!
+//! Design choices:
+//! - The writer only decides and hands over; no file is renamed, written
+//!   or deleted on its thread, and never on the producer's.
+//! - The claim goes into the new file before the files are handed over,
+//!   so a retired file is gone only after a claim that says so was
+//!   written (its durability follows the recording's: a power cut may keep
+//!   the deletion and lose the claim, which the reader accepts as "retired
+//!   before the first kept file", see `crate::reader`).
+//! - The queues are allocated once, at the start, for the kept count and
+//!   a few more: in the steady state (as many files retired as finished)
+//!   nothing is allocated.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use rtrec_sys as sys;
+
+use crate::config::{Alloc, Config, Retention};
+use crate::format::RetiredPayload;
+use crate::pool::Pool;
+
+use super::earlier::{earlier_units, Unit};
+use super::report::RetireStats;
+
+/// A finished file of the loop, until it is retired.
+struct Finished {
+    path: PathBuf,
+    /// Its sequence numbers: `first_seq..next_seq`.
+    next_seq: u64,
+    /// Header and frames.
+    bytes: u64,
+    /// `CLOCK_MONOTONIC` ns when it was closed (its last record's time,
+    /// near enough: the age limit is checked at switches anyway).
+    closed_mono: u64,
+}
+
+/// See the module docs.
+pub(super) struct Retire {
+    rules: Retention,
+    /// The kept count for the recording's file size (`None`: no count).
+    kept: Option<u64>,
+    /// The loop's finished files not yet retired, oldest first.
+    finished: VecDeque<Finished>,
+    /// The loop's file being written, until it is closed.
+    current: Option<PathBuf>,
+    /// What was retired so far: the next file's claim.
+    claim: RetiredPayload,
+    /// Flight recorder: each kept event's files, oldest event first.
+    events: VecDeque<Vec<PathBuf>>,
+    /// The directory's earlier recordings, oldest first (a loop's only).
+    earlier: VecDeque<Unit>,
+    /// Their bytes on disk.
+    earlier_bytes: u64,
+    /// The loop's file size: what each of its finished files counts.
+    file_size: u64,
+    /// Decided, not yet handed over.
+    pending: Vec<PathBuf>,
+    /// Of `pending`, files of this recording (the rest are earlier
+    /// recordings').
+    pending_own: usize,
+    stats: RetireStats,
+    thread: Option<Retirer>,
+}
+
+impl Retire {
+    /// The retirement of a recording by `cfg` (its file size settled) in
+    /// `dir`; `pool`: the pool a retired file may be recycled into. The
+    /// thread starts only when a limit is set. A loop lists the
+    /// directory's earlier recordings here and decides at once which of
+    /// them leave ([`Retire::hand_over`] hands them over).
+    pub(super) fn new(cfg: &Config, dir: &std::path::Path, pool: Option<Pool>) -> Retire {
+        let rules = cfg.retention.clone();
+        let kept = rules.kept_files(cfg.file_size);
+        let on = rules.loops() || rules.keep_events > 0;
+        // Nothing to hold without a limit.
+        let room = if on {
+            kept.unwrap_or(64).min(4096) as usize + 2
+        } else {
+            0
+        };
+        let pool = pool.filter(|_| cfg.alloc == Alloc::Pool);
+        let earlier = if rules.loops() {
+            earlier_units(dir)
+        } else {
+            VecDeque::new()
+        };
+        let mut r = Retire {
+            earlier_bytes: earlier.iter().map(|u| u.bytes).sum(),
+            earlier,
+            file_size: cfg.file_size.max(1),
+            pending_own: 0,
+            kept,
+            finished: VecDeque::with_capacity(if rules.loops() { room } else { 0 }),
+            current: None,
+            claim: RetiredPayload::default(),
+            events: VecDeque::with_capacity(rules.keep_events as usize),
+            pending: Vec::with_capacity(room),
+            stats: RetireStats::default(),
+            thread: on.then(|| Retirer::start(pool, room)),
+            rules,
+        };
+        r.retire_earlier();
+        r
+    }
+
+    /// Retires the directory's earlier recordings, oldest first, while
+    /// they and the loop's finished files take more than the budget (the
+    /// kept count times the file size), and those older than the age
+    /// limit.
+    fn retire_earlier(&mut self) {
+        let budget = self.kept.map(|k| k.saturating_mul(self.file_size));
+        let own = self.finished.len() as u64 * self.file_size;
+        let now = sys::realtime_ns();
+        let age = self.rules.keep_for_ns;
+        while let Some(u) = self.earlier.front() {
+            let over = budget.is_some_and(|b| self.earlier_bytes + own > b);
+            let old = age > 0 && now.saturating_sub(u.newest_wall_ns) >= age;
+            if !(over || old) {
+                break;
+            }
+            let Some(u) = self.earlier.pop_front() else {
+                break;
+            };
+            self.earlier_bytes -= u.bytes;
+            self.stats.earlier_files += u.files.len() as u64;
+            self.stats.earlier_bytes += u.bytes;
+            self.pending.extend(u.files);
+        }
+    }
+
+    /// True for a loop recording (its files after the first open with the
+    /// claim).
+    pub(super) fn loops(&self) -> bool {
+        self.rules.loops()
+    }
+
+    /// The file at `path` is now the one being written (a flight
+    /// recorder's: part of the newest event).
+    pub(super) fn opened(&mut self, path: &std::path::Path) {
+        if self.rules.loops() {
+            self.current = Some(path.to_path_buf());
+        } else if let Some(ev) = self.events.back_mut() {
+            ev.push(path.to_path_buf());
+        }
+    }
+
+    /// The file being written was closed with `bytes` (header and frames),
+    /// its records ending before `next_seq`.
+    pub(super) fn closed(&mut self, bytes: u64, next_seq: u64) {
+        if let Some(path) = self.current.take() {
+            self.finished.push_back(Finished {
+                path,
+                next_seq,
+                bytes,
+                closed_mono: sys::monotonic_ns(),
+            });
+        }
+    }
+
+    /// At a switch, before the next file's first frame: retires the
+    /// oldest finished files beyond the kept count and those older than
+    /// the age limit. Returns the claim the next file opens with
+    /// (cumulative; a loop's every file after the first has one, even
+    /// when nothing was retired yet).
+    pub(super) fn decide(&mut self) -> RetiredPayload {
+        self.retire_earlier();
+        let now = sys::monotonic_ns();
+        let age = self.rules.keep_for_ns;
+        loop {
+            let over = self.kept.is_some_and(|k| self.finished.len() as u64 > k);
+            let old = age > 0
+                && self
+                    .finished
+                    .front()
+                    .is_some_and(|f| now.saturating_sub(f.closed_mono) >= age);
+            if !(over || old) {
+                break;
+            }
+            let Some(f) = self.finished.pop_front() else {
+                break;
+            };
+            self.claim.files += 1;
+            self.claim.bytes += f.bytes;
+            self.claim.next_seq = f.next_seq;
+            self.claim.next_index = self.claim.first_index + self.claim.files as u32;
+            self.claim.last_wall_ns = sys::realtime_ns();
+            self.stats.files += 1;
+            self.stats.bytes += f.bytes;
+            self.stats.seq_to = f.next_seq;
+            self.pending.push(f.path);
+            self.pending_own += 1;
+        }
+        self.claim
+    }
+
+    /// Flight recorder: a new event starts; the oldest events beyond
+    /// `keep_events` (the new one counted) are retired whole.
+    pub(super) fn begin_event(&mut self) {
+        let keep = self.rules.keep_events as usize;
+        while keep > 0 && self.events.len() >= keep {
+            let Some(files) = self.events.pop_front() else {
+                break;
+            };
+            self.stats.events += 1;
+            for p in files {
+                let bytes = std::fs::metadata(&p).map_or(0, |m| m.len());
+                self.stats.files += 1;
+                self.stats.bytes += bytes;
+                self.pending.push(p);
+                self.pending_own += 1;
+            }
+        }
+        if keep > 0 {
+            self.events.push_back(Vec::with_capacity(1));
+        }
+    }
+
+    /// Hands what was decided to the thread; returns how many of the
+    /// files were this recording's (the oldest of its file list).
+    pub(super) fn hand_over(&mut self) -> usize {
+        let n = std::mem::take(&mut self.pending_own);
+        if let Some(t) = &self.thread {
+            t.give(&mut self.pending);
+        }
+        self.pending.clear();
+        n
+    }
+
+    /// Files retired so far (for the live counters).
+    pub(super) fn retired(&self) -> (u64, u64) {
+        (self.stats.files, self.stats.bytes)
+    }
+
+    /// After the recording: the thread finishes what it was given and
+    /// stops; returns what was retired.
+    pub(super) fn finish(&mut self) -> RetireStats {
+        if let Some(t) = self.thread.take() {
+            let (recycled, deleted) = t.stop();
+            self.stats.recycled = recycled;
+            self.stats.deleted = deleted;
+        }
+        self.stats.clone()
+    }
+}
+
+/// What the thread and the writer share.
+struct Shared {
+    queue: Mutex<VecDeque<PathBuf>>,
+    wake: Condvar,
+    stop: AtomicBool,
+    recycled: AtomicU64,
+    deleted: AtomicU64,
+}
+
+/// The background thread that recycles or deletes retired files (see the
+/// module docs).
+struct Retirer {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Retirer {
+    /// Starts the thread; its queue holds `room` files before it grows.
+    fn start(pool: Option<Pool>, room: usize) -> Retirer {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::with_capacity(room)),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+            recycled: AtomicU64::new(0),
+            deleted: AtomicU64::new(0),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("rtrec-retire".into())
+            .spawn(move || {
+                let _ = sys::set_thread_nice(19);
+                let _ = sys::set_thread_ioprio(3, 7);
+                while let Some(path) = next_job(&s) {
+                    retire_one(&s, pool.as_ref(), path);
+                }
+            })
+            .ok();
+        Retirer { shared, thread }
+    }
+
+    /// Queues `files` (moved out; the vector keeps its capacity).
+    fn give(&self, files: &mut Vec<PathBuf>) {
+        if files.is_empty() {
+            return;
+        }
+        let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.extend(files.drain(..));
+        drop(q);
+        self.shared.wake.notify_one();
+        if self.thread.is_none() {
+            // No thread could be started: retire here (not the producer's
+            // thread; rare).
+            while let Some(p) = self
+                .shared
+                .queue
+                .lock()
+                .ok()
+                .and_then(|mut q| q.pop_front())
+            {
+                retire_one(&self.shared, None, p);
+            }
+        }
+    }
+
+    /// Lets the thread finish its queue, joins it; returns the files it
+    /// recycled and deleted.
+    fn stop(mut self) -> (u64, u64) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        (
+            self.shared.recycled.load(Ordering::Relaxed),
+            self.shared.deleted.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Drop for Retirer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The next file to retire; `None` once stopped and the queue is empty.
+fn next_job(s: &Shared) -> Option<PathBuf> {
+    let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if let Some(p) = q.pop_front() {
+            return Some(p);
+        }
+        if s.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        q = s.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// Recycles `path` into `pool` while it holds fewer ready files than its
+/// target (a file of another size, or one the pool refuses, is deleted),
+/// else deletes it. A file already gone counts as deleted.
+fn retire_one(s: &Shared, pool: Option<&Pool>, path: PathBuf) {
+    if let Some(pool) = pool {
+        if pool.recycle_below_target(&path).unwrap_or(false) {
+            s.recycled.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    s.deleted.fetch_add(1, Ordering::Relaxed);
+}
