@@ -10,7 +10,10 @@
 //!   `retired` claim) is closed with the claim the writer was about to
 //!   write, and `verify` accepts it;
 //! - a pool slot stranded under a recording's name goes back into the
-//!   pool; a killed refill's `.slot-*.tmp` is removed.
+//!   pool; a killed refill's `.slot-*.tmp` is removed;
+//! - a recording whose last file says it continues in a file a power cut
+//!   lost (its name was not yet durable) is closed by rewriting that end
+//!   frame as recover's.
 //!
 //! No root needed: a temporary directory on any file system.
 
@@ -248,4 +251,53 @@ fn recover_returns_a_stranded_slot_to_the_pool_and_removes_a_killed_refills_file
     assert!(!stranded.exists() && !tmp_slot.exists());
     assert_eq!(slots(()).len(), before);
     assert!(files(&dir).is_empty());
+}
+
+#[test]
+fn recover_closes_a_recording_whose_next_file_a_power_cut_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    // 400 records of 4 KiB in files of 256 KiB: 7 files, no loop.
+    let data: Vec<u8> = (0..400 * 4096).map(|i| (i % 251) as u8).collect();
+    let src = tmp.path().join("src.bin");
+    std::fs::write(&src, &data).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--stdin", "--size", "4KiB", "--quiet"])
+        .args(["--file-size", "256KiB", "--dir"])
+        .arg(&dir)
+        .stdin(std::fs::File::open(&src).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let mut fs = files(&dir);
+    assert!(fs.len() >= 3, "{fs:?}");
+    // The power cut: the last file's name never reached storage.
+    std::fs::remove_file(fs.pop().unwrap()).unwrap();
+    let last = fs.last().unwrap().clone();
+    let d = dir.to_str().unwrap();
+    let o = rtrec(&["verify", d]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let o = rtrec(&["recover", d]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "closed the interrupted recording in '{}'",
+            last.display()
+        )),
+        "{}",
+        show(&o)
+    );
+    let o = rtrec(&["verify", "--json", d]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // Every record of the files kept reads back, in order.
+    let out = tmp.path().join("out.bin");
+    let o = rtrec(&["export", d, "-o", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let got = std::fs::read(&out).unwrap();
+    assert!(!got.is_empty() && got.len() % 4096 == 0);
+    assert_eq!(got[..], data[..got.len()]);
+    // Nothing left to do.
+    let o = rtrec(&["recover", d]);
+    assert!(text(&o).contains("nothing to recover"), "{}", show(&o));
 }

@@ -150,6 +150,66 @@ pub(super) fn close_file(r: &FileReport, before: Before, give_back: bool) -> io:
     })
 }
 
+/// The last file present of a recording says it continues in a file that
+/// is not there: a power cut kept the end frame the writer wrote at a
+/// switch and lost the next file's name. The flusher syncs a file's
+/// directory before any durable point inside it, so the lost file held
+/// nothing durable, and every record of this one is (the writer syncs a
+/// file before its end frame). Its end frame is rewritten in place as
+/// recover's: not continued, INTERRUPTED, the durable point at the file's
+/// end, nothing cut; then the header, and the tail given back when
+/// `give_back`, as [`close_file`].
+///
+/// # Errors
+/// Reading or writing the file; a file that changed since `r` was made is
+/// refused.
+pub(super) fn close_continued(r: &FileReport, give_back: bool) -> io::Result<Closed> {
+    let e = r
+        .stored
+        .as_ref()
+        .filter(|e| e.continued && !e.interrupted)
+        .ok_or_else(changed)?;
+    let f = sys::open_rw_nofollow(&r.path)?;
+    let header = read_header(&f)?.map_err(|_| changed())?;
+    if Some(header.generation) != r.generation || header.is_open() {
+        return Err(changed());
+    }
+    let old_len = (FRAME_HEADER_LEN + e.encode().len()) as u64;
+    let at = r
+        .valid_len
+        .checked_sub(old_len)
+        .filter(|&a| a >= HEADER_LEN as u64)
+        .ok_or_else(changed)?;
+    let tail = tail_at(&f, &header, at)?.ok_or_else(changed)?;
+    let seq = r.next_seq.unwrap_or(0);
+    let interrupted = Interrupted {
+        durable_seq: seq,
+        cut_records: 0,
+        cut_bytes: 0,
+    };
+    let end = EndPayload {
+        interrupted: true,
+        records_written: e.records_written,
+        records_dropped: e.records_dropped,
+        bytes_written: e.bytes_written,
+        reason: interrupted.reason(),
+        ..EndPayload::default()
+    };
+    let end_at = append_end(&f, &header, &tail, at, seq, &end)?;
+    let size = sys::file_info(&f)?.size;
+    let (given_back_bytes, kept_tail_bytes) = finish(&f, &header, end_at, size, give_back)?;
+    Ok(Closed {
+        path: r.path.clone(),
+        recording_id: header.recording_id,
+        interrupted,
+        records: end.records_written,
+        hole: None,
+        given_back_bytes,
+        kept_tail_bytes,
+        resumed: false,
+    })
+}
+
 /// A loop recording's file after the first opens with its RETIRED frame
 /// (the reader requires it); the writer writes it just after the file was
 /// named, so a kill or power cut between the two leaves a file with

@@ -32,11 +32,15 @@
 //!    kept, and a later run gives it back;
 //! 4. the dead claims are removed.
 //!
+//! A recording whose last file says it continues in a file that is not
+//! there (a power cut kept the switch's end frame and lost the next
+//! file's name, which held nothing durable) gets that end frame rewritten
+//! as recover's (`close::close_continued`).
+//!
 //! Left alone, and named: a corrupt file (damage below its durable mark,
-//! or no sign of a missing write: `rtrec export --salvage` reads it), a
-//! recording whose last file says it continues in a file that is not there
-//! (nothing can be appended after an end frame), an unfinished file of
-//! format version 3 (no durable mark), raw files (no frames).
+//! or no sign of a missing write: `rtrec export --salvage` reads it), an
+//! unfinished file of format version 3 (no durable mark), raw files (no
+//! frames).
 //!
 //! The parts, each declared after those it uses: `hole` (the crash-hole
 //! cut), `close` (the end frame and the last steps), `claims` (who is
@@ -58,7 +62,7 @@ pub use close::Closed;
 pub use hole::{cut_crash_hole, Cut};
 
 use claims::Claims;
-use close::{close_file, finish_file, finish_header, Before};
+use close::{close_continued, close_file, finish_file, finish_header, Before};
 
 /// What [`recover_dir`] did, step by step.
 #[derive(Debug, Default)]
@@ -253,8 +257,13 @@ fn close_recording(reports: &[FileReport], group: &[usize], give_back: bool, rec
             finish_file(last, give_back)
         }
         FileStatus::Interrupted => finish_file(last, give_back),
+        FileStatus::Unfinished if last.stored.as_ref().is_some_and(|e| e.continued) => {
+            close_continued(last, give_back).map(Some)
+        }
         FileStatus::Unfinished if last.stored.is_some() => {
-            rec.left_alone.push(left("the recording continues in a file that is not there (it was interrupted while changing files); nothing can follow its end frame".into()));
+            rec.left_alone.push(left(
+                "its end frame says neither finished nor continued; nothing can follow it".into(),
+            ));
             return;
         }
         FileStatus::Unfinished => {
