@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     rtrec_config cfg = { .struct_size = sizeof cfg };
     cfg.max_record = RECORD_BYTES;
     cfg.file_size = 8u << 20; /* 1,000 framed 4 KiB records fit in one file */
-    cfg.ring_bytes = 1u << 20;
+    cfg.ring_bytes = 4u << 20; /* a second of records: a write may stall that long */
     cfg.io = io;       /* the write back-end */
     cfg.io_depth = 8;  /* io_uring: writes in flight, one registered buffer each */
     if (rtrec_version() / 100 != RTREC_VERSION_MAJOR * 100 + RTREC_VERSION_MINOR) {
