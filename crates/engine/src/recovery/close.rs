@@ -235,22 +235,49 @@ fn claim_if_missing(
     if !missing {
         return Ok((tail, at));
     }
-    let payload = before.unwrap_or_default().encode();
+    append_frame(
+        f,
+        header,
+        &tail,
+        at,
+        FrameKind::Retired,
+        seq,
+        &before.unwrap_or_default().encode(),
+    )
+}
+
+/// Writes one frame of `kind` (next sequence `seq`, `payload`) at `at`,
+/// linked to `tail`; returns the tail after it and where it ends.
+fn append_frame(
+    f: &File,
+    header: &FileHeader,
+    tail: &Tail,
+    at: u64,
+    kind: FrameKind,
+    seq: u64,
+    payload: &[u8],
+) -> io::Result<(Tail, u64)> {
     let mut head = [0u8; FRAME_HEADER_LEN];
     let crc = encode_frame_header(
         &mut head,
         header.generation,
-        FrameKind::Retired,
+        kind,
         seq,
         tail.last_ts,
         tail.chain,
-        &payload,
+        payload,
     );
     let mut frame = head.to_vec();
-    frame.extend_from_slice(&payload);
+    frame.extend_from_slice(payload);
     sys::pwrite_all(f, &frame, at)?;
     let end = at + frame.len() as u64;
-    Ok((Tail { chain: crc, ..tail }, end))
+    Ok((
+        Tail {
+            chain: crc,
+            ..*tail
+        },
+        end,
+    ))
 }
 
 /// Writes the end frame `end` (next sequence `seq`) at `at`, linked to
@@ -263,21 +290,7 @@ fn append_end(
     seq: u64,
     end: &EndPayload,
 ) -> io::Result<u64> {
-    let payload = end.encode();
-    let mut head = [0u8; FRAME_HEADER_LEN];
-    encode_frame_header(
-        &mut head,
-        header.generation,
-        FrameKind::End,
-        seq,
-        tail.last_ts,
-        tail.chain,
-        &payload,
-    );
-    let mut frame = head.to_vec();
-    frame.extend_from_slice(&payload);
-    sys::pwrite_all(f, &frame, at)?;
-    Ok(at + frame.len() as u64)
+    append_frame(f, header, tail, at, FrameKind::End, seq, &end.encode()).map(|(_, e)| e)
 }
 
 /// The last steps of a close, as the writer's: `fdatasync`, the header

@@ -112,6 +112,7 @@ pub fn cut_crash_hole(r: &FileReport) -> io::Result<Option<Cut>> {
 }
 
 /// What a frame appended at offset `at` of a file follows.
+#[derive(Clone, Copy)]
 pub(super) struct Tail {
     /// The chain link it needs: the CRC of the intact frame that ends at
     /// `at`, or the header's seed at the first frame.

@@ -23,12 +23,11 @@
 //!   created (never while it records).
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::file::{belongs_to, claimed_base, FRAMED_EXT};
-use crate::format::{FileHeader, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN};
+use crate::format::{FileHeader, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT};
 use crate::reader::recording_files;
 
 /// What may leave together: a file of an earlier loop recording, or a
@@ -122,13 +121,12 @@ fn earlier_files(dir: &Path) -> Vec<Found> {
     out
 }
 
-/// The header and metadata of `path`, when its header decodes.
+/// The header and metadata of `path`, when its header decodes (the
+/// reader's [`read_header`](crate::reader::read_header)).
 fn read_header(path: &Path) -> Option<(FileHeader, std::fs::Metadata)> {
-    let mut f = std::fs::File::open(path).ok()?;
+    let f = std::fs::File::open(path).ok()?;
     let meta = f.metadata().ok()?;
-    let mut b = [0u8; HEADER_LEN];
-    f.read_exact(&mut b).ok()?;
-    Some((FileHeader::decode(&b).ok()?, meta))
+    Some((crate::reader::read_header(&f).ok()?.ok()?, meta))
 }
 
 /// `found` as one unit.
