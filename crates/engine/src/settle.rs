@@ -49,6 +49,18 @@ pub enum SettleError {
         /// What `RLIMIT_MEMLOCK` leaves after the memory already locked.
         left_bytes: u64,
     },
+    /// The ring is larger than one allocation of this process can be
+    /// (`isize::MAX` bytes: 2 GiB on a 32-bit board, where the machine's
+    /// memory can be larger than the process can address).
+    #[error("the ring ({ring_bytes} bytes) is more than one allocation of this {bits}-bit process can hold ({limit_bytes} bytes); use a smaller ring")]
+    RingOverAddressSpace {
+        /// The ring's capacity, bytes.
+        ring_bytes: u64,
+        /// The largest allocation, bytes (`isize::MAX`).
+        limit_bytes: u64,
+        /// The process's pointer width, bits.
+        bits: u32,
+    },
 }
 
 impl Config {
@@ -92,7 +104,8 @@ impl Config {
 }
 
 /// Refuses a ring that cannot be allocated: larger than the machine's
-/// memory, or, when the process locks its memory (`mlockall`) without the
+/// memory, larger than one allocation may be (`isize::MAX`: on a 32-bit
+/// process the address space, not the memory, is the bound), or, when the process locks its memory (`mlockall`) without the
 /// privilege to exceed it (not root), larger than what `RLIMIT_MEMLOCK`
 /// leaves. A process that has locked nothing yet is not held to the limit
 /// here: `rtrec record --rt` locks its memory only after the recorder
@@ -100,7 +113,8 @@ impl Config {
 ///
 /// # Errors
 ///
-/// [`SettleError::RingOverMemory`], [`SettleError::RingOverLockedMemory`].
+/// [`SettleError::RingOverMemory`], [`SettleError::RingOverAddressSpace`],
+/// [`SettleError::RingOverLockedMemory`].
 pub fn ring_fits(ring_bytes: usize) -> Result<(), SettleError> {
     let ring = ring_bytes as u64;
     let memory = rtrec_sys::physical_memory();
@@ -108,6 +122,14 @@ pub fn ring_fits(ring_bytes: usize) -> Result<(), SettleError> {
         return Err(SettleError::RingOverMemory {
             ring_bytes: ring,
             memory_bytes: memory,
+        });
+    }
+    let limit = isize::MAX as u64;
+    if ring > limit {
+        return Err(SettleError::RingOverAddressSpace {
+            ring_bytes: ring,
+            limit_bytes: limit,
+            bits: usize::BITS,
         });
     }
     let locked = rtrec_sys::locked_memory();
@@ -167,11 +189,22 @@ mod tests {
             c.settle(&Workload::UNKNOWN, None),
             Err(SettleError::Config(ConfigError::RecordOverFile { .. }))
         ));
+        // Over the machine's memory where a pointer can say so (64-bit);
+        // on a 32-bit process (armv7 under qemu-user on a larger host) the
+        // memory may exceed what it can address, and the bound is
+        // `isize::MAX`.
+        let memory = rtrec_sys::physical_memory();
         let mut c = Config::default();
-        assert!(matches!(
-            c.settle(&Workload::UNKNOWN, Some(usize::MAX / 2)),
-            Err(SettleError::RingOverMemory { .. })
-        ));
+        match usize::try_from(memory.saturating_add(4096)) {
+            Ok(over_memory) if memory > 0 => assert!(matches!(
+                c.settle(&Workload::UNKNOWN, Some(over_memory)),
+                Err(SettleError::RingOverMemory { .. })
+            )),
+            _ => assert!(matches!(
+                c.settle(&Workload::UNKNOWN, Some(isize::MAX as usize + 1)),
+                Err(SettleError::RingOverAddressSpace { bits: 32, .. })
+            )),
+        }
         // Inline mode has no ring to allocate.
         let mut c = Config {
             mode: Mode::Inline,

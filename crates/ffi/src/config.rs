@@ -464,6 +464,13 @@ fn settle_fail(e: SettleError) -> Fail {
         } => Fail::inval(format!(
             "rtrec_config.ring_bytes is {ring_bytes} bytes, more than this machine's memory ({memory_bytes} bytes); use a smaller ring"
         )),
+        SettleError::RingOverAddressSpace {
+            ring_bytes,
+            limit_bytes,
+            bits,
+        } => Fail::inval(format!(
+            "rtrec_config.ring_bytes is {ring_bytes} bytes, more than one allocation of this {bits}-bit process can hold ({limit_bytes} bytes); use a smaller ring"
+        )),
         SettleError::RingOverLockedMemory {
             ring_bytes,
             left_bytes,
