@@ -72,7 +72,11 @@ sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" -e "s|@VERSION@|$version|"
     -e "s|@PRIVATE@|$private|" crates/ffi/rtrec.pc.in > "$root/lib/pkgconfig/rtrec.pc"
 
 "$rel/rtrec" man > "$root/share/man/man1/rtrec.1"
-for c in record verify tune pool events export doctor report bench completions man; do
+# Every command the binary lists (hidden ones, such as __bgload, are not),
+# so a new command gets its page without this list being kept by hand.
+commands=$("$rel/rtrec" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF && $1 != "help" {print $1}')
+[ -n "$commands" ] || { echo "install.sh: 'rtrec --help' lists no commands" >&2; exit 1; }
+for c in $commands; do
   "$rel/rtrec" man "$c" > "$root/share/man/man1/rtrec-$c.1"
 done
 "$rel/rtrec" completions bash > "$root/share/bash-completion/completions/rtrec"

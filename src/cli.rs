@@ -82,7 +82,8 @@ const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --rest
 const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-size 128MiB\n  rtrec pool status --json\n  rtrec pool recycle --all";
 const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data/rec-20260101T000000.000Z-*.rtr -o data.bin\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
+const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data/rec-20260101T000000.000Z-*.rtr -o data.bin\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --format jsonl --layout t:u32,x:f32,y:f32 -o run.jsonl\n  rtrec export ./rtrec-data --recording 3f2a9c0e -o older.bin\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
@@ -164,7 +165,10 @@ pub enum Command {
     /// List flight-recorder events: trigger time, pre/post spans, files, records, losses.
     #[command(after_help = EXAMPLES_EVENTS)]
     Events(EventsArgs),
-    /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, or frames.
+    /// List the recordings of a directory: id, start, duration, records, losses, state, files, size.
+    #[command(after_help = EXAMPLES_LS)]
+    Ls(crate::ls::LsArgs),
+    /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
     /// Check whether this machine and DIR's filesystem and device are fit for real-time recording.
@@ -346,14 +350,31 @@ pub struct ExportArgs {
     /// Output file (must not exist); `-` writes to stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// Write the records' bytes back to back (the default; a recording of
-    /// lines gets its newlines back).
+    /// What to write (default raw).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["raw", "framed"])]
+    pub format: Option<ExportFormat>,
+    /// Same as `--format raw`.
     #[arg(long, conflicts_with = "framed")]
     pub raw: bool,
-    /// Write an rtrec file instead (header and frames up to the valid end;
-    /// `rtrec verify` accepts it); one input file only.
+    /// Same as `--format framed`.
     #[arg(long)]
     pub framed: bool,
+    /// With --format csv or jsonl: how each record's bytes are written
+    /// (default text for a recording of lines, hex otherwise).
+    #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "layout")]
+    pub payload: Option<PayloadEncoding>,
+    /// With --format csv or jsonl: decode each record into named, typed
+    /// columns, e.g. `t:u32,x:f32,y:f32` (little-endian; `>` first for
+    /// big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 padN), or
+    /// Python struct notation such as `<Iff` (columns f0, f1, …). Every
+    /// record must be the layout's size.
+    #[arg(long, value_name = "LAYOUT")]
+    pub layout: Option<String>,
+    /// Which recording of a directory that holds several: its id (as
+    /// `rtrec ls` shows it, or a unique prefix) or the name of one of its
+    /// files (default: the newest, with the others listed).
+    #[arg(long, value_name = "ID|FILE")]
+    pub recording: Option<String>,
     /// Export the records that can be saved from a corrupt file (exit code
     /// stays 1: the input is corrupt).
     #[arg(long)]
@@ -363,6 +384,33 @@ pub struct ExportArgs {
     /// recording); they are still reported.
     #[arg(long)]
     pub allow_gaps: bool,
+}
+
+/// `rtrec export --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The records' bytes back to back (a recording of lines gets its
+    /// newlines back).
+    Raw,
+    /// An rtrec file (header and frames up to the valid end; `rtrec
+    /// verify` accepts it); one input file only.
+    Framed,
+    /// A CSV table: a row per record (seq, wall_time, mono_ns, exact, len,
+    /// payload or the layout's columns) and a row per gap with its reason.
+    Csv,
+    /// JSON lines: an object per record and per gap, with the CSV's keys.
+    Jsonl,
+}
+
+/// `rtrec export --payload`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PayloadEncoding {
+    /// Lower-case hex.
+    Hex,
+    /// Standard base64 with padding.
+    Base64,
+    /// The bytes as UTF-8 text (a record that is not is refused).
+    Text,
 }
 
 /// `rtrec recover`.

@@ -1,8 +1,9 @@
 //! `rtrec export` of a whole recording: a directory or its files in any
 //! order come back as one raw stream equal to the input (raw is the
-//! default); a missing file in the middle, files of two recordings and
-//! `--framed` over several files are refused in one sentence, and nothing
-//! is written; `--allow-gaps` exports around the hole and names it; idle
+//! default); a missing file in the middle, files of two recordings named
+//! one by one and `--framed` over several files are refused in one
+//! sentence, and nothing is written; a directory of two recordings exports
+//! the newest; `--allow-gaps` exports around the hole and names it; idle
 //! pool slots among the inputs are skipped.
 
 use std::io::Write;
@@ -167,8 +168,23 @@ fn files_of_two_recordings_and_framed_over_several_files_are_refused_in_one_sent
     assert_eq!(copy, verdict(&first[0]));
     assert!(copy.1.as_u64().unwrap() > 0, "{copy:?}");
 
+    // A second recording: the directory exports the newest and says so;
+    // files of both named one by one are refused (they were meant
+    // together, and cannot be).
+    std::thread::sleep(std::time::Duration::from_millis(20));
     record(&dir, &input);
-    let o = rtrec(&["export", s(&dir), "-o", s(&tmp.path().join("both"))]);
+    let o = rtrec(&["export", s(&dir), "-o", s(&tmp.path().join("newest"))]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("hold 2 recordings; exporting the newest"));
+    assert!(std::fs::read(tmp.path().join("newest")).unwrap() == input);
+    let mut args = vec![
+        "export".to_string(),
+        "-o".into(),
+        s(&tmp.path().join("both")).into(),
+    ];
+    args.extend(files(&dir, "rtr").iter().map(|p| s(p).to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = rtrec(&args);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(one_sentence(&o).contains("belong to 2 different recordings"));
     assert!(!tmp.path().join("both").exists());

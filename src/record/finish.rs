@@ -149,6 +149,10 @@ fn print_tables(f: &Finished, json_on_stdout: bool) {
         }
     };
     print_summary(summary, json_on_stdout);
+    let stray = crate::signals::STRAY.load(std::sync::atomic::Ordering::Relaxed);
+    if stray > 0 {
+        eprintln!("rtrec: note: {stray} SIGUSR1/SIGUSR2 signal(s) arrived; this recording has nothing they trigger, so they were counted and ignored");
+    }
     if summary.config.mode == Mode::Ring {
         say(&ring_line(&f.ring));
     }

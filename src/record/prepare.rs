@@ -106,12 +106,15 @@ fn keep_cpu_for_producer(plan: &Plan) {
 
 /// The trigger sources that need setting up before the recording: a
 /// flight recorder always takes SIGUSR1 (its default action would kill the
-/// recorder and lose the window); `--trigger-on stdin` reads lines on a
-/// thread of its own.
+/// recorder and lose the window), and every recording counts a SIGUSR1
+/// it has no use for, and SIGUSR2, instead of dying of them;
+/// `--trigger-on stdin` reads lines on a thread of its own.
 fn listen_for_triggers(plan: &Plan) -> Result<()> {
-    if plan.triggers.sigusr1 || plan.cfg.flight.is_some() {
+    let usr1_triggers = plan.triggers.sigusr1 || plan.cfg.flight.is_some();
+    if usr1_triggers {
         signals::install_trigger_on_sigusr1()?;
     }
+    signals::count_stray_user_signals(usr1_triggers)?;
     if plan.triggers.stdin {
         std::thread::spawn(|| {
             use std::io::BufRead;

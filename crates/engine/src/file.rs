@@ -186,6 +186,17 @@ pub fn utc_iso(ns: u64) -> String {
     )
 }
 
+/// `ns` (`CLOCK_REALTIME` ns since the epoch) as RFC 3339 UTC with
+/// nanoseconds (`2026-11-27T21:18:40.414123456Z`): the exports' time
+/// column, which pandas (`pd.to_datetime`) and spreadsheets read.
+pub fn utc_iso_ns(ns: u64) -> String {
+    let (y, m, d, hh, mm, ss) = civil(ns / 1_000_000_000);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:09}Z",
+        ns % 1_000_000_000
+    )
+}
+
 /// Year, month, day, hour, minute, second of seconds since the epoch
 /// (civil-from-days, H. Hinnant).
 fn civil(secs: u64) -> (i64, i64, i64, u64, u64, u64) {

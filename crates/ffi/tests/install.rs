@@ -83,7 +83,12 @@ fn an_installed_rtrec_is_found_by_pkg_config_and_linked_by_its_soname() {
         assert!(lib.join(f).exists(), "{f} not installed");
     }
     assert!(prefix.join("include/rtrec.h").exists());
-    assert!(prefix.join("share/man/man1/rtrec-record.1").exists());
+    // A page for every command the binary lists, none for hidden ones.
+    for c in ["record", "recover", "trigger", "device", "ls", "export"] {
+        let page = prefix.join(format!("share/man/man1/rtrec-{c}.1"));
+        assert!(page.exists(), "no man page for {c}");
+    }
+    assert!(!prefix.join("share/man/man1/rtrec-__bgload.1").exists());
 
     let flags = Command::new("pkg-config")
         .args(["--cflags", "--libs", "rtrec"])

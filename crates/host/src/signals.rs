@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-pub use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+pub use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
 
 use crate::error::{Error, Result};
 
@@ -96,6 +96,7 @@ pub fn name(signal: i32) -> &'static str {
         SIGTERM => "SIGTERM",
         SIGHUP => "SIGHUP",
         SIGUSR1 => "SIGUSR1",
+        SIGUSR2 => "SIGUSR2",
         _ => "a signal",
     }
 }

@@ -59,6 +59,31 @@ use crate::pool::{recording_now, recover_leftovers, Leftover, Pool};
 use crate::reader::{check_continuity, recording_files, verify_file, FileReport, FileStatus};
 
 pub use close::Closed;
+
+/// Which files of a directory belong to a live recording (a recorder
+/// holds its name claim): for `rtrec ls` to say "in progress". It only
+/// looks: the dead claims it locks while looking are released when it is
+/// dropped, never removed (that is [`recover_dir`]'s).
+pub struct Live(claims::Claims);
+
+impl Live {
+    /// Looks at the claims of `dir`.
+    ///
+    /// # Errors
+    /// `dir` cannot be opened or listed.
+    pub fn of(dir: &Path) -> Result<Live, Error> {
+        let d = sys::Dir::open_nofollow(dir).map_err(|e| Error::io("opening", dir, e))?;
+        claims::Claims::take(&d)
+            .map(Live)
+            .map_err(|e| Error::io("listing", dir, e))
+    }
+
+    /// Whether the file named `name` (no directory) belongs to a live
+    /// recording.
+    pub fn is_live(&self, name: &str) -> bool {
+        self.0.is_live(name)
+    }
+}
 pub use hole::{cut_crash_hole, Cut};
 
 use claims::Claims;

@@ -45,13 +45,26 @@
 //! A recording made from lines (header flag `FLAG_LINES`) is exported raw
 //! with a newline after each record, so the text comes back as it went in
 //! (a last line that had no newline gets one).
+//!
+//! **Tables** (`--format csv`, `--format jsonl`): a row per record with
+//! its sequence number and times and a row per gap with its reason
+//! ([`table`], from [`rows`]); `--layout` decodes fixed-size binary records
+//! into named, typed columns ([`layout`]). Gaps are rows there, so the
+//! export is refused for gaps only without `--allow-gaps` as for raw.
+//!
+//! **Which recording.** A directory that holds several recordings (every
+//! second run of the README's command leaves two in `./rtrec-data`)
+//! exports the newest (the latest first record), and says which and how
+//! to pick another; `--recording ID|FILE` picks one by its id (as `rtrec
+//! ls` shows it, or a unique prefix) or by one of its files' names. Files
+//! named one by one that belong to different recordings are still refused
+//! without `--recording`: naming them says they were meant together.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 
 use rtrec_engine::format::{
-    FileHeader, FrameKind, PackedInfo, FLAG_LINES, FLAG_OPEN, FLAG_POOLED, FLAG_SLOT, HEADER_LEN,
+    FrameKind, PackedInfo, FLAG_LINES, FLAG_OPEN, FLAG_POOLED, FLAG_SLOT, HEADER_LEN,
 };
 use rtrec_engine::reader::{
     open_regular, read_header, recording_files, verify_source, FileReport, FileStatus, FrameWalker,
@@ -59,25 +72,15 @@ use rtrec_engine::reader::{
 };
 use rtrec_engine::utc_iso;
 
-use crate::cli::ExportArgs;
+use crate::cli::{ExportArgs, ExportFormat, PayloadEncoding};
 use crate::error::usage;
 
-/// One input file of the recording, verified.
-struct Part {
-    /// The file, open for reading.
-    src: File,
-    /// Its header.
-    header: FileHeader,
-    /// What verifying it found.
-    report: FileReport,
-}
+mod layout;
+mod part;
+mod rows;
+mod table;
 
-impl Part {
-    /// The file's name as given, for messages.
-    fn name(&self) -> String {
-        self.report.path.display().to_string()
-    }
-}
+use part::Part;
 
 /// The inputs as files: a directory stands for its recording files.
 fn input_files(inputs: &[PathBuf]) -> crate::error::Result<Vec<PathBuf>> {
@@ -129,6 +132,84 @@ fn open_parts(files: &[PathBuf]) -> crate::error::Result<(Vec<Part>, usize)> {
         }
     }
     Ok((parts, slots))
+}
+
+/// The recording ids of `parts` with the newest first record of each
+/// (header creation time when a file has no record), newest last.
+fn recordings_in(parts: &[Part]) -> Vec<(u64, u64, String)> {
+    let mut ids: Vec<(u64, u64, String)> = Vec::new();
+    for p in parts {
+        let t = p.report.first_record_wall_ns.unwrap_or(p.header.created_ns);
+        match ids.iter_mut().find(|(id, ..)| *id == p.header.recording_id) {
+            Some(e) => e.1 = e.1.min(t),
+            None => ids.push((p.header.recording_id, t, p.name())),
+        }
+    }
+    ids.sort_by_key(|&(id, t, _)| (t, id));
+    ids
+}
+
+/// Keeps the parts of one recording when the inputs hold several and a
+/// directory was given or `--recording` says which (see the module docs);
+/// says on stderr which it took.
+fn choose_recording(a: &ExportArgs, parts: &mut Vec<Part>) -> crate::error::Result<()> {
+    let ids = recordings_in(parts);
+    let from_dir = a.inputs.iter().any(|p| p.is_dir());
+    if ids.len() < 2 && a.recording.is_none()
+        || ids.len() >= 2 && !from_dir && a.recording.is_none()
+    {
+        return Ok(());
+    }
+    let hex = |id: u64| format!("{id:016x}");
+    let chosen = match &a.recording {
+        Some(want) => {
+            let hits: Vec<u64> = ids
+                .iter()
+                .filter(|(id, ..)| hex(*id).starts_with(&want.to_ascii_lowercase()))
+                .map(|(id, ..)| *id)
+                .chain(
+                    parts
+                        .iter()
+                        .filter(|p| {
+                            p.report
+                                .path
+                                .file_name()
+                                .is_some_and(|n| n.to_string_lossy() == *want)
+                        })
+                        .map(|p| p.header.recording_id),
+                )
+                .collect();
+            match hits.as_slice() {
+                [id, rest @ ..] if rest.iter().all(|r| r == id) => *id,
+                [] => {
+                    return usage(format!(
+                        "no recording among the inputs has the id or a file named '{want}' (`rtrec ls DIR` lists them)"
+                    ))
+                }
+                _ => return usage(format!("'{want}' is the start of several recording ids; give more digits")),
+            }
+        }
+        None => {
+            let (newest, t, _) = &ids[ids.len() - 1];
+            let others: Vec<String> = ids[..ids.len() - 1]
+                .iter()
+                .rev()
+                .take(5)
+                .map(|(id, t, _)| format!("{} ({})", hex(*id), utc_iso(*t)))
+                .collect();
+            eprintln!(
+                "rtrec: note: the inputs hold {} recordings; exporting the newest, {} (from {}); --recording ID picks another: {}{}",
+                ids.len(),
+                hex(*newest),
+                utc_iso(*t),
+                others.join(", "),
+                if ids.len() > 6 { ", … (rtrec ls DIR lists them all)" } else { "" }
+            );
+            *newest
+        }
+    };
+    parts.retain(|p| p.header.recording_id == chosen);
+    Ok(())
 }
 
 /// Refuses parts of different recordings; sorts the others by file index.
@@ -262,14 +343,26 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
 
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
+    let format = format_of(a);
+    let layout = match (&a.layout, format) {
+        (None, _) => None,
+        (Some(l), ExportFormat::Csv | ExportFormat::Jsonl) => {
+            Some(layout::Layout::parse(l).or_else(usage)?)
+        }
+        (Some(_), _) => return usage("--layout applies to --format csv or jsonl"),
+    };
+    if a.payload.is_some() && !matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) {
+        return usage("--payload applies to --format csv or jsonl");
+    }
     let (mut parts, slots) = open_parts(&input_files(&a.inputs)?)?;
     if parts.is_empty() {
         return usage(format!(
             "the inputs hold no recording, only {slots} idle pool slot(s)"
         ));
     }
+    choose_recording(a, &mut parts)?;
     one_recording(&mut parts)?;
-    if a.framed && parts.len() > 1 {
+    if format == ExportFormat::Framed && parts.len() > 1 {
         return usage(format!(
             "--framed exports one file (its frames are chained to it), not {}: leave out --framed for one raw stream of the whole recording, or export each file on its own",
             parts.len()
@@ -282,7 +375,7 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return Ok(1);
         }
     };
-    let (records, written) = write_output(a, &parts)?;
+    let (records, written) = write_output(a, format, layout.as_ref(), &parts)?;
     eprintln!("{}", summary(a, &parts, records, written));
     Ok(notes(&parts, slots, gaps.as_deref()))
 }
@@ -331,14 +424,25 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
     Ok(gaps)
 }
 
+/// The format asked for (`--format`, or its shorthands `--raw` and
+/// `--framed`).
+fn format_of(a: &ExportArgs) -> ExportFormat {
+    match (a.format, a.framed) {
+        (Some(f), _) => f,
+        (None, true) => ExportFormat::Framed,
+        (None, false) => ExportFormat::Raw,
+    }
+}
+
 /// Writes the parts to the output (a new file, made durable, or stdout);
-/// returns the records and bytes written.
-fn write_output(a: &ExportArgs, parts: &[Part]) -> crate::error::Result<(u64, u64)> {
-    let line_end: &[u8] = if parts[0].header.flags & FLAG_LINES != 0 {
-        b"\n"
-    } else {
-        b""
-    };
+/// returns the records and bytes written. A table export that fails on a
+/// record (a layout that does not fit) removes the file it began.
+fn write_output(
+    a: &ExportArgs,
+    format: ExportFormat,
+    layout: Option<&layout::Layout>,
+    parts: &[Part],
+) -> crate::error::Result<(u64, u64)> {
     // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
     // name or a planted symlink is refused, never followed or truncated.
     let file = if a.output.as_os_str() == "-" {
@@ -349,22 +453,90 @@ fn write_output(a: &ExportArgs, parts: &[Part]) -> crate::error::Result<(u64, u6
                 .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?,
         )
     };
-    let mut out: Box<dyn Write + '_> = match &file {
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-        Some(f) => Box::new(std::io::BufWriter::new(f)),
+    let done = {
+        let mut out: Box<dyn Write + '_> = match &file {
+            None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            Some(f) => Box::new(std::io::BufWriter::new(f)),
+        };
+        let mut counted = Counted {
+            inner: &mut out,
+            bytes: 0,
+        };
+        let records = match format {
+            ExportFormat::Csv | ExportFormat::Jsonl => {
+                write_table(a, format, layout, parts, &mut counted)
+            }
+            _ => write_copy(format, parts, &mut counted),
+        };
+        let bytes = counted.bytes;
+        records.and_then(|r| out.flush().map(|()| (r, bytes)).map_err(Into::into))
     };
-    let (mut records, mut written) = (0u64, 0u64);
+    match (&file, done) {
+        (Some(f), Ok(done)) => {
+            rtrec_sys::fsync(f)?;
+            Ok(done)
+        }
+        (Some(_), Err(e)) => {
+            let _ = std::fs::remove_file(&a.output);
+            Err(e)
+        }
+        (None, done) => done,
+    }
+}
+
+/// Counts the bytes written through it.
+struct Counted<'a> {
+    inner: &'a mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(b)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Raw or framed: the parts copied; returns the records.
+fn write_copy(
+    format: ExportFormat,
+    parts: &[Part],
+    out: &mut dyn Write,
+) -> crate::error::Result<u64> {
+    let line_end: &[u8] = if parts[0].header.flags & FLAG_LINES != 0 {
+        b"\n"
+    } else {
+        b""
+    };
+    let mut records = 0;
     for p in parts {
-        let (n, bytes) = copy_part(p, a.framed, line_end, &mut out)?;
-        records += n;
-        written += bytes;
+        records += copy_part(p, format == ExportFormat::Framed, line_end, out)?.0;
     }
-    out.flush()?;
-    drop(out);
-    if let Some(f) = &file {
-        rtrec_sys::fsync(f)?;
-    }
-    Ok((records, written))
+    Ok(records)
+}
+
+/// CSV or JSON lines: a row per record and per gap; returns the records.
+fn write_table(
+    a: &ExportArgs,
+    format: ExportFormat,
+    layout: Option<&layout::Layout>,
+    parts: &[Part],
+    out: &mut dyn Write,
+) -> crate::error::Result<u64> {
+    let lines = parts[0].header.flags & FLAG_LINES != 0;
+    let payload = a.payload.unwrap_or(if lines {
+        PayloadEncoding::Text
+    } else {
+        PayloadEncoding::Hex
+    });
+    let mut t = table::Table::new(format, payload, layout)?;
+    t.header(out)?;
+    let walked = rows::walk(parts, &mut |item| t.row(&item, out))?;
+    Ok(walked.records)
 }
 
 /// `exported N records from M files (B bytes, recorded T0 to T1) to OUT`.
