@@ -6,6 +6,8 @@
 //! recordings exports the newest and says so; `ls` lists each recording
 //! with its state, `in progress` while its recorder holds its name.
 
+#![cfg(feature = "tables")]
+
 use std::path::Path;
 
 use rtrec_engine::{Config, Recorder};

@@ -72,13 +72,24 @@ use rtrec_engine::reader::{
 };
 use rtrec_engine::utc_iso;
 
-use crate::cli::{ExportArgs, ExportFormat, PayloadEncoding};
+#[cfg(feature = "tables")]
+use crate::cli::PayloadEncoding;
+use crate::cli::{ExportArgs, ExportFormat};
 use crate::error::usage;
 
+#[cfg(feature = "tables")]
 mod layout;
 mod part;
+#[cfg(feature = "tables")]
 mod rows;
+#[cfg(feature = "tables")]
 mod table;
+
+/// A parsed `--layout` (nothing in a build without the table exports).
+#[cfg(feature = "tables")]
+type TableLayout = layout::Layout;
+#[cfg(not(feature = "tables"))]
+type TableLayout = ();
 
 use part::Part;
 
@@ -344,13 +355,7 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let format = format_of(a);
-    let layout = match (&a.layout, format) {
-        (None, _) => None,
-        (Some(l), ExportFormat::Csv | ExportFormat::Jsonl) => {
-            Some(layout::Layout::parse(l).or_else(usage)?)
-        }
-        (Some(_), _) => return usage("--layout applies to --format csv or jsonl"),
-    };
+    let layout = parse_layout(a, format)?;
     if a.payload.is_some() && !matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) {
         return usage("--payload applies to --format csv or jsonl");
     }
@@ -424,6 +429,30 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
     Ok(gaps)
 }
 
+/// `--layout`, parsed, for a table format; refused for the others.
+#[cfg(feature = "tables")]
+fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Option<TableLayout>> {
+    match (&a.layout, format) {
+        (None, _) => Ok(None),
+        (Some(l), ExportFormat::Csv | ExportFormat::Jsonl) => {
+            Ok(Some(layout::Layout::parse(l).or_else(usage)?))
+        }
+        (Some(_), _) => usage("--layout applies to --format csv or jsonl"),
+    }
+}
+
+/// The table exports are left out of this build: refused in one sentence.
+#[cfg(not(feature = "tables"))]
+fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Option<TableLayout>> {
+    match (a.layout.is_some(), format) {
+        (_, ExportFormat::Csv | ExportFormat::Jsonl) => {
+            crate::error::left_out("the CSV and JSON lines exports", "tables")
+        }
+        (true, _) => usage("--layout applies to --format csv or jsonl"),
+        (false, _) => Ok(None),
+    }
+}
+
 /// The format asked for (`--format`, or its shorthands `--raw` and
 /// `--framed`).
 fn format_of(a: &ExportArgs) -> ExportFormat {
@@ -437,10 +466,11 @@ fn format_of(a: &ExportArgs) -> ExportFormat {
 /// Writes the parts to the output (a new file, made durable, or stdout);
 /// returns the records and bytes written. A table export that fails on a
 /// record (a layout that does not fit) removes the file it began.
+#[cfg_attr(not(feature = "tables"), allow(unused_variables))]
 fn write_output(
     a: &ExportArgs,
     format: ExportFormat,
-    layout: Option<&layout::Layout>,
+    layout: Option<&TableLayout>,
     parts: &[Part],
 ) -> crate::error::Result<(u64, u64)> {
     // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
@@ -463,6 +493,7 @@ fn write_output(
             bytes: 0,
         };
         let records = match format {
+            #[cfg(feature = "tables")]
             ExportFormat::Csv | ExportFormat::Jsonl => {
                 write_table(a, format, layout, parts, &mut counted)
             }
@@ -520,10 +551,11 @@ fn write_copy(
 }
 
 /// CSV or JSON lines: a row per record and per gap; returns the records.
+#[cfg(feature = "tables")]
 fn write_table(
     a: &ExportArgs,
     format: ExportFormat,
-    layout: Option<&layout::Layout>,
+    layout: Option<&TableLayout>,
     parts: &[Part],
     out: &mut dyn Write,
 ) -> crate::error::Result<u64> {
