@@ -83,7 +83,7 @@ const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-si
 const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
 const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./rtrec-data/rec-20260101T000000.000Z-*.rtr -o data.bin\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --format jsonl --layout t:u32,x:f32,y:f32 -o run.jsonl\n  rtrec export ./rtrec-data --recording 3f2a9c0e -o older.bin\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --framed rec-20260101T000000.000Z-0000.rtr -o copy.rtr\n  rtrec export --salvage --framed broken.rtr -o saved.rtr";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format jsonl --layout t:u32,x:f32,y:f32 -o run.jsonl";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
@@ -350,7 +350,7 @@ pub struct ExportArgs {
     /// Output file (must not exist); `-` writes to stdout.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// What to write (default raw).
+    /// What to write [default: raw].
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["raw", "framed"])]
     pub format: Option<ExportFormat>,
     /// Same as `--format raw`.
@@ -360,7 +360,7 @@ pub struct ExportArgs {
     #[arg(long)]
     pub framed: bool,
     /// With --format csv or jsonl: how each record's bytes are written
-    /// (default text for a recording of lines, hex otherwise).
+    /// [default: text for a recording of lines, hex otherwise].
     #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "layout")]
     pub payload: Option<PayloadEncoding>,
     /// With --format csv or jsonl: decode each record into named, typed
@@ -642,8 +642,8 @@ mod tests {
         // bench --study takes a list of names (s1,s2,s3,s4,rtrec or
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
-            checked, 8,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, bench --hold-rule"
+            checked, 10,
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, bench --hold-rule, export --format, export --payload"
         );
     }
 

@@ -13,7 +13,7 @@
 //!   pool; a killed refill's `.slot-*.tmp` is removed;
 //! - a recording whose last file says it continues in a file a power cut
 //!   lost (its name was not yet durable) is closed by rewriting that end
-//!   frame as recover's.
+//!   frame as recover's, its header finished if it still said `OPEN`.
 //!
 //! No root needed: a temporary directory on any file system.
 
@@ -255,6 +255,22 @@ fn recover_returns_a_stranded_slot_to_the_pool_and_removes_a_killed_refills_file
 
 #[test]
 fn recover_closes_a_recording_whose_next_file_a_power_cut_lost() {
+    next_file_lost(false);
+}
+
+/// The same cut one step earlier: the header of the file that switched
+/// still says `OPEN` (its finishing write was not durable either), over
+/// the writer's end frame that says it continues (found by
+/// tests/durability.rs's power cuts, snapshot 11, zero-buffered).
+#[test]
+fn recover_closes_a_recording_whose_next_file_was_lost_and_whose_header_is_still_open() {
+    next_file_lost(true);
+}
+
+/// A recording of several files whose last file a power cut lost; with
+/// `open_header`, the file before it keeps its header `OPEN` (durable mark
+/// just after the header) over its end frame.
+fn next_file_lost(open_header: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("rec");
     std::fs::create_dir(&dir).unwrap();
@@ -275,6 +291,11 @@ fn recover_closes_a_recording_whose_next_file_a_power_cut_lost() {
     // The power cut: the last file's name never reached storage.
     std::fs::remove_file(fs.pop().unwrap()).unwrap();
     let last = fs.last().unwrap().clone();
+    if open_header {
+        let h = header(&last);
+        write_header(&last, &h.with_mark(HEADER_LEN as u64));
+        assert!(header(&last).flags & FLAG_OPEN != 0);
+    }
     let d = dir.to_str().unwrap();
     let o = rtrec(&["verify", d]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));

@@ -41,6 +41,8 @@ pub struct Finished {
     /// `--total` as asked, and the whole records it allowed.
     total: Option<Total>,
     _stop_signals: rtrec_host::signals::StopSignals,
+    /// Where and how it was made (`--json`'s `context`).
+    context: super::context::Context,
 }
 
 /// Ends the recording (`finish()`, or `abort()` with the reason) and
@@ -72,7 +74,16 @@ pub fn finish(
     p.watchers.stop();
     let disk = crate::disk::finish(&plan.dir, &summary.files, p.writing);
     let written = p.writes.since(&plan.dir, summary.bytes_written);
+    let context = super::context::gather(
+        &plan.dir,
+        plan.rt.as_ref(),
+        plan.require_rt,
+        &plan.cfg,
+        &p.rt_failures,
+        &summary.warnings,
+    );
     Ok(Finished {
+        context,
         disk,
         written,
         summary,
@@ -108,6 +119,7 @@ pub fn report(out: &OutputArgs, baseline: bool, f: &Finished) -> Result<i32> {
             disk: &f.disk,
             written: &f.written,
             baseline,
+            context: &f.context,
         };
         write_json(path, summary, &extra)?;
     }

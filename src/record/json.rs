@@ -36,6 +36,8 @@ pub struct Extra<'a> {
     pub written: &'a crate::disk::Written,
     /// `--explain-baseline`: nothing was recorded.
     pub baseline: bool,
+    /// Where and how the recording was made.
+    pub context: &'a super::context::Context,
 }
 
 /// `--json`: the summary and the sections `extra` holds, as the one typed
@@ -52,6 +54,7 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
         disk,
         written,
         baseline,
+        context,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -74,6 +77,7 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
     r.device_bytes_written = written.device_bytes;
     r.process_write_bytes = written.process_bytes;
     r.write_amplification = written.amplification;
+    r.context = Some(serde_json::to_value(context)?);
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

@@ -22,6 +22,7 @@
 //!   [`prepare`], [`run`](mod@run), [`finish`].
 
 mod assembler;
+mod context;
 mod finish;
 mod flight;
 mod json;

@@ -99,6 +99,9 @@ pub struct Plan {
     pub cfg: Config,
     /// `--rt`: the caller's real-time setup.
     pub rt: Option<RtSetup>,
+    /// `--require-rt`: a setup that cannot be applied refuses the
+    /// recording.
+    pub require_rt: bool,
     /// The flight recorder's trigger sources.
     pub triggers: TriggerSources,
     /// What the sizing rules knew about the source.
@@ -122,7 +125,7 @@ pub fn resolve(a: &RecordArgs) -> Result<Plan> {
     let source = a.source.apply(&mut cfg)?;
     let ring = a.ring.apply(&mut cfg)?;
     a.storage.apply(&mut cfg);
-    a.output.apply(&mut cfg, source.count);
+    a.output.apply(&mut cfg, source.count)?;
     let triggers = a.flight.apply(&mut cfg, a.source.stdin)?;
     let rt = a.rt.apply(&mut cfg)?;
     let workload = source.workload(a.ring.stall(&a.device));
@@ -137,6 +140,7 @@ pub fn resolve(a: &RecordArgs) -> Result<Plan> {
         source,
         cfg,
         rt,
+        require_rt: a.rt.require_rt,
         triggers,
         workload,
         ring,

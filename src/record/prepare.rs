@@ -12,7 +12,7 @@ use super::plan::{Plan, RecordArgs};
 use super::ring::ring_warnings;
 use super::storage::switch_warning;
 use super::watch::Watchers;
-use crate::error::{Context, Error, Result};
+use crate::error::{usage, Context, Error, Result};
 use crate::signals;
 
 /// Stage two's result: a recorder ready to take records, and what stays
@@ -33,6 +33,8 @@ pub struct Prepared {
     pub watchers: Watchers,
     /// The write counters before the recorder was created.
     pub writes: crate::disk::Writes,
+    /// What of the producer's `--rt` setup could not be applied.
+    pub rt_failures: Vec<String>,
 }
 
 /// Stage two (see the module docs). Nothing has been recorded if it
@@ -44,6 +46,15 @@ pub struct Prepared {
 pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
     if plan.dir_is_default && !plan.dir.exists() {
         std::fs::create_dir_all(&plan.dir).context(format!("creating '{}'", plan.dir.display()))?;
+    }
+    if let Some(setup) = plan.rt.as_ref().filter(|_| plan.require_rt) {
+        let failures = rt::probe(setup);
+        if !failures.is_empty() {
+            return usage(format!(
+                "--require-rt: {}; nothing was recorded (run as root, or with CAP_SYS_NICE and CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK; without --require-rt the recording runs without them)",
+                failures.join("; ")
+            ));
+        }
     }
     let stop_signals = signals::install()?;
     keep_cpu_for_producer(plan);
@@ -74,10 +85,12 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
     // stdin trigger) was spawned before it and inherits neither the
     // SCHED_FIFO priority nor the CPU pin; the ring is already faulted in,
     // and mlockall locks it with the rest.
-    if let Some(setup) = &plan.rt {
-        for w in rt::apply(setup) {
-            eprintln!("rtrec: warning: {w} (recording without it)");
-        }
+    let rt_failures = plan.rt.as_ref().map(rt::apply).unwrap_or_default();
+    if !rt_failures.is_empty() {
+        eprintln!(
+            "rtrec: warning: the real-time setup is incomplete: {}; recording without it (--require-rt refuses instead)",
+            rt_failures.join("; ")
+        );
     }
     Ok(Prepared {
         rec,
@@ -87,6 +100,7 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
         tracing,
         watchers,
         writes,
+        rt_failures,
     })
 }
 

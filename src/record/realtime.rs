@@ -24,6 +24,10 @@ pub struct RtArgs {
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,
 
+    /// Refuse to record (exit 2, nothing recorded) when any part of --rt cannot be applied (memory lock, SCHED_FIFO priority, CPU), instead of recording without it.
+    #[arg(long, requires = "rt")]
+    pub require_rt: bool,
+
     /// Pin the writer thread to this CPU.
     #[arg(long, value_name = "CPU")]
     pub writer_cpu: Option<usize>,

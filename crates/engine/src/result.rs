@@ -117,6 +117,12 @@ pub struct RecordResult {
     /// (`/proc/self/io` `write_bytes`); left out where it cannot be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_write_bytes: Option<u64>,
+    /// Where and how the recording was made: rtrec's version, the command
+    /// line, the host, the target's file system and the real-time setup
+    /// asked for and granted (schema in `docs/record-schema.md`); left out
+    /// by the C library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<serde_json::Value>,
     /// `device_bytes_written` (else `process_write_bytes`) per byte of
     /// payload (`bytes_written`); left out without payload or counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +163,7 @@ impl RecordResult {
             device_bytes_written: None,
             process_write_bytes: None,
             write_amplification: None,
+            context: None,
         }
     }
 

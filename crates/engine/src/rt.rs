@@ -51,6 +51,24 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
     warnings
 }
 
+/// Which parts of `setup` would fail, tried on a short-lived thread of its
+/// own: the thread's policy and CPU go with it, and a memory lock that
+/// worked is undone (`munlockall`), so nothing of the trial stays. For a
+/// caller that must refuse to record without its real-time setup
+/// (`rtrec record --require-rt`) before anything is recorded.
+pub fn probe(setup: &RtSetup) -> Vec<String> {
+    let s = setup.clone();
+    std::thread::spawn(move || {
+        let failures = apply(&s);
+        if s.lock_memory && !failures.iter().any(|f| f.contains("mlockall")) {
+            let _ = sys::unlock_all_memory();
+        }
+        failures
+    })
+    .join()
+    .unwrap_or_else(|_| vec!["the real-time probe panicked".to_string()])
+}
+
 /// Starts a thread named `name` that first runs `setup` (its own
 /// scheduling: policy, nice value, CPU) and then `run` with what `setup`
 /// returned, and returns only once `setup` has run.

@@ -27,6 +27,17 @@ pub fn lock_all_memory() -> io::Result<()> {
     Ok(())
 }
 
+/// `munlockall()`: undo [`lock_all_memory`] (after a probe of the
+/// privilege). See mlockall(2).
+///
+/// # Errors
+/// The errno of `munlockall`.
+pub fn unlock_all_memory() -> io::Result<()> {
+    // SAFETY: plain syscall.
+    cvt(unsafe { libc::munlockall() })?;
+    Ok(())
+}
+
 /// `sched_setscheduler(0, SCHED_FIFO, {priority})` for the calling thread.
 /// Needs `CAP_SYS_NICE` (or an RLIMIT_RTPRIO). See sched_setscheduler(2).
 ///

@@ -171,7 +171,11 @@ pub(super) fn close_continued(r: &FileReport, give_back: bool) -> io::Result<Clo
         .ok_or_else(changed)?;
     let f = sys::open_rw_nofollow(&r.path)?;
     let header = read_header(&f)?.map_err(|_| changed())?;
-    if Some(header.generation) != r.generation || header.is_open() {
+    // The header may still say `OPEN`: the cut came before the writer's
+    // finishing write too. The frames up to the end frame were verified
+    // intact and chained, so that end frame is the writer's; `finish`
+    // clears the flag after the new one.
+    if Some(header.generation) != r.generation {
         return Err(changed());
     }
     let old_len = (FRAME_HEADER_LEN + e.encode().len()) as u64;
