@@ -82,6 +82,7 @@ const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --rest
 const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-size 128MiB\n  rtrec pool status --json\n  rtrec pool recycle --all";
 const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
+#[cfg(feature = "tables")]
 const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
 const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format jsonl --layout t:u32,x:f32,y:f32 -o run.jsonl";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
@@ -166,6 +167,7 @@ pub enum Command {
     #[command(after_help = EXAMPLES_EVENTS)]
     Events(EventsArgs),
     /// List the recordings of a directory: id, start, duration, records, losses, state, files, size.
+    #[cfg(feature = "tables")]
     #[command(after_help = EXAMPLES_LS)]
     Ls(crate::ls::LsArgs),
     /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
@@ -227,7 +229,7 @@ pub enum Command {
 }
 
 /// A command that a build without some cargo features left out (`bench`,
-/// `report`, `__bgload`, `__emulate`, `completions`, `man`): one sentence
+/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`): one sentence
 /// naming the feature, exit code 2. Any other name is an unknown
 /// subcommand, in clap's words.
 ///
@@ -242,6 +244,7 @@ pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
         "__emulate" => left_out("the device emulator", "emu"),
         "completions" => left_out("the shell completion generator", "completions"),
         "man" => left_out("the man page generator", "man"),
+        "ls" => left_out("`rtrec ls`", "tables"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
         )),

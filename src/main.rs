@@ -16,6 +16,7 @@ mod events;
 mod explain;
 mod export;
 mod isolation;
+#[cfg(feature = "tables")]
 mod ls;
 mod notify;
 mod pool;
@@ -35,10 +36,9 @@ fn main() {
     // Commands that only report die quietly when their reader goes
     // (`rtrec verify --json DIR | head`); a recording never does.
     let quiet_on_broken_pipe = match cli.command {
-        cli::Command::Verify(_)
-        | cli::Command::Ls(_)
-        | cli::Command::Events(_)
-        | cli::Command::Doctor(_) => true,
+        cli::Command::Verify(_) | cli::Command::Events(_) | cli::Command::Doctor(_) => true,
+        #[cfg(feature = "tables")]
+        cli::Command::Ls(_) => true,
         #[cfg(feature = "completions")]
         cli::Command::Completions { .. } => true,
         #[cfg(feature = "man")]
@@ -55,6 +55,7 @@ fn main() {
         cli::Command::Tune(a) => tune::run(&a),
         cli::Command::Pool(a) => pool::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        #[cfg(feature = "tables")]
         cli::Command::Ls(a) => ls::run(&a),
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
