@@ -299,14 +299,14 @@ fn holes(parts: &[Part]) -> Result<(u64, Vec<String>), String> {
 }
 
 /// Copies one part's records (raw) or frames (framed) to `out`; returns
-/// the records and bytes written.
+/// the records (the bytes are counted by the writer, [`Counted`]).
 fn copy_part(
     p: &Part,
     framed: bool,
     line_end: &[u8],
     out: &mut dyn Write,
-) -> crate::error::Result<(u64, u64)> {
-    let (mut records, mut written) = (0u64, 0u64);
+) -> crate::error::Result<u64> {
+    let mut records = 0u64;
     if framed {
         let mut h = p.header.clone();
         h.flags &= !(FLAG_POOLED | FLAG_OPEN);
@@ -316,7 +316,6 @@ fn copy_part(
             0
         };
         out.write_all(&h.encode())?;
-        written += HEADER_LEN as u64;
     }
     let mut walker = FrameWalker::new(&p.src, &p.header)?;
     while let Some(step) = walker.next_step()? {
@@ -335,16 +334,13 @@ fn copy_part(
                 _ => 0,
             };
             walker.copy_range(f.off, f.end() - f.off, out)?;
-            written += f.end() - f.off;
         } else {
             // Packed frames are unpacked: the records' bytes back to back
             // (each followed by its newline for a recording of lines).
-            let (n, bytes) = walker.copy_records(&f, line_end, out)?;
-            records += n;
-            written += bytes;
+            records += walker.copy_records(&f, line_end, out)?.0;
         }
     }
-    Ok((records, written))
+    Ok(records)
 }
 
 /// `f` of each part's report, summed.
@@ -545,7 +541,7 @@ fn write_copy(
     };
     let mut records = 0;
     for p in parts {
-        records += copy_part(p, format == ExportFormat::Framed, line_end, out)?.0;
+        records += copy_part(p, format == ExportFormat::Framed, line_end, out)?;
     }
     Ok(records)
 }

@@ -102,7 +102,7 @@ pub fn gather(
     failures.extend(
         warnings
             .iter()
-            .filter(|w| w.starts_with("the writer thread could not"))
+            .filter(|w| w.starts_with(rtrec_engine::rt::WRITER_SCHEDULING_FAILED))
             .cloned(),
     );
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());

@@ -726,7 +726,8 @@ fn writer_thread_setup(rt: &RtConfig) -> Vec<String> {
         Some(p) => {
             if let Err(e) = sys::set_fifo_priority(p) {
                 warnings.push(format!(
-                    "the writer thread could not get SCHED_FIFO priority {p}: {e}"
+                    "{} get SCHED_FIFO priority {p}: {e}",
+                    crate::rt::WRITER_SCHEDULING_FAILED
                 ));
             }
         }
@@ -740,7 +741,8 @@ fn writer_thread_setup(rt: &RtConfig) -> Vec<String> {
     if let Some(c) = rt.writer_cpu {
         if let Err(e) = sys::pin_to_cpu(c) {
             warnings.push(format!(
-                "the writer thread could not be pinned to CPU {c}: {e}"
+                "{} be pinned to CPU {c}: {e}",
+                crate::rt::WRITER_SCHEDULING_FAILED
             ));
         }
     }

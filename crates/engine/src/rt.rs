@@ -51,6 +51,11 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
     warnings
 }
 
+/// How every summary warning of the writer thread's scheduling begins
+/// (its SCHED_FIFO priority or CPU could not be had): one definition for
+/// the writer that says it and the reports that pick those warnings out.
+pub const WRITER_SCHEDULING_FAILED: &str = "the writer thread could not";
+
 /// Which parts of `setup` would fail, tried on a short-lived thread of its
 /// own: the thread's policy and CPU go with it, and a memory lock that
 /// worked is undone (`munlockall`), so nothing of the trial stays. For a
