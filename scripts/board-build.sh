@@ -38,6 +38,10 @@ cd "$(dirname "$0")/.."
 . scripts/debian-rust.sh
 
 target=${1:-}
+# --build-only: build the binary and the C library, run nothing (CI runs
+# that beside its test suite under SCHED_IDLE; .ci/run, "The ARM builds").
+build_only=0
+[ "${2:-}" = --build-only ] && build_only=1
 step() { echo "board[$target]: $* ($SECONDS s)"; }
 debs=("${RUST_DEBS[@]}" "rust-web-src=$RUST_DEB_VERSION")
 run=()
@@ -58,7 +62,7 @@ elif cross_target "$target"; then
   run=(env "QEMU_LD_PREFIX=/usr/$gnu" "$qemu")
   cc=$gnu-gcc strip=$gnu-strip
 else
-  echo "usage: scripts/board-build.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf|x86_64-unknown-linux-gnu" >&2
+  echo "usage: scripts/board-build.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf|x86_64-unknown-linux-gnu [--build-only]" >&2
   exit 2
 fi
 
@@ -83,6 +87,7 @@ build -p rtrec --no-default-features
 step "building the C library"
 build -p rtrec-ffi
 
+[ $build_only = 1 ] && { step "built (--build-only)"; exit 0; }
 step "checking the record-only binary"
 bash scripts/record-only.sh "$out/rtrec" "${run[@]}"
 

@@ -28,8 +28,14 @@ cd "$(dirname "$0")/.."
 . scripts/debian-rust.sh
 
 target=${1:-}
+# --build-only: compile everything below (the binaries, the C library and
+# the engine's unit tests) and stop before running any of it. CI runs that
+# beside its test suite under SCHED_IDLE, then this script again in full,
+# which finds the builds done (.ci/run, "The ARM builds").
+build_only=0
+[ "${2:-}" = --build-only ] && build_only=1
 cross_target "$target" || {
-  echo "usage: scripts/cross.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf" >&2
+  echo "usage: scripts/cross.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf [--build-only]" >&2
   exit 2
 }
 
@@ -82,6 +88,11 @@ out=$tdir/$target/release
 cp "$out/rtrec" "$out/rtrec-record-only"
 "${cargo[@]}" build -q "${opts[@]}" -p rtrec -p rtrec-ffi
 file "$out/rtrec" "$out/rtrec-record-only" "$out/librtrec.so" | sed "s|$tdir/||"
+if [ $build_only = 1 ]; then
+  "${cargo[@]}" test -q --no-run "${opts[@]}" -p rtrec-engine --lib
+  step "built (--build-only)"
+  exit 0
+fi
 
 step "the engine's unit tests under $qemu"
 log=$(mktemp)

@@ -21,6 +21,12 @@ echo "msrv: $("$DEB_RUSTC" --version)"
 build() { RUSTC="$DEB_RUSTC" CARGO_PROFILE_RELEASE_DEBUG=0 "$DEB_CARGO" build --release --locked --target-dir target/debian -q "$@"; }
 build -p rtrec --no-default-features
 cp target/debian/release/rtrec target/debian/release/rtrec-record-only
+# --build-only: build, run nothing (CI runs that beside its test suite
+# under SCHED_IDLE, then this script in full; .ci/run).
+if [ "${1:-}" = --build-only ]; then
+  build --workspace
+  exit 0
+fi
 bash scripts/record-only.sh target/debian/release/rtrec-record-only
 build --workspace
 echo "msrv: the workspace builds with rust-version $(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"
