@@ -40,6 +40,11 @@ pub fn parse() -> Cli {
     match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(),
+        // Bare `rtrec` (or `rtrec pool`): the whole help with its command
+        // list on stderr, exit 2 — not the one-line form of a mistake.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            e.exit()
+        }
         Err(e) => {
             eprintln!("rtrec: {}", one_line(&e));
             std::process::exit(2);
@@ -76,8 +81,8 @@ fn one_line(e: &clap::Error) -> String {
 
 /// The examples at the end of each command's `--help` (2 to 4 each; a test
 /// checks every command has them).
-const EXAMPLES_VERIFY: &str =
-    "Examples:\n  rtrec verify ./rtrec-data\n  rtrec verify --json rec-0001.rtr | jq .files";
+const EXAMPLES_VERIFY: &str = "Exit status: 0 every file clean, 1 not clean (a gap, damage, a torn \
+     tail or an unfinished file: the report says which), 2 a usage or I/O error.\n\nExamples:\n  rtrec verify ./rtrec-data\n  rtrec verify --json rec-0001.rtr | jq .files";
 const EXAMPLES_TUNE: &str = "Examples:\n  rtrec tune status\n  rtrec tune --restore";
 const EXAMPLES_POOL: &str = "Examples:\n  rtrec pool prepare --files 2 --file-size 128MiB\n  rtrec pool status --json\n  rtrec pool recycle --all";
 const EXAMPLES_EVENTS: &str =
@@ -114,7 +119,13 @@ const EXAMPLES_TUNE_STATUS: &str =
 /// loss; verify recordings; measure how far a platform's write() latency is
 /// from the page-cache minimum.
 #[derive(Debug, Parser)]
-#[command(name = "rtrec", version, about, max_term_width = 100)]
+#[command(
+    name = "rtrec",
+    version,
+    about,
+    max_term_width = 100,
+    arg_required_else_help = true
+)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
@@ -314,8 +325,9 @@ pub enum PoolAction {
         /// The recording directory.
         #[command(flatten)]
         dir: PoolDir,
-        /// Ready files to keep (0 empties the pool; its target becomes at least 1).
-        #[arg(long, value_name = "N")]
+        /// Ready files to keep (0 empties the pool; its target becomes at least 1). [default: 0,
+        /// every ready file given back]
+        #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
         keep: u32,
     },
     /// Remove the pool: every ready file, its description and DIR/.pool.
@@ -526,10 +538,37 @@ pub enum TuneAction {
 /// one definition of the command line.
 #[cfg(feature = "completions")]
 pub fn completions(shell: clap_complete::Shell) -> crate::error::Result<i32> {
-    use clap::CommandFactory;
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, &mut Cli::command(), "rtrec", &mut out);
+    clap_complete::generate(shell, &mut completable(), "rtrec", &mut out);
     Ok(0)
+}
+
+/// The command line as completion offers it: without the hidden commands
+/// (`__bgload`, `__emulate`: rtrec's own helpers, run by the bench and the
+/// device emulator, never typed), which clap_complete would list. Clap has
+/// no way to drop a subcommand, so the root is built again with the
+/// visible ones.
+#[cfg(feature = "completions")]
+fn completable() -> clap::Command {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let visible: Vec<clap::Command> = root
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .cloned()
+        .collect();
+    clap::Command::new("rtrec")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(root.get_about().cloned().unwrap_or_default())
+        .subcommands(visible)
+}
+
+/// A man page whose header names rtrec and its version (`.TH rtrec-recover
+/// 1 "" "rtrec 0.1.0"`): clap_mangen would write the command's own name and
+/// version, and a subcommand has none (`"recover "`).
+#[cfg(feature = "man")]
+fn man_page(cmd: clap::Command) -> clap_mangen::Man {
+    clap_mangen::Man::new(cmd).source(format!("rtrec {}", env!("CARGO_PKG_VERSION")))
 }
 
 /// `rtrec man [COMMAND]`: the man page (roff) of rtrec or of one command,
@@ -550,7 +589,7 @@ pub fn man(command: Option<&str>) -> crate::error::Result<i32> {
         },
     };
     let mut out = Vec::new();
-    clap_mangen::Man::new(cmd).render(&mut out)?;
+    man_page(cmd).render(&mut out)?;
     std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
     Ok(0)
 }
@@ -611,7 +650,7 @@ mod tests {
                     // A required value (the shell of `completions`) has none.
                     continue;
                 }
-                if default.is_empty() {
+                if default.is_empty() || arg.is_hide_default_value_set() {
                     // A default that depends on other flags is told in words.
                     assert!(
                         arg.get_help()
@@ -729,7 +768,7 @@ mod tests {
         let mut bash = Vec::new();
         clap_complete::generate(
             clap_complete::Shell::Bash,
-            &mut Cli::command(),
+            &mut completable(),
             "rtrec",
             &mut bash,
         );
@@ -741,17 +780,32 @@ mod tests {
         {
             assert!(bash.contains(sub), "{sub} not completed");
         }
+        // The hidden helpers are never offered.
+        for hidden in ["__bgload", "__emulate"] {
+            assert!(!bash.contains(hidden), "{hidden} offered");
+        }
     }
 
     #[cfg(feature = "man")]
     #[test]
     fn man_pages_are_generated_for_every_command() {
         let mut roff = Vec::new();
-        clap_mangen::Man::new(Cli::command())
-            .render(&mut roff)
-            .unwrap();
+        man_page(Cli::command()).render(&mut roff).unwrap();
         let roff = String::from_utf8(roff).unwrap();
         assert!(roff.contains(".TH rtrec"), "{roff}");
+        let source = format!("\"rtrec {}\"", env!("CARGO_PKG_VERSION"));
+        for sub in visible_commands() {
+            let mut page = Vec::new();
+            let cmd = Cli::command().find_subcommand(&sub).unwrap().clone();
+            man_page(cmd).render(&mut page).unwrap();
+            let th = String::from_utf8(page).unwrap();
+            let th = th
+                .lines()
+                .find(|l| l.starts_with(".TH "))
+                .unwrap()
+                .to_string();
+            assert!(th.trim_end().ends_with(&source), "{sub}: {th}");
+        }
         for sub in visible_commands() {
             assert!(roff.contains(&sub), "{sub} not in the man page");
         }

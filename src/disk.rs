@@ -37,6 +37,9 @@ pub struct DiskUse {
     pub kept: Vec<(PathBuf, u64, u64)>,
     /// Bytes the pool's ready files hold on disk, and how many.
     pub pool: Option<(u64, u32)>,
+    /// The recording directory, which the hints name (`rtrec pool trim
+    /// DIR`: the command's default directory may not be this one).
+    pub dir: PathBuf,
 }
 
 /// The valid length a finished framed file's header records (`None`
@@ -57,6 +60,7 @@ pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<WritersLock>) -> Di
         given_back_bytes: 0,
         kept: Vec::new(),
         pool: None,
+        dir: dir.to_path_buf(),
     };
     for path in files {
         let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
@@ -119,8 +123,9 @@ impl DiskUse {
         }
         if let Some((bytes, files)) = self.pool {
             out += &format!(
-                "; the pool holds {} in {files} ready file(s) (`rtrec pool trim --keep 0` gives it back)",
-                format_size(bytes)
+                "; the pool holds {} in {files} ready file(s) (`rtrec pool trim {}` gives it back)",
+                format_size(bytes),
+                rtrec_units::shell_word(&self.dir.display().to_string())
             );
         }
         out += "\n";

@@ -47,9 +47,10 @@ fn render_status(st: &rtrec_engine::pool::PoolStatus) -> String {
     }
     if st.ready_files > st.target_files {
         s += &format!(
-            "  {} more than the target (recycled files): `rtrec pool trim --keep {}` gives them back\n",
+            "  {} more than the target (recycled files): `rtrec pool trim --keep {} {}` gives them back\n",
             st.ready_files - st.target_files,
-            st.target_files
+            st.target_files,
+            shell_word(&st.dir)
         );
     }
     for slot in &st.slots {
@@ -171,13 +172,41 @@ fn prepare(dir: &Path, files: u32, size: u64) -> crate::error::Result<i32> {
     Ok(0)
 }
 
+/// `dir` as one shell word for a hint to copy ([`rtrec_units::shell_word`]).
+pub fn shell_word(dir: &Path) -> String {
+    rtrec_units::shell_word(&dir.display().to_string())
+}
+
+/// Why `recycle --all` left a recording file alone.
+#[derive(Default)]
+struct Left {
+    /// Not finished (recording now, or interrupted and not recovered).
+    unfinished: u32,
+    /// Not the pool's file size (its tail was given back).
+    other_size: u32,
+}
+
 /// `rtrec pool recycle`: `files` (and with `all` every finished,
-/// pool-sized recording in `dir`) renamed into the pool of `dir`.
+/// pool-sized recording in `dir`) renamed into the pool of `dir`. With
+/// `all`, one directory named where the files go is taken as the directory
+/// (`rtrec pool recycle p --all`), as `status` and `trim` take it.
 fn recycle(dir: &Path, files: &[PathBuf], all: bool, force: bool) -> crate::error::Result<i32> {
+    let (dir, files) = match files {
+        [one] if all && one.is_dir() => (one.as_path(), &[][..]),
+        _ => (dir, files),
+    };
+    if let Some(d) = files.iter().find(|f| f.is_dir()) {
+        return usage(format!(
+            "'{}' is a directory: `rtrec pool recycle --all {}` recycles its finished recordings (FILE names recording files)",
+            d.display(),
+            shell_word(d)
+        ));
+    }
     let Some(pool) = Pool::open(dir)? else {
         return usage(format!("'{}' has no pool to recycle into", dir.display()));
     };
     let mut targets = files.to_vec();
+    let mut left = Left::default();
     if all {
         for f in recording_files(dir)? {
             // Only finished, pool-sized recordings; others are left alone.
@@ -192,8 +221,10 @@ fn recycle(dir: &Path, files: &[PathBuf], all: bool, force: bool) -> crate::erro
             let sized = std::fs::metadata(&f)
                 .map(|m| m.len() == pool.file_size())
                 .unwrap_or(false);
-            if finished && sized {
-                targets.push(f);
+            match (finished, sized) {
+                (true, true) => targets.push(f),
+                (false, _) => left.unfinished += 1,
+                (true, false) => left.other_size += 1,
             }
         }
     }
@@ -201,7 +232,61 @@ fn recycle(dir: &Path, files: &[PathBuf], all: bool, force: bool) -> crate::erro
         let slot = pool.recycle(f, force)?;
         println!("recycled {} -> {}", f.display(), slot.display());
     }
+    if all && (left.unfinished > 0 || left.other_size > 0 || targets.is_empty()) {
+        println!("{}", left_alone(dir, &left, pool.file_size()));
+    }
     let st = pool.status()?;
     println!("{} of {} files ready", st.ready_files, st.target_files);
     Ok(0)
+}
+
+/// The line that says what `recycle --all` did not take, and why.
+fn left_alone(dir: &Path, left: &Left, file_size: u64) -> String {
+    if left.unfinished == 0 && left.other_size == 0 {
+        return format!(
+            "nothing to recycle: '{}' holds no recording file",
+            dir.display()
+        );
+    }
+    let mut why = Vec::new();
+    if left.unfinished > 0 {
+        why.push(format!(
+            "{} unfinished (recording now, or interrupted: `rtrec recover {}` closes those)",
+            left.unfinished,
+            shell_word(dir)
+        ));
+    }
+    if left.other_size > 0 {
+        why.push(format!(
+            "{} not of the pool's file size {} (their unused tail was given back)",
+            left.other_size,
+            format_size(file_size)
+        ));
+    }
+    format!("left alone in '{}': {}", dir.display(), why.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recycle_all_says_what_it_left_alone_and_why() {
+        let dir = Path::new("p");
+        let none = left_alone(dir, &Left::default(), 1 << 20);
+        assert_eq!(none, "nothing to recycle: 'p' holds no recording file");
+        let both = Left {
+            unfinished: 1,
+            other_size: 2,
+        };
+        let line = left_alone(dir, &both, 1 << 20);
+        assert!(
+            line.contains("1 unfinished") && line.contains("`rtrec recover p`"),
+            "{line}"
+        );
+        assert!(
+            line.contains("2 not of the pool's file size 1 MiB"),
+            "{line}"
+        );
+    }
 }

@@ -6,27 +6,28 @@
 //! the newest; `--allow-gaps` exports around the hole and names it; idle
 //! pool slots among the inputs are skipped.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 mod common;
-use common::{rtrec, show};
+use common::{rtrec, rtrec_stdin, show};
 
 /// Records `input` from stdin into `dir` in 4 KiB records and 64 KiB
 /// files (so it spans several files).
 fn record(dir: &Path, input: &[u8]) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
-        .args(["record", "--stdin", "--quiet", "--size", "4KiB"])
-        .args(["--file-size", "64KiB", "--dir"])
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let o = child.wait_with_output().unwrap();
+    let d = dir.to_str().unwrap();
+    let args = [
+        "record",
+        "--stdin",
+        "--quiet",
+        "--size",
+        "4KiB",
+        "--file-size",
+        "64KiB",
+        "--dir",
+        d,
+    ];
+    let o = rtrec_stdin(&args, input);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
 }
 

@@ -39,8 +39,11 @@ impl RtArgs {
     /// setup with `--rt`.
     ///
     /// # Errors
-    /// `--priority` outside SCHED_FIFO's 1-99 with `--rt`.
+    /// `--priority` outside SCHED_FIFO's 1-99 with `--rt`; a `--cpu` or
+    /// `--writer-cpu` this process may not run on.
     pub fn apply(&self, cfg: &mut Config) -> Result<Option<RtSetup>> {
+        check_cpu("--writer-cpu", self.writer_cpu)?;
+        check_cpu("--cpu", self.cpu)?;
         cfg.rt.writer_cpu = self.writer_cpu;
         if !self.rt {
             return Ok(None);
@@ -57,5 +60,78 @@ impl RtArgs {
             priority: Some(self.priority),
             cpu: self.cpu,
         }))
+    }
+}
+
+/// Refuses a CPU outside this process's affinity mask before anything is
+/// recorded. Design choice: an error, not the warning a denied SCHED_FIFO
+/// gets — a missing right depends on the account, but a CPU number that
+/// does not exist here (`--cpu 99` on a two-core board) is a typo in the
+/// command, and recording unpinned would hide it.
+fn check_cpu(flag: &str, cpu: Option<usize>) -> Result<()> {
+    let Some(cpu) = cpu else { return Ok(()) };
+    let Ok(allowed) = rtrec_sys::sched::allowed_cpus() else {
+        // No mask to check against: the pinning itself reports it.
+        return Ok(());
+    };
+    if allowed.contains(&cpu) {
+        return Ok(());
+    }
+    usage(format!(
+        "{flag} {cpu}: this process may run only on CPU {} (its affinity mask)",
+        cpu_list(&allowed)
+    ))
+}
+
+/// `0-3,6` for the CPUs `[0, 1, 2, 3, 6]`, as `taskset -c` and
+/// /sys/devices/system/cpu/online write them.
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &c in cpus {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == c => *end = c,
+            _ => runs.push((c, c)),
+        }
+    }
+    let part = |&(a, b): &(usize, usize)| {
+        if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        }
+    };
+    runs.iter().map(part).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_are_written_as_ranges() {
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(cpu_list(&[1]), "1");
+        assert_eq!(cpu_list(&[0, 2, 3]), "0,2-3");
+    }
+
+    #[test]
+    fn a_cpu_outside_the_mask_is_refused_by_name() {
+        let e = check_cpu("--cpu", Some(libc_setsize()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "--cpu {}: this process may run only on CPU ",
+                libc_setsize()
+            )),
+            "{e}"
+        );
+        check_cpu("--cpu", Some(rtrec_sys::sched::allowed_cpus().unwrap()[0])).unwrap();
+        check_cpu("--cpu", None).unwrap();
+    }
+
+    /// A CPU number no mask holds.
+    fn libc_setsize() -> usize {
+        4096
     }
 }

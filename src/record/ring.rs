@@ -38,13 +38,15 @@ pub struct RingArgs {
     pub stall: Option<Stall>,
 
     /// When the ring is full: drop (count and store the loss; the producer never waits) or block
-    /// (wait for room). The default is block with --stdin (a pipe can wait), drop for the
-    /// synthetic real-time source.
+    /// (wait for room). [default: block with --stdin (a pipe can wait), drop for the synthetic
+    /// real-time source]
     #[arg(
         long,
         value_enum,
         default_value_t = OnFull::Drop,
         default_value_if("stdin", "true", "block"),
+        // Told in words above: clap would show `[default: drop]` alone.
+        hide_default_value = true,
         value_name = "POLICY"
     )]
     pub on_full: OnFull,

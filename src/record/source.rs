@@ -49,7 +49,7 @@ pub struct SourceArgs {
     pub total: Option<Size>,
 
     /// Stop after this many records.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = count_arg, allow_hyphen_values = true)]
     pub count: Option<u64>,
 
     /// Stop after this long (e.g. 10s, 5min), as fio's runtime= and cyclictest's -D: the periods that fit in it.
@@ -98,6 +98,16 @@ pub struct SourcePlan {
     pub total: Option<Total>,
 }
 
+/// `--count`: a whole number of at least 1. Hyphens are let through to
+/// here (`allow_hyphen_values`) so that `--count -5` is answered about the
+/// count, not as an unknown flag `-5`.
+fn count_arg(s: &str) -> std::result::Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("a count is a whole number of at least 1".into()),
+    }
+}
+
 impl SourceArgs {
     /// The stop conditions checked against the record size and period,
     /// [`Source`], and the source's part of the engine's configuration:
@@ -123,6 +133,18 @@ impl SourceArgs {
         } else {
             size
         };
+        let max = u64::from(rtrec_engine::format::MAX_PAYLOAD);
+        if record_max > max {
+            let (flag, value) = if self.lines {
+                ("--max-line", self.max_line)
+            } else {
+                ("--size", self.size)
+            };
+            return usage(format!(
+                "{flag} {value}: a record is at most {} (what one frame's length field carries)",
+                rtrec_units::value::Size::from_bytes(max)
+            ));
+        }
         cfg.max_record = usize::try_from(record_max).or_else(|_| usage("--size: too large"))?;
         Ok(SourcePlan {
             source,

@@ -12,6 +12,7 @@ use rtrec_units::{format_duration, format_size};
 /// stdout).
 pub fn print_summary(s: &Summary, to_stderr: bool) {
     let mut out = recorded_line(s);
+    out += &incomplete_line(s);
     out += &strategies_line(s);
     if let Some(f) = &s.file_sizing {
         out += &files_line(f);
@@ -29,7 +30,7 @@ pub fn print_summary(s: &Summary, to_stderr: bool) {
         out += &retired_line(s);
     }
     if let Some(f) = &s.flight {
-        out += &flight_lines(f, s.records_offered);
+        out += &flight_lines(f, s);
     }
     out += &flush_line(s);
     if to_stderr {
@@ -61,24 +62,29 @@ fn recorded_line(s: &Summary) -> String {
     )
 }
 
-/// The strategies in force, and whether the recording is complete.
+/// Whether the recording is incomplete, and why: a line of its own, right
+/// under what was recorded (not a clause tacked onto the settings).
+fn incomplete_line(s: &Summary) -> String {
+    match (s.complete, &s.abort_reason) {
+        (true, _) => String::new(),
+        (false, Some(r)) => format!("INCOMPLETE: {r}\n"),
+        (false, None) => format!(
+            "INCOMPLETE: {} records dropped (each counted below and stored as a loss)\n",
+            s.records_dropped
+        ),
+    }
+}
+
+/// The strategies in force.
 fn strategies_line(s: &Summary) -> String {
     let c = &s.config;
     format!(
-        "mode {}, alloc {}, flush {} every {}, {}{}\n",
+        "mode {}, alloc {}, flush {} every {}, {}\n",
         c.mode,
         c.alloc,
         c.flush,
         format_size(c.flush_every),
         c.framing,
-        if s.complete {
-            String::new()
-        } else {
-            match &s.abort_reason {
-                Some(r) => format!(", INCOMPLETE ({r})"),
-                None => format!(", INCOMPLETE ({} records dropped)", s.records_dropped),
-            }
-        }
     )
 }
 
@@ -121,9 +127,12 @@ fn row(name: &str, l: &Option<LatencySummary>) -> String {
 /// Which ring-full policy was in force, and what it cost.
 fn on_full_line(s: &Summary) -> String {
     match s.config.on_full {
-        OnFull::Drop => "ring full: drop (the producer never waits)\n".into(),
+        OnFull::Drop => format!(
+            "on a full ring: drop the record, counted and stored as a loss (the producer never waits); {} dropped so\n",
+            s.drops.ring_full
+        ),
         OnFull::Block => format!(
-            "ring full: block ({} waits, {} in all, longest {})\n",
+            "on a full ring: block ({} waits, {} in all, longest {})\n",
             s.ring_waits,
             format_duration(s.ring_wait_ns),
             format_duration(s.ring_wait_max_ns)
@@ -151,9 +160,16 @@ fn counts_lines(s: &Summary) -> String {
         )
     };
     // Accepted by record() but never written: dropped after queueing
-    // (a write error), so counted among the dropped.
+    // (a write error), so counted among the dropped. Not so for the flight
+    // recorder, whose queued records wait in memory for a trigger: those
+    // not written were never saved (flight_lines says where they went).
     let lost_queued = s.records_queued.saturating_sub(s.records_written);
-    if lost_queued > 0 {
+    if s.flight.is_some() {
+        out += &format!(
+            "; {} queued in memory, {lost_queued} of them not saved (no trigger near them)",
+            s.records_queued
+        );
+    } else if lost_queued > 0 {
         out += &format!(
             "; {} queued, {lost_queued} of them dropped by the writer",
             s.records_queued
@@ -181,11 +197,20 @@ fn counts_lines(s: &Summary) -> String {
     out
 }
 
-/// The drops by cause, the losses stored, the missed periods.
+/// The drops by cause, the losses stored, the missed periods. A source
+/// without a schedule (`--stdin`: no lateness measured) has no periods to
+/// miss, so that clause is left out rather than shown as 0.
 fn drops_line(s: &Summary) -> String {
+    let missed = match (&s.lateness_ns, s.missed_periods) {
+        (None, _) => String::new(),
+        (Some(_), 0) => "; missed periods 0".into(),
+        (Some(_), n) => format!(
+            "; missed periods {n} (the source woke more than a period late and skipped them: no record was made for them, so none is lost; the lateness row says how late)"
+        ),
+    };
     format!(
-        "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames), missed periods {}\n",
-        s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored, s.missed_periods
+        "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames){missed}\n",
+        s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored
     )
 }
 
@@ -197,7 +222,10 @@ fn latency_table(s: &Summary) -> String {
     );
     out += &(row("write()", &s.write_ns) + "\n");
     out += &(row("record()", &s.record_ns) + "\n");
-    out += &(row("lateness", &s.lateness_ns) + "\n");
+    // No schedule (--stdin): no lateness row rather than a row of `-`.
+    if s.lateness_ns.is_some() {
+        out += &(row("lateness", &s.lateness_ns) + "\n");
+    }
     out
 }
 
@@ -231,26 +259,33 @@ fn retired_line(s: &Summary) -> String {
     )
 }
 
-/// What the pool gave and what its refill holds.
+/// What the pool gave and what it did to refill. What the pool holds on
+/// disk is the disk line's (measured there, with the command that gives it
+/// back): a product of refills and the file size here was not what the
+/// pool held (it left out the files prepared before).
 fn pool_line(s: &Summary) -> String {
     let p = &s.pool;
     format!(
-        "pool: {} taken, {} fallbacks to fallocate, {} waits ({}), {} prepared at start, {} refilled after, holding {} (`rtrec pool trim` or `rtrec pool remove` gives it back)\n",
+        "pool: {} taken, {} fallbacks to fallocate, {} waits ({}), {} prepared at start, {} refilled after\n",
         p.taken,
         p.fallbacks,
         p.waits,
         format_duration(p.wait_ns),
         p.prepared_at_start,
         p.refilled_on_finish + p.refilled_while_recording,
-        format_size((p.refilled_on_finish + p.refilled_while_recording) * s.config.file_size)
     )
 }
 
 /// The flight recorder's events and what they saved; `offered`: the
 /// records offered, all held in memory only when no trigger arrived.
-fn flight_lines(f: &FlightStats, offered: u64) -> String {
+fn flight_lines(f: &FlightStats, s: &Summary) -> String {
+    let offered = s.records_offered;
+    // The queued records not saved: overwritten in the ring before any
+    // trigger wanted them, or still held there when the recording ended.
+    let unsaved = s.records_queued.saturating_sub(s.records_written);
+    let held = unsaved.saturating_sub(f.overwritten_records);
     let mut out = format!(
-        "flight recorder: {} events ({} cut short by the next trigger), {} pre- and {} post-trigger records saved, {} overwritten unsaved\n",
+        "flight recorder: {} events ({} cut short by the next trigger), {} pre- and {} post-trigger records saved; of the {unsaved} not saved, {} were overwritten in memory and {held} still held there at the end\n",
         f.events, f.events_cut_short, f.pre_records_saved, f.post_records_saved, f.overwritten_records
     );
     if f.events == 0 {

@@ -143,9 +143,12 @@ fn spawn_progress(
         while !done.load(Ordering::Acquire) {
             let w = live.records_written.load(Ordering::Relaxed);
             let events = live.events.load(Ordering::Relaxed);
+            // Queued is cumulative (never below written): what helps here
+            // is how many are accepted but not yet written.
+            let queued = live.records_queued.load(Ordering::Relaxed);
             let msg = format!(
-                "written | {} queued, durable to {} | {} | max write {} | {} dropped{}",
-                live.records_queued.load(Ordering::Relaxed),
+                "written | {} waiting in the ring, durable to {} | {} | max write {} | {} dropped{}",
+                queued.saturating_sub(w),
                 live.durable_seq.load(Ordering::Relaxed),
                 format_size(live.bytes_written.load(Ordering::Relaxed)),
                 format_duration(live.max_write_ns.load(Ordering::Relaxed)),

@@ -19,6 +19,21 @@ pub fn rtrec(args: &[&str]) -> Output {
         .expect("the rtrec binary runs")
 }
 
+/// `rtrec ARGS` with `input` written to its stdin, and what it printed.
+#[allow(dead_code)] // Not every test crate feeds stdin.
+pub fn rtrec_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the rtrec binary runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// A command's exit code, stdout and stderr, for an assertion message.
 pub fn show(o: &Output) -> String {
     format!(

@@ -99,6 +99,28 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// The CPUs the calling thread may run on (its affinity mask, from
+/// `sched_getaffinity`), lowest first: what `--cpu` and `--writer-cpu`
+/// may name. See sched_getaffinity(2).
+///
+/// # Errors
+/// The errno of `sched_getaffinity`.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; CPU_ISSET's index is below
+    // CPU_SETSIZE by the range.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        cvt(libc::sched_getaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        ))?;
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
+    }
+}
+
 /// Takes `cpu` out of the calling thread's affinity mask
 /// (`sched_getaffinity`, then `sched_setaffinity` without it), so threads
 /// it spawns from now on run elsewhere. Returns false, changing nothing,
@@ -152,15 +174,19 @@ mod tests {
 
     /// The CPUs the calling thread may run on.
     fn allowed() -> Vec<usize> {
-        // SAFETY: cpu_set_t is plain data; CPU_ISSET within CPU_SETSIZE.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            let size = std::mem::size_of::<libc::cpu_set_t>();
-            assert_eq!(libc::sched_getaffinity(0, size, &mut set), 0);
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect()
-        }
+        allowed_cpus().unwrap()
+    }
+
+    #[test]
+    fn the_allowed_cpus_hold_the_one_this_thread_runs_on() {
+        let cpus = allowed();
+        // SAFETY: sched_getcpu has no preconditions.
+        let now = unsafe { libc::sched_getcpu() };
+        assert!(
+            now >= 0 && cpus.contains(&(now as usize)),
+            "{now} not in {cpus:?}"
+        );
+        assert!(cpus.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

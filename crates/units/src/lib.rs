@@ -562,6 +562,24 @@ fn scaled(v: u64, units: &[(&str, u64)]) -> String {
     }
 }
 
+/// `s` as one shell word, for a command a message suggests to copy: as it
+/// is when it holds nothing a shell would split or expand, else in single
+/// quotes (`'/data/run 1'`, `'it'\''s'`).
+///
+/// ```
+/// assert_eq!(rtrec_units::shell_word("./rtrec-data"), "./rtrec-data");
+/// assert_eq!(rtrec_units::shell_word("/data/run 1"), "'/data/run 1'");
+/// assert_eq!(rtrec_units::shell_word("it's"), r"'it'\''s'");
+/// ```
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
