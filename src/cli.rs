@@ -89,7 +89,7 @@ const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
 #[cfg(feature = "tables")]
 const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format jsonl --layout t:u32,x:f32,y:f32 -o run.jsonl";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format mcap --layout t:u32,x:f32,y:f32 -o run.mcap";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
@@ -378,8 +378,8 @@ pub struct ExportArgs {
     /// [default: text for a recording of lines, hex otherwise].
     #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "layout")]
     pub payload: Option<PayloadEncoding>,
-    /// With --format csv or jsonl: decode each record into named, typed
-    /// columns, e.g. `t:u32,x:f32,y:f32` (little-endian; `>` first for
+    /// With --format csv, jsonl or mcap: decode each record into named,
+    /// typed columns (MCAP: JSON messages Foxglove can plot), e.g. `t:u32,x:f32,y:f32` (little-endian; `>` first for
     /// big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 padN), or
     /// Python struct notation such as `<Iff` (columns f0, f1, …). Every
     /// record must be the layout's size.
@@ -415,6 +415,11 @@ pub enum ExportFormat {
     Csv,
     /// JSON lines: an object per record and per gap, with the CSV's keys.
     Jsonl,
+    /// MCAP for Foxglove and ROS 2: a message per record on
+    /// /rtrec/<recording id> (JSON of the fields with --layout, else the
+    /// bytes) and per gap on /rtrec/<recording id>/gaps; binary, so -o -
+    /// only into a pipe.
+    Mcap,
 }
 
 /// `rtrec export --payload`.

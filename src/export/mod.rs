@@ -52,6 +52,11 @@
 //! into named, typed columns ([`layout`]). Gaps are rows there, so the
 //! export is refused for gaps only without `--allow-gaps` as for raw.
 //!
+//! **MCAP** (`--format mcap`, [`mcap`]): the same walk as messages for
+//! Foxglove and ROS 2, a channel of records (JSON under a JSON Schema with
+//! `--layout`, raw bytes without) and a channel of gaps. It is binary:
+//! `-o -` is refused while stdout is a terminal.
+//!
 //! **Which recording.** A directory that holds several recordings (every
 //! second run of the README's command leaves two in `./rtrec-data`)
 //! exports the newest (the latest first record), and says which and how
@@ -79,6 +84,8 @@ use crate::error::usage;
 
 #[cfg(feature = "tables")]
 mod layout;
+#[cfg(feature = "tables")]
+mod mcap;
 mod part;
 #[cfg(feature = "tables")]
 mod rows;
@@ -352,6 +359,12 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let format = format_of(a);
     let layout = parse_layout(a, format)?;
+    if format == ExportFormat::Mcap
+        && a.output.as_os_str() == "-"
+        && std::io::IsTerminal::is_terminal(&std::io::stdout())
+    {
+        return usage("MCAP is binary and stdout is a terminal: write it to a file with -o FILE.mcap, or pipe it into a program");
+    }
     if a.payload.is_some() && !matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) {
         return usage("--payload applies to --format csv or jsonl");
     }
@@ -430,10 +443,10 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
 fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Option<TableLayout>> {
     match (&a.layout, format) {
         (None, _) => Ok(None),
-        (Some(l), ExportFormat::Csv | ExportFormat::Jsonl) => {
+        (Some(l), ExportFormat::Csv | ExportFormat::Jsonl | ExportFormat::Mcap) => {
             Ok(Some(layout::Layout::parse(l).or_else(usage)?))
         }
-        (Some(_), _) => usage("--layout applies to --format csv or jsonl"),
+        (Some(_), _) => usage("--layout applies to --format csv, jsonl or mcap"),
     }
 }
 
@@ -444,7 +457,8 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
         (_, ExportFormat::Csv | ExportFormat::Jsonl) => {
             crate::error::left_out("the CSV and JSON lines exports", "tables")
         }
-        (true, _) => usage("--layout applies to --format csv or jsonl"),
+        (_, ExportFormat::Mcap) => crate::error::left_out("the MCAP export", "tables"),
+        (true, _) => usage("--layout applies to --format csv, jsonl or mcap"),
         (false, _) => Ok(None),
     }
 }
@@ -460,8 +474,9 @@ fn format_of(a: &ExportArgs) -> ExportFormat {
 }
 
 /// Writes the parts to the output (a new file, made durable, or stdout);
-/// returns the records and bytes written. A table export that fails on a
-/// record (a layout that does not fit) removes the file it began.
+/// returns the records and bytes written. A table or MCAP export that
+/// fails on a record (a layout that does not fit) removes the file it
+/// began.
 #[cfg_attr(not(feature = "tables"), allow(unused_variables))]
 fn write_output(
     a: &ExportArgs,
@@ -493,6 +508,8 @@ fn write_output(
             ExportFormat::Csv | ExportFormat::Jsonl => {
                 write_table(a, format, layout, parts, &mut counted)
             }
+            #[cfg(feature = "tables")]
+            ExportFormat::Mcap => mcap::write(layout, parts, &mut counted),
             _ => write_copy(format, parts, &mut counted),
         };
         let bytes = counted.bytes;

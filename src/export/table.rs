@@ -74,16 +74,8 @@ impl<'a> Table<'a> {
         payload: PayloadEncoding,
         layout: Option<&'a Layout>,
     ) -> crate::error::Result<Table<'a>> {
-        if let Some(f) = layout
-            .into_iter()
-            .flat_map(|l| l.columns())
-            .find(|f| FIXED.contains(&f.name.as_str()))
-        {
-            return usage(format!(
-                "the layout's field '{}' has the name of a column every row has ({}); rename it",
-                f.name,
-                FIXED.join(", ")
-            ));
+        if let Some(l) = layout {
+            refuse_fixed_names(l)?;
         }
         Ok(Table {
             format,
@@ -165,9 +157,7 @@ impl<'a> Table<'a> {
     /// `self.values`.
     fn payload_or_fields(&mut self, seq: u64, data: &[u8]) -> crate::error::Result<Option<String>> {
         if let Some(l) = self.layout {
-            if let Err(why) = l.decode(data, &mut self.values) {
-                return usage(format!("record {seq} {why}; nothing was exported"));
-            }
+            decode(l, seq, data, &mut self.values)?;
             return Ok(None);
         }
         Ok(Some(match self.payload {
@@ -230,6 +220,41 @@ impl<'a> Table<'a> {
         }
         self.line = serde_json::Value::Object(m).to_string();
     }
+}
+
+/// Refuses a layout with a field named like a fixed column: the table
+/// exports and MCAP's messages (whose keys are a subset) share the rule, so
+/// a layout that works for one works for all.
+///
+/// # Errors
+///
+/// The sentence naming the field.
+pub fn refuse_fixed_names(layout: &Layout) -> crate::error::Result<()> {
+    match layout.columns().find(|f| FIXED.contains(&f.name.as_str())) {
+        Some(f) => usage(format!(
+            "the layout's field '{}' has the name of a column every row has ({}); rename it",
+            f.name,
+            FIXED.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Decodes record `seq` into `values`, or refuses it in the sentence every
+/// table export gives (`record 17 is 10 bytes, but the layout …`).
+///
+/// # Errors
+///
+/// A record that is not the layout's size.
+pub fn decode(
+    layout: &Layout,
+    seq: u64,
+    data: &[u8],
+    values: &mut Vec<Value>,
+) -> crate::error::Result<()> {
+    layout
+        .decode(data, values)
+        .or_else(|why| usage(format!("record {seq} {why}; nothing was exported")))
 }
 
 /// Lower-case hex.
