@@ -175,6 +175,11 @@ impl Layout {
             let n = f.kind.size();
             let b = &record[at..at + n];
             at += n;
+            // A pad may be longer than any value (`_:pad56`): skipped
+            // before the 8-byte buffer below.
+            if matches!(f.kind, Kind::Pad(_)) {
+                continue;
+            }
             let mut raw = [0u8; 8];
             raw[..n].copy_from_slice(b);
             if self.big_endian {
@@ -339,6 +344,14 @@ mod tests {
             v,
             vec![Value::I(-2), Value::I(1), Value::U(200), Value::U(3)]
         );
+        // Pads longer than a value: the synthetic source's 64-byte record.
+        for spec in ["n:u64,_:pad56", "<Q56x"] {
+            let l = Layout::parse(spec).unwrap();
+            let mut rec = 7u64.to_le_bytes().to_vec();
+            rec.resize(64, 0xab);
+            l.decode(&rec, &mut v).unwrap();
+            assert_eq!(v, vec![Value::U(7)], "{spec}");
+        }
     }
 
     #[test]

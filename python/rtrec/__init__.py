@@ -1,0 +1,48 @@
+"""Read rtrec recordings from Python.
+
+Open a recording (a directory: its newest recording, or one by id; or one
+file), verify it, iterate its records with their sequence numbers and
+times, or load it into a NumPy structured array or a pandas DataFrame with
+``rtrec export``'s ``--layout`` grammar. A loss is a row (``lost`` True)
+and an entry in ``.gaps``, never a silently shorter array::
+
+    import rtrec
+    rec = rtrec.open("rtrec-data")
+    rec.verify()                                  # VerifyError if not clean
+    for item in rec.records():                    # Record(seq, wall_ns, mono_ns, exact, payload) / Gap
+        ...
+    a = rec.to_numpy("t:u32,x:f32,y:f32")         # a["seq"], a["x"], a["lost"], a.gaps
+    df = rec.to_pandas("<Iff")                    # needs pandas
+
+Design (decided): a thin, pure-Python layer over the ``rtrec`` command,
+not a second reader. Verification, gap detection and layout decoding are
+done by the binary itself — ``rtrec verify --json``, ``rtrec ls --json``,
+``rtrec export --format jsonl --allow-gaps [--payload base64 | --layout
+L]`` — so the rules are rtrec's byte for byte, and ``pip install
+./python`` needs no compiler. The binary is the ``RTREC`` environment
+variable, else ``rtrec`` on ``PATH``, else ``target/release/rtrec`` of the
+checkout the package was installed from; without one,
+:class:`RtrecNotFound` says how to get it. The one thing read here is the
+layout's column types (the JSON rows cannot tell a u8 from an i64), and a
+layout this package does not read is an error, never a guess.
+"""
+
+from ._binary import RtrecError, RtrecNotFound, find as find_rtrec
+from ._recording import (
+    NOT_LOST,
+    Gap,
+    GapError,
+    Record,
+    Recording,
+    Records,
+    Verification,
+    VerifyError,
+    ls,
+    open,
+    verify,
+)
+
+__all__ = [
+    "NOT_LOST", "Gap", "GapError", "Record", "Recording", "Records", "RtrecError",
+    "RtrecNotFound", "Verification", "VerifyError", "find_rtrec", "ls", "open", "verify",
+]
