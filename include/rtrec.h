@@ -15,7 +15,7 @@
  * Inline policy: none. This header declares types, constants and exported
  * functions only, no inline functions and no function-like macros, so
  * everything a program calls is a symbol of the library (versioned
- * RTREC_0.2 in an installed librtrec.so).
+ * RTREC_0.2 in librtrec.so, built or installed).
  *
  * Handles: rtrec_recorder and rtrec_timer pointers are handles, not
  * addresses. A handle that was finished, aborted or destroyed gives -EBADF
