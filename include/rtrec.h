@@ -22,6 +22,12 @@
  * (never a touch of freed memory). Two threads on one live handle at once
  * are not detected; see docs/c-api.md, "Threads".
  *
+ * fork(): a recorder belongs to the process that created it. In a child of
+ * fork() the parent's recorders give -ECHILD (record and trigger do nothing;
+ * finish, abort and destroy only forget the handle and touch none of the
+ * parent's files): create a new recorder in the child. See docs/c-api.md,
+ * "fork()".
+ *
  * Struct versions (the rule of openat2(2), stricter on sizes):
  * rtrec_config, rtrec_summary, rtrec_pool_state and rtrec_recover_report start with size_t
  * struct_size, which the caller sets to sizeof the struct it was compiled
@@ -897,6 +903,8 @@ int rtrec_version(void);
  * - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
  *   directory, or not writable;
  * - `-ENOSPC`: a file does not fit;
+ * - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+ *   user, or `.pool` is a symlink (rtrec uses only a pool of its own);
  * - another `-errno`: a system call failed.
  *
  * Files prepared before a failure stay ready.
@@ -909,9 +917,10 @@ int rtrec_pool_prepare(const char *dir, uint64_t file_size, uint32_t files);
  * prepared. Reads the directory only; changes nothing.
  *
  * Returns 0, or
- * - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is smaller
- *   than the first version of the struct;
- * - `-E2BIG`: `out->struct_size` is more than 4096;
+ * - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is not a
+ *   size this library publishes;
+ * - `-EPERM`, `-ELOOP`: `dir/.pool` belongs to another user, or is a
+ *   symlink (rtrec uses only a pool directory of its own);
  * - `-ENOENT`: `dir` has no pool (or does not exist; the message says
  *   which);
  * - `-ENOTDIR`, `-EACCES`: `dir` is not a directory, or not readable;
@@ -946,6 +955,8 @@ int rtrec_pool_status(const char *dir, struct rtrec_pool_state *out);
  * - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
  *   directory, or not writable;
  * - `-ENOSPC`: the pre-allocation does not fit;
+ * - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+ *   user, or `.pool` is a symlink (with the pool, the default);
  * - another `-errno`: a system call failed.
  */
 int rtrec_recorder_create(const char *dir,
@@ -975,7 +986,11 @@ int rtrec_recorder_create(const char *dir,
  * - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
  *   nothing is counted;
  * - `-EBADF`: `rec` was finished, aborted or destroyed, or is not a
- *   recorder; nothing happens.
+ *   recorder; nothing happens;
+ * - `-ECHILD`: `rec` was created in the parent of this process, before a
+ *   `fork()`: the child has no writer thread, so nothing is recorded or
+ *   counted (create a new recorder in the child). Detected by one atomic
+ *   load, no system call.
  */
 int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t len);
 
@@ -998,7 +1013,9 @@ int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t l
  * - `-EIO`: a write failed earlier; no event is saved (finish to learn
  *   why);
  * - `-EINVAL`: `rec` is NULL; nothing is counted;
- * - `-EBADF`: `rec` is not a live recorder; nothing happens.
+ * - `-EBADF`: `rec` is not a live recorder; nothing happens;
+ * - `-ECHILD`: `rec` was created in the parent of this process (see
+ *   `rtrec_recorder_record()`); nothing is counted.
  */
 int rtrec_recorder_trigger(struct rtrec_recorder *rec);
 
@@ -1027,7 +1044,13 @@ int rtrec_recorder_trigger(struct rtrec_recorder *rec);
  *   not a size this library publishes (the recording is still finished
  *   and freed; `*out` is untouched);
  * - `-EBADF`: `rec` was finished, aborted or destroyed already, or is
- *   not a recorder (nothing happens).
+ *   not a recorder (nothing happens);
+ * - `-ECHILD`: `rec` was created in the parent of this process, before a
+ *   `fork()`: the child only forgets the handle (later calls with it are
+ *   `-EBADF`), writes, truncates and closes none of the parent's files
+ *   and frees nothing (the copy's memory and close-on-exec descriptors
+ *   go at exec or exit); `*out` is untouched. The parent's recording
+ *   goes on.
  */
 int rtrec_recorder_finish(struct rtrec_recorder *rec, struct rtrec_summary *out);
 
@@ -1048,7 +1071,9 @@ int rtrec_recorder_abort(struct rtrec_recorder *rec, const char *reason, struct 
  *
  * Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF`: `rec` was
  * finished, aborted or destroyed already (`rtrec_recorder_finish()` and
- * `abort()` free the handle), or is not a recorder; nothing happens.
+ * `abort()` free the handle), or is not a recorder; nothing happens; or
+ * `-ECHILD`: `rec` was created in the parent of this process, and is only
+ * forgotten (as `rtrec_recorder_finish()` says).
  */
 int rtrec_recorder_destroy(struct rtrec_recorder *rec);
 

@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use libc::{EBADF, EINVAL, EIO, EMSGSIZE, ENOBUFS};
+use libc::{EBADF, ECHILD, EINVAL, EIO, EMSGSIZE, ENOBUFS};
 use rtrec_engine::{Config, RecordError, Recorder};
 
 use crate::config::rtrec_config;
@@ -22,6 +22,8 @@ use crate::summary::{rtrec_summary, write_summary, write_unfilled};
 /// with it returns `-EBADF`.
 pub struct rtrec_recorder {
     rec: Recorder,
+    /// The fork generation it was created in (`fork.rs`).
+    generation: u64,
 }
 
 /// The live recorders.
@@ -67,6 +69,8 @@ const _: fn() = || {
 /// - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
 ///   directory, or not writable;
 /// - `-ENOSPC`: the pre-allocation does not fit;
+/// - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+///   user, or `.pool` is a symlink (with the pool, the default);
 /// - another `-errno`: a system call failed.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_create(
@@ -88,9 +92,10 @@ pub unsafe extern "C" fn rtrec_recorder_create(
             // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
             unsafe { rtrec_config::read(cfg)? }
         };
+        let generation = crate::fork::generation_at_create();
         let rec = Recorder::create(dir, cfg).map_err(Fail::engine)?;
         let h = RECORDERS
-            .insert(Box::new(rtrec_recorder { rec }))
+            .insert(Box::new(rtrec_recorder { rec, generation }))
             .ok_or_else(|| {
                 Fail::new(
                     libc::EMFILE,
@@ -125,7 +130,11 @@ pub unsafe extern "C" fn rtrec_recorder_create(
 /// - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
 ///   nothing is counted;
 /// - `-EBADF`: `rec` was finished, aborted or destroyed, or is not a
-///   recorder; nothing happens.
+///   recorder; nothing happens;
+/// - `-ECHILD`: `rec` was created in the parent of this process, before a
+///   `fork()`: the child has no writer thread, so nothing is recorded or
+///   counted (create a new recorder in the child). Detected by one atomic
+///   load, no system call.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_record(
     rec: *mut rtrec_recorder,
@@ -141,6 +150,9 @@ pub unsafe extern "C" fn rtrec_recorder_record(
         let Some(r) = (unsafe { RECORDERS.get(rec as usize) }) else {
             return -EBADF;
         };
+        if crate::fork::forked_since(r.generation) {
+            return -ECHILD;
+        }
         let bytes: &[u8] = if len == 0 {
             &[]
         } else if data.is_null() {
@@ -177,7 +189,9 @@ pub unsafe extern "C" fn rtrec_recorder_record(
 /// - `-EIO`: a write failed earlier; no event is saved (finish to learn
 ///   why);
 /// - `-EINVAL`: `rec` is NULL; nothing is counted;
-/// - `-EBADF`: `rec` is not a live recorder; nothing happens.
+/// - `-EBADF`: `rec` is not a live recorder; nothing happens;
+/// - `-ECHILD`: `rec` was created in the parent of this process (see
+///   `rtrec_recorder_record()`); nothing is counted.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_int {
     guard_rt(|| {
@@ -188,11 +202,29 @@ pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_i
         let Some(r) = (unsafe { RECORDERS.get(rec as usize) }) else {
             return -EBADF;
         };
+        if crate::fork::forked_since(r.generation) {
+            return -ECHILD;
+        }
         match r.rec.trigger() {
             Ok(()) => 0,
             Err(_) => -EIO,
         }
     })
+}
+
+/// The recorder of a handle just removed from the table, or, when it was
+/// created before a `fork()` of this process (`fork.rs`), `-ECHILD`: its
+/// threads are in the parent, so it is forgotten, not ended. Ending it
+/// would wait for a writer thread that does not exist here or (direct
+/// mode) write into the parent's files; dropping it would do the same.
+/// Forgetting leaves the parent's files untouched and keeps its memory
+/// and descriptors (close-on-exec) until the child execs or exits.
+fn parents_or_own(call: &str, r: Box<rtrec_recorder>) -> Result<Recorder, Fail> {
+    if crate::fork::forked_since(r.generation) {
+        std::mem::forget(r);
+        return Err(Fail::new(ECHILD, crate::fork::message(call)));
+    }
+    Ok(r.rec)
 }
 
 /// Ends the recording and frees the handle, in any case; `-EBADF` when
@@ -212,10 +244,10 @@ unsafe fn end(
         return Err(Fail::inval(format!("{call}: rec is NULL")));
     }
     // Of two threads ending one handle, one gets it, the other -EBADF.
-    let r = RECORDERS
-        .remove(rec as usize)
-        .ok_or_else(|| dead(call))?
-        .rec;
+    let r = parents_or_own(
+        call,
+        RECORDERS.remove(rec as usize).ok_or_else(|| dead(call))?,
+    )?;
     let s = match abort_reason {
         None => r.finish(),
         Some(reason) => r.abort(&reason),
@@ -263,7 +295,13 @@ unsafe fn end(
 ///   not a size this library publishes (the recording is still finished
 ///   and freed; `*out` is untouched);
 /// - `-EBADF`: `rec` was finished, aborted or destroyed already, or is
-///   not a recorder (nothing happens).
+///   not a recorder (nothing happens);
+/// - `-ECHILD`: `rec` was created in the parent of this process, before a
+///   `fork()`: the child only forgets the handle (later calls with it are
+///   `-EBADF`), writes, truncates and closes none of the parent's files
+///   and frees nothing (the copy's memory and close-on-exec descriptors
+///   go at exec or exit); `*out` is untouched. The parent's recording
+///   goes on.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_finish(
     rec: *mut rtrec_recorder,
@@ -305,17 +343,20 @@ pub unsafe extern "C" fn rtrec_recorder_abort(
 ///
 /// Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF`: `rec` was
 /// finished, aborted or destroyed already (`rtrec_recorder_finish()` and
-/// `abort()` free the handle), or is not a recorder; nothing happens.
+/// `abort()` free the handle), or is not a recorder; nothing happens; or
+/// `-ECHILD`: `rec` was created in the parent of this process, and is only
+/// forgotten (as `rtrec_recorder_finish()` says).
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_destroy(rec: *mut rtrec_recorder) -> c_int {
     guard(|| {
         if rec.is_null() {
             return Ok(0);
         }
-        let r = RECORDERS
-            .remove(rec as usize)
-            .ok_or_else(|| dead("rtrec_recorder_destroy"))?
-            .rec;
+        let call = "rtrec_recorder_destroy";
+        let r = parents_or_own(
+            call,
+            RECORDERS.remove(rec as usize).ok_or_else(|| dead(call))?,
+        )?;
         if let Ok(s) = r.abort("destroyed without rtrec_recorder_finish()") {
             for w in &s.warnings {
                 crate::log::warn(w);
