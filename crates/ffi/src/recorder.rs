@@ -9,7 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use libc::{EBADF, ECHILD, EINVAL, EIO, EMSGSIZE, ENOBUFS};
-use rtrec_engine::{Config, RecordError, Recorder};
+use rtrec_engine::pool::WritersLock;
+use rtrec_engine::{Alloc, Config, RecordError, Recorder, Summary};
 
 use crate::config::rtrec_config;
 use crate::error::{guard, guard_rt, Fail};
@@ -24,6 +25,9 @@ pub struct rtrec_recorder {
     rec: Recorder,
     /// The fork generation it was created in (`fork.rs`).
     generation: u64,
+    /// A pooled recording's own shared lock on `.pool/writers`, held until
+    /// its files' unused tails are dealt with ([`give_back`]).
+    writing: Option<WritersLock>,
 }
 
 /// The live recorders.
@@ -94,8 +98,17 @@ pub unsafe extern "C" fn rtrec_recorder_create(
         };
         let generation = crate::fork::generation_at_create();
         let rec = Recorder::create(dir, cfg).map_err(Fail::engine)?;
+        // A pooled recording says it is writing here, as `rtrec record`
+        // does (the recorder has made the pool by now): see give_back.
+        let writing = (rec.config().alloc == Alloc::Pool)
+            .then(|| WritersLock::take(dir))
+            .flatten();
         let h = RECORDERS
-            .insert(Box::new(rtrec_recorder { rec, generation }))
+            .insert(Box::new(rtrec_recorder {
+                rec,
+                generation,
+                writing,
+            }))
             .ok_or_else(|| {
                 Fail::new(
                     libc::EMFILE,
@@ -219,12 +232,31 @@ pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_i
 /// mode) write into the parent's files; dropping it would do the same.
 /// Forgetting leaves the parent's files untouched and keeps its memory
 /// and descriptors (close-on-exec) until the child execs or exits.
-fn parents_or_own(call: &str, r: Box<rtrec_recorder>) -> Result<Recorder, Fail> {
+fn parents_or_own(call: &str, r: Box<rtrec_recorder>) -> Result<rtrec_recorder, Fail> {
     if crate::fork::forked_since(r.generation) {
         std::mem::forget(r);
         return Err(Fail::new(ECHILD, crate::fork::message(call)));
     }
-    Ok(r.rec)
+    Ok(*r)
+}
+
+/// Gives back the unused tails of the recording's pooled files as
+/// `rtrec record` does ([`rtrec_engine::pool::give_back_tails`]): when no
+/// other recording writes in the directory, each file is truncated to its
+/// valid length; otherwise the tail is kept and a warning names it.
+///
+/// Design choice: always, with no field of `rtrec_config` to turn it off,
+/// as no option of `rtrec record` does: a zero-filled config does what
+/// the command line does (docs/c-api.md, `rtrec_recorder_finish`).
+fn give_back(writing: Option<WritersLock>, s: &mut Summary) {
+    let tails = rtrec_engine::pool::give_back_tails(writing, &s.files);
+    for (path, valid, tail) in tails.kept {
+        s.warnings.push(format!(
+            "{tail} bytes of unused tail kept in '{}' while another recording writes here; give it back when none is: truncate -s {valid} '{}'",
+            path.display(),
+            path.display()
+        ));
+    }
 }
 
 /// Ends the recording and frees the handle, in any case; `-EBADF` when
@@ -249,10 +281,10 @@ unsafe fn end(
         RECORDERS.remove(rec as usize).ok_or_else(|| dead(call))?,
     )?;
     let s = match abort_reason {
-        None => r.finish(),
-        Some(reason) => r.abort(&reason),
+        None => r.rec.finish(),
+        Some(reason) => r.rec.abort(&reason),
     };
-    let s = match s {
+    let mut s = match s {
         Ok(s) => s,
         Err(e) => {
             // SAFETY: see the function's contract.
@@ -260,6 +292,7 @@ unsafe fn end(
             return Err(Fail::engine(e));
         }
     };
+    give_back(r.writing, &mut s);
     for w in &s.warnings {
         crate::log::warn(w);
     }
@@ -357,7 +390,8 @@ pub unsafe extern "C" fn rtrec_recorder_destroy(rec: *mut rtrec_recorder) -> c_i
             call,
             RECORDERS.remove(rec as usize).ok_or_else(|| dead(call))?,
         )?;
-        if let Ok(s) = r.abort("destroyed without rtrec_recorder_finish()") {
+        if let Ok(mut s) = r.rec.abort("destroyed without rtrec_recorder_finish()") {
+            give_back(r.writing, &mut s);
             for w in &s.warnings {
                 crate::log::warn(w);
             }
@@ -618,6 +652,85 @@ mod tests {
             };
             assert!(r.notes.iter().any(|n| n.contains(why)), "{:?}", r.notes);
         }
+    }
+
+    /// Each file's size on disk and the valid length its header records.
+    fn sizes(dir: &Path) -> Vec<(u64, u64)> {
+        use rtrec_engine::format::{FileHeader, HEADER_LEN};
+        rtrec_engine::reader::recording_files(dir)
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::read(f).unwrap();
+                let h = FileHeader::decode(&bytes[..HEADER_LEN]).unwrap();
+                (bytes.len() as u64, h.finished_len().unwrap())
+            })
+            .collect()
+    }
+
+    /// A zero-filled config (struct_size set) in a directory whose pool
+    /// holds 4 MiB files (room for a default 1 MiB record).
+    fn pooled_default(dir: &Path) -> rtrec_config {
+        let d = CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid path.
+        let prepared = unsafe { crate::pool::rtrec_pool_prepare(d.as_ptr(), 4 << 20, 2) };
+        assert_eq!(prepared, 2);
+        // SAFETY: all-zero is a valid rtrec_config (integers, NULL pointer).
+        let mut c: rtrec_config = unsafe { std::mem::zeroed() };
+        c.struct_size = size_of::<rtrec_config>();
+        c
+    }
+
+    #[test]
+    fn finish_gives_back_a_pool_files_unused_tail_as_the_command_line_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = create(dir.path(), &pooled_default(dir.path()));
+        let mut s = summary();
+        // SAFETY: a live handle; finish frees it.
+        unsafe {
+            for _ in 0..10 {
+                assert_eq!(
+                    rtrec_recorder_record(rec, [3u8; 100].as_ptr().cast(), 100),
+                    0
+                );
+            }
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
+        }
+        assert_eq!((s.pool_taken, s.files, s.warnings), (1, 1, 0));
+        let got = sizes(dir.path());
+        assert_eq!(got.len(), 1);
+        let (len, valid) = got[0];
+        assert_eq!(len, valid, "the file keeps its pre-allocated size");
+        assert!(len < 1 << 20, "{len}");
+    }
+
+    #[test]
+    fn a_tail_is_kept_with_a_warning_while_another_recording_writes_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = pooled_default(dir.path());
+        let (a, b) = (create(dir.path(), &cfg), create(dir.path(), &cfg));
+        let (mut sa, mut sb) = (summary(), summary());
+        // SAFETY: live handles; finish frees them.
+        unsafe {
+            assert_eq!(rtrec_recorder_record(a, b"a".as_ptr().cast(), 1), 0);
+            assert_eq!(rtrec_recorder_record(b, b"b".as_ptr().cast(), 1), 0);
+            assert_eq!(rtrec_recorder_finish(a, &mut sa), 0, "{}", last());
+            assert_eq!(rtrec_recorder_finish(b, &mut sb), 0, "{}", last());
+        }
+        // `a` ended while `b` wrote: kept and said; `b` ended alone.
+        assert_eq!((sa.warnings, sb.warnings), (1, 0));
+        let mut got = sizes(dir.path());
+        got.sort();
+        assert_eq!(
+            got.iter().filter(|(len, valid)| len == valid).count(),
+            1,
+            "{got:?}"
+        );
+        assert_eq!(
+            got.iter().filter(|(len, _)| *len == 4 << 20).count(),
+            1,
+            "{got:?}"
+        );
     }
 
     #[test]
