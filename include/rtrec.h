@@ -15,12 +15,18 @@
  * Inline policy: none. This header declares types, constants and exported
  * functions only, no inline functions and no function-like macros, so
  * everything a program calls is a symbol of the library (versioned
- * RTREC_0.2 in an installed librtrec.so).
+ * RTREC_0.2 in librtrec.so, built or installed).
  *
  * Handles: rtrec_recorder and rtrec_timer pointers are handles, not
  * addresses. A handle that was finished, aborted or destroyed gives -EBADF
  * (never a touch of freed memory). Two threads on one live handle at once
  * are not detected; see docs/c-api.md, "Threads".
+ *
+ * fork(): a recorder belongs to the process that created it. In a child of
+ * fork() the parent's recorders give -ECHILD (record and trigger do nothing;
+ * finish, abort and destroy only forget the handle and touch none of the
+ * parent's files): create a new recorder in the child. See docs/c-api.md,
+ * "fork()".
  *
  * Struct versions (the rule of openat2(2), stricter on sizes):
  * rtrec_config, rtrec_summary, rtrec_pool_state and rtrec_recover_report start with size_t
@@ -382,9 +388,18 @@ typedef struct rtrec_config {
      */
     int flusher_nice;
     /**
-     * File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`;
-     * flight-recorder events `PREFIX-YYYYmmddTHHMMSSZ-evNNNNN-NNNN.rtr`);
-     * NULL: "rec". Copied by `rtrec_recorder_create()`.
+     * File name prefix; NULL: "rec". Copied by `rtrec_recorder_create()`.
+     * A recording's files are `PREFIX-YYYYmmddTHHMMSS.mmmZ[.N]-NNNN.rtr`:
+     * the UTC time the recording started, to the millisecond (fixed
+     * width, so names sort by time); `.N` only when another recording of
+     * the directory has that name already or claims it in the same
+     * millisecond (N the next free number from 1); then the file's number
+     * from 0000 (four digits, more after 9999). With
+     * `RTREC_FRAMING_RAW` the files end in `.raw`, and the sidecar is the
+     * name up to `[.N]` followed by `.meta.json`. Flight-recorder events
+     * are `PREFIX-YYYYmmddTHHMMSS.mmmZ[.N]-evNNNNN-NNNN.rtr`, NNNNN the
+     * event's number from 00000. `rtrec_summary.file_names` lists the
+     * names a recording made.
      */
     const char *prefix;
     /**
@@ -897,6 +912,8 @@ int rtrec_version(void);
  * - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
  *   directory, or not writable;
  * - `-ENOSPC`: a file does not fit;
+ * - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+ *   user, or `.pool` is a symlink (rtrec uses only a pool of its own);
  * - another `-errno`: a system call failed.
  *
  * Files prepared before a failure stay ready.
@@ -909,9 +926,10 @@ int rtrec_pool_prepare(const char *dir, uint64_t file_size, uint32_t files);
  * prepared. Reads the directory only; changes nothing.
  *
  * Returns 0, or
- * - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is smaller
- *   than the first version of the struct;
- * - `-E2BIG`: `out->struct_size` is more than 4096;
+ * - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is not a
+ *   size this library publishes;
+ * - `-EPERM`, `-ELOOP`: `dir/.pool` belongs to another user, or is a
+ *   symlink (rtrec uses only a pool directory of its own);
  * - `-ENOENT`: `dir` has no pool (or does not exist; the message says
  *   which);
  * - `-ENOTDIR`, `-EACCES`: `dir` is not a directory, or not readable;
@@ -946,6 +964,8 @@ int rtrec_pool_status(const char *dir, struct rtrec_pool_state *out);
  * - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
  *   directory, or not writable;
  * - `-ENOSPC`: the pre-allocation does not fit;
+ * - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+ *   user, or `.pool` is a symlink (with the pool, the default);
  * - another `-errno`: a system call failed.
  */
 int rtrec_recorder_create(const char *dir,
@@ -975,7 +995,11 @@ int rtrec_recorder_create(const char *dir,
  * - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
  *   nothing is counted;
  * - `-EBADF`: `rec` was finished, aborted or destroyed, or is not a
- *   recorder; nothing happens.
+ *   recorder; nothing happens;
+ * - `-ECHILD`: `rec` was created in the parent of this process, before a
+ *   `fork()`: the child has no writer thread, so nothing is recorded or
+ *   counted (create a new recorder in the child). Detected by one atomic
+ *   load, no system call.
  */
 int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t len);
 
@@ -998,7 +1022,9 @@ int rtrec_recorder_record(struct rtrec_recorder *rec, const void *data, size_t l
  * - `-EIO`: a write failed earlier; no event is saved (finish to learn
  *   why);
  * - `-EINVAL`: `rec` is NULL; nothing is counted;
- * - `-EBADF`: `rec` is not a live recorder; nothing happens.
+ * - `-EBADF`: `rec` is not a live recorder; nothing happens;
+ * - `-ECHILD`: `rec` was created in the parent of this process (see
+ *   `rtrec_recorder_record()`); nothing is counted.
  */
 int rtrec_recorder_trigger(struct rtrec_recorder *rec);
 
@@ -1027,7 +1053,13 @@ int rtrec_recorder_trigger(struct rtrec_recorder *rec);
  *   not a size this library publishes (the recording is still finished
  *   and freed; `*out` is untouched);
  * - `-EBADF`: `rec` was finished, aborted or destroyed already, or is
- *   not a recorder (nothing happens).
+ *   not a recorder (nothing happens);
+ * - `-ECHILD`: `rec` was created in the parent of this process, before a
+ *   `fork()`: the child only forgets the handle (later calls with it are
+ *   `-EBADF`), writes, truncates and closes none of the parent's files
+ *   and frees nothing (the copy's memory and close-on-exec descriptors
+ *   go at exec or exit); `*out` is untouched. The parent's recording
+ *   goes on.
  */
 int rtrec_recorder_finish(struct rtrec_recorder *rec, struct rtrec_summary *out);
 
@@ -1048,7 +1080,9 @@ int rtrec_recorder_abort(struct rtrec_recorder *rec, const char *reason, struct 
  *
  * Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF`: `rec` was
  * finished, aborted or destroyed already (`rtrec_recorder_finish()` and
- * `abort()` free the handle), or is not a recorder; nothing happens.
+ * `abort()` free the handle), or is not a recorder; nothing happens; or
+ * `-ECHILD`: `rec` was created in the parent of this process, and is only
+ * forgotten (as `rtrec_recorder_finish()` says).
  */
 int rtrec_recorder_destroy(struct rtrec_recorder *rec);
 

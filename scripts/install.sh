@@ -3,8 +3,9 @@
 # is built on its own (`cargo build -p rtrec-ffi`), before the command line,
 # so that none of the CLI's dependencies (clap and the engine's clap
 # feature) end up in it, and its shared object is linked from librtrec.a
-# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2; rustc's
-# own version script would win in a cargo-linked cdylib):
+# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2, as
+# crates/ffi/build.rs links the build tree's cdylib; relinking here also
+# gives versions when the linker is not GCC, and --gc-sections):
 #   bin/rtrec
 #   lib/librtrec.so.X.Y.Z, lib/librtrec.so.X (the SONAME), lib/librtrec.so
 #   lib/librtrec.a, lib/pkgconfig/rtrec.pc
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --destdir) destdir=$2; shift 2 ;;
     --destdir=*) destdir=${1#*=}; shift ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^#   --no-build/p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

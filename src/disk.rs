@@ -8,7 +8,9 @@
 //! files (past the header's valid length) is given back with `ftruncate`;
 //! while another one is writing it is kept, because truncating a large file
 //! can stall the file system's journal under a running recorder, and the
-//! summary says how to give it back later.
+//! summary says how to give it back later. The rule itself is the
+//! engine's ([`rtrec_engine::pool::give_back_tails`]): the C library's
+//! `rtrec_recorder_finish()` follows it too.
 //!
 //! "Writing" is a shared `flock` on `.pool/writers`
 //! ([`rtrec_engine::pool::WritersLock`]), held by every pooled recorder
@@ -18,11 +20,9 @@
 //! exclusively without waiting: it gets it only when no other recording
 //! holds it.
 
-use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use rtrec_engine::format::{FileHeader, HEADER_LEN};
 use rtrec_engine::pool::WritersLock;
 use rtrec_units::format_size;
 
@@ -42,55 +42,27 @@ pub struct DiskUse {
     pub dir: PathBuf,
 }
 
-/// The valid length a finished framed file's header records (`None`
-/// while unfinished: its `valid_len` is then a durable mark, not the end).
-fn valid_len(path: &Path) -> Option<u64> {
-    let mut head = [0u8; HEADER_LEN];
-    let f = File::open(path).ok()?;
-    std::os::unix::fs::FileExt::read_exact_at(&f, &mut head, 0).ok()?;
-    FileHeader::decode(&head).ok()?.finished_len()
-}
-
 /// Gives back the unused tails of `files` when `writing` says no other
-/// recording is writing, and measures what the recording and the pool hold.
+/// recording is writing ([`rtrec_engine::pool::give_back_tails`], the
+/// C library's rule too), and measures what the recording and the pool
+/// hold.
 pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<WritersLock>) -> DiskUse {
-    let alone = writing.as_ref().is_some_and(WritersLock::alone);
-    let mut d = DiskUse {
-        held_bytes: 0,
-        given_back_bytes: 0,
-        kept: Vec::new(),
-        pool: None,
-        dir: dir.to_path_buf(),
+    let tails = rtrec_engine::pool::give_back_tails(writing, files);
+    let held_bytes = files
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.blocks() * 512))
+        .sum();
+    let pool = match rtrec_engine::pool::Pool::open(dir) {
+        Ok(Some(pool)) => pool.status().ok().map(|st| (st.disk_bytes, st.ready_files)),
+        _ => None,
     };
-    for path in files {
-        let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
-            continue;
-        };
-        if let Some(valid) = valid_len(path).filter(|&v| v >= HEADER_LEN as u64 && v < len) {
-            let given = alone
-                && std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .and_then(|f| {
-                        f.set_len(valid)?;
-                        f.sync_all()
-                    })
-                    .is_ok();
-            if given {
-                d.given_back_bytes += len - valid;
-            } else {
-                d.kept.push((path.clone(), valid, len - valid));
-            }
-        }
-        d.held_bytes += std::fs::metadata(path).map_or(0, |m| m.blocks() * 512);
+    DiskUse {
+        held_bytes,
+        given_back_bytes: tails.given_back_bytes,
+        kept: tails.kept,
+        pool,
+        dir: dir.to_path_buf(),
     }
-    drop(writing);
-    if let Ok(Some(pool)) = rtrec_engine::pool::Pool::open(dir) {
-        if let Ok(st) = pool.status() {
-            d.pool = Some((st.disk_bytes, st.ready_files));
-        }
-    }
-    d
 }
 
 impl DiskUse {

@@ -144,6 +144,63 @@ impl WritersLock {
     }
 }
 
+/// What [`give_back_tails`] did with a recording's files.
+#[derive(Debug, Default)]
+pub struct Tails {
+    /// Bytes of unused tail given back (truncated).
+    pub given_back_bytes: u64,
+    /// The files whose unused tail was kept because another recording was
+    /// writing in the directory: path, valid length, tail bytes.
+    pub kept: Vec<(PathBuf, u64, u64)>,
+}
+
+/// The valid length a finished framed file's header records (`None`
+/// while unfinished: its `valid_len` is then a durable mark, not the end).
+fn finished_len(path: &Path) -> Option<u64> {
+    let mut head = [0u8; HEADER_LEN];
+    let f = File::open(path).ok()?;
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut head, 0).ok()?;
+    FileHeader::decode(&head).ok()?.finished_len()
+}
+
+/// Gives back the unused tails of a finished recording's `files` (pooled
+/// files keep their whole size when closed, so a short recording would
+/// hold a whole pool file) when `writing`, the recording's own
+/// [`WritersLock`] held since before its recorder was created, shows no
+/// other recording writing in the directory ([`WritersLock::alone`]);
+/// otherwise each tail is kept and listed, because truncating a large
+/// file can stall the file system's journal under a running recorder.
+/// The lock is released at the end. The rule of `rtrec record` and of the
+/// C library's finish (docs/durability.md, "File sizes and the pool").
+pub fn give_back_tails(writing: Option<WritersLock>, files: &[PathBuf]) -> Tails {
+    let alone = writing.as_ref().is_some_and(WritersLock::alone);
+    let mut t = Tails::default();
+    for path in files {
+        let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+            continue;
+        };
+        let Some(valid) = finished_len(path).filter(|&v| v >= HEADER_LEN as u64 && v < len) else {
+            continue;
+        };
+        let given = alone
+            && std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|f| {
+                    f.set_len(valid)?;
+                    f.sync_all()
+                })
+                .is_ok();
+        if given {
+            t.given_back_bytes += len - valid;
+        } else {
+            t.kept.push((path.clone(), valid, len - valid));
+        }
+    }
+    drop(writing);
+    t
+}
+
 /// A process-wide counter that makes the names of slots and temporary
 /// files this process creates unique among its threads.
 static NAME_SEQ: AtomicU64 = AtomicU64::new(0);

@@ -314,9 +314,18 @@ pub struct rtrec_config {
     /// Nice value of the flush thread (-20 .. 19). 0: the default, 10 (nice
     /// 0 itself is not offered; 1 or -1 are).
     pub flusher_nice: c_int,
-    /// File name prefix (files are `PREFIX-YYYYmmddTHHMMSSZ-NNNN.rtr`;
-    /// flight-recorder events `PREFIX-YYYYmmddTHHMMSSZ-evNNNNN-NNNN.rtr`);
-    /// NULL: "rec". Copied by `rtrec_recorder_create()`.
+    /// File name prefix; NULL: "rec". Copied by `rtrec_recorder_create()`.
+    /// A recording's files are `PREFIX-YYYYmmddTHHMMSS.mmmZ[.N]-NNNN.rtr`:
+    /// the UTC time the recording started, to the millisecond (fixed
+    /// width, so names sort by time); `.N` only when another recording of
+    /// the directory has that name already or claims it in the same
+    /// millisecond (N the next free number from 1); then the file's number
+    /// from 0000 (four digits, more after 9999). With
+    /// `RTREC_FRAMING_RAW` the files end in `.raw`, and the sidecar is the
+    /// name up to `[.N]` followed by `.meta.json`. Flight-recorder events
+    /// are `PREFIX-YYYYmmddTHHMMSS.mmmZ[.N]-evNNNNN-NNNN.rtr`, NNNNN the
+    /// event's number from 00000. `rtrec_summary.file_names` lists the
+    /// names a recording made.
     pub prefix: *const c_char,
     /// Files the pool of the recording directory is created with and
     /// topped up to (`RTREC_ALLOC_POOL`). 0: the default, 2. An existing

@@ -33,6 +33,8 @@
 //!   (`rtrec_dir_recover`).
 //! - `handle`: the table behind the opaque handles, which makes a finished
 //!   or destroyed handle `-EBADF` instead of a use after free.
+//! - `fork`: which process a recorder was created in, so that a child of
+//!   `fork()` gets `-ECHILD` from its parent's recorders.
 //! - [`log`]: the log callback for warnings, and the library's version.
 //!
 //! The header is generated from this crate by cbindgen (see
@@ -49,6 +51,7 @@
 
 pub mod config;
 pub mod error;
+mod fork;
 mod handle;
 pub mod log;
 pub mod pool;

@@ -89,6 +89,8 @@ pub(crate) unsafe fn dir_arg<'a>(dir: *const c_char, func: &str) -> Result<&'a P
 /// - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
 ///   directory, or not writable;
 /// - `-ENOSPC`: a file does not fit;
+/// - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+///   user, or `.pool` is a symlink (rtrec uses only a pool of its own);
 /// - another `-errno`: a system call failed.
 ///
 /// Files prepared before a failure stay ready.
@@ -137,9 +139,10 @@ pub unsafe extern "C" fn rtrec_pool_prepare(
 /// prepared. Reads the directory only; changes nothing.
 ///
 /// Returns 0, or
-/// - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is smaller
-///   than the first version of the struct;
-/// - `-E2BIG`: `out->struct_size` is more than 4096;
+/// - `-EINVAL`: `dir` or `out` is NULL, or `out->struct_size` is not a
+///   size this library publishes;
+/// - `-EPERM`, `-ELOOP`: `dir/.pool` belongs to another user, or is a
+///   symlink (rtrec uses only a pool directory of its own);
 /// - `-ENOENT`: `dir` has no pool (or does not exist; the message says
 ///   which);
 /// - `-ENOTDIR`, `-EACCES`: `dir` is not a directory, or not readable;

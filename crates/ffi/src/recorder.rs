@@ -8,8 +8,9 @@ use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use libc::{EBADF, EINVAL, EIO, EMSGSIZE, ENOBUFS};
-use rtrec_engine::{Config, RecordError, Recorder};
+use libc::{EBADF, ECHILD, EINVAL, EIO, EMSGSIZE, ENOBUFS};
+use rtrec_engine::pool::WritersLock;
+use rtrec_engine::{Alloc, Config, RecordError, Recorder, Summary};
 
 use crate::config::rtrec_config;
 use crate::error::{guard, guard_rt, Fail};
@@ -22,6 +23,11 @@ use crate::summary::{rtrec_summary, write_summary, write_unfilled};
 /// with it returns `-EBADF`.
 pub struct rtrec_recorder {
     rec: Recorder,
+    /// The fork generation it was created in (`fork.rs`).
+    generation: u64,
+    /// A pooled recording's own shared lock on `.pool/writers`, held until
+    /// its files' unused tails are dealt with ([`give_back`]).
+    writing: Option<WritersLock>,
 }
 
 /// The live recorders.
@@ -67,6 +73,8 @@ const _: fn() = || {
 /// - `-ENOENT`, `-ENOTDIR`, `-EACCES`, `-EROFS`: `dir` is missing, not a
 ///   directory, or not writable;
 /// - `-ENOSPC`: the pre-allocation does not fit;
+/// - `-EPERM`, `-ELOOP`: `dir/.pool` (or a file in it) belongs to another
+///   user, or `.pool` is a symlink (with the pool, the default);
 /// - another `-errno`: a system call failed.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_create(
@@ -88,9 +96,19 @@ pub unsafe extern "C" fn rtrec_recorder_create(
             // SAFETY: non-NULL; the caller's struct is `struct_size` bytes.
             unsafe { rtrec_config::read(cfg)? }
         };
+        let generation = crate::fork::generation_at_create();
         let rec = Recorder::create(dir, cfg).map_err(Fail::engine)?;
+        // A pooled recording says it is writing here, as `rtrec record`
+        // does (the recorder has made the pool by now): see give_back.
+        let writing = (rec.config().alloc == Alloc::Pool)
+            .then(|| WritersLock::take(dir))
+            .flatten();
         let h = RECORDERS
-            .insert(Box::new(rtrec_recorder { rec }))
+            .insert(Box::new(rtrec_recorder {
+                rec,
+                generation,
+                writing,
+            }))
             .ok_or_else(|| {
                 Fail::new(
                     libc::EMFILE,
@@ -125,7 +143,11 @@ pub unsafe extern "C" fn rtrec_recorder_create(
 /// - `-EINVAL`: `rec` is NULL, or `data` is NULL while `len` is not 0;
 ///   nothing is counted;
 /// - `-EBADF`: `rec` was finished, aborted or destroyed, or is not a
-///   recorder; nothing happens.
+///   recorder; nothing happens;
+/// - `-ECHILD`: `rec` was created in the parent of this process, before a
+///   `fork()`: the child has no writer thread, so nothing is recorded or
+///   counted (create a new recorder in the child). Detected by one atomic
+///   load, no system call.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_record(
     rec: *mut rtrec_recorder,
@@ -141,6 +163,9 @@ pub unsafe extern "C" fn rtrec_recorder_record(
         let Some(r) = (unsafe { RECORDERS.get(rec as usize) }) else {
             return -EBADF;
         };
+        if crate::fork::forked_since(r.generation) {
+            return -ECHILD;
+        }
         let bytes: &[u8] = if len == 0 {
             &[]
         } else if data.is_null() {
@@ -177,7 +202,9 @@ pub unsafe extern "C" fn rtrec_recorder_record(
 /// - `-EIO`: a write failed earlier; no event is saved (finish to learn
 ///   why);
 /// - `-EINVAL`: `rec` is NULL; nothing is counted;
-/// - `-EBADF`: `rec` is not a live recorder; nothing happens.
+/// - `-EBADF`: `rec` is not a live recorder; nothing happens;
+/// - `-ECHILD`: `rec` was created in the parent of this process (see
+///   `rtrec_recorder_record()`); nothing is counted.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_int {
     guard_rt(|| {
@@ -188,11 +215,48 @@ pub unsafe extern "C" fn rtrec_recorder_trigger(rec: *mut rtrec_recorder) -> c_i
         let Some(r) = (unsafe { RECORDERS.get(rec as usize) }) else {
             return -EBADF;
         };
+        if crate::fork::forked_since(r.generation) {
+            return -ECHILD;
+        }
         match r.rec.trigger() {
             Ok(()) => 0,
             Err(_) => -EIO,
         }
     })
+}
+
+/// The recorder of a handle just removed from the table, or, when it was
+/// created before a `fork()` of this process (`fork.rs`), `-ECHILD`: its
+/// threads are in the parent, so it is forgotten, not ended. Ending it
+/// would wait for a writer thread that does not exist here or (direct
+/// mode) write into the parent's files; dropping it would do the same.
+/// Forgetting leaves the parent's files untouched and keeps its memory
+/// and descriptors (close-on-exec) until the child execs or exits.
+fn parents_or_own(call: &str, r: Box<rtrec_recorder>) -> Result<rtrec_recorder, Fail> {
+    if crate::fork::forked_since(r.generation) {
+        std::mem::forget(r);
+        return Err(Fail::new(ECHILD, crate::fork::message(call)));
+    }
+    Ok(*r)
+}
+
+/// Gives back the unused tails of the recording's pooled files as
+/// `rtrec record` does ([`rtrec_engine::pool::give_back_tails`]): when no
+/// other recording writes in the directory, each file is truncated to its
+/// valid length; otherwise the tail is kept and a warning names it.
+///
+/// Design choice: always, with no field of `rtrec_config` to turn it off,
+/// as no option of `rtrec record` does: a zero-filled config does what
+/// the command line does (docs/c-api.md, `rtrec_recorder_finish`).
+fn give_back(writing: Option<WritersLock>, s: &mut Summary) {
+    let tails = rtrec_engine::pool::give_back_tails(writing, &s.files);
+    for (path, valid, tail) in tails.kept {
+        s.warnings.push(format!(
+            "{tail} bytes of unused tail kept in '{}' while another recording writes here; give it back when none is: truncate -s {valid} '{}'",
+            path.display(),
+            path.display()
+        ));
+    }
 }
 
 /// Ends the recording and frees the handle, in any case; `-EBADF` when
@@ -212,15 +276,15 @@ unsafe fn end(
         return Err(Fail::inval(format!("{call}: rec is NULL")));
     }
     // Of two threads ending one handle, one gets it, the other -EBADF.
-    let r = RECORDERS
-        .remove(rec as usize)
-        .ok_or_else(|| dead(call))?
-        .rec;
+    let r = parents_or_own(
+        call,
+        RECORDERS.remove(rec as usize).ok_or_else(|| dead(call))?,
+    )?;
     let s = match abort_reason {
-        None => r.finish(),
-        Some(reason) => r.abort(&reason),
+        None => r.rec.finish(),
+        Some(reason) => r.rec.abort(&reason),
     };
-    let s = match s {
+    let mut s = match s {
         Ok(s) => s,
         Err(e) => {
             // SAFETY: see the function's contract.
@@ -228,6 +292,7 @@ unsafe fn end(
             return Err(Fail::engine(e));
         }
     };
+    give_back(r.writing, &mut s);
     for w in &s.warnings {
         crate::log::warn(w);
     }
@@ -263,7 +328,13 @@ unsafe fn end(
 ///   not a size this library publishes (the recording is still finished
 ///   and freed; `*out` is untouched);
 /// - `-EBADF`: `rec` was finished, aborted or destroyed already, or is
-///   not a recorder (nothing happens).
+///   not a recorder (nothing happens);
+/// - `-ECHILD`: `rec` was created in the parent of this process, before a
+///   `fork()`: the child only forgets the handle (later calls with it are
+///   `-EBADF`), writes, truncates and closes none of the parent's files
+///   and frees nothing (the copy's memory and close-on-exec descriptors
+///   go at exec or exit); `*out` is untouched. The parent's recording
+///   goes on.
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_finish(
     rec: *mut rtrec_recorder,
@@ -305,18 +376,22 @@ pub unsafe extern "C" fn rtrec_recorder_abort(
 ///
 /// Returns 0 (NULL is ignored, as `free(NULL)`), or `-EBADF`: `rec` was
 /// finished, aborted or destroyed already (`rtrec_recorder_finish()` and
-/// `abort()` free the handle), or is not a recorder; nothing happens.
+/// `abort()` free the handle), or is not a recorder; nothing happens; or
+/// `-ECHILD`: `rec` was created in the parent of this process, and is only
+/// forgotten (as `rtrec_recorder_finish()` says).
 #[no_mangle]
 pub unsafe extern "C" fn rtrec_recorder_destroy(rec: *mut rtrec_recorder) -> c_int {
     guard(|| {
         if rec.is_null() {
             return Ok(0);
         }
-        let r = RECORDERS
-            .remove(rec as usize)
-            .ok_or_else(|| dead("rtrec_recorder_destroy"))?
-            .rec;
-        if let Ok(s) = r.abort("destroyed without rtrec_recorder_finish()") {
+        let call = "rtrec_recorder_destroy";
+        let r = parents_or_own(
+            call,
+            RECORDERS.remove(rec as usize).ok_or_else(|| dead(call))?,
+        )?;
+        if let Ok(mut s) = r.rec.abort("destroyed without rtrec_recorder_finish()") {
+            give_back(r.writing, &mut s);
             for w in &s.warnings {
                 crate::log::warn(w);
             }
@@ -577,6 +652,85 @@ mod tests {
             };
             assert!(r.notes.iter().any(|n| n.contains(why)), "{:?}", r.notes);
         }
+    }
+
+    /// Each file's size on disk and the valid length its header records.
+    fn sizes(dir: &Path) -> Vec<(u64, u64)> {
+        use rtrec_engine::format::{FileHeader, HEADER_LEN};
+        rtrec_engine::reader::recording_files(dir)
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::read(f).unwrap();
+                let h = FileHeader::decode(&bytes[..HEADER_LEN]).unwrap();
+                (bytes.len() as u64, h.finished_len().unwrap())
+            })
+            .collect()
+    }
+
+    /// A zero-filled config (struct_size set) in a directory whose pool
+    /// holds 4 MiB files (room for a default 1 MiB record).
+    fn pooled_default(dir: &Path) -> rtrec_config {
+        let d = CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid path.
+        let prepared = unsafe { crate::pool::rtrec_pool_prepare(d.as_ptr(), 4 << 20, 2) };
+        assert_eq!(prepared, 2);
+        // SAFETY: all-zero is a valid rtrec_config (integers, NULL pointer).
+        let mut c: rtrec_config = unsafe { std::mem::zeroed() };
+        c.struct_size = size_of::<rtrec_config>();
+        c
+    }
+
+    #[test]
+    fn finish_gives_back_a_pool_files_unused_tail_as_the_command_line_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = create(dir.path(), &pooled_default(dir.path()));
+        let mut s = summary();
+        // SAFETY: a live handle; finish frees it.
+        unsafe {
+            for _ in 0..10 {
+                assert_eq!(
+                    rtrec_recorder_record(rec, [3u8; 100].as_ptr().cast(), 100),
+                    0
+                );
+            }
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
+        }
+        assert_eq!((s.pool_taken, s.files, s.warnings), (1, 1, 0));
+        let got = sizes(dir.path());
+        assert_eq!(got.len(), 1);
+        let (len, valid) = got[0];
+        assert_eq!(len, valid, "the file keeps its pre-allocated size");
+        assert!(len < 1 << 20, "{len}");
+    }
+
+    #[test]
+    fn a_tail_is_kept_with_a_warning_while_another_recording_writes_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = pooled_default(dir.path());
+        let (a, b) = (create(dir.path(), &cfg), create(dir.path(), &cfg));
+        let (mut sa, mut sb) = (summary(), summary());
+        // SAFETY: live handles; finish frees them.
+        unsafe {
+            assert_eq!(rtrec_recorder_record(a, b"a".as_ptr().cast(), 1), 0);
+            assert_eq!(rtrec_recorder_record(b, b"b".as_ptr().cast(), 1), 0);
+            assert_eq!(rtrec_recorder_finish(a, &mut sa), 0, "{}", last());
+            assert_eq!(rtrec_recorder_finish(b, &mut sb), 0, "{}", last());
+        }
+        // `a` ended while `b` wrote: kept and said; `b` ended alone.
+        assert_eq!((sa.warnings, sb.warnings), (1, 0));
+        let mut got = sizes(dir.path());
+        got.sort();
+        assert_eq!(
+            got.iter().filter(|(len, valid)| len == valid).count(),
+            1,
+            "{got:?}"
+        );
+        assert_eq!(
+            got.iter().filter(|(len, _)| *len == 4 << 20).count(),
+            1,
+            "{got:?}"
+        );
     }
 
     #[test]

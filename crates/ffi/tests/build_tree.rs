@@ -9,9 +9,17 @@
 //! from a test works (it may relink the library with the features of a
 //! plain build). The test writes `target/release/librtrec.so.0`, the link
 //! the recipe makes, and puts the program in a temporary `TMPDIR`.
+//!
+//! The library cargo makes carries the symbol versions of
+//! `crates/ffi/rtrec.map` (`rtrec_*@@RTREC_0.2`, linked so by
+//! `crates/ffi/build.rs`), as the installed one does: both the one the
+//! recipe builds and the one built for this test run are checked with
+//! `readelf --dyn-syms` and `readelf -V`.
 
 use std::path::Path;
 use std::process::Command;
+
+mod common;
 
 /// The first ```sh block after `marker` in `doc`.
 fn block_after<'a>(doc: &'a str, marker: &str) -> &'a str {
@@ -63,4 +71,43 @@ fn the_documented_build_tree_recipe_runs_as_written() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("records_written=1000"), "{stdout}");
+    if have_readelf() {
+        common::assert_versioned(&repo.join("target/release/librtrec.so"), 16);
+    }
+}
+
+/// Whether readelf runs; when not, skips (or fails in CI).
+fn have_readelf() -> bool {
+    let ok = Command::new("readelf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
+            "required: readelf (apt-get install binutils)"
+        );
+        eprintln!("skipped: readelf is missing (apt-get install binutils)");
+    }
+    ok
+}
+
+/// `librtrec.so` as cargo linked it for this test run (beside the test
+/// binary, in `deps/`, built from the sources under test; see
+/// `c_example.rs` on where cargo puts the library's crate types).
+#[test]
+fn the_library_cargo_links_exports_every_function_with_the_version_of_rtrec_map() {
+    if !have_readelf() {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let lib = [
+        deps.join("librtrec.so"),
+        deps.parent().unwrap().join("librtrec.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .expect("cargo test builds librtrec.so (crate-type cdylib)");
+    common::assert_versioned(&lib, 16);
 }

@@ -10,7 +10,10 @@
 //! `verify` must find every file clean; `tests/c/recover.c` (a child
 //! killed while recording, then `rtrec_dir_recover()`: closed once, idempotent,
 //! a live recording left alone) must print "ok", and the killed recording
-//! then verifies as interrupted and closed.
+//! then verifies as interrupted and closed; `tests/c/fork.c` (a child of
+//! `fork()` gets `-ECHILD` from its parent's recorder and records with its
+//! own; the parent's recording goes on intact) must print "ok", and both
+//! recordings then verify complete.
 //!
 //! A missing `cc` or valgrind makes a test skip, unless
 //! `RTREC_REQUIRE_PRIVILEGED=1` (CI) makes it a failure; `.ci/run`
@@ -185,4 +188,63 @@ fn rtrec_recover_closes_what_a_killed_c_program_left_and_only_that() {
         .collect();
     status.sort_by_key(|s| format!("{s:?}"));
     assert_eq!(status, [FileStatus::Complete, FileStatus::Interrupted]);
+}
+
+#[test]
+fn a_child_of_fork_gets_echild_from_its_parents_recorder_and_the_parent_records_on() {
+    if !have("cc") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("fork");
+    compile("fork", &[], &exe);
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["parent", "child"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+    }
+    let o = Command::new(&exe).arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", show(&o));
+    use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
+    for (sub, records) in [("parent", 200), ("child", 50)] {
+        let files = recording_files(&dir.path().join(sub)).unwrap();
+        assert_eq!(files.len(), 1, "{sub}: {files:?}");
+        let r = verify_file(&files[0]).unwrap();
+        assert_eq!(r.status, FileStatus::Complete, "{sub}: {:?}", r.notes);
+        assert_eq!((r.records, r.lost_records), (records, 0), "{sub}");
+        assert!(r.gaps.is_empty(), "{sub}: {:?}", r.gaps);
+    }
+}
+
+/// The fork check keeps `rtrec_recorder_record()` free of system calls:
+/// its body compares a generation (`fork.rs`) and never asks for the
+/// process id or calls into libc (held here on the source, beside the
+/// engine's seccomp test of `Recorder::record` and `realtime.rs`'s count
+/// of allocations).
+#[test]
+fn record_and_trigger_detect_fork_without_a_system_call() {
+    let src =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/recorder.rs"))
+            .unwrap();
+    let fork =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/fork.rs")).unwrap();
+    for f in ["rtrec_recorder_record", "rtrec_recorder_trigger"] {
+        let at = src
+            .find(&format!("pub unsafe extern \"C\" fn {f}("))
+            .unwrap_or_else(|| panic!("{f} not found"));
+        let body = &src[at..at + src[at..].find("\n}\n").unwrap()];
+        assert!(
+            body.contains("forked_since("),
+            "{f} does not check for fork"
+        );
+        for banned in ["getpid", "libc::", "syscall", ".lock("] {
+            assert!(!body.contains(banned), "{f} calls {banned}");
+        }
+    }
+    let at = fork.find("fn forked_since(").unwrap();
+    let check = &fork[at..at + fork[at..].find("\n}\n").unwrap()];
+    assert!(
+        check.contains("GENERATION.load(Ordering::Relaxed)") && !check.contains("libc::"),
+        "{check}"
+    );
 }

@@ -9,6 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
@@ -54,25 +56,7 @@ fn an_installed_rtrec_is_found_by_pkg_config_and_linked_by_its_soname() {
         .unwrap();
     let dynamic = String::from_utf8_lossy(&soname.stdout);
     assert!(dynamic.contains("[librtrec.so.0]"), "{dynamic}");
-    let syms = Command::new("readelf")
-        .args(["--dyn-syms", "-W"])
-        .arg(lib.join("librtrec.so"))
-        .output()
-        .unwrap();
-    let syms = String::from_utf8_lossy(&syms.stdout);
-    let exported: Vec<&str> = syms
-        .lines()
-        .filter(|l| l.contains(" GLOBAL ") && !l.contains(" UND "))
-        .filter_map(|l| l.split_whitespace().last())
-        .filter(|n| *n != "RTREC_0.2")
-        .collect();
-    assert!(exported.len() >= 16, "{syms}");
-    for n in &exported {
-        assert!(
-            n.starts_with("rtrec_") && n.ends_with("@@RTREC_0.2"),
-            "{n} is exported without the RTREC_0.2 version"
-        );
-    }
+    common::assert_versioned(&lib.join("librtrec.so"), 16);
     let so = std::fs::read(lib.join("librtrec.so.0")).unwrap();
     assert!(
         !so.windows(b"clap_builder".len())

@@ -34,3 +34,68 @@ pub fn static_library() -> PathBuf {
         )
     })
 }
+
+/// The version node of `crates/ffi/rtrec.map` (`RTREC_0.2`): the name
+/// before the first `{` outside a comment.
+pub fn map_version() -> String {
+    let map = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rtrec.map"))
+        .expect("reading crates/ffi/rtrec.map");
+    let code: String = map.split("*/").last().unwrap_or(&map).to_string();
+    code.split('{')
+        .next()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .expect("rtrec.map names a version node")
+        .to_string()
+}
+
+/// The symbols `lib` exports (defined, global or weak), as `readelf
+/// --dyn-syms -W` prints them (`name@@VERSION` when versioned).
+pub fn exported_symbols(lib: &Path) -> Vec<String> {
+    let o = std::process::Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(lib)
+        .output()
+        .expect("running readelf");
+    assert!(o.status.success(), "readelf {}", lib.display());
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // Num: Value Size Type Bind Vis Ndx Name
+            (f.len() >= 8 && matches!(f[4], "GLOBAL" | "WEAK") && f[6] != "UND")
+                .then(|| f[7].to_string())
+        })
+        .collect()
+}
+
+/// Checks that `lib` exports only `rtrec_*` symbols, at least `min` of
+/// them, each with the version of `rtrec.map` as its default version
+/// (`rtrec_x@@RTREC_0.2`), and that readelf -V lists that version
+/// definition.
+pub fn assert_versioned(lib: &Path, min: usize) {
+    let version = map_version();
+    let names: Vec<String> = exported_symbols(lib)
+        .into_iter()
+        .filter(|n| *n != version)
+        .collect();
+    assert!(names.len() >= min, "{}: {names:?}", lib.display());
+    for n in &names {
+        assert!(
+            n.starts_with("rtrec_") && n.ends_with(&format!("@@{version}")),
+            "{}: {n} is exported without the {version} version of crates/ffi/rtrec.map",
+            lib.display()
+        );
+    }
+    let v = std::process::Command::new("readelf")
+        .arg("-V")
+        .arg(lib)
+        .output()
+        .expect("running readelf -V");
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.contains(&format!("Name: {version}")),
+        "{}: no version definition {version}:\n{v}",
+        lib.display()
+    );
+}
