@@ -374,15 +374,26 @@ pub struct ExportArgs {
     /// Same as `--format framed`.
     #[arg(long)]
     pub framed: bool,
-    /// With --format csv or jsonl: how each record's bytes are written
-    /// [default: text for a recording of lines, hex otherwise].
+    // The table-only flags' long help is the full build's (feature
+    // `tables`): the record-only build refuses them in one sentence, and
+    // its 1 MB budget on a board has no room for help it cannot act on.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "With --format csv or jsonl: how each record's bytes are written [default: text for \
+               a recording of lines, hex otherwise]."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "layout")]
     pub payload: Option<PayloadEncoding>,
-    /// With --format csv, jsonl or mcap: decode each record into named,
-    /// typed columns (MCAP: JSON messages Foxglove can plot), e.g. `t:u32,x:f32,y:f32` (little-endian; `>` first for
-    /// big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 padN), or
-    /// Python struct notation such as `<Iff` (columns f0, f1, …). Every
-    /// record must be the layout's size.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "With --format csv, jsonl or mcap: decode each record into named, typed columns \
+               (MCAP: JSON messages Foxglove can plot), e.g. `t:u32,x:f32,y:f32` (little-endian; \
+               `>` first for big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 padN), or \
+               Python struct notation such as `<Iff` (columns f0, f1, …). Every record must be \
+               the layout's size."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_name = "LAYOUT")]
     pub layout: Option<String>,
     /// Which recording of a directory that holds several: its id (as
@@ -410,15 +421,26 @@ pub enum ExportFormat {
     /// An rtrec file (header and frames up to the valid end; `rtrec
     /// verify` accepts it); one input file only.
     Framed,
-    /// A CSV table: a row per record (seq, wall_time, mono_ns, exact, len,
-    /// payload or the layout's columns) and a row per gap with its reason.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "A CSV table: a row per record (seq, wall_time, mono_ns, exact, len, payload or the \
+               layout's columns) and a row per gap with its reason."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Csv,
-    /// JSON lines: an object per record and per gap, with the CSV's keys.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "JSON lines: an object per record and per gap, with the CSV's keys."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Jsonl,
-    /// MCAP for Foxglove and ROS 2: a message per record on
-    /// /rtrec/<recording id> (JSON of the fields with --layout, else the
-    /// bytes) and per gap on /rtrec/<recording id>/gaps; binary, so -o -
-    /// only into a pipe.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "MCAP for Foxglove and ROS 2: a message per record on /rtrec/<recording id> (JSON \
+               of the fields with --layout, else the bytes) and per gap on /rtrec/<recording \
+               id>/gaps; binary, so -o - only into a pipe."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Mcap,
 }
 

@@ -103,9 +103,10 @@ fn events(files: &[FileReport]) -> Vec<Event> {
     out
 }
 
-/// Seconds with milliseconds.
+/// A span in three significant digits and its unit, as every rtrec
+/// figure (`rtrec_units::format_duration`).
 fn secs(ns: u64) -> String {
-    format!("{:.3}s", ns as f64 / 1e9)
+    rtrec_units::format_duration(ns)
 }
 
 /// Runs `rtrec events`.

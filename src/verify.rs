@@ -174,10 +174,10 @@ fn print_text(r: &Report) {
         );
         if let (Some(a), Some(b)) = (f.first_record_wall_ns, f.last_record_wall_ns) {
             println!(
-                "  records from {} to {} ({:.3} s)",
+                "  records from {} to {} ({})",
                 utc_iso(a),
                 utc_iso(b),
-                b.saturating_sub(a) as f64 / 1e9
+                rtrec_units::format_duration(b.saturating_sub(a))
             );
         } else if let Some(c) = f.created_wall_ns {
             println!("  created {}", utc_iso(c));

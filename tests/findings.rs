@@ -47,7 +47,7 @@ fn bad_values_are_answered_about_the_flag_in_one_sentence() {
         &[
             "record", "--count", "3", "--rt", "--cpu", "4000", "--dir", dir,
         ],
-        "rtrec: --cpu 4000: this process may run only on CPU ",
+        "rtrec: --cpu 4000: this process may run only on CPUs [",
     );
     assert!(std::fs::read_dir(dir).unwrap().next().is_none());
 }

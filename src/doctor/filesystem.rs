@@ -136,17 +136,30 @@ fn lazytime(f: &Facts) -> Finding {
         Err(skip) => return skip,
     };
     if has(m, "lazytime") {
-        Finding::pass(
+        return Finding::pass(
             "lazytime",
             "file times are kept in memory, not written on every write()",
-        )
-    } else {
-        Finding::warn(
-            "no lazytime",
-            "every write() may dirty the inode's mtime, a journal transaction per second",
-            remount(m, "lazytime"),
-        )
+        );
     }
+    // What a dirtied mtime costs depends on the file system: a journal
+    // commit where there is a journal; a metadata write elsewhere; nothing
+    // on a file system that lives in memory (the finding of issue 33: the
+    // doctor spoke of a journal on tmpfs).
+    let cost =
+        match m.fstype.as_str() {
+            "tmpfs" | "ramfs" => return Finding::skip(
+                &m.fstype,
+                "a file system in memory: file times never reach storage, lazytime changes nothing",
+            ),
+            "ext4" | "ext3" | "xfs" | "jfs" | "f2fs" => "a journal transaction per second",
+            "btrfs" => "a copy-on-write metadata update per commit",
+            _ => "an inode write to storage per write-back",
+        };
+    Finding::warn(
+        "no lazytime",
+        format!("every write() may dirty the inode's mtime, {cost}"),
+        remount(m, "lazytime"),
+    )
 }
 
 const MOUNT_DELALLOC: Spec = Spec::new(
@@ -417,6 +430,18 @@ mod tests {
         let big = free_space_of(100 << 30, 4 << 30, dir);
         assert_eq!(big.status, Status::Pass, "{big:?}");
         assert!(big.why.contains("files of 64 MiB"), "{big:?}");
+    }
+
+    #[test]
+    fn lazytime_speaks_of_a_journal_only_where_there_is_one() {
+        let tmpfs = lazytime(&facts("tmpfs / tmpfs rw,relatime 0 0\n"));
+        assert_eq!(tmpfs.status, Status::Skip, "{tmpfs:?}");
+        assert!(!tmpfs.why.contains("journal"), "{tmpfs:?}");
+        let vfat = lazytime(&facts("/dev/mmcblk0p1 / vfat rw,relatime 0 0\n"));
+        assert_eq!(vfat.status, Status::Warn);
+        assert!(!vfat.why.contains("journal"), "{vfat:?}");
+        let ext4 = lazytime(&facts("/dev/vda / ext4 rw,relatime 0 0\n"));
+        assert!(ext4.why.contains("journal"), "{ext4:?}");
     }
 
     #[test]

@@ -601,7 +601,8 @@ fn summary(a: &ExportArgs, parts: &[Part], records: u64, written: u64) -> String
         n => format!(" from {n} files"),
     };
     format!(
-        "exported {records} records{from} ({written} bytes{span}) to {}",
+        "exported {records} records{from} ({}{span}) to {}",
+        rtrec_units::format_size(written),
         if a.output.as_os_str() == "-" {
             "stdout".into()
         } else {

@@ -126,7 +126,7 @@ pub fn report(out: &OutputArgs, baseline: bool, f: &Finished) -> Result<i32> {
     if let (Some(samples), false) = (&f.rss, out.quiet) {
         for (events, bytes) in samples {
             eprintln!(
-                "resident memory after {events} events: {} (--rss samples it after the 10th event and at the end: equal figures say memory does not grow with events)",
+                "resident memory after {events} events: {} (sampled after the 10th event and at the end: equal = no growth)",
                 format_size(*bytes)
             );
         }

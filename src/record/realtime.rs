@@ -78,41 +78,13 @@ fn check_cpu(flag: &str, cpu: Option<usize>) -> Result<()> {
         return Ok(());
     }
     usage(format!(
-        "{flag} {cpu}: this process may run only on CPU {} (its affinity mask)",
-        cpu_list(&allowed)
+        "{flag} {cpu}: this process may run only on CPUs {allowed:?} (its affinity mask)"
     ))
-}
-
-/// `0-3,6` for the CPUs `[0, 1, 2, 3, 6]`, as `taskset -c` and
-/// /sys/devices/system/cpu/online write them.
-fn cpu_list(cpus: &[usize]) -> String {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for &c in cpus {
-        match runs.last_mut() {
-            Some((_, end)) if *end + 1 == c => *end = c,
-            _ => runs.push((c, c)),
-        }
-    }
-    let part = |&(a, b): &(usize, usize)| {
-        if a == b {
-            a.to_string()
-        } else {
-            format!("{a}-{b}")
-        }
-    };
-    runs.iter().map(part).collect::<Vec<_>>().join(",")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists_are_written_as_ranges() {
-        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
-        assert_eq!(cpu_list(&[1]), "1");
-        assert_eq!(cpu_list(&[0, 2, 3]), "0,2-3");
-    }
 
     #[test]
     fn a_cpu_outside_the_mask_is_refused_by_name() {

@@ -159,7 +159,11 @@ fn stall_from(s: StallSource) -> &'static str {
 fn covers(r: &RingSizing) -> String {
     r.covers_stall_s
         .map_or("an unknown time at an unknown rate".into(), |s| {
-            format!("a writer stall of up to {s:.2} s")
+            let ns = (s * 1e9) as u64;
+            format!(
+                "a writer stall of up to {}",
+                rtrec_units::format_duration(ns)
+            )
         })
 }
 

@@ -204,9 +204,9 @@ fn drops_line(s: &Summary) -> String {
     let missed = match (&s.lateness_ns, s.missed_periods) {
         (None, _) => String::new(),
         (Some(_), 0) => "; missed periods 0".into(),
-        (Some(_), n) => format!(
-            "; missed periods {n} (the source woke more than a period late and skipped them: no record was made for them, so none is lost; the lateness row says how late)"
-        ),
+        (Some(_), n) => {
+            format!("; missed periods {n} (woken too late, skipped: no record made, none lost)")
+        }
     };
     format!(
         "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames){missed}\n",
