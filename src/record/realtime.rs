@@ -93,7 +93,7 @@ mod tests {
             .to_string();
         assert!(
             e.starts_with(&format!(
-                "--cpu {}: this process may run only on CPU ",
+                "--cpu {}: this process may run only on CPUs [",
                 libc_setsize()
             )),
             "{e}"
