@@ -58,13 +58,6 @@ elif cross_target "$target"; then
   # stable target feature; this build is checked with that compiler only.
   extra=
   [ "$arch" = armhf ] && extra="-C target-feature=+thumb-mode"
-  # aarch64: GNU ld aligns the end of RELRO to its common page size, 64 KiB
-  # on aarch64, so the file held up to 64 KiB of zeros before its writable
-  # segment and grew in 64 KiB steps (docs/embedded.md, "Footprint"). With
-  # 4 KiB the writable segment still starts on its own 64 KiB page (the
-  # max page size stays 64 KiB: right on 4, 16 and 64 KiB kernels); only
-  # on a 16 or 64 KiB-page kernel the last part of RELRO stays writable.
-  [ "$arch" = arm64 ] && extra="-C link-arg=-Wl,-z,common-page-size=4096"
   cross_env "$target" "$extra"
   run=(env "QEMU_LD_PREFIX=/usr/$gnu" "$qemu")
   cc=$gnu-gcc strip=$gnu-strip
