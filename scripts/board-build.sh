@@ -56,8 +56,14 @@ elif cross_target "$target"; then
   # instructions: the binary is 28 % smaller (docs/embedded.md). Every
   # ARMv7-A core runs it. rustc 1.85 warns once that `thumb-mode` is not a
   # stable target feature; this build is checked with that compiler only.
-  extra=
-  [ "$arch" = armhf ] && extra="-C target-feature=+thumb-mode"
+  #
+  # Both: no panic locations (-Zlocation-detail=none, unstable like
+  # build-std, RUSTC_BOOTSTRAP below). A panic here aborts at once
+  # (panic_immediate_abort) and prints nothing, so the file, line and
+  # column every panic site carried were never read: bytes on the board
+  # for nothing (docs/embedded.md, "Footprint").
+  extra="-Zlocation-detail=none"
+  [ "$arch" = armhf ] && extra+=" -C target-feature=+thumb-mode"
   cross_env "$target" "$extra"
   run=(env "QEMU_LD_PREFIX=/usr/$gnu" "$qemu")
   cc=$gnu-gcc strip=$gnu-strip
