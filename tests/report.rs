@@ -83,6 +83,12 @@ fn a_recording_summary_with_its_timeline_becomes_one_self_contained_page() {
         "class=\"plot timeline\"",
         "class=\"plot histogram\"",
         "records written</th><td class=\"l\">300</td>",
+        // Under which settings and where: record --json's context.
+        "<h2>Context</h2>",
+        "rtrec_version</th>",
+        "host.kernel</th>",
+        "target.filesystem</th>",
+        "realtime.granted</th>",
         ">write()</td>",
     ] {
         assert!(html.contains(part), "{part} missing");

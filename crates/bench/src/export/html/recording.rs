@@ -95,6 +95,64 @@ fn summary_rows(r: &RecordResult) -> Vec<(&'static str, String)> {
     rows
 }
 
+/// `record --json`'s `context` (the command line, rtrec's version, the
+/// host, the target and the real-time setup requested and granted) as a
+/// table of its own: every field, named by its path (`host.kernel`), so
+/// the page says under which settings and where it was measured, as the
+/// JSON does. Design choice: drawn from the JSON value, not a typed copy,
+/// so a field the context gains is on the page without a change here.
+fn context_section(c: &serde_json::Value) -> String {
+    let mut rows = Vec::new();
+    flatten("", c, &mut rows);
+    let mut b = String::from("<h2>Context</h2><table>");
+    for (name, value) in rows {
+        b.push_str(&name_value_row(&name, &value));
+    }
+    b.push_str("</table>");
+    b
+}
+
+/// `v`'s leaves as (`a.b.c`, text) rows: strings as they are, arrays of
+/// scalars joined by spaces (the command line), `-` for null.
+fn flatten(path: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>) {
+    use serde_json::Value;
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, v)| flatten(&join(k), v, rows)),
+        Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
+            let words: Vec<String> = a.iter().map(scalar).collect();
+            rows.push((
+                path.to_string(),
+                if words.is_empty() {
+                    "-".into()
+                } else {
+                    words.join(" ")
+                },
+            ));
+        }
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| flatten(&join(&i.to_string()), x, rows)),
+        other => rows.push((path.to_string(), scalar(other))),
+    }
+}
+
+/// A JSON scalar as text.
+fn scalar(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
 /// The page for an `rtrec record --json` result: its summary with units, a
 /// box row per latency it holds and, with `record --timeline`, lateness,
 /// `record()` and `write()` over time (`timeline_lateness_ns`,
@@ -161,6 +219,9 @@ pub fn render_summary(r: &RecordResult) -> String {
         b.push_str("<h2>write() latency histogram</h2>");
         b.push_str(&histogram(&r.timeline_write_ns));
     }
+    if let Some(c) = &r.context {
+        b.push_str(&context_section(c));
+    }
     // The attribution is rtrec-trace's type; a section it cannot read is
     // left out rather than drawn wrong.
     let explained = r.explain.clone().map(serde_json::from_value::<Explanation>);
@@ -172,4 +233,32 @@ pub fn render_summary(r: &RecordResult) -> String {
         );
     }
     page("rtrec record report", &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_is_a_row_per_field_named_by_its_path() {
+        let c = serde_json::json!({
+            "command_line": ["rtrec", "record", "--count", "20"],
+            "host": {"kernel": "6.18", "cpus": 2},
+            "realtime": {"failures": [], "granted": true, "cpu": null},
+        });
+        let html = context_section(&c);
+        for (name, value) in [
+            ("command_line", "rtrec record --count 20"),
+            ("host.kernel", "6.18"),
+            ("host.cpus", "2"),
+            ("realtime.failures", "-"),
+            ("realtime.granted", "true"),
+            ("realtime.cpu", "-"),
+        ] {
+            assert!(
+                html.contains(&name_value_row(name, value)),
+                "{name}: {html}"
+            );
+        }
+    }
 }
