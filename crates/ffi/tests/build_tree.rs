@@ -71,25 +71,9 @@ fn the_documented_build_tree_recipe_runs_as_written() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("records_written=1000"), "{stdout}");
-    if have_readelf() {
+    if common::have("readelf", "binutils") {
         common::assert_versioned(&repo.join("target/release/librtrec.so"), 16);
     }
-}
-
-/// Whether readelf runs; when not, skips (or fails in CI).
-fn have_readelf() -> bool {
-    let ok = Command::new("readelf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
-            "required: readelf (apt-get install binutils)"
-        );
-        eprintln!("skipped: readelf is missing (apt-get install binutils)");
-    }
-    ok
 }
 
 /// `librtrec.so` as cargo linked it for this test run (beside the test
@@ -97,7 +81,7 @@ fn have_readelf() -> bool {
 /// `c_example.rs` on where cargo puts the library's crate types).
 #[test]
 fn the_library_cargo_links_exports_every_function_with_the_version_of_rtrec_map() {
-    if !have_readelf() {
+    if !common::have("readelf", "binutils") {
         return;
     }
     let exe = std::env::current_exe().unwrap();

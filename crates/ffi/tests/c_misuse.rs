@@ -23,23 +23,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{repo_root, static_library, NATIVE_LIBS};
-
-/// Whether `tool --version` runs; when not, skips (or fails in CI).
-fn have(tool: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
-            "required: {tool} (apt-get install {tool})"
-        );
-        eprintln!("skipped: {tool} is missing");
-    }
-    ok
-}
+use common::{have, repo_root, static_library, NATIVE_LIBS};
 
 /// Compiles `tests/c/NAME.c` against the static library with `flags`.
 fn compile(name: &str, flags: &[&str], out: &Path) {
@@ -99,7 +83,7 @@ fn run_misuse(mut cmd: Command) {
 
 #[test]
 fn misuse_returns_its_code_natively_and_under_address_sanitizer() {
-    if !have("cc") {
+    if !have("cc", "gcc") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -121,7 +105,7 @@ fn misuse_returns_its_code_natively_and_under_address_sanitizer() {
 
 #[test]
 fn misuse_returns_its_code_under_valgrind() {
-    if !have("cc") || !have("valgrind") {
+    if !have("cc", "gcc") || !have("valgrind", "valgrind") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -140,7 +124,7 @@ fn misuse_returns_its_code_under_valgrind() {
 
 #[test]
 fn eight_c_threads_record_into_one_directory_with_and_without_the_pool() {
-    if !have("cc") {
+    if !have("cc", "gcc") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -170,7 +154,7 @@ fn eight_c_threads_record_into_one_directory_with_and_without_the_pool() {
 
 #[test]
 fn rtrec_recover_closes_what_a_killed_c_program_left_and_only_that() {
-    if !have("cc") {
+    if !have("cc", "gcc") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -192,7 +176,7 @@ fn rtrec_recover_closes_what_a_killed_c_program_left_and_only_that() {
 
 #[test]
 fn a_child_of_fork_gets_echild_from_its_parents_recorder_and_the_parent_records_on() {
-    if !have("cc") {
+    if !have("cc", "gcc") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

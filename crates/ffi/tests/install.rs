@@ -11,18 +11,11 @@ use std::process::Command;
 
 mod common;
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn an_installed_rtrec_is_found_by_pkg_config_and_linked_by_its_soname() {
     let missing: Vec<&str> = ["cc", "pkg-config", "readelf"]
         .into_iter()
-        .filter(|t| !have(t))
+        .filter(|t| !common::runs(t))
         .collect();
     if !missing.is_empty() {
         let reason = format!("missing {}", missing.join(", "));

@@ -16,6 +16,28 @@ pub const NATIVE_LIBS: &[&str] = &[
     "-lc",
 ];
 
+/// Whether `tool --version` runs.
+pub fn runs(tool: &str) -> bool {
+    std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether `tool` runs; when not, the test skips with one line naming the
+/// Debian `package`, or fails under `RTREC_REQUIRE_PRIVILEGED` (CI).
+pub fn have(tool: &str, package: &str) -> bool {
+    let ok = runs(tool);
+    if !ok {
+        assert!(
+            std::env::var_os("RTREC_REQUIRE_PRIVILEGED").is_none(),
+            "required: {tool} (apt-get install {package})"
+        );
+        eprintln!("skipped: {tool} is missing (apt-get install {package})");
+    }
+    ok
+}
+
 /// The repository's root.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
