@@ -181,7 +181,6 @@ impl SourceArgs {
                 }
                 Some(t / size)
             }
-            (None, Some(0)) => return usage("--count: the count must be at least 1"),
             (None, c) => c,
         })
     }
