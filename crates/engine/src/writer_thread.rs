@@ -31,7 +31,7 @@ use rtrb::Consumer;
 use crate::flight::{Flight, FlightStats};
 use crate::format::LossPayload;
 use crate::io::coalesce_next;
-use crate::ring::{pop, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
+use crate::ring::{pop, Entry, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::stats::LiveStats;
 use crate::writer::{Writer, WriterReport};
 
@@ -43,16 +43,16 @@ pub(crate) struct ThreadReport {
     pub(crate) flight: Option<FlightStats>,
 }
 
-/// Hands one entry to the writer (or the flight recorder in front of it).
-fn handle(
-    w: &mut Writer,
-    mut flight: Option<&mut Flight>,
-    shared: &RingShared,
-    kind: u32,
-    seq: u64,
-    ts: u64,
-    payload: &[u8],
-) {
+/// Hands one entry to the writer (or the flight recorder in front of it);
+/// its payload may be the ring's own memory ([`pop`]), so nothing here keeps
+/// it past the call.
+fn handle(w: &mut Writer, mut flight: Option<&mut Flight>, shared: &RingShared, e: Entry<'_>) {
+    let Entry {
+        kind,
+        seq,
+        ts,
+        payload,
+    } = e;
     let is_data = kind == ENTRY_DATA && flight.is_none();
     if w.failed() {
         if is_data {
@@ -123,17 +123,12 @@ pub(crate) fn run_writer(
         let stopping = shared.stop.load(Ordering::Acquire);
         live.note_ring_fill(c.slots() as u64);
         let mut any = false;
-        while let Some((kind, seq, ts, len)) = pop(&mut c, &mut stage) {
+        while pop(&mut c, &mut stage, |e| {
+            handle(&mut w, flight.as_mut(), &shared, e);
+        })
+        .is_some()
+        {
             any = true;
-            handle(
-                &mut w,
-                flight.as_mut(),
-                &shared,
-                kind,
-                seq,
-                ts,
-                &stage[..len],
-            );
             let queued = c.slots();
             behind = coalesce_next(behind, queued, capacity);
             let now = rtrec_sys::monotonic_ns();
