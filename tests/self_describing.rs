@@ -2,7 +2,9 @@
 //! command line, host, target, the real-time setup asked for, granted and
 //! what failed); `--require-rt` refuses before recording when the setup
 //! cannot be had; a `--json` or `--status` file that could not be written
-//! is refused before anything is recorded, not after the recording ran.
+//! is refused before anything is recorded, not after the recording ran;
+//! and it says what the recording cost in CPU (`cost`), per thread and
+//! per MiB, consistent with the engine's own counters.
 
 use std::path::Path;
 use std::process::Command;
@@ -194,5 +196,54 @@ fn an_output_file_that_cannot_be_written_is_refused_before_recording() {
             no_recording_in(tmp.path()),
             "{flag} {path}: recorded before refusing"
         );
+    }
+}
+
+#[test]
+fn the_json_says_what_each_thread_cost_per_mib_of_the_payload() {
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("s.json");
+    let o = rtrec(&[
+        "record",
+        "--dir",
+        tmp.path().to_str().unwrap(),
+        "--count",
+        "200",
+        "--period",
+        "1ms",
+        "--size",
+        "16KiB",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("CPU per MiB recorded: producer "),
+        "{stdout}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let c = &v["cost"];
+    let n = |x: &serde_json::Value| x.as_u64().unwrap();
+    assert_eq!(n(&c["payload_bytes"]), n(&v["bytes_written"]));
+    assert_eq!(n(&c["payload_bytes"]), 200 * 16384);
+    // The engine's own counters, not a second measurement of them.
+    assert_eq!(c["writer_cpu_ns"], v["writer_cpu_ns"]);
+    assert_eq!(c["flusher_cpu_ns"], v["flush"]["cpu_ns"]);
+    let r = &v["record_ns"];
+    assert_eq!(n(&c["record_calls_ns"]), n(&r["mean"]) * n(&r["count"]));
+    // Every thread that ran took some CPU, and each per-MiB figure is its
+    // total over the payload's MiB.
+    let mib = 200.0 * 16384.0 / 1048576.0;
+    for (total, per) in [
+        ("producer_cpu_ns", "producer"),
+        ("record_calls_ns", "record_calls"),
+        ("writer_cpu_ns", "writer"),
+        ("process_cpu_ns", "process"),
+    ] {
+        let t = n(&c[total]);
+        assert!(t > 0, "{total} is 0: {c}");
+        let p = c["per_mib_ns"][per].as_f64().unwrap();
+        assert!((p - t as f64 / mib).abs() < 1e-6 * p.max(1.0), "{per}: {c}");
     }
 }

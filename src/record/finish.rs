@@ -43,6 +43,8 @@ pub struct Finished {
     _stop_signals: rtrec_host::signals::StopSignals,
     /// Where and how it was made (`--json`'s `context`).
     context: super::context::Context,
+    /// What it cost in CPU (`--json`'s `cost`, the summary's line).
+    cost: super::cost::Cost,
 }
 
 /// Ends the recording (`finish()`, or `abort()` with the reason) and
@@ -65,6 +67,7 @@ pub fn finish(
     if let Some(t) = &ran.timer {
         summary.attach_schedule(t);
     }
+    let cost = ran.clock.cost(&summary, ran.producer_cpu_ns);
     let missed = summary.missed_periods;
     let explained = p.tracing.and_then(|t| t.finish(missed));
     let device = match trial {
@@ -83,6 +86,7 @@ pub fn finish(
         &summary.warnings,
     );
     Ok(Finished {
+        cost,
         context,
         disk,
         written,
@@ -120,6 +124,7 @@ pub fn report(out: &OutputArgs, baseline: bool, f: &Finished) -> Result<i32> {
             written: &f.written,
             baseline,
             context: &f.context,
+            cost: &f.cost,
         };
         write_json(path, summary, &extra)?;
     }
@@ -173,6 +178,9 @@ fn print_tables(f: &Finished, json_on_stdout: bool) {
     }
     say(&f.disk.lines());
     say(&f.written.line());
+    if let Some(line) = f.cost.line() {
+        say(&line);
+    }
     if let Some(d) = &f.device {
         say(&d.line());
     }

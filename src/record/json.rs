@@ -38,6 +38,8 @@ pub struct Extra<'a> {
     pub baseline: bool,
     /// Where and how the recording was made.
     pub context: &'a super::context::Context,
+    /// What it cost in CPU.
+    pub cost: &'a super::cost::Cost,
 }
 
 /// `--json`: the summary and the sections `extra` holds, as the one typed
@@ -55,6 +57,7 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
         written,
         baseline,
         context,
+        cost,
     } = *extra;
     let mut r = RecordResult::new(s.clone());
     r.resident_after_events = rss
@@ -78,6 +81,7 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
     r.process_write_bytes = written.process_bytes;
     r.write_amplification = written.amplification;
     r.context = Some(serde_json::to_value(context)?);
+    r.cost = Some(serde_json::to_value(cost)?);
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

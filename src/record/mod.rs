@@ -23,6 +23,7 @@
 
 mod assembler;
 mod context;
+mod cost;
 mod finish;
 mod flight;
 mod json;

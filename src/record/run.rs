@@ -5,6 +5,7 @@
 use rtrec_engine::{Mode, PeriodicTimer};
 
 use super::assembler::Cut;
+use super::cost::CostClock;
 use super::plan::{Plan, RecordArgs};
 use super::prepare::Prepared;
 use super::session::{Baseline, Outcome, Session, Timeline, Trace, Triggers};
@@ -21,6 +22,10 @@ pub struct Ran {
     pub timer: Option<PeriodicTimer>,
     /// `--timeline`'s producer-side samples.
     pub timeline: Timeline,
+    /// The process's CPU clock when the source started.
+    pub clock: CostClock,
+    /// The producer's loop's CPU time, ns (its thread's clock).
+    pub producer_cpu_ns: u64,
 }
 
 /// Stage three (see the module docs).
@@ -42,6 +47,8 @@ pub fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
         },
     };
     let (size, count) = (plan.source.size, plan.source.count);
+    let clock = CostClock::start();
+    let producer_cpu0 = rtrec_sys::thread_cpu_ns();
     let (outcome, timer) = match plan.source.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
@@ -55,6 +62,7 @@ pub fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
             (stdin_source(&mut session, Cut::Lines { max }, count), None)
         }
     };
+    let producer_cpu_ns = rtrec_sys::thread_cpu_ns().saturating_sub(producer_cpu0);
     if session.baseline.is_some() && !a.output.quiet {
         eprintln!(
             "rtrec: --explain-baseline: {} records copied by the producer's loop without record(); nothing was recorded",
@@ -65,6 +73,8 @@ pub fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
         outcome,
         timer,
         timeline: session.timeline,
+        clock,
+        producer_cpu_ns,
     }
 }
 

@@ -123,6 +123,11 @@ pub struct RecordResult {
     /// by the C library.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<serde_json::Value>,
+    /// What the recording cost in CPU: each thread's and the process's
+    /// time and each per MiB of payload (`rtrec record`; absent from the
+    /// C library's summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<serde_json::Value>,
     /// `device_bytes_written` (else `process_write_bytes`) per byte of
     /// payload (`bytes_written`); left out without payload or counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +169,7 @@ impl RecordResult {
             process_write_bytes: None,
             write_amplification: None,
             context: None,
+            cost: None,
         }
     }
 

@@ -39,6 +39,13 @@ pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`: CPU time of the whole
+/// process, every thread's (io_uring's workers included). See
+/// clock_gettime(2).
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
 /// `clock_getres(CLOCK_MONOTONIC)` in nanoseconds: 1 with high-resolution
 /// timers, a scheduler tick (1–10 ms) without them; `None` if the call
 /// fails. See clock_getres(2).
