@@ -206,7 +206,10 @@ pub struct Config {
     pub on_full: OnFull,
     /// How long the writer thread sleeps when the ring is empty, in µs. The
     /// producer never wakes it (waking is a system call), so this bounds how
-    /// late data reach the page cache.
+    /// late data reach the page cache. With packed framing it is the
+    /// shortest sleep: the writer sleeps longer while the ring stays nearly
+    /// empty, up to a quarter of `max_latency_ns` and never past its open
+    /// frame's due time (issue 34: fewer wakes for small records).
     pub writer_poll_us: u64,
     /// Packed framing: the longest a record waits in the writer's open
     /// frame before the frame is written, ns. Records in an open frame are

@@ -548,6 +548,24 @@ impl Writer {
         self.tick(ts_ns)
     }
 
+    /// Packed framing: the longest the writer thread may sleep at `now`
+    /// with an empty ring, ns — a quarter of `max_latency_ns`, and no
+    /// later than the open frame is due — so that no record waits longer
+    /// than that bound (see `writer_thread`'s `Idle`). `None` for the
+    /// other framings: they poll every `writer_poll_us`.
+    pub(crate) fn idle_bound_ns(&self, now: u64) -> Option<u64> {
+        if self.cfg.framing != Framing::Packed {
+            return None;
+        }
+        let bound = self.cfg.max_latency_ns;
+        let quarter = bound / 4;
+        Some(
+            self.pack
+                .due_in(now, bound)
+                .map_or(quarter, |d| d.min(quarter)),
+        )
+    }
+
     /// Packed framing: writes the open frame when its first record has
     /// waited `max_latency_ns` at `now` (`CLOCK_MONOTONIC`). The writer
     /// thread calls it on each poll, so a frame never waits for the next

@@ -100,6 +100,12 @@ impl Pack {
         self.count > 0 && now.saturating_sub(self.first_ts) >= bound
     }
 
+    /// How long from `now` until the open frame is due after `bound` ns
+    /// ([`Pack::due`]); `None` when no frame is open.
+    pub(super) fn due_in(&self, now: u64, bound: u64) -> Option<u64> {
+        (self.count > 0).then(|| (self.first_ts + bound).saturating_sub(now))
+    }
+
     /// Closes the open frame, if any: its [`PackedInfo`] written in front,
     /// its buffer taken out for the write (no allocation; give it back
     /// with [`Pack::put_back`]). No frame is open after it.
