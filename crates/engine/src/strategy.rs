@@ -125,7 +125,7 @@ pub enum Io {
     /// `direct`'s block writes submitted through io_uring, several in
     /// flight (`io/uring.rs`).
     Uring,
-    /// io_uring over the page cache, frames written exactly
+    /// io_uring over the page cache, whole file-system blocks
     /// (`io/uring_buffered.rs`).
     UringBuffered,
 }

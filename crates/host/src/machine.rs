@@ -56,6 +56,18 @@ pub fn device_bytes_written(path: &Path) -> Option<u64> {
     sectors_written(&stat).map(|s| s * 512)
 }
 
+/// Read requests completed so far by the block device holding `path`:
+/// the first field of `/sys/dev/block/MAJ:MIN/stat`, counted by the
+/// kernel for every reader of the device (a read the page cache had to
+/// make before a partial write included). `None` where
+/// [`device_bytes_written`] is.
+pub fn device_reads(path: &Path) -> Option<u64> {
+    let dev = fs::metadata(path).ok()?.dev();
+    let (maj, min) = rtrec_sys::major_minor(dev);
+    let stat = fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
 /// The sectors written of a block device's `stat` text (its 7th field).
 fn sectors_written(stat: &str) -> Option<u64> {
     stat.split_whitespace().nth(6)?.parse().ok()

@@ -25,7 +25,16 @@
 //!   frame's start (re-reading the block from the file when the frame had
 //!   crossed a buffer boundary); the closing frames overwrite them.
 //! - **Through the page cache** (`uring_buffered`) the "logical block" is
-//!   one byte: frames are written exactly, with no padding and no rewrite.
+//!   the file system's block (`st_blksize`, [`write_unit`]), as for
+//!   `direct`: the page cache would take any length, but a write that
+//!   ends inside a block it does not hold makes the kernel read that block
+//!   first when it is written space — a recycled pool's file, whose pages
+//!   were dropped after its last life. Measured (issue 34): 4,000 records
+//!   of 1 KiB into such a pool with the page cache dropped read the device
+//!   269 times, once per frame, when frames were written exactly (one-byte
+//!   blocks, before 2026-11-28). Whole blocks with zero padding are never
+//!   read; the price is `direct`'s: the partial last block rewritten with
+//!   the next frame, unless held (below).
 //!
 //! - **Coalescing when behind** ([`Backend::coalesce`], issue 23): while
 //!   the writer is behind (its ring filled past [`super::BEHIND_PERCENT`])
@@ -313,9 +322,13 @@ impl<T: Transport> Backend for Gather<T> {
                 }
             })?;
         } else {
-            // The page cache takes any offset and length: no padding, no
-            // rewrite.
-            self.lbs = 1;
+            // Through the page cache any offset and length would do, but a
+            // write that ends inside a block the cache does not hold makes
+            // the kernel read it first when it is written space (a
+            // recycled pool's file): whole file-system blocks, as `direct`
+            // writes them, are never read (module docs).
+            let unit = write_unit(1, f.metadata()?.blksize());
+            self.lbs = if self.block % unit == 0 { unit } else { 1 };
         }
         self.t.set_file(f)?;
         self.reload(f, offset)
@@ -469,9 +482,11 @@ pub(super) mod tests {
     fn a_behind_writer_gets_buffer_sized_writes_and_a_caught_up_one_a_write_per_frame() {
         let f = tempfile::tempfile().unwrap();
         let t = Counting::new();
-        // Through the page cache: 1-byte blocks, sizes exactly the frames'.
+        // 1-byte blocks (through the page cache with a buffer that is not
+        // a whole number of file-system blocks): sizes exactly the frames'.
         let mut g = Gather::new(Io::UringBuffered, t, false);
         g.start(&f, 0).unwrap();
+        g.lbs = 1;
         let (head, body) = ([1u8; 40], [2u8; 60]);
         // Caught up: each 100-byte frame is written through at once.
         for _ in 0..4 {

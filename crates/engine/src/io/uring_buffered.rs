@@ -1,7 +1,8 @@
 //! The `uring-buffered` back-end ([`Io::UringBuffered`]): the `uring`
 //! back-end's registered buffers and writes in flight over the page cache
-//! (no `O_DIRECT`), so frames are written exactly — no padding, no rewrite
-//! of a partial block — and writes of successive frames are in flight
+//! (no `O_DIRECT`), whole file-system blocks as `direct` writes them (so a
+//! recycled pool's blocks are never read before they are written: the
+//! `gather` module's docs), and writes of successive frames are in flight
 //! together. The flush thread writes the dirty pages back, as with
 //! `buffered`. Any allocation mode.
 
@@ -18,9 +19,9 @@ use crate::strategy::Io;
 pub(super) const ENGINE: Engine = Engine {
     io: Io::UringBuffered,
     help: "io_uring over the page cache (no `O_DIRECT`): the gatherer's registered \
-           buffers and writes in flight of `uring`, frames written exactly (no \
-           padding, no rewrite); the flusher writes back dirty pages as with \
-           `buffered`. Any allocation mode",
+           buffers and writes in flight of `uring`, whole file-system blocks (a \
+           recycled pool is never read back); the flusher writes back dirty pages \
+           as with `buffered`. Any allocation mode",
     direct: false,
     uring: true,
     rules: &[gather::block_in_range, uring::depth_in_range],
