@@ -24,19 +24,21 @@
 //! - **The floor it is set against** (fio's CPU for the same bytes, a
 //!   `memcpy` and a CRC32C of them) is measured by `rtrec bench --study
 //!   cost`, not here: a recording does not run fio beside itself.
+//! - **Feature `cost`** (in `full`): the board's record-only binary leaves
+//!   the line and the section out; they took it past its 1 MB budget
+//!   (`docs/embedded.md`).
 
 use rtrec_engine::Summary;
 use serde::Serialize;
 
-/// CPU time per MiB of payload, ns.
-#[derive(Clone, Copy, Debug, Serialize)]
+/// CPU time per MiB of payload, ns: the summary's line ([`Cost::per_mib`]).
+#[derive(Clone, Copy, Debug)]
 pub struct PerMib {
     /// The producer's loop.
     pub producer: f64,
     /// Inside `record()` (its measured time).
     pub record_calls: f64,
     /// The writer thread (absent in inline mode).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub writer: Option<f64>,
     /// The flush thread.
     pub flusher: f64,
@@ -60,9 +62,6 @@ pub struct Cost {
     pub flusher_cpu_ns: u64,
     /// The whole process, ns.
     pub process_cpu_ns: u64,
-    /// Each per MiB of payload stored; absent when nothing was stored.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_mib_ns: Option<PerMib>,
 }
 
 /// CPU clocks read when the source starts.
@@ -82,38 +81,36 @@ impl CostClock {
     /// The cost of the recording `s`, whose producer's loop took
     /// `producer_cpu_ns`; the process's clock is read now.
     pub fn cost(&self, s: &Summary, producer_cpu_ns: u64) -> Cost {
-        Cost::of(Cost {
+        Cost {
             payload_bytes: s.bytes_written,
             producer_cpu_ns,
             record_calls_ns: s.record_ns.map_or(0, |r| r.mean.saturating_mul(r.count)),
             writer_cpu_ns: s.writer_cpu_ns,
             flusher_cpu_ns: s.flush.cpu_ns,
             process_cpu_ns: rtrec_sys::process_cpu_ns().saturating_sub(self.process_ns),
-            per_mib_ns: None,
-        })
+        }
     }
 }
 
 impl Cost {
-    /// `c` with its per-MiB figures filled in from its totals.
-    pub fn of(c: Cost) -> Cost {
-        let mib = c.payload_bytes as f64 / (1u64 << 20) as f64;
+    /// Each figure per MiB of payload stored; `None` when nothing was
+    /// stored. Not in the JSON, which carries the totals (what was
+    /// measured) and `payload_bytes` to divide by.
+    pub fn per_mib(&self) -> Option<PerMib> {
+        let mib = self.payload_bytes as f64 / (1u64 << 20) as f64;
         let per = |ns: u64| ns as f64 / mib;
-        Cost {
-            per_mib_ns: (c.payload_bytes > 0).then(|| PerMib {
-                producer: per(c.producer_cpu_ns),
-                record_calls: per(c.record_calls_ns),
-                writer: c.writer_cpu_ns.map(per),
-                flusher: per(c.flusher_cpu_ns),
-                process: per(c.process_cpu_ns),
-            }),
-            ..c
-        }
+        (self.payload_bytes > 0).then(|| PerMib {
+            producer: per(self.producer_cpu_ns),
+            record_calls: per(self.record_calls_ns),
+            writer: self.writer_cpu_ns.map(per),
+            flusher: per(self.flusher_cpu_ns),
+            process: per(self.process_cpu_ns),
+        })
     }
 
     /// The summary's line, or nothing when no payload was stored.
     pub fn line(&self) -> Option<String> {
-        let p = self.per_mib_ns?;
+        let p = self.per_mib()?;
         let t = |ns: f64| rtrec_units::format_duration(ns.round() as u64);
         let writer = p
             .writer
@@ -144,10 +141,9 @@ mod tests {
             writer_cpu_ns: Some(3_000_000),
             flusher_cpu_ns: 1_000_000,
             process_cpu_ns: 13_000_000,
-            per_mib_ns: None,
         };
-        let c = Cost::of(totals);
-        let p = c.per_mib_ns.unwrap();
+        let c = totals;
+        let p = c.per_mib().unwrap();
         assert_eq!(p.producer, 4_000_000.0);
         assert_eq!(p.record_calls, 300_000.0);
         assert_eq!(p.writer, Some(1_500_000.0));
@@ -159,10 +155,10 @@ mod tests {
             line.contains("the whole process 6.5 ms (13 ms of CPU for 2 MiB)"),
             "{line}"
         );
-        let none = Cost::of(Cost {
+        let none = Cost {
             payload_bytes: 0,
             ..totals
-        });
-        assert!(none.per_mib_ns.is_none() && none.line().is_none());
+        };
+        assert!(none.per_mib().is_none() && none.line().is_none());
     }
 }

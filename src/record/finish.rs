@@ -178,7 +178,8 @@ fn print_tables(f: &Finished, json_on_stdout: bool) {
     }
     say(&f.disk.lines());
     say(&f.written.line());
-    if let Some(line) = f.cost.line() {
+    // Feature `cost` (Cargo.toml): without it no line.
+    if let Some(line) = f.cost.line().filter(|_| cfg!(feature = "cost")) {
         say(&line);
     }
     if let Some(d) = &f.device {

@@ -81,7 +81,10 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
     r.process_write_bytes = written.process_bytes;
     r.write_amplification = written.amplification;
     r.context = Some(serde_json::to_value(context)?);
-    r.cost = Some(serde_json::to_value(cost)?);
+    // Feature `cost` (Cargo.toml): without it the section is absent.
+    if cfg!(feature = "cost") {
+        r.cost = Some(serde_json::to_value(cost)?);
+    }
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";
     if path == Path::new("-") {

@@ -90,20 +90,6 @@ pub fn writev3_once(fd: impl AsFd, a: &[u8], b: &[u8], c: &[u8]) -> io::Result<u
     )?)
 }
 
-/// One `writev()` of `a`, `b`, `c` and `d` (empty ones included) at the
-/// file position; returns the bytes written. See writev(2).
-pub fn writev4_once(fd: impl AsFd, a: &[u8], b: &[u8], c: &[u8], d: &[u8]) -> io::Result<usize> {
-    Ok(rustix::io::writev(
-        fd,
-        &[
-            io::IoSlice::new(a),
-            io::IoSlice::new(b),
-            io::IoSlice::new(c),
-            io::IoSlice::new(d),
-        ],
-    )?)
-}
-
 /// `pwrite(fd, buf, len, offset)` until all of `buf` is written, retrying
 /// on `EINTR`. See pwrite(2).
 ///

@@ -87,6 +87,9 @@ struct Buffered {
     pad: bool,
     /// The file's length when it was started: no padding past it.
     file_len: u64,
+    /// A block of zeros, the padding (empty without `pad`): allocated with
+    /// the back-end, as a static it would take 4 KiB of every binary.
+    zeros: Box<[u8]>,
     /// How many bytes are held.
     held: usize,
 }
@@ -94,6 +97,7 @@ struct Buffered {
 /// Makes the back-end; the held block's buffer is allocated here (the
 /// recording's creation, not the data path).
 fn open(s: &Settings) -> io::Result<Box<dyn Backend>> {
+    let pad = s.mode == Mode::Ring && s.framing == Framing::Packed;
     Ok(Box::new(Buffered {
         pos: 0,
         hold: false,
@@ -101,8 +105,9 @@ fn open(s: &Settings) -> io::Result<Box<dyn Backend>> {
         unit: ALIGN,
         tail: vec![0u8; ALIGN].into_boxed_slice(),
         held: 0,
-        pad: s.mode == Mode::Ring && s.framing == Framing::Packed,
+        pad,
         file_len: 0,
+        zeros: vec![0u8; if pad { ALIGN } else { 0 }].into_boxed_slice(),
     }))
 }
 
@@ -120,7 +125,8 @@ impl Buffered {
 
     /// Writes the first `n` bytes of held block, `head` and `body` (in that
     /// order) at the file position, then `pad` zeros, retrying short writes
-    /// and `EINTR`.
+    /// and `EINTR`. Padding comes only with packed frames, which are never
+    /// held, so the parts are still three.
     fn write_prefix(
         &mut self,
         f: &File,
@@ -129,41 +135,47 @@ impl Buffered {
         n: usize,
         pad: usize,
     ) -> io::Result<()> {
-        let mut done = 0;
-        while done < n + pad {
-            let parts = [&self.tail[..self.held], head, body, &ZEROS[..pad]];
-            let [a, b, c, d] = window(parts, done, n + pad);
-            let r = if !d.is_empty() {
-                sys::writev4_once(f, a, b, c, d)
-            } else if a.is_empty() && b.is_empty() {
-                sys::write_once(f, c)
-            } else if a.is_empty() {
-                sys::writev2_once(f, b, c)
-            } else {
-                sys::writev3_once(f, a, b, c)
-            };
-            match r {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(k) => done += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    // The bytes written stay written; the writer rolls back.
-                    self.pos += done.min(n) as u64;
-                    self.held = 0;
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
+        let r = if pad == 0 {
+            write_parts(f, [&self.tail[..self.held], head, body], n)
+        } else {
+            debug_assert_eq!(self.held, 0, "a packed frame is never held");
+            write_parts(f, [head, body, &self.zeros[..pad]], n + pad)
+        };
+        r.map_err(|(e, done)| {
+            // The bytes written stay written; the writer rolls back.
+            self.pos += done.min(n) as u64;
+            self.held = 0;
+            e
+        })
     }
 }
 
-/// A block of zeros: a packed frame's padding (module docs).
-static ZEROS: [u8; ALIGN] = [0; ALIGN];
+/// Writes the first `n` bytes of `parts`, one after the other, at the file
+/// position, retrying short writes and `EINTR`; on an error, with the
+/// bytes written before it.
+fn write_parts(f: &File, parts: [&[u8]; 3], n: usize) -> Result<(), (io::Error, usize)> {
+    let mut done = 0;
+    while done < n {
+        let [a, b, c] = window(parts, done, n);
+        let r = if a.is_empty() && b.is_empty() {
+            sys::write_once(f, c)
+        } else if a.is_empty() {
+            sys::writev2_once(f, b, c)
+        } else {
+            sys::writev3_once(f, a, b, c)
+        };
+        match r {
+            Ok(0) => return Err((io::ErrorKind::WriteZero.into(), done)),
+            Ok(k) => done += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((e, done)),
+        }
+    }
+    Ok(())
+}
 
-/// `parts` seen as one run of bytes, cut to `[from, to)`, as as many
-/// slices.
-fn window<const N: usize>(parts: [&[u8]; N], from: usize, to: usize) -> [&[u8]; N] {
+/// `parts` seen as one run of bytes, cut to `[from, to)`, as three slices.
+fn window(parts: [&[u8]; 3], from: usize, to: usize) -> [&[u8]; 3] {
     let mut at = 0;
     parts.map(|p| {
         let (s, e) = (at, at + p.len());
