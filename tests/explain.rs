@@ -208,3 +208,69 @@ fn bench_explain_traces_the_background_loads_marks() {
         "{marks:?}"
     );
 }
+
+/// `rtrec bench --explain --cases RTREC-BGALL`: the case brings its
+/// same-load floor, both are traced, the case's slow `record()` calls are
+/// attributed (the producer's part of the explanation) and its `record()`
+/// is divided by the floor of the same run. Structure only: no timing.
+#[test]
+fn bench_explain_on_a_loaded_rtrec_case_attributes_record_beside_its_floor() {
+    if !rtrec_host::loopfs::require_privileged(
+        "bench_explain_on_a_loaded_rtrec_case_attributes_record_beside_its_floor",
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("out.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args([
+            "bench",
+            "--explain",
+            "--cases",
+            "RTREC-BGALL",
+            "--sets",
+            "1",
+        ])
+        .args(["--writes", "100", "--period", "5ms", "--json"])
+        .arg(&json)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let names: Vec<&str> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["NOISE-FLOOR-BGALL", "RTREC-BGALL"]);
+    let (floor, case) = (&r["cases"][0], &r["cases"][1]);
+    assert_eq!(
+        floor["loads"], case["loads"],
+        "the floor runs under the same loads"
+    );
+    assert_eq!(floor["timed_call"], "memcpy");
+    for c in [floor, case] {
+        assert!(c["explain"]["producer"].is_object(), "{}: {c}", c["name"]);
+    }
+    assert!(
+        case["explain"]["producer"]["slow_records"].is_object(),
+        "{case}"
+    );
+    assert_eq!(case["same_load_floor"], "NOISE-FLOOR-BGALL");
+    assert!(
+        case["record_over_floor"]["max_over_same_load_floor"].is_number(),
+        "{case}"
+    );
+    assert!(
+        case["record_over_floor"]["max_over_noise_floor"].is_null(),
+        "{case}"
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("its same-load floor NOISE-FLOOR-BGALL's"),
+        "{table}"
+    );
+}

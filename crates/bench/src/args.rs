@@ -29,7 +29,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Run these studies: s1, s2, s3, s4, rtrec, comma-separated (default s1,s2,rtrec; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size); or `endurance` alone (one long record --rt --explain: --writes records, default 1,000,000, of --size, default 1KiB, every --period, default 1ms; every slow record() and missed period attributed).
+    /// Run these studies: s1, s2, s3, s4, rtrec, backends, comma-separated (default s1,s2,rtrec; backends: rtrec's --io direct and --io uring cases beside rtrec's; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size); or `endurance` alone (one long record --rt --explain: --writes records, default 1,000,000, of --size, default 1KiB, every --period, default 1ms; every slow record() and missed period attributed).
     #[arg(long, value_delimiter = ',', value_name = "S1,S2")]
     pub study: Vec<String>,
 

@@ -11,7 +11,11 @@
 //!   (`Summary.write_samples`), and in ring mode `record()` too;
 //! - `FALLOCATE*`: one `fallocate()` of the file size per period into a
 //!   fresh file (created before the deadline, removed after the call);
-//! - `NOISE-FLOOR`: a memcpy of the record size per period;
+//! - `NOISE-FLOOR`: a memcpy of the record size per period; its loaded
+//!   variants (`NOISE-FLOOR-BGALL`…) the same under a case's loads, with
+//!   `--explain` traced as a producer whose work is that memcpy. They do
+//!   not measure the reader's throughput alone first (10 s a case that
+//!   only the reader cases' note uses);
 //! - `PAGECACHE-FLOOR`: a `write()` of the record size per period into a
 //!   file on a tmpfs mounted for the set (journaled, put back), rewound to
 //!   its start at the file size; without root, a private directory in
@@ -125,7 +129,7 @@ pub fn run_case(s: &Scenario, protocol: &Protocol, ctx: &mut Context<'_>) -> Cas
     let r = (|| -> anyhow::Result<()> {
         fs::create_dir_all(&case_dir)
             .with_context(|| format!("creating '{}'", case_dir.display()))?;
-        if s.loads.contains(&Load::Read) {
+        if s.loads.contains(&Load::Read) && !s.is_loaded_floor() {
             bar.set_message("reader alone");
             let alone = Duration::from_nanos(protocol.writes * protocol.period_ns)
                 .clamp(READER_ALONE_MIN, READER_ALONE_MAX);
@@ -315,7 +319,14 @@ fn timed(
                     }
                     fallocate_loop(protocol, set_dir, counter, rt)
                 }
-                Timed::Memcpy => memcpy_loop(protocol, counter, rt),
+                Timed::Memcpy => {
+                    // No timed system call: with --explain the producer's
+                    // slow stretches (the memcpy) are what gets attributed.
+                    if let Some(t) = trace.as_mut() {
+                        t.start(vec![sys::gettid()]);
+                    }
+                    memcpy_loop(protocol, counter, rt)
+                }
                 Timed::PageCache => pagecache_loop(protocol, counter, trace, warnings, rt),
             })
             .context("starting the timed thread")?;

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::producer;
 use crate::protocol::{self, Overrides, Protocol};
 use crate::s4;
-use crate::scenario::{Scenario, SCENARIOS};
+use crate::scenario::{self, Scenario, SCENARIOS};
 use crate::study::Study;
 
 /// The resolved plan: which cases, each with its protocol. Built without
@@ -80,6 +80,8 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             "s1" => studies.extend([Study::S1Table1, Study::S1Table3]),
             "s2" => studies.push(Study::S2),
             "rtrec" => studies.extend([Study::Rtrec, Study::Platform]),
+            // The back-ends beside their references, RTREC under the same loads.
+            "backends" => studies.extend([Study::Backends, Study::Rtrec, Study::Platform]),
             "s3" => s3 = true,
             "s4" => s4 = true,
             // Runs alone, instead of the cases (see `Alone`).
@@ -93,7 +95,8 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             _ => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
-                    hint: "expected one of s1, s2, s3, s4, rtrec, throughput, crash".into(),
+                    hint: "expected one of s1, s2, s3, s4, rtrec, backends, throughput, crash"
+                        .into(),
                 })
             }
         }
@@ -114,7 +117,10 @@ impl Plan {
         let mut selected = select_cases(&a.cases)?;
         if !a.study.is_empty() {
             selected.retain(|s| studies.contains(&s.study));
+        } else if a.cases.is_empty() {
+            selected.retain(|s| DEFAULT_STUDIES.contains(&s.study));
         }
+        let selected = with_same_load_floors(selected);
         check_values(a)?;
         let cases = protocols(selected, &overrides(a))?;
         announce_ring(&cases);
@@ -278,8 +284,46 @@ fn select_schedulers(names: &[String]) -> Result<Vec<s4::Sched>, Error> {
         .collect())
 }
 
+/// The studies of a run without `--study` or `--cases`: s1, s2 and rtrec.
+///
+/// Design choice: the back-end cases (RTREC-DIRECT*, RTREC-URING*) are
+/// their own study, `--study backends`, so that the default run, with a
+/// floor under each load of rtrec's cases, stays under 10 minutes
+/// (docs/bench.md, "Protocol").
+pub const DEFAULT_STUDIES: [Study; 5] = [
+    Study::S1Table1,
+    Study::S1Table3,
+    Study::S2,
+    Study::Rtrec,
+    Study::Platform,
+];
+
+/// `selected` with the noise floor under each load of a case that needs
+/// one ([`Scenario::needs_same_load_floor`]) added just before the first
+/// such case, unless selected already; a floor under a load no selected
+/// case needs is left out unless `--cases` names it.
+///
+/// Design choice: the floor runs next to its case, not with NOISE-FLOOR at
+/// the start, so that whatever else loads the machine during the run
+/// (other builds on a shared VM) is as alike as it can be for the two.
+fn with_same_load_floors(selected: Vec<&'static Scenario>) -> Vec<&'static Scenario> {
+    let mut out: Vec<&'static Scenario> = Vec::with_capacity(selected.len() + 3);
+    for s in selected {
+        let floor = scenario::same_load_floor(s.loads).filter(|_| s.needs_same_load_floor());
+        if let Some(f) = floor.filter(|f| !out.iter().any(|o| o.name == f.name)) {
+            out.push(f);
+        }
+        if !out.iter().any(|o| o.name == s.name) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 /// The cases of `--cases` in the order given, each name matched whatever
-/// its letter case; every case in table order when none is given.
+/// its letter case; every case in table order when none is given, less the
+/// floors under a load (added where a case needs them,
+/// [`with_same_load_floors`]).
 ///
 /// Design choice: a name given twice is refused rather than run twice, since
 /// a second run of the same case on a warmer cache is not what anybody
@@ -287,7 +331,7 @@ fn select_schedulers(names: &[String]) -> Result<Vec<s4::Sched>, Error> {
 /// suggests flags) or, when none is close, the list.
 fn select_cases(names: &[String]) -> Result<Vec<&'static Scenario>, Error> {
     if names.is_empty() {
-        return Ok(SCENARIOS.iter().collect());
+        return Ok(SCENARIOS.iter().filter(|s| !s.is_loaded_floor()).collect());
     }
     let mut out: Vec<&'static Scenario> = Vec::with_capacity(names.len());
     for name in names {
@@ -360,7 +404,11 @@ mod tests {
         let p = plan(&["--study", "s3"]).unwrap();
         assert!(p.cases.is_empty() && p.s3);
         let d = plan(&[]).unwrap();
-        assert!(!d.s3 && !d.s4 && d.cases.len() == SCENARIOS.len());
+        let default = SCENARIOS
+            .iter()
+            .filter(|s| s.study != Study::Backends)
+            .count();
+        assert!(!d.s3 && !d.s4 && d.cases.len() == default);
         let e = plan(&["--study", "s5"]).unwrap_err().to_string();
         assert!(e.contains("expected one of s1, s2, s3, s4, rtrec"), "{e}");
     }
@@ -410,6 +458,60 @@ mod tests {
         let e = plan(&["--size", "1GiB"]).unwrap_err();
         assert_eq!(e.to_string(), "--size must be at most 50 MiB (half a file)");
         let all = Plan::from_args(&BenchArgs::default()).unwrap();
-        assert_eq!(all.cases.len(), SCENARIOS.len());
+        assert!(all.cases.iter().all(|(s, _)| s.study != Study::Backends));
+    }
+
+    fn names(p: &Plan) -> Vec<&'static str> {
+        p.cases.iter().map(|(s, _)| s.name).collect()
+    }
+
+    #[test]
+    fn a_loaded_rtrec_case_brings_its_same_load_floor_just_before_it() {
+        let p = plan(&["--cases", "RTREC-BGALL"]).unwrap();
+        assert_eq!(names(&p), ["NOISE-FLOOR-BGALL", "RTREC-BGALL"]);
+        let (floor, case) = (p.cases[0].0, p.cases[1].0);
+        assert_eq!(
+            floor.loads, case.loads,
+            "the floor runs under the same loads"
+        );
+        assert_eq!(floor.timed, crate::scenario::Timed::Memcpy);
+        assert_eq!(p.cases[0].1, p.cases[1].1, "and with the same protocol");
+        // Once per run, however many cases need it; given, it stays where it is.
+        let p = plan(&["--cases", "RTREC-DIRECT-BGTRUNC,RTREC-BGTRUNC"]).unwrap();
+        assert_eq!(
+            names(&p),
+            [
+                "NOISE-FLOOR-BGTRUNC",
+                "RTREC-DIRECT-BGTRUNC",
+                "RTREC-BGTRUNC"
+            ]
+        );
+        let p = plan(&["--cases", "NOISE-FLOOR-BGREAD,NONE,RTREC-BGREAD"]).unwrap();
+        assert_eq!(names(&p), ["NOISE-FLOOR-BGREAD", "NONE", "RTREC-BGREAD"]);
+        // The studies' cases and unloaded ones bring none.
+        let p = plan(&["--cases", "ALL-BGALL,RTREC,FALLOCATE-BGTRUNCSYNC"]).unwrap();
+        assert_eq!(names(&p), ["ALL-BGALL", "RTREC", "FALLOCATE-BGTRUNCSYNC"]);
+    }
+
+    #[test]
+    fn every_floor_of_a_run_serves_a_case_of_that_run_under_its_loads() {
+        for words in [&[][..], &["--study", "rtrec"], &["--study", "backends"]] {
+            let p = plan(words).unwrap();
+            for (f, _) in p.cases.iter().filter(|(s, _)| s.is_loaded_floor()) {
+                let served = p
+                    .cases
+                    .iter()
+                    .any(|(s, _)| s.needs_same_load_floor() && s.loads == f.loads);
+                assert!(served, "{words:?}: {} serves no case", f.name);
+            }
+            for (s, _) in p.cases.iter().filter(|(s, _)| s.needs_same_load_floor()) {
+                let at = |n: &str| p.cases.iter().position(|(c, _)| c.name == n);
+                let floor = crate::scenario::same_load_floor(s.loads).unwrap();
+                assert!(at(floor.name) < at(s.name), "{words:?}: {}", s.name);
+            }
+        }
+        let names = names(&plan(&["--study", "backends"]).unwrap());
+        assert!(names.contains(&"RTREC-URING-BGALL") && names.contains(&"RTREC-BGALL"));
+        assert!(!names.contains(&"ALL"));
     }
 }

@@ -266,6 +266,35 @@ pub struct CaseResult {
     /// into the page cache (null when either is missing).
     #[serde(default)]
     pub max_over_pagecache_floor: Option<f64>,
+    /// The noise floor run in this run under this case's loads
+    /// (`NOISE-FLOOR-BGALL`); null for a case without loads, for the floors
+    /// themselves, and when that floor did not run.
+    #[serde(default)]
+    pub same_load_floor: Option<String>,
+    /// This case's max ÷ [`CaseResult::same_load_floor`]'s max.
+    #[serde(default)]
+    pub max_over_same_load_floor: Option<f64>,
+    /// `record()` against the memcpy floors (ring-mode cases; null for
+    /// the others).
+    #[serde(default)]
+    pub record_over_floor: Option<RecordOverFloor>,
+}
+
+/// A ring-mode case's `record()` on the producer divided by the memcpy
+/// floors of the same run: the quiet NOISE-FLOOR and the one under the
+/// case's own loads. What the load does to any code on the producer's
+/// thread is in the second; what is left over it is rtrec's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordOverFloor {
+    /// `record()` max ÷ NOISE-FLOOR's max (null when NOISE-FLOOR did not run).
+    pub max_over_noise_floor: Option<f64>,
+    /// `record()` p99 ÷ NOISE-FLOOR's p99.
+    pub p99_over_noise_floor: Option<f64>,
+    /// `record()` max ÷ the same-load floor's max (null without loads or
+    /// when that floor did not run).
+    pub max_over_same_load_floor: Option<f64>,
+    /// `record()` p99 ÷ the same-load floor's p99.
+    pub p99_over_same_load_floor: Option<f64>,
 }
 
 impl CaseResult {
@@ -303,6 +332,9 @@ impl CaseResult {
             rt: None,
             max_over_noise_floor: None,
             max_over_pagecache_floor: None,
+            same_load_floor: None,
+            max_over_same_load_floor: None,
+            record_over_floor: None,
         }
     }
 
@@ -329,17 +361,130 @@ impl BenchReport {
     }
 
     /// Fills every case's ratios to the floors (NOISE-FLOOR,
-    /// PAGECACHE-FLOOR) from the cases run so far.
+    /// PAGECACHE-FLOOR, and the noise floor under the case's own loads)
+    /// from the cases of this report, that is of the same run: a floor
+    /// from another run is never used.
     pub fn fill_floor_ratios(&mut self) {
-        let max = |name: &str| self.case(name).and_then(CaseResult::max_ns);
-        let (noise, pagecache) = (max("NOISE-FLOOR"), max("PAGECACHE-FLOOR"));
-        let over = |m: Option<u64>, f: Option<u64>| match (m, f) {
-            (Some(m), Some(f)) if f > 0 => Some(m as f64 / f as f64),
-            _ => None,
-        };
-        for c in &mut self.cases {
-            c.max_over_noise_floor = over(c.max_ns(), noise);
-            c.max_over_pagecache_floor = over(c.max_ns(), pagecache);
+        let write = |name: &str| self.case(name).and_then(|c| c.write_ns);
+        let (noise, pagecache) = (write("NOISE-FLOOR"), write("PAGECACHE-FLOOR"));
+        let floors: Vec<Option<(String, LatencySummary)>> = self
+            .cases
+            .iter()
+            .map(|c| {
+                let f = crate::scenario::same_load_floor(&c.loads).filter(|f| f.name != c.name)?;
+                Some((f.name.to_string(), write(f.name)?))
+            })
+            .collect();
+        for (c, floor) in self.cases.iter_mut().zip(floors) {
+            let m = c.max_ns();
+            let max = |f: Option<LatencySummary>| over(m, f.map(|f| f.max));
+            c.max_over_noise_floor = max(noise);
+            c.max_over_pagecache_floor = max(pagecache);
+            c.max_over_same_load_floor = max(floor.as_ref().map(|f| f.1));
+            c.record_over_floor = c.record_ns.map(|r| RecordOverFloor {
+                max_over_noise_floor: over(Some(r.max), noise.map(|f| f.max)),
+                p99_over_noise_floor: over(Some(r.p99), noise.map(|f| f.p99)),
+                max_over_same_load_floor: over(Some(r.max), floor.as_ref().map(|f| f.1.max)),
+                p99_over_same_load_floor: over(Some(r.p99), floor.as_ref().map(|f| f.1.p99)),
+            });
+            c.same_load_floor = floor.map(|f| f.0);
         }
+    }
+}
+
+/// `a ÷ b`, when both are there and `b` is not 0.
+fn over(a: Option<u64>, b: Option<u64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Overrides;
+    use crate::scenario;
+
+    fn case(name: &str, max: u64, p99: u64) -> CaseResult {
+        let s = scenario::find(name).unwrap();
+        let p = Protocol::for_study(s.study, &Overrides::default());
+        let mut c = CaseResult::new(s, &p, s.flusher);
+        let l = LatencySummary {
+            count: 1,
+            min: 1,
+            mean: p99,
+            p50: p99,
+            p99,
+            p999: max,
+            max,
+        };
+        c.write_ns = Some(l);
+        c.record_ns = name.starts_with("RTREC").then_some(l);
+        c
+    }
+
+    fn report(cases: Vec<CaseResult>) -> BenchReport {
+        let mut r = BenchReport {
+            schema_version: SCHEMA_VERSION,
+            environment: Environment::default(),
+            warnings: Vec::new(),
+            complete: true,
+            interrupted: false,
+            cases,
+            s3: None,
+            s4: None,
+        };
+        r.fill_floor_ratios();
+        r
+    }
+
+    #[test]
+    fn a_loaded_case_is_divided_by_the_floor_of_its_own_loads_in_the_same_run() {
+        let r = report(vec![
+            case("NOISE-FLOOR", 10, 2),
+            case("NOISE-FLOOR-BGTRUNC", 40, 4),
+            case("NOISE-FLOOR-BGALL", 100, 5),
+            case("RTREC-BGALL", 300, 10),
+            case("RTREC", 50, 6),
+            case("ALL-BGALL", 1_000, 20),
+        ]);
+        let c = r.case("RTREC-BGALL").unwrap();
+        assert_eq!(c.same_load_floor.as_deref(), Some("NOISE-FLOOR-BGALL"));
+        assert_eq!(c.max_over_same_load_floor, Some(3.0));
+        let f = c.record_over_floor.unwrap();
+        assert_eq!(
+            (f.max_over_same_load_floor, f.p99_over_same_load_floor),
+            (Some(3.0), Some(2.0))
+        );
+        assert_eq!(
+            (f.max_over_noise_floor, f.p99_over_noise_floor),
+            (Some(30.0), Some(5.0))
+        );
+        // The studies' loaded cases are divided by it too; the unloaded
+        // and the floors themselves have none.
+        let all = r.case("ALL-BGALL").unwrap();
+        assert_eq!(all.same_load_floor.as_deref(), Some("NOISE-FLOOR-BGALL"));
+        assert!(all.record_over_floor.is_none());
+        let quiet = r.case("RTREC").unwrap();
+        assert!(quiet.same_load_floor.is_none() && quiet.max_over_same_load_floor.is_none());
+        assert_eq!(
+            quiet.record_over_floor.unwrap().max_over_noise_floor,
+            Some(5.0)
+        );
+        assert!(r
+            .case("NOISE-FLOOR-BGALL")
+            .unwrap()
+            .same_load_floor
+            .is_none());
+    }
+
+    #[test]
+    fn without_its_floor_in_the_run_a_loaded_case_has_no_same_load_ratio() {
+        let r = report(vec![case("RTREC-BGREAD", 300, 10)]);
+        let c = &r.cases[0];
+        assert!(c.same_load_floor.is_none() && c.max_over_same_load_floor.is_none());
+        let f = c.record_over_floor.unwrap();
+        assert!(f.max_over_same_load_floor.is_none() && f.max_over_noise_floor.is_none());
     }
 }

@@ -422,6 +422,7 @@ pub const SCENARIOS: &[Scenario] = &[
         published: None,
         reference: Some("ALL"),
     },
+    floor(BGTRUNC, "NOISE-FLOOR-BGTRUNC", "NOISE-FLOOR with ftruncate() of another file in the background: the floor RTREC-BGTRUNC's record() is judged against"),
     Scenario {
         name: "RTREC-BGTRUNC",
         study: Study::Rtrec,
@@ -432,6 +433,7 @@ pub const SCENARIOS: &[Scenario] = &[
         published: None,
         reference: Some("RTREC"),
     },
+    floor(BGALL, "NOISE-FLOOR-BGALL", "NOISE-FLOOR with ftruncate() and fallocate() of other files in the background: the floor RTREC-BGALL's record() is judged against"),
     Scenario {
         name: "RTREC-BGALL",
         study: Study::Rtrec,
@@ -442,6 +444,7 @@ pub const SCENARIOS: &[Scenario] = &[
         published: None,
         reference: Some("RTREC"),
     },
+    floor(BGREAD, "NOISE-FLOOR-BGREAD", "NOISE-FLOOR with a sequential reader of another file in the background: the floor RTREC-BGREAD's record() is judged against"),
     Scenario {
         name: "RTREC-BGREAD",
         study: Study::Rtrec,
@@ -462,8 +465,29 @@ pub const SCENARIOS: &[Scenario] = &[
     backend("RTREC-URING-BGREAD", Io::Uring, BGREAD, "RTREC-URING with a sequential reader of another file in the background"),
 ];
 
+/// NOISE-FLOOR under `loads`: the memcpy loop with the same background
+/// loads, started and stopped around each set as for the case it is the
+/// floor of ([`same_load_floor`]).
+///
+/// Design choice: the flusher is on (FON), as in the rtrec cases it
+/// serves; its reference is the quiet NOISE-FLOOR, so its "max ÷ reference
+/// max" is what the load alone does to a memcpy.
+const fn floor(loads: &'static [Load], name: &'static str, description: &'static str) -> Scenario {
+    Scenario {
+        name,
+        study: Study::Platform,
+        description,
+        timed: Timed::Memcpy,
+        flusher: Flusher::On,
+        loads,
+        published: None,
+        reference: Some("NOISE-FLOOR"),
+    }
+}
+
 /// An rtrec case with write back-end `io`, compared with RTREC under the
-/// same load (RTREC itself without one).
+/// same load (RTREC itself without one). Their own study (`--study
+/// backends`), out of the default run.
 const fn backend(
     name: &'static str,
     io: Io,
@@ -472,7 +496,7 @@ const fn backend(
 ) -> Scenario {
     Scenario {
         name,
-        study: Study::Rtrec,
+        study: Study::Backends,
         description,
         timed: Timed::Write(Strategies::Backend(io)),
         flusher: Flusher::On,
@@ -508,7 +532,40 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
 }
 
+/// The noise floor run under exactly `loads` (NOISE-FLOOR-BGALL for
+/// BGALL's two loads); `None` without loads or when no floor is defined
+/// for them (BGTRUNCSYNC: no case that times `record()` runs under it).
+pub fn same_load_floor(loads: &[Load]) -> Option<&'static Scenario> {
+    if loads.is_empty() {
+        return None;
+    }
+    SCENARIOS
+        .iter()
+        .find(|s| s.timed == Timed::Memcpy && s.loads == loads)
+}
+
 impl Scenario {
+    /// True for a noise floor under a background load
+    /// (NOISE-FLOOR-BGTRUNC…): a case that runs because a case under that
+    /// load runs ([`Scenario::needs_same_load_floor`]).
+    pub fn is_loaded_floor(&self) -> bool {
+        self.timed == Timed::Memcpy && !self.loads.is_empty()
+    }
+
+    /// True for a case whose `record()` is judged against the noise floor
+    /// under its own loads: rtrec's own cases (ring mode, `record()` timed
+    /// on the producer) under a load that has a floor. A plan adds that
+    /// floor before the case when it is not selected already.
+    ///
+    /// Design choice: the studies' cases (inline `write()`, no `record()`)
+    /// do not pull a floor in; when one runs they are divided by it too.
+    pub fn needs_same_load_floor(&self) -> bool {
+        matches!(
+            self.timed,
+            Timed::Write(Strategies::EngineDefault | Strategies::Backend(_))
+        ) && same_load_floor(self.loads).is_some()
+    }
+
     /// The engine configuration of a recording case under `protocol`
     /// (`None` for the fallocate and memcpy cases).
     ///

@@ -21,6 +21,11 @@ pub enum Study {
     /// rtrec's own design (no published figure).
     #[serde(rename = "rtrec")]
     Rtrec,
+    /// rtrec's other write back-ends (`--io direct`, `--io uring`) beside
+    /// its default under the same loads (no published figure): `--study
+    /// backends`, not in the default run.
+    #[serde(rename = "backends")]
+    Backends,
     /// What the platform itself adds (no published figure).
     #[serde(rename = "platform")]
     Platform,
@@ -43,6 +48,7 @@ impl Study {
             Study::S1Table3 => "S1 T3",
             Study::S2 => "S2",
             Study::Rtrec => "rtrec",
+            Study::Backends => "backends",
             Study::Platform => "platform",
         }
     }

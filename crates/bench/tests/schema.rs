@@ -32,7 +32,7 @@ fn fake_case(name: &str, scale: u64) -> CaseResult {
         c.sets.push(SetResult {
             index,
             write_ns: lat.summary(),
-            record_ns: (name == "RTREC").then(|| lat.summary()).flatten(),
+            record_ns: name.starts_with("RTREC").then(|| lat.summary()).flatten(),
             lateness_ns: lat.summary(),
             missed_periods: 0,
             flush_cpu_s: s.config(&p).map(|_| 0.25),
@@ -69,7 +69,7 @@ fn fake_case(name: &str, scale: u64) -> CaseResult {
 }
 
 fn fake_report() -> BenchReport {
-    BenchReport {
+    let mut r = BenchReport {
         schema_version: SCHEMA_VERSION,
         environment: Environment {
             command_line: vec!["rtrec".into(), "bench".into()],
@@ -90,10 +90,14 @@ fn fake_report() -> BenchReport {
             fake_case("NONE-BGREAD", 200_000),
             fake_case("FALLOCATE", 70_000),
             fake_case("RTREC", 20_000),
+            fake_case("NOISE-FLOOR-BGALL", 4_000),
+            fake_case("RTREC-BGALL", 40_000),
         ],
         s3: None,
         s4: None,
-    }
+    };
+    r.fill_floor_ratios();
+    r
 }
 
 #[test]
@@ -140,6 +144,14 @@ fn the_results_table_puts_published_beside_measured_with_ratios() {
         "{t}"
     );
     assert!(t.contains("RTREC: record() on the producer"), "{t}");
+    // RTREC-BGALL's record() (max 200 µs, p99 200 µs) against memcpy under
+    // BGALL in the same report (max 20 µs) and the quiet floor (5 µs).
+    assert!(
+        t.contains("RTREC-BGALL: record() max 200 µs (p99 200 µs) against memcpy in this run: max 10× / p99 10× its same-load floor NOISE-FLOOR-BGALL's; 40× / p99 40× the quiet NOISE-FLOOR's"),
+        "{t}"
+    );
+    let row = t.lines().find(|l| l.starts_with("RTREC-BGALL ")).unwrap();
+    assert!(row.trim_end().ends_with(" 10"), "same-load column: {row}");
     assert!(
         t.contains("Every case's timed thread (S1's and S2's too): SCHED_FIFO 80 (writer 79), mlockall, any CPU: granted (S1 does not state"),
         "{t}"

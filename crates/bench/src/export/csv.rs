@@ -1,6 +1,8 @@
 //! `--export-csv` and `--export-markdown`: one row per case, as hyperfine
 //! exports, for spreadsheets and for pasting into a pull request. CSV
-//! numbers are integers with the unit in the column name (`max_ns`);
+//! numbers are integers with the unit in the column name (`max_ns`); a
+//! loaded case names its same-load floor, whose row is in the same file,
+//! beside its `record()` p99 and max;
 //! Markdown prints them as rtrec prints durations (`12.5 ms`).
 
 use std::fmt::Write as _;
@@ -18,7 +20,8 @@ pub struct MarkdownExporter;
 
 /// The CSV header.
 pub const CSV_HEADER: &str = "case,study,timed_call,published_min_us,published_avg_us,published_max_us,\
-count,min_ns,mean_ns,p50_ns,p99_ns,p999_ns,max_ns,set_max_min_ns,set_max_max_ns,missed_periods,records_dropped,error";
+count,min_ns,mean_ns,p50_ns,p99_ns,p999_ns,max_ns,set_max_min_ns,set_max_max_ns,missed_periods,records_dropped,\
+same_load_floor,record_p99_ns,record_max_ns,error";
 
 fn opt(v: Option<u64>) -> String {
     v.map_or(String::new(), |v| v.to_string())
@@ -65,6 +68,9 @@ impl Exporter for CsvExporter {
                 opt(range.map(|r| r.1)),
                 c.missed_periods.to_string(),
                 c.records_dropped.to_string(),
+                field(c.same_load_floor.as_deref().unwrap_or("")),
+                opt(c.record_ns.map(|r| r.p99)),
+                opt(c.record_ns.map(|r| r.max)),
                 field(c.error.as_deref().unwrap_or("")),
             ];
             let _ = writeln!(s, "{}", row.join(","));

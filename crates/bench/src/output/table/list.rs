@@ -10,9 +10,10 @@ use super::cells::published;
 use crate::scenario::{Flusher, SCENARIOS};
 use crate::study::Study;
 
-/// The groups of `--study s1`, `s2` and `rtrec`, in its order: the title
-/// and the studies each selects.
-const GROUPS: [(&str, &[Study]); 3] = [
+/// The groups of `--study s1`, `s2`, `rtrec` and `backends`, in its
+/// order: the title and the studies listed under it (`--study backends`
+/// also runs rtrec's group, its references).
+const GROUPS: [(&str, &[Study]); 4] = [
     (
         "s1: design cases and a background reader (S1 Tables 1 and 3)",
         &[Study::S1Table1, Study::S1Table3],
@@ -22,8 +23,12 @@ const GROUPS: [(&str, &[Study]); 3] = [
         &[Study::S2],
     ),
     (
-        "rtrec: rtrec's own design and the platform floors (no published figure)",
+        "rtrec: rtrec's own design and the platform floors, each loaded floor run only with its rtrec case (no published figure)",
         &[Study::Rtrec, Study::Platform],
+    ),
+    (
+        "backends: rtrec with --io direct and --io uring beside the rtrec group (not in the default run)",
+        &[Study::Backends],
     ),
 ];
 

@@ -90,7 +90,7 @@ pub fn render_results(report: &BenchReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>30} | {:>62} {:>6} {:>9} | {:>27} | {:>17}",
+        "{:<24} {:>4} | {:>30} | {:>62} {:>6} {:>9} | {:>27} | {:>27}",
         "", "", "PUBLISHED (ARM, eMMC)", "MEASURED HERE", "", "", "max ÷ reference max", "max ÷"
     );
     row(
@@ -113,6 +113,7 @@ pub fn render_results(report: &BenchReport) -> String {
             "here",
             "floor",
             "pagecache",
+            "same load",
         ],
         if explained { " | main cause" } else { "" },
     );
@@ -128,6 +129,9 @@ pub fn render_results(report: &BenchReport) -> String {
         if let Some(x) = &c.explain {
             let published = scenario::find(&c.name).and_then(crate::explain::published_cause);
             let _ = writeln!(attributions, "{}:", c.name);
+            if c.timed_call == "memcpy" {
+                let _ = writeln!(attributions, "  {MEMCPY_PRODUCER}");
+            }
             attributions.push_str(&rtrec_trace::table::render(x, published));
         }
         notes.extend(case_notes(c));
@@ -136,6 +140,13 @@ pub fn render_results(report: &BenchReport) -> String {
     out
 }
 
+/// How to read a noise floor's producer lines under `--explain`: the
+/// tracer names the work between two wake-ups `record()` and its on-CPU
+/// time "rtrec's own", but a floor runs no rtrec code.
+const MEMCPY_PRODUCER: &str =
+    "a floor: its \"record()\" below is the memcpy, so \"rtrec's own\" is the \
+     time the platform took to copy one record on the CPU (no rtrec code runs)";
+
 /// Under the table: what the columns mean, the cases' notes and, with
 /// `--explain`, the attribution of each case's slow calls.
 fn footer(out: &mut String, notes: &[String], attributions: Option<&String>) {
@@ -143,7 +154,8 @@ fn footer(out: &mut String, notes: &[String], attributions: Option<&String>) {
     let _ = writeln!(
         out,
         "fl.: kernel flusher during the case (off = FOFF applied, ON! = FOFF asked but not applied); missed: periods \
-         whose release was missed; dirty: peak Dirty+Writeback; reference: the case this one's max is divided by."
+         whose release was missed; dirty: peak Dirty+Writeback; reference: the case this one's max is divided by; max ÷ \
+         same load: this case's max ÷ that of the noise floor run in this run under the same background loads."
     );
     for n in notes {
         let _ = writeln!(out, "  {n}");
@@ -185,17 +197,17 @@ fn preamble(out: &mut String, report: &BenchReport) {
 
 /// One line of the table in its fixed columns, the heads' as every
 /// case's; `tail` is the main-cause column (empty without `--explain`).
-fn row(out: &mut String, c: [&str; 17], tail: &str) {
+fn row(out: &mut String, c: [&str; 18], tail: &str) {
     let _ = writeln!(
         out,
-        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7} {:>9}{}",
+        "{:<24} {:>4} | {:>9} {:>9} {:>10} | {:>9} {:>9} {:>12} {:>10} {:>18} {:>6} {:>9} | {:<11} {:>7} {:>7} | {:>7} {:>9} {:>9}{}",
         c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14],
-        c[15], c[16], tail
+        c[15], c[16], c[17], tail
     );
 }
 
 /// A case's cells, in the order of the heads.
-fn case_cells(report: &BenchReport, c: &CaseResult) -> [String; 17] {
+fn case_cells(report: &BenchReport, c: &CaseResult) -> [String; 18] {
     let [pmin, pavg, pmax] = published_us(c.published.as_ref()).map(published);
     let w = c.write_ns;
     let measured = |v: String| if w.is_some() { v } else { "-".into() };
@@ -224,6 +236,7 @@ fn case_cells(report: &BenchReport, c: &CaseResult) -> [String; 17] {
         ratio(measured_max_ratio(report, c)),
         ratio(c.max_over_noise_floor),
         ratio(c.max_over_pagecache_floor),
+        ratio(c.max_over_same_load_floor),
     ]
 }
 
@@ -256,6 +269,7 @@ fn case_notes(c: &CaseResult) -> Vec<String> {
             format_duration(r.p999),
             ring_held(c)
         ));
+        notes.extend(record_floor_note(c, r));
     }
     if c.records_dropped > 0 {
         notes.push(format!(
@@ -277,6 +291,41 @@ fn case_notes(c: &CaseResult) -> Vec<String> {
         notes.push(format!("{}: the engine reported an I/O error: {e}", c.name));
     }
     notes
+}
+
+/// `record()` against the memcpy floors of the same run, max and p99:
+/// `RTREC-BGALL: record() max 2.9× / p99 1.1× its same-load floor
+/// NOISE-FLOOR-BGALL's; 4.1× / 1.3× the quiet NOISE-FLOOR's`. A loaded case
+/// whose floor did not run says so; `None` when no floor ran at all.
+fn record_floor_note(c: &CaseResult, r: rtrec_engine::LatencySummary) -> Option<String> {
+    let f = c.record_over_floor?;
+    let pair = |m: Option<f64>, p: Option<f64>| format!("{}× / p99 {}×", ratio(m), ratio(p));
+    let quiet = f
+        .max_over_noise_floor
+        .map(|_| {
+            format!(
+                "{} the quiet NOISE-FLOOR's",
+                pair(f.max_over_noise_floor, f.p99_over_noise_floor)
+            )
+        })
+        .unwrap_or_else(|| "NOISE-FLOOR did not run".into());
+    let same = match (&c.same_load_floor, c.loads.is_empty()) {
+        (Some(name), _) => format!(
+            "{} its same-load floor {name}'s; ",
+            pair(f.max_over_same_load_floor, f.p99_over_same_load_floor)
+        ),
+        (None, false) => "no same-load floor ran; ".into(),
+        (None, true) => String::new(),
+    };
+    if c.same_load_floor.is_none() && f.max_over_noise_floor.is_none() {
+        return None;
+    }
+    Some(format!(
+        "{}: record() max {} (p99 {}) against memcpy in this run: max {same}{quiet}",
+        c.name,
+        format_duration(r.max),
+        format_duration(r.p99),
+    ))
 }
 
 fn published_max_ratio(c: &CaseResult) -> Option<f64> {
