@@ -1,6 +1,6 @@
-//! Clocks and sleeps: monotonic, real and thread-CPU time in nanoseconds,
-//! the monotonic clock's resolution, and a sleep until an absolute
-//! monotonic deadline.
+//! Clocks and sleeps: monotonic, real, thread- and process-CPU time in
+//! nanoseconds, the monotonic clock's resolution, and a sleep until an
+//! absolute monotonic deadline.
 //!
 //! Design choice: these go straight to the C library, not through rustix.
 //! glibc answers `CLOCK_MONOTONIC` and `CLOCK_REALTIME` from the vDSO with no
@@ -37,6 +37,13 @@ pub fn realtime_ns() -> u64 {
 /// See clock_gettime(2).
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`: CPU time of every thread of
+/// the calling process, those that have ended included (io_uring's workers
+/// are threads of the process). See clock_gettime(2).
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// `clock_getres(CLOCK_MONOTONIC)` in nanoseconds: 1 with high-resolution
