@@ -132,6 +132,7 @@ mod search;
 mod tests;
 
 pub use fio::{buffered_len, fio_job};
+pub(crate) use fio::{fio_for, fio_json};
 pub use judge::{holds, limit_of, spread, verdicts};
 pub use options::{
     backends, device_job_order, HoldRule, Options, AGREE_WITHIN, BACKLOG_LIMIT, BACKLOG_OF_OFFERED,
