@@ -1,5 +1,5 @@
 //! The studies that run alone, instead of the cases (`--study throughput`,
-//! `crash` or `endurance` by itself, see [`Alone`](crate::plan::Alone)),
+//! `cost`, `crash` or `endurance` by itself, see [`Alone`](crate::plan::Alone)),
 //! each on the prepared target with the global lock held, the machine put
 //! back on every path; and `--combine`, which runs nothing.
 
@@ -15,7 +15,7 @@ use crate::flusher::FlusherControl;
 use crate::producer;
 use crate::report::SCHEMA_VERSION;
 use crate::target::{self, Target};
-use crate::{crash, endurance, throughput};
+use crate::{cost, crash, endurance, throughput};
 
 /// `--study throughput` on the prepared `target`, with the global lock
 /// held (in `flusher`); the machine is put back on every path.
@@ -53,6 +53,54 @@ pub(crate) fn run_throughput(
     if let Some(p) = &args.plot {
         let svg = export::throughput_plot::render(std::slice::from_ref(&r))
             .map_err(|e| anyhow::anyhow!("drawing the throughput plot: {e}"))?;
+        export::write_target(p, svg.as_bytes())
+            .with_context(|| format!("writing '{}'", p.display()))?;
+    }
+    released?;
+    removed?;
+    Ok(0)
+}
+
+/// `--study cost` on the prepared `target`, with the global lock held (in
+/// `flusher`); the machine is put back on every path.
+pub(crate) fn run_cost(
+    args: &BenchArgs,
+    rt: &producer::RtRequest,
+    target: Target,
+    flusher: FlusherControl,
+) -> anyhow::Result<i32> {
+    let opts = cost::Options {
+        bytes: args.cost_bytes.unwrap_or(cost::DEFAULT_BYTES),
+        sizes: args.size.map_or_else(|| cost::SIZES.to_vec(), |s| vec![s]),
+        rt: rt.clone(),
+        repeat: args.repeat.unwrap_or(1),
+    };
+    let profile = args
+        .device
+        .as_ref()
+        .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
+    let mut on_run = |partial: &cost::CostReport| {
+        if let Some(p) = args
+            .json
+            .as_ref()
+            .filter(|p| p.as_os_str() != export::STDOUT)
+        {
+            if let Err(e) = write_json(p, partial) {
+                eprintln!("rtrec bench: {e:#}");
+            }
+        }
+    };
+    let r = cost::run(&target.work, &profile, &opts, &mut on_run);
+    let released = flusher.finish();
+    let removed = target.remove();
+    let r = r?;
+    print_table(args, &cost::render(&r));
+    if let Some(p) = &args.json {
+        write_json(p, &r)?;
+    }
+    if let Some(p) = &args.plot {
+        let svg = export::cost_plot::render(&r)
+            .map_err(|e| anyhow::anyhow!("drawing the cost plot: {e}"))?;
         export::write_target(p, svg.as_bytes())
             .with_context(|| format!("writing '{}'", p.display()))?;
     }
