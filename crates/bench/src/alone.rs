@@ -26,39 +26,15 @@ pub(crate) fn run_throughput(
     flusher: FlusherControl,
 ) -> anyhow::Result<i32> {
     let opts = throughput_options(args, rt);
-    let profile = args
-        .device
-        .as_ref()
-        .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
-    // The JSON again after every run (not to stdout, which gets it once).
-    let mut on_run = |partial: &throughput::ThroughputReport| {
-        if let Some(p) = args
-            .json
-            .as_ref()
-            .filter(|p| p.as_os_str() != export::STDOUT)
-        {
-            if let Err(e) = write_json(p, partial) {
-                eprintln!("rtrec bench: {e:#}");
-            }
-        }
-    };
-    let r = throughput::run(&target.work, &profile, &opts, &mut on_run);
-    let released = flusher.finish();
-    let removed = target.remove();
-    let r = r?;
-    print_table(args, &throughput::render(&r));
-    if let Some(p) = &args.json {
-        write_json(p, &r)?;
-    }
-    if let Some(p) = &args.plot {
-        let svg = export::throughput_plot::render(std::slice::from_ref(&r))
-            .map_err(|e| anyhow::anyhow!("drawing the throughput plot: {e}"))?;
-        export::write_target(p, svg.as_bytes())
-            .with_context(|| format!("writing '{}'", p.display()))?;
-    }
-    released?;
-    removed?;
-    Ok(0)
+    run_reported(
+        args,
+        target,
+        flusher,
+        |work, profile, on_run| throughput::run(work, profile, &opts, on_run),
+        throughput::render,
+        |r| export::throughput_plot::render(std::slice::from_ref(r)),
+        "throughput",
+    )
 }
 
 /// `--study cost` on the prepared `target`, with the global lock held (in
@@ -75,11 +51,36 @@ pub(crate) fn run_cost(
         rt: rt.clone(),
         repeat: args.repeat.unwrap_or(1),
     };
+    run_reported(
+        args,
+        target,
+        flusher,
+        |work, profile, on_run| cost::run(work, profile, &opts, on_run),
+        cost::render,
+        export::cost_plot::render,
+        "cost",
+    )
+}
+
+/// A study of `--repeat` runs on `target` (`run` gets its work directory,
+/// the device profile's name and what to call after each run: the JSON
+/// written again, not to stdout, which gets it once), then the machine
+/// put back (`flusher`, `target`) on every path, the table (`render`),
+/// `--json` and `--plot` (`plot`, the `what` plot).
+fn run_reported<R: serde::Serialize>(
+    args: &BenchArgs,
+    target: Target,
+    flusher: FlusherControl,
+    run: impl FnOnce(&Path, &str, &mut dyn FnMut(&R)) -> anyhow::Result<R>,
+    render: impl Fn(&R) -> String,
+    plot: impl Fn(&R) -> Result<String, Box<dyn std::error::Error>>,
+    what: &str,
+) -> anyhow::Result<i32> {
     let profile = args
         .device
         .as_ref()
         .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
-    let mut on_run = |partial: &cost::CostReport| {
+    let mut on_run = |partial: &R| {
         if let Some(p) = args
             .json
             .as_ref()
@@ -90,17 +91,16 @@ pub(crate) fn run_cost(
             }
         }
     };
-    let r = cost::run(&target.work, &profile, &opts, &mut on_run);
+    let r = run(&target.work, &profile, &mut on_run);
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
-    print_table(args, &cost::render(&r));
+    print_table(args, &render(&r));
     if let Some(p) = &args.json {
         write_json(p, &r)?;
     }
     if let Some(p) = &args.plot {
-        let svg = export::cost_plot::render(&r)
-            .map_err(|e| anyhow::anyhow!("drawing the cost plot: {e}"))?;
+        let svg = plot(&r).map_err(|e| anyhow::anyhow!("drawing the {what} plot: {e}"))?;
         export::write_target(p, svg.as_bytes())
             .with_context(|| format!("writing '{}'", p.display()))?;
     }

@@ -6,11 +6,12 @@
 use std::path::Path;
 
 use anyhow::Context;
-use rtrec_engine::{Alloc, Config, Framing, Io, PeriodicTimer, Recorder, Summary, Workload};
+use rtrec_engine::{Alloc, Config, Framing, Io, PeriodicTimer, Recorder, Summary};
 use rtrec_sys as sys;
 
 use super::options::BURST_NS;
 use crate::producer::{self, RtRequest};
+use crate::throughput::record_ring;
 
 /// What one cell's recording cost.
 #[derive(Clone, Debug, Default)]
@@ -159,15 +160,7 @@ fn config(io: Io, size: u64, rate: f64, records: u64, rt: &RtRequest) -> Config 
         ..Config::default()
     };
     let period_ns = ((size as f64 / rate * 1e9) as u64).max(1);
-    cfg.ring_bytes = cfg
-        .sizes_for(&Workload {
-            period_ns: Some(period_ns),
-            records: Some(records),
-            fixed_size: true,
-            stall: None,
-        })
-        .ring
-        .ring_bytes;
+    cfg.ring_bytes = record_ring(&cfg, period_ns, records);
     cfg.rt.writer_priority = rt.writer_priority();
     cfg
 }
