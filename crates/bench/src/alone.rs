@@ -1,5 +1,5 @@
 //! The studies that run alone, instead of the cases (`--study throughput`,
-//! `crash` or `endurance` by itself, see [`Alone`](crate::plan::Alone)),
+//! `cost`, `crash` or `endurance` by itself, see [`Alone`](crate::plan::Alone)),
 //! each on the prepared target with the global lock held, the machine put
 //! back on every path; and `--combine`, which runs nothing.
 
@@ -15,7 +15,7 @@ use crate::flusher::FlusherControl;
 use crate::producer;
 use crate::report::SCHEMA_VERSION;
 use crate::target::{self, Target};
-use crate::{crash, endurance, throughput};
+use crate::{cost, crash, endurance, throughput};
 
 /// `--study throughput` on the prepared `target`, with the global lock
 /// held (in `flusher`); the machine is put back on every path.
@@ -26,12 +26,61 @@ pub(crate) fn run_throughput(
     flusher: FlusherControl,
 ) -> anyhow::Result<i32> {
     let opts = throughput_options(args, rt);
+    run_reported(
+        args,
+        target,
+        flusher,
+        |work, profile, on_run| throughput::run(work, profile, &opts, on_run),
+        throughput::render,
+        |r| export::throughput_plot::render(std::slice::from_ref(r)),
+        "throughput",
+    )
+}
+
+/// `--study cost` on the prepared `target`, with the global lock held (in
+/// `flusher`); the machine is put back on every path.
+pub(crate) fn run_cost(
+    args: &BenchArgs,
+    rt: &producer::RtRequest,
+    target: Target,
+    flusher: FlusherControl,
+) -> anyhow::Result<i32> {
+    let opts = cost::Options {
+        bytes: args.cost_bytes.unwrap_or(cost::DEFAULT_BYTES),
+        sizes: args.size.map_or_else(|| cost::SIZES.to_vec(), |s| vec![s]),
+        rt: rt.clone(),
+        repeat: args.repeat.unwrap_or(1),
+    };
+    run_reported(
+        args,
+        target,
+        flusher,
+        |work, profile, on_run| cost::run(work, profile, &opts, on_run),
+        cost::render,
+        export::cost_plot::render,
+        "cost",
+    )
+}
+
+/// A study of `--repeat` runs on `target` (`run` gets its work directory,
+/// the device profile's name and what to call after each run: the JSON
+/// written again, not to stdout, which gets it once), then the machine
+/// put back (`flusher`, `target`) on every path, the table (`render`),
+/// `--json` and `--plot` (`plot`, the `what` plot).
+fn run_reported<R: serde::Serialize>(
+    args: &BenchArgs,
+    target: Target,
+    flusher: FlusherControl,
+    run: impl FnOnce(&Path, &str, &mut dyn FnMut(&R)) -> anyhow::Result<R>,
+    render: impl Fn(&R) -> String,
+    plot: impl Fn(&R) -> Result<String, Box<dyn std::error::Error>>,
+    what: &str,
+) -> anyhow::Result<i32> {
     let profile = args
         .device
         .as_ref()
         .map_or_else(|| "native".to_string(), |d| d.profile.name.clone());
-    // The JSON again after every run (not to stdout, which gets it once).
-    let mut on_run = |partial: &throughput::ThroughputReport| {
+    let mut on_run = |partial: &R| {
         if let Some(p) = args
             .json
             .as_ref()
@@ -42,17 +91,16 @@ pub(crate) fn run_throughput(
             }
         }
     };
-    let r = throughput::run(&target.work, &profile, &opts, &mut on_run);
+    let r = run(&target.work, &profile, &mut on_run);
     let released = flusher.finish();
     let removed = target.remove();
     let r = r?;
-    print_table(args, &throughput::render(&r));
+    print_table(args, &render(&r));
     if let Some(p) = &args.json {
         write_json(p, &r)?;
     }
     if let Some(p) = &args.plot {
-        let svg = export::throughput_plot::render(std::slice::from_ref(&r))
-            .map_err(|e| anyhow::anyhow!("drawing the throughput plot: {e}"))?;
+        let svg = plot(&r).map_err(|e| anyhow::anyhow!("drawing the {what} plot: {e}"))?;
         export::write_target(p, svg.as_bytes())
             .with_context(|| format!("writing '{}'", p.display()))?;
     }

@@ -29,7 +29,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Run these studies: s1, s2, s3, s4, rtrec, backends, comma-separated (default s1,s2,rtrec; backends: rtrec's --io direct and --io uring cases beside rtrec's; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size); or `endurance` alone (one long record --rt --explain: --writes records, default 1,000,000, of --size, default 1KiB, every --period, default 1ms; every slow record() and missed period attributed).
+    /// Run these studies: s1, s2, s3, s4, rtrec, backends, comma-separated (default s1,s2,rtrec; backends: rtrec's --io direct and --io uring cases beside rtrec's; s3 and s4 need root); or `throughput` alone (each write back-end's highest sustained rate for 1KiB, 16KiB and 1MiB records against the device's bandwidth; --size picks one size); or `cost` alone (each write back-end's CPU per MiB recorded for 64B, 1KiB, 16KiB and 1MiB records beside the floor of fio, memcpy and CRC32C of the same bytes; --size picks one size); or `endurance` alone (one long record --rt --explain: --writes records, default 1,000,000, of --size, default 1KiB, every --period, default 1ms; every slow record() and missed period attributed).
     #[arg(long, value_delimiter = ',', value_name = "S1,S2")]
     pub study: Vec<String>,
 
@@ -103,7 +103,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end (with --study s4 also the throughput shares, to FILE-s4.svg; with --study throughput the rate held per back-end against fio's).
+    /// Draw the latency of every case as an SVG to FILE; `-` is stdout, at the end (with --study s4 also the throughput shares, to FILE-s4.svg; with --study throughput the rate held per back-end against fio's; with --study cost the ratio to the floor per back-end and size).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
@@ -147,9 +147,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "STRATEGY", value_parser = parse_study_alloc, requires = "study")]
     pub alloc: Option<rtrec_engine::Alloc>,
 
-    /// With --study throughput: run the whole study N times (fio included) and give each cell's spread, highest held rate over lowest (default 1).
+    /// With --study throughput or cost: run the whole study N times (fio included) and give each cell's spread, highest held rate (or cost ratio) over lowest (default 1).
     #[arg(long, value_name = "N", requires = "study")]
     pub repeat: Option<u32>,
+
+    /// With --study cost: payload each back-end and record size records, and fio, memcpy and CRC32C process for its floor (default 256MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "study")]
+    pub cost_bytes: Option<u64>,
 
     /// Combine --study throughput --json results (e.g. one per --device) into one table and, with --plot, one plot of every device; runs nothing.
     #[arg(long, value_delimiter = ',', value_name = "A.json,B.json", conflicts_with_all = ["list", "compare", "json", "study"])]

@@ -153,6 +153,7 @@ fn run_plan(
     )?;
     match Alone::asked(&args.study) {
         Some(Alone::Throughput) => alone::run_throughput(args, &plan.rt, target, flusher),
+        Some(Alone::Cost) => alone::run_cost(args, &plan.rt, target, flusher),
         Some(Alone::Crash) => alone::run_crash(args, target, flusher),
         Some(Alone::Endurance) => alone::run_endurance(args, target, flusher),
         None => cases::run_cases(args, plan, fio, launcher, target, flusher, warnings),

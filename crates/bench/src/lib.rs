@@ -29,6 +29,8 @@
 //! - [`throughput`]: `--study throughput`, each write back-end's sustained
 //!   rate as a fraction of the device's bandwidth, what stopped it, the
 //!   spread over `--repeat` runs, and `--combine` of several devices;
+//! - [`cost`]: `--study cost`, each write back-end's CPU per MiB recorded
+//!   beside the floor of the same bytes (fio, memcpy, CRC32C);
 //! - [`endurance`]: `--study endurance`, one long `record --rt --explain`
 //!   with every slow `record()` and missed period attributed;
 //! - [`Error`]: what the bench refuses before it runs (exit code 2), and
@@ -52,6 +54,7 @@ mod args;
 pub mod benchmark;
 pub mod bgload;
 mod cases;
+pub mod cost;
 pub mod crash;
 mod dispatch;
 pub mod endurance;

@@ -39,14 +39,17 @@ pub(crate) enum Alone {
     Throughput,
     /// `--study crash`.
     Crash,
+    /// `--study cost`.
+    Cost,
     /// `--study endurance`.
     Endurance,
 }
 
 impl Alone {
     /// Each with the name `--study` gives it.
-    const ALL: [(Alone, &'static str); 3] = [
+    const ALL: [(Alone, &'static str); 4] = [
         (Alone::Throughput, "throughput"),
+        (Alone::Cost, "cost"),
         (Alone::Crash, "crash"),
         (Alone::Endurance, "endurance"),
     ];
@@ -95,7 +98,7 @@ fn select_studies(names: &[String]) -> Result<(Vec<Study>, bool, bool), Error> {
             _ => {
                 return Err(Error::UnknownCase {
                     name: n.clone(),
-                    hint: "expected one of s1, s2, s3, s4, rtrec, backends, throughput, crash"
+                    hint: "expected one of s1, s2, s3, s4, rtrec, backends, throughput, cost, crash, endurance"
                         .into(),
                 })
             }

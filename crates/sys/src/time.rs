@@ -1,6 +1,6 @@
-//! Clocks and sleeps: monotonic, real and thread-CPU time in nanoseconds,
-//! the monotonic clock's resolution, and a sleep until an absolute
-//! monotonic deadline.
+//! Clocks and sleeps: monotonic, real, thread- and process-CPU time in
+//! nanoseconds, the monotonic clock's resolution, and a sleep until an
+//! absolute monotonic deadline.
 //!
 //! Design choice: these go straight to the C library, not through rustix.
 //! glibc answers `CLOCK_MONOTONIC` and `CLOCK_REALTIME` from the vDSO with no
@@ -39,9 +39,9 @@ pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
-/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`: CPU time of the whole
-/// process, every thread's (io_uring's workers included). See
-/// clock_gettime(2).
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`: CPU time of every thread of
+/// the calling process, those that have ended included (io_uring's workers
+/// are threads of the process). See clock_gettime(2).
 pub fn process_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }

@@ -8,11 +8,12 @@
 //!
 //! The [`Exporter`] trait sits in a module of its own, below this one and
 //! every format, so a format (or the HTML page embedding another format's
-//! plot) never imports this module back. The three plotters drawings
-//! (`svg`, `s4_plot`, `throughput_plot`) draw their legend box and
+//! plot) never imports this module back. The plotters drawings
+//! (`svg`, `s4_plot`, `throughput_plot`, `cost_plot`) draw their legend box and
 //! reference lines through `chart`, one definition each.
 
 mod chart;
+pub mod cost_plot;
 mod csv;
 mod exporter;
 pub mod html;

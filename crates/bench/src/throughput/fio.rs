@@ -90,7 +90,7 @@ pub fn buffered_len(io: Io, len: u64, device_bps: f64, hold_ns: u64) -> u64 {
 
 /// fio's bandwidth with `io`'s settings at `size`, bytes/s, and the job;
 /// `device_bps` bounds a buffered job's length ([`buffered_len`]).
-pub(super) fn fio_for(
+pub(crate) fn fio_for(
     work: &Path,
     io: Io,
     size: u64,
@@ -130,6 +130,16 @@ pub fn fio_job(io: Io, size: u64, len: u64) -> String {
 /// Runs `job` on `path` for at most `hold_ns` (at least 2 s); its write
 /// bandwidth, bytes/s, if fio runs and writes.
 fn run_fio(path: &Path, job: &str, hold_ns: u64) -> Option<f64> {
+    let v = fio_json(path, job, hold_ns)?;
+    v["jobs"][0]["write"]["bw_bytes"]
+        .as_f64()
+        .filter(|&b| b > 0.0)
+}
+
+/// Runs `job` on `path` for at most `hold_ns` (at least 2 s): fio's
+/// `--output-format=json` document, if fio runs and succeeds. The one
+/// place fio is started for the throughput and cost studies.
+pub(crate) fn fio_json(path: &Path, job: &str, hold_ns: u64) -> Option<serde_json::Value> {
     let file = tempfile::NamedTempFile::new().ok()?;
     std::fs::write(file.path(), job).ok()?;
     let out = Command::new("fio")
@@ -142,10 +152,7 @@ fn run_fio(path: &Path, job: &str, hold_ns: u64) -> Option<f64> {
     if !out.status.success() {
         return None;
     }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    v["jobs"][0]["write"]["bw_bytes"]
-        .as_f64()
-        .filter(|&b| b > 0.0)
+    serde_json::from_slice(&out.stdout).ok()
 }
 
 /// Our own: 1 MiB `O_DIRECT` writes from the start of a pre-allocated file

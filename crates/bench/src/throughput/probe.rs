@@ -124,17 +124,23 @@ fn probe_config(io: Io, size: u64, period_ns: u64, records: u64, o: &Options) ->
     };
     // The ring `rtrec record` would size for this rate (its default stall),
     // so a probe is judged as the recorder runs.
-    cfg.ring_bytes = cfg
-        .sizes_for(&Workload {
-            period_ns: Some(period_ns),
-            records: Some(records),
-            fixed_size: true,
-            stall: None,
-        })
-        .ring
-        .ring_bytes;
+    cfg.ring_bytes = record_ring(&cfg, period_ns, records);
     cfg.rt.writer_priority = o.rt.writer_priority();
     cfg
+}
+
+/// The ring `rtrec record` sizes for `cfg`'s records, `records` of them
+/// one every `period_ns`, with its default stall; the throughput and cost
+/// studies record with it.
+pub(crate) fn record_ring(cfg: &Config, period_ns: u64, records: u64) -> usize {
+    cfg.sizes_for(&Workload {
+        period_ns: Some(period_ns),
+        records: Some(records),
+        fixed_size: true,
+        stall: None,
+    })
+    .ring
+    .ring_bytes
 }
 
 /// What one probe's recording gave: the engine's summary, the producer's

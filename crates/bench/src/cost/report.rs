@@ -1,0 +1,122 @@
+//! The cost study's result, which is its `--json` schema
+//! (docs/bench-schema.md): [`CostReport`], one [`Run`] per `--repeat`,
+//! one [`Cell`] per back-end and record size with its [`Floor`], and each
+//! cell's [`Spread`] over the runs. Units are in the field names.
+
+use rtrec_engine::Io;
+use serde::{Deserialize, Serialize};
+
+use crate::producer::RtReport;
+
+/// The whole study.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CostReport {
+    /// Always `"cost"`.
+    pub study: String,
+    /// The target's device profile (`native` without `--device`).
+    pub device_profile: String,
+    /// Payload each cell records (and fio, memcpy and CRC32C process),
+    /// bytes.
+    pub bytes_per_cell: u64,
+    /// The producer's real-time setup, as asked and granted.
+    pub rt: RtReport,
+    /// CPUs of the machine.
+    pub cpus: usize,
+    /// One per `--repeat`.
+    pub runs: Vec<Run>,
+    /// Each cell's spread over the runs, in the cells' order.
+    pub spread: Vec<Spread>,
+}
+
+/// One run of the study.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Run {
+    /// The device's sequential write bandwidth, bytes/s (fio's 1 MiB job
+    /// of the first `O_DIRECT` back-end); null without fio.
+    pub device_bytes_per_s: Option<f64>,
+    /// The rate every cell recorded at, payload bytes/s.
+    pub rate_bytes_per_s: f64,
+    /// One per back-end and record size: sizes outer, back-ends inner.
+    pub cells: Vec<Cell>,
+}
+
+/// One back-end at one record size: the recorder's CPU per MiB of payload
+/// recorded, per thread and in all, beside the floor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Cell {
+    /// The write back-end.
+    pub io: Io,
+    /// Bytes per record.
+    pub record_bytes: u64,
+    /// `packed` or `framed` ([`rtrec_engine::Framing::auto`]).
+    pub framing: String,
+    /// Payload bytes stored.
+    pub recorded_bytes: u64,
+    /// Records dropped (a cell at a comfortable rate drops none).
+    pub dropped: u64,
+    /// The recording's wall time, ns.
+    pub wall_ns: u64,
+    /// `write()` calls (or io_uring writes) of the writer.
+    pub writes: u64,
+    /// File bytes per write, the mean; fio's block size comes from it.
+    pub bytes_per_write: u64,
+    /// The producer's CPU over its bursts, ns per MiB recorded.
+    pub producer_ns_per_mib: f64,
+    /// The writer thread's CPU, ns per MiB.
+    pub writer_ns_per_mib: f64,
+    /// The flush thread's CPU, ns per MiB.
+    pub flusher_ns_per_mib: f64,
+    /// The process's CPU from the recorder's creation (done) to after it
+    /// finished (every thread, io_uring's workers included), ns per MiB:
+    /// the numerator of [`ratio`](Self::ratio).
+    pub total_ns_per_mib: f64,
+    /// The process's CPU to create the recorder (files, ring, threads),
+    /// ns: once per recording, not per byte, so outside the total.
+    pub setup_cpu_ns: u64,
+    /// The floor of the same bytes.
+    pub floor: Floor,
+    /// `total_ns_per_mib / floor.ns_per_mib`: the headline.
+    pub ratio: f64,
+    /// The goal for the record size ([`goal`](super::goal)).
+    pub goal: f64,
+    /// `ratio <= goal`.
+    pub met: bool,
+    /// The machine's steal time over the recording, a fraction of its CPU
+    /// time (a VM's host took it).
+    pub steal_share: f64,
+}
+
+/// What the same bytes cost at the least: fio's like-for-like job, a
+/// memcpy into a ring-sized buffer and a CRC32C, each per MiB.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Floor {
+    /// fio's usr + sys CPU, ns per MiB written; null without fio.
+    pub fio_ns_per_mib: Option<f64>,
+    /// fio's job (file name and time limit on its command line).
+    pub fio_job: Option<String>,
+    /// memcpy in record-size pieces, ns per MiB (best of the passes).
+    pub memcpy_ns_per_mib: f64,
+    /// CRC32C in record-size pieces, ns per MiB (best of the passes).
+    pub crc32c_ns_per_mib: f64,
+    /// The sum of the three, ns per MiB.
+    pub ns_per_mib: f64,
+}
+
+/// One cell over the runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Spread {
+    /// The write back-end.
+    pub io: Io,
+    /// Bytes per record.
+    pub record_bytes: u64,
+    /// The cell's ratio in each run.
+    pub ratios: Vec<f64>,
+    /// Highest ratio over lowest; null with one run.
+    pub max_over_min: Option<f64>,
+    /// `max_over_min` at most [`AGREE_WITHIN`](super::AGREE_WITHIN) (or
+    /// one run).
+    pub agree: bool,
+    /// Why a cell did not agree, when the runs say: the steal time of the
+    /// run furthest from the others; null otherwise.
+    pub reason: Option<String>,
+}
