@@ -31,6 +31,16 @@
 use rtrec_engine::Summary;
 use serde::Serialize;
 
+/// `clock()` with feature `cost`, else 0 and no call (module docs): the
+/// reads of the producer's and the process's clocks.
+pub fn cpu_ns(clock: fn() -> u64) -> u64 {
+    if cfg!(feature = "cost") {
+        clock()
+    } else {
+        0
+    }
+}
+
 /// CPU time per MiB of payload, ns: the summary's line ([`Cost::per_mib`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PerMib {
@@ -47,7 +57,7 @@ pub struct PerMib {
 }
 
 /// The recording's CPU cost (module docs).
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Cost {
     /// Payload bytes stored.
     pub payload_bytes: u64,
@@ -74,20 +84,24 @@ impl CostClock {
     /// Reads the process's CPU clock now.
     pub fn start() -> CostClock {
         CostClock {
-            process_ns: rtrec_sys::process_cpu_ns(),
+            process_ns: cpu_ns(rtrec_sys::process_cpu_ns),
         }
     }
 
     /// The cost of the recording `s`, whose producer's loop took
     /// `producer_cpu_ns`; the process's clock is read now.
     pub fn cost(&self, s: &Summary, producer_cpu_ns: u64) -> Cost {
+        if !cfg!(feature = "cost") {
+            // Nothing reads it (module docs): no code for it either.
+            return Cost::default();
+        }
         Cost {
             payload_bytes: s.bytes_written,
             producer_cpu_ns,
             record_calls_ns: s.record_ns.map_or(0, |r| r.mean.saturating_mul(r.count)),
             writer_cpu_ns: s.writer_cpu_ns,
             flusher_cpu_ns: s.flush.cpu_ns,
-            process_cpu_ns: rtrec_sys::process_cpu_ns().saturating_sub(self.process_ns),
+            process_cpu_ns: cpu_ns(rtrec_sys::process_cpu_ns).saturating_sub(self.process_ns),
         }
     }
 }

@@ -5,7 +5,7 @@
 use rtrec_engine::{Mode, PeriodicTimer};
 
 use super::assembler::Cut;
-use super::cost::CostClock;
+use super::cost::{cpu_ns, CostClock};
 use super::plan::{Plan, RecordArgs};
 use super::prepare::Prepared;
 use super::session::{Baseline, Outcome, Session, Timeline, Trace, Triggers};
@@ -48,7 +48,7 @@ pub fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
     };
     let (size, count) = (plan.source.size, plan.source.count);
     let clock = CostClock::start();
-    let producer_cpu0 = rtrec_sys::thread_cpu_ns();
+    let producer_cpu0 = cpu_ns(rtrec_sys::thread_cpu_ns);
     let (outcome, timer) = match plan.source.source {
         Source::Synthetic { period_ns } => {
             let mut t = PeriodicTimer::new(period_ns);
@@ -62,7 +62,7 @@ pub fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
             (stdin_source(&mut session, Cut::Lines { max }, count), None)
         }
     };
-    let producer_cpu_ns = rtrec_sys::thread_cpu_ns().saturating_sub(producer_cpu0);
+    let producer_cpu_ns = cpu_ns(rtrec_sys::thread_cpu_ns).saturating_sub(producer_cpu0);
     if session.baseline.is_some() && !a.output.quiet {
         eprintln!(
             "rtrec: --explain-baseline: {} records copied by the producer's loop without record(); nothing was recorded",

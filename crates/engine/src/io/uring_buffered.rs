@@ -18,10 +18,9 @@ use crate::strategy::Io;
 /// when the kernel refuses io_uring.
 pub(super) const ENGINE: Engine = Engine {
     io: Io::UringBuffered,
-    help: "io_uring over the page cache (no `O_DIRECT`): the gatherer's registered \
-           buffers and writes in flight of `uring`, whole file-system blocks (a \
-           recycled pool is never read back); the flusher writes back dirty pages \
-           as with `buffered`. Any allocation mode",
+    help: "io_uring over the page cache (no `O_DIRECT`): `uring`'s registered \
+           buffers, writes in flight and whole blocks; the flusher writes back \
+           dirty pages as with `buffered`. Any allocation mode",
     direct: false,
     uring: true,
     rules: &[gather::block_in_range, uring::depth_in_range],
