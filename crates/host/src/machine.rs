@@ -50,10 +50,15 @@ pub fn block_device_of(path: &Path) -> Option<String> {
 /// counted by the kernel for every writer of the device. `None` on
 /// tmpfs, network or overlay file systems.
 pub fn device_bytes_written(path: &Path) -> Option<u64> {
+    sectors_written(&device_stat(path)?).map(|s| s * 512)
+}
+
+/// The `stat` text of the block device holding `path`
+/// (`/sys/dev/block/MAJ:MIN/stat`).
+fn device_stat(path: &Path) -> Option<String> {
     let dev = fs::metadata(path).ok()?.dev();
     let (maj, min) = rtrec_sys::major_minor(dev);
-    let stat = fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()?;
-    sectors_written(&stat).map(|s| s * 512)
+    fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()
 }
 
 /// Read requests completed so far by the block device holding `path`:
@@ -62,10 +67,7 @@ pub fn device_bytes_written(path: &Path) -> Option<u64> {
 /// make before a partial write included). `None` where
 /// [`device_bytes_written`] is.
 pub fn device_reads(path: &Path) -> Option<u64> {
-    let dev = fs::metadata(path).ok()?.dev();
-    let (maj, min) = rtrec_sys::major_minor(dev);
-    let stat = fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()?;
-    stat.split_whitespace().next()?.parse().ok()
+    device_stat(path)?.split_whitespace().next()?.parse().ok()
 }
 
 /// The sectors written of a block device's `stat` text (its 7th field).

@@ -152,7 +152,7 @@ fn config(io: Io, size: u64, rate: f64, records: u64, rt: &RtRequest) -> Config 
         io,
         max_record: size as usize,
         framing: Framing::auto(size as usize),
-        file_size: (64u64 << 20).max(size * 64),
+        file_size: crate::throughput::probe_file_bytes(size),
         prefix: "cost".into(),
         // As the throughput study: a long recording's steady state once
         // its pool is spent, no pool zero-filled by a thread of ours.

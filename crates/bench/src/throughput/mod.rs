@@ -139,6 +139,7 @@ pub use options::{
     BACKLOG_RECORDS, BUSY_SHARE, DEFAULT_CONFIRMATIONS, DEVICE_BLOCK, KEEP_FILES, MAX_STEP_DOWNS,
     POOL_FILES, SIZES, STEP_DOWN, TARGET_OF_DEVICE,
 };
+pub(crate) use probe::probe_file_bytes;
 pub(crate) use probe::record_ring;
 pub(crate) use render::range;
 pub use render::{combine, render};

@@ -221,7 +221,7 @@ fn release_dir(dir: &Path, pool: Option<&Pool>) {
 }
 
 /// The size of a probe's files: 64 MiB, or 64 records when larger.
-fn probe_file_bytes(size: u64) -> u64 {
+pub(crate) fn probe_file_bytes(size: u64) -> u64 {
     (64u64 << 20).max(size * 64)
 }
 
