@@ -251,8 +251,16 @@ fn retired_line(s: &Summary) -> String {
     } else {
         String::new()
     };
+    let late = if s.retired_late_files > 0 {
+        format!(
+            "; {} deleted by the writer at a switch (the retire thread was behind; the bound held)",
+            s.retired_late_files
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}\n",
+        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}{late}\n",
         s.retired_files,
         format_size(s.retired_bytes),
         s.files.len()

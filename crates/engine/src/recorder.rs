@@ -157,6 +157,11 @@ pub struct Summary {
     /// Bytes those files took on disk.
     #[serde(default)]
     pub retired_earlier_bytes: u64,
+    /// Of the retired files, those the retire thread had not reached by
+    /// the next file switch: the writer deleted them itself, so that the
+    /// directory stayed within its bound (`docs/unattended.md`).
+    #[serde(default)]
+    pub retired_late_files: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -671,6 +676,7 @@ impl Recorder {
             retired_bytes: report.retired.bytes,
             retired_earlier_files: report.retired.earlier_files,
             retired_earlier_bytes: report.retired.earlier_bytes,
+            retired_late_files: report.retired.late,
             retired_seq_to: report.retired.seq_to,
             retired_events: report.retired.events,
             flight,

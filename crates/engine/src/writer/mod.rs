@@ -680,6 +680,9 @@ impl Writer {
     fn switch_file(&mut self) -> Step {
         let index = self.files.index();
         self.mark(format_args!("begin writer switch to file {index}"));
+        // A loop's earlier hand-overs are done before the next file is
+        // taken: the disk bound holds whatever the retire thread's share.
+        self.retire.catch_up();
         let next = match self.next_file() {
             Ok(f) => f,
             Err(e) => {

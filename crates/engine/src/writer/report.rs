@@ -52,6 +52,10 @@ pub struct RetireStats {
     pub recycled: u64,
     /// Of the retired files, those deleted.
     pub deleted: u64,
+    /// Of the deleted, those the retire thread had not reached by the
+    /// next file switch, deleted by the writer so that the directory
+    /// stays within its bound (a thread starved of CPU or I/O).
+    pub late: u64,
     /// Files of the directory's earlier recordings a loop retired to keep
     /// the directory within its budget (not in `files`; recycled or
     /// deleted like the loop's own).
