@@ -165,7 +165,10 @@ impl Profile {
     /// # Errors
     /// [`ProfileError::Syntax`] or [`ProfileError::Value`], one sentence.
     pub fn from_json(json: &str, origin: &str) -> Result<Profile, ProfileError> {
-        let file: ProfileFile = serde_json::from_str(json)
+        // From the bytes: `from_slice` is the JSON reader the rest of the
+        // record-only binary uses; a second one costs its board budget
+        // (docs/embedded.md).
+        let file: ProfileFile = serde_json::from_slice(json.as_bytes())
             .map_err(|e| ProfileError::Syntax(origin.to_string(), e.to_string()))?;
         Profile::from_file(file, origin)
     }

@@ -552,8 +552,13 @@ impl Config {
 
     /// A 64-bit FNV-1a digest of the configuration's JSON form, stored in
     /// every file header so a reader can tell which settings wrote it.
+    /// The form is the pretty-printed one `record --json` writes: one
+    /// serialiser of the configuration instead of two (a compact one only
+    /// for this took the board's record-only binary past its 1 MB budget,
+    /// docs/embedded.md). Nothing compares digests of different rtrec
+    /// versions.
     pub fn digest(&self) -> u64 {
-        let json = serde_json::to_vec(self).unwrap_or_default();
+        let json = serde_json::to_vec_pretty(self).unwrap_or_default();
         json.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
             (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
         })

@@ -67,7 +67,6 @@ pub mod restore;
 pub mod signals;
 pub mod status;
 pub mod sysctl;
-#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tmpfs;
 pub mod tools;

@@ -1,7 +1,6 @@
-//! Test support (cargo feature `testing`, off by default, so in no library
-//! or binary; test targets enable it through their dev-dependency on this
-//! crate): a process that holds the global lock, for the tests of waiting
-//! for it. The lock's file name comes from the code that owns it, so the
+//! Test support: a process that holds the global lock, for the tests of
+//! waiting for it (always compiled, as `rtrec_sys::testing` is and for the
+//! same reason; the linker drops it from every binary). The lock's file name comes from the code that owns it, so the
 //! tests cannot drift from it.
 
 use std::io::{BufRead, BufReader};

@@ -30,7 +30,6 @@ pub enum FallocateMode {
 /// # Errors
 /// The errno of `fallocate`.
 pub fn fallocate(fd: impl AsFd, mode: FallocateMode, offset: u64, len: u64) -> io::Result<()> {
-    #[cfg(feature = "testing")]
     crate::testing::FALLOCATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let flags = match mode {
         FallocateMode::ExtendSize => rustix::fs::FallocateFlags::empty(),
@@ -45,7 +44,6 @@ pub fn fallocate(fd: impl AsFd, mode: FallocateMode, offset: u64, len: u64) -> i
 /// # Errors
 /// The errno of `ftruncate`.
 pub fn ftruncate(fd: impl AsFd, len: u64) -> io::Result<()> {
-    #[cfg(feature = "testing")]
     crate::testing::FTRUNCATE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     rustix::fs::ftruncate(fd, len)?;
     Ok(())

@@ -43,7 +43,6 @@ pub mod mount;
 pub mod process;
 pub mod replace;
 pub mod sched;
-#[cfg(feature = "testing")]
 pub mod testing;
 pub mod time;
 pub mod uring;

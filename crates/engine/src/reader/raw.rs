@@ -79,7 +79,11 @@ impl Sidecar {
             if s.size()? > MAX_SIDECAR {
                 return Err(io::Error::other("it is too large to be a sidecar"));
             }
-            serde_json::from_reader(io::BufReader::new(s)).map_err(io::Error::other)
+            // Read whole, then parsed from the bytes: the one JSON reader
+            // (`from_slice`) the record-only binary carries (docs/embedded.md).
+            let mut bytes = Vec::new();
+            io::Read::read_to_end(&mut io::Read::take(s, MAX_SIDECAR), &mut bytes)?;
+            serde_json::from_slice(&bytes).map_err(io::Error::other)
         }) {
             Ok(v) => v,
             Err(e) => {
