@@ -104,6 +104,24 @@ fn verify(path: &Path) -> (i32, Value) {
     (o.status.code().unwrap_or(-1), v)
 }
 
+/// [`verify`], or `None` when `path` holds no recording yet: a power cut
+/// before the first file's name reached the disk (after the pool's), where
+/// verify says so in a sentence and exits 2 (nothing was promised then).
+fn verify_if_any(path: &Path) -> Option<(i32, Value)> {
+    let o = rtrec()
+        .args(["verify", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    if o.status.code() == Some(2)
+        && String::from_utf8_lossy(&o.stderr).contains("holds no recordings")
+    {
+        return None;
+    }
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", show(&o)));
+    Some((o.status.code().unwrap_or(-1), v))
+}
+
 fn u(v: &Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"))
 }
@@ -690,15 +708,17 @@ fn power_cuts_lose_nothing_before_the_durable_point_and_hide_no_recording() {
         // moved back by recover; every interrupted recording is closed by
         // it.
         if dir.join(".pool/pool.json").is_file() {
-            let (_, report) = verify(&dir);
-            in_pool += report["unfinished_in_pool"]
-                .as_array()
-                .map_or(0, |v| v.len() as u64);
+            if let Some((_, report)) = verify_if_any(&dir) {
+                in_pool += report["unfinished_in_pool"]
+                    .as_array()
+                    .map_or(0, |v| v.len() as u64);
+            }
         }
         if dir.is_dir() {
             run_ok(rtrec().arg("recover").arg(&dir));
-            let (_, report) = verify(&dir);
-            assert!(report.get("unfinished_in_pool").is_none(), "{what}");
+            if let Some((_, report)) = verify_if_any(&dir) {
+                assert!(report.get("unfinished_in_pool").is_none(), "{what}");
+            }
         }
         let durable = u(&s.status, "durable_seq");
         durable_records += durable;
