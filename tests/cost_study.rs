@@ -17,6 +17,13 @@ fn the_cost_study_measures_every_cell_beside_its_floor() {
     if !require_privileged("the_cost_study_measures_every_cell_beside_its_floor") {
         return;
     }
+    // Without fio the study still runs (its floor is memcpy + CRC32C,
+    // documented), but this test checks fio's part: say so in one line.
+    let fio = Command::new("fio").arg("--version").output();
+    assert!(
+        fio.is_ok_and(|o| o.status.success()),
+        "this test needs fio (Debian package fio; .ci/run installs it)"
+    );
     let out = tempfile::tempdir().unwrap();
     let plot = out.path().join("cost.svg");
     let done = Command::new(env!("CARGO_BIN_EXE_rtrec"))

@@ -353,10 +353,10 @@ impl Ledger {
         Some(undone)
     }
 
-    /// Ring mode, after each frame and when idle, at `now`
-    /// (`CLOCK_MONOTONIC` ns): whether the writer is `behind` (see
-    /// [`crate::io::coalesce_next`]) and whether another frame is
-    /// `waiting` in the ring. While behind, the back-end coalesces frames
+    /// Ring mode, after each frame and when idle, at the time `now`
+    /// gives (`CLOCK_MONOTONIC` ns, read only when needed): whether the
+    /// writer is `behind` (see [`crate::io::coalesce_next`]) and whether
+    /// another frame is `waiting` in the ring. While behind, the back-end coalesces frames
     /// into larger writes; once it has caught up, what is gathered is
     /// written at once and each frame is written through again.
     ///
@@ -369,7 +369,13 @@ impl Ledger {
     ///
     /// True when what the back-end holds is to be written now
     /// ([`Ledger::flush`]).
-    pub(super) fn pace(&mut self, behind: bool, waiting: bool, now: u64, bound: u64) -> bool {
+    pub(super) fn pace(
+        &mut self,
+        behind: bool,
+        waiting: bool,
+        now: impl FnOnce() -> u64,
+        bound: u64,
+    ) -> bool {
         if behind != self.coalescing {
             self.coalescing = behind;
             self.io.coalesce(behind);
@@ -386,7 +392,9 @@ impl Ledger {
             return false;
         };
         // Since when the first unwritten byte is held: a new offset means
-        // the bytes held before it were written meanwhile.
+        // the bytes held before it were written meanwhile. The clock is
+        // read only here (issue 34: not once per entry).
+        let now = now();
         let since = match self.held {
             Some((at, t)) if at == from => t,
             _ => {

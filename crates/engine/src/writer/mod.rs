@@ -477,13 +477,14 @@ impl Writer {
         }
     }
 
-    /// Ring mode, after each frame and when idle, at `now`
-    /// (`CLOCK_MONOTONIC` ns): whether the writer is `behind` and whether
-    /// another frame is `waiting` in the ring. What the back-end holds is
+    /// Ring mode, after each frame and when idle, at the time `now`
+    /// gives (`CLOCK_MONOTONIC` ns, read only when needed): whether the
+    /// writer is `behind` and whether another frame is `waiting` in the
+    /// ring. What the back-end holds is
     /// written when the writer has caught up, or when a held partial last
     /// block has waited `max_latency_ns` ([`Ledger::pace`] says when and
     /// why), and the frames it ends are counted.
-    pub(crate) fn pace(&mut self, behind: bool, waiting: bool, now: u64) -> Step {
+    pub(crate) fn pace(&mut self, behind: bool, waiting: bool, now: impl FnOnce() -> u64) -> Step {
         if !self
             .ledger
             .pace(behind, waiting, now, self.cfg.max_latency_ns)
@@ -1005,7 +1006,7 @@ mod tests {
         // frame after each, within the bound.
         for seq in 0..3u64 {
             w.write_data(seq, seq, &[seq as u8; 5000]).unwrap();
-            w.pace(false, false, t0 + seq).unwrap();
+            w.pace(false, false, || t0 + seq).unwrap();
             w.reap(false).unwrap();
             assert_eq!(
                 w.report.records_written, seq,
@@ -1013,9 +1014,9 @@ mod tests {
             );
         }
         // No frame comes: the block is written once it has waited the bound.
-        w.pace(false, false, t0 + 2 + bound - 1).unwrap();
+        w.pace(false, false, || t0 + 2 + bound - 1).unwrap();
         assert_eq!(w.report.records_written, 2);
-        w.pace(false, false, t0 + 2 + bound).unwrap();
+        w.pace(false, false, || t0 + 2 + bound).unwrap();
         w.reap(false).unwrap();
         assert_eq!(w.report.records_written, 3);
         let report = w.finish(3, true, "");
@@ -1039,12 +1040,12 @@ mod tests {
                 // not coalesce.
                 continue;
             }
-            w.pace(true, true, 0).unwrap();
+            w.pace(true, true, || 0).unwrap();
             for seq in 0..20 {
                 w.write_data(seq, seq, &[seq as u8; 1000]).unwrap();
             }
             assert_eq!(w.report.records_written, 0, "{io}: gathered, not written");
-            w.pace(false, false, 0).unwrap();
+            w.pace(false, false, || 0).unwrap();
             w.settle().unwrap();
             assert_eq!(w.report.records_written, 20, "{io}");
             let report = w.finish(20, true, "");
