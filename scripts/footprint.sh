@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Stripped sizes of what goes on a board, from the builds of scripts/msrv.sh
-# (x86-64) and scripts/cross.sh (aarch64, armv7) in target/debian, and of
-# scripts/board-build.sh (the "(board)" rows) in target/board:
+# Stripped sizes of what goes on a board: for x86-64 from the stock
+# toolchain's release build in target/release (CI's; the record-only
+# binary copied there as rtrec-record-only, .ci/run), for aarch64 and
+# armv7 from scripts/cross.sh's builds (rustc 1.85) in target/debian, and
+# the "(board)" rows from scripts/board-build.sh's in target/board. The
+# record-only binary of the ARM targets is the board build's only
+# (scripts/cross.sh does not build it). A file not built prints "-" and
+# is not checked:
 #
 #   scripts/footprint.sh           # prints the table
 #   scripts/footprint.sh --check   # and fails when one grew more than 10 %
@@ -23,16 +28,16 @@ targets=(
 )
 # build, artifact file, row name (the rest of the line)
 artifacts=(
-  "debian rtrec full"
-  "debian rtrec-record-only record-only"
-  "debian librtrec.so librtrec.so"
+  "release rtrec full"
+  "release rtrec-record-only record-only"
+  "release librtrec.so librtrec.so"
   "board rtrec record-only (board)"
   "board librtrec.so librtrec.so (board)"
 )
 # artifact BUILD TRIPLE FILE: where that build leaves it.
 artifact() {
   case $1 in
-    debian) if [ "$2" = x86_64-unknown-linux-gnu ]; then echo "target/debian/release/$3"; else echo "target/debian/$2/release/$3"; fi ;;
+    release) if [ "$2" = x86_64-unknown-linux-gnu ]; then echo "target/release/$3"; else echo "target/debian/$2/release/$3"; fi ;;
     board) echo "target/board/$2/release-small/$3" ;;
   esac
 }

@@ -8,8 +8,8 @@
 #   scripts/record-only.sh BINARY                 # on this machine
 #   scripts/record-only.sh BINARY RUNNER...       # e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu
 #
-# .ci/run runs it on the stock toolchain's build, scripts/msrv.sh and
-# scripts/cross.sh on theirs (the ARM ones under qemu-user).
+# .ci/run runs it on the stock toolchain's build, scripts/board-build.sh
+# on the boards' (rustc 1.85; the ARM ones under qemu-user).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: scripts/record-only.sh BINARY [RUNNER...]" >&2; exit 2; }
 bin=$1
