@@ -46,6 +46,23 @@ pub fn process_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// `getrusage(RUSAGE_CHILDREN)`: user + system CPU time, ns (the kernel
+/// counts microseconds), of every child process of this process that has
+/// ended and been waited for, with every thread of theirs (io_uring's
+/// workers included) and the children they waited for. The difference
+/// across one child's run is that child's whole CPU, if nothing else is
+/// reaped meanwhile. See getrusage(2).
+pub fn children_cpu_ns() -> u64 {
+    // SAFETY: zeroed is a valid rusage; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage this function owns.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0;
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(ru.ru_utime) + us(ru.ru_stime)) * 1000
+}
+
 /// `clock_getres(CLOCK_MONOTONIC)` in nanoseconds: 1 with high-resolution
 /// timers, a scheduler tick (1–10 ms) without them; `None` if the call
 /// fails. See clock_getres(2).

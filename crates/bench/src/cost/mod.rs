@@ -37,9 +37,12 @@
 //!   times). Writeback by the kernel's flusher threads is charged to
 //!   neither the recorder nor fio.
 //! - **The floor, per cell, in the same run**, = fio + memcpy + CRC32C:
-//!   fio's usr + sys CPU (`usr_cpu` and `sys_cpu`, percent of
-//!   `job_runtime`) per MiB it wrote, with the throughput study's job for
-//!   the back-end ([`crate::throughput::fio_job`]) writing the same volume;
+//!   fio's whole process CPU per MiB it wrote (every thread, io_uring's
+//!   workers included, read with `getrusage(RUSAGE_CHILDREN)` around the
+//!   run, less the same job writing one block: see `floor::fio_cpu` for
+//!   why not the `usr_cpu` + `sys_cpu` fio reports, which is in the JSON
+//!   beside it), with the throughput study's job for the back-end
+//!   ([`crate::throughput::fio_job`]) writing the same volume;
 //!   memcpy of the same bytes in record-size pieces into a ring-sized
 //!   buffer, and CRC32C (the engine's `crc32c` crate) of them in
 //!   record-size pieces, each the best of [`FLOOR_PASSES`] timed with the

@@ -9,7 +9,7 @@ use super::report::{Cell, CostReport, Run};
 /// The study's tables.
 pub fn render(r: &CostReport) -> String {
     let mut t = format!(
-        "Cost on {}: CPU ns per MiB of payload recorded ({} per cell), beside the floor of the same bytes (fio's like-for-like job, usr + sys, + memcpy + CRC32C); ratio = total ÷ floor\n\
+        "Cost on {}: CPU ns per MiB of payload recorded ({} per cell), beside the floor of the same bytes (fio's like-for-like job, its whole process with io_uring's workers, + memcpy + CRC32C); ratio = total ÷ floor\n\
          producer: {}; {} run(s) on {} CPUs\n",
         r.device_profile,
         rtrec_units::format_size(r.bytes_per_cell),

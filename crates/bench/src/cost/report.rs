@@ -90,8 +90,14 @@ pub struct Cell {
 /// memcpy into a ring-sized buffer and a CRC32C, each per MiB.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Floor {
-    /// fio's usr + sys CPU, ns per MiB written; null without fio.
+    /// fio's whole process CPU (every thread, io_uring's workers
+    /// included), less the same job writing one block, ns per MiB written;
+    /// null without fio.
     pub fio_ns_per_mib: Option<f64>,
+    /// What fio itself reports (`usr_cpu` + `sys_cpu`: its job thread
+    /// only), ns per MiB written; beside the floor, not in it; null without
+    /// fio (and in results from before it was recorded).
+    pub fio_reported_ns_per_mib: Option<f64>,
     /// fio's job (file name and time limit on its command line).
     pub fio_job: Option<String>,
     /// memcpy in record-size pieces, ns per MiB (best of the passes).

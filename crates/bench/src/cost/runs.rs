@@ -122,14 +122,15 @@ fn cell(work: &Path, io: Io, size: u64, rate: f64, o: &Options) -> anyhow::Resul
 fn floor(work: &Path, io: Io, size: u64, bytes: u64, r: &Recorded) -> Floor {
     let bytes_per_write = r.file_bytes / r.writes.max(1);
     let bs = fio_block(io, size, bytes_per_write);
-    let (job, fio) = fio_cpu(work, io, bs, bytes);
+    let fio_run = fio_cpu(work, io, bs, bytes);
     let per_mib = |ns: u64| ns as f64 / (bytes / size * size).max(1) as f64 * MIB;
     let memcpy = per_mib(memcpy_cpu(size, bytes, r.ring_bytes));
     let crc = per_mib(crc32c_cpu(size, bytes));
-    let fio = fio.map(|per_byte| per_byte * MIB);
+    let fio = fio_run.per_byte.map(|b| b * MIB);
     Floor {
         fio_ns_per_mib: fio,
-        fio_job: Some(job),
+        fio_reported_ns_per_mib: fio_run.reported_per_byte.map(|b| b * MIB),
+        fio_job: Some(fio_run.job),
         memcpy_ns_per_mib: memcpy,
         crc32c_ns_per_mib: crc,
         ns_per_mib: fio.unwrap_or(0.0) + memcpy + crc,

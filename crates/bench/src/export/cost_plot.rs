@@ -149,6 +149,7 @@ mod tests {
             setup_cpu_ns: 0,
             floor: Floor {
                 fio_ns_per_mib: Some(1.0),
+                fio_reported_ns_per_mib: None,
                 fio_job: None,
                 memcpy_ns_per_mib: 0.0,
                 crc32c_ns_per_mib: 0.0,
