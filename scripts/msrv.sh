@@ -9,9 +9,8 @@
 # Design choice (CI's 40 minutes): `cargo check`, not `cargo build`. What
 # the oldest compiler must accept is the source — syntax, types, the
 # standard library's API at that version, every dependency's — and check
-# compiles all of it without generating code, at about a third of a
-# release build's CPU. The code that compiler generates is built and run
-# where it ships: scripts/cross.sh (the full binary, the C library and
+# compiles all of it without generating code. The code that compiler
+# generates is built and run where it ships: scripts/cross.sh (the full binary, the C library and
 # the engine's tests on aarch64 and armv7) and scripts/board-build.sh (the
 # record-only binary and the C library of the boards), both with this
 # rustc. The x86-64 sizes in docs/embedded.md are the stock toolchain's

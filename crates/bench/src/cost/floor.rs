@@ -76,8 +76,12 @@ pub(super) fn fio_cpu(work: &Path, io: Io, bs: u64, bytes: u64) -> FioCpu {
         .as_ref()
         .zip(once.as_ref())
         .and_then(|(w, o)| less_once(w, o));
+    let per_byte = match (process, reported) {
+        (Some(p), Some(r)) => Some(p.max(r)),
+        (p, r) => p.or(r),
+    };
     FioCpu {
-        per_byte: process.or(reported).map(|p| p.max(reported.unwrap_or(0.0))),
+        per_byte,
         reported_per_byte: reported,
         job,
     }

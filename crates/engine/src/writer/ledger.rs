@@ -356,9 +356,10 @@ impl Ledger {
     /// Ring mode, after each frame and when idle, at the time `now`
     /// gives (`CLOCK_MONOTONIC` ns, read only when needed): whether the
     /// writer is `behind` (see [`crate::io::coalesce_next`]) and whether
-    /// another frame is `waiting` in the ring. While behind, the back-end coalesces frames
-    /// into larger writes; once it has caught up, what is gathered is
-    /// written at once and each frame is written through again.
+    /// another frame is `waiting` in the ring. While behind, the back-end
+    /// coalesces frames into larger writes; once it has caught up, what is
+    /// gathered is written at once and each frame is written through
+    /// again.
     ///
     /// Caught up, a partial last block held back ([`Ledger::hold_tails`])
     /// is written once it has waited `bound` (`max_latency_ns`) with no

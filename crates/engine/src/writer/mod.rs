@@ -480,10 +480,10 @@ impl Writer {
     /// Ring mode, after each frame and when idle, at the time `now`
     /// gives (`CLOCK_MONOTONIC` ns, read only when needed): whether the
     /// writer is `behind` and whether another frame is `waiting` in the
-    /// ring. What the back-end holds is
-    /// written when the writer has caught up, or when a held partial last
-    /// block has waited `max_latency_ns` ([`Ledger::pace`] says when and
-    /// why), and the frames it ends are counted.
+    /// ring. What the back-end holds is written when the writer has caught
+    /// up, or when a held partial last block has waited `max_latency_ns`
+    /// ([`Ledger::pace`] says when and why), and the frames it ends are
+    /// counted.
     pub(crate) fn pace(&mut self, behind: bool, waiting: bool, now: impl FnOnce() -> u64) -> Step {
         if !self
             .ledger
