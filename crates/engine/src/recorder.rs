@@ -435,17 +435,17 @@ impl Recorder {
         };
         match r {
             Ok(()) => {
-                self.live.records_queued.fetch_add(1, Ordering::Relaxed);
+                LiveStats::bump(&self.live.records_queued);
             }
             Err(e) => {
                 self.drops.count(e);
-                self.live.records_dropped.fetch_add(1, Ordering::Relaxed);
+                LiveStats::bump(&self.live.records_dropped);
                 let cause = match e {
                     RecordError::RingFull => &self.live.drops_ring_full,
                     RecordError::TooLarge => &self.live.drops_too_large,
                     RecordError::WriterFailed => &self.live.drops_writer_failed,
                 };
-                cause.fetch_add(1, Ordering::Relaxed);
+                LiveStats::bump(cause);
                 self.note_loss(seq, t0, e);
             }
         }
