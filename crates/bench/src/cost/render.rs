@@ -85,18 +85,21 @@ fn row(c: &Cell) -> String {
 /// Each cell's spread over the runs.
 fn render_spread(r: &CostReport) -> String {
     let mut t = format!(
-        "\nSpread over {} runs (ratio, highest ÷ lowest; agree: within {:.0} %)\n{:<14} {:>6} | {:>11} {:>8} {:>5} | reason\n",
+        "\nSpread over {} runs (highest ÷ lowest of the ratio, of the recorder's total and of the floor; agree: the ratio within {:.0} %)\n{:<14} {:>6} | {:>11} {:>8} {:>6} {:>6} {:>5} | where it moved\n",
         r.runs.len(),
         (AGREE_WITHIN - 1.0) * 100.0,
-        "back-end", "record", "ratios", "max÷min", "agree",
+        "back-end", "record", "ratios", "max÷min", "total", "floor", "agree",
     );
+    let m = |v: Option<f64>| v.map_or("-".into(), |m| format!("{m:.2}"));
     for s in &r.spread {
         t.push_str(&format!(
-            "{:<14} {:>6} | {:>11} {:>8} {:>5} | {}\n",
+            "{:<14} {:>6} | {:>11} {:>8} {:>6} {:>6} {:>5} | {}\n",
             s.io.name(),
             rtrec_units::format_size(s.record_bytes),
             crate::throughput::range(&s.ratios, |f| format!("{f:.2}")),
-            s.max_over_min.map_or("-".into(), |m| format!("{m:.2}")),
+            m(s.max_over_min),
+            m(s.total_max_over_min),
+            m(s.floor_max_over_min),
             if s.agree { "yes" } else { "no" },
             s.reason
                 .as_deref()

@@ -91,13 +91,19 @@ pub struct Cell {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Floor {
     /// fio's whole process CPU (every thread, io_uring's workers
-    /// included), less the same job writing one block, ns per MiB written;
-    /// null without fio.
+    /// included), less the same job writing one block, ns per MiB written:
+    /// the least of its runs (`fio_passes_ns_per_mib`); null without fio.
     pub fio_ns_per_mib: Option<f64>,
     /// What fio itself reports (`usr_cpu` + `sys_cpu`: its job thread
-    /// only), ns per MiB written; beside the floor, not in it; null without
-    /// fio (and in results from before it was recorded).
+    /// only), ns per MiB written, the least over its runs; beside the
+    /// floor, not in it; null without fio (and in results from before it
+    /// was recorded).
     pub fio_reported_ns_per_mib: Option<f64>,
+    /// fio's whole-process figure of each of its passes, ns per MiB;
+    /// `fio_ns_per_mib` is the least (empty without fio, and in results
+    /// from before the passes).
+    #[serde(default)]
+    pub fio_passes_ns_per_mib: Vec<f64>,
     /// fio's job (file name and time limit on its command line).
     pub fio_job: Option<String>,
     /// memcpy in record-size pieces, ns per MiB (best of the passes).
@@ -122,7 +128,54 @@ pub struct Spread {
     /// `max_over_min` at most [`AGREE_WITHIN`](super::AGREE_WITHIN) (or
     /// one run).
     pub agree: bool,
-    /// Why a cell did not agree, when the runs say: the steal time of the
-    /// run furthest from the others; null otherwise.
+    /// Highest `total_ns_per_mib` over lowest (the recorder's side of
+    /// the ratio); null with one run (and in results from before it).
+    #[serde(default)]
+    pub total_max_over_min: Option<f64>,
+    /// Highest `floor.ns_per_mib` over lowest (the floor's side); null
+    /// with one run (and in results from before it).
+    #[serde(default)]
+    pub floor_max_over_min: Option<f64>,
+    /// Why a cell did not agree: which side of the ratio moved, the
+    /// recorder's total or the floor, and by how much, and the steal time
+    /// when a run had 2 % or more; null when the runs agree.
     pub reason: Option<String>,
+}
+
+#[cfg(test)]
+impl Cell {
+    /// A cell for tests: `io` at `record_bytes`, the recorder's total
+    /// `total` ns per MiB (each thread 1) over a floor of `floor` (all
+    /// fio's), no steal.
+    pub(crate) fn for_test(io: Io, record_bytes: u64, total: f64, floor: f64) -> Cell {
+        let ratio = total / floor;
+        Cell {
+            io,
+            record_bytes,
+            framing: "framed".into(),
+            recorded_bytes: 1 << 20,
+            dropped: 0,
+            wall_ns: 1,
+            writes: 1,
+            bytes_per_write: 1 << 20,
+            producer_ns_per_mib: 1.0,
+            writer_ns_per_mib: 1.0,
+            flusher_ns_per_mib: 1.0,
+            total_ns_per_mib: total,
+            setup_cpu_ns: 0,
+            floor: Floor {
+                fio_ns_per_mib: Some(floor),
+                fio_reported_ns_per_mib: None,
+                fio_passes_ns_per_mib: vec![floor],
+                fio_job: None,
+                memcpy_ns_per_mib: 0.0,
+                crc32c_ns_per_mib: 0.0,
+                ns_per_mib: floor,
+            },
+            ratio,
+            goal: super::goal(record_bytes),
+            met: ratio <= super::goal(record_bytes),
+            steal_share: 0.0,
+        }
+    }
 }

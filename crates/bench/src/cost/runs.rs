@@ -130,6 +130,7 @@ fn floor(work: &Path, io: Io, size: u64, bytes: u64, r: &Recorded) -> Floor {
     Floor {
         fio_ns_per_mib: fio,
         fio_reported_ns_per_mib: fio_run.reported_per_byte.map(|b| b * MIB),
+        fio_passes_ns_per_mib: fio_run.passes_per_byte.iter().map(|b| b * MIB).collect(),
         fio_job: Some(fio_run.job),
         memcpy_ns_per_mib: memcpy,
         crc32c_ns_per_mib: crc,

@@ -1,9 +1,17 @@
 //! Each cell's spread over the runs of `--repeat` ([`spread`]): the
 //! highest ratio over the lowest, whether the runs agree within
-//! [`AGREE_WITHIN`], and why not when the runs say.
+//! [`AGREE_WITHIN`], and why not, as far as the runs say.
+//!
+//! Design choice (issue 34, "or the report says which cell did not and
+//! why"): a ratio is the recorder's total over the floor, and either side
+//! can move. A cell that does not agree is given the spread of each side
+//! (and of fio's part of the floor), the recorder's split into the
+//! thread that moved most, and the machine's steal when a run had
+//! [`STEAL_REASON`] of it: where the spread came from, measured, not a
+//! guess at its cause.
 
 use super::options::AGREE_WITHIN;
-use super::report::{Run, Spread};
+use super::report::{Cell, Run, Spread};
 
 /// The machine's steal over a recording that counts as a reason: 2 % of
 /// its CPU time.
@@ -18,31 +26,131 @@ pub fn spread(runs: &[Run]) -> Vec<Spread> {
         .cells
         .iter()
         .map(|c| {
-            let same = |x: &&super::report::Cell| x.io == c.io && x.record_bytes == c.record_bytes;
+            let same = |x: &&Cell| x.io == c.io && x.record_bytes == c.record_bytes;
             let cells: Vec<_> = runs
                 .iter()
                 .filter_map(|r| r.cells.iter().find(same))
                 .collect();
             let ratios: Vec<f64> = cells.iter().map(|x| x.ratio).collect();
-            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = ratios.iter().copied().fold(0.0f64, f64::max);
-            let max_over_min = (ratios.len() > 1 && lo > 0.0).then(|| hi / lo);
-            let agree = max_over_min.is_none_or(|m| m <= AGREE_WITHIN);
-            let steal = cells.iter().map(|x| x.steal_share).fold(0.0f64, f64::max);
-            let reason = (!agree && steal >= STEAL_REASON).then(|| {
-                format!(
-                    "the VM's steal: up to {:.0} % of the machine's CPU during a run",
-                    steal * 100.0
-                )
-            });
+            let of_ratios = max_over_min(&ratios);
+            let agree = of_ratios.is_none_or(|m| m <= AGREE_WITHIN);
+            let total = max_over_min(&cells.iter().map(|x| x.total_ns_per_mib).collect::<Vec<_>>());
+            let floor = max_over_min(&cells.iter().map(|x| x.floor.ns_per_mib).collect::<Vec<_>>());
+            let reason = (!agree).then(|| reason(&cells, total, floor));
             Spread {
                 io: c.io,
                 record_bytes: c.record_bytes,
                 ratios,
-                max_over_min,
+                max_over_min: of_ratios,
                 agree,
+                total_max_over_min: total,
+                floor_max_over_min: floor,
                 reason,
             }
         })
         .collect()
+}
+
+/// Highest over lowest of `v`; `None` with fewer than two values or a
+/// value of 0 or less.
+fn max_over_min(v: &[f64]) -> Option<f64> {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(0.0f64, f64::max);
+    (v.len() > 1 && lo > 0.0).then(|| hi / lo)
+}
+
+/// Where a cell's spread came from over its runs `cells`: the spread of
+/// the recorder's total (`total`) and of its threads' largest, of the
+/// floor (`floor`) and of fio's part, and the steal when high enough.
+fn reason(cells: &[&Cell], total: Option<f64>, floor: Option<f64>) -> String {
+    let spread_of = |f: &dyn Fn(&Cell) -> f64| {
+        max_over_min(&cells.iter().map(|c| f(c)).collect::<Vec<_>>()).unwrap_or(1.0)
+    };
+    let threads = [
+        ("producer", spread_of(&|c| c.producer_ns_per_mib)),
+        ("writer", spread_of(&|c| c.writer_ns_per_mib)),
+        ("flusher", spread_of(&|c| c.flusher_ns_per_mib)),
+    ];
+    let (name, most) =
+        threads
+            .iter()
+            .copied()
+            .fold(("producer", 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let fio = spread_of(&|c| c.floor.fio_ns_per_mib.unwrap_or(0.0));
+    let mut r = format!(
+        "total ×{:.2} (most the {name}'s, ×{most:.2}), floor ×{:.2} (fio ×{fio:.2})",
+        total.unwrap_or(1.0),
+        floor.unwrap_or(1.0),
+    );
+    let steal = cells.iter().map(|x| x.steal_share).fold(0.0f64, f64::max);
+    if steal >= STEAL_REASON {
+        r.push_str(&format!(
+            "; the VM's steal: up to {:.0} % of the machine's CPU during a run",
+            steal * 100.0
+        ));
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrec_engine::Io;
+
+    fn run(cells: Vec<Cell>) -> Run {
+        Run {
+            device_bytes_per_s: None,
+            rate_bytes_per_s: 1.0,
+            cells,
+        }
+    }
+
+    #[test]
+    fn a_cell_that_does_not_agree_says_which_side_of_its_ratio_moved() {
+        // Buffered: the floor halves (fio), the total stays; direct: the
+        // writer's CPU moves the total by 10 %, within the agreement.
+        let mut fast_writer = Cell::for_test(Io::Direct, 64, 4.4, 1.0);
+        fast_writer.writer_ns_per_mib = 1.4;
+        let runs = [
+            run(vec![
+                Cell::for_test(Io::Buffered, 64, 4.0, 1.0),
+                Cell::for_test(Io::Direct, 64, 4.0, 1.0),
+            ]),
+            run(vec![
+                Cell::for_test(Io::Buffered, 64, 4.0, 0.5),
+                fast_writer,
+            ]),
+        ];
+        let s = spread(&runs);
+        assert_eq!(s.len(), 2);
+        let b = &s[0];
+        assert!(!b.agree);
+        assert_eq!(
+            (b.total_max_over_min, b.floor_max_over_min),
+            (Some(1.0), Some(2.0))
+        );
+        assert_eq!(
+            b.reason.as_deref(),
+            Some("total ×1.00 (most the producer's, ×1.00), floor ×2.00 (fio ×2.00)")
+        );
+        let d = &s[1];
+        assert!(d.agree, "{d:?}");
+        assert_eq!(d.reason, None);
+        let total = d.total_max_over_min.unwrap();
+        assert!((total - 1.1).abs() < 1e-9, "{total}");
+    }
+
+    #[test]
+    fn one_run_has_no_spread() {
+        let s = spread(&[run(vec![Cell::for_test(Io::Uring, 1 << 20, 3.0, 1.0)])]);
+        assert!(s[0].agree);
+        assert_eq!(
+            (
+                s[0].max_over_min,
+                s[0].total_max_over_min,
+                s[0].floor_max_over_min
+            ),
+            (None, None, None)
+        );
+    }
 }

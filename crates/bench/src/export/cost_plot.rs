@@ -129,37 +129,11 @@ fn groups(columns: &[&Cell]) -> Vec<(u64, usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::{Floor, Run};
+    use crate::cost::Run;
     use rtrec_engine::Io;
 
     fn cell(io: Io, record_bytes: u64, ratio: f64) -> Cell {
-        Cell {
-            io,
-            record_bytes,
-            framing: "framed".into(),
-            recorded_bytes: 1 << 20,
-            dropped: 0,
-            wall_ns: 1,
-            writes: 1,
-            bytes_per_write: 1 << 20,
-            producer_ns_per_mib: 1.0,
-            writer_ns_per_mib: 1.0,
-            flusher_ns_per_mib: 1.0,
-            total_ns_per_mib: ratio,
-            setup_cpu_ns: 0,
-            floor: Floor {
-                fio_ns_per_mib: Some(1.0),
-                fio_reported_ns_per_mib: None,
-                fio_job: None,
-                memcpy_ns_per_mib: 0.0,
-                crc32c_ns_per_mib: 0.0,
-                ns_per_mib: 1.0,
-            },
-            ratio,
-            goal: crate::cost::goal(record_bytes),
-            met: ratio <= crate::cost::goal(record_bytes),
-            steal_share: 0.0,
-        }
+        Cell::for_test(io, record_bytes, ratio, 1.0)
     }
 
     #[test]
