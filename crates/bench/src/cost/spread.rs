@@ -5,8 +5,8 @@
 //! Design choice (issue 34, "or the report says which cell did not and
 //! why"): a ratio is the recorder's total over the floor, and either side
 //! can move. A cell that does not agree is given the spread of each side
-//! (and of fio's part of the floor), the recorder's split into the
-//! thread that moved most, and the machine's steal when a run had
+//! (and of fio's part of the floor), the recorder's thread whose CPU
+//! moved the most, and the machine's steal when a run had
 //! [`STEAL_REASON`] of it: where the spread came from, measured, not a
 //! guess at its cause.
 
@@ -60,26 +60,37 @@ fn max_over_min(v: &[f64]) -> Option<f64> {
 }
 
 /// Where a cell's spread came from over its runs `cells`: the spread of
-/// the recorder's total (`total`) and of its threads' largest, of the
-/// floor (`floor`) and of fio's part, and the steal when high enough.
+/// the recorder's total (`total`) and of the thread whose CPU per MiB
+/// moved the most ns (not the largest multiple: a thread of a few µs
+/// per MiB can move 10× and explain nothing), of the floor (`floor`)
+/// and of fio's part, and the steal when high enough.
 fn reason(cells: &[&Cell], total: Option<f64>, floor: Option<f64>) -> String {
-    let spread_of = |f: &dyn Fn(&Cell) -> f64| {
-        max_over_min(&cells.iter().map(|c| f(c)).collect::<Vec<_>>()).unwrap_or(1.0)
+    let values = |f: &dyn Fn(&Cell) -> f64| cells.iter().map(|c| f(c)).collect::<Vec<_>>();
+    let spread_of = |f: &dyn Fn(&Cell) -> f64| max_over_min(&values(f)).unwrap_or(1.0);
+    let range = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        v.iter().copied().fold(0.0f64, f64::max) - lo
     };
-    let threads = [
-        ("producer", spread_of(&|c| c.producer_ns_per_mib)),
-        ("writer", spread_of(&|c| c.writer_ns_per_mib)),
-        ("flusher", spread_of(&|c| c.flusher_ns_per_mib)),
+    let threads: [(&str, &dyn Fn(&Cell) -> f64); 3] = [
+        ("producer", &|c| c.producer_ns_per_mib),
+        ("writer", &|c| c.writer_ns_per_mib),
+        ("flusher", &|c| c.flusher_ns_per_mib),
     ];
-    let (name, most) =
-        threads
-            .iter()
-            .copied()
-            .fold(("producer", 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let (name, moved) = threads
+        .iter()
+        .map(|&(name, f)| (name, range(values(f)), spread_of(f)))
+        .fold(("producer", (0.0, 1.0)), |a, (name, ns, m)| {
+            if ns > a.1 .0 {
+                (name, (ns, m))
+            } else {
+                a
+            }
+        });
     let fio = spread_of(&|c| c.floor.fio_ns_per_mib.unwrap_or(0.0));
     let mut r = format!(
-        "total ×{:.2} (most the {name}'s, ×{most:.2}), floor ×{:.2} (fio ×{fio:.2})",
+        "total ×{:.2} (most the {name}'s, ×{:.2}), floor ×{:.2} (fio ×{fio:.2})",
         total.unwrap_or(1.0),
+        moved.1,
         floor.unwrap_or(1.0),
     );
     let steal = cells.iter().map(|x| x.steal_share).fold(0.0f64, f64::max);
@@ -138,6 +149,17 @@ mod tests {
         assert_eq!(d.reason, None);
         let total = d.total_max_over_min.unwrap();
         assert!((total - 1.1).abs() < 1e-9, "{total}");
+    }
+
+    #[test]
+    fn the_thread_named_is_the_one_that_moved_the_most_ns_not_the_largest_multiple() {
+        let mut a = Cell::for_test(Io::Uring, 16 << 10, 3.0, 1.0);
+        a.flusher_ns_per_mib = 0.01;
+        let mut b = Cell::for_test(Io::Uring, 16 << 10, 3.85, 1.0);
+        (b.writer_ns_per_mib, b.flusher_ns_per_mib) = (1.8, 0.05);
+        let s = spread(&[run(vec![a]), run(vec![b])]);
+        let reason = s[0].reason.as_deref().unwrap();
+        assert!(reason.contains("(most the writer's, ×1.80)"), "{reason}");
     }
 
     #[test]
