@@ -71,26 +71,20 @@ fn reason(cells: &[&Cell], total: Option<f64>, floor: Option<f64>) -> String {
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         v.iter().copied().fold(0.0f64, f64::max) - lo
     };
-    let threads: [(&str, &dyn Fn(&Cell) -> f64); 3] = [
-        ("producer", &|c| c.producer_ns_per_mib),
-        ("writer", &|c| c.writer_ns_per_mib),
-        ("flusher", &|c| c.flusher_ns_per_mib),
+    let threads = [
+        ("producer", values(&|c| c.producer_ns_per_mib)),
+        ("writer", values(&|c| c.writer_ns_per_mib)),
+        ("flusher", values(&|c| c.flusher_ns_per_mib)),
     ];
-    let (name, moved) = threads
-        .iter()
-        .map(|&(name, f)| (name, range(values(f)), spread_of(f)))
-        .fold(("producer", (0.0, 1.0)), |a, (name, ns, m)| {
-            if ns > a.1 .0 {
-                (name, (ns, m))
-            } else {
-                a
-            }
-        });
+    let (name, moved, _) = threads
+        .into_iter()
+        .map(|(name, v)| (name, max_over_min(&v).unwrap_or(1.0), range(v)))
+        .fold(("producer", 1.0, 0.0), |a, b| if b.2 > a.2 { b } else { a });
     let fio = spread_of(&|c| c.floor.fio_ns_per_mib.unwrap_or(0.0));
     let mut r = format!(
         "total ×{:.2} (most the {name}'s, ×{:.2}), floor ×{:.2} (fio ×{fio:.2})",
         total.unwrap_or(1.0),
-        moved.1,
+        moved,
         floor.unwrap_or(1.0),
     );
     let steal = cells.iter().map(|x| x.steal_share).fold(0.0f64, f64::max);
