@@ -173,8 +173,8 @@ impl Cell {
                 ns_per_mib: floor,
             },
             ratio,
-            goal: super::goal(record_bytes),
-            met: ratio <= super::goal(record_bytes),
+            goal: super::options::goal(record_bytes),
+            met: ratio <= super::options::goal(record_bytes),
             steal_share: 0.0,
         }
     }
