@@ -154,7 +154,7 @@ pub(crate) fn push(p: &mut Producer<u8>, kind: u32, seq: u64, ts_ns: u64, payloa
     } else {
         scatter((a, b), &[&h, payload]);
     }
-    // SAFETY: scatter initialised all `need` slots of the chunk.
+    // SAFETY: either copy above initialised all `need` slots of the chunk.
     unsafe { chunk.commit_all() };
     true
 }

@@ -84,26 +84,25 @@ pub(super) fn fio_cpu(work: &Path, io: Io, bs: u64, bytes: u64) -> FioCpu {
     // The one-block job once: its cost is fio's start and end, small
     // beside the job's spread between passes.
     let once = run(&fio_job(io, bs, bs));
-    let passes: Vec<(Option<f64>, Option<f64>)> = (0..FLOOR_PASSES)
-        .map(|_| {
-            let whole = run(&job);
-            let reported = whole.as_ref().and_then(|(_, v)| reported_per_byte(v));
-            let process = whole
-                .as_ref()
-                .zip(once.as_ref())
-                .and_then(|(w, o)| less_once(w, o));
-            let per_byte = match (process, reported) {
-                (Some(p), Some(r)) => Some(p.max(r)),
-                (p, r) => p.or(r),
-            };
-            (per_byte, reported)
-        })
-        .collect();
-    let least = |v: Vec<f64>| v.into_iter().reduce(f64::min);
+    let (mut passes, mut reported) = (Vec::new(), Vec::new());
+    for _ in 0..FLOOR_PASSES {
+        let whole = run(&job);
+        let r = whole.as_ref().and_then(|(_, v)| reported_per_byte(v));
+        let process = whole
+            .as_ref()
+            .zip(once.as_ref())
+            .and_then(|(w, o)| less_once(w, o));
+        passes.extend(match (process, r) {
+            (Some(p), Some(r)) => Some(p.max(r)),
+            (p, r) => p.or(r),
+        });
+        reported.extend(r);
+    }
+    let least = |v: &[f64]| v.iter().copied().reduce(f64::min);
     FioCpu {
-        per_byte: least(passes.iter().filter_map(|p| p.0).collect()),
-        reported_per_byte: least(passes.iter().filter_map(|p| p.1).collect()),
-        passes_per_byte: passes.iter().filter_map(|p| p.0).collect(),
+        per_byte: least(&passes),
+        reported_per_byte: least(&reported),
+        passes_per_byte: passes,
         job,
     }
 }

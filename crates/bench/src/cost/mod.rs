@@ -43,8 +43,9 @@
 //!   why not the `usr_cpu` + `sys_cpu` fio reports, which is in the JSON
 //!   beside it), with the throughput study's job for the back-end
 //!   ([`crate::throughput::fio_job`]) writing the same volume, the least
-//!   of [`FLOOR_PASSES`] runs of it (`floor::fio_cpu` says why); memcpy of the same bytes in record-size pieces into a ring-sized
-//!   buffer, and CRC32C (the engine's `crc32c` crate) of them in
+//!   of [`FLOOR_PASSES`] runs of it (`floor::fio_cpu` says why); memcpy
+//!   of the same bytes in record-size pieces into a ring-sized buffer,
+//!   and CRC32C (the engine's `crc32c` crate) of them in
 //!   record-size pieces, each the best of [`FLOOR_PASSES`] timed with the
 //!   thread's CPU clock. Without fio the floor is memcpy + CRC32C alone
 //!   and its fio column is empty.

@@ -54,9 +54,15 @@ pub fn spread(runs: &[Run]) -> Vec<Spread> {
 /// Highest over lowest of `v`; `None` with fewer than two values or a
 /// value of 0 or less.
 fn max_over_min(v: &[f64]) -> Option<f64> {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(0.0f64, f64::max);
+    let (lo, hi) = extremes(v);
     (v.len() > 1 && lo > 0.0).then(|| hi / lo)
+}
+
+/// The lowest and highest of `v`.
+fn extremes(v: &[f64]) -> (f64, f64) {
+    v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+        (lo.min(x), hi.max(x))
+    })
 }
 
 /// Where a cell's spread came from over its runs `cells`: the spread of
@@ -66,21 +72,23 @@ fn max_over_min(v: &[f64]) -> Option<f64> {
 /// and of fio's part, and the steal when high enough.
 fn reason(cells: &[&Cell], total: Option<f64>, floor: Option<f64>) -> String {
     let values = |f: &dyn Fn(&Cell) -> f64| cells.iter().map(|c| f(c)).collect::<Vec<_>>();
-    let spread_of = |f: &dyn Fn(&Cell) -> f64| max_over_min(&values(f)).unwrap_or(1.0);
-    let range = |v: Vec<f64>| {
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        v.iter().copied().fold(0.0f64, f64::max) - lo
+    let spread_of = |v: &[f64]| max_over_min(v).unwrap_or(1.0);
+    let ns_moved = |v: &[f64]| {
+        let (lo, hi) = extremes(v);
+        hi - lo
     };
-    let threads = [
+    let (name, moved) = [
         ("producer", values(&|c| c.producer_ns_per_mib)),
         ("writer", values(&|c| c.writer_ns_per_mib)),
         ("flusher", values(&|c| c.flusher_ns_per_mib)),
-    ];
-    let (name, moved, _) = threads
-        .into_iter()
-        .map(|(name, v)| (name, max_over_min(&v).unwrap_or(1.0), range(v)))
-        .fold(("producer", 1.0, 0.0), |a, b| if b.2 > a.2 { b } else { a });
-    let fio = spread_of(&|c| c.floor.fio_ns_per_mib.unwrap_or(0.0));
+    ]
+    .into_iter()
+    // `max_by` keeps the last of equals: reversed, a tie names the first.
+    .rev()
+    .max_by(|a, b| ns_moved(&a.1).total_cmp(&ns_moved(&b.1)))
+    .map(|(name, v)| (name, spread_of(&v)))
+    .unwrap_or(("producer", 1.0));
+    let fio = spread_of(&values(&|c| c.floor.fio_ns_per_mib.unwrap_or(0.0)));
     let mut r = format!(
         "total ×{:.2} (most the {name}'s, ×{:.2}), floor ×{:.2} (fio ×{fio:.2})",
         total.unwrap_or(1.0),
