@@ -31,9 +31,9 @@
 //! interval on this thread, never on the writer's or the producer's.
 //! Through the page cache it is a 72-byte `pwrite()` into page 0; with
 //! `O_DIRECT` the first 4 KiB (header and the frames behind it) are read
-//! back and written whole, once the writer is past them (it never rewrites
-//! a block behind its partial last one), so the mark starts once the
-//! frames pass 4 KiB. The writer's close takes the mark's lock first
+//! back once per file and written whole at every mark, once the writer is
+//! past them (it never rewrites a block behind its partial last one), so
+//! the mark starts once the frames pass 4 KiB. The writer's close takes the mark's lock first
 //! ([`Flusher::closing`]): no mark is written after the final header.
 
 use std::fs::File;
@@ -66,8 +66,25 @@ pub(crate) struct FileMark {
     header: FileHeader,
     /// `O_DIRECT`: rewrite the first [`DIRECT_HEAD`] bytes whole.
     direct: bool,
-    /// Closed (the final header is the writer's), and the mark written last.
-    state: Mutex<(bool, u64)>,
+    state: Mutex<MarkState>,
+}
+
+/// What one file's mark has done so far.
+#[derive(Default)]
+struct MarkState {
+    /// Closed: the final header is the writer's.
+    closed: bool,
+    /// The mark written last.
+    at: u64,
+    /// `O_DIRECT`: the file's first [`DIRECT_HEAD`] bytes, read back once
+    /// at the first mark and rewritten from here at every later one. The
+    /// writer never rewrites a block behind its partial last one and the
+    /// mark starts only past the first block, so only the header's bytes
+    /// in it change, and those are the mark's. Read once per file, not
+    /// once per durable point: on a disk each read back is a seek away
+    /// from the data and back (`docs/bench.md`, "`hdd-5400`: what a
+    /// durable point and a file switch cost").
+    head: Option<sys::AlignedBuf>,
 }
 
 impl FileMark {
@@ -77,20 +94,15 @@ impl FileMark {
         Arc::new(FileMark {
             header,
             direct,
-            state: Mutex::new((false, 0)),
+            state: Mutex::new(MarkState::default()),
         })
     }
 
     /// Moves the mark to `off` (the frames before it are durable), unless
     /// the file is closed or the mark is there already.
-    fn advance(
-        &self,
-        f: &File,
-        off: u64,
-        buf: &mut Option<sys::AlignedBuf>,
-    ) -> std::io::Result<()> {
+    fn advance(&self, f: &File, off: u64) -> std::io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.0 || off <= st.1.max(HEADER_LEN as u64) {
+        if st.closed || off <= st.at.max(HEADER_LEN as u64) {
             return Ok(());
         }
         let head = self.header.with_mark(off).encode();
@@ -99,25 +111,26 @@ impl FileMark {
                 // The writer may still rewrite these bytes.
                 return Ok(());
             }
-            if buf.is_none() {
-                *buf = Some(sys::AlignedBuf::new(DIRECT_HEAD, DIRECT_HEAD)?);
+            if st.head.is_none() {
+                let mut b = sys::AlignedBuf::new(DIRECT_HEAD, DIRECT_HEAD)?;
+                if sys::pread_full(f, &mut b, 0)? < DIRECT_HEAD {
+                    return Ok(());
+                }
+                st.head = Some(b);
             }
-            let b = buf.as_mut().expect("allocated above");
-            if sys::pread_full(f, b, 0)? < DIRECT_HEAD {
-                return Ok(());
-            }
+            let b = st.head.as_mut().expect("read above");
             b[..HEADER_LEN].copy_from_slice(&head);
             sys::pwrite_all(f, b, 0)?;
         } else {
             sys::pwrite_all(f, &head, 0)?;
         }
-        st.1 = off;
+        st.at = off;
         Ok(())
     }
 
     /// The writer closes the file: no mark after this.
     fn close(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = true;
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
     }
 }
 
@@ -341,7 +354,6 @@ fn run(
         epoch: u64::MAX,
         file: None,
         file_mark: None,
-        direct_buf: None,
         flushed: 0,
         durable: 0,
         next_sync: sys::monotonic_ns().saturating_add(sync_every),
@@ -382,9 +394,6 @@ struct Worker<'a> {
     epoch: u64,
     file: Option<Arc<File>>,
     file_mark: Option<Arc<FileMark>>,
-    /// `O_DIRECT` files: the block the durable mark rewrites (allocated on
-    /// first use).
-    direct_buf: Option<sys::AlignedBuf>,
     /// Bytes before this offset have been handed to the kernel.
     flushed: u64,
     /// The durable point published last.
@@ -502,7 +511,7 @@ impl Worker<'_> {
         self.s.live.durable_seq.fetch_max(seq, Ordering::AcqRel);
         if let Some(m) = self.file_mark.clone() {
             self.mark("begin", format_args!("durable mark {frames_end}"));
-            let r = m.advance(f, frames_end, &mut self.direct_buf);
+            let r = m.advance(f, frames_end);
             self.mark("end", format_args!("durable mark {frames_end}"));
             self.note(r);
         }

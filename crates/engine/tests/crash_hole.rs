@@ -225,9 +225,11 @@ fn the_mark_advances_while_recording_with_every_back_end() {
             .find(|p| p.extension().is_some_and(|e| e == "rtr"))
             .unwrap();
         // Record until a sync has moved the mark (O_DIRECT: past the
-        // first 4 KiB); bounded, so a mark that never moves fails.
-        let mut seen = None;
-        for i in 0..20_000u32 {
+        // first 4 KiB) and a later one moved it again (O_DIRECT: the first
+        // block rewritten from the copy read at the first mark); bounded,
+        // so a mark that never moves fails.
+        let mut seen: Vec<(u64, Vec<u8>)> = Vec::new();
+        for i in 0..40_000u32 {
             rec.record(&[(i % 250 + 1) as u8; 1000]).unwrap();
             std::thread::sleep(std::time::Duration::from_micros(200));
             let b = std::fs::read(&file).unwrap();
@@ -236,18 +238,22 @@ fn the_mark_advances_while_recording_with_every_back_end() {
                 continue;
             };
             assert!(h.is_open(), "{io}: the header of a live recording is open");
-            if h.valid_len > 4096 {
-                seen = Some((h.valid_len, b));
-                break;
+            if h.valid_len > 4096 && seen.last().is_none_or(|(m, _)| h.valid_len > *m) {
+                seen.push((h.valid_len, b));
+                if seen.len() == 2 {
+                    break;
+                }
             }
         }
-        let (mark, b) = seen.unwrap_or_else(|| panic!("{io}: the durable mark never moved"));
-        assert!(mark <= b.len() as u64);
-        // The frames up to the mark are intact and chained, and it ends one.
-        let r = verify_bytes(&file, &b);
-        assert_ne!(r.status, FileStatus::Corrupt, "{io}: {:?}", r.notes);
-        assert_eq!(r.durable_mark, Some(mark));
-        assert!(r.valid_len >= mark, "{io}");
+        assert_eq!(seen.len(), 2, "{io}: the durable mark did not move twice");
+        for (mark, b) in seen {
+            assert!(mark <= b.len() as u64);
+            // The frames up to the mark are intact and chained, and it ends one.
+            let r = verify_bytes(&file, &b);
+            assert_ne!(r.status, FileStatus::Corrupt, "{io}: {:?}", r.notes);
+            assert_eq!(r.durable_mark, Some(mark));
+            assert!(r.valid_len >= mark, "{io}");
+        }
         let s = rec.finish().unwrap();
         let h = FileHeader::decode(&std::fs::read(&s.files[0]).unwrap()).unwrap();
         assert!(!h.is_open(), "{io}: the final header clears the mark");
