@@ -416,8 +416,8 @@ pub(crate) fn create_reserve(dir: &Path, base: &str) -> Result<PathBuf, Error> {
 }
 
 /// Closes a file: syncs its frames, then records its valid length in the
-/// header, truncates unused space and fsyncs (data and metadata), as S1
-/// ends a recording.
+/// header, truncates unused space and syncs again (the data and the size;
+/// S1 ends a recording with `fsync`, see the comment at the last sync).
 ///
 /// A pooled file (see [`crate::pool`]) is not truncated: its header's valid
 /// length is what counts, and its size stays ready for its next life.
@@ -435,7 +435,15 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
     if f.header.flags & crate::format::FLAG_POOLED == 0 {
         sys::ftruncate(&*f.file, f.offset)?;
     }
-    sys::fsync(&*f.file)
+    // `fdatasync`, not `fsync`: the header is data and a truncated size is
+    // the metadata a reader needs, which `fdatasync` includes; the
+    // timestamps are all `fsync` adds, and under `lazytime` (the mount
+    // option docs/durability.md recommends) it then writes them, a journal
+    // commit of their own: two device cache flushes and a journal write
+    // per file switch, traced on ext4 (`docs/bench.md`, "`hdd-5400`: what
+    // a durable point and a file switch cost"). The name is made durable
+    // by the directory's sync before the next durable point.
+    sys::fdatasync(&*f.file)
 }
 
 #[cfg(test)]

@@ -297,10 +297,12 @@ fn append_end(
     append_frame(f, header, tail, at, FrameKind::End, seq, &end.encode()).map(|(_, e)| e)
 }
 
-/// The last steps of a close, as the writer's: `fdatasync`, the header
-/// finished at `end` (when it still says `OPEN`), `fsync`; then the tail
-/// after `end` of a `size`-byte file given back when `give_back`. Returns
-/// the bytes given back and kept.
+/// The last steps of a close, in the writer's order: `fdatasync`, the
+/// header finished at `end` (when it still says `OPEN`), `fsync`; then the
+/// tail after `end` of a `size`-byte file given back when `give_back`.
+/// Returns the bytes given back and kept. (The writer's second sync is an
+/// `fdatasync`, [`crate::file::close`]; recovery runs once per file, off
+/// any recording, and keeps `fsync`.)
 fn finish(
     f: &File,
     header: &FileHeader,
