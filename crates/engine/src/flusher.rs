@@ -145,7 +145,7 @@ struct Shared {
     /// The end of the last frame counted as written in the current file
     /// (with `seq`): where a durable mark may go.
     frames_end: AtomicU64,
-    /// The writer's next sequence number when it closed (and fsynced) the
+    /// The writer's next sequence number when it closed (and synced) the
     /// file before the current one: durable once the directories are synced.
     closed_seq: AtomicU64,
     live: Arc<LiveStats>,
@@ -230,7 +230,7 @@ impl Flusher {
     /// Points the flusher at a new file (offsets restart at 0) whose name
     /// lives in `dirs`; the thread fsyncs the file and `dirs` before any
     /// durable point inside it. `closed_seq`: every record before it is in
-    /// files closed (and fsynced) so far. `mark`: the file's durable mark
+    /// files closed (and synced) so far. `mark`: the file's durable mark
     /// (framed files), moved after each durability sync.
     ///
     /// Without a thread the syncs happen here, on the caller's thread (only
@@ -423,7 +423,7 @@ impl Worker<'_> {
     }
 
     /// When the writer has switched files: follows it, and fsyncs the new
-    /// file and its name first; then the closed files before it (fsynced
+    /// file and its name first; then the closed files before it (synced
     /// by the writer) are named on storage too, and durable.
     fn follow_switch(&mut self) {
         let e = self.s.epoch.load(Ordering::Acquire);

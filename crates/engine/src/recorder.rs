@@ -568,7 +568,7 @@ impl Recorder {
     }
 
     /// Ends the recording: drains the ring, stores remaining losses, writes
-    /// the end frame, truncates unused space and fsyncs.
+    /// the end frame, truncates unused space and syncs it.
     ///
     /// # Errors
     ///

@@ -846,14 +846,14 @@ impl Writer {
                 let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
                 self.fail(f)
             })?;
-        // Fsynced: durable once its name is too. The flusher publishes that
+        // Synced: durable once its name is too. The flusher publishes that
         // after syncing the directories for the next file, `finish` after
         // syncing the directory itself.
         Ok(())
     }
 
     /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
-    /// truncates, fsyncs, stops the flusher, writes the raw sidecar.
+    /// truncates, syncs, stops the flusher, writes the raw sidecar.
     ///
     /// After a write failure the records from the failed one to `end_seq`
     /// are stored as one loss frame (reason `writer-failed`) and the end
