@@ -438,11 +438,12 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
     // `fdatasync`, not `fsync`: the header is data and a truncated size is
     // the metadata a reader needs, which `fdatasync` includes; the
     // timestamps are all `fsync` adds, and under `lazytime` (the mount
-    // option docs/durability.md recommends) it then writes them, a journal
-    // commit of their own: two device cache flushes and a journal write
-    // per file switch, traced on ext4 (`docs/bench.md`, "`hdd-5400`: what
-    // a durable point and a file switch cost"). The name is made durable
-    // by the directory's sync before the next durable point.
+    // option docs/durability.md recommends) it then writes them: a journal
+    // commit the writer waited for at every file switch. Traced on ext4,
+    // that commit now goes with the flush thread's directory sync, which
+    // makes the next file's name durable before any durable point in it:
+    // the device does as much, the writer waits less (`docs/bench.md`,
+    // "`hdd-5400`: what a durable point and a file switch cost").
     sys::fdatasync(&*f.file)
 }
 

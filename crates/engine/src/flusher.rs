@@ -33,8 +33,9 @@
 //! `O_DIRECT` the first 4 KiB (header and the frames behind it) are read
 //! back once per file and written whole at every mark, once the writer is
 //! past them (it never rewrites a block behind its partial last one), so
-//! the mark starts once the frames pass 4 KiB. The writer's close takes the mark's lock first
-//! ([`Flusher::closing`]): no mark is written after the final header.
+//! the mark starts once the frames pass 4 KiB. The writer's close takes
+//! the mark's lock first ([`Flusher::closing`]): no mark is written after
+//! the final header.
 
 use std::fs::File;
 use std::path::PathBuf;
