@@ -53,6 +53,9 @@ impl UringWriter {
     /// The errno of `io_uring_setup` (`EPERM`: disabled, `ENOSYS`: not in
     /// this kernel) or of the registration.
     pub fn new(depth: u32, len: usize, align: usize) -> io::Result<UringWriter> {
+        if crate::hidden::hidden("io_uring") {
+            return Err(io::Error::from_raw_os_error(libc::ENOSYS));
+        }
         let depth = depth.max(1);
         let ring = IoUring::new(depth)?;
         let mut bufs = Vec::with_capacity(depth as usize);

@@ -190,6 +190,8 @@ pub(crate) trait Backend: Send {
 pub(crate) struct Refused {
     /// What the kernel refused ("io_uring").
     pub(crate) what: &'static str,
-    /// Where to look ("see the sysctl …").
-    pub(crate) hint: &'static str,
+    /// Why, from the kernel's error: "this kernel has no io_uring
+    /// (CONFIG_IO_URING)" for `ENOSYS`, the sysctl that forbids it for
+    /// `EPERM`, where to look otherwise.
+    pub(crate) hint: fn(&io::Error) -> &'static str,
 }

@@ -56,8 +56,19 @@ pub(super) const ENGINE: Engine = Engine {
 /// What the warning says when the kernel refuses io_uring.
 pub(super) const REFUSED: Refused = Refused {
     what: "io_uring",
-    hint: "see the sysctl kernel.io_uring_disabled",
+    hint: uring_hint,
 };
+
+/// Why the kernel refused io_uring, in words: `ENOSYS` is a kernel built
+/// without it (or a seccomp filter that hides it), `EPERM` the sysctl
+/// that forbids it; rtrec-host's `features` module names the same causes.
+fn uring_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => "this kernel has no io_uring (CONFIG_IO_URING)",
+        Some(libc::EPERM) => "the sysctl kernel.io_uring_disabled forbids it",
+        _ => "see the sysctl kernel.io_uring_disabled",
+    }
+}
 
 /// The rule of every io_uring back-end: 1 ..= 64 writes in flight, each
 /// from its own registered buffer.

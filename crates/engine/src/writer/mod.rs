@@ -979,6 +979,10 @@ mod tests {
     #[test]
     fn a_held_last_block_is_written_by_the_next_frame_or_after_its_bound() {
         for io in [Io::Direct, Io::Buffered] {
+            let test = "a_held_last_block_is_written_by_the_next_frame_or_after_its_bound";
+            if !rtrec_host::features::require_io(test, io.name(), &std::env::temp_dir()) {
+                continue;
+            }
             held_last_block(io);
         }
     }
@@ -1034,6 +1038,10 @@ mod tests {
     fn frames_gathered_while_behind_count_as_written_only_once_written() {
         for io in [Io::Direct, Io::UringBuffered] {
             let dir = tempfile::tempdir().unwrap();
+            let test = "frames_gathered_while_behind_count_as_written_only_once_written";
+            if !rtrec_host::features::require_io(test, io.name(), dir.path()) {
+                continue;
+            }
             let mut w = framed_writer(dir.path(), io);
             if w.ledger.io() != io {
                 // The kernel refused io_uring: the buffered fallback does
