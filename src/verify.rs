@@ -187,6 +187,21 @@ fn print_text(r: &Report) {
             t.display()
         );
     }
+    print_recordings(r);
+    println!(
+        "{} file(s), {} records, {} lost (stored), {} missing, {} damaged range(s): {}",
+        r.files.len(),
+        r.records,
+        r.lost_records,
+        r.missing_records,
+        r.damaged_ranges,
+        if r.clean { "clean" } else { "NOT CLEAN" }
+    );
+}
+
+/// One line per recording: its id, the state's sentence, its records and
+/// losses (docs/recordings.md).
+fn print_recordings(r: &Report) {
     for rec in &r.recordings {
         let unknown = rec.lost_after.map_or(String::new(), |s| {
             format!(", and an unknown number from sequence {s}")
@@ -199,13 +214,4 @@ fn print_text(r: &Report) {
             rec.lost
         );
     }
-    println!(
-        "{} file(s), {} records, {} lost (stored), {} missing, {} damaged range(s): {}",
-        r.files.len(),
-        r.records,
-        r.lost_records,
-        r.missing_records,
-        r.damaged_ranges,
-        if r.clean { "clean" } else { "NOT CLEAN" }
-    );
 }

@@ -167,12 +167,12 @@ def open(path, recording=None):  # noqa: A001 (the package's verb, as in rtrec.o
         return Recording(p, _id_of_file(p), [p])
     if recording is not None:
         # rtrec resolves the id, prefix or file name (one rule for all).
-        return Recording(p, ls(p, recording)[0]["id"], [p])
+        return Recording._listed(p, ls(p, recording)[0])
     listed = [r for r in ls(p) if r["id"] != "-"]
     if not listed:
         raise RtrecError(f"'{p}' holds no recordings")
     sources = [r for r in listed if not r.get("copy")] or listed
-    return Recording(p, sources[-1]["id"], [p])
+    return Recording._listed(p, sources[-1])
 
 
 def _id_of_file(path):
@@ -196,12 +196,21 @@ def _wall_ns(text):
 class Recording:
     """One recording (see :func:`open`)."""
 
-    def __init__(self, path, rid, inputs):
+    def __init__(self, path, rid, inputs, pick=None):
         self.path = Path(path)
         """The directory or file it was opened from."""
         self.id = rid
         """Its recording id, 16 hex digits."""
         self._inputs = inputs
+        # How rtrec is told which recording of a directory: its id, or
+        # for a framed copy (which has its source's id) its file name.
+        self._pick = pick or rid
+
+    @classmethod
+    def _listed(cls, directory, entry):
+        """The recording ``rtrec ls --json`` listed as ``entry``."""
+        pick = Path(entry["first_file"]).name if entry.get("copy") else entry["id"]
+        return cls(directory, entry["id"], [directory], pick)
 
     def __repr__(self):
         return f"<rtrec.Recording {self.id} in '{self.path}'>"
@@ -212,13 +221,14 @@ class Recording:
         recording in progress grows). For a file opened alone, the entry of
         the recording it belongs to, in its directory."""
         directory = self.path if self.path.is_dir() else self.path.parent
-        mine = [r for r in ls(directory) if r["id"] == self.id]
-        return next((r for r in mine if not r.get("copy")), mine[0] if mine else None)
+        if self.path.is_dir():
+            return ls(directory, self._pick)[0]
+        return next((r for r in ls(directory) if r["id"] == self.id and not r.get("copy")), None)
 
     def _args(self):
         args = [os.fspath(p) for p in self._inputs]
         if self.path.is_dir():
-            args += ["--recording", self.id]
+            args += ["--recording", self._pick]
         return args
 
     def verify(self):
@@ -238,7 +248,8 @@ class Recording:
             return verify(self.path)
         _, doc = _binary.run_json(["verify", "--json", os.fspath(self.path)], ok=(0, 1))
         mine = [
-            f["path"] for f in doc["files"] if f.get("recording_id") == int(self.id, 16) and not f.get("copy")
+            f["path"] for f in doc["files"] if f.get("recording_id") == int(self.id, 16)
+            and bool(f.get("copy")) == (self._pick != self.id)
         ]
         if len(mine) == len(doc["files"]):
             return verify(self.path)

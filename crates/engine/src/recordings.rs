@@ -467,9 +467,30 @@ fn group(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reader::verify_bytes;
+
+    /// A file `name` of recording `id` with verdict `status`.
+    fn file(name: &str, id: u64, status: FileStatus) -> FileReport {
+        let mut r = verify_bytes(Path::new(name), b"");
+        r.recording_id = Some(id);
+        r.index = Some(0);
+        r.status = status;
+        r
+    }
+
+    fn recording(name: &str, id: u64, copy: bool) -> Recording {
+        let files = vec![file(name, id, FileStatus::Complete)];
+        Recording {
+            id: Some(id),
+            copy,
+            live: false,
+            state: State::of(&files, false),
+            files,
+        }
+    }
 
     #[test]
-    fn the_precedence_lists_every_state_once() {
+    fn the_precedence_lists_every_state_once_and_unfinished_before_aborted() {
         for s in State::PRECEDENCE {
             assert_eq!(
                 State::PRECEDENCE.iter().filter(|p| **p == s).count(),
@@ -477,8 +498,41 @@ mod tests {
                 "{s:?}"
             );
         }
-        // Unfinished (needs recover) is worse than aborted, for every command.
-        let rank = |s| State::PRECEDENCE.iter().position(|p| *p == s);
-        assert!(rank(State::Unfinished) < rank(State::Aborted));
+        // ls said unfinished, events said aborted: one answer now.
+        let files = [
+            file("/d/a-0000.rtr", 1, FileStatus::Aborted),
+            file("/d/a-0001.rtr", 1, FileStatus::Unfinished),
+        ];
+        assert_eq!(State::of(&files, false), State::Unfinished);
+        assert_eq!(State::of(&files, true), State::InProgress);
+        assert!(!State::Unfinished.is_clean() && State::Recovered.is_clean());
+    }
+
+    #[test]
+    fn a_prefix_of_several_ids_names_those_ids_only_and_an_id_picks_the_source() {
+        let d = Directory {
+            recordings: vec![
+                recording("/d/a-0000.rtr", 0xabc1_0000_0000_0000, false),
+                recording("/d/b-0000.rtr", 0xabc2_0000_0000_0000, false),
+                recording("/d/c-0000.rtr", 0xdef0_0000_0000_0000, false),
+                recording("/d/copy.rtr", 0xdef0_0000_0000_0000, true),
+            ],
+            ..Directory::default()
+        };
+        let why = d.resolve("ABC").unwrap_err();
+        assert!(
+            why.contains("abc1000000000000, abc2000000000000") && !why.contains("def0"),
+            "{why}"
+        );
+        assert_eq!(d.resolve("abc2").unwrap().id, Some(0xabc2_0000_0000_0000));
+        assert!(!d.resolve("def").unwrap().copy);
+        assert!(d.resolve("copy.rtr").unwrap().copy);
+        assert_eq!(
+            d.resolve("b-0000.rtr").unwrap().id,
+            Some(0xabc2_0000_0000_0000)
+        );
+        assert!(d.resolve("99").unwrap_err().starts_with("no recording has"));
+        // The newest is a source, never a copy of one.
+        assert!(!d.newest().unwrap().copy);
     }
 }

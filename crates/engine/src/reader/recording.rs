@@ -492,7 +492,7 @@ mod tests {
         assert_eq!((v[0].missing_records, v[0].files_missing_before), (300, 3));
         assert_eq!(
             v[0].gaps[0],
-            crate::reader::Gap {
+            super::super::report::Gap {
                 first_seq: 0,
                 count: 300
             }
