@@ -95,6 +95,9 @@ pub fn files(d: &Path) -> Vec<PathBuf> {
 /// A recorder of 12-byte records from stdin into `d`, fed `n` records and
 /// left running (its stdin open) until they are all on storage as
 /// `rtrec verify` reads them.
+// The child is returned: its owner (`Entry::stop`, `Drop`) kills and
+// waits on it; a panic while feeding it ends the test process with it.
+#[allow(clippy::zombie_processes)]
 fn live_recorder(d: &Path, n: u64) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args(["record", "--stdin", "--size", "12B", "--file-size", "1MiB"])
