@@ -56,7 +56,9 @@ use rtrec_sys as sys;
 
 use crate::error::Error;
 use crate::pool::{recording_now, recover_leftovers, Leftover, Pool};
-use crate::reader::{check_continuity, recording_files, verify_file, FileReport, FileStatus};
+use crate::reader::{
+    check_continuity, recording_files, recording_groups, verify_file, FileReport, FileStatus,
+};
 
 pub use close::Closed;
 
@@ -174,7 +176,7 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
         }
     }
     check_continuity(&mut reports);
-    for group in recordings(&reports) {
+    for group in recording_groups(&reports) {
         finish_headers(&reports, &group, give_back, &mut rec);
         let group = peel_empty(&d, &reports, group, give_back, &mut rec);
         if !group.is_empty() {
@@ -185,23 +187,6 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
         .remove_dead(&d)
         .map_err(|e| Error::io("removing a name claim in", dir, e))?;
     Ok(rec)
-}
-
-/// The indexes of `reports` by recording (one directory, one recording
-/// id), each in file index order.
-fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..reports.len())
-        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
-        .collect();
-    order.sort_by_key(|&i| (reports[i].recording_id, reports[i].index));
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in order {
-        match groups.last_mut() {
-            Some(g) if reports[g[0]].recording_id == reports[i].recording_id => g.push(i),
-            _ => groups.push(vec![i]),
-        }
-    }
-    groups
 }
 
 /// The files of `group` before its last whose header still says `OPEN`
