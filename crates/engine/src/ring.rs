@@ -344,7 +344,10 @@ mod tests {
             copied += usize::from(from_stage);
         }
         assert!(pop(&mut c, &mut stage, |_| ()).is_none());
-        assert!(!corrupt(&mut c, stage.len()), "an empty ring is not corrupt");
+        assert!(
+            !corrupt(&mut c, stage.len()),
+            "an empty ring is not corrupt"
+        );
         // Both ways were taken: entries the ring's end split (copied; in so
         // small a ring about every other one) and entries lent whole.
         assert!(copied > 0 && copied < 300, "copied {copied} of 300");

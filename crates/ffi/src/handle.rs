@@ -224,13 +224,19 @@ mod tests {
         let r = recorders.insert(Box::new(1)).unwrap();
         let t = timers.insert(Box::new(2)).unwrap();
         assert_ne!(r, t);
-        assert_eq!(r & ((1usize << (INDEX_BITS + GEN_BITS)) - 1), t & ((1usize << (INDEX_BITS + GEN_BITS)) - 1));
+        assert_eq!(
+            r & ((1usize << (INDEX_BITS + GEN_BITS)) - 1),
+            t & ((1usize << (INDEX_BITS + GEN_BITS)) - 1)
+        );
         // SAFETY: one thread.
         unsafe {
             assert!(recorders.get(t).is_none());
             assert!(timers.get(r).is_none());
         }
-        assert!(recorders.remove(t).is_none(), "a timer cannot end a recorder");
+        assert!(
+            recorders.remove(t).is_none(),
+            "a timer cannot end a recorder"
+        );
         assert!(timers.remove(r).is_none());
         // SAFETY: one thread.
         assert_eq!(unsafe { recorders.get(r) }.copied(), Some(1));

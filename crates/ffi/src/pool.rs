@@ -309,7 +309,11 @@ mod tests {
         // SAFETY: a valid path.
         assert_eq!(unsafe { rtrec_pool_prepare(d.as_ptr(), 1 << 20, 1) }, 1);
         let size = size_of::<rtrec_pool_state>();
-        for (given, want) in [(size, 0), (size + 8, -libc::EINVAL), (size - 8, -libc::EINVAL)] {
+        for (given, want) in [
+            (size, 0),
+            (size + 8, -libc::EINVAL),
+            (size - 8, -libc::EINVAL),
+        ] {
             // A larger, aligned buffer, filled with a pattern, struct_size
             // first.
             #[repr(C, align(8))]
@@ -323,7 +327,10 @@ mod tests {
             assert_eq!(r, want, "struct_size {given}");
             assert_eq!(&buf[..8], &given.to_ne_bytes(), "struct_size kept");
             let written_to = if r == 0 { given } else { 8 };
-            assert!(buf[written_to..].iter().all(|&b| b == 0xa5), "struct_size {given}: {buf:?}");
+            assert!(
+                buf[written_to..].iter().all(|&b| b == 0xa5),
+                "struct_size {given}: {buf:?}"
+            );
             if r == 0 {
                 let file_size = u64::from_ne_bytes(buf[8..16].try_into().unwrap());
                 assert_eq!(file_size, 1 << 20);
@@ -345,14 +352,16 @@ mod tests {
             std::fs::create_dir(d).unwrap();
         }
         // SAFETY: a valid path.
-        assert_eq!(unsafe { rtrec_pool_prepare(c_path(&real).as_ptr(), 1 << 20, 1) }, 1);
+        let prepared = unsafe { rtrec_pool_prepare(c_path(&real).as_ptr(), 1 << 20, 1) };
+        assert_eq!(prepared, 1);
         std::os::unix::fs::symlink(real.join(".pool"), linked.join(".pool")).unwrap();
         std::fs::write(plain.join(".pool"), b"x").unwrap();
         for (d, errno) in [(&linked, libc::ELOOP), (&plain, libc::ENOTDIR)] {
             let c = c_path(d);
             assert_eq!(status(&c), Err(-errno), "{}", d.display());
             // SAFETY: a valid path.
-            assert_eq!(unsafe { rtrec_pool_prepare(c.as_ptr(), 1 << 20, 1) }, -errno);
+            let prepared = unsafe { rtrec_pool_prepare(c.as_ptr(), 1 << 20, 1) };
+            assert_eq!(prepared, -errno);
             let mut cfg: crate::config::rtrec_config =
                 // SAFETY: all-zero is a valid config (integers, NULL).
                 unsafe { std::mem::zeroed() };

@@ -745,7 +745,8 @@ mod tests {
             ..Default::default()
         };
         // SAFETY: valid pointers.
-        assert_eq!(unsafe { crate::recover::rtrec_dir_recover(d.as_ptr(), &mut rep) }, 0, "{}", last());
+        let r = unsafe { crate::recover::rtrec_dir_recover(d.as_ptr(), &mut rep) };
+        assert_eq!(r, 0, "{}", last());
         assert_eq!((rep.bytes_given_back, rep.closed), (kept, 0));
         let got = sizes(dir.path());
         assert!(got.iter().all(|(len, valid)| len == valid), "{got:?}");
@@ -753,7 +754,8 @@ mod tests {
             assert!(rtrec_engine::reader::verify_file(&f).unwrap().is_clean());
         }
         // SAFETY: valid pointers.
-        assert_eq!(unsafe { crate::recover::rtrec_dir_recover(d.as_ptr(), &mut rep) }, 0);
+        let r = unsafe { crate::recover::rtrec_dir_recover(d.as_ptr(), &mut rep) };
+        assert_eq!(r, 0);
         assert_eq!(rep.bytes_given_back, 0);
     }
 
@@ -775,14 +777,18 @@ mod tests {
         // SAFETY: a live handle and a valid buffer; finish frees it.
         unsafe {
             for _ in 0..2000 {
-                assert_eq!(rtrec_recorder_record(rec, buf.as_ptr().cast(), buf.len()), 0);
+                assert_eq!(
+                    rtrec_recorder_record(rec, buf.as_ptr().cast(), buf.len()),
+                    0
+                );
             }
             assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
         }
         let on_disk = rtrec_engine::reader::recording_files(dir.path()).unwrap();
         let names = {
             // SAFETY: a NUL-separated list ending with an empty string.
-            let bytes = unsafe { std::slice::from_raw_parts(s.file_names.cast::<u8>(), s.file_names_len) };
+            let bytes =
+                unsafe { std::slice::from_raw_parts(s.file_names.cast::<u8>(), s.file_names_len) };
             bytes.split(|&b| b == 0).filter(|n| !n.is_empty()).count() as u64
         };
         // SAFETY: malloc'd by the library for the caller.
@@ -790,7 +796,10 @@ mod tests {
         assert!(s.retired_files > 0, "the loop retired nothing: {s:?}");
         assert_eq!(s.files, names + s.retired_files, "{s:?}");
         assert_eq!(names, on_disk.len() as u64);
-        let kept_bytes: u64 = on_disk.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
+        let kept_bytes: u64 = on_disk
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum();
         assert_eq!(s.file_bytes, kept_bytes + s.retired_bytes, "{s:?}");
         assert_eq!((s.retired_earlier_files, s.io_resubmitted), (0, 0));
     }

@@ -21,6 +21,16 @@ use std::process::Command;
 
 mod common;
 
+/// Held by the tests that run `cargo build` (which relinks the libraries
+/// in `target/release/deps/`) or read those libraries, so that one never
+/// reads a library the other is rewriting.
+static CARGO_OUTPUT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`CARGO_OUTPUT`], also after a test that held it failed.
+fn cargo_output() -> std::sync::MutexGuard<'static, ()> {
+    CARGO_OUTPUT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The first ```sh block after `marker` in `doc`.
 fn block_after<'a>(doc: &'a str, marker: &str) -> &'a str {
     let at = doc
@@ -46,6 +56,7 @@ fn the_documented_build_tree_recipe_runs_as_written() {
         eprintln!("skipped: no cc");
         return;
     }
+    let _held = cargo_output();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let doc = std::fs::read_to_string(repo.join("docs/c-api.md")).unwrap();
     let recipe = block_after(&doc, "Shared library from the build tree");
@@ -84,6 +95,7 @@ fn the_library_cargo_links_exports_every_function_with_the_version_of_rtrec_map(
     if !common::have("readelf", "binutils") {
         return;
     }
+    let _held = cargo_output();
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap();
     let lib = [
@@ -122,6 +134,7 @@ fn a_program_built_against_this_library_is_refused_by_an_older_one_by_the_versio
     if !common::have("cc", "gcc") || !common::have("readelf", "binutils") {
         return;
     }
+    let _held = cargo_output();
     let nodes = common::map_nodes();
     assert!(nodes.len() >= 2, "only one version node");
     let (newest, _, new_fns) = nodes.last().unwrap();
@@ -151,9 +164,15 @@ fn a_program_built_against_this_library_is_refused_by_an_older_one_by_the_versio
     let mut old_map = String::new();
     for (node, parent, fns) in &nodes[..nodes.len() - 1] {
         let list: String = fns.iter().map(|f| format!("        {f};\n")).collect();
-        let local = if parent.is_none() { "    local:\n        *;\n" } else { "" };
+        let local = if parent.is_none() {
+            "    local:\n        *;\n"
+        } else {
+            ""
+        };
         let tail = parent.as_deref().unwrap_or("");
-        old_map.push_str(&format!("{node} {{\n    global:\n{list}{local}}} {tail};\n"));
+        old_map.push_str(&format!(
+            "{node} {{\n    global:\n{list}{local}}} {tail};\n"
+        ));
     }
     std::fs::write(tmp.path().join("old.map"), old_map).unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -181,12 +200,25 @@ fn a_program_built_against_this_library_is_refused_by_an_older_one_by_the_versio
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let needs = Command::new("readelf").arg("-V").arg(&exe).output().unwrap();
+    let needs = Command::new("readelf")
+        .arg("-V")
+        .arg(&exe)
+        .output()
+        .unwrap();
     let needs = String::from_utf8_lossy(&needs.stdout);
     assert!(needs.contains(&format!("Name: {newest}")), "{needs}");
-    let run = |dir: &Path| Command::new(&exe).env("LD_LIBRARY_PATH", dir).output().unwrap();
+    let run = |dir: &Path| {
+        Command::new(&exe)
+            .env("LD_LIBRARY_PATH", dir)
+            .output()
+            .unwrap()
+    };
     let ok = run(&new_dir);
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let refused = run(&old_dir);
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "an older library ran it");

@@ -260,7 +260,9 @@ impl Transport for Ring {
     }
 
     fn write(&mut self, _f: &File, start: usize, end: usize, off: u64) -> io::Result<()> {
-        if self.slots.len() == self.slots.capacity() {
+        // A reaped write may go again (short, or given up by the kernel)
+        // and keep its slot: reap until one is free.
+        while self.slots.len() == self.slots.capacity() {
             self.reap(true)?;
         }
         let tag = self.next_tag;

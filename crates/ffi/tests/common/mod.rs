@@ -68,7 +68,9 @@ pub fn map_nodes() -> Vec<(String, Option<String>, Vec<String>)> {
     let mut rest = map.as_str();
     while let Some(at) = rest.find("/*") {
         code.push_str(&rest[..at]);
-        let end = rest[at..].find("*/").expect("a closed comment in rtrec.map");
+        let end = rest[at..]
+            .find("*/")
+            .expect("a closed comment in rtrec.map");
         rest = &rest[at + end + 2..];
     }
     code.push_str(rest);
@@ -112,7 +114,10 @@ pub fn source_functions() -> Vec<String> {
                 continue;
             }
             let f = lines.peek().copied().unwrap_or("");
-            let at = f.find("fn rtrec_").expect("#[no_mangle] on an rtrec_ function") + 3;
+            let at = f
+                .find("fn rtrec_")
+                .expect("#[no_mangle] on an rtrec_ function")
+                + 3;
             let name: String = f[at..]
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
@@ -134,15 +139,28 @@ pub fn assert_map_matches_sources() {
     let nodes = map_nodes();
     let mut mapped: Vec<String> = nodes.iter().flat_map(|n| n.2.clone()).collect();
     for n in &mapped {
-        assert!(!n.contains('*') && !n.contains('?'), "rtrec.map: '{n}' is a pattern, not a name");
+        assert!(
+            !n.contains('*') && !n.contains('?'),
+            "rtrec.map: '{n}' is a pattern, not a name"
+        );
     }
     mapped.sort();
     let before = mapped.len();
     mapped.dedup();
     assert_eq!(before, mapped.len(), "rtrec.map names a function twice");
-    assert_eq!(mapped, source_functions(), "rtrec.map and the sources' exported functions differ");
+    assert_eq!(
+        mapped,
+        source_functions(),
+        "rtrec.map and the sources' exported functions differ"
+    );
     for w in nodes.windows(2) {
-        assert_eq!(w[1].1.as_deref(), Some(w[0].0.as_str()), "{} must inherit {}", w[1].0, w[0].0);
+        assert_eq!(
+            w[1].1.as_deref(),
+            Some(w[0].0.as_str()),
+            "{} must inherit {}",
+            w[1].0,
+            w[0].0
+        );
     }
     let newest = &nodes.last().unwrap().0;
     let version = format!(
@@ -150,7 +168,10 @@ pub fn assert_map_matches_sources() {
         env!("CARGO_PKG_VERSION_MAJOR"),
         env!("CARGO_PKG_VERSION_MINOR")
     );
-    assert_eq!(newest, &version, "the newest node of rtrec.map is not the library's version");
+    assert_eq!(
+        newest, &version,
+        "the newest node of rtrec.map is not the library's version"
+    );
 }
 
 /// The symbols `lib` exports (defined, global or weak), as `readelf
