@@ -240,7 +240,9 @@ pub(crate) fn pop<R>(
 /// Whether the entry at the ring's read end is one no producer makes: its
 /// header is there but its length is more than `stage_len` (the largest
 /// payload) or more than the ring holds (the producer commits whole
-/// entries), or its kind is unknown. [`pop`] leaves such an entry where it
+/// entries). (An unknown kind with a length that fits is taken by [`pop`]
+/// and ignored by the writer: it stalls nothing.) [`pop`] leaves such an
+/// entry where it
 /// is, so without this check the writer would wait for the rest of it
 /// forever and the producer, finding the ring full, for room.
 ///
@@ -254,11 +256,8 @@ pub(crate) fn corrupt(c: &mut Consumer<u8>, stage_len: usize) -> bool {
         return false;
     };
     gather(chunk.as_slices(), 0, &mut h);
-    let kind = u32::from_le_bytes(h[0..4].try_into().expect("4 bytes"));
     let len = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
-    !matches!(kind, ENTRY_DATA | ENTRY_LOSS | ENTRY_TRIGGER)
-        || len > stage_len
-        || c.read_chunk(ENTRY_HEADER_LEN + len).is_err()
+    len > stage_len || c.read_chunk(ENTRY_HEADER_LEN + len).is_err()
 }
 
 /// A loss the producer could not push yet.
@@ -286,10 +285,10 @@ mod tests {
     use super::*;
 
     /// Two producers' interleaved pushes as the single-producer ring sees
-    /// them: a header whose length runs past what was committed, or an
-    /// unknown kind, or a length past the largest payload. `pop` takes
-    /// none of them (and does not panic), and `corrupt` names each; an
-    /// intact entry is neither.
+    /// them: a header whose length runs past what was committed, or a
+    /// length past the largest payload. `pop` takes neither (and does not
+    /// panic), and `corrupt` names each; an intact entry, or one of an
+    /// unknown kind that fits, is taken and not corrupt.
     #[test]
     fn entries_no_producer_makes_are_corrupt_and_never_taken() {
         let header = |kind: u32, len: u32| {
@@ -301,7 +300,7 @@ mod tests {
         let cases: [(&[u8], bool); 4] = [
             (&header(ENTRY_DATA, 8), false),
             (&header(ENTRY_DATA, 40), true),
-            (&header(99, 0), true),
+            (&header(99, 0), false),
             (&header(ENTRY_DATA, 1000), true),
         ];
         for (h, bad) in cases {
