@@ -3,9 +3,11 @@
 # is built on its own (`cargo build -p rtrec-ffi`), before the command line,
 # so that none of the CLI's dependencies (clap and the engine's clap
 # feature) end up in it, and its shared object is linked from librtrec.a
-# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2, as
+# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2 and 0.3, as
 # crates/ffi/build.rs links the build tree's cdylib; relinking here also
-# gives versions when the linker is not GCC, and --gc-sections):
+# gives versions when the linker is not GCC, and --gc-sections), without
+# debug information (--strip-debug: the standard library's and ours made
+# the installed library 10.9 MB; its symbol table stays, for backtraces):
 #   bin/rtrec
 #   lib/librtrec.so.X.Y.Z, lib/librtrec.so.X (the SONAME), lib/librtrec.so
 #   lib/librtrec.a, lib/pkgconfig/rtrec.pc
@@ -51,7 +53,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cc -shared -Wl,--whole-archive "$rel/librtrec.a" -Wl,--no-whole-archive \
   -Wl,--version-script=crates/ffi/rtrec.map -Wl,-soname,"librtrec.so.$major" \
-  -Wl,--gc-sections $private -o "$stage/librtrec.so"
+  -Wl,--gc-sections -Wl,--strip-debug $private -o "$stage/librtrec.so"
 cp "$rel/librtrec.a" "$stage/librtrec.a"
 if [ "$build" = 1 ]; then
   cargo build --release -q -p rtrec

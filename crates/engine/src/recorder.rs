@@ -162,6 +162,12 @@ pub struct Summary {
     /// directory stayed within its bound (`docs/unattended.md`).
     #[serde(default)]
     pub retired_late_files: u64,
+    /// Writes submitted again after the kernel gave them up for a
+    /// transient reason: io_uring completions of `-ECANCELED`, `-EINTR` or
+    /// `-EAGAIN`, which signals cause (a worker thread that could not
+    /// start). Each was written in the end, or its failure is `error`.
+    #[serde(default)]
+    pub io_resubmitted: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -677,6 +683,7 @@ impl Recorder {
             retired_earlier_files: report.retired.earlier_files,
             retired_earlier_bytes: report.retired.earlier_bytes,
             retired_late_files: report.retired.late,
+            io_resubmitted: report.io_resubmitted,
             retired_seq_to: report.retired.seq_to,
             retired_events: report.retired.events,
             flight,

@@ -237,6 +237,7 @@ mod tests {
             retired_earlier_files: 0,
             retired_earlier_bytes: 0,
             retired_late_files: 0,
+            io_resubmitted: 0,
             flight: None,
             triggers: 0,
             ring_waits: 0,

@@ -44,7 +44,7 @@ use rtrb::Consumer;
 use crate::flight::{Flight, FlightStats};
 use crate::format::LossPayload;
 use crate::io::coalesce_next;
-use crate::ring::{pop, Entry, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
+use crate::ring::{corrupt, pop, Entry, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::sizing::ENTRY_HEADER_LEN;
 use crate::stats::LiveStats;
 use crate::writer::{Writer, WriterReport};
@@ -213,6 +213,13 @@ pub(crate) fn run_writer(
             if !w.failed() && w.pace(behind, known > 0, rtrec_sys::monotonic_ns).is_err() {
                 fail(&mut w, flight.as_mut(), &shared);
             }
+        }
+        // Nothing taken although something is there: an entry no producer
+        // makes (two threads recorded at once). The recording fails with
+        // that sentence instead of both ends waiting for each other.
+        if !any && !w.failed() && corrupt(&mut c, stage.len()) {
+            w.ring_corrupt();
+            shared.failed.store(true, Ordering::Release);
         }
         if stopping {
             break;

@@ -177,6 +177,13 @@ pub(crate) trait Backend: Send {
         None
     }
 
+    /// Writes submitted again because the kernel gave them up for a
+    /// transient reason (io_uring: `-ECANCELED`, `-EINTR`, `-EAGAIN`
+    /// completions under signals), counted over the recording.
+    fn resubmitted(&self) -> u64 {
+        0
+    }
+
     /// After a failed write: waits for the writes in flight (their errors
     /// are forgotten); the next write goes to `offset` again.
     fn rollback(&mut self, f: &File, offset: u64) -> io::Result<()>;

@@ -77,7 +77,7 @@ use std::sync::Arc;
 use rtrec_sys as sys;
 
 use crate::config::{Alloc, Config, Flush, Framing, Mode};
-use crate::error::{Error, Failure};
+use crate::error::{Error, Failure, FailureKind};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FileMark, Flusher};
 use crate::format::{
@@ -165,7 +165,8 @@ impl Writer {
         let io = opened.backend;
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
-        let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
+        let mut flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
+        report.warnings.extend(flusher.take_warnings());
         let retire = Retire::new(&cfg, dir, choice.pool.clone());
         let mut files = Rotation::new(dir, &cfg, choice.pool)?;
         files.set_own_size(choice.own_size);
@@ -287,6 +288,17 @@ impl Writer {
         self.file_failed = true;
         self.report.error.get_or_insert_with(|| f.clone());
         f
+    }
+
+    /// Fails the recording because the ring holds an entry no producer
+    /// makes ([`crate::ring::corrupt`]): the records from there on cannot
+    /// be read, and are counted as lost at the end.
+    pub(crate) fn ring_corrupt(&mut self) {
+        self.fail(Failure {
+            kind: FailureKind::Io,
+            errno: None,
+            message: "the ring between the recording thread and the writer holds an entry no single producer makes: two threads recorded into one recorder at once, which the recorder does not allow (docs/c-api.md, \"Threads\"); the records from there on are counted as lost".into(),
+        });
     }
 
     /// The sentence an end frame gives after the recording's first
@@ -878,6 +890,7 @@ impl Writer {
         self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
         self.report.retired = self.retire.finish();
+        self.report.io_resubmitted = self.ledger.resubmitted();
         self.files.finish_pool(&self.cfg, &mut self.report);
         if self.cfg.framing == Framing::Raw {
             self.write_sidecar(complete, &reason);
