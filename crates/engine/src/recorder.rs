@@ -426,9 +426,12 @@ impl Recorder {
                     r
                 }
                 Inner::Inline { writer } => match writer.as_mut() {
-                    Some(w) if !w.failed() => w
-                        .write_data(seq, t0, data)
-                        .map_err(|_| RecordError::WriterFailed),
+                    Some(w) if !w.failed() => w.write_data(seq, t0, data).map_err(|_| {
+                        // Inline: the producer's own write failed (the
+                        // writer thread says so in ring mode).
+                        self.live.writer_failed.store(true, Ordering::Release);
+                        RecordError::WriterFailed
+                    }),
                     _ => Err(RecordError::WriterFailed),
                 },
             }
