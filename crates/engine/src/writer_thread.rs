@@ -140,6 +140,29 @@ fn fail(w: &mut Writer, flight: Option<&mut Flight>, shared: &RingShared, live: 
 /// for every record the producer queues beside it.
 const TAKEN_PUBLISH: u64 = 256;
 
+/// The writer's heartbeat ([`LiveStats::records_taken`]): counted here,
+/// published after every drain and every [`TAKEN_PUBLISH`] records within
+/// one, so a writer that keeps up with a busy ring still beats.
+#[derive(Default)]
+struct Heartbeat {
+    taken: u64,
+}
+
+impl Heartbeat {
+    /// One more data record handed on.
+    fn took(&mut self, live: &LiveStats) {
+        self.taken += 1;
+        if self.taken % TAKEN_PUBLISH == 0 {
+            self.publish(live);
+        }
+    }
+
+    /// Publishes the count.
+    fn publish(&self, live: &LiveStats) {
+        live.records_taken.store(self.taken, Ordering::Release);
+    }
+}
+
 /// How long the writer thread sleeps when it finds the ring empty.
 ///
 /// Design choice (issue 34, batching where records are small): with
@@ -212,10 +235,7 @@ pub(crate) fn run_writer(
     let mut behind = false;
     let mut idle = Idle::new(poll_us);
     w.hold_tails();
-    // The heartbeat (LiveStats::records_taken): counted here, published
-    // after every drain and every TAKEN_PUBLISH records within one, so a
-    // writer that keeps up with a busy ring still beats.
-    let mut taken = 0u64;
+    let mut beat = Heartbeat::default();
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let found = c.slots();
@@ -228,10 +248,7 @@ pub(crate) fn run_writer(
         while let Some(took) = pop(&mut c, &mut stage, |e| {
             let took = ENTRY_HEADER_LEN + e.payload.len();
             if handle(&mut w, flight.as_mut(), &shared, &live, e) {
-                taken += 1;
-                if taken % TAKEN_PUBLISH == 0 {
-                    live.records_taken.store(taken, Ordering::Release);
-                }
+                beat.took(&live);
             }
             took
         }) {
@@ -245,7 +262,7 @@ pub(crate) fn run_writer(
                 fail(&mut w, flight.as_mut(), &shared, &live);
             }
         }
-        live.records_taken.store(taken, Ordering::Release);
+        beat.publish(&live);
         if stopping {
             break;
         }
