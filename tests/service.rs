@@ -21,6 +21,9 @@
 //!   once, `STATUS=failed`, no ping after it, exit 1; after the space is
 //!   freed, `recover` and `verify` exit 0 and the restarted service
 //!   records again (finding 2);
+//! - the card vanishes (`umount -l`): the same loud end; once the card is
+//!   back (mounted again), `recover` closes the recording and `verify`
+//!   finds nothing missing or damaged (finding 2);
 //! - the card frozen (`fsfreeze`): no ping while it is frozen, every time
 //!   (three freezes), and the manager's SIGABRT ends the service; after
 //!   `recover`, `verify` exits 0 (finding 3).
@@ -297,6 +300,11 @@ fn the_watchdog_pings_under_the_units_shell_and_sigterm_ends_the_recording_clean
 /// Runs `f` with a journaled ext4 loop file system of `mib` MiB, removed
 /// after; false (skipped) without the privileges.
 fn with_card(test: &str, mib: u64, f: impl FnOnce(&Path)) -> bool {
+    with_loopfs(test, mib, |fs| f(fs.path()))
+}
+
+/// [`with_card`], given the loop file system itself.
+fn with_loopfs(test: &str, mib: u64, f: impl FnOnce(&rtrec_host::loopfs::LoopFs)) -> bool {
     if !rtrec_host::loopfs::require_privileged(test) {
         return false;
     }
@@ -307,7 +315,7 @@ fn with_card(test: &str, mib: u64, f: impl FnOnce(&Path)) -> bool {
         ..LoopFsOptions::default()
     })
     .unwrap();
-    f(fs.path());
+    f(&fs);
     fs.remove().unwrap();
     true
 }
@@ -557,4 +565,104 @@ fn the_shipped_unit_passes_systemd_analyze_verify_with_start_limits() {
     println!("systemd-analyze verify: {}", show(&o));
     assert!(o.status.success(), "{}", show(&o));
     assert!(o.stderr.is_empty(), "warnings: {}", show(&o));
+}
+
+/// Unmounts the card put back by the test when dropped (the journal's
+/// undo then finds its mount point free and its loop device gone).
+struct PutBack(PathBuf);
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_returns() {
+    with_loopfs(
+        "a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_returns",
+        64,
+        |fs| {
+            let card = fs.path();
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = card.join("rec");
+            std::fs::create_dir(&dir).unwrap();
+            let src = source(tmp.path());
+            println!("service log (card vanished):");
+            let mut m = Manager::start(
+                tmp.path(),
+                &dir,
+                &src,
+                "--lines --file-size 1MiB",
+                Duration::from_secs(1),
+            );
+            assert!(
+                m.until(Duration::from_secs(30), |l| pings(l).len() >= 2),
+                "{:?}",
+                m.log
+            );
+            let o = Command::new("umount").arg("-l").arg(card).output().unwrap();
+            assert!(o.status.success(), "{}", show(&o));
+            println!(
+                "  +{:6.2} s  (umount -l) the card is gone",
+                m.t0.elapsed().as_secs_f64()
+            );
+            let (st, err) = m.wait(Duration::from_secs(120));
+            let st = st.expect("the service did not end after the card vanished");
+            println!(
+                "  exit: {st:?}\n  stderr: {}",
+                err.trim().replace('\n', "\n          ")
+            );
+            assert_eq!(st.code(), Some(1), "{err}");
+            assert!(!m.aborted, "ended by the watchdog, not by itself");
+            let failed = m
+                .log
+                .iter()
+                .find(|(_, d)| d.starts_with("STATUS=failed: "))
+                .map(|(t, _)| *t)
+                .unwrap_or_else(|| panic!("no STATUS=failed: {:?}", m.log));
+            assert!(pings(&m.log).iter().all(|&t| t <= failed), "{:?}", m.log);
+            assert!(
+                err.starts_with("rtrec: writing failed after "),
+                "not said at once on stderr: {err}"
+            );
+            // The card returns once its last user (the ended recorder) is
+            // gone: the detached file system is released with its loop device.
+            let dev = fs.device().to_path_buf();
+            let name = dev.file_name().unwrap().to_str().unwrap().to_string();
+            let backing = PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
+            let end = Instant::now() + Duration::from_secs(30);
+            while backing.exists() && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(!backing.exists(), "{} still holds the card", dev.display());
+            let opts = rtrec_host::loopfs::DEFAULT_MOUNT_OPTIONS;
+            let o = Command::new("mount")
+                .args(["-t", "ext4", "-o", &format!("loop,{opts}")])
+                .arg(fs.image())
+                .arg(card)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", show(&o));
+            let _back = PutBack(card.to_path_buf());
+            println!("  (mount) the card is back");
+            rtrec_ok(&["recover"], &dir);
+            let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+                .arg("verify")
+                .arg(&dir)
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout);
+            let last = out.lines().last().unwrap_or_default();
+            println!("  rtrec verify DIR: exit {:?}, {last}", o.status.code());
+            // Every record written before the card went is there, closed
+            // (aborted, or interrupted and closed by recover); nothing
+            // missing or damaged.
+            assert!(
+                last.contains(" 0 missing, 0 damaged range(s)"),
+                "{}",
+                show(&o)
+            );
+        },
+    );
 }
