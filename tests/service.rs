@@ -350,36 +350,7 @@ fn a_card_filled_by_another_process_ends_the_service_loudly_and_the_restart_reco
                 "  +{full_at:6.2} s  (dd) card full: {}",
                 String::from_utf8_lossy(&o.stderr).trim()
             );
-            let (st, err) = m.wait(Duration::from_secs(120));
-            let st = st.expect("the service did not end after the card filled");
-            println!(
-                "  exit: {st:?}\n  stderr: {}",
-                err.trim().replace('\n', "\n          ")
-            );
-            assert_eq!(st.code(), Some(1), "{err}");
-            assert!(!m.aborted, "ended by the watchdog, not by itself");
-            let failed = m
-                .log
-                .iter()
-                .find(|(_, d)| d.starts_with("STATUS=failed: "))
-                .map(|(t, _)| *t)
-                .unwrap_or_else(|| panic!("no STATUS=failed: {:?}", m.log));
-            assert!(
-                pings(&m.log).iter().all(|&t| t <= failed),
-                "a ping after STATUS=failed: {:?}",
-                m.log
-            );
-            let lines: Vec<&str> = err.lines().collect();
-            assert!(
-                lines
-                    .first()
-                    .is_some_and(|l| l.starts_with("rtrec: writing failed after ")),
-                "not said at once on stderr: {err}"
-            );
-            assert!(
-                err.contains("rtrec: the recording failed: "),
-                "no reason: {err}"
-            );
+            let (st, failed) = ends_loudly(&mut m, "the card filled");
             println!(
                 "  full at +{full_at:.2} s, STATUS=failed at +{failed:.2} s, the service ended with {st}"
             );
@@ -403,6 +374,41 @@ fn a_card_filled_by_another_process_ends_the_service_loudly_and_the_restart_reco
             assert!(v.starts_with("2 file(s)"), "the restart's recording: {v}");
         },
     );
+}
+
+/// After a fault that fails the writer (`what`): the service ends by
+/// itself with exit 1, `STATUS=failed` came and no ping after it, stderr
+/// said so at once (first line) and gave the reason; its exit status and
+/// the time of `STATUS=failed`, s.
+fn ends_loudly(m: &mut Manager, what: &str) -> (ExitStatus, f64) {
+    let (st, err) = m.wait(Duration::from_secs(120));
+    let st = st.unwrap_or_else(|| panic!("the service did not end after {what}"));
+    println!(
+        "  exit: {st:?}\n  stderr: {}",
+        err.trim().replace('\n', "\n          ")
+    );
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(!m.aborted, "ended by the watchdog, not by itself");
+    let failed = m
+        .log
+        .iter()
+        .find(|(_, d)| d.starts_with("STATUS=failed: "))
+        .map(|(t, _)| *t)
+        .unwrap_or_else(|| panic!("no STATUS=failed: {:?}", m.log));
+    assert!(
+        pings(&m.log).iter().all(|&t| t <= failed),
+        "a ping after STATUS=failed: {:?}",
+        m.log
+    );
+    assert!(
+        err.starts_with("rtrec: writing failed after "),
+        "not said at once on stderr: {err}"
+    );
+    assert!(
+        err.contains("rtrec: the recording failed: "),
+        "no reason: {err}"
+    );
+    (st, failed)
 }
 
 /// `rtrec verify DIR` of a directory whose one failed recording ended on
@@ -607,25 +613,7 @@ fn a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_r
                 "  +{:6.2} s  (umount -l) the card is gone",
                 m.t0.elapsed().as_secs_f64()
             );
-            let (st, err) = m.wait(Duration::from_secs(120));
-            let st = st.expect("the service did not end after the card vanished");
-            println!(
-                "  exit: {st:?}\n  stderr: {}",
-                err.trim().replace('\n', "\n          ")
-            );
-            assert_eq!(st.code(), Some(1), "{err}");
-            assert!(!m.aborted, "ended by the watchdog, not by itself");
-            let failed = m
-                .log
-                .iter()
-                .find(|(_, d)| d.starts_with("STATUS=failed: "))
-                .map(|(t, _)| *t)
-                .unwrap_or_else(|| panic!("no STATUS=failed: {:?}", m.log));
-            assert!(pings(&m.log).iter().all(|&t| t <= failed), "{:?}", m.log);
-            assert!(
-                err.starts_with("rtrec: writing failed after "),
-                "not said at once on stderr: {err}"
-            );
+            ends_loudly(&mut m, "the card vanished");
             // The card returns once its last user (the ended recorder) is
             // gone: the detached file system is released with its loop device.
             let dev = fs.device().to_path_buf();
