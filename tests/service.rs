@@ -583,6 +583,43 @@ impl Drop for PutBack {
     }
 }
 
+/// The loop device mounted at `card` (`/proc/self/mounts`).
+fn card_device(card: &Path) -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            Some((f.next()?, f.next()?))
+        })
+        .filter(|(_, at)| Path::new(at) == card)
+        .map(|(dev, _)| PathBuf::from(dev))
+        .next_back()
+        .unwrap_or_else(|| panic!("{} is not mounted", card.display()))
+}
+
+/// The card comes back after `umount -l` of `dev`: once its last user
+/// (the ended recorder) is gone, the detached file system is released
+/// with its loop device; then `image` is mounted at `card` again.
+fn put_back_after(dev: &Path, image: &Path, card: &Path) -> PutBack {
+    let name = dev.file_name().unwrap().to_str().unwrap().to_string();
+    let backing = PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
+    let end = Instant::now() + Duration::from_secs(30);
+    while backing.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!backing.exists(), "{} still holds the card", dev.display());
+    let opts = rtrec_host::loopfs::DEFAULT_MOUNT_OPTIONS;
+    let o = Command::new("mount")
+        .args(["-t", "ext4", "-o", &format!("loop,{opts}")])
+        .arg(image)
+        .arg(card)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    PutBack(card.to_path_buf())
+}
+
 #[test]
 fn a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_returns() {
     with_loopfs(
@@ -607,6 +644,7 @@ fn a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_r
                 "{:?}",
                 m.log
             );
+            let dev = card_device(card);
             let o = Command::new("umount").arg("-l").arg(card).output().unwrap();
             assert!(o.status.success(), "{}", show(&o));
             println!(
@@ -614,25 +652,7 @@ fn a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_r
                 m.t0.elapsed().as_secs_f64()
             );
             ends_loudly(&mut m, "the card vanished");
-            // The card returns once its last user (the ended recorder) is
-            // gone: the detached file system is released with its loop device.
-            let dev = fs.device().to_path_buf();
-            let name = dev.file_name().unwrap().to_str().unwrap().to_string();
-            let backing = PathBuf::from(format!("/sys/block/{name}/loop/backing_file"));
-            let end = Instant::now() + Duration::from_secs(30);
-            while backing.exists() && Instant::now() < end {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            assert!(!backing.exists(), "{} still holds the card", dev.display());
-            let opts = rtrec_host::loopfs::DEFAULT_MOUNT_OPTIONS;
-            let o = Command::new("mount")
-                .args(["-t", "ext4", "-o", &format!("loop,{opts}")])
-                .arg(fs.image())
-                .arg(card)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", show(&o));
-            let _back = PutBack(card.to_path_buf());
+            let _back = put_back_after(&dev, fs.image(), card);
             println!("  (mount) the card is back");
             rtrec_ok(&["recover"], &dir);
             let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
@@ -653,4 +673,141 @@ fn a_vanished_card_ends_the_service_loudly_and_its_recording_is_closed_once_it_r
             );
         },
     );
+}
+
+/// The faults of the field soak, in the order its cycles take them.
+const FAULTS: [&str; 4] = ["kill -9", "card full", "card vanished", "card frozen"];
+
+/// Issue 42, Deliver 5 (the short version CI runs): the unit's pipeline
+/// through `RTREC_FIELD_SOAK_CYCLES` cycles (default 8: each fault twice)
+/// of kill -9, a card filled by another process, a card unmounted and
+/// mounted again, and a card frozen until the manager's SIGABRT. Every
+/// cycle ends with `recover`, then `verify DIR` (every recording of every
+/// cycle) finds nothing missing or damaged: the recordings the faults cut
+/// are closed (interrupted, closed by recover) or aborted with their drops
+/// stored as losses. A failed writer is reported (`STATUS=failed`) and no
+/// ping follows; a frozen one gets no ping until SIGABRT. One row a cycle.
+#[test]
+fn field_faults_each_end_in_a_loud_exit_or_an_abort_and_recover_leaves_nothing_missing() {
+    let cycles: usize = std::env::var("RTREC_FIELD_SOAK_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    with_loopfs(
+        "field_faults_each_end_in_a_loud_exit_or_an_abort_and_recover_leaves_nothing_missing",
+        128,
+        |fs| {
+            let card = fs.path();
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = card.join("rec");
+            std::fs::create_dir(&dir).unwrap();
+            let src = source(tmp.path());
+            let mut back: Option<PutBack> = None;
+            println!("cycle | fault         | ended by            | fault to report, s | verify after recover");
+            for cycle in 0..cycles {
+                let fault = FAULTS[cycle % FAULTS.len()];
+                let args = "--lines --file-size 1MiB --ring 32MiB";
+                let mut m = Manager::start(tmp.path(), &dir, &src, args, Duration::from_secs(2));
+                m.enforce = fault == "card frozen";
+                assert!(
+                    m.until(Duration::from_secs(30), |l| pings(l).len() >= 2),
+                    "cycle {cycle}: {:?}",
+                    m.log
+                );
+                let t_fault = m.t0.elapsed().as_secs_f64();
+                let mut thaw = None;
+                let mut vanished = None;
+                match fault {
+                    "kill -9" => m.signal("KILL"),
+                    "card full" => {
+                        let _ = Command::new("dd")
+                            .args(["if=/dev/zero", "bs=1M", "status=none"])
+                            .arg(format!("of={}", card.join("filler").display()))
+                            .output()
+                            .unwrap();
+                    }
+                    "card vanished" => {
+                        vanished = Some(card_device(card));
+                        let o = Command::new("umount").arg("-l").arg(card).output().unwrap();
+                        assert!(o.status.success(), "{}", show(&o));
+                    }
+                    _ => {
+                        thaw = Some(Thaw(card.to_path_buf()));
+                        let o = Command::new("fsfreeze")
+                            .arg("-f")
+                            .arg(card)
+                            .output()
+                            .unwrap();
+                        assert!(o.status.success(), "{}", show(&o));
+                        m.last_ping = Instant::now();
+                        let end = Instant::now() + Duration::from_secs(30);
+                        while !m.aborted && Instant::now() < end {
+                            m.poll();
+                        }
+                        assert!(m.aborted, "cycle {cycle}: no SIGABRT while frozen");
+                    }
+                }
+                drop(thaw);
+                let (st, err) = m.wait(Duration::from_secs(120));
+                let st = st.unwrap_or_else(|| panic!("cycle {cycle}: the service did not end"));
+                let reported = match fault {
+                    "card full" | "card vanished" => {
+                        let failed = m
+                            .log
+                            .iter()
+                            .find(|(_, d)| d.starts_with("STATUS=failed: "))
+                            .map(|(t, _)| *t)
+                            .unwrap_or_else(|| panic!("cycle {cycle}: no STATUS=failed: {err}"));
+                        assert_eq!(st.code(), Some(1), "cycle {cycle}: {err}");
+                        assert!(pings(&m.log).iter().all(|&t| t <= failed));
+                        assert!(err.starts_with("rtrec: writing failed after "), "{err}");
+                        format!("{:.2} (STATUS=failed)", failed - t_fault)
+                    }
+                    "card frozen" => {
+                        let last = pings(&m.log).last().copied().unwrap_or(0.0);
+                        format!("{:.2} (last ping)", last - t_fault)
+                    }
+                    _ => "-".to_string(),
+                };
+                if fault == "card full" {
+                    std::fs::remove_file(card.join("filler")).unwrap();
+                }
+                if let Some(dev) = vanished {
+                    // The old guard's mount is the one that vanished.
+                    if let Some(b) = back.take() {
+                        std::mem::forget(b);
+                    }
+                    back = Some(put_back_after(&dev, fs.image(), card));
+                }
+                rtrec_ok_quiet(&["recover"], &dir);
+                let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+                    .arg("verify")
+                    .arg(&dir)
+                    .output()
+                    .unwrap();
+                let out = String::from_utf8_lossy(&o.stdout);
+                let last = out.lines().last().unwrap_or_default().to_string();
+                assert!(
+                    last.contains(" 0 missing, 0 damaged range(s)"),
+                    "cycle {cycle}: {}",
+                    show(&o)
+                );
+                println!(
+                    "{cycle:5} | {fault:13} | {:19} | {reported:18} | exit {:?}: {last}",
+                    format!("{st}"),
+                    o.status.code()
+                );
+            }
+            drop(back);
+        },
+    );
+}
+
+fn rtrec_ok_quiet(args: &[&str], dir: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(args)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "rtrec {args:?}: {}", show(&o));
 }
