@@ -15,6 +15,10 @@
 #   share/man/man1/rtrec.1 and rtrec-COMMAND.1 (from `rtrec man`)
 #   share/bash-completion/completions/rtrec, share/zsh/site-functions/_rtrec,
 #   share/fish/vendor_completions.d/rtrec.fish
+#   lib/systemd/system/rtrec-recorder@.service (dist/'s unit, its commands
+#     pointed at PREFIX/bin/rtrec; /usr/local/lib/systemd/system is on
+#     systemd's unit path, so `systemctl enable --now
+#     rtrec-recorder@$(systemd-escape -p /data/rec).service` finds it)
 #
 # Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--no-build]
 #   --prefix   where it will live (default /usr/local); written into rtrec.pc
@@ -60,7 +64,7 @@ if [ "$build" = 1 ]; then
 fi
 root="$destdir$prefix"
 libdir="$prefix/lib"
-install -d "$root/bin" "$root/lib/pkgconfig" "$root/include" "$root/share/man/man1" \
+install -d "$root/bin" "$root/lib/pkgconfig" "$root/lib/systemd/system" "$root/include" "$root/share/man/man1" \
   "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" \
   "$root/share/fish/vendor_completions.d"
 
@@ -70,6 +74,12 @@ ln -sf "librtrec.so.$version" "$root/lib/librtrec.so.$major"
 ln -sf "librtrec.so.$major" "$root/lib/librtrec.so"
 install -m 0644 "$stage/librtrec.a" "$root/lib/librtrec.a"
 install -m 0644 include/rtrec.h "$root/include/rtrec.h"
+
+# The unit runs the binary installed here, not /usr/bin's: `systemd-analyze
+# verify` refuses a command that is not executable (issue 42, finding 4).
+sed -e "s|/usr/bin/rtrec|$prefix/bin/rtrec|g" dist/rtrec-recorder@.service \
+  > "$root/lib/systemd/system/rtrec-recorder@.service"
+chmod 0644 "$root/lib/systemd/system/rtrec-recorder@.service"
 
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" -e "s|@VERSION@|$version|" \
     -e "s|@PRIVATE@|$private|" crates/ffi/rtrec.pc.in > "$root/lib/pkgconfig/rtrec.pc"

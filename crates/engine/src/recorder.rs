@@ -431,12 +431,9 @@ impl Recorder {
                     }
                     r
                 }
-                Inner::Inline { writer } => match writer.as_mut() {
-                    Some(w) if !w.failed() => w
-                        .write_data(seq, t0, data)
-                        .map_err(|_| RecordError::WriterFailed),
-                    _ => Err(RecordError::WriterFailed),
-                },
+                Inner::Inline { writer } => {
+                    write_inline(writer.as_deref_mut(), &self.live, seq, t0, data)
+                }
             }
         };
         match r {
@@ -704,6 +701,26 @@ impl Recorder {
 
 /// Starts the writer thread (ring mode) over `consumer`, with the flight
 /// recorder's window allocated here, before recording starts.
+/// Inline mode's `record()`: the producer writes itself; a failed write
+/// is the recording's failure, said in [`LiveStats::writer_failed`] (the
+/// writer thread says so in ring mode).
+#[inline]
+fn write_inline(
+    writer: Option<&mut Writer>,
+    live: &LiveStats,
+    seq: u64,
+    t0: u64,
+    data: &[u8],
+) -> Result<(), RecordError> {
+    match writer {
+        Some(w) if !w.failed() => w.write_data(seq, t0, data).map_err(|_| {
+            live.writer_failed.store(true, Ordering::Release);
+            RecordError::WriterFailed
+        }),
+        _ => Err(RecordError::WriterFailed),
+    }
+}
+
 fn spawn_writer_thread(
     dir: &Path,
     cfg: &Config,
