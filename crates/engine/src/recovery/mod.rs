@@ -234,23 +234,6 @@ fn give_back_kept_tails(dir: &Path, reports: &[FileReport], rec: &mut Recovery) 
     }
 }
 
-/// The indexes of `reports` by recording (one directory, one recording
-/// id), each in file index order.
-fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..reports.len())
-        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
-        .collect();
-    order.sort_by_key(|&i| (reports[i].recording_id, reports[i].index));
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in order {
-        match groups.last_mut() {
-            Some(g) if reports[g[0]].recording_id == reports[i].recording_id => g.push(i),
-            _ => groups.push(vec![i]),
-        }
-    }
-    groups
-}
-
 /// The files of `group` before its last whose header still says `OPEN`
 /// over the writer's end frame get their header finished
 /// ([`finish_header`]); one that cannot be is left alone, with the reason.
