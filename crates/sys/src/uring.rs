@@ -20,7 +20,7 @@
 //!   `io_uring_register` return `EINTR` when a signal arrives during the
 //!   call (a host with a 20 µs `SIGALRM` makes that common, and file
 //!   (un)registration waits for the ring's references to drop); each call
-//!   here is made again then ([`retry`]), so `EINTR` never reaches the
+//!   here is made again then (`retry`), so `EINTR` never reaches the
 //!   caller. A write's own completion may still say `-ECANCELED` or
 //!   `-EINTR`: resubmitting it is the caller's choice.
 //! - **Refusal is an error, not a panic**: `io_uring_setup` fails with
