@@ -366,10 +366,19 @@ mod tests {
                 // SAFETY: all-zero is a valid config (integers, NULL).
                 unsafe { std::mem::zeroed() };
             cfg.struct_size = size_of::<crate::config::rtrec_config>();
-            let mut rec = null_mut();
+            // By its C symbol, as a C program calls it: this module stays
+            // below `recorder` (docs/architecture.md).
+            unsafe extern "C" {
+                fn rtrec_recorder_create(
+                    dir: *const libc::c_char,
+                    cfg: *const crate::config::rtrec_config,
+                    out: *mut *mut std::ffi::c_void,
+                ) -> libc::c_int;
+            }
+            let mut rec: *mut std::ffi::c_void = null_mut();
             assert_eq!(
                 // SAFETY: valid pointers; the pool is the default.
-                unsafe { crate::recorder::rtrec_recorder_create(c.as_ptr(), &cfg, &mut rec) },
+                unsafe { rtrec_recorder_create(c.as_ptr(), &cfg, &mut rec) },
                 -errno,
                 "{}",
                 d.display()
