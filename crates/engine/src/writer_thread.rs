@@ -221,6 +221,8 @@ impl Idle {
 
 /// The writer thread: drains the ring into `w` until the producer stops,
 /// then closes the recording.
+// long: one pass of the writer's loop (take, write, pace, the corrupt-ring
+// check, the heartbeat) reads best whole.
 pub(crate) fn run_writer(
     mut c: Consumer<u8>,
     mut w: Writer,
