@@ -230,7 +230,10 @@ pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
     }
 }
 
-/// Creates, allocates and names file `index` of recording `base`.
+/// Creates, allocates and names file `index` of recording `base`; its
+/// header carries `extra_flags` too (a pooled recording's own file of the
+/// pool's size is marked [`FLAG_POOLED`](crate::format::FLAG_POOLED), so
+/// it is closed whole and its loop can recycle it).
 pub(crate) fn prepare(
     dir: &Path,
     base: &str,
@@ -238,10 +241,11 @@ pub(crate) fn prepare(
     cfg: &Config,
     generation: u64,
     recording_id: u64,
+    extra_flags: u32,
 ) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
     let header = FileHeader {
-        flags: cfg.header_flags() | crate::format::FLAG_OPEN,
+        flags: cfg.header_flags() | crate::format::FLAG_OPEN | extra_flags,
         generation,
         created_ns: 0,
         created_mono_ns: 0,

@@ -127,8 +127,21 @@ impl Rotation {
         Ok(f)
     }
 
-    /// A file of our own (no pool, or the pool's fallback).
+    /// A file of our own (no pool, or the pool's fallback). In a pooled
+    /// recording a file of the pool's size is marked
+    /// [`FLAG_POOLED`](format::FLAG_POOLED): closed whole at a switch (its
+    /// header's valid length counts, as for a pool file), so a loop's
+    /// retirement recycles it into the pool and the next switch takes it.
+    /// Truncated at the switch, every retired file was of another size
+    /// than the pool's and deleted, and the loop called `fallocate` at
+    /// every switch with the pool empty (issue 42, finding 8). The tail of
+    /// the recording's last files is given back at its end, as for pool
+    /// files ([`crate::pool::give_back_tails`]).
     fn prepare(&self, cfg: &Config, index: u32) -> Result<OpenFile, Error> {
+        let pool_sized = self
+            .pool
+            .as_ref()
+            .is_some_and(|p| p.file_size() == cfg.file_size);
         file::prepare(
             &self.dir,
             &self.cur_base,
@@ -136,6 +149,7 @@ impl Rotation {
             cfg,
             sys::realtime_ns(),
             self.recording_id,
+            if pool_sized { format::FLAG_POOLED } else { 0 },
         )
     }
 
@@ -277,8 +291,9 @@ impl FileChoice {
 /// - open-ended default: the pool's size when it stands
 ///   ([`Pool::size_stands`]), else the default fitted to the free space
 ///   ([`sizing::open_ended_file_size`]), which the pool then takes;
-/// - known length: the pool's files when one is ready and large enough,
-///   else files of its own; the pool is never created or resized.
+/// - known length: the pool's files when one is ready (one after another
+///   when the need is larger than one), else a file of its own of exactly
+///   the need; the pool is never created or resized.
 ///
 /// `cfg.file_size` becomes the files' size; what was chosen and why goes
 /// to `report.file_sizing`, warnings to `report`. Nothing is prepared: a
@@ -404,8 +419,14 @@ fn open_ended_in_pool(
 }
 
 /// A recording of known length in a pooled directory: the pool's files
-/// when one is ready and holds the whole need, else a file of exactly its
-/// size; the pool is left as it is.
+/// when one is ready, else a file of exactly its size; the pool is left
+/// as it is (never created, resized or shrunk: a short recording cannot
+/// poison it). A need that one pool file holds takes one (a file of
+/// exactly the need when none is ready at a switch); a longer one takes
+/// pool files one after another, switching between them as an
+/// open-ended recording does (and, when the pool runs dry, files of the
+/// pool's size as its empty policy says), rather than `fallocate` one
+/// fresh file of the whole need beside an idle pool (issue 47).
 fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, FileSizing), Error> {
     let need = cfg.file_size;
     let own = FileSizing {
@@ -418,8 +439,11 @@ fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, Fil
         return Ok((FileChoice::own(), own));
     };
     let ready = p.ready().map_err(|e| Error::io("listing", p.dir(), e))?;
-    if p.file_size() < need || ready.is_empty() {
+    if ready.is_empty() {
         return Ok((FileChoice::own(), own));
+    }
+    if p.file_size() < need {
+        return Ok(pooled(p, None));
     }
     Ok(pooled(p, Some(need)))
 }
