@@ -8,7 +8,7 @@
 
 use clap::Args;
 use rtrec_engine::{
-    Alloc, Config, Flush, Framing, Io, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
+    Alloc, Config, Flush, Framing, Io, KeepScope, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
     DEFAULT_SYNC_EVERY_NS,
 };
 use rtrec_units::format_size;
@@ -95,6 +95,10 @@ pub struct StorageArgs {
     /// Loop recording: retire a finished file once its last record is older than DURATION (e.g. 7d; checked at each file switch, so a file lives at most DURATION + one file's span).
     #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
     pub keep_for: Option<Duration>,
+
+    /// Loop recording: which earlier recordings of the directory the budget covers. own: the loop's own, earlier loop recordings of the same --prefix (nothing else is ever retired); dir: every closed recording of the directory, each one retired that the loop does not own named at the start and in the summary (docs/unattended.md).
+    #[arg(long, value_enum, default_value_t = KeepScope::Own, value_name = "SCOPE")]
+    pub keep_scope: KeepScope,
 }
 
 impl StorageArgs {
@@ -129,6 +133,7 @@ impl StorageArgs {
         cfg.retention.keep_bytes = self.keep.map_or(0, Size::bytes);
         cfg.retention.keep_files = self.keep_files.unwrap_or(0);
         cfg.retention.keep_for_ns = self.keep_for.map_or(0, Duration::ns);
+        cfg.retention.scope = self.keep_scope;
     }
 }
 

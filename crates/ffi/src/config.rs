@@ -630,6 +630,9 @@ impl rtrec_config {
                 keep_files: self.keep_files,
                 keep_for_ns: self.keep_for_ns,
                 keep_events: self.keep_events,
+                // The C API has no wider scope: a C recorder's budget
+                // covers its own loop recordings only.
+                ..Retention::default()
             },
             ..d
         })

@@ -284,7 +284,8 @@ impl FileChoice {
 }
 
 /// [`Writer::create`](super::Writer::create)'s sizing step, by
-/// [`crate::sizing`]'s rule: opens the pool (with `--alloc pool`) and
+/// [`crate::sizing`]'s rule (`retirable`: what a loop's budget retires
+/// before its first file, counted as free space): opens the pool (with `--alloc pool`) and
 /// moves back a recording a crash left in it; then, by how the file size
 /// was settled ([`Config::file_size_basis`]):
 /// - given: the pool takes it (a pool of another size is resized);
@@ -306,6 +307,7 @@ pub(super) fn choose_files(
     dir: &Path,
     cfg: &mut Config,
     report: &mut WriterReport,
+    retirable: u64,
 ) -> Result<FileChoice, Error> {
     let existing = match cfg.alloc {
         Alloc::Pool => Pool::open(dir)?,
@@ -326,8 +328,10 @@ pub(super) fn choose_files(
             let sizing = given(SizeFrom::FileSize);
             (pool_of(dir, cfg, &sizing, report)?, sizing)
         }
-        (Alloc::Pool, FileSizeBasis::OpenEnded) => open_ended_in_pool(dir, existing, cfg, report)?,
-        (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir)?),
+        (Alloc::Pool, FileSizeBasis::OpenEnded) => {
+            open_ended_in_pool(dir, existing, cfg, report, retirable)?
+        }
+        (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir, retirable)?),
         (_, FileSizeBasis::Known) => (FileChoice::own(), given(SizeFrom::KnownLength)),
         (_, FileSizeBasis::Given) => (FileChoice::own(), given(SizeFrom::FileSize)),
     };
@@ -369,11 +373,15 @@ fn recover_pool(p: &Pool, report: &mut WriterReport) -> Result<(), Error> {
     Ok(())
 }
 
-/// The open-ended default fitted to the free space of `dir`.
-fn fitted(dir: &Path) -> Result<FileSizing, Error> {
+/// The open-ended default fitted to the free space of `dir`, counted with
+/// `retirable`: the bytes a loop's budget retires before its first file
+/// (issue 42, finding 6: after a kill on a full card the rule refused at
+/// every start, although the budget would have freed the room).
+fn fitted(dir: &Path, retirable: u64) -> Result<FileSizing, Error> {
     let free = File::open(dir)
         .and_then(|d| sys::available_bytes(&d))
-        .map_err(|e| Error::io("reading the free space of", dir, e))?;
+        .map_err(|e| Error::io("reading the free space of", dir, e))?
+        .saturating_add(retirable);
     sizing::open_ended_file_size(free).map_err(|n| Error::NoRoomForDefault {
         dir: dir.to_path_buf(),
         free_bytes: n.free_bytes,
@@ -408,13 +416,14 @@ fn open_ended_in_pool(
     existing: Option<Pool>,
     cfg: &Config,
     report: &mut WriterReport,
+    retirable: u64,
 ) -> Result<(FileChoice, FileSizing), Error> {
     if let Some(p) = existing {
         if p.size_stands()? {
             return Ok(pooled(p, None));
         }
     }
-    let sizing = fitted(dir)?;
+    let sizing = fitted(dir, retirable)?;
     Ok((pool_of(dir, cfg, &sizing, report)?, sizing))
 }
 
