@@ -47,12 +47,12 @@
 //!   prepare --file-size`, the C API's `file_size`) or by an open-ended
 //!   recording's default. A recording of known length (its size from the
 //!   workload: [`FileSizeBasis::Known`]) never creates, shrinks or
-//!   resizes the pool: it takes a pool file when one is ready (the unused
-//!   tail is given back at the end); a need larger than one pool file
-//!   takes pool files one after another, switching between them as an
-//!   open-ended recording does (issue 47: it had `fallocate`d one fresh
-//!   file of the whole need beside an idle pool); with no pool file ready
-//!   it gets a file of exactly its size with `fallocate` and leaves the
+//!   resizes the pool: it takes pool files when the ready ones hold its
+//!   whole need (the unused tail is given back at the end); a need larger
+//!   than one pool file takes them one after another, switching between
+//!   them as an open-ended recording does (issue 47: it had `fallocate`d
+//!   one fresh file of the whole need beside an idle pool); otherwise it
+//!   gets one file of exactly its size with `fallocate` and leaves the
 //!   pool alone.
 //!   An open-ended recording without `--file-size` takes the pool's size
 //!   when it was set explicitly, or by a default and files of it are

@@ -292,9 +292,9 @@ impl FileChoice {
 /// - open-ended default: the pool's size when it stands
 ///   ([`Pool::size_stands`]), else the default fitted to the free space
 ///   ([`sizing::open_ended_file_size`]), which the pool then takes;
-/// - known length: the pool's files when one is ready (one after another
-///   when the need is larger than one), else a file of its own of exactly
-///   the need; the pool is never created or resized.
+/// - known length: the pool's files when the ready ones hold the whole
+///   need (one after another when it is larger than one), else a file of
+///   its own of exactly the need; the pool is never created or resized.
 ///
 /// `cfg.file_size` becomes the files' size; what was chosen and why goes
 /// to `report.file_sizing`, warnings to `report`. Nothing is prepared: a
@@ -428,14 +428,14 @@ fn open_ended_in_pool(
 }
 
 /// A recording of known length in a pooled directory: the pool's files
-/// when one is ready, else a file of exactly its size; the pool is left
-/// as it is (never created, resized or shrunk: a short recording cannot
-/// poison it). A need that one pool file holds takes one (a file of
-/// exactly the need when none is ready at a switch); a longer one takes
-/// pool files one after another, switching between them as an
-/// open-ended recording does (and, when the pool runs dry, files of the
-/// pool's size as its empty policy says), rather than `fallocate` one
-/// fresh file of the whole need beside an idle pool (issue 47).
+/// when the ready ones hold its whole need, else one file of exactly its
+/// size; the pool is left as it is (never created, resized or shrunk: a
+/// short recording cannot poison it). A need that one pool file holds
+/// takes one; a longer one takes pool files one after another, switching
+/// between them as an open-ended recording does, rather than `fallocate`
+/// one fresh file of the whole need beside an idle pool (issue 47). A
+/// pool too small for the need (two 64 KiB files for 800 KiB) is left
+/// alone: its files would switch every few records.
 fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, FileSizing), Error> {
     let need = cfg.file_size;
     let own = FileSizing {
@@ -448,13 +448,29 @@ fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, Fil
         return Ok((FileChoice::own(), own));
     };
     let ready = p.ready().map_err(|e| Error::io("listing", p.dir(), e))?;
-    if ready.is_empty() {
+    if (ready.len() as u64) < pool_files_for(cfg, p.file_size()) {
         return Ok((FileChoice::own(), own));
     }
     if p.file_size() < need {
         return Ok(pooled(p, None));
     }
     Ok(pooled(p, Some(need)))
+}
+
+/// How many files of `pool_size` bytes the records of a recording of
+/// known length (`cfg.file_size`: exactly its need) take; at least 1.
+fn pool_files_for(cfg: &Config, pool_size: u64) -> u64 {
+    let stored = cfg.stored_len(cfg.max_record).max(1);
+    let header = format::HEADER_LEN as u64;
+    // The need was rounded up to a page: this may count a few records
+    // more than there are, never fewer.
+    let records = cfg.usable_file_bytes().saturating_sub(header) / stored;
+    let in_pool = Config {
+        file_size: pool_size,
+        ..cfg.clone()
+    };
+    let per_file = (in_pool.usable_file_bytes().saturating_sub(header) / stored).max(1);
+    records.div_ceil(per_file).max(1)
 }
 
 /// The recording takes the files of `p`, of its size (and `own_size`'s
