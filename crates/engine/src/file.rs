@@ -526,7 +526,7 @@ mod tests {
             alloc: Alloc::Fallocate,
             ..Config::default()
         };
-        let e = prepare(dir.path(), "x", 0, &cfg, 1, 1).err().unwrap();
+        let e = prepare(dir.path(), "x", 0, &cfg, 1, 1, 0).err().unwrap();
         assert!(
             e.to_string().contains("space") || e.to_string().contains("pre-allocating"),
             "{e}"
