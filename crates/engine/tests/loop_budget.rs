@@ -332,7 +332,7 @@ fn a_budget_never_retires_what_its_loop_does_not_own_and_one_budget_holds_a_dire
         .collect();
     assert_eq!(loops.len(), 1, "{loops:?}");
     // One budget per directory.
-    let mut first = Recorder::create(dir.path(), budget(2 * MIB, 0)).unwrap();
+    let first = Recorder::create(dir.path(), budget(2 * MIB, 0)).unwrap();
     match Recorder::create(dir.path(), budget(2 * MIB, 0)) {
         Err(e @ rtrec_engine::Error::Path { .. }) => {
             assert_eq!(e.errno(), Some(libc::EBUSY), "{e}");
