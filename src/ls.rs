@@ -17,6 +17,12 @@
 //!   while recording (stored losses and drops the end frame counts),
 //!   missing without a trace, and cut by recover after a crash hole. What
 //!   a loop retired on purpose is not a loss; `--json` gives it apart.
+//! - **Which budget owns it** (`BUDGET`, `--json`'s `budget`): `loop`
+//!   for a loop recording (header flag `LOOP`), which the next loop of its
+//!   prefix may retire, oldest first, for its disk budget; `-` for any
+//!   other, which no budget retires unless a loop runs with `--keep-scope
+//!   dir`, and then it names each one it retired (docs/unattended.md,
+//!   "What the budget owns").
 //! - It only reads: it verifies each file as `verify` does (the records
 //!   and losses are verify's), looks at the name claims without removing
 //!   any, and changes nothing.
@@ -77,6 +83,9 @@ pub struct Listed {
     pub cut: u64,
     /// Records a loop retired before its first kept file.
     pub retired: u64,
+    /// `"loop"`: a loop recording, owned by the budget of the next loop
+    /// of its prefix; `"-"`: no budget owns it (see the module docs).
+    pub budget: &'static str,
     /// Files present.
     pub files: usize,
     /// Their size on storage, bytes.
@@ -153,6 +162,7 @@ fn summarize(g: &[&FileReport], live: &Live) -> Listed {
             .iter()
             .find_map(|r| r.retired.as_ref())
             .map_or(0, |r| r.next_seq.unwrap_or(0).saturating_sub(r.first_seq)),
+        budget: if is_loop(&g[0].path) { "loop" } else { "-" },
         files: g.len(),
         size_bytes: g
             .iter()
@@ -160,6 +170,16 @@ fn summarize(g: &[&FileReport], live: &Live) -> Listed {
             .map(|m| m.len())
             .sum(),
     }
+}
+
+/// True when the file at `path` is a loop recording's (header flag
+/// `LOOP`).
+fn is_loop(path: &Path) -> bool {
+    std::fs::File::open(path)
+        .ok()
+        .and_then(|f| rtrec_engine::reader::read_header(&f).ok())
+        .and_then(|h| h.ok())
+        .is_some_and(|h| h.flags & rtrec_engine::format::FLAG_LOOP != 0)
 }
 
 /// The worst file's state (see the module docs).
@@ -196,8 +216,16 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
         return Ok(0);
     }
     println!(
-        "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:>5}  {:>9}  FIRST FILE",
-        "RECORDING", "START (UTC)", "DURATION", "RECORDS", "LOST", "STATE", "FILES", "SIZE"
+        "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:>5}  {:>9}  FIRST FILE",
+        "RECORDING",
+        "START (UTC)",
+        "DURATION",
+        "RECORDS",
+        "LOST",
+        "STATE",
+        "BUDGET",
+        "FILES",
+        "SIZE"
     );
     for l in &listed {
         let name = l
@@ -205,7 +233,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         println!(
-            "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:>5}  {:>9}  {name}",
+            "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:>5}  {:>9}  {name}",
             l.id,
             l.start.as_deref().unwrap_or("-"),
             l.duration_s
@@ -213,6 +241,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
             l.records,
             l.lost,
             l.state,
+            l.budget,
             l.files,
             format_size(l.size_bytes),
         );

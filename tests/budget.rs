@@ -214,6 +214,26 @@ fn a_loop_retires_only_its_own_recordings_unless_the_scope_is_widened_and_then_n
     assert!(important[0].exists(), "{}", show(&o));
     assert_eq!(v["retired_earlier_files"], 0, "{v}");
     assert_eq!(v["retired_other_recordings"], Value::Array(vec![]), "{v}");
+    // `ls` says which budget owns what: the loop's own, and nobody's.
+    let o = rtrec(&["ls", "--json", dir.to_str().unwrap()]);
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let budgets: Vec<(&str, &str)> = listed["recordings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let first = r["first_file"].as_str().unwrap();
+            (first, r["budget"].as_str().unwrap())
+        })
+        .collect();
+    for (first, budget) in &budgets {
+        let expected = if Path::new(first) == important[0] {
+            "-"
+        } else {
+            "loop"
+        };
+        assert_eq!(*budget, expected, "{budgets:?}");
+    }
     verify_ok(&dir);
     // Widened: it goes, and the loop says which at the start and in the
     // summary.

@@ -84,7 +84,7 @@ pub struct StorageArgs {
     #[arg(long)]
     pub refill_while_recording: bool,
 
-    /// Loop recording: keep the directory's finished recordings within SIZE (the newest max(1, SIZE / file size) files' worth); older files, the directory's earlier closed recordings first, are retired at the start and at each file switch (recycled into the pool, or deleted). Disk use stays within SIZE + one file + the pool's spare files (docs/unattended.md).
+    /// Loop recording: keep the loop's finished files, and its own earlier loop recordings (see --keep-scope), within SIZE (the newest max(1, SIZE / file size) files' worth); older files, the earlier recordings first, are retired at the start and at each file switch (recycled into the pool, or deleted). Disk use stays within SIZE + one file + the pool's spare files; a SIZE larger than the card is clamped at the start, and one budget is allowed per directory (docs/unattended.md).
     #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub keep: Option<Size>,
 
