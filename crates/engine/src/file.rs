@@ -230,10 +230,7 @@ pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
     }
 }
 
-/// Creates, allocates and names file `index` of recording `base`; its
-/// header carries `extra_flags` too (a pooled recording's own file of the
-/// pool's size is marked [`FLAG_POOLED`](crate::format::FLAG_POOLED), so
-/// it is closed whole and its loop can recycle it).
+/// Creates, allocates and names file `index` of recording `base`.
 pub(crate) fn prepare(
     dir: &Path,
     base: &str,
@@ -241,11 +238,10 @@ pub(crate) fn prepare(
     cfg: &Config,
     generation: u64,
     recording_id: u64,
-    extra_flags: u32,
 ) -> Result<OpenFile, Error> {
     let name = file_name(base, index, cfg.framing);
     let header = FileHeader {
-        flags: cfg.header_flags() | crate::format::FLAG_OPEN | extra_flags,
+        flags: cfg.header_flags() | crate::format::FLAG_OPEN,
         generation,
         created_ns: 0,
         created_mono_ns: 0,
@@ -424,8 +420,10 @@ pub(crate) fn create_reserve(dir: &Path, base: &str) -> Result<PathBuf, Error> {
 /// S1 ends a recording with `fsync`, see the comment at the last sync).
 ///
 /// A pooled file (see [`crate::pool`]) is not truncated: its header's valid
-/// length is what counts, and its size stays ready for its next life.
-pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
+/// length is what counts, and its size stays ready for its next life; nor
+/// is one the caller keeps `whole` (a loop's own file of the pool's size,
+/// which its retirement may recycle into the pool).
+pub(crate) fn close(f: &mut OpenFile, framing: Framing, whole: bool) -> io::Result<()> {
     if framing.has_frames() {
         // The frames the valid length points to are on storage before the
         // header says so (with their size or extent conversion, which
@@ -436,7 +434,7 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
         f.header.flags &= !crate::format::FLAG_OPEN;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }
-    if f.header.flags & crate::format::FLAG_POOLED == 0 {
+    if f.header.flags & crate::format::FLAG_POOLED == 0 && !whole {
         sys::ftruncate(&*f.file, f.offset)?;
     }
     // `fdatasync`, not `fsync`: the header is data and a truncated size is
@@ -526,7 +524,7 @@ mod tests {
             alloc: Alloc::Fallocate,
             ..Config::default()
         };
-        let e = prepare(dir.path(), "x", 0, &cfg, 1, 1, 0).err().unwrap();
+        let e = prepare(dir.path(), "x", 0, &cfg, 1, 1).err().unwrap();
         assert!(
             e.to_string().contains("space") || e.to_string().contains("pre-allocating"),
             "{e}"

@@ -868,9 +868,12 @@ impl Writer {
         // No durable mark after the final header (the flusher may be about
         // to write one).
         self.flusher.closing();
+        let whole = self
+            .files
+            .keeps_whole(self.retire.loops(), self.cfg.file_size);
         self.ledger
             .stop(&cur.file)
-            .and_then(|()| file::close(&mut cur, self.cfg.framing))
+            .and_then(|()| file::close(&mut cur, self.cfg.framing, whole))
             .map_err(|e| {
                 let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
                 self.fail(f)

@@ -127,21 +127,8 @@ impl Rotation {
         Ok(f)
     }
 
-    /// A file of our own (no pool, or the pool's fallback). In a pooled
-    /// recording a file of the pool's size is marked
-    /// [`FLAG_POOLED`](format::FLAG_POOLED): closed whole at a switch (its
-    /// header's valid length counts, as for a pool file), so a loop's
-    /// retirement recycles it into the pool and the next switch takes it.
-    /// Truncated at the switch, every retired file was of another size
-    /// than the pool's and deleted, and the loop called `fallocate` at
-    /// every switch with the pool empty (issue 42, finding 8). The tail of
-    /// the recording's last files is given back at its end, as for pool
-    /// files ([`crate::pool::give_back_tails`]).
+    /// A file of our own (no pool, or the pool's fallback).
     fn prepare(&self, cfg: &Config, index: u32) -> Result<OpenFile, Error> {
-        let pool_sized = self
-            .pool
-            .as_ref()
-            .is_some_and(|p| p.file_size() == cfg.file_size);
         file::prepare(
             &self.dir,
             &self.cur_base,
@@ -149,8 +136,21 @@ impl Rotation {
             cfg,
             sys::realtime_ns(),
             self.recording_id,
-            if pool_sized { format::FLAG_POOLED } else { 0 },
         )
+    }
+
+    /// True when a closed file of `size` bytes keeps its whole size (its
+    /// tail not truncated at the switch): a loop's (`loops`) file of its
+    /// own of the pool's size, so that the loop's retirement can recycle
+    /// it into the pool and a later switch takes it. Truncated at the
+    /// switch, no retired file had the pool's size, none was recycled, and
+    /// the loop called `fallocate` at every switch beside an empty pool
+    /// (issue 42, finding 8: "pool: 0 taken, 241 fallbacks"). Its header
+    /// keeps `POOLED` clear (it did not come from the pool); its valid
+    /// length counts, and the last files' tails are given back at the end
+    /// ([`crate::pool::give_back_tails`]) or by `rtrec recover`.
+    pub(super) fn keeps_whole(&self, loops: bool, size: u64) -> bool {
+        loops && self.pool.as_ref().is_some_and(|p| p.file_size() == size)
     }
 
     /// The pool had no file ready: a file of our own, when the empty
