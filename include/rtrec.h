@@ -15,11 +15,13 @@
  * Inline policy: none. This header declares types, constants and exported
  * functions only, no inline functions and no function-like macros, so
  * everything a program calls is a symbol of the library (versioned
- * RTREC_0.2 in librtrec.so, built or installed).
+ * in librtrec.so, built or installed, by the node of the version that
+ * added it: RTREC_0.2, RTREC_0.3; see crates/ffi/rtrec.map).
  *
  * Handles: rtrec_recorder and rtrec_timer pointers are handles, not
- * addresses. A handle that was finished, aborted or destroyed gives -EBADF
- * (never a touch of freed memory). Two threads on one live handle at once
+ * addresses. A handle that was finished, aborted or destroyed, or is of the
+ * other kind (a timer given as a recorder), gives -EBADF (never a touch of
+ * freed memory). Two threads on one live handle at once
  * are not detected; see docs/c-api.md, "Threads".
  *
  * fork(): a recorder belongs to the process that created it. In a child of
@@ -36,8 +38,10 @@
  * written) and reads or writes exactly struct_size bytes. Structs only grow
  * at the end; every version ends on an 8-byte boundary without padding.
  * Published sizes on LP64: rtrec_config 184 (version 6: zero means
- * default), 208 (version 7: the loop recording's keep_* fields);
- * rtrec_summary 280, 344, 360, 384; rtrec_pool_state 40;
+ * default), 208 (version 7, library 0.3: the loop recording's keep_*
+ * fields);
+ * rtrec_summary 280, 344, 360, 384, 432 (version 4, library 0.3);
+ * rtrec_pool_state 40;
  * rtrec_recover_report 72.
  *
  * Zero means default: a zero-filled rtrec_config with struct_size set is
@@ -85,7 +89,7 @@
 /**
  * Minor version of this header.
  */
-#define RTREC_VERSION_MINOR 2
+#define RTREC_VERSION_MINOR 3
 
 /**
  * Patch version of this header.
@@ -553,13 +557,15 @@ typedef void (*rtrec_log_fn)(void *ctx, int level, const char *message);
  * int r = rtrec_pool_status(dir, &st);
  * ```
  *
- * The library fills `min(struct_size, its own size)` bytes, zeroes the
- * rest, and sets `struct_size` to the number of bytes it filled.
+ * `struct_size` must be one of the published sizes (40 bytes on LP64,
+ * version 0); the library then writes exactly `struct_size` bytes and
+ * leaves `struct_size` as it was, as for every struct ("Struct versions"
+ * in the header). Any other size is `-EINVAL` and nothing is written.
  */
 typedef struct rtrec_pool_state {
     /**
-     * `sizeof(rtrec_pool_state)` as the caller was compiled; on return,
-     * the bytes the library filled.
+     * `sizeof(rtrec_pool_state)` as the caller was compiled; unchanged
+     * on return (the library wrote exactly that many bytes).
      */
     size_t struct_size;
     /**
@@ -683,7 +689,10 @@ typedef struct rtrec_summary {
      */
     uint64_t file_bytes;
     /**
-     * Number of files written.
+     * Number of files written, those a loop recording (or `keep_events`)
+     * retired while recording included, as `file_bytes` counts their
+     * bytes: `files - retired_files` of them are still there, named by
+     * `file_names`.
      */
     uint64_t files;
     /**
@@ -781,6 +790,37 @@ typedef struct rtrec_summary {
      * NULL.
      */
     size_t file_names_len;
+    /**
+     * Of `files`, those retired while recording (a loop recording's
+     * budget, `keep_*`, or the flight recorder's `keep_events`): recycled
+     * into the pool or deleted, so not in `file_names`. Version 4.
+     */
+    uint64_t retired_files;
+    /**
+     * Bytes of those files (header and frames), part of `file_bytes`.
+     */
+    uint64_t retired_bytes;
+    /**
+     * Files of the directory's earlier, closed recordings that this
+     * recording retired to keep the directory within its budget (not
+     * counted in `files`).
+     */
+    uint64_t retired_earlier_files;
+    /**
+     * Bytes those files took on disk.
+     */
+    uint64_t retired_earlier_bytes;
+    /**
+     * Flight-recorder events retired whole by `keep_events`.
+     */
+    uint64_t retired_events;
+    /**
+     * io_uring writes the kernel gave up for a transient reason
+     * (`-ECANCELED`, `-EINTR`, `-EAGAIN`: signals arriving while its
+     * worker thread started) and the library submitted again; each was
+     * written in the end, or its failure is the recording's error.
+     */
+    uint64_t io_resubmitted;
 } rtrec_summary;
 
 /**
@@ -817,7 +857,10 @@ typedef struct rtrec_recover_report {
      */
     uint64_t bytes_cut;
     /**
-     * Bytes of unused pre-allocation given back (truncated).
+     * Bytes of unused pre-allocation given back (truncated): of the
+     * recordings closed, and of finished files whose recording kept its
+     * tail because another recording was writing when it ended (given
+     * back when none is).
      */
     uint64_t bytes_given_back;
     /**
@@ -892,7 +935,7 @@ int rtrec_set_log(rtrec_log_fn log, void *ctx);
 
 /**
  * The version of the library that runs, as `MAJOR * 10000 + MINOR * 100 +
- * PATCH` (0.2.0 is 200), to compare with the `RTREC_VERSION_*` macros of
+ * PATCH` (0.3.0 is 300), to compare with the `RTREC_VERSION_*` macros of
  * the header a program was built with (as `sqlite3_libversion_number()`).
  */
 int rtrec_version(void);
@@ -989,7 +1032,10 @@ int rtrec_recorder_create(const char *dir,
  *
  * Call it from one thread at a time, and not while another thread
  * finishes, aborts or destroys the same recorder: that misuse is not
- * detected (it would cost this call an atomic read-modify-write).
+ * detected as it happens (it would cost this call an atomic
+ * read-modify-write); two recording threads usually leave an entry in the
+ * ring that the writer recognizes, and the recording then fails (finish
+ * returns `-EIO`) rather than hanging (docs/c-api.md, "Threads").
  *
  * Returns 0 (stored), or
  * - `-ENOBUFS`: the ring is full (the writer is behind); dropped and
@@ -1107,11 +1153,18 @@ int rtrec_recorder_destroy(struct rtrec_recorder *rec);
  * `out` may be NULL; otherwise its `struct_size` must be set, and it is
  * filled with what was done.
  *
+ * Finished files whose unused tail their recording kept (it ended while
+ * another recording wrote in `dir`) get it back now, when no recording
+ * writes in `dir`.
+ *
  * Returns 0, or
  * - `-EINVAL`: `dir` is NULL, or `out->struct_size` is not a published
  *   size;
  * - `-ENOENT`, `-ENOTDIR`, `-EACCES`: `dir` is missing, not a directory,
  *   or not readable;
+ * - `-EPERM`, `-ELOOP`, `-ENOTDIR`: `dir/.pool` belongs to another user,
+ *   is a symlink, or is not a directory (rtrec uses only a pool
+ *   directory of its own);
  * - another `-errno`: a system call failed (`rtrec_last_error()` says
  *   which). A file that cannot be closed is not an error: it is counted
  *   in `left_alone`.

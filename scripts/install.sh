@@ -3,9 +3,11 @@
 # is built on its own (`cargo build -p rtrec-ffi`), before the command line,
 # so that none of the CLI's dependencies (clap and the engine's clap
 # feature) end up in it, and its shared object is linked from librtrec.a
-# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2, as
+# with the version script crates/ffi/rtrec.map (rtrec_*@@RTREC_0.2 and 0.3, as
 # crates/ffi/build.rs links the build tree's cdylib; relinking here also
-# gives versions when the linker is not GCC, and --gc-sections):
+# gives versions when the linker is not GCC, and --gc-sections), without
+# debug information (--strip-debug: the standard library's and ours made
+# the installed library 10.9 MB; its symbol table stays, for backtraces):
 #   bin/rtrec
 #   lib/librtrec.so.X.Y.Z, lib/librtrec.so.X (the SONAME), lib/librtrec.so
 #   lib/librtrec.a, lib/pkgconfig/rtrec.pc
@@ -13,6 +15,10 @@
 #   share/man/man1/rtrec.1 and rtrec-COMMAND.1 (from `rtrec man`)
 #   share/bash-completion/completions/rtrec, share/zsh/site-functions/_rtrec,
 #   share/fish/vendor_completions.d/rtrec.fish
+#   lib/systemd/system/rtrec-recorder@.service (dist/'s unit, its commands
+#     pointed at PREFIX/bin/rtrec; /usr/local/lib/systemd/system is on
+#     systemd's unit path, so `systemctl enable --now
+#     rtrec-recorder@$(systemd-escape -p /data/rec).service` finds it)
 #
 # Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--no-build]
 #   --prefix   where it will live (default /usr/local); written into rtrec.pc
@@ -51,14 +57,14 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cc -shared -Wl,--whole-archive "$rel/librtrec.a" -Wl,--no-whole-archive \
   -Wl,--version-script=crates/ffi/rtrec.map -Wl,-soname,"librtrec.so.$major" \
-  -Wl,--gc-sections $private -o "$stage/librtrec.so"
+  -Wl,--gc-sections -Wl,--strip-debug $private -o "$stage/librtrec.so"
 cp "$rel/librtrec.a" "$stage/librtrec.a"
 if [ "$build" = 1 ]; then
   cargo build --release -q -p rtrec
 fi
 root="$destdir$prefix"
 libdir="$prefix/lib"
-install -d "$root/bin" "$root/lib/pkgconfig" "$root/include" "$root/share/man/man1" \
+install -d "$root/bin" "$root/lib/pkgconfig" "$root/lib/systemd/system" "$root/include" "$root/share/man/man1" \
   "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" \
   "$root/share/fish/vendor_completions.d"
 
@@ -68,6 +74,12 @@ ln -sf "librtrec.so.$version" "$root/lib/librtrec.so.$major"
 ln -sf "librtrec.so.$major" "$root/lib/librtrec.so"
 install -m 0644 "$stage/librtrec.a" "$root/lib/librtrec.a"
 install -m 0644 include/rtrec.h "$root/include/rtrec.h"
+
+# The unit runs the binary installed here, not /usr/bin's: `systemd-analyze
+# verify` refuses a command that is not executable (issue 42, finding 4).
+sed -e "s|/usr/bin/rtrec|$prefix/bin/rtrec|g" dist/rtrec-recorder@.service \
+  > "$root/lib/systemd/system/rtrec-recorder@.service"
+chmod 0644 "$root/lib/systemd/system/rtrec-recorder@.service"
 
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$libdir|" -e "s|@VERSION@|$version|" \
     -e "s|@PRIVATE@|$private|" crates/ffi/rtrec.pc.in > "$root/lib/pkgconfig/rtrec.pc"

@@ -2,28 +2,30 @@
 //! directories, one line each (or `--json`): the trigger's wall-clock
 //! time, the pre-trigger span and records captured before it, the
 //! post-trigger span and records after it, the files, records, losses and
-//! the verdict of `verify` on the event's files.
+//! the recording's state (the engine's, as `rtrec ls` says it).
 //!
-//! Every file is verified first (the same streaming pass as `rtrec
-//! verify`): an event is a recording whose file 0 opens with a trigger
-//! frame, and its files are grouped by recording id, never by name.
+//! The paths are read by the engine's one reader
+//! (`rtrec_engine::recordings`, as `rtrec verify`): an event is a
+//! recording whose file 0 opens with a trigger frame.
 //!
 //! Exit codes: 0 every event listed is complete and clean (or there are
-//! none); 1 an event is corrupt, aborted or unfinished; 2 usage or I/O
-//! errors.
+//! none); 1 an event is in any other state; 2 usage or I/O errors.
 
 use std::path::PathBuf;
 
-use rtrec_engine::reader::{FileReport, FileStatus};
+use rtrec_engine::recordings::{Recording, State, SCHEMA_VERSION};
 use rtrec_engine::utc_iso;
 use serde::Serialize;
 
 use crate::cli::EventsArgs;
 use crate::verify::verify_paths;
 
-/// One flight-recorder event: the `--json` schema (one array of these).
+/// One flight-recorder event: an entry of the `--json` document's
+/// `events` (docs/recordings-schema.md).
 #[derive(Debug, Serialize)]
 struct Event {
+    /// The event's recording id, 16 hex digits (as `rtrec ls` shows it).
+    id: String,
     /// Wall-clock time of the trigger, ns since the epoch.
     trigger_wall_ns: u64,
     /// The same, as `YYYY-mm-ddTHH:MM:SS.mmmZ` (UTC).
@@ -48,39 +50,24 @@ struct Event {
     lost_records: u64,
     /// Records missing without a loss frame.
     missing_records: u64,
-    /// The worst verdict among its files.
-    status: FileStatus,
+    /// The recording's state, as `rtrec ls` says it (the engine's one
+    /// precedence, docs/recordings.md).
+    state: State,
 }
 
-/// How bad a verdict is, for "the worst of an event's files".
-fn badness(s: FileStatus) -> u8 {
-    match s {
-        FileStatus::Complete | FileStatus::Interrupted | FileStatus::Raw => 0,
-        FileStatus::Unfinished => 1,
-        FileStatus::Aborted => 2,
-        FileStatus::Unverifiable | FileStatus::NotRtrec => 3,
-        FileStatus::Corrupt => 4,
-    }
-}
-
-/// The events among verified files (grouped by directory and recording
-/// id, file 0 opening with a trigger), sorted by trigger time.
-fn events(files: &[FileReport]) -> Vec<Event> {
+/// The events among the recordings (those whose file 0 opens with a
+/// trigger), sorted by trigger time.
+fn events(recordings: &[Recording]) -> Vec<Event> {
     let mut out = Vec::new();
-    for first in files.iter().filter(|f| f.index == Some(0)) {
-        let Some(t) = first.triggers.first().filter(|_| first.opens_with_trigger) else {
+    for r in recordings.iter().filter(|r| r.is_event()) {
+        let (first, last) = (&r.files[0], &r.files[r.files.len() - 1]);
+        let Some(t) = first.triggers.first() else {
             continue;
         };
-        let mut group: Vec<&FileReport> = files
-            .iter()
-            .filter(|f| {
-                f.recording_id == first.recording_id && f.path.parent() == first.path.parent()
-            })
-            .collect();
-        group.sort_by_key(|f| f.index);
-        let last = group.last().copied().unwrap_or(first);
         let ended = last.stored.as_ref().filter(|e| !e.continued);
+        let sum = |f: fn(&rtrec_engine::reader::FileReport) -> u64| r.files.iter().map(f).sum();
         out.push(Event {
+            id: r.id_hex(),
             trigger_wall_ns: t.trigger_wall_ns,
             trigger_time: utc_iso(t.trigger_wall_ns),
             trigger_mono_ns: t.trigger_ns,
@@ -88,15 +75,11 @@ fn events(files: &[FileReport]) -> Vec<Event> {
             pre_records: t.pre_records,
             post_ns: ended.map(|e| e.post_ns),
             post_records: ended.map(|e| e.post_records),
-            files: group.iter().map(|f| f.path.clone()).collect(),
-            records: group.iter().map(|f| f.records).sum(),
-            lost_records: group.iter().map(|f| f.lost_records).sum(),
-            missing_records: group.iter().map(|f| f.missing_records).sum(),
-            status: group
-                .iter()
-                .map(|f| f.status)
-                .max_by_key(|s| badness(*s))
-                .unwrap_or(first.status),
+            files: r.files.iter().map(|f| f.path.clone()).collect(),
+            records: sum(|f| f.records),
+            lost_records: sum(|f| f.lost_records),
+            missing_records: sum(|f| f.missing_records),
+            state: r.state,
         });
     }
     out.sort_by_key(|e| e.trigger_wall_ns);
@@ -111,27 +94,25 @@ fn secs(ns: u64) -> String {
 
 /// Runs `rtrec events`.
 pub fn run(a: &EventsArgs) -> crate::error::Result<i32> {
-    let (files, _in_pool, _tmp) = verify_paths(&a.paths)?;
-    let list = events(&files);
-    let clean = list.iter().all(|e| badness(e.status) == 0);
+    let d = verify_paths(&a.paths)?;
+    let list = events(&d.recordings);
+    let clean = list.iter().all(|e| e.state.is_clean());
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        let doc = serde_json::json!({ "schema_version": SCHEMA_VERSION, "events": list });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if list.is_empty() {
         println!("no flight-recorder events");
     } else {
         println!(
             "{:<24}  {:>18}  {:>18}  {:>8}  {:>6}  {:>7}  {:<10}  FILE",
-            "TRIGGER (UTC)", "PRE", "POST", "RECORDS", "LOST", "MISSING", "STATUS"
+            "TRIGGER (UTC)", "PRE", "POST", "RECORDS", "LOST", "MISSING", "STATE"
         );
         for e in &list {
             let post = match (e.post_ns, e.post_records) {
                 (Some(ns), Some(n)) => format!("{} ({n})", secs(ns)),
                 _ => "-".into(),
             };
-            let status = serde_json::to_value(e.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let status = e.state.name();
             let file = e
                 .files
                 .first()

@@ -27,6 +27,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rtrec_host::cgroup::{self, Group};
+use rtrec_host::features::{self, Feature};
 use rtrec_host::Journal;
 use serde::Serialize;
 
@@ -131,25 +132,51 @@ impl Isolation {
             scheduler: scheduler_of(dir),
             ..Applied::default()
         };
-        if applied.scheduler.as_deref().is_some_and(|s| s != "bfq") {
+        let bfq = features::detect(Feature::Bfq);
+        if let Err(m) = &bfq {
+            let flags = match (a.io_class.is_some(), a.io_weight.is_some()) {
+                (true, true) => "--io-class and --io-weight act",
+                (true, false) => "--io-class acts",
+                _ => "--io-weight acts",
+            };
+            eprintln!(
+                "rtrec: warning: {} (recording without them)",
+                m.sentence(&format!("{flags} only under the bfq scheduler"))
+            );
+        } else if applied.scheduler.as_deref().is_some_and(|s| s != "bfq") {
             eprintln!(
                 "rtrec: warning: the device of '{}' uses the {} scheduler; --io-class and --io-weight act only under bfq",
                 dir.display(),
                 applied.scheduler.as_deref().unwrap_or("?")
             );
         }
-        let group = a.io_weight.and_then(|w| match join_group(w) {
-            Ok((j, g, home, version)) => {
-                applied.io_weight = Some(w);
-                applied.cgroup_version = Some(version.to_string());
-                applied.cgroup = Some(g.path().to_path_buf());
-                Some((j, g, home))
-            }
-            Err(why) => {
-                eprintln!("rtrec: warning: --io-weight: {why} (recording without it)");
-                None
-            }
-        });
+        // Design choice: without BFQ's group weights (`bfq-cgroup`,
+        // rtrec_host::features) no group is made: one sentence says why,
+        // and the recording runs as it would without the flag.
+        let weights = match (a.io_weight, &bfq) {
+            (Some(_), Ok(())) => features::detect(Feature::BfqCgroup).map_err(|m| {
+                eprintln!(
+                    "rtrec: warning: {} (recording without it)",
+                    m.sentence("--io-weight needs it for its group's weight")
+                )
+            }),
+            _ => Err(()),
+        };
+        let group = a
+            .io_weight
+            .filter(|_| weights.is_ok())
+            .and_then(|w| match join_group(w) {
+                Ok((j, g, home, version)) => {
+                    applied.io_weight = Some(w);
+                    applied.cgroup_version = Some(version.to_string());
+                    applied.cgroup = Some(g.path().to_path_buf());
+                    Some((j, g, home))
+                }
+                Err(why) => {
+                    eprintln!("rtrec: warning: --io-weight: {why} (recording without it)");
+                    None
+                }
+            });
         Some(Isolation {
             applied,
             group,

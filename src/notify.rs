@@ -4,10 +4,13 @@
 //! every `WATCHDOG_USEC`/2 **only while the writer makes progress**,
 //! `STATUS=` one short line with each ping, `STOPPING=1` at the end.
 //!
-//! Progress ([`Progress::moved`]): the written count moved since the last
-//! ping, or nothing is queued (an idle source is not a stuck writer). A
-//! writer stuck in `write()` or `fsync()` with records queued stops the
-//! pings, and systemd restarts the service after `WatchdogSec`.
+//! Progress ([`Progress::moved`]): the writer has taken every record that
+//! was queued at the last look (its heartbeat against the producer's
+//! count; an idle source is not a stuck writer). A writer stuck in
+//! `write()` or `fsync()` with records queued stops the pings, and systemd
+//! restarts the service after `WatchdogSec`. A recording whose writing
+//! failed for good gets `STATUS=failed: …` within 100 ms and no ping
+//! again (docs/unattended.md, "Faults").
 //!
 //! Design choice: the documented datagram protocol (sd_notify(3): one
 //! datagram of `KEY=VALUE` lines to the `AF_UNIX` socket in
@@ -56,64 +59,143 @@ impl Notifier {
     }
 }
 
-/// Half of `$WATCHDOG_USEC` (when `$WATCHDOG_PID` is unset or ours): how
-/// often to ping; `None` when the watchdog is off.
+/// Half of `$WATCHDOG_USEC`: how often to ping; `None` when the watchdog
+/// is off, or on for another process.
+///
+/// `$WATCHDOG_PID` names the process systemd expects the pings from
+/// (sd_watchdog_enabled(3)): the one it started. Under the shipped unit
+/// that is `/bin/sh`, and rtrec is the last command of its pipeline, a
+/// child of that shell (`NotifyAccess=all` lets the child's datagrams
+/// count for the service).
+///
+/// Design choice (issue 42, finding 1): the watchdog is ours when
+/// `$WATCHDOG_PID` is our pid or our **parent's** — the shell that
+/// started us and waits for us, whose only work is us. No farther
+/// ancestor: a daemon that runs rtrec as a tool further down its tree
+/// must not be kept alive by rtrec's pings while it hangs itself. Unset:
+/// ours (sd_watchdog_enabled(3): no pid means no restriction).
 pub fn watchdog_interval() -> Option<Duration> {
-    if let Some(pid) = std::env::var_os("WATCHDOG_PID") {
-        if pid.to_str()?.parse::<u32>().ok()? != std::process::id() {
+    watchdog_interval_for(
+        std::env::var_os("WATCHDOG_PID").as_deref(),
+        std::env::var("WATCHDOG_USEC").ok().as_deref(),
+        std::process::id(),
+        std::os::unix::process::parent_id(),
+    )
+}
+
+/// [`watchdog_interval`] of these values (the environment's, our pid and
+/// our parent's).
+fn watchdog_interval_for(
+    pid: Option<&std::ffi::OsStr>,
+    usec: Option<&str>,
+    ours: u32,
+    parent: u32,
+) -> Option<Duration> {
+    if let Some(pid) = pid {
+        let pid = pid.to_str()?.parse::<u32>().ok()?;
+        if pid != ours && pid != parent {
             return None;
         }
     }
-    let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.parse().ok()?;
+    let usec: u64 = usec?.parse().ok()?;
     (usec > 0).then(|| Duration::from_micros(usec / 2))
 }
 
 /// The watchdog's decision: does the writer make progress?
+///
+/// Design choice (issue 42, finding 3): the writer is making progress
+/// when it has taken every record that was queued at the last look
+/// ([`rtrec_engine::LiveStats::records_taken`], a heartbeat only the
+/// writer advances once it is done with a record, against
+/// `records_queued`, which the producer advances). An idle source queues
+/// nothing, so an idle writer passes; a writer stuck in `write()` or
+/// `fsync()` leaves the records of the last look waiting, and fails. The
+/// writer's own sample of the ring's fill is not used: it is taken before
+/// a drain, so it is stale exactly while the writer hangs (it said "empty"
+/// through a 41 s freeze).
 #[derive(Debug, Default)]
 pub struct Progress {
-    last_written: Option<u64>,
+    queued_at_last_look: Option<u64>,
 }
 
 impl Progress {
-    /// True when `written` moved since the last call, or `queued` bytes
-    /// wait for the writer is 0 (nothing to do is not being stuck).
-    pub fn moved(&mut self, written: u64, queued: u64) -> bool {
-        let moved = self.last_written != Some(written);
-        self.last_written = Some(written);
-        moved || queued == 0
+    /// True when `taken` (records the writer is done with) reached what
+    /// was queued at the last call; `queued` is what is queued now.
+    pub fn moved(&mut self, taken: u64, queued: u64) -> bool {
+        let moved = self.queued_at_last_look.is_none_or(|q| taken >= q);
+        self.queued_at_last_look = Some(queued);
+        moved
     }
 }
 
-/// The notifier's thread: `READY=1` now, then pings while progress is
-/// made until `done`; `STOPPING=1` is [`stopping`]'s. `None` without
+/// The records the writer is done with: the heartbeat in ring mode; in
+/// inline mode (no ring) the producer writes them itself, so what it
+/// queued is written.
+fn taken(s: &rtrec_engine::LiveSnapshot) -> u64 {
+    if s.ring_capacity_bytes == 0 {
+        s.records_queued
+    } else {
+        s.records_taken
+    }
+}
+
+/// The `STATUS=` line once writing failed for good.
+pub fn failed_status(s: &rtrec_engine::LiveSnapshot) -> String {
+    format!(
+        "STATUS=failed: writing failed after {} records written ({} durable); the recording ends and rtrec exits 1",
+        s.records_written, s.durable_seq
+    )
+}
+
+/// The notifier's thread: `READY=1` now; then, until `done`, pings every
+/// [`watchdog_interval`] while the writer makes progress and the
+/// recording has not failed, and `STATUS=` at once when it fails (looked
+/// at every 100 ms); `STOPPING=1` is [`stopping`]'s. `None` without
 /// `$NOTIFY_SOCKET`.
 pub fn spawn(live: Arc<LiveStats>, done: Arc<AtomicBool>) -> Option<std::thread::JoinHandle<()>> {
     let n = Notifier::from_env()?;
     n.send("READY=1\nSTATUS=recording");
-    let every = watchdog_interval()?;
+    let every = watchdog_interval();
     Some(std::thread::spawn(move || {
         let mut p = Progress::default();
-        let tick = every.min(Duration::from_millis(100));
+        let tick = every.unwrap_or(TICK).min(TICK);
         let mut waited = Duration::ZERO;
+        let mut said_failed = false;
         while !done.load(Ordering::Acquire) {
             std::thread::sleep(tick);
             waited += tick;
+            let s = live.snapshot();
+            if s.writer_failed {
+                // Never a ping again: the service is restarted or ends.
+                if !said_failed {
+                    n.send(&failed_status(&s));
+                    said_failed = true;
+                }
+                continue;
+            }
+            let Some(every) = every else { continue };
             if waited < every || done.load(Ordering::Acquire) {
                 continue;
             }
             waited = Duration::ZERO;
-            let s = live.snapshot();
-            if p.moved(s.records_written, s.ring_used_bytes) {
+            if p.moved(taken(&s), s.records_queued) {
                 n.send(&format!(
                     "WATCHDOG=1\nSTATUS=recording: {} records written, {} durable",
                     s.records_written, s.durable_seq
                 ));
             } else {
-                n.send("STATUS=the writer makes no progress: no watchdog ping");
+                n.send(&format!(
+                    "STATUS=stuck: the writer makes no progress ({} records wait): no watchdog ping",
+                    s.records_queued.saturating_sub(taken(&s))
+                ));
             }
         }
     }))
 }
+
+/// How often the notifier looks for a failed writer (and the longest
+/// between two looks at the watchdog's interval).
+const TICK: Duration = Duration::from_millis(100);
 
 /// `STOPPING=1` when `$NOTIFY_SOCKET` is set.
 pub fn stopping() {
@@ -127,12 +209,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_writer_is_making_progress_while_its_count_moves_or_nothing_waits() {
+    fn a_writer_is_making_progress_while_it_takes_what_was_queued_at_the_last_look() {
         let mut p = Progress::default();
-        assert!(p.moved(0, 4096), "the first look is progress");
-        assert!(!p.moved(0, 4096), "records wait, none written: stuck");
-        assert!(p.moved(0, 0), "nothing waits: idle, not stuck");
-        assert!(p.moved(5, 4096));
-        assert!(!p.moved(5, 100));
+        assert!(p.moved(0, 10), "the first look is progress");
+        assert!(!p.moved(9, 20), "10 were queued, 9 taken: stuck");
+        assert!(p.moved(20, 20), "all 20 taken");
+        assert!(p.moved(20, 20), "nothing queued since: idle, not stuck");
+        assert!(
+            p.moved(20, 21),
+            "one queued just now is not yet the writer's to take"
+        );
+        assert!(!p.moved(20, 30), "queued at the last look, still waiting");
+        assert!(!p.moved(20, 30), "and still: no ping while it hangs");
+        assert!(p.moved(30, 30), "moving again");
+    }
+
+    #[test]
+    fn the_watchdog_is_ours_when_its_pid_is_ours_or_our_parents() {
+        let os = |s: &'static str| Some(std::ffi::OsStr::new(s));
+        let half = Some(Duration::from_secs(15));
+        let w = |pid, usec| watchdog_interval_for(pid, usec, 100, 50);
+        assert_eq!(w(None, Some("30000000")), half, "no pid: ours");
+        assert_eq!(w(os("100"), Some("30000000")), half, "our own pid");
+        assert_eq!(
+            w(os("50"), Some("30000000")),
+            half,
+            "the shell that started us (systemd's main process)"
+        );
+        assert_eq!(w(os("7"), Some("30000000")), None, "another process's");
+        assert_eq!(w(os("x"), Some("30000000")), None, "not a pid");
+        assert_eq!(w(None, Some("0")), None, "off");
+        assert_eq!(w(os("100"), None), None, "no interval");
     }
 }

@@ -92,6 +92,12 @@ pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
             p.display()
         ));
     }
+    for (p, bytes) in &rec.tails_given_back {
+        out.push(format!(
+            "gave back {bytes} bytes of unused tail of '{}': its recording ended while another wrote here, and kept it",
+            p.display()
+        ));
+    }
     for (path, why) in &rec.left_alone {
         out.push(format!("'{}' left alone: {why}", path.display()));
     }

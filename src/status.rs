@@ -102,6 +102,18 @@ const SERIES: &[Series] = &[
         |s, _| vec![("", s.records_written as f64)],
     ),
     (
+        "rtrec_records_taken_total",
+        "counter",
+        "Records the writer thread is done with (its heartbeat): queued minus taken wait for it; a count that stops while records wait is a stuck writer.",
+        |s, _| vec![("", s.records_taken as f64)],
+    ),
+    (
+        "rtrec_writer_failed",
+        "gauge",
+        "1 once writing failed for good: every record is dropped and counted, and the recording ends (exit 1).",
+        |s, _| vec![("", if s.writer_failed { 1.0 } else { 0.0 })],
+    ),
+    (
         "rtrec_records_durable_total",
         "counter",
         "Records below the durable point (on storage, or their loss is): they survive a power cut.",
@@ -256,6 +268,8 @@ mod tests {
             ring_capacity_bytes: 1 << 20,
             retired_files: 4,
             retired_bytes: 4 << 20,
+            records_taken: 7,
+            writer_failed: true,
             ..LiveSnapshot::default()
         }
     }
@@ -285,6 +299,8 @@ mod tests {
             format!("rtrec_retired_files_total{{{base}}} 4"),
             format!("rtrec_retired_bytes_total{{{base}}} 4194304"),
             format!("rtrec_recording_done{{{base}}} 0"),
+            format!("rtrec_records_taken_total{{{base}}} 7"),
+            format!("rtrec_writer_failed{{{base}}} 1"),
             "# TYPE rtrec_records_dropped_total counter".to_string(),
         ] {
             assert!(t.lines().any(|l| l == line), "no line {line:?} in\n{t}");
@@ -297,5 +313,7 @@ mod tests {
         assert_eq!(v["records_queued"], 10);
         assert_eq!(v["durable_seq"], 8);
         assert_eq!(v["done"], true);
+        assert_eq!(v["records_taken"], 7);
+        assert_eq!(v["writer_failed"], true);
     }
 }

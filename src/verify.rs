@@ -23,22 +23,23 @@
 
 use std::path::PathBuf;
 
-use rtrec_engine::pool::{leftover_tmp, Pool};
-use rtrec_engine::reader::{
-    check_continuity, recording_files, verify_file, FileReport, FileStatus,
-};
+use rtrec_engine::reader::{FileReport, FileStatus, Scope};
+use rtrec_engine::recordings::{Directory, Summary, SCHEMA_VERSION};
 use serde::Serialize;
 
 use crate::cli::VerifyArgs;
-use crate::error::usage;
 use rtrec_engine::utc_iso;
 use rtrec_units::format_size;
 
-/// The `--json` document.
+/// The `--json` document (docs/recordings-schema.md).
 #[derive(Serialize)]
 struct Report {
+    /// The version of this document's fields.
+    schema_version: u32,
     /// One entry per file.
     files: Vec<FileReport>,
+    /// One entry per recording, as `rtrec ls --json` lists it.
+    recordings: Vec<Summary>,
     /// Data records in all files.
     records: u64,
     /// Dropped records stored as loss frames in all files.
@@ -65,67 +66,36 @@ struct Report {
     clean: bool,
 }
 
-/// Verifies every recording file among `paths` (files, or directories of
-/// recordings) and checks the files of each recording against each other.
-/// Also returns the pool slots of those directories that hold an
-/// unfinished recording (a crash came before its move out of the pool was
-/// on storage), and the hidden temporary recording files in them.
-pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<Found> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    let mut in_pool: Vec<PathBuf> = Vec::new();
-    let mut tmp: Vec<PathBuf> = Vec::new();
-    for p in paths {
-        let meta = match std::fs::metadata(p) {
-            Ok(m) => m,
-            Err(e) => return usage(format!("cannot read '{}': {e}", p.display())),
-        };
-        if meta.is_dir() {
-            let more = recording_files(p).map_err(|e| {
-                crate::error::Error::Usage(format!("cannot list '{}': {e}", p.display()))
-            })?;
-            let hidden = match Pool::open(p) {
-                Ok(Some(pool)) => pool.unfinished().unwrap_or_default(),
-                _ => Vec::new(),
-            };
-            in_pool.extend(hidden.into_iter().map(|u| u.slot));
-            tmp.extend(leftover_tmp(p).unwrap_or_default());
-            if more.is_empty() && in_pool.is_empty() && tmp.is_empty() {
-                return usage(format!(
-                    "'{}' holds no recordings (*.rtr or *.raw files)",
-                    p.display()
-                ));
-            }
-            found.extend(more);
-        } else {
-            found.push(p.clone());
-        }
-    }
-    let mut files = Vec::with_capacity(found.len());
-    for p in &found {
-        files.push(verify_file(p).map_err(|e| {
-            crate::error::Error::Usage(format!("cannot read '{}': {e}", p.display()))
-        })?);
-    }
-    check_continuity(&mut files);
-    Ok((files, in_pool, tmp))
+/// Reads every recording file among `paths` (files, or directories of
+/// recordings) through the engine's one reader: each file verified, the
+/// files of each recording checked against each other, the pool slots
+/// holding an unfinished recording and the hidden temporary recording
+/// files of the directories found.
+pub fn verify_paths(paths: &[PathBuf]) -> crate::error::Result<Directory> {
+    Ok(Directory::read_paths(paths, Scope::Whole)?)
 }
-
-/// What [`verify_paths`] found: the file reports, the pool slots holding
-/// an unfinished recording, the hidden temporary recording files.
-pub type Found = (Vec<FileReport>, Vec<PathBuf>, Vec<PathBuf>);
 
 /// Runs `rtrec verify`.
 pub fn run(a: &VerifyArgs) -> crate::error::Result<i32> {
-    let (files, in_pool, tmp) = verify_paths(&a.paths)?;
+    let d = verify_paths(&a.paths)?;
+    let recordings: Vec<Summary> = d.recordings.iter().map(|r| r.summary()).collect();
+    let mut files: Vec<FileReport> = d.recordings.into_iter().flat_map(|r| r.files).collect();
+    files.sort_by(|x, y| x.path.cmp(&y.path));
+    let (in_pool, tmp) = (d.unfinished_in_pool, d.leftover_tmp);
     let report = Report {
+        schema_version: SCHEMA_VERSION,
         records: files.iter().map(|f| f.records).sum(),
         lost_records: files.iter().map(|f| f.lost_records).sum(),
         missing_records: files.iter().map(|f| f.missing_records).sum(),
         salvageable_records: files.iter().map(|f| f.salvageable_records).sum(),
         damaged_ranges: files.iter().map(|f| f.damaged_ranges).sum(),
-        clean: files.iter().all(|f| f.is_clean()) && in_pool.is_empty() && tmp.is_empty(),
+        clean: files.iter().all(|f| f.is_clean())
+            && recordings.iter().all(|r| r.state.is_clean())
+            && in_pool.is_empty()
+            && tmp.is_empty(),
         unfinished_in_pool: in_pool,
         leftover_tmp: tmp,
+        recordings,
         files,
     };
     if a.json {
@@ -143,6 +113,7 @@ fn status_word(s: FileStatus) -> &'static str {
         FileStatus::Aborted => "ABORTED",
         FileStatus::Unfinished => "UNFINISHED",
         FileStatus::Corrupt => "CORRUPT",
+        FileStatus::Incomplete => "INCOMPLETE (files of its recording before it are missing)",
         FileStatus::NotRtrec => "NOT AN RTREC FILE",
         FileStatus::Raw => "raw, matches its sidecar",
         FileStatus::Unverifiable => "UNVERIFIABLE",
@@ -216,6 +187,7 @@ fn print_text(r: &Report) {
             t.display()
         );
     }
+    print_recordings(r);
     println!(
         "{} file(s), {} records, {} lost (stored), {} missing, {} damaged range(s): {}",
         r.files.len(),
@@ -225,4 +197,21 @@ fn print_text(r: &Report) {
         r.damaged_ranges,
         if r.clean { "clean" } else { "NOT CLEAN" }
     );
+}
+
+/// One line per recording: its id, the state's sentence, its records and
+/// losses (docs/recordings.md).
+fn print_recordings(r: &Report) {
+    for rec in &r.recordings {
+        let unknown = rec.lost_after.map_or(String::new(), |s| {
+            format!(", and an unknown number from sequence {s}")
+        });
+        println!(
+            "recording {}: {} - {} records, {} lost{unknown}",
+            rec.id,
+            rec.state.sentence(),
+            rec.records,
+            rec.lost
+        );
+    }
 }

@@ -55,11 +55,20 @@ fn the_cost_study_measures_every_cell_beside_its_floor() {
     let run = &v["runs"][0];
     assert!(run["rate_bytes_per_s"].as_f64() > Some(0.0), "{run}");
     let cells = run["cells"].as_array().expect("cells");
-    // Sizes outer, back-ends (every one of `Io::ALL`, in its order) inner.
+    // Sizes outer, back-ends (every one of `Io::ALL`, in its order) inner,
+    // but for those this machine lacks a kernel feature for: each named in
+    // one sentence in `skipped` (RTREC_HIDE_FEATURES in CI's second pass).
+    let skipped: Vec<&str> = v["skipped"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str()).collect())
+        .unwrap_or_default();
     let mut expected = Vec::new();
     for size in [64u64, 1 << 10, 16 << 10, 1 << 20] {
         for &(_, name) in rtrec_engine::Io::ALL {
-            expected.push((name.to_string(), size));
+            let rows = format!("the cost study's {name} rows");
+            if !skipped.iter().any(|s| s.contains(&rows)) {
+                expected.push((name.to_string(), size));
+            }
         }
     }
     let got: Vec<(String, u64)> = cells

@@ -18,6 +18,7 @@ use common::show;
 
 use std::process::Command;
 
+use rtrec_host::features::{self, Feature};
 use rtrec_host::loopfs::require_privileged;
 use rtrec_host::tools;
 use serde_json::Value;
@@ -28,12 +29,9 @@ fn two_hundred_crash_states_over_the_matrix_break_no_rule_of_the_contract() {
     if !require_privileged(name) || !tools::require(name, &[tools::E2FSCK, tools::DEBUGFS]) {
         return;
     }
-    if !std::path::Path::new("/dev/fuse").exists() {
-        assert!(
-            std::env::var_os(tools::REQUIRE_PRIVILEGED_ENV).is_none_or(|v| v != "1"),
-            "{name} needs /dev/fuse"
-        );
-        eprintln!("skipped {name}: no /dev/fuse");
+    // The emulated device is a FUSE server: a kernel feature, named in the
+    // skip (RTREC_REQUIRE_FEATURES=fuse in CI makes it a failure).
+    if !features::require(name, &[Feature::Fuse]) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -8,6 +8,7 @@
 
 mod common;
 use common::{rtrec, show};
+use rtrec_host::features::{self, Feature};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -49,9 +50,8 @@ fn slow_profile(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_recording_on_an_emulated_emmc_verifies_and_every_request_waited_its_model_time() {
-    if !require_privileged(
-        "a_recording_on_an_emulated_emmc_verifies_and_every_request_waited_its_model_time",
-    ) {
+    let name = "a_recording_on_an_emulated_emmc_verifies_and_every_request_waited_its_model_time";
+    if !require_privileged(name) || !features::require(name, &[Feature::Fuse]) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -121,7 +121,8 @@ fn emulated_mounts(pid: u32) -> Vec<String> {
 
 #[test]
 fn a_killed_bench_on_an_emulated_device_leaves_nothing_after_restore() {
-    if !require_privileged("a_killed_bench_on_an_emulated_device_leaves_nothing_after_restore") {
+    let name = "a_killed_bench_on_an_emulated_device_leaves_nothing_after_restore";
+    if !require_privileged(name) || !features::require(name, &[Feature::Fuse]) {
         return;
     }
     let mut bench = Command::new(env!("CARGO_BIN_EXE_rtrec"))
@@ -196,9 +197,8 @@ fn left_by(pid: u32) -> Vec<String> {
 
 #[test]
 fn record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted() {
-    if !require_privileged(
-        "record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted",
-    ) {
+    let name = "record_on_an_emulated_emmc_keeps_a_clean_recording_and_leaves_nothing_mounted";
+    if !require_privileged(name) || !features::require(name, &[Feature::Fuse]) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -5,6 +5,7 @@
 //! create a tracefs instance nor mount tracefs; as another user it runs as
 //! that user.
 
+use rtrec_host::features::{self, Feature};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -103,9 +104,10 @@ fn record_explain_without_tracefs_says_so_and_records_normally() {
 
 #[test]
 fn record_explain_as_root_carries_the_attribution_in_its_json() {
-    if !rtrec_host::loopfs::require_privileged(
-        "record_explain_as_root_carries_the_attribution_in_its_json",
-    ) {
+    let name = "record_explain_as_root_carries_the_attribution_in_its_json";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let fs = rtrec_host::loopfs::LoopFs::create(&rtrec_host::loopfs::LoopFsOptions {
@@ -171,7 +173,10 @@ fn timed_calls_in(trace: &str) -> (u64, u64) {
 
 #[test]
 fn bench_explain_traces_the_background_loads_marks() {
-    if !rtrec_host::loopfs::require_privileged("bench_explain_traces_the_background_loads_marks") {
+    let name = "bench_explain_traces_the_background_loads_marks";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -215,9 +220,10 @@ fn bench_explain_traces_the_background_loads_marks() {
 /// is divided by the floor of the same run. Structure only: no timing.
 #[test]
 fn bench_explain_on_a_loaded_rtrec_case_attributes_record_beside_its_floor() {
-    if !rtrec_host::loopfs::require_privileged(
-        "bench_explain_on_a_loaded_rtrec_case_attributes_record_beside_its_floor",
-    ) {
+    let name = "bench_explain_on_a_loaded_rtrec_case_attributes_record_beside_its_floor";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let d = tempfile::tempdir().unwrap();

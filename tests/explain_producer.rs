@@ -6,6 +6,7 @@
 //! unattributed = the recorder's total) and the competitor's name is among
 //! the causes.
 
+use rtrec_host::features::{self, Feature};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,9 +46,10 @@ fn hog(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 #[test]
 fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods() {
     let _serial = serial();
-    if !rtrec_host::loopfs::require_privileged(
-        "a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods",
-    ) {
+    let name = "a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_periods";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
@@ -90,9 +92,10 @@ fn a_higher_priority_competitor_on_the_producers_cpu_is_named_for_its_missed_per
 #[test]
 fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period() {
     let _serial = serial();
-    if !rtrec_host::loopfs::require_privileged(
-        "the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period",
-    ) {
+    let name = "the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -120,9 +123,11 @@ fn the_endurance_study_runs_short_as_a_smoke_test_and_counts_every_missed_period
 #[test]
 fn the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps() {
     let _serial = serial();
-    if !rtrec_host::loopfs::require_privileged(
-        "the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps",
-    ) {
+    let name =
+        "the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_its_sleeps";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let cpu = std::thread::available_parallelism().map_or(1, usize::from) - 1;
@@ -195,9 +200,10 @@ fn the_steal_method_is_reported_and_the_producers_runtime_is_traced_at_each_of_i
 #[test]
 fn the_baseline_runs_the_producers_loop_traced_without_calling_record() {
     let _serial = serial();
-    if !rtrec_host::loopfs::require_privileged(
-        "the_baseline_runs_the_producers_loop_traced_without_calling_record",
-    ) {
+    let name = "the_baseline_runs_the_producers_loop_traced_without_calling_record";
+    if !rtrec_host::loopfs::require_privileged(name)
+        || !features::require(name, &[Feature::Tracefs])
+    {
         return;
     }
     let cpu = std::thread::available_parallelism().map_or(1, usize::from) - 1;

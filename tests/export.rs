@@ -151,8 +151,10 @@ fn files_of_two_recordings_and_framed_over_several_files_are_refused_in_one_sent
     let o = rtrec(&["export", "--framed", s(&dir), "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     assert!(one_sentence(&o).contains("--framed exports one file"));
-    // One file framed: verify reads the copy as it reads the original
-    // (file 0 of a longer recording: its records, and that it continues).
+    // One file framed: verify reads the copy's records as it reads the
+    // original's (file 0 of a longer recording). The copy is marked as
+    // one (header flag COPY): one file taken out on purpose, so the files
+    // after it are not missing, while the original alone lost its next.
     let o = rtrec(&["export", "--framed", s(&first[0]), "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let verdict = |p: &Path| {
@@ -165,8 +167,12 @@ fn files_of_two_recordings_and_framed_over_several_files_are_refused_in_one_sent
             f["next_seq"].clone(),
         )
     };
-    let copy = verdict(&out);
-    assert_eq!(copy, verdict(&first[0]));
+    let (copy, original) = (verdict(&out), verdict(&first[0]));
+    assert_eq!((&copy.1, &copy.2), (&original.1, &original.2));
+    assert_eq!(
+        (copy.0.as_str(), original.0.as_str()),
+        (Some("complete"), Some("unfinished"))
+    );
     assert!(copy.1.as_u64().unwrap() > 0, "{copy:?}");
 
     // A second recording: the directory exports the newest and says so;

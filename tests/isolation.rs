@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rtrec_host::features::{self, Feature, HIDE_FEATURES_ENV};
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 
 mod common;
@@ -23,7 +24,8 @@ fn io_group_of(pid: u32) -> Option<String> {
 
 #[test]
 fn io_weight_makes_its_own_cgroup_and_removes_it_after_ctrl_c() {
-    if !require_privileged("io_weight_makes_its_own_cgroup_and_removes_it_after_ctrl_c") {
+    let name = "io_weight_makes_its_own_cgroup_and_removes_it_after_ctrl_c";
+    if !require_privileged(name) || !features::require(name, &[Feature::BfqCgroup]) {
         return;
     }
     let h = match rtrec_host::cgroup::detect() {
@@ -119,4 +121,46 @@ fn bad_isolation_values_are_one_sentence_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
         assert!(err.contains(says), "{flag} {value}: {err}");
     }
+}
+
+/// On a kernel without BFQ (hidden from rtrec's detection here, so the test
+/// runs the same on every kernel), `--io-weight` and `--io-class` say so in
+/// one sentence naming the kernel option, make no group, and the recording
+/// runs as it would without them.
+#[test]
+fn io_weight_on_a_kernel_without_bfq_says_so_in_one_sentence_and_records() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("out.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--dir", d.path().to_str().unwrap()])
+        .args(["--period", "1ms", "--count", "50", "--size", "1KiB"])
+        .args([
+            "--io-weight",
+            "500",
+            "--io-class",
+            "be:0",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .env(HIDE_FEATURES_ENV, "bfq")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", common::show(&out));
+    let says = "this kernel has no BFQ (CONFIG_IOSCHED_BFQ): --io-class and --io-weight act only under the bfq scheduler";
+    assert_eq!(err.matches(says).count(), 1, "{err}");
+    assert!(!err.contains("os error"), "a sentence, not an errno: {err}");
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        s["isolation"]["io_weight"].is_null(),
+        "no group: {}",
+        s["isolation"]
+    );
+    assert!(
+        s["isolation"]["cgroup"].is_null(),
+        "no group: {}",
+        s["isolation"]
+    );
+    assert_eq!(s["records_written"], 50, "it recorded: {s}");
 }

@@ -212,7 +212,7 @@ fn a_stuck_writer_gets_no_watchdog_ping_until_it_moves_again() {
     assert!(
         stuck
             .iter()
-            .any(|d| d.contains("STATUS=the writer makes no progress")),
+            .any(|d| d.contains("STATUS=stuck: the writer makes no progress")),
         "{stuck:?}"
     );
 

@@ -2,7 +2,8 @@
 //! `librtrec.so.<major>`, so that a program linked against it records the
 //! major version it needs and the dynamic loader finds `librtrec.so.0`
 //! installed beside later minor versions; and with the symbol versions of
-//! `rtrec.map` (`rtrec_*@@RTREC_0.2`), so that the library of the build
+//! `rtrec.map` (`rtrec_version@@RTREC_0.2`,
+//! `rtrec_dir_recover@@RTREC_0.3`, …), so that the library of the build
 //! tree and the one `scripts/install.sh` installs export the same names.
 //!
 //! # Symbol versions
@@ -14,14 +15,15 @@
 //! tags"), and lld, rustc's default linker on x86_64 Linux since 1.90,
 //! silently keeps the anonymous node (both seen with rustc 1.95;
 //! `-Wl,--default-symver` would name the version after the SONAME, not
-//! `RTREC_0.2`). So this script writes a wrapper that the C compiler
+//! the map's nodes). So this script writes a wrapper that the C compiler
 //! driver runs the link step under (GCC's `-wrapper`, which wraps
 //! `collect2` whichever linker it then runs, GNU ld or lld): the wrapper
 //! replaces the argument `--version-script=<rustc's temporary dir>/list`
 //! with `--version-script=<this crate>/rtrec.map` and runs the link. The
-//! map exports `rtrec_*` and nothing else, which is the set rustc lists
-//! (every exported function is `#[no_mangle]` `rtrec_*`), now in a named
-//! node. `crates/ffi/tests/build_tree.rs` checks with `readelf` that every
+//! map names every exported function, in the node of the version that
+//! added it, and nothing else: the set rustc lists (every exported
+//! function is `#[no_mangle]` `rtrec_*`; `tests/common/mod.rs` checks the
+//! map against the sources). `crates/ffi/tests/build_tree.rs` checks with `readelf` that every
 //! exported symbol of the library cargo makes is versioned.
 //!
 //! Design choices: a wrapper of the driver, not a linker of our own

@@ -65,7 +65,8 @@ class Gap:
     first_seq: int
     """The first missing sequence number."""
     count: int
-    """How many."""
+    """How many; ``None`` when no file tells it (the recording continues
+    after its last file present in files that are missing)."""
     reason: str
     """Why: ``ring_full``, ``too_large``, ``writer_failed``,
     ``overwritten``, ``crash_hole``, ``missing``, ``retired``,
@@ -97,11 +98,33 @@ class Records(np.ndarray):
         self.gaps = getattr(obj, "gaps", [])
 
 
-def ls(directory):
+#: The version of ``rtrec ls/verify/events --json`` documents this package
+#: reads (docs/recordings-schema.md).
+SCHEMA_VERSION = 1
+
+
+def _versioned(doc, what):
+    """``doc`` when its ``schema_version`` is the one this package reads."""
+    v = doc.get("schema_version") if isinstance(doc, dict) else None
+    if v != SCHEMA_VERSION:
+        raise RtrecError(
+            f"`rtrec {what} --json` printed schema version {v}; this package reads version "
+            f"{SCHEMA_VERSION}: use the rtrec package of the same rtrec version"
+        )
+    return doc
+
+
+def ls(directory, recording=None):
     """The recordings of ``directory``, oldest first: ``rtrec ls --json``'s
     ``recordings`` (dicts with ``id``, ``state``, ``records``, ``lost``,
-    ``dropped``, ``missing``, ``cut``, ``files``, …)."""
-    return _binary.run_json(["ls", "--json", os.fspath(directory)])[1]["recordings"]
+    ``dropped``, ``missing``, ``cut``, ``lost_after``, ``files``, …;
+    docs/recordings-schema.md). With ``recording`` (an id, a unique
+    prefix, a file name) only that one: rtrec resolves it, and its
+    sentence is the :class:`RtrecError` when none or several match."""
+    args = ["ls", "--json", os.fspath(directory)]
+    if recording is not None:
+        args += ["--recording", str(recording)]
+    return _versioned(_binary.run_json(args)[1], "ls")["recordings"]
 
 
 def verify(*paths):
@@ -116,7 +139,7 @@ def verify(*paths):
     """
     args = [os.fspath(p) for p in paths]
     code, doc = _binary.run_json(["verify", "--json", *args], ok=(0, 1))
-    result = Verification(clean=code == 0, report=doc)
+    result = Verification(clean=code == 0, report=_versioned(doc, "verify"))
     if code != 0:
         _, text, _ = _binary.run(["verify", *args], ok=(1,))
         raise VerifyError(text.strip(), result)
@@ -142,26 +165,20 @@ def open(path, recording=None):  # noqa: A001 (the package's verb, as in rtrec.o
         if recording is not None:
             raise ValueError("recording= picks one recording of a directory, not of a file")
         return Recording(p, _id_of_file(p), [p])
-    listed = ls(p)
+    if recording is not None:
+        # rtrec resolves the id, prefix or file name (one rule for all).
+        return Recording._listed(p, ls(p, recording)[0])
+    listed = [r for r in ls(p) if r["id"] != "-"]
     if not listed:
         raise RtrecError(f"'{p}' holds no recordings")
-    if recording is None:
-        return Recording(p, listed[-1]["id"], [p])
-    want = str(recording).lower()
-    hits = [r["id"] for r in listed if r["id"].startswith(want)]
-    if not hits and (p / str(recording)).is_file():
-        hits = [_id_of_file(p / str(recording))]
-    if len(hits) != 1:
-        ids = ", ".join(r["id"] for r in listed)
-        how = "matches several" if hits else "matches none"
-        raise RtrecError(f"'{recording}' {how} of the recordings in '{p}' ({ids})")
-    return Recording(p, hits[0], [p])
+    sources = [r for r in listed if not r.get("copy")] or listed
+    return Recording._listed(p, sources[-1])
 
 
 def _id_of_file(path):
     """The recording id (16 hex digits) in a file's header, by rtrec."""
     _, doc = _binary.run_json(["verify", "--json", os.fspath(path)], ok=(0, 1))
-    rid = doc["files"][0].get("recording_id")
+    rid = _versioned(doc, "verify")["files"][0].get("recording_id")
     if rid is None:
         raise RtrecError(f"'{path}' is {'; '.join(doc['files'][0]['notes']) or 'not an rtrec recording'}")
     return f"{rid:016x}"
@@ -179,12 +196,21 @@ def _wall_ns(text):
 class Recording:
     """One recording (see :func:`open`)."""
 
-    def __init__(self, path, rid, inputs):
+    def __init__(self, path, rid, inputs, pick=None):
         self.path = Path(path)
         """The directory or file it was opened from."""
         self.id = rid
         """Its recording id, 16 hex digits."""
         self._inputs = inputs
+        # How rtrec is told which recording of a directory: its id, or
+        # for a framed copy (which has its source's id) its file name.
+        self._pick = pick or rid
+
+    @classmethod
+    def _listed(cls, directory, entry):
+        """The recording ``rtrec ls --json`` listed as ``entry``."""
+        pick = Path(entry["first_file"]).name if entry.get("copy") else entry["id"]
+        return cls(directory, entry["id"], [directory], pick)
 
     def __repr__(self):
         return f"<rtrec.Recording {self.id} in '{self.path}'>"
@@ -195,12 +221,14 @@ class Recording:
         recording in progress grows). For a file opened alone, the entry of
         the recording it belongs to, in its directory."""
         directory = self.path if self.path.is_dir() else self.path.parent
-        return next((r for r in ls(directory) if r["id"] == self.id), None)
+        if self.path.is_dir():
+            return ls(directory, self._pick)[0]
+        return next((r for r in ls(directory) if r["id"] == self.id and not r.get("copy")), None)
 
     def _args(self):
         args = [os.fspath(p) for p in self._inputs]
         if self.path.is_dir():
-            args += ["--recording", self.id]
+            args += ["--recording", self._pick]
         return args
 
     def verify(self):
@@ -219,7 +247,10 @@ class Recording:
         if not self.path.is_dir():
             return verify(self.path)
         _, doc = _binary.run_json(["verify", "--json", os.fspath(self.path)], ok=(0, 1))
-        mine = [f["path"] for f in doc["files"] if f.get("recording_id") == int(self.id, 16)]
+        mine = [
+            f["path"] for f in doc["files"] if f.get("recording_id") == int(self.id, 16)
+            and bool(f.get("copy")) == (self._pick != self.id)
+        ]
         if len(mine) == len(doc["files"]):
             return verify(self.path)
         return verify(*mine)
@@ -282,7 +313,9 @@ class Recording:
         between the records either side (the nearest record's at an end;
         0 with no record at all), ``exact`` False. ``.gaps`` lists every
         :class:`Gap` with its reason; ``retired`` and ``not_saved`` gaps
-        (not losses) get no rows.
+        (not losses) get no rows, nor does a gap whose count no file tells
+        (``count`` None: the recording's last files are missing; it is
+        the last entry of ``.gaps``).
 
         Args:
             layout: e.g. ``"t:u32,x:f32,y:f32"`` or ``"<Iff"``.
@@ -362,7 +395,7 @@ _FIXED = ("seq", "wall_ns", "mono_ns", "exact", "lost", "len")
 
 def _assemble(cols, seqs, walls, monos, exact, lens, values, gaps, at):
     """The array: the records at their places, the lost rows between."""
-    lost_gaps = [(g, a) for g, a in zip(gaps, at) if g.lost]
+    lost_gaps = [(g, a) for g, a in zip(gaps, at) if g.lost and g.count is not None]
     n_rec = len(seqs)
     total = n_rec + sum(g.count for g, _ in lost_gaps)
     dtype = [("seq", "u8"), ("wall_ns", "i8"), ("mono_ns", "i8"), ("exact", "?"), ("lost", "?"), ("len", "u4"), *cols]

@@ -146,7 +146,7 @@ def test_a_directory_of_two_recordings_opens_the_newest_or_the_one_named(synthet
         assert rec.verify().clean
     name = Path(listed[0]["first_file"]).name
     assert rtrec.open(synthetic, recording=name).id == listed[0]["id"]
-    with pytest.raises(rtrec.RtrecError, match="matches none"):
+    with pytest.raises(rtrec.RtrecError, match="no recording has the id or a file named 'zz'"):
         rtrec.open(synthetic, recording="zz")
     one = rtrec.open(synthetic / name)
     assert one.id == listed[0]["id"] and len(one.to_numpy()) == listed[0]["records"] + listed[0]["lost"]
@@ -179,3 +179,41 @@ def test_the_binary_is_rtrec_env_then_path_then_the_checkout(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import rtrec; print(rtrec.find_rtrec())"],
                          env=env, capture_output=True, text=True)
     assert Path(out.stdout.strip()) == built, out.stderr
+
+
+@pytest.fixture
+def split(tmp_path):
+    """300,000 records of 12 B in files of 1 MiB: a recording of four
+    files."""
+    d = tmp_path / "split"
+    d.mkdir()
+    lines = b"".join(b"%011d\n" % i for i in range(30000))
+    run("record", "--stdin", "--size", "12B", "--file-size", "1MiB", "--dir", d, "--quiet", stdin=lines * 10)
+    return d
+
+
+@pytest.mark.parametrize("which", ["first", "middle", "last"])
+def test_a_missing_file_is_lost_rows_and_a_gap_never_an_absence(split, which):
+    files = sorted(split.glob("*.rtr"))
+    assert len(files) >= 3, files
+    gone = {"first": files[0], "middle": files[1], "last": files[-1]}[which]
+    gone.unlink()
+    rec = rtrec.open(split)
+    info = rec.info
+    a = rec.to_numpy()
+    missing = [g for g in a.gaps if g.reason == "missing"]
+    assert len(missing) == 1, a.gaps
+    if which == "last":
+        # No file tells how many records the last one held.
+        assert info["state"] == "unfinished" and missing[0].count is None
+        assert missing[0].first_seq == info["lost_after"] == info["records"]
+        assert len(a) == info["records"]
+    else:
+        assert info["state"] == "incomplete" and missing[0].count == info["lost"] > 0
+        assert len(a) == info["records"] + info["lost"] == 300000
+        assert int(a["lost"].sum()) == info["lost"]
+        assert a["seq"].tolist() == list(range(300000))
+    with pytest.raises(rtrec.GapError):
+        rec.to_numpy(on_gap="raise")
+    with pytest.raises(rtrec.GapError):
+        list(rec.records(on_gap="raise"))

@@ -262,11 +262,24 @@ fn bfq_weight(f: &Facts) -> Finding {
             "`rtrec record --io-weight` can give the recorder a larger share",
         )
     } else {
-        Finding::warn(
-            format!("offered: {offered}"),
-            "BFQ is not offered, so I/O weights (`rtrec record --io-weight`) have no effect",
-            "modprobe bfq",
-        )
+        // The kernel-wide cause, from the one detection the tests and the
+        // studies use (rtrec_host::features): no BFQ at all, an unloaded
+        // module, or BFQ offered by other devices but not this one.
+        match rtrec_host::features::detect(rtrec_host::features::Feature::Bfq) {
+            Err(m) => Finding::warn(
+                format!("offered: {offered}"),
+                format!(
+                    "{}, so I/O weights (`rtrec record --io-weight`) have no effect",
+                    m.reason
+                ),
+                m.remedy,
+            ),
+            Ok(()) => Finding::warn(
+                format!("offered: {offered}"),
+                "this device does not offer BFQ, so I/O weights (`rtrec record --io-weight`) have no effect",
+                "record on a device whose queue offers bfq",
+            ),
+        }
     }
 }
 

@@ -410,6 +410,13 @@ const TRACEFS: Spec = Spec::new(GROUP, "tracefs", "tracefs for record --explain"
 /// `tracefs`: mounted, so `--explain` can attribute slow calls.
 fn tracefs(_: &Facts) -> Finding {
     let path = rtrec_host::tracefs::TRACEFS;
+    if let Err(m) = rtrec_host::features::detect(rtrec_host::features::Feature::Tracefs) {
+        return Finding::warn(
+            m.reason.clone(),
+            "`rtrec record --explain` cannot attribute slow calls",
+            m.remedy,
+        );
+    }
     if Path::new(path).join("trace").exists() {
         Finding::pass(path, "`rtrec record --explain` can attribute slow calls")
     } else if rtrec_sys::effective_uid() != 0 {

@@ -237,7 +237,7 @@ fn gap_schema() -> Json {
         "type": "object",
         "properties": {
             "first_seq": {"type": "integer", "description": "the first missing sequence number"},
-            "count": {"type": "integer", "description": "how many are missing"},
+            "count": {"type": ["integer", "null"], "description": "how many are missing (null: not known, the files after the last one present are missing)"},
             "reason": {"type": "string", "description": "ring_full, too_large, writer_failed, overwritten, crash_hole, missing, retired or not_saved (docs/export.md)"},
         },
         "required": ["first_seq", "count", "reason"],

@@ -69,12 +69,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use rtrec_engine::format::{
-    FrameKind, PackedInfo, FLAG_LINES, FLAG_OPEN, FLAG_POOLED, FLAG_SLOT, HEADER_LEN,
+    FrameKind, PackedInfo, FLAG_COPY, FLAG_LINES, FLAG_OPEN, FLAG_POOLED, HEADER_LEN,
 };
 use rtrec_engine::reader::{
-    open_regular, read_header, recording_files, verify_source, FileReport, FileStatus, FrameWalker,
-    Step,
+    open_regular, read_header, FileReport, FileStatus, FrameWalker, Scope, Step,
 };
+use rtrec_engine::recordings::{Directory, Recording};
 use rtrec_engine::utc_iso;
 
 #[cfg(feature = "tables")]
@@ -100,209 +100,159 @@ type TableLayout = ();
 
 use part::Part;
 
-/// The inputs as files: a directory stands for its recording files.
-fn input_files(inputs: &[PathBuf]) -> crate::error::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for p in inputs {
-        if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
-            let more = recording_files(p)
-                .or_else(|e| usage(format!("cannot list '{}': {e}", p.display())))?;
-            if more.is_empty() {
-                return usage(format!(
-                    "'{}' holds no recordings (*.rtr files)",
-                    p.display()
-                ));
-            }
-            files.extend(more);
-        } else {
-            files.push(p.clone());
-        }
-    }
-    files.dedup();
-    Ok(files)
+/// The inputs read by the engine's one reader
+/// (`rtrec_engine::recordings`): a directory's recordings whole (a
+/// missing first or last file is lost), files named one by one checked
+/// between each other.
+fn read_inputs(inputs: &[PathBuf]) -> crate::error::Result<Directory> {
+    Ok(Directory::read_paths(inputs, Scope::Between)?)
 }
 
-/// Opens and verifies each file; returns the parts of recordings and the
-/// number of idle pool slots skipped.
-fn open_parts(files: &[PathBuf]) -> crate::error::Result<(Vec<Part>, usize)> {
-    let (mut parts, mut slots) = (Vec::new(), 0);
-    for path in files {
-        let name = path.display();
-        let src = open_regular(path).or_else(|e| usage(format!("cannot read '{name}': {e}")))?;
-        let report = verify_source(path, &src)?;
-        match read_header(&src)? {
-            Ok(h) if h.flags & FLAG_SLOT != 0 => slots += 1,
-            Ok(header) if report.status != FileStatus::NotRtrec => parts.push(Part {
-                src,
-                header,
-                report,
-            }),
-            _ => {
-                // The reader's note already says "not an rtrec recording
-                // (why)": it is the sentence, not a reason to wrap again.
-                let why = report
-                    .notes
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "not an rtrec recording".to_string());
-                return usage(format!("'{name}' is {why}"));
-            }
+/// The recording to export (see the module docs, "Which recording"): the
+/// one `--recording` names, else the only one, else (from a directory)
+/// the newest, which it says on stderr; files named one by one of
+/// different recordings are refused. A file named that is not a
+/// recording is refused; one in a directory is skipped and said.
+fn choose_recording(a: &ExportArgs, d: &Directory) -> crate::error::Result<Recording> {
+    let recordings: Vec<&Recording> = d.recordings.iter().filter(|r| r.id.is_some()).collect();
+    for r in d.recordings.iter().filter(|r| r.id.is_none()) {
+        let f = &r.files[0];
+        // The reader's note already says "not an rtrec recording (why)":
+        // it is the sentence, not a reason to wrap again.
+        let why = f
+            .notes
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "not an rtrec recording".to_string());
+        if a.inputs.contains(&f.path) {
+            return usage(format!("'{}' is {why}", f.path.display()));
         }
+        eprintln!("rtrec: note: skipped '{}': {why}", f.path.display());
     }
-    Ok((parts, slots))
-}
-
-/// The recording ids of `parts` with the newest first record of each
-/// (header creation time when a file has no record), newest last.
-fn recordings_in(parts: &[Part]) -> Vec<(u64, u64, String)> {
-    let mut ids: Vec<(u64, u64, String)> = Vec::new();
-    for p in parts {
-        let t = p.report.first_record_wall_ns.unwrap_or(p.header.created_ns);
-        match ids.iter_mut().find(|(id, ..)| *id == p.header.recording_id) {
-            Some(e) => e.1 = e.1.min(t),
-            None => ids.push((p.header.recording_id, t, p.name())),
-        }
-    }
-    ids.sort_by_key(|&(id, t, _)| (t, id));
-    ids
-}
-
-/// Keeps the parts of one recording when the inputs hold several and a
-/// directory was given or `--recording` says which (see the module docs);
-/// says on stderr which it took.
-fn choose_recording(a: &ExportArgs, parts: &mut Vec<Part>) -> crate::error::Result<()> {
-    let ids = recordings_in(parts);
-    let from_dir = a.inputs.iter().any(|p| p.is_dir());
-    if ids.len() < 2 && a.recording.is_none()
-        || ids.len() >= 2 && !from_dir && a.recording.is_none()
-    {
-        return Ok(());
-    }
-    let hex = |id: u64| format!("{id:016x}");
-    let chosen = match &a.recording {
-        Some(want) => {
-            let hits: Vec<u64> = ids
-                .iter()
-                .filter(|(id, ..)| hex(*id).starts_with(&want.to_ascii_lowercase()))
-                .map(|(id, ..)| *id)
-                .chain(
-                    parts
-                        .iter()
-                        .filter(|p| {
-                            p.report
-                                .path
-                                .file_name()
-                                .is_some_and(|n| n.to_string_lossy() == *want)
-                        })
-                        .map(|p| p.header.recording_id),
-                )
-                .collect();
-            match hits.as_slice() {
-                [id, rest @ ..] if rest.iter().all(|r| r == id) => *id,
-                [] => {
-                    return usage(format!(
-                        "no recording among the inputs has the id or a file named '{want}' (`rtrec ls DIR` lists them)"
-                    ))
-                }
-                _ => return usage(format!("'{want}' is the start of several recording ids; give more digits")),
-            }
-        }
-        None => {
-            let (newest, t, _) = &ids[ids.len() - 1];
-            let others: Vec<String> = ids[..ids.len() - 1]
-                .iter()
-                .rev()
-                .take(5)
-                .map(|(id, t, _)| format!("{} ({})", hex(*id), utc_iso(*t)))
-                .collect();
-            eprintln!(
-                "rtrec: note: the inputs hold {} recordings; exporting the newest, {} (from {}); --recording ID picks another: {}{}",
-                ids.len(),
-                hex(*newest),
-                utc_iso(*t),
-                others.join(", "),
-                if ids.len() > 6 { ", … (rtrec ls DIR lists them all)" } else { "" }
-            );
-            *newest
-        }
-    };
-    parts.retain(|p| p.header.recording_id == chosen);
-    Ok(())
-}
-
-/// Refuses parts of different recordings; sorts the others by file index.
-fn one_recording(parts: &mut [Part]) -> crate::error::Result<()> {
-    let mut ids: Vec<(u64, String)> = Vec::new();
-    for p in parts.iter() {
-        if !ids.iter().any(|(id, _)| *id == p.header.recording_id) {
-            ids.push((p.header.recording_id, p.name()));
-        }
-    }
-    if ids.len() > 1 {
-        let names: Vec<String> = ids.iter().take(3).map(|(_, n)| format!("'{n}'")).collect();
-        // The usual names end in `-NNNN.rtr`: suggest the glob of the first.
-        let glob = ids[0]
-            .1
-            .strip_suffix(".rtr")
-            .and_then(|n| n.rsplit_once('-'))
-            .map_or(String::new(), |(base, _)| format!(" (e.g. '{base}-*.rtr')"));
+    if recordings.is_empty() {
         return usage(format!(
-            "the files belong to {} different recordings ({}{}): export one recording at a time, naming its files{glob}",
-            ids.len(),
-            names.join(", "),
-            if ids.len() > 3 { ", …" } else { "" }
+            "the inputs hold no recording, only {} idle pool slot(s)",
+            d.slots.len()
         ));
     }
-    parts.sort_by_key(|p| p.header.index);
-    Ok(())
+    if let Some(want) = &a.recording {
+        return Ok(d.resolve(want).or_else(usage)?.clone());
+    }
+    if recordings.len() == 1 {
+        return Ok(recordings[0].clone());
+    }
+    if !a.inputs.iter().any(|p| p.is_dir()) {
+        return different_recordings(&recordings);
+    }
+    let newest = d.newest().unwrap_or(recordings[recordings.len() - 1]);
+    let others: Vec<String> = recordings
+        .iter()
+        .rev()
+        .filter(|r| !std::ptr::eq(**r, newest))
+        .take(5)
+        .map(|r| match r.copy {
+            // A copy has its source's id: it is picked by its name.
+            true => format!("'{}' (a framed copy)", r.files[0].path.display()),
+            false => format!("{} ({})", r.id_hex(), utc_iso(r.started_ns().unwrap_or(0))),
+        })
+        .collect();
+    eprintln!(
+        "rtrec: note: the inputs hold {} recordings; exporting the newest, {} (from {}); --recording ID|FILE picks another: {}{}",
+        recordings.len(),
+        newest.id_hex(),
+        utc_iso(newest.started_ns().unwrap_or(0)),
+        others.join(", "),
+        if recordings.len() > 6 { ", … (rtrec ls DIR lists them all)" } else { "" }
+    );
+    Ok(newest.clone())
 }
 
-/// Holes between consecutive parts (missing files or sequence numbers):
-/// the records they held (when the neighbours tell) and one description
-/// each. Two files claiming the same place, or sequence numbers going
-/// back, are damage: `Err` with the sentence.
-fn holes(parts: &[Part]) -> Result<(u64, Vec<String>), String> {
-    let (mut missing, mut what) = (0u64, Vec::new());
-    for w in parts.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        let (ia, ib) = (a.header.index, b.header.index);
-        if ia == ib {
-            return Err(format!(
-                "'{}' and '{}' both claim to be file {ia} of the recording",
-                a.name(),
-                b.name()
-            ));
-        }
-        let seq = match (a.report.next_seq, b.report.first_seq) {
-            (Some(x), Some(y)) if y < x => {
-                return Err(format!(
-                    "'{}' starts at sequence {y}, before the end of '{}' ({x})",
-                    b.name(),
-                    a.name()
+/// Files named one by one that belong to different recordings: refused
+/// in one sentence (naming them says they were meant together).
+fn different_recordings<T>(recordings: &[&Recording]) -> crate::error::Result<T> {
+    let names: Vec<String> = recordings
+        .iter()
+        .map(|r| r.files[0].path.display().to_string())
+        .collect();
+    // The usual names end in `-NNNN.rtr`: suggest the glob of the first.
+    let glob = names[0]
+        .strip_suffix(".rtr")
+        .and_then(|n| n.rsplit_once('-'))
+        .map_or(String::new(), |(base, _)| format!(" (e.g. '{base}-*.rtr')"));
+    let shown: Vec<String> = names.iter().take(3).map(|n| format!("'{n}'")).collect();
+    usage(format!(
+        "the files belong to {} different recordings ({}{}): export one recording at a time, naming its files{glob}",
+        names.len(),
+        shown.join(", "),
+        if names.len() > 3 { ", …" } else { "" }
+    ))
+}
+
+/// Opens the files of `r` for the copy: each must still be the file its
+/// report was made of (same generation, recording and index).
+fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
+    let mut parts = Vec::with_capacity(r.files.len());
+    for report in r.files {
+        let name = report.path.display().to_string();
+        let src =
+            open_regular(&report.path).or_else(|e| usage(format!("cannot read '{name}': {e}")))?;
+        let header = match read_header(&src)? {
+            Ok(h)
+                if Some(h.generation) == report.generation
+                    && Some(h.recording_id) == report.recording_id
+                    && Some(h.index) == report.index =>
+            {
+                h
+            }
+            _ => {
+                return usage(format!(
+                    "'{name}' changed while it was read: export it again"
                 ))
             }
-            (Some(x), Some(y)) if y > x => {
-                missing += y - x;
-                format!(", sequence {x}..{}", y - 1)
-            }
-            _ => String::new(),
         };
-        match ib - ia {
-            1 if seq.is_empty() => {}
-            1 => what.push(format!(
-                "records are missing between '{}' and '{}'{seq}",
-                a.name(),
-                b.name()
-            )),
-            2 => what.push(format!("file {} of the recording is missing{seq}", ia + 1)),
-            _ => what.push(format!(
-                "files {} to {} of the recording are missing{seq}",
-                ia + 1,
-                ib - 1
-            )),
-        }
+        parts.push(Part {
+            src,
+            header,
+            report,
+        });
     }
-    Ok((missing, what))
+    Ok(parts)
+}
+
+/// The files missing between or before the parts, one description each
+/// (the records they held are in the reports' `missing_records`), and
+/// the missing files after the last part (an unknown count).
+fn missing_files(parts: &[Part]) -> Vec<String> {
+    let mut what = Vec::new();
+    let mut next_seq = Some(0);
+    for p in parts {
+        let n = p.report.files_missing_before;
+        if n > 0 {
+            let idx = p.header.index;
+            let seq = match (next_seq, p.report.first_seq) {
+                (Some(x), Some(y)) if y > x => format!(", sequence {x}..{}", y - 1),
+                _ => String::new(),
+            };
+            what.push(match n {
+                1 => format!("file {} of the recording is missing{seq}", idx - 1),
+                _ => format!(
+                    "files {} to {} of the recording are missing{seq}",
+                    idx - n,
+                    idx - 1
+                ),
+            });
+        }
+        next_seq = p.report.next_seq;
+    }
+    let last = &parts[parts.len() - 1];
+    if let Some(at) = last.report.lost_after {
+        what.push(format!(
+            "the recording continues after '{}' in file {}, which is missing: an unknown number of records from sequence {at}",
+            last.name(),
+            last.header.index + 1
+        ));
+    }
+    what
 }
 
 /// Copies one part's records (raw) or frames (framed) to `out`; returns
@@ -316,7 +266,8 @@ fn copy_part(
     let mut records = 0u64;
     if framed {
         let mut h = p.header.clone();
-        h.flags &= !(FLAG_POOLED | FLAG_OPEN);
+        // A copy, said in its header: never grouped with its source.
+        h.flags = (h.flags & !(FLAG_POOLED | FLAG_OPEN)) | FLAG_COPY;
         h.valid_len = if p.report.stored.is_some() {
             HEADER_LEN as u64 + p.report.frame_bytes
         } else {
@@ -368,14 +319,11 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     if a.payload.is_some() && !matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) {
         return usage("--payload applies to --format csv or jsonl");
     }
-    let (mut parts, slots) = open_parts(&input_files(&a.inputs)?)?;
-    if parts.is_empty() {
-        return usage(format!(
-            "the inputs hold no recording, only {slots} idle pool slot(s)"
-        ));
-    }
-    choose_recording(a, &mut parts)?;
-    one_recording(&mut parts)?;
+    let d = read_inputs(&a.inputs)?;
+    let slots = d.slots.len();
+    let chosen = choose_recording(a, &d)?;
+    let live = chosen.live;
+    let parts = open_parts(chosen)?;
     if format == ExportFormat::Framed && parts.len() > 1 {
         return usage(format!(
             "--framed exports one file (its frames are chained to it), not {}: leave out --framed for one raw stream of the whole recording, or export each file on its own",
@@ -391,7 +339,7 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     };
     let (records, written) = write_output(a, format, layout.as_ref(), &parts)?;
     eprintln!("{}", summary(a, &parts, records, written));
-    Ok(notes(&parts, slots, gaps.as_deref()))
+    Ok(notes(&parts, slots, live, gaps.as_deref()))
 }
 
 /// Whether the export goes on: `Err` with the sentence why nothing is
@@ -414,19 +362,23 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
             p.name()
         ));
     }
-    let (between, missing_files) =
-        holes(parts).map_err(|why| format!("{why}; nothing was exported"))?;
+    let missing_files = missing_files(parts);
     let dropped = sum(parts, |r| r.lost_records + r.unstored_drops);
-    let untraced = sum(parts, |r| r.missing_records) + between;
+    let untraced = sum(parts, |r| r.missing_records);
     let records_in = sum(parts, |r| r.records);
     let gaps = (dropped + untraced > 0 || !missing_files.is_empty()).then(|| {
         let files = missing_files
             .iter()
             .map(|m| format!("; {m}"))
             .collect::<String>();
+        let known = dropped + untraced;
+        let count = match parts[parts.len() - 1].report.lost_after {
+            None => format!("{known} records are"),
+            Some(_) if known == 0 => "an unknown number of records are".to_string(),
+            Some(_) => format!("{known} records and an unknown number more are"),
+        };
         format!(
-            "{} records are missing from {what} ({dropped} dropped while recording and stored as losses, {untraced} missing without a trace{files})",
-            dropped + untraced
+            "{count} missing from {what} ({dropped} dropped while recording and stored as losses, {untraced} missing without a trace{files})"
         )
     });
     // A salvage has gaps by nature (it already exits 1 and says so).
@@ -614,13 +566,16 @@ fn summary(a: &ExportArgs, parts: &[Part], records: u64, written: u64) -> String
 /// What the summary leaves out, on stderr: skipped slots, files of the
 /// recording outside the inputs, a salvage's damage, the gaps exported, a
 /// missing end frame. The exit code: 1 for a salvage, else 0.
-fn notes(parts: &[Part], slots: usize, gaps: Option<&str>) -> i32 {
+fn notes(parts: &[Part], slots: usize, live: bool, gaps: Option<&str>) -> i32 {
     let first = &parts[0];
     let last = &parts[parts.len() - 1];
     if slots > 0 {
         eprintln!("skipped {slots} idle pool slot(s): they hold no recording");
     }
-    if first.header.index > 0 && !first.report.opens_with_trigger {
+    if first.header.index > 0
+        && !first.report.opens_with_trigger
+        && first.report.files_missing_before == 0
+    {
         if first.header.is_loop() {
             // Retired by the loop (`verify` checks the claims): no gap.
             let seq = first
@@ -639,7 +594,8 @@ fn notes(parts: &[Part], slots: usize, gaps: Option<&str>) -> i32 {
             );
         }
     }
-    if last.report.stored.as_ref().is_some_and(|e| e.continued) {
+    if last.report.stored.as_ref().is_some_and(|e| e.continued) && last.report.lost_after.is_none()
+    {
         eprintln!(
             "rtrec: note: the recording continues after '{}' in a file that is not among the inputs",
             last.name()
@@ -659,7 +615,9 @@ fn notes(parts: &[Part], slots: usize, gaps: Option<&str>) -> i32 {
     if let Some(gaps) = gaps {
         eprintln!("rtrec: warning: {gaps}; exported the others");
     }
-    if last.report.stored.is_none() {
+    if live {
+        eprintln!("rtrec: note: the recording is in progress (a recorder is writing it); exported what is on storage so far");
+    } else if last.report.stored.is_none() {
         eprintln!("rtrec: warning: '{}' has no end frame (the recording was interrupted); exported its intact prefix", last.name());
     }
     0

@@ -6,7 +6,10 @@
 //! - **A gap is an item, never an absence.** A loss frame gives its first
 //!   sequence number, count and reason (`ring_full`, `too_large`,
 //!   `writer_failed`, `overwritten`, `crash_hole`); sequence numbers that
-//!   jump without a loss frame are `missing` (a missing file, a hole); the
+//!   jump without a loss frame are `missing` (a missing file, a hole), and
+//!   so are the records a recording's missing first files held (from
+//!   sequence 0) and those after its last file when that file says the
+//!   recording continues (an unknown count: no file tells it); the
 //!   records a loop retired before its first kept file are `retired`; the
 //!   records between two flight-recorder windows are `not_saved`.
 //! - **Times**: every data frame stores its record's `CLOCK_MONOTONIC`
@@ -42,8 +45,9 @@ pub enum Item<'a> {
     Gap {
         /// The first missing sequence number.
         first_seq: u64,
-        /// How many.
-        count: u64,
+        /// How many (`None`: not known — the recording continues in files
+        /// that are missing after its last one present).
+        count: Option<u64>,
         /// Why (see the module docs).
         reason: &'static str,
     },
@@ -92,7 +96,7 @@ impl Cursor<'_> {
         self.walked.missing += count;
         (self.sink)(Item::Gap {
             first_seq,
-            count,
+            count: Some(count),
             reason,
         })
     }
@@ -142,6 +146,9 @@ pub fn walk(
         if let Some(s) = first.report.first_seq {
             c.gap(0, s, "retired")?;
         }
+    } else if first.report.files_missing_before > 0 && !first.report.opens_with_trigger {
+        // The recording's first files are missing: from sequence 0.
+        c.expected = Some(0);
     }
     let mut buf = Vec::new();
     for p in parts {
@@ -152,6 +159,14 @@ pub fn walk(
             }
         }
         walk_part(p, &mut c, &mut buf)?;
+    }
+    if let Some(at) = parts[parts.len() - 1].report.lost_after {
+        c.walked.gaps += 1;
+        (c.sink)(Item::Gap {
+            first_seq: at,
+            count: None,
+            reason: "missing",
+        })?;
     }
     Ok(c.walked)
 }

@@ -137,6 +137,8 @@ impl<'a> Table<'a> {
             } => match self.format {
                 ExportFormat::Csv => {
                     let empty = self.layout.map_or(1, |l| l.columns().count());
+                    // An unknown count is an empty cell (a missing last file).
+                    let count = count.map_or_else(String::new, |n| n.to_string());
                     self.line =
                         format!("gap,{first_seq},,,,{},{count},{reason}", ",".repeat(empty));
                 }
@@ -315,7 +317,7 @@ mod tests {
         t.row(
             &Item::Gap {
                 first_seq: 4,
-                count: 2,
+                count: Some(2),
                 reason: "ring_full",
             },
             &mut out,

@@ -41,6 +41,7 @@ pub fn run_source(a: &RecordArgs, plan: &Plan, p: &mut Prepared) -> Ran {
         offered: 0,
         trace: Trace::new(a.output.trace_written, plan.cfg.mode == Mode::Ring),
         writer_failed: false,
+        live: live.clone(),
         timeline: match plan.cfg.keep_write_samples {
             0 => Timeline::default(),
             n => Timeline::with_capacity(n),

@@ -116,6 +116,9 @@ pub struct Session<'a> {
     pub trace: Trace,
     /// A `write()` failed: the recording ends (the summary says why).
     pub writer_failed: bool,
+    /// The recorder's live counters: [`Session::failed`] looks at
+    /// `writer_failed` there while no record is offered.
+    pub live: std::sync::Arc<rtrec_engine::LiveStats>,
     /// `--timeline`: each period's lateness, allocated before the
     /// recording (never grown on the hot path).
     pub timeline: Timeline,
@@ -204,7 +207,7 @@ impl Session<'_> {
         let r = self.rec.record(data);
         match r {
             Ok(()) => trace(seq, self.trace),
-            Err(rtrec_engine::RecordError::WriterFailed) => self.writer_failed = true,
+            Err(rtrec_engine::RecordError::WriterFailed) => self.note_failed(),
             Err(_) => {}
         }
         self.offered += 1;
@@ -215,6 +218,31 @@ impl Session<'_> {
     pub fn idle(&mut self) -> Option<i32> {
         self.triggers.take(self.rec);
         signals::caught()
+    }
+
+    /// True once writing has failed for good (a record was refused for
+    /// it, or the writer thread said so between records); the first time,
+    /// one line on stderr says so at once, before the recording is ended
+    /// (which may take a while on a failing card). The sources stop on it:
+    /// docs/unattended.md, "Faults".
+    pub fn failed(&mut self) -> bool {
+        if self.writer_failed {
+            return true;
+        }
+        if self.live.writer_failed.load(Ordering::Acquire) {
+            self.note_failed();
+        }
+        self.writer_failed
+    }
+
+    fn note_failed(&mut self) {
+        if !self.writer_failed {
+            self.writer_failed = true;
+            eprintln!(
+                "rtrec: writing failed after {} records written; the recording ends now and rtrec exits 1 (the reason follows once it is closed)",
+                self.live.records_written.load(Ordering::Relaxed)
+            );
+        }
     }
 
     /// `count` records have been offered.

@@ -1,6 +1,7 @@
 //! The stdin source: a reader thread hands over what `read()` returns, the
 //! [`Assembler`] cuts it into records, and the recording loop stores them
-//! until the end of the stream, `count` records, or a stop signal.
+//! until the end of the stream, `count` records, a stop signal, or a
+//! failed writer (noticed within one 20 ms wait for input).
 
 use std::io::Read;
 use std::time::Duration;
@@ -52,6 +53,12 @@ pub fn stdin_source(s: &mut Session, cut: Cut, count: Option<u64>) -> Outcome {
     let unit = asm.unit();
     let pieces = spawn_stdin_reader();
     loop {
+        if s.failed() {
+            // Writing failed for good: end now, so the service is
+            // restarted (docs/unattended.md, "Faults"); what waits in
+            // the pipe is the source's to keep.
+            return Outcome::Done;
+        }
         if let Some(sig) = s.idle() {
             // What the reader thread has already read is stored too.
             while let Ok(Ok(piece)) = pieces.try_recv() {

@@ -32,7 +32,7 @@ pub fn synthetic(
         let k = 8.min(size);
         buf[..k].copy_from_slice(&seq.to_le_bytes()[..k]);
         s.record(&buf);
-        if s.writer_failed {
+        if s.failed() {
             // A write error ends the recording (the summary says why).
             return Outcome::Done;
         }

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use rtrec_engine::{Config, LatencySummary, PeriodicTimer, Recorder};
 use rtrec_host::cgroup::{self, Group, Hierarchy};
+use rtrec_host::features::{self, Feature};
 use rtrec_host::{iosched, Journal};
 use rtrec_sys as sys;
 use serde::{Deserialize, Serialize};
@@ -107,6 +108,15 @@ pub struct S4Cell {
     pub cgroup_device_bytes: Vec<Option<u64>>,
     /// Why the cell failed, if it did.
     pub error: Option<String>,
+    /// The weights were set on the jobs' groups; false on a kernel without
+    /// BFQ's cgroup support, where the groups only count each job's device
+    /// bytes (absent in older documents: true).
+    #[serde(default = "weights_applied_default")]
+    pub weights_applied: bool,
+}
+
+fn weights_applied_default() -> bool {
+    true
 }
 
 /// One recording against the interferers.
@@ -152,6 +162,11 @@ pub struct S4Result {
     /// The same matrix run by fio (`--with-fio`); null without it.
     #[serde(default)]
     pub fio: Option<S4Fio>,
+    /// What was not run for lack of a kernel feature, a sentence each
+    /// ("bfq, bfq-strict, RTREC-ISOLATED-BFQ*: this kernel has no BFQ
+    /// (CONFIG_IOSCHED_BFQ): …"); empty when everything ran.
+    #[serde(default)]
+    pub skipped: Vec<String>,
 }
 
 /// The matrix run by fio's libaio jobs.
@@ -190,10 +205,33 @@ pub struct S4Context<'a> {
 /// Runs the matrix (each cell with our own jobs and, with `--with-fio`,
 /// fio's) and the recording cases ([`ISOLATED`]).
 ///
+/// Design choice: on a kernel without BFQ the study runs what does not need
+/// it — the `none` and `mq-deadline` cells, their jobs in groups that count
+/// each job's device bytes without a weight, and the recording under those
+/// schedulers — and names what it left out in one sentence
+/// ([`S4Result::skipped`], printed once), never an errno per cell.
+///
 /// # Errors
-/// No I/O cgroup hierarchy; the device's scheduler cannot be read.
+/// No I/O cgroup hierarchy (one sentence, [`Feature::IoCgroup`]).
 pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
+    features::detect(Feature::IoCgroup)
+        .map_err(|m| anyhow::anyhow!("{}", m.sentence("S4 needs them for its job groups")))?;
     let h = cgroup::detect().map_err(|e| anyhow::anyhow!("S4 needs I/O cgroups: {e}"))?;
+    let plan = Plan::new(ctx);
+    for line in &plan.skipped {
+        eprintln!("rtrec bench: S4: {line}");
+    }
+    let ctx = &S4Context {
+        launcher: ctx.launcher,
+        journal: ctx.journal,
+        work: ctx.work,
+        device: ctx.device,
+        cell: ctx.cell,
+        sizes: ctx.sizes,
+        writes: ctx.writes,
+        schedulers: &plan.schedulers,
+        fio: ctx.fio.clone(),
+    };
     let dev = ctx.device.to_string_lossy().into_owned();
     let mut out = S4Result {
         cgroup_interface: h.version.describe().to_string(),
@@ -206,10 +244,69 @@ pub fn run(ctx: &S4Context<'_>) -> anyhow::Result<S4Result> {
             cgroup_join: crate::s4_fio::JOIN_METHOD.to_string(),
             cells: Vec::new(),
         }),
+        skipped: plan.skipped.clone(),
     };
-    run_matrix(ctx, &h, &dev, &mut out);
-    run_isolated_cases(ctx, &h, &dev, &mut out);
+    run_matrix(ctx, &h, &dev, &plan, &mut out);
+    run_isolated_cases(ctx, &h, &dev, &plan, &mut out);
     Ok(out)
+}
+
+/// What this kernel lets S4 run: the schedulers it offers of those asked
+/// for, whether group weights can be set, and a sentence for each part
+/// left out.
+struct Plan {
+    schedulers: Vec<Sched>,
+    weights: bool,
+    /// `O_DIRECT` on the work directory's file system: the direct cells
+    /// and the isolated cases (whose competing writers include a direct
+    /// one) need it.
+    direct: bool,
+    skipped: Vec<String>,
+}
+
+impl Plan {
+    fn new(ctx: &S4Context<'_>) -> Plan {
+        let bfq = features::detect(Feature::Bfq);
+        let group = features::detect(Feature::BfqCgroup);
+        let mut skipped = Vec::new();
+        let asked_bfq: Vec<&str> = ctx
+            .schedulers
+            .iter()
+            .filter(|s| s.scheduler == "bfq")
+            .map(|s| s.label)
+            .collect();
+        if let (Err(m), false) = (&bfq, asked_bfq.is_empty()) {
+            skipped.push(m.sentence(&format!(
+                "S4 needs it for its {} cells and its RTREC-ISOLATED-BFQ* cases, which did not run",
+                asked_bfq.join(" and ")
+            )));
+        }
+        let schedulers = ctx
+            .schedulers
+            .iter()
+            .copied()
+            .filter(|s| s.scheduler != "bfq" || bfq.is_ok())
+            .collect::<Vec<_>>();
+        if let (Ok(()), Err(m), false) = (&bfq, &group, schedulers.is_empty()) {
+            skipped.push(m.sentence(
+                "S4 needs it for its weights, so its cells ran in unweighted groups \
+                 and the RTREC-ISOLATED-BFQ-WEIGHT/-BOTH cases did not run",
+            ));
+        }
+        let direct = features::o_direct(ctx.work);
+        if let Err(m) = &direct {
+            skipped.push(m.sentence(
+                "S4 needs it for its direct cells and its RTREC-ISOLATED* cases \
+                 (one of whose writers is direct), which did not run",
+            ));
+        }
+        Plan {
+            schedulers,
+            weights: group.is_ok(),
+            direct: direct.is_ok(),
+            skipped,
+        }
+    }
 }
 
 /// One cell of the matrix: scheduler, load, `O_DIRECT`, request size and
@@ -247,10 +344,15 @@ fn matrix(ctx: &S4Context<'_>) -> Vec<MatrixCell> {
 
 /// Runs every cell of the [`matrix`] until a stop signal, with our own
 /// jobs and, with `--with-fio`, fio's; one line each.
-fn run_matrix(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, out: &mut S4Result) {
+fn run_matrix(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, plan: &Plan, out: &mut S4Result) {
+    let weighted = plan.weights;
     for (i, (s, load, direct, size, weights)) in matrix(ctx).into_iter().enumerate() {
         if interrupted() {
             break;
+        }
+        if direct && !plan.direct {
+            // Named in the plan's sentence.
+            continue;
         }
         let tools: &[Tool] = if out.fio.is_some() {
             &[Tool::Own, Tool::Fio]
@@ -258,7 +360,18 @@ fn run_matrix(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, out: &mut S4Result)
             &[Tool::Own]
         };
         for &tool in tools {
-            let cell = run_cell(ctx, h, dev, tool, s, load, direct, size, &weights, i);
+            let cell = run_cell(
+                ctx,
+                h,
+                dev,
+                tool,
+                s,
+                load,
+                direct,
+                size,
+                (&weights, weighted),
+                i,
+            );
             eprintln!(
                 "rtrec bench: S4{} {} {} {} {} weights {:?}: shares {:?}%{}",
                 if tool == Tool::Fio { " fio" } else { "" },
@@ -283,15 +396,25 @@ fn run_matrix(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, out: &mut S4Result)
 
 /// Runs the [`ISOLATED`] cases of the compared schedulers until a stop
 /// signal, one line each.
-fn run_isolated_cases(ctx: &S4Context<'_>, h: &Hierarchy, dev: &str, out: &mut S4Result) {
+fn run_isolated_cases(
+    ctx: &S4Context<'_>,
+    h: &Hierarchy,
+    dev: &str,
+    plan: &Plan,
+    out: &mut S4Result,
+) {
+    let weighted = plan.weights;
     for (name, s, class, weight) in ISOLATED {
-        if !ctx.schedulers.contains(&s) {
+        // A case about a weight runs only where weights can be set, and
+        // every case only where its direct writer can run (the plan's
+        // sentences name what was left out).
+        if !ctx.schedulers.contains(&s) || (weight.is_some() && !weighted) || !plan.direct {
             continue;
         }
         if interrupted() {
             break;
         }
-        let c = run_isolated(ctx, h, dev, name, s, class, weight);
+        let c = run_isolated(ctx, h, (dev, weighted), name, s, class, weight);
         eprintln!(
             "rtrec bench: {name}: write max {}, dropped {}{}",
             c.write_ns
@@ -398,7 +521,7 @@ impl Groups {
     fn create(
         ctx: &S4Context<'_>,
         h: &Hierarchy,
-        weights: &[u32],
+        (weights, weighted): (&[u32], bool),
         tag: &str,
     ) -> anyhow::Result<Groups> {
         let mut made = Groups(Vec::new());
@@ -407,6 +530,9 @@ impl Groups {
                 .map_err(anyhow::Error::from)
                 .and_then(|g| {
                     made.0.push(g);
+                    if !weighted {
+                        return Ok(());
+                    }
                     made.0
                         .last()
                         .expect("pushed")
@@ -452,13 +578,14 @@ impl Jobs {
         ctx: &S4Context<'_>,
         h: &Hierarchy,
         specs: Vec<(LoadSpec, u32)>,
+        weighted: bool,
         tag: &str,
     ) -> anyhow::Result<Jobs> {
         let start_file = ctx.work.join(format!("start-{tag}"));
         let _ = fs::remove_file(&start_file);
         let weights: Vec<u32> = specs.iter().map(|(_, w)| *w).collect();
         let mut jobs = Jobs {
-            groups: Groups::create(ctx, h, &weights, tag)?,
+            groups: Groups::create(ctx, h, (&weights, weighted), tag)?,
             set: None,
             start_file: start_file.clone(),
         };
@@ -507,7 +634,7 @@ fn fio_jobs(
     write: bool,
     direct: bool,
     size: u64,
-    weights: &[u32],
+    weights: (&[u32], bool),
     tag: &str,
 ) -> anyhow::Result<Vec<(f64, Option<u64>)>> {
     let groups = Groups::create(ctx, h, weights, tag)?;
@@ -563,7 +690,7 @@ fn run_cell(
     load: Load,
     direct: bool,
     size: u64,
-    weights: &[u32],
+    (weights, weighted): (&[u32], bool),
     index: usize,
 ) -> S4Cell {
     let total: u32 = weights.iter().sum();
@@ -587,6 +714,7 @@ fn run_cell(
             .collect(),
         cgroup_device_bytes: Vec::new(),
         error: None,
+        weights_applied: weighted,
     };
     let r = (|| -> anyhow::Result<()> {
         let (ids, tunables) = apply_sched(ctx.journal, dev, s)?;
@@ -598,7 +726,7 @@ fn run_cell(
                     .enumerate()
                     .map(|(i, w)| (job_spec(ctx, load, direct, size, i), *w))
                     .collect();
-                let jobs = Jobs::start(ctx, h, specs, &format!("s4-{index}"))?;
+                let jobs = Jobs::start(ctx, h, specs, weighted, &format!("s4-{index}"))?;
                 sleep(ctx.cell);
                 jobs.stop(ctx.journal, &majmin(dev))
             })(),
@@ -609,7 +737,7 @@ fn run_cell(
                 load == Load::JobWrite,
                 direct,
                 size,
-                weights,
+                (weights, weighted),
                 &format!("fio-{index}"),
             ),
         };
@@ -640,7 +768,7 @@ fn sleep(d: Duration) {
 fn run_isolated(
     ctx: &S4Context<'_>,
     h: &Hierarchy,
-    dev: &str,
+    (dev, weighted): (&str, bool),
     name: &str,
     s: Sched,
     class: Option<(u32, u32)>,
@@ -667,10 +795,13 @@ fn run_isolated(
                 (job_spec(ctx, Load::JobWrite, true, big, 0), 100),
                 (job_spec(ctx, Load::JobWrite, false, big, 1), 100),
             ];
+            // The interferers' equal weights are BFQ's default: nothing to
+            // set where the kernel has no BFQ groups.
             let jobs = Jobs::start(
                 ctx,
                 h,
                 specs,
+                weighted,
                 &format!("iso-{}", name.len() + s.label.len()),
             )?;
             let rec = record_in_group(ctx, h, name, class, weight, &mut c);

@@ -162,6 +162,7 @@ fn made_up_s4() -> S4Result {
                     target_pct: vec![66.7, 33.3],
                     cgroup_device_bytes: vec![Some(300_000_000), None],
                     error: None,
+                    weights_applied: true,
                 });
             }
         }
@@ -186,6 +187,7 @@ fn made_up_s4() -> S4Result {
             error: None,
         }],
         fio: None,
+        skipped: Vec::new(),
     }
 }
 
@@ -395,6 +397,7 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         retired_late_files: 0,
         retired_empty_recordings: 0,
         retired_other_recordings: Vec::new(),
+        io_resubmitted: 0,
         flight: None,
         triggers: 0,
         ring_waits: 0,

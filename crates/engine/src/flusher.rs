@@ -178,9 +178,18 @@ pub(crate) struct Flusher {
     every: u64,
     next_wake: u64,
     thread: Option<JoinHandle<FlushStats>>,
+    /// What the thread's setup could not apply (its CPU), for the
+    /// recording's warnings ([`Flusher::take_warnings`]).
+    warnings: Vec<String>,
 }
 
 impl Flusher {
+    /// The warnings of the thread's start: a CPU it could not be pinned
+    /// to (taken once).
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
     /// Starts the thread (none for [`Flush::None`] without `sync_every_ns`:
     /// then [`Flusher::switch`] syncs new files itself).
     pub(crate) fn start(cfg: &Config, live: Arc<LiveStats>) -> std::io::Result<Flusher> {
@@ -195,6 +204,9 @@ impl Flusher {
             live,
         });
         let every = cfg.flush_every.max(1);
+        // What the thread's setup could not apply; complete when
+        // `spawn_settled` returns (it waits for the setup).
+        let warnings = Arc::new(Mutex::new(Vec::new()));
         let thread = if cfg.flush == Flush::None && cfg.sync_every_ns == 0 {
             None
         } else {
@@ -202,6 +214,7 @@ impl Flusher {
             let (strategy, nice, cpu) = (cfg.flush, cfg.flusher_nice, cfg.rt.flusher_cpu);
             let sync_every = cfg.sync_every_ns;
             let marker = cfg.trace_marker.clone();
+            let warned = warnings.clone();
             Some(crate::rt::spawn_settled(
                 "rtrec-flush",
                 move || {
@@ -213,18 +226,31 @@ impl Flusher {
                     // periods (never an error: lowering needs no privilege).
                     let _ = sys::set_normal_policy();
                     let _ = sys::set_thread_nice(nice);
+                    // The CPU was asked for: a failure is said, as the
+                    // writer's is (a CPU that does not exist, or outside
+                    // the process's cpuset).
                     if let Some(c) = cpu {
-                        let _ = sys::pin_to_cpu(c);
+                        if let Err(e) = sys::pin_to_cpu(c) {
+                            warned
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(format!(
+                                    "{} be pinned to CPU {c}: {e}",
+                                    crate::rt::FLUSHER_SCHEDULING_FAILED
+                                ));
+                        }
                     }
                 },
                 move |()| run(&s, strategy, every, sync_every, marker.as_ref()),
             )?)
         };
+        let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(Flusher {
             shared,
             every,
             next_wake: every,
             thread,
+            warnings,
         })
     }
 

@@ -11,6 +11,7 @@
 //!   8  version      2  FORMAT_VERSION
 //!  10  header_len   2  72
 //!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES | FLAG_OPEN | FLAG_LOOP
+//!                         | FLAG_COPY
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
@@ -135,12 +136,21 @@ pub const FLAG_OPEN: u32 = 8;
 /// [`FrameKind::Retired`] frame; a reader treats a missing run of leading
 /// files as retired, not lost (see [`crate::reader`]).
 pub const FLAG_LOOP: u32 = 16;
+/// Header flag: a copy of one file of a recording made by `rtrec export
+/// --framed` (its frames, chained to the source's id and index, are the
+/// source's). A reader never groups a copy with the files of its source,
+/// even in the same directory: a copy is a recording of its own, one file
+/// taken out on purpose, so the files before and after it are not
+/// missing. Readers that do not know the flag read the file as before
+/// (flags are not validated), and see a second file claiming the same
+/// place.
+pub const FLAG_COPY: u32 = 32;
 
 /// The file header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
     /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`], [`FLAG_OPEN`],
-    /// [`FLAG_LOOP`].
+    /// [`FLAG_LOOP`], [`FLAG_COPY`].
     pub flags: u32,
     /// Changes each time the file is (re)used; frames carry its low 32 bits.
     pub generation: u64,

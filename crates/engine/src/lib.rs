@@ -96,6 +96,9 @@ pub mod result;
 
 // After a crash: what `rtrec recover` repairs, read with the reader.
 pub mod recovery;
+// A recording as every command reads it: one reader of a directory
+// (reader, pool, recovery's name claims).
+pub mod recordings;
 // Settling a configuration before a recorder is created: the sizing and
 // refusals `rtrec record` and the C API share (imports config, sizing,
 // error).

@@ -381,13 +381,24 @@ impl Pool {
     /// pick the files root writes into.
     fn checked_dir(dir: &Path) -> Result<sys::Dir, Error> {
         let d = sys::Dir::open_nofollow(dir).map_err(|e| match e.raw_os_error() {
-            Some(errno @ (libc::ELOOP | libc::ENOTDIR)) => Error::Path {
-                message: format!(
-                    "'{}' is a symlink or not a directory; rtrec uses only a real pool directory (remove it)",
-                    dir.display()
-                ),
-                errno,
-            },
+            // `O_DIRECTORY|O_NOFOLLOW` gives a symlink `ENOTDIR` (the
+            // directory test comes first): told apart here, so that a
+            // symlinked pool is `ELOOP`, as the C API documents.
+            Some(libc::ELOOP | libc::ENOTDIR) => {
+                let symlink = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_symlink());
+                let (errno, what) = if symlink {
+                    (libc::ELOOP, "a symlink")
+                } else {
+                    (libc::ENOTDIR, "not a directory")
+                };
+                Error::Path {
+                    message: format!(
+                        "'{}' is {what}; rtrec uses only a real pool directory (remove it)",
+                        dir.display()
+                    ),
+                    errno,
+                }
+            }
             _ => Error::io("opening", dir, e),
         })?;
         let info = d.info().map_err(|e| Error::io("reading", dir, e))?;

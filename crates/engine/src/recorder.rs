@@ -173,6 +173,12 @@ pub struct Summary {
     /// a loop's budget retires only its own recordings by default.
     #[serde(default)]
     pub retired_other_recordings: Vec<String>,
+    /// Writes submitted again after the kernel gave them up for a
+    /// transient reason: io_uring completions of `-ECANCELED`, `-EINTR` or
+    /// `-EAGAIN`, which signals cause (a worker thread that could not
+    /// start). Each was written in the end, or its failure is `error`.
+    #[serde(default)]
+    pub io_resubmitted: u64,
     /// What the flight recorder did (flight mode only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flight: Option<FlightStats>,
@@ -450,12 +456,9 @@ impl Recorder {
                     }
                     r
                 }
-                Inner::Inline { writer } => match writer.as_mut() {
-                    Some(w) if !w.failed() => w
-                        .write_data(seq, t0, data)
-                        .map_err(|_| RecordError::WriterFailed),
-                    _ => Err(RecordError::WriterFailed),
-                },
+                Inner::Inline { writer } => {
+                    write_inline(writer.as_deref_mut(), &self.live, seq, t0, data)
+                }
             }
         };
         match r {
@@ -704,6 +707,7 @@ impl Recorder {
             retired_late_files: report.retired.late,
             retired_empty_recordings: report.retired.empty_recordings,
             retired_other_recordings: report.retired.others,
+            io_resubmitted: report.io_resubmitted,
             retired_seq_to: report.retired.seq_to,
             retired_events: report.retired.events,
             flight,
@@ -724,6 +728,26 @@ impl Recorder {
 
 /// Starts the writer thread (ring mode) over `consumer`, with the flight
 /// recorder's window allocated here, before recording starts.
+/// Inline mode's `record()`: the producer writes itself; a failed write
+/// is the recording's failure, said in [`LiveStats::writer_failed`] (the
+/// writer thread says so in ring mode).
+#[inline]
+fn write_inline(
+    writer: Option<&mut Writer>,
+    live: &LiveStats,
+    seq: u64,
+    t0: u64,
+    data: &[u8],
+) -> Result<(), RecordError> {
+    match writer {
+        Some(w) if !w.failed() => w.write_data(seq, t0, data).map_err(|_| {
+            live.writer_failed.store(true, Ordering::Release);
+            RecordError::WriterFailed
+        }),
+        _ => Err(RecordError::WriterFailed),
+    }
+}
+
 fn spawn_writer_thread(
     dir: &Path,
     cfg: &Config,

@@ -239,6 +239,7 @@ mod tests {
             retired_late_files: 0,
             retired_empty_recordings: 0,
             retired_other_recordings: Vec::new(),
+            io_resubmitted: 0,
             flight: None,
             triggers: 0,
             ring_waits: 0,

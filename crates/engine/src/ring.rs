@@ -214,6 +214,10 @@ pub(crate) fn pop<R>(
     let kind = field(0, 4) as u32;
     let len = field(4, 4) as usize;
     let (seq, ts) = (field(8, 8), field(16, 8));
+    // An entry no producer makes (see `corrupt`) is left where it is.
+    if len > stage.len() {
+        return None;
+    }
     // The producer commits whole entries, so the rest is there.
     let chunk = c.read_chunk(ENTRY_HEADER_LEN + len).ok()?;
     let (a, b) = chunk.as_slices();
@@ -231,6 +235,29 @@ pub(crate) fn pop<R>(
     });
     chunk.commit_all();
     Some(r)
+}
+
+/// Whether the entry at the ring's read end is one no producer makes: its
+/// header is there but its length is more than `stage_len` (the largest
+/// payload) or more than the ring holds (the producer commits whole
+/// entries). (An unknown kind with a length that fits is taken by [`pop`]
+/// and ignored by the writer: it stalls nothing.) [`pop`] leaves such an
+/// entry where it
+/// is, so without this check the writer would wait for the rest of it
+/// forever and the producer, finding the ring full, for room.
+///
+/// Only misuse makes one: two threads recording into one recorder at once
+/// (the C API's documented misuse), whose unsynchronized pushes interleave
+/// in the single-producer ring. Cost: one look at a header, taken only
+/// when [`pop`] found nothing to take.
+pub(crate) fn corrupt(c: &mut Consumer<u8>, stage_len: usize) -> bool {
+    let mut h = [0u8; ENTRY_HEADER_LEN];
+    let Ok(chunk) = c.read_chunk(ENTRY_HEADER_LEN) else {
+        return false;
+    };
+    gather(chunk.as_slices(), 0, &mut h);
+    let len = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
+    len > stage_len || c.read_chunk(ENTRY_HEADER_LEN + len).is_err()
 }
 
 /// A loss the producer could not push yet.
@@ -257,6 +284,40 @@ impl PendingLoss {
 mod tests {
     use super::*;
 
+    /// Two producers' interleaved pushes as the single-producer ring sees
+    /// them: a header whose length runs past what was committed, or a
+    /// length past the largest payload. `pop` takes neither (and does not
+    /// panic), and `corrupt` names each; an intact entry, or one of an
+    /// unknown kind that fits, is taken and not corrupt.
+    #[test]
+    fn entries_no_producer_makes_are_corrupt_and_never_taken() {
+        let header = |kind: u32, len: u32| {
+            let mut h = [0u8; ENTRY_HEADER_LEN];
+            h[0..4].copy_from_slice(&kind.to_le_bytes());
+            h[4..8].copy_from_slice(&len.to_le_bytes());
+            h
+        };
+        let cases: [(&[u8], bool); 4] = [
+            (&header(ENTRY_DATA, 8), false),
+            (&header(ENTRY_DATA, 40), true),
+            (&header(99, 0), false),
+            (&header(ENTRY_DATA, 1000), true),
+        ];
+        for (h, bad) in cases {
+            let (mut p, mut c) = rtrb::RingBuffer::<u8>::new(256);
+            let mut stage = vec![0u8; 64];
+            let mut w = p.write_chunk_uninit(h.len() + 8).unwrap();
+            let (a, _) = w.as_mut_slices();
+            for (d, s) in a.iter_mut().zip(h.iter().chain([0u8; 8].iter())) {
+                d.write(*s);
+            }
+            // SAFETY: every slot of the chunk was written above.
+            unsafe { w.commit_all() };
+            assert_eq!(corrupt(&mut c, stage.len()), bad, "{h:?}");
+            assert_eq!(pop(&mut c, &mut stage, |_| ()).is_none(), bad, "{h:?}");
+        }
+    }
+
     /// Entries of every length up to 60 bytes through a 101-byte ring, so
     /// that over the laps the ring's end falls at every place of an entry:
     /// in its header, at the header's end, inside its payload and at its
@@ -282,6 +343,10 @@ mod tests {
             copied += usize::from(from_stage);
         }
         assert!(pop(&mut c, &mut stage, |_| ()).is_none());
+        assert!(
+            !corrupt(&mut c, stage.len()),
+            "an empty ring is not corrupt"
+        );
         // Both ways were taken: entries the ring's end split (copied; in so
         // small a ring about every other one) and entries lent whole.
         assert!(copied > 0 && copied < 300, "copied {copied} of 300");

@@ -56,6 +56,10 @@ pub fn apply(setup: &RtSetup) -> Vec<String> {
 /// the writer that says it and the reports that pick those warnings out.
 pub const WRITER_SCHEDULING_FAILED: &str = "the writer thread could not";
 
+/// How a warning that the flush thread's scheduling could not be applied
+/// begins (its CPU), as [`WRITER_SCHEDULING_FAILED`] does the writer's.
+pub const FLUSHER_SCHEDULING_FAILED: &str = "the flush thread could not";
+
 /// Which parts of `setup` would fail, tried on a short-lived thread of its
 /// own: the thread's policy and CPU go with it, and a memory lock that
 /// worked is undone (`munlockall`), so nothing of the trial stays. For a

@@ -4,7 +4,7 @@
 //! and the live counters ([`LiveStats`]) the producer, the writer and the
 //! flush thread publish while recording.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -174,6 +174,22 @@ pub struct LiveStats {
     pub retired_files: AtomicU64,
     /// Bytes of those files (header and frames).
     pub retired_bytes: AtomicU64,
+    /// The writer thread's heartbeat: data records it took from the ring
+    /// and handed on without a failure (written, gathered into the open
+    /// frame, or kept by the flight recorder), published only by the
+    /// writer thread once it is done with them (ring mode; 0 inline).
+    ///
+    /// Design choice (issue 42, finding 3): a supervisor that asks "is the
+    /// writer stuck?" compares this against [`LiveStats::records_queued`],
+    /// which the producer advances: records queued at one look and not
+    /// taken by the next mean a stuck writer. The writer's own sample of
+    /// the ring ([`LiveStats::ring_used_bytes`]) cannot say so: it is
+    /// taken before a drain, so it goes stale exactly while the writer
+    /// hangs in `write()`.
+    pub records_taken: AtomicU64,
+    /// Set once writing failed for good (the recording, not a flight
+    /// event): from then on every record is dropped and counted.
+    pub writer_failed: AtomicBool,
 }
 
 /// One reading of [`LiveStats`], every counter as a plain number (what
@@ -216,6 +232,10 @@ pub struct LiveSnapshot {
     pub retired_files: u64,
     /// [`LiveStats::retired_bytes`].
     pub retired_bytes: u64,
+    /// [`LiveStats::records_taken`].
+    pub records_taken: u64,
+    /// [`LiveStats::writer_failed`].
+    pub writer_failed: bool,
 }
 
 impl LiveStats {
@@ -242,6 +262,8 @@ impl LiveStats {
             ring_high_water_bytes: r(&self.ring_high_water_bytes),
             retired_files: r(&self.retired_files),
             retired_bytes: r(&self.retired_bytes),
+            records_taken: r(&self.records_taken),
+            writer_failed: self.writer_failed.load(Ordering::Acquire),
         }
     }
 

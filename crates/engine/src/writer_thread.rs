@@ -44,7 +44,7 @@ use rtrb::Consumer;
 use crate::flight::{Flight, FlightStats};
 use crate::format::LossPayload;
 use crate::io::coalesce_next;
-use crate::ring::{pop, Entry, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
+use crate::ring::{corrupt, pop, Entry, RingShared, ENTRY_DATA, ENTRY_LOSS, ENTRY_TRIGGER};
 use crate::sizing::ENTRY_HEADER_LEN;
 use crate::stats::LiveStats;
 use crate::writer::{Writer, WriterReport};
@@ -59,8 +59,15 @@ pub(crate) struct ThreadReport {
 
 /// Hands one entry to the writer (or the flight recorder in front of it);
 /// its payload may be the ring's own memory ([`pop`]), so nothing here keeps
-/// it past the call.
-fn handle(w: &mut Writer, mut flight: Option<&mut Flight>, shared: &RingShared, e: Entry<'_>) {
+/// it past the call. True when it was a data record and it was handed on
+/// without the recording failing ([`LiveStats::records_taken`]).
+fn handle(
+    w: &mut Writer,
+    mut flight: Option<&mut Flight>,
+    shared: &RingShared,
+    live: &LiveStats,
+    e: Entry<'_>,
+) -> bool {
     let Entry {
         kind,
         seq,
@@ -72,7 +79,7 @@ fn handle(w: &mut Writer, mut flight: Option<&mut Flight>, shared: &RingShared, 
         if is_data {
             w.discard();
         }
-        return;
+        return false;
     }
     let r = match (flight.as_deref_mut(), kind) {
         (None, ENTRY_DATA) => w.write_data(seq, ts, payload),
@@ -94,7 +101,7 @@ fn handle(w: &mut Writer, mut flight: Option<&mut Flight>, shared: &RingShared, 
             w.discard();
         }
         f.abort(w);
-        return;
+        return kind == ENTRY_DATA;
     }
     if r.is_err() {
         if is_data {
@@ -104,17 +111,55 @@ fn handle(w: &mut Writer, mut flight: Option<&mut Flight>, shared: &RingShared, 
         }
         // From now on the producer drops and counts; the writer keeps
         // draining so the producer is never blocked by a full ring.
-        shared.failed.store(true, Ordering::Release);
+        failed(shared, live);
+        return false;
     }
+    kind == ENTRY_DATA
+}
+
+/// The recording has failed: the producer drops and counts from now on,
+/// and whoever watches ([`LiveStats::writer_failed`]) is told.
+fn failed(shared: &RingShared, live: &LiveStats) {
+    shared.failed.store(true, Ordering::Release);
+    live.writer_failed.store(true, Ordering::Release);
 }
 
 /// After a failure outside an entry (a poll, pacing): in flight mode only
 /// the event ends and the recorder goes on; otherwise the producer drops
 /// and counts from now on.
-fn fail(w: &mut Writer, flight: Option<&mut Flight>, shared: &RingShared) {
+fn fail(w: &mut Writer, flight: Option<&mut Flight>, shared: &RingShared, live: &LiveStats) {
     match flight {
         Some(f) => f.abort(w),
-        None => shared.failed.store(true, Ordering::Release),
+        None => failed(shared, live),
+    }
+}
+
+/// Within one drain, the heartbeat ([`LiveStats::records_taken`]) is
+/// published every this many records (and at the drain's end): a store
+/// per record would move the counters' cache line to the writer's core
+/// for every record the producer queues beside it.
+const TAKEN_PUBLISH: u64 = 256;
+
+/// The writer's heartbeat ([`LiveStats::records_taken`]): counted here,
+/// published after every drain and every [`TAKEN_PUBLISH`] records within
+/// one, so a writer that keeps up with a busy ring still beats.
+#[derive(Default)]
+struct Heartbeat {
+    taken: u64,
+}
+
+impl Heartbeat {
+    /// One more data record handed on.
+    fn took(&mut self, live: &LiveStats) {
+        self.taken += 1;
+        if self.taken % TAKEN_PUBLISH == 0 {
+            self.publish(live);
+        }
+    }
+
+    /// Publishes the count.
+    fn publish(&self, live: &LiveStats) {
+        live.records_taken.store(self.taken, Ordering::Release);
     }
 }
 
@@ -176,6 +221,8 @@ impl Idle {
 
 /// The writer thread: drains the ring into `w` until the producer stops,
 /// then closes the recording.
+// long: one pass of the writer's loop (take, write, pace, the corrupt-ring
+// check, the heartbeat) reads best whole.
 pub(crate) fn run_writer(
     mut c: Consumer<u8>,
     mut w: Writer,
@@ -190,6 +237,7 @@ pub(crate) fn run_writer(
     let mut behind = false;
     let mut idle = Idle::new(poll_us);
     w.hold_tails();
+    let mut beat = Heartbeat::default();
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let found = c.slots();
@@ -201,7 +249,9 @@ pub(crate) fn run_writer(
         let mut known = found;
         while let Some(took) = pop(&mut c, &mut stage, |e| {
             let took = ENTRY_HEADER_LEN + e.payload.len();
-            handle(&mut w, flight.as_mut(), &shared, e);
+            if handle(&mut w, flight.as_mut(), &shared, &live, e) {
+                beat.took(&live);
+            }
             took
         }) {
             any = true;
@@ -211,9 +261,17 @@ pub(crate) fn run_writer(
             }
             behind = coalesce_next(behind, known, capacity);
             if !w.failed() && w.pace(behind, known > 0, rtrec_sys::monotonic_ns).is_err() {
-                fail(&mut w, flight.as_mut(), &shared);
+                fail(&mut w, flight.as_mut(), &shared, &live);
             }
         }
+        // Nothing taken although something is there: an entry no producer
+        // makes (two threads recorded at once). The recording fails with
+        // that sentence instead of both ends waiting for each other.
+        if !any && !w.failed() && corrupt(&mut c, stage.len()) {
+            w.ring_corrupt();
+            shared.failed.store(true, Ordering::Release);
+        }
+        beat.publish(&live);
         if stopping {
             break;
         }
@@ -228,12 +286,12 @@ pub(crate) fn run_writer(
             // record has waited the maximum latency, even if no record
             // follows.
             if !w.failed() && w.tick(now).is_err() {
-                fail(&mut w, flight.as_mut(), &shared);
+                fail(&mut w, flight.as_mut(), &shared, &live);
             }
             // A last block held for the next frame is written once it has
             // waited its bound (`Writer::pace`).
             if !w.failed() && w.pace(behind, false, || now).is_err() {
-                fail(&mut w, flight.as_mut(), &shared);
+                fail(&mut w, flight.as_mut(), &shared, &live);
             }
             // io_uring: a write in flight is waited for (and counted) in
             // place of the sleep.
@@ -247,7 +305,7 @@ pub(crate) fn run_writer(
                     };
                     std::thread::sleep(idle.sleep(bound));
                 }
-                Err(_) => fail(&mut w, flight.as_mut(), &shared),
+                Err(_) => fail(&mut w, flight.as_mut(), &shared, &live),
             }
         }
     }

@@ -209,6 +209,10 @@ fn a_version_3_file_still_verifies() {
 fn the_mark_advances_while_recording_with_every_back_end() {
     for io in [Io::Buffered, Io::Direct, Io::Uring, Io::UringBuffered] {
         let dir = tempfile::tempdir().unwrap();
+        let test = "the_mark_advances_while_recording_with_every_back_end";
+        if !rtrec_host::features::require_io(test, io.name(), dir.path()) {
+            continue;
+        }
         let cfg = Config {
             mode: Mode::Ring,
             io,

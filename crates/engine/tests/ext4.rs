@@ -71,6 +71,10 @@ fn every_s1_configuration_records_a_complete_file_on_ext4() {
             let what = format!("{mode} {alloc} {flush} {io}");
             let dir = fs.path().join(format!("{mode}-{alloc}-{flush}-{io}"));
             std::fs::create_dir(&dir).unwrap();
+            let test = "every_s1_configuration_records_a_complete_file_on_ext4";
+            if !rtrec_host::features::require_io(test, io.name(), &dir) {
+                continue;
+            }
             let cfg = Config {
                 mode,
                 alloc,

@@ -19,8 +19,17 @@
 //!   with the next generation.
 //! - The generation is odd while a slot is live and even while free; a
 //!   handle carries the odd generation it was issued with. Half of the
-//!   pointer's bits hold it, so a stale handle is caught until its slot
-//!   was reused 2^31 times (2^15 on a 32-bit target).
+//!   pointer's bits hold it, less the kind's two, so a stale handle is
+//!   caught until its slot was reused 2^29 times (2^13 on a 32-bit
+//!   target).
+//! - **Each table has a kind** ([`Kind`]), in the handle's top two bits:
+//!   the recorders' and the timers' tables number their slots alike, so
+//!   without it the first recorder and the first timer of a process are
+//!   the same integer (`0x100000001`) and a timer handle given to
+//!   `rtrec_recorder_finish()` would finish the recorder. With it a handle
+//!   of one kind finds nothing in the other's table (`-EBADF`, as the
+//!   header says), at no cost: the kind is compared with the generation,
+//!   in the same branch.
 //! - Not detected (documented in the header): two threads using one live
 //!   handle at once (e.g. `record` on one thread while another finishes
 //!   it). Catching that would cost the hot path an atomic read-modify-write.
@@ -34,6 +43,23 @@ pub(crate) const CHUNK: usize = 256;
 const CHUNKS: usize = 256;
 /// Bits of a handle that hold the slot index (+1, so no handle is NULL).
 const INDEX_BITS: u32 = usize::BITS / 2;
+/// Bits at the top of a handle that hold its table's [`Kind`].
+const KIND_BITS: u32 = 2;
+/// Bits of a handle that hold the generation: between the index and the
+/// kind.
+const GEN_BITS: u32 = usize::BITS - INDEX_BITS - KIND_BITS;
+
+/// What a table holds, stored in the top bits of each of its handles so
+/// that a handle of one kind is never live in another kind's table (see
+/// the module docs). Never 0: a handle with no kind bits is garbage.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(usize)]
+pub(crate) enum Kind {
+    /// `rtrec_recorder *`.
+    Recorder = 1,
+    /// `rtrec_timer *`.
+    Timer = 2,
+}
 
 struct Slot<T> {
     generation: AtomicUsize,
@@ -42,15 +68,18 @@ struct Slot<T> {
 
 /// A table of live objects of type `T`, addressed by handles.
 pub(crate) struct Table<T> {
+    /// Its kind, in the top bits of every handle it issues.
+    kind: Kind,
     chunks: [AtomicPtr<Slot<T>>; CHUNKS],
     /// Free slot indices and the number of slots made so far.
     free: Mutex<(Vec<usize>, usize)>,
 }
 
 impl<T> Table<T> {
-    /// An empty table (for a `static`).
-    pub(crate) const fn new() -> Table<T> {
+    /// An empty table of `kind` (for a `static`).
+    pub(crate) const fn new(kind: Kind) -> Table<T> {
         Table {
+            kind,
             chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS],
             free: Mutex::new((Vec::new(), 0)),
         }
@@ -66,9 +95,14 @@ impl<T> Table<T> {
         Some(unsafe { &*chunk.add(index % CHUNK) })
     }
 
-    fn split(handle: usize) -> (usize, usize) {
+    /// The slot index and generation of `handle`, or `None` when it is
+    /// not of this table's kind.
+    fn split(&self, handle: usize) -> Option<(usize, usize)> {
+        if handle >> (INDEX_BITS + GEN_BITS) != self.kind as usize {
+            return None;
+        }
         let index = (handle & ((1usize << INDEX_BITS) - 1)).wrapping_sub(1);
-        (index, handle >> INDEX_BITS)
+        Some((index, (handle >> INDEX_BITS) & ((1usize << GEN_BITS) - 1)))
     }
 
     /// Stores `value` and returns its handle (never 0); `None` when the
@@ -98,13 +132,13 @@ impl<T> Table<T> {
         };
         let slot = self.slot(index)?;
         slot.value.store(Box::into_raw(value), Ordering::Release);
-        let max_gen = (1usize << (usize::BITS - INDEX_BITS)) - 1;
+        let max_gen = (1usize << GEN_BITS) - 1;
         let mut g = (slot.generation.load(Ordering::Relaxed) + 1) & max_gen;
         if g % 2 == 0 {
             g = 1;
         }
         slot.generation.store(g, Ordering::Release);
-        Some((g << INDEX_BITS) | (index + 1))
+        Some(((self.kind as usize) << (INDEX_BITS + GEN_BITS)) | (g << INDEX_BITS) | (index + 1))
     }
 
     /// The live object of `handle`, or `None` (stale, closed, garbage).
@@ -119,7 +153,7 @@ impl<T> Table<T> {
     // handle by the caller's contract (this fn is unsafe for that).
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn get(&self, handle: usize) -> Option<&mut T> {
-        let (index, generation) = Self::split(handle);
+        let (index, generation) = self.split(handle)?;
         let slot = self.slot(index)?;
         if slot.generation.load(Ordering::Acquire) != generation || generation % 2 == 0 {
             return None;
@@ -135,7 +169,7 @@ impl<T> Table<T> {
     /// live, so of two threads closing one handle only one gets it.
     pub(crate) fn remove(&self, handle: usize) -> Option<Box<T>> {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        let (index, generation) = Self::split(handle);
+        let (index, generation) = self.split(handle)?;
         let slot = self.slot(index)?;
         if slot.generation.load(Ordering::Acquire) != generation || generation % 2 == 0 {
             return None;
@@ -154,7 +188,7 @@ mod tests {
 
     #[test]
     fn a_removed_handle_is_dead_and_its_slot_is_reused_under_another_handle() {
-        let t: Table<u32> = Table::new();
+        let t: Table<u32> = Table::new(Kind::Recorder);
         let a = t.insert(Box::new(7)).unwrap();
         assert_ne!(a, 0);
         // SAFETY: one thread.
@@ -173,7 +207,7 @@ mod tests {
 
     #[test]
     fn garbage_handles_find_nothing() {
-        let t: Table<u32> = Table::new();
+        let t: Table<u32> = Table::new(Kind::Recorder);
         let a = t.insert(Box::new(1)).unwrap();
         for h in [0, 1, a + 1, a ^ (1 << INDEX_BITS), usize::MAX, 0xdead_beef] {
             // SAFETY: one thread.
@@ -182,8 +216,37 @@ mod tests {
     }
 
     #[test]
+    fn a_handle_of_one_kind_is_dead_in_the_other_kinds_table() {
+        let recorders: Table<u32> = Table::new(Kind::Recorder);
+        let timers: Table<u32> = Table::new(Kind::Timer);
+        // The first slot of each, first generation: the same integer
+        // before handles had a kind.
+        let r = recorders.insert(Box::new(1)).unwrap();
+        let t = timers.insert(Box::new(2)).unwrap();
+        assert_ne!(r, t);
+        assert_eq!(
+            r & ((1usize << (INDEX_BITS + GEN_BITS)) - 1),
+            t & ((1usize << (INDEX_BITS + GEN_BITS)) - 1)
+        );
+        // SAFETY: one thread.
+        unsafe {
+            assert!(recorders.get(t).is_none());
+            assert!(timers.get(r).is_none());
+        }
+        assert!(
+            recorders.remove(t).is_none(),
+            "a timer cannot end a recorder"
+        );
+        assert!(timers.remove(r).is_none());
+        // SAFETY: one thread.
+        assert_eq!(unsafe { recorders.get(r) }.copied(), Some(1));
+        assert_eq!(recorders.remove(r).as_deref(), Some(&1));
+        assert_eq!(timers.remove(t).as_deref(), Some(&2));
+    }
+
+    #[test]
     fn more_handles_than_a_chunk_holds_are_all_distinct_and_live() {
-        let t: Table<usize> = Table::new();
+        let t: Table<usize> = Table::new(Kind::Recorder);
         let hs: Vec<usize> = (0..CHUNK * 2 + 3)
             .map(|i| t.insert(Box::new(i)).unwrap())
             .collect();

@@ -19,7 +19,7 @@ use crate::error::guard;
 /// 1.0, a new minor may too: see "Versions" in docs/c-api.md).
 pub const RTREC_VERSION_MAJOR: u32 = 0;
 /// Minor version of this header.
-pub const RTREC_VERSION_MINOR: u32 = 2;
+pub const RTREC_VERSION_MINOR: u32 = 3;
 /// Patch version of this header.
 pub const RTREC_VERSION_PATCH: u32 = 0;
 
@@ -85,7 +85,7 @@ pub(crate) fn warn(message: &str) {
 }
 
 /// The version of the library that runs, as `MAJOR * 10000 + MINOR * 100 +
-/// PATCH` (0.2.0 is 200), to compare with the `RTREC_VERSION_*` macros of
+/// PATCH` (0.3.0 is 300), to compare with the `RTREC_VERSION_*` macros of
 /// the header a program was built with (as `sqlite3_libversion_number()`).
 #[no_mangle]
 pub extern "C" fn rtrec_version() -> c_int {

@@ -29,13 +29,15 @@ const MIN_FILE_SIZE: u64 = 64 * 1024;
 /// int r = rtrec_pool_status(dir, &st);
 /// ```
 ///
-/// The library fills `min(struct_size, its own size)` bytes, zeroes the
-/// rest, and sets `struct_size` to the number of bytes it filled.
+/// `struct_size` must be one of the published sizes (40 bytes on LP64,
+/// version 0); the library then writes exactly `struct_size` bytes and
+/// leaves `struct_size` as it was, as for every struct ("Struct versions"
+/// in the header). Any other size is `-EINVAL` and nothing is written.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct rtrec_pool_state {
-    /// `sizeof(rtrec_pool_state)` as the caller was compiled; on return,
-    /// the bytes the library filled.
+    /// `sizeof(rtrec_pool_state)` as the caller was compiled; unchanged
+    /// on return (the library wrote exactly that many bytes).
     pub struct_size: usize,
     /// Bytes per pool file (the file size of every recording that takes
     /// its files from this pool).
@@ -294,6 +296,95 @@ mod tests {
         // SAFETY: valid pointers.
         assert_eq!(unsafe { rtrec_pool_status(d.as_ptr(), &mut st) }, -EINVAL);
         assert_eq!(st.file_size, 0);
+    }
+
+    /// The struct rule as documented: a published size gets exactly that
+    /// many bytes written (nothing past it, `struct_size` unchanged); any
+    /// other size is `-EINVAL` and nothing is written (issue 42, finding
+    /// 12: the doc promised `min(struct_size, …)` and zeroing).
+    #[test]
+    fn status_writes_exactly_struct_size_bytes_or_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = c_path(tmp.path());
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { rtrec_pool_prepare(d.as_ptr(), 1 << 20, 1) }, 1);
+        let size = size_of::<rtrec_pool_state>();
+        for (given, want) in [
+            (size, 0),
+            (size + 8, -libc::EINVAL),
+            (size - 8, -libc::EINVAL),
+        ] {
+            // A larger, aligned buffer, filled with a pattern, struct_size
+            // first.
+            #[repr(C, align(8))]
+            struct Buf([u8; 56]);
+            assert!(size + 16 <= 56);
+            let mut b = Buf([0xa5; 56]);
+            b.0[..8].copy_from_slice(&given.to_ne_bytes());
+            // SAFETY: the buffer is larger than every size tried, aligned.
+            let r = unsafe { rtrec_pool_status(d.as_ptr(), (&mut b as *mut Buf).cast()) };
+            let buf = &b.0[..];
+            assert_eq!(r, want, "struct_size {given}");
+            assert_eq!(&buf[..8], &given.to_ne_bytes(), "struct_size kept");
+            let written_to = if r == 0 { given } else { 8 };
+            assert!(
+                buf[written_to..].iter().all(|&b| b == 0xa5),
+                "struct_size {given}: {buf:?}"
+            );
+            if r == 0 {
+                let file_size = u64::from_ne_bytes(buf[8..16].try_into().unwrap());
+                assert_eq!(file_size, 1 << 20);
+            }
+        }
+    }
+
+    /// A `.pool` that is a symlink (to a real pool directory of this
+    /// user) is `-ELOOP` from every function that takes the pool, as
+    /// documented; a `.pool` that is a plain file is `-ENOTDIR` (issue 42,
+    /// finding 12: the symlink was `-ENOTDIR` too).
+    #[test]
+    fn a_symlinked_pool_is_eloop_and_a_file_in_its_place_enotdir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        let linked = tmp.path().join("linked");
+        let plain = tmp.path().join("plain");
+        for d in [&real, &linked, &plain] {
+            std::fs::create_dir(d).unwrap();
+        }
+        // SAFETY: a valid path.
+        let prepared = unsafe { rtrec_pool_prepare(c_path(&real).as_ptr(), 1 << 20, 1) };
+        assert_eq!(prepared, 1);
+        std::os::unix::fs::symlink(real.join(".pool"), linked.join(".pool")).unwrap();
+        std::fs::write(plain.join(".pool"), b"x").unwrap();
+        for (d, errno) in [(&linked, libc::ELOOP), (&plain, libc::ENOTDIR)] {
+            let c = c_path(d);
+            assert_eq!(status(&c), Err(-errno), "{}", d.display());
+            // SAFETY: a valid path.
+            let prepared = unsafe { rtrec_pool_prepare(c.as_ptr(), 1 << 20, 1) };
+            assert_eq!(prepared, -errno);
+            let mut cfg: crate::config::rtrec_config =
+                // SAFETY: all-zero is a valid config (integers, NULL).
+                unsafe { std::mem::zeroed() };
+            cfg.struct_size = size_of::<crate::config::rtrec_config>();
+            // By its C symbol, as a C program calls it: this module stays
+            // below `recorder` (docs/architecture.md).
+            unsafe extern "C" {
+                fn rtrec_recorder_create(
+                    dir: *const libc::c_char,
+                    cfg: *const crate::config::rtrec_config,
+                    out: *mut *mut std::ffi::c_void,
+                ) -> libc::c_int;
+            }
+            let mut rec: *mut std::ffi::c_void = null_mut();
+            assert_eq!(
+                // SAFETY: valid pointers; the pool is the default.
+                unsafe { rtrec_recorder_create(c.as_ptr(), &cfg, &mut rec) },
+                -errno,
+                "{}",
+                d.display()
+            );
+            assert!(rec.is_null());
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use rtrec_engine::{Alloc, Config, RecordError, Recorder, Summary};
 
 use crate::config::rtrec_config;
 use crate::error::{guard, guard_rt, Fail};
-use crate::handle::Table;
+use crate::handle::{Kind, Table};
 use crate::summary::{rtrec_summary, write_summary, write_unfilled};
 
 /// A recording in progress (opaque). One thread records; any thread may
@@ -31,7 +31,7 @@ pub struct rtrec_recorder {
 }
 
 /// The live recorders.
-static RECORDERS: Table<rtrec_recorder> = Table::new();
+static RECORDERS: Table<rtrec_recorder> = Table::new(Kind::Recorder);
 
 /// `-EBADF` with a sentence naming `call`.
 fn dead(call: &str) -> Fail {
@@ -132,7 +132,10 @@ pub unsafe extern "C" fn rtrec_recorder_create(
 ///
 /// Call it from one thread at a time, and not while another thread
 /// finishes, aborts or destroys the same recorder: that misuse is not
-/// detected (it would cost this call an atomic read-modify-write).
+/// detected as it happens (it would cost this call an atomic
+/// read-modify-write); two recording threads usually leave an entry in the
+/// ring that the writer recognizes, and the recording then fails (finish
+/// returns `-EIO`) rather than hanging (docs/c-api.md, "Threads").
 ///
 /// Returns 0 (stored), or
 /// - `-ENOBUFS`: the ring is full (the writer is behind); dropped and
@@ -731,6 +734,74 @@ mod tests {
             1,
             "{got:?}"
         );
+        // Once both finished, recover gives the kept tail back (issue 42,
+        // finding 12: it reported given_back 0), and a second run finds
+        // nothing more.
+        let d = CString::new(dir.path().as_os_str().as_bytes()).unwrap();
+        let kept: u64 = got.iter().map(|(len, valid)| len - valid).sum();
+        assert!(kept > 0);
+        let mut rep = crate::recover::rtrec_recover_report {
+            struct_size: size_of::<crate::recover::rtrec_recover_report>(),
+            ..Default::default()
+        };
+        // SAFETY: valid pointers.
+        let r = unsafe { crate::recover::rtrec_dir_recover(d.as_ptr(), &mut rep) };
+        assert_eq!(r, 0, "{}", last());
+        assert_eq!((rep.bytes_given_back, rep.closed), (kept, 0));
+        let got = sizes(dir.path());
+        assert!(got.iter().all(|(len, valid)| len == valid), "{got:?}");
+        for f in rtrec_engine::reader::recording_files(dir.path()).unwrap() {
+            assert!(rtrec_engine::reader::verify_file(&f).unwrap().is_clean());
+        }
+        // SAFETY: valid pointers.
+        let r = unsafe { crate::recover::rtrec_dir_recover(d.as_ptr(), &mut rep) };
+        assert_eq!(r, 0);
+        assert_eq!(rep.bytes_given_back, 0);
+    }
+
+    /// A loop recording: `files` counts every file written, the retired
+    /// ones too, as `file_bytes` counts their bytes; the retired ones are
+    /// in `retired_files` / `retired_bytes` and not in `file_names`
+    /// (issue 42, finding 12: `files` counted the kept ones only while
+    /// `file_bytes` counted all, and C had no retired fields).
+    #[test]
+    fn a_loop_counts_its_retired_files_in_files_and_in_the_retired_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = small_config();
+        cfg.alloc = crate::config::rtrec_alloc::RTREC_ALLOC_FALLOCATE as _;
+        // The whole run fits in the ring: no drop.
+        (cfg.file_size, cfg.keep_files, cfg.ring_bytes) = (256 << 10, 2, 4 << 20);
+        let rec = create(dir.path(), &cfg);
+        let buf = [9u8; 1024];
+        let mut s = summary();
+        // SAFETY: a live handle and a valid buffer; finish frees it.
+        unsafe {
+            for _ in 0..2000 {
+                assert_eq!(
+                    rtrec_recorder_record(rec, buf.as_ptr().cast(), buf.len()),
+                    0
+                );
+            }
+            assert_eq!(rtrec_recorder_finish(rec, &mut s), 0, "{}", last());
+        }
+        let on_disk = rtrec_engine::reader::recording_files(dir.path()).unwrap();
+        let names = {
+            // SAFETY: a NUL-separated list ending with an empty string.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(s.file_names.cast::<u8>(), s.file_names_len) };
+            bytes.split(|&b| b == 0).filter(|n| !n.is_empty()).count() as u64
+        };
+        // SAFETY: malloc'd by the library for the caller.
+        unsafe { libc::free(s.file_names.cast()) };
+        assert!(s.retired_files > 0, "the loop retired nothing: {s:?}");
+        assert_eq!(s.files, names + s.retired_files, "{s:?}");
+        assert_eq!(names, on_disk.len() as u64);
+        let kept_bytes: u64 = on_disk
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum();
+        assert_eq!(s.file_bytes, kept_bytes + s.retired_bytes, "{s:?}");
+        assert_eq!((s.retired_earlier_files, s.io_resubmitted), (0, 0));
     }
 
     #[test]

@@ -37,7 +37,10 @@ pub struct rtrec_recover_report {
     pub records_cut: u64,
     /// Bytes cut after the last intact frame of the closed files.
     pub bytes_cut: u64,
-    /// Bytes of unused pre-allocation given back (truncated).
+    /// Bytes of unused pre-allocation given back (truncated): of the
+    /// recordings closed, and of finished files whose recording kept its
+    /// tail because another recording was writing when it ended (given
+    /// back when none is).
     pub bytes_given_back: u64,
     /// Files of recordings that are being recorded now (their recorder
     /// holds their name claim locked): left alone.
@@ -74,11 +77,18 @@ unsafe impl Extensible for rtrec_recover_report {
 /// `out` may be NULL; otherwise its `struct_size` must be set, and it is
 /// filled with what was done.
 ///
+/// Finished files whose unused tail their recording kept (it ended while
+/// another recording wrote in `dir`) get it back now, when no recording
+/// writes in `dir`.
+///
 /// Returns 0, or
 /// - `-EINVAL`: `dir` is NULL, or `out->struct_size` is not a published
 ///   size;
 /// - `-ENOENT`, `-ENOTDIR`, `-EACCES`: `dir` is missing, not a directory,
 ///   or not readable;
+/// - `-EPERM`, `-ELOOP`, `-ENOTDIR`: `dir/.pool` belongs to another user,
+///   is a symlink, or is not a directory (rtrec uses only a pool
+///   directory of its own);
 /// - another `-errno`: a system call failed (`rtrec_last_error()` says
 ///   which). A file that cannot be closed is not an error: it is counted
 ///   in `left_alone`.
@@ -104,7 +114,8 @@ pub unsafe extern "C" fn rtrec_dir_recover(
             closed: closed.len() as u64,
             records_cut: sum(|c| c.interrupted.cut_records),
             bytes_cut: sum(|c| c.interrupted.cut_bytes),
-            bytes_given_back: sum(|c| c.given_back_bytes),
+            bytes_given_back: sum(|c| c.given_back_bytes)
+                + rec.tails_given_back.iter().map(|t| t.1).sum::<u64>(),
             live_files: rec.live.len() as u64,
             left_alone: rec.left_alone.len() as u64,
             moved: moved as u64,
@@ -151,6 +162,38 @@ mod tests {
             unsafe { rtrec_dir_recover(missing.as_ptr(), null_mut()) },
             -libc::ENOENT
         );
+    }
+
+    /// The errors the documentation lists for a `.pool` that is not this
+    /// user's own directory (issue 42, finding 12: the list lacked them).
+    #[test]
+    fn a_pool_of_another_user_a_symlink_or_a_file_is_eperm_eloop_or_enotdir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = |p: &std::path::Path| CString::new(p.as_os_str().as_bytes()).unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir_all(real.join(".pool")).unwrap();
+        let mut cases = Vec::new();
+        let linked = tmp.path().join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(real.join(".pool"), linked.join(".pool")).unwrap();
+        cases.push((linked, libc::ELOOP));
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        std::fs::write(plain.join(".pool"), b"x").unwrap();
+        cases.push((plain, libc::ENOTDIR));
+        // Another user's pool: only root can make one.
+        let theirs = tmp.path().join("theirs");
+        std::fs::create_dir_all(theirs.join(".pool")).unwrap();
+        if std::os::unix::fs::chown(theirs.join(".pool"), Some(4242), Some(4242)).is_ok() {
+            cases.push((theirs, libc::EPERM));
+        } else {
+            eprintln!("skipped the -EPERM case: chown needs root");
+        }
+        for (d, errno) in cases {
+            // SAFETY: a valid path; out NULL.
+            let r = unsafe { rtrec_dir_recover(c(&d).as_ptr(), null_mut()) };
+            assert_eq!(r, -errno, "{}", d.display());
+        }
     }
 
     #[test]

@@ -88,7 +88,10 @@ pub struct rtrec_summary {
     pub bytes_written: u64,
     /// File bytes including headers and frames.
     pub file_bytes: u64,
-    /// Number of files written.
+    /// Number of files written, those a loop recording (or `keep_events`)
+    /// retired while recording included, as `file_bytes` counts their
+    /// bytes: `files - retired_files` of them are still there, named by
+    /// `file_names`.
     pub files: u64,
     /// Wall time from creation to the end of the recording, ns.
     pub duration_ns: u64,
@@ -147,6 +150,25 @@ pub struct rtrec_summary {
     /// Bytes of `file_names`, both NULs at the end included; 0 when it is
     /// NULL.
     pub file_names_len: usize,
+    /// Of `files`, those retired while recording (a loop recording's
+    /// budget, `keep_*`, or the flight recorder's `keep_events`): recycled
+    /// into the pool or deleted, so not in `file_names`. Version 4.
+    pub retired_files: u64,
+    /// Bytes of those files (header and frames), part of `file_bytes`.
+    pub retired_bytes: u64,
+    /// Files of the directory's earlier, closed recordings that this
+    /// recording retired to keep the directory within its budget (not
+    /// counted in `files`).
+    pub retired_earlier_files: u64,
+    /// Bytes those files took on disk.
+    pub retired_earlier_bytes: u64,
+    /// Flight-recorder events retired whole by `keep_events`.
+    pub retired_events: u64,
+    /// io_uring writes the kernel gave up for a transient reason
+    /// (`-ECANCELED`, `-EINTR`, `-EAGAIN`: signals arriving while its
+    /// worker thread started) and the library submitted again; each was
+    /// written in the end, or its failure is the recording's error.
+    pub io_resubmitted: u64,
 }
 
 impl Default for rtrec_summary {
@@ -169,18 +191,21 @@ const SUMMARY_SIZE_VER1: usize =
     offset_of!(rtrec_summary, flight_events_cut_short) + size_of::<u64>();
 /// Size of version 2 (`records_queued`, `durable_seq`).
 const SUMMARY_SIZE_VER2: usize = offset_of!(rtrec_summary, durable_seq) + size_of::<u64>();
+/// Size of version 3 (`filled`, `warnings`, `file_names`).
+const SUMMARY_SIZE_VER3: usize = offset_of!(rtrec_summary, file_names_len) + size_of::<usize>();
 
 // SAFETY: repr(C), `size_t struct_size` first, integers and one raw
 // pointer; sizes ascending, the last ours.
 unsafe impl Extensible for rtrec_summary {
     const NAME: &'static str = "rtrec_summary";
-    /// Versions 0..3: 280, 344, 360 and 384 bytes on LP64. A program
-    /// compiled against an older one gets its fields only (the fields are
-    /// unchanged; they were only appended to).
+    /// Versions 0..4: 280, 344, 360, 384 and 432 bytes on LP64. A
+    /// program compiled against an older one gets its fields only (the
+    /// fields are unchanged; they were only appended to).
     const SIZES: &'static [usize] = &[
         SUMMARY_SIZE_VER0,
         SUMMARY_SIZE_VER1,
         SUMMARY_SIZE_VER2,
+        SUMMARY_SIZE_VER3,
         size_of::<rtrec_summary>(),
     ];
 }
@@ -200,7 +225,7 @@ impl From<&Summary> for rtrec_summary {
             losses_stored: s.losses_stored,
             bytes_written: s.bytes_written,
             file_bytes: s.file_bytes,
-            files: s.files.len() as u64,
+            files: s.files.len() as u64 + s.retired_files,
             duration_ns: s.duration_ns,
             missed_periods: s.missed_periods,
             write_ns: s.write_ns.into(),
@@ -220,6 +245,12 @@ impl From<&Summary> for rtrec_summary {
             warnings: s.warnings.len().min(u32::MAX as usize) as u32,
             file_names: std::ptr::null_mut(),
             file_names_len: 0,
+            retired_files: s.retired_files,
+            retired_bytes: s.retired_bytes,
+            retired_earlier_files: s.retired_earlier_files,
+            retired_earlier_bytes: s.retired_earlier_bytes,
+            retired_events: s.retired_events,
+            io_resubmitted: s.io_resubmitted,
         }
     }
 }
@@ -281,7 +312,7 @@ pub(crate) unsafe fn write_summary(out: *mut rtrec_summary, s: &Summary) -> Resu
     let mut value = rtrec_summary::from(s);
     // SAFETY: non-NULL, at least a size_t (caller's contract).
     let size = unsafe { out.cast::<usize>().read_unaligned() };
-    if size == size_of::<rtrec_summary>() && !s.files.is_empty() {
+    if size >= SUMMARY_SIZE_VER3 && !s.files.is_empty() {
         (value.file_names, value.file_names_len) = names_buffer(&s.files);
     }
     // SAFETY: forwarded from the caller.
@@ -335,12 +366,12 @@ mod tests {
     fn every_version_of_the_summary_is_free_of_padding() {
         assert_eq!(
             rtrec_summary::SIZES,
-            &[280, 344, 360, 384],
+            &[280, 344, 360, 384, 432],
             "published sizes never change"
         );
         assert_eq!(
             size_of::<rtrec_summary>(),
-            offset_of!(rtrec_summary, file_names_len) + size_of::<usize>()
+            offset_of!(rtrec_summary, io_resubmitted) + size_of::<u64>()
         );
     }
 

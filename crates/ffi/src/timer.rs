@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use rtrec_engine::PeriodicTimer;
 
 use crate::error::{guard, Fail};
-use crate::handle::Table;
+use crate::handle::{Kind, Table};
 
 /// A periodic timer (opaque). One thread uses it at a time. The pointer is
 /// a handle, not an address (see `handle.rs`): a destroyed timer's handle
@@ -18,7 +18,7 @@ pub struct rtrec_timer {
 }
 
 /// The live timers.
-pub(crate) static TIMERS: Table<rtrec_timer> = Table::new();
+pub(crate) static TIMERS: Table<rtrec_timer> = Table::new(Kind::Timer);
 
 /// The longest period accepted, ns: one day. Deadlines are kept in `u64`
 /// ns of `CLOCK_MONOTONIC` and slept on with a `timespec`; a longer period

@@ -3,8 +3,10 @@
 //! two links, the static library, the header and `rtrec.pc`; a C program
 //! built with `pkg-config --cflags --libs rtrec` records through the
 //! installed library and needs `librtrec.so.0`, not an unversioned name.
-//! The installed library exports only `rtrec_*` functions, each versioned
-//! `RTREC_0.2`, and holds nothing of the command line (no clap).
+//! The installed library has no debug information, exports only the
+//! `rtrec_*` functions, each versioned by its node of
+//! `crates/ffi/rtrec.map` (`RTREC_0.2`, `RTREC_0.3`), and holds nothing
+//! of the command line (no clap).
 
 use std::path::Path;
 use std::process::Command;
@@ -50,7 +52,19 @@ fn an_installed_rtrec_is_found_by_pkg_config_and_linked_by_its_soname() {
     let dynamic = String::from_utf8_lossy(&soname.stdout);
     assert!(dynamic.contains("[librtrec.so.0]"), "{dynamic}");
     common::assert_versioned(&lib.join("librtrec.so"), 16);
+    // Installed without debug information (issue 42: 10.9 MB with it).
+    let sections = Command::new("readelf")
+        .args(["-S", "-W"])
+        .arg(lib.join("librtrec.so.0"))
+        .output()
+        .unwrap();
+    let sections = String::from_utf8_lossy(&sections.stdout);
+    assert!(
+        !sections.contains(".debug_"),
+        "the installed library carries debug information:\n{sections}"
+    );
     let so = std::fs::read(lib.join("librtrec.so.0")).unwrap();
+    eprintln!("installed librtrec.so: {} bytes", so.len());
     assert!(
         !so.windows(b"clap_builder".len())
             .any(|w| w == b"clap_builder"),

@@ -117,6 +117,8 @@ pub(crate) fn start(
     image: &Path,
     cmd: &EmulatorCommand,
 ) -> Result<(Emulator, PathBuf)> {
+    crate::features::detect(crate::features::Feature::Fuse)
+        .map_err(|m| crate::Error::Missing(m.to_string()))?;
     let dev = dir.join(LOOPFS_EMU_MOUNT);
     let stats = dir.join(LOOPFS_EMU_STATS);
     journal.record(Change::RemoveDir { path: dev.clone() })?;

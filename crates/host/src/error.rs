@@ -10,6 +10,11 @@ use crate::change::{Change, EntryId};
 /// that change state through them.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The kernel lacks a feature this needs (or `RTREC_HIDE_FEATURES`
+    /// hides it): one sentence naming it and how to get it (a
+    /// `features::Missing`, as text: this module stays below `features`).
+    #[error("{0}")]
+    Missing(String),
     /// A file-system or kernel-interface call failed; `what` says on what.
     #[error("{what}: {source}")]
     Io {

@@ -33,9 +33,16 @@ pub fn read_scheduler(device: &str) -> io::Result<String> {
 /// Sets the I/O scheduler of `device` to `scheduler`, recording the old one.
 ///
 /// # Errors
-/// As [`crate::sysctl::set`]; `EINVAL` from the kernel for a scheduler it does not offer.
+/// As [`crate::sysctl::set`]; [`Error::Missing`](crate::Error::Missing) for
+/// `bfq` on a kernel without BFQ; `EINVAL` from the kernel for another
+/// scheduler it does not offer.
 pub fn set_scheduler(journal: &Journal, device: &str, scheduler: &str) -> Result<EntryId> {
     let name = device_name(device)?;
+    if scheduler == "bfq" {
+        // "Invalid argument" from the kernel says nothing: name BFQ.
+        crate::features::detect(crate::features::Feature::Bfq)
+            .map_err(|m| crate::Error::Missing(m.to_string()))?;
+    }
     let old = read_scheduler(name)
         .map_err(io_err(format_args!("reading the I/O scheduler of {name}")))?;
     let id = journal.record(Change::Scheduler {

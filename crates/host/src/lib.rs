@@ -38,6 +38,7 @@
 //! | [`emufs`] | the emulated device under a loop-mounted image (its process and FUSE mount) |
 //! | [`tmpfs`] | a tmpfs of our own, mounted and put back through the journal |
 //! | [`cgroup`] | the I/O cgroup hierarchy (v1 `blkio` or v2) and rtrec's own groups in it |
+//! | [`features`] | the kernel features studies, flags and tests depend on: one detection each, the sentence for its absence, the rule for a test that needs one |
 //! | [`loopfs`] | loop-mounted ext4 images |
 //! | [`status`] | what the journal holds and who holds the lock, read-only |
 //! | `testing` | test support behind the `testing` feature: a process holding the global lock |
@@ -54,6 +55,7 @@ pub mod cgroup;
 pub mod change;
 pub mod emufs;
 pub mod error;
+pub mod features;
 pub mod iosched;
 pub mod journal;
 mod kernfs;

@@ -26,6 +26,9 @@ pub const FALLBACK_LOGICAL_BLOCK: u32 = 4096;
 /// direct I/O.
 pub fn set_direct(fd: impl AsFd, on: bool) -> io::Result<()> {
     use rustix::fs::OFlags;
+    if on && crate::hidden::hidden("o_direct") {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
     let fd = fd.as_fd();
     let flags = rustix::fs::fcntl_getfl(fd)?;
     let flags = if on {

@@ -152,6 +152,9 @@ pub fn open_rw_nofollow(path: &Path) -> io::Result<File> {
 /// `open` otherwise.
 pub fn open_rw_direct_io(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
+    if crate::hidden::hidden("o_direct") {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)

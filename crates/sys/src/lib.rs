@@ -17,8 +17,9 @@
 //! [`flush`] (write-back and durability), [`replace`] (atomic replacement of
 //! a file), [`time`] (clocks and sleeps), [`sched`] (real-time scheduling of
 //! a thread), [`process`] (signals to and from processes, ids, memory),
-//! [`mount`] (unmounting, device numbers). Everything is re-exported at the
-//! crate root.
+//! [`mount`] (unmounting, device numbers), [`hidden`] (kernel features
+//! hidden by `RTREC_HIDE_FEATURES`, refused as a kernel without them
+//! refuses). Everything but `hidden` is re-exported at the crate root.
 //!
 //! Design choices:
 //! - Calls that `rustix` covers go through it; `libc` is used directly only
@@ -39,6 +40,7 @@ pub mod direct;
 pub mod errno;
 pub mod file;
 pub mod flush;
+pub mod hidden;
 pub mod mount;
 pub mod process;
 pub mod replace;

@@ -16,6 +16,13 @@
 //!   reads a buffer while its write is in flight, `submit` is `unsafe`: the
 //!   caller promises not to change those bytes until their completion is
 //!   reaped.
+//! - **A signal is not a failure**: `io_uring_enter` and
+//!   `io_uring_register` return `EINTR` when a signal arrives during the
+//!   call (a host with a 20 µs `SIGALRM` makes that common, and file
+//!   (un)registration waits for the ring's references to drop); each call
+//!   here is made again then (`retry`), so `EINTR` never reaches the
+//!   caller. A write's own completion may still say `-ECANCELED` or
+//!   `-EINTR`: resubmitting it is the caller's choice.
 //! - **Refusal is an error, not a panic**: `io_uring_setup` fails with
 //!   `EPERM` when `kernel.io_uring_disabled` forbids it (or a seccomp filter
 //!   does), `ENOSYS` on kernels without it; the caller falls back.
@@ -26,6 +33,16 @@ use std::os::fd::{AsFd, AsRawFd};
 use io_uring::{opcode, types, IoUring};
 
 use crate::direct::AlignedBuf;
+
+/// `f()` again while it fails with `EINTR` (see the module docs).
+fn retry<T>(mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match f() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            r => return r,
+        }
+    }
+}
 
 /// One reaped completion: the tag given to [`UringWriter::submit`] and the
 /// write's result (bytes written, or `-errno`).
@@ -53,6 +70,9 @@ impl UringWriter {
     /// The errno of `io_uring_setup` (`EPERM`: disabled, `ENOSYS`: not in
     /// this kernel) or of the registration.
     pub fn new(depth: u32, len: usize, align: usize) -> io::Result<UringWriter> {
+        if crate::hidden::hidden("io_uring") {
+            return Err(io::Error::from_raw_os_error(libc::ENOSYS));
+        }
         let depth = depth.max(1);
         let ring = IoUring::new(depth)?;
         let mut bufs = Vec::with_capacity(depth as usize);
@@ -70,7 +90,7 @@ impl UringWriter {
         // the ring, and are dropped after it (field order) and after every
         // write in flight is reaped (Drop), so they outlive the
         // registration.
-        unsafe { ring.submitter().register_buffers(&iovs)? };
+        retry(|| unsafe { ring.submitter().register_buffers(&iovs) })?;
         Ok(UringWriter {
             ring,
             bufs,
@@ -116,10 +136,11 @@ impl UringWriter {
         }
         let s = self.ring.submitter();
         if self.file_registered {
-            s.unregister_files()?;
+            retry(|| s.unregister_files())?;
             self.file_registered = false;
         }
-        s.register_files(&[fd.as_fd().as_raw_fd()])?;
+        let fd = fd.as_fd().as_raw_fd();
+        retry(|| s.register_files(&[fd]))?;
         self.file_registered = true;
         Ok(())
     }
@@ -170,13 +191,7 @@ impl UringWriter {
                 .map_err(|_| io::Error::other("the io_uring submission queue is full"))?;
         }
         self.in_flight += 1;
-        loop {
-            match self.ring.submit() {
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        retry(|| self.ring.submit()).map(drop)
     }
 
     /// Reaps one completion: `None` when no write is in flight, or when
@@ -197,11 +212,7 @@ impl UringWriter {
             if !wait {
                 return Ok(None);
             }
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            retry(|| self.ring.submit_and_wait(1))?;
         }
         Ok(None)
     }

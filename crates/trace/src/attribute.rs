@@ -166,6 +166,11 @@ pub struct Explanation {
     /// Trace entries the kernel dropped (a full buffer): the attribution
     /// is then incomplete.
     pub lost_events: u64,
+    /// Tracepoints the session would use that this kernel lacks
+    /// ("syscalls/sys_enter_write"): what they would show goes
+    /// unattributed (the table says so).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_tracepoints: Vec<String>,
     /// Time the hypervisor stole from all CPUs while tracing, ns
     /// (`/proc/stat`), to read beside the on-CPU share.
     pub steal_ns: u64,
@@ -254,6 +259,7 @@ pub fn attribute(events: &[Event], opts: &Options) -> Explanation {
         slow_calls,
         slow_total_ns,
         lost_events: 0,
+        missing_tracepoints: Vec::new(),
         steal_ns: 0,
         main_cause: causes.first().map(|r| r.cause),
         causes,

@@ -13,8 +13,11 @@
 //!   and is read once at the end of it: no reader thread competes with the
 //!   timed one. A buffer that overflowed is reported (`lost_events`), never
 //!   hidden.
-//! - Events this kernel lacks are left out silently (their names change
-//!   between kernels); the rest still explain what they can.
+//! - Events this kernel lacks are left out (their names change between
+//!   kernels) and named: [`Explanation::missing_tracepoints`] lists them
+//!   (found by `rtrec_host::features::missing_tracepoints`, the one
+//!   detection the tests use), and the table says what goes unattributed;
+//!   the rest still explain what they can.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -90,6 +93,15 @@ const IRQ_EVENTS: &[&str] = &[
     "irq_vectors/irq_work_exit",
 ];
 
+/// The producer's own events (beside [`IRQ_EVENTS`]).
+const PRODUCER_EVENTS: &[&str] = &[
+    "timer/hrtimer_start",
+    "syscalls/sys_enter_clock_nanosleep",
+    "syscalls/sys_exit_clock_nanosleep",
+    "exceptions/page_fault_user",
+    "sched/sched_stat_runtime",
+];
+
 /// The timed system calls.
 const SYSCALLS: &[&str] = &["write", "pwrite64", "writev", "fallocate"];
 
@@ -116,6 +128,8 @@ pub struct Session {
     steal0: u64,
     watch: Watch,
     reader: Option<Reader>,
+    /// The events this session uses that the kernel lacks.
+    missing: Vec<String>,
 }
 
 /// The thread that drains `trace_pipe` while the run goes on, and the
@@ -157,6 +171,12 @@ impl Session {
         if rtrec_sys::effective_uid() != 0 {
             return Err("--explain needs root (tracefs); running without attribution".into());
         }
+        if let Err(m) = rtrec_host::features::detect(rtrec_host::features::Feature::Tracefs) {
+            return Err(format!(
+                "{}; running without attribution",
+                m.sentence("--explain needs it")
+            ));
+        }
         let inst = Journal::open()
             .and_then(|j| Instance::create(j, ""))
             .map_err(|e| unavailable_reason(&e))?;
@@ -166,6 +186,7 @@ impl Session {
             steal0: 0,
             watch: Watch::default(),
             reader: None,
+            missing: Vec::new(),
         };
         s.inst
             .write("trace_clock", "mono")
@@ -206,6 +227,7 @@ impl Session {
             .copied()
             .collect();
         let timed = &watch.timed_tids;
+        self.missing = self.missing_events(watch.producer.is_some());
         let _ = self.inst.write("trace", "");
         if let Some(p) = watch.producer.as_mut() {
             p.steal_method = self.watch_runtime(p.tid);
@@ -283,7 +305,8 @@ impl Session {
         for call in SYSCALLS {
             for dir in ["enter", "exit"] {
                 let p = format!("events/syscalls/sys_{dir}_{call}");
-                if self.inst.path().join(&p).is_dir() {
+                let missing = self.missing.iter().any(|m| p.ends_with(m.as_str()));
+                if !missing && self.inst.path().join(&p).is_dir() {
                     self.inst
                         .write(&format!("{p}/filter"), &pid_filter("common_pid", timed))?;
                     self.inst.write(&format!("{p}/enable"), "1")?;
@@ -293,13 +316,37 @@ impl Session {
         Ok(())
     }
 
+    /// The events ("group/name") this session would enable that the
+    /// kernel lacks; the producer's own when `producer`.
+    fn missing_events(&self, producer: bool) -> Vec<String> {
+        let syscalls: Vec<String> = SYSCALLS
+            .iter()
+            .flat_map(|c| ["enter", "exit"].map(|d| format!("syscalls/sys_{d}_{c}")))
+            .collect();
+        let mut wanted: Vec<&str> = [
+            "sched/sched_switch",
+            "sched/sched_waking",
+            "sched/sched_wakeup",
+        ]
+        .into_iter()
+        .chain(DEVICE_EVENTS.iter().copied())
+        .chain(THREAD_EVENTS.iter().copied())
+        .chain(IRQ_EVENTS.iter().copied())
+        .chain(syscalls.iter().map(String::as_str))
+        .collect();
+        if producer {
+            wanted.extend(PRODUCER_EVENTS);
+        }
+        rtrec_host::features::missing_tracepoints(self.inst.path(), &wanted)
+    }
+
     /// Enables those of `events` this kernel has, each with `filter` if
     /// given; one the kernel refuses is left out (the rest still explain
     /// what they can).
     fn enable_present(&self, events: &[&str], filter: Option<&str>) {
         for ev in events {
             let p = format!("events/{ev}");
-            if !self.inst.path().join(&p).is_dir() {
+            if self.missing.iter().any(|m| m == ev) || !self.inst.path().join(&p).is_dir() {
                 continue;
             }
             if let Some(f) = filter {
@@ -439,6 +486,7 @@ impl Session {
             },
         );
         x.lost_events = lost;
+        x.missing_tracepoints = self.missing.clone();
         x.steal_ns = steal;
         x.producer = producer;
         Ok(x)

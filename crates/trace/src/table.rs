@@ -34,6 +34,14 @@ pub fn render(x: &Explanation, published: Option<&str>) -> String {
             String::new()
         },
     );
+    if !x.missing_tracepoints.is_empty() {
+        let _ = writeln!(
+            out,
+            "  this kernel lacks {} tracepoint(s) the attribution uses, so what they would show is not attributed: {}",
+            x.missing_tracepoints.len(),
+            x.missing_tracepoints.join(", ")
+        );
+    }
     if let Some(p) = published {
         let _ = writeln!(out, "  published cause: {p}");
     }

@@ -20,6 +20,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
+use rtrec_host::features::{self, Feature};
 use rtrec_host::loopfs::{require_privileged, LoopFs, LoopFsOptions};
 use rtrec_host::GlobalLock;
 use rtrec_trace::{table, Cause, Explanation, Session, Watch};
@@ -39,7 +40,7 @@ struct Rig {
 }
 
 fn rig(test: &str) -> Option<Rig> {
-    if !require_privileged(test) {
+    if !require_privileged(test) || !features::require(test, &[Feature::Tracefs]) {
         return None;
     }
     let lock = GlobalLock::acquire().expect("taking the global lock");

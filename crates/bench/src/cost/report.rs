@@ -22,6 +22,11 @@ pub struct CostReport {
     pub rt: RtReport,
     /// CPUs of the machine.
     pub cpus: usize,
+    /// One sentence per back-end left out because this machine lacks a
+    /// kernel feature it needs (`this kernel has no io_uring …`); absent
+    /// when every back-end ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// One per `--repeat`.
     pub runs: Vec<Run>,
     /// Each cell's spread over the runs, in the cells' order.

@@ -14,7 +14,7 @@ use super::record::{record, Recorded};
 use super::report::{Cell, CostReport, Floor, Run};
 use super::spread::spread;
 use crate::producer;
-use crate::throughput::{backends, device_job_order, fio_for, DEVICE_BLOCK};
+use crate::throughput::{device_job_order, fio_for, usable_backends, DEVICE_BLOCK};
 
 /// Bytes in a MiB, for the per-MiB figures.
 const MIB: f64 = (1u64 << 20) as f64;
@@ -40,9 +40,13 @@ pub fn run(
         bytes_per_cell: o.bytes,
         rt,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        skipped: usable_backends(work, "cost").1,
         runs: Vec::new(),
         spread: Vec::new(),
     };
+    for s in &r.skipped {
+        eprintln!("rtrec bench: {s}");
+    }
     for i in 0..o.repeat.max(1) {
         if o.repeat > 1 {
             eprintln!("rtrec bench: run {} of {}", i + 1, o.repeat);
@@ -67,7 +71,7 @@ fn run_once(work: &Path, o: &Options) -> anyhow::Result<Run> {
     );
     let mut cells = Vec::new();
     for &size in &o.sizes {
-        for io in backends() {
+        for io in usable_backends(work, "cost").0 {
             anyhow::ensure!(!crate::signal::interrupted(), "interrupted");
             let c = cell(work, io, size, rate, o)?;
             eprintln!(

@@ -157,6 +157,7 @@ mod tests {
             bytes_per_cell: 1 << 20,
             rt: Default::default(),
             cpus: 2,
+            skipped: Vec::new(),
             spread: crate::cost::spread(std::slice::from_ref(&run)),
             runs: vec![run],
         };

@@ -166,6 +166,7 @@ mod tests {
             target_pct: vec![66.7, 33.3],
             cgroup_device_bytes: vec![None, None],
             error: None,
+            weights_applied: true,
         }
     }
 

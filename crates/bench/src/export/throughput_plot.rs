@@ -243,6 +243,7 @@ mod tests {
             device_profile: device.into(),
             alloc: rtrec_engine::Alloc::Fallocate,
             cpus: 2,
+            skipped: Vec::new(),
             spread: crate::throughput::spread(std::slice::from_ref(&run)),
             runs: vec![run],
         }

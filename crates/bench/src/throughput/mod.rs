@@ -135,9 +135,9 @@ pub use fio::{buffered_len, fio_job};
 pub(crate) use fio::{fio_for, fio_json};
 pub use judge::{holds, limit_of, spread, verdicts};
 pub use options::{
-    backends, device_job_order, HoldRule, Options, AGREE_WITHIN, BACKLOG_LIMIT, BACKLOG_OF_OFFERED,
-    BACKLOG_RECORDS, BUSY_SHARE, DEFAULT_CONFIRMATIONS, DEVICE_BLOCK, KEEP_FILES, MAX_STEP_DOWNS,
-    POOL_FILES, SIZES, STEP_DOWN, TARGET_OF_DEVICE,
+    backends, device_job_order, usable_backends, HoldRule, Options, AGREE_WITHIN, BACKLOG_LIMIT,
+    BACKLOG_OF_OFFERED, BACKLOG_RECORDS, BUSY_SHARE, DEFAULT_CONFIRMATIONS, DEVICE_BLOCK,
+    KEEP_FILES, MAX_STEP_DOWNS, POOL_FILES, SIZES, STEP_DOWN, TARGET_OF_DEVICE,
 };
 pub(crate) use probe::probe_file_bytes;
 pub(crate) use probe::record_ring;

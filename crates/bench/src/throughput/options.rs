@@ -71,6 +71,34 @@ pub fn backends() -> impl Iterator<Item = Io> {
     Io::ALL.iter().map(|&(io, _)| io)
 }
 
+/// The back-ends of [`backends`] that can write into `work` on this
+/// machine, and one sentence per back-end left out (`this kernel has no
+/// io_uring (CONFIG_IO_URING): the STUDY study's uring rows need it; …`),
+/// from `rtrec_host::features` — the detection the tests and the doctor
+/// use. Design choice: a back-end the kernel refuses is left out of the
+/// study and named, never run: the engine's own fallback (buffered
+/// `write()` where io_uring is refused) would fill its row with another
+/// back-end's figures under its name.
+pub fn usable_backends(work: &std::path::Path, study: &str) -> (Vec<Io>, Vec<String>) {
+    use rtrec_host::features::{detect, o_direct, of_io, Feature};
+    let mut usable = Vec::new();
+    let mut skipped = Vec::new();
+    for io in backends() {
+        let missing = of_io(io.name()).iter().find_map(|&f| {
+            match f {
+                Feature::ODirect => o_direct(work),
+                f => detect(f),
+            }
+            .err()
+        });
+        match missing {
+            None => usable.push(io),
+            Some(m) => skipped.push(m.sentence(&format!("the {study} study's {io} rows need it"))),
+        }
+    }
+    (usable, skipped)
+}
+
 /// The order of fio's device jobs: the `O_DIRECT` back-ends first
 /// ([`Io::is_direct`]), because the best of them bounds the buffered jobs'
 /// length (`end_fsync` is not bounded by fio's `--runtime`), then the

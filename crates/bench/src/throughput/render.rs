@@ -35,6 +35,9 @@ pub fn render(r: &ThroughputReport) -> String {
         r.runs.len(),
         r.cpus,
     );
+    for s in &r.skipped {
+        t.push_str(&format!("not run: {s}\n"));
+    }
     for (i, run) in r.runs.iter().enumerate() {
         t.push_str(&render_run(i + 1, run));
     }

@@ -286,6 +286,11 @@ pub struct ThroughputReport {
     pub alloc: Alloc,
     /// The CPUs the machine has.
     pub cpus: usize,
+    /// One sentence per back-end left out because this machine lacks a
+    /// kernel feature it needs (`this kernel has no io_uring …`); absent
+    /// when every back-end ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
     /// Each run of the study, in order.
     pub runs: Vec<Run>,
     /// Each cell over the runs.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::fio::{device_bandwidth, fio_for};
 use super::judge::{spread, verdicts};
-use super::options::{backends, Options, DEVICE_BLOCK};
+use super::options::{usable_backends, Options, DEVICE_BLOCK};
 use super::probe::{probe, probe_dir, room_bps};
 use super::report::{Probe, Run, ThroughputReport};
 use super::search::search;
@@ -38,9 +38,13 @@ pub fn run(
         device_profile: device_profile.to_string(),
         alloc: o.alloc,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        skipped: usable_backends(work, "throughput").1,
         runs: Vec::new(),
         spread: Vec::new(),
     };
+    for s in &r.skipped {
+        eprintln!("rtrec bench: {s}");
+    }
     for i in 0..o.repeat.max(1) {
         if o.repeat > 1 {
             eprintln!("rtrec bench: run {} of {}", i + 1, o.repeat);
@@ -72,7 +76,7 @@ fn run_once(work: &Path, o: &Options) -> anyhow::Result<Run> {
     let has_fio = method == "fio";
     let mut rows = Vec::new();
     for &size in &o.sizes {
-        for io in backends() {
+        for io in usable_backends(work, "throughput").0 {
             let reuse = device_jobs
                 .iter()
                 .find(|f| size == DEVICE_BLOCK && f.io == io);

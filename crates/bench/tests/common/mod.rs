@@ -18,6 +18,15 @@ pub fn documented() -> BTreeMap<String, String> {
 
 /// Documented fields of `docs/PAGE`: path → type.
 pub fn documented_in(page: &str) -> BTreeMap<String, String> {
+    let out = documented_under(page, None);
+    assert!(out.len() > 50, "too few fields parsed from docs/{page}");
+    out
+}
+
+/// Documented fields of `docs/PAGE`, of the whole page or (`section`) of
+/// the tables under the heading `section` only (up to the next `## `):
+/// path → type.
+pub fn documented_under(page: &str, section: Option<&str>) -> BTreeMap<String, String> {
     // The workspace's docs/, from the bench crate or from the root crate.
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
@@ -25,6 +34,16 @@ pub fn documented_in(page: &str) -> BTreeMap<String, String> {
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("docs/{page} not found"));
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let text = match section {
+        None => text,
+        Some(h) => {
+            let start = text
+                .find(&format!("\n{h}\n"))
+                .unwrap_or_else(|| panic!("docs/{page} has no heading {h}"));
+            let rest = &text[start + h.len() + 2..];
+            rest[..rest.find("\n## ").unwrap_or(rest.len())].to_string()
+        }
+    };
     let mut out = BTreeMap::new();
     for line in text.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
@@ -34,7 +53,7 @@ pub fn documented_in(page: &str) -> BTreeMap<String, String> {
             "{path} documented twice"
         );
     }
-    assert!(out.len() > 50, "too few fields parsed from {}", p.display());
+    assert!(out.len() > 3, "too few fields parsed from {}", p.display());
     out
 }
 
@@ -131,7 +150,18 @@ pub fn check(json: &Value) {
 
 /// Panics with every mismatch between `json` and `docs/PAGE`.
 pub fn check_against(json: &Value, page: &str) {
-    let doc = documented_in(page);
+    check_doc(json, &documented_in(page), page);
+}
+
+/// Panics with every mismatch between `json` and the tables under the
+/// heading `section` of `docs/PAGE`.
+pub fn check_section(json: &Value, page: &str, section: &str) {
+    check_doc(json, &documented_under(page, Some(section)), page);
+}
+
+/// Panics with every mismatch between `json` and `doc` (from `docs/PAGE`).
+fn check_doc(json: &Value, doc: &BTreeMap<String, String>, page: &str) {
+    let doc = doc.clone();
     let mut w = Walk {
         doc: &doc,
         seen: BTreeSet::new(),

@@ -177,6 +177,13 @@ pub(crate) trait Backend: Send {
         None
     }
 
+    /// Writes submitted again because the kernel gave them up for a
+    /// transient reason (io_uring: `-ECANCELED`, `-EINTR`, `-EAGAIN`
+    /// completions under signals), counted over the recording.
+    fn resubmitted(&self) -> u64 {
+        0
+    }
+
     /// After a failed write: waits for the writes in flight (their errors
     /// are forgotten); the next write goes to `offset` again.
     fn rollback(&mut self, f: &File, offset: u64) -> io::Result<()>;
@@ -190,6 +197,8 @@ pub(crate) trait Backend: Send {
 pub(crate) struct Refused {
     /// What the kernel refused ("io_uring").
     pub(crate) what: &'static str,
-    /// Where to look ("see the sysctl …").
-    pub(crate) hint: &'static str,
+    /// Why, from the kernel's error: "this kernel has no io_uring
+    /// (CONFIG_IO_URING)" for `ENOSYS`, the sysctl that forbids it for
+    /// `EPERM`, where to look otherwise.
+    pub(crate) hint: fn(&io::Error) -> &'static str,
 }

@@ -71,6 +71,10 @@ impl Transport for Pwrite {
 mod tests {
     #[test]
     fn the_file_holds_exactly_the_gathered_bytes_then_zeros_after_every_write() {
+        let test = "the_file_holds_exactly_the_gathered_bytes_then_zeros_after_every_write";
+        if !rtrec_host::features::require_io(test, "direct", &std::env::temp_dir()) {
+            return;
+        }
         super::super::gather::tests::check_engine(super::open);
     }
 }

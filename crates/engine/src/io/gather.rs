@@ -132,6 +132,10 @@ pub(super) trait Transport: Send {
     fn take_error(&mut self) -> Option<(u64, io::Error)> {
         None
     }
+    /// See [`Backend::resubmitted`].
+    fn resubmitted(&self) -> u64 {
+        0
+    }
 }
 
 /// The unit every `O_DIRECT` write covers whole: the device's logical
@@ -401,6 +405,10 @@ impl<T: Transport> Backend for Gather<T> {
 
     fn take_error(&mut self) -> Option<(u64, io::Error)> {
         self.t.take_error()
+    }
+
+    fn resubmitted(&self) -> u64 {
+        self.t.resubmitted()
     }
 
     fn rollback(&mut self, f: &File, offset: u64) -> io::Result<()> {

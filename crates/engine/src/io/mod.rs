@@ -223,7 +223,8 @@ pub(crate) fn open(settings: impl Into<Settings>) -> io::Result<Opened> {
             backend: (buffered::ENGINE.open)(&s)?,
             warning: Some(format!(
                 "the kernel refused {} ({e}; {}); writing with buffered write() instead",
-                r.what, r.hint
+                r.what,
+                (r.hint)(&e)
             )),
         }),
         (Err(e), None) => Err(e),

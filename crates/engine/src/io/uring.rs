@@ -22,6 +22,15 @@
 //!   for its rest, a failed one (`ENOSPC`, `EIO`, …) is kept with its file
 //!   offset ([`Backend::take_error`]) for the writer, which counts and
 //!   stores the loss exactly as after a failed `write()`.
+//! - **A write the kernel gave up for a transient reason is submitted
+//!   again**, the same bytes to the same offset: `-ECANCELED` (io_uring
+//!   cancels a write it punted to a worker thread when that thread cannot
+//!   be started, which a signal arriving during the start causes: a host
+//!   with a 20 µs `SIGALRM` lost whole recordings so), `-EINTR` and
+//!   `-EAGAIN`. At most [`RESUBMITS`] times in a row per write, then the
+//!   error stands as any other; every resubmission is counted
+//!   ([`Backend::resubmitted`], the summary's `io_resubmitted`). The rewrite
+//!   rule holds: the slot stays in flight until the write is done.
 //! - **[`Backend::completed_to`]**: every byte before it is written; the
 //!   writer counts a frame as written (and publishes it to the flusher for
 //!   the next durable point) only once its end is before that offset, so a
@@ -56,8 +65,32 @@ pub(super) const ENGINE: Engine = Engine {
 /// What the warning says when the kernel refuses io_uring.
 pub(super) const REFUSED: Refused = Refused {
     what: "io_uring",
-    hint: "see the sysctl kernel.io_uring_disabled",
+    hint: uring_hint,
 };
+
+/// Why the kernel refused io_uring, in words: `ENOSYS` is a kernel built
+/// without it (or a seccomp filter that hides it), `EPERM` the sysctl
+/// that forbids it; rtrec-host's `features` module names the same causes.
+fn uring_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => "this kernel has no io_uring (CONFIG_IO_URING)",
+        Some(libc::EPERM) => "the sysctl kernel.io_uring_disabled forbids it",
+        _ => "see the sysctl kernel.io_uring_disabled",
+    }
+}
+
+/// How many times in a row one write is submitted again after a
+/// transient failure (see the module docs) before its error stands: far
+/// more than a signal storm causes (a few in a row were seen at one
+/// signal every 20 µs), few enough that a kernel that cancels every write
+/// fails the recording at once.
+pub(super) const RESUBMITS: u32 = 1000;
+
+/// Whether a write's `-errno` is one the kernel gives for a write it gave
+/// up on, not for the file or the device: submitting it again may succeed.
+fn transient(errno: i32) -> bool {
+    matches!(errno, libc::ECANCELED | libc::EINTR | libc::EAGAIN)
+}
 
 /// The rule of every io_uring back-end: 1 ..= 64 writes in flight, each
 /// from its own registered buffer.
@@ -91,6 +124,8 @@ pub(super) struct Ring {
     /// The first failed write since the last rollback: its file offset and
     /// error.
     error: Option<(u64, io::Error)>,
+    /// Writes submitted again after a transient failure, in all.
+    resubmitted: u64,
 }
 
 /// One write in flight: buffer `buf`, bytes `[start, end)`, at file offset
@@ -102,6 +137,8 @@ struct Slot {
     start: usize,
     end: usize,
     off: u64,
+    /// Transient failures of this write in a row.
+    retries: u32,
 }
 
 impl Ring {
@@ -115,6 +152,7 @@ impl Ring {
             cur: 0,
             next_tag: 1,
             error: None,
+            resubmitted: 0,
         })
     }
 
@@ -129,6 +167,27 @@ impl Ring {
         let s = self.slots[k];
         let want = s.end - s.start;
         match done.result {
+            r if r < 0 && transient(-r) && s.retries < RESUBMITS => {
+                // Given up by the kernel, not failed: the same bytes again.
+                self.resubmitted += 1;
+                let tag = self.next_tag;
+                self.next_tag += 1;
+                // SAFETY: the range stays untouched until this tag is reaped
+                // (the slot stays in `slots`, see the rewrite rule).
+                match unsafe { self.u.submit(s.buf, s.start, s.end, s.off, tag) } {
+                    Ok(()) => {
+                        self.slots[k] = Slot {
+                            tag,
+                            retries: s.retries + 1,
+                            ..s
+                        }
+                    }
+                    Err(e) => {
+                        self.slots.swap_remove(k);
+                        self.keep_error(s.off, e);
+                    }
+                }
+            }
             r if r < 0 => {
                 self.slots.swap_remove(k);
                 self.keep_error(s.off, io::Error::from_raw_os_error(-r));
@@ -150,6 +209,7 @@ impl Ring {
                             tag,
                             start,
                             off,
+                            retries: 0,
                             ..s
                         }
                     }
@@ -211,7 +271,9 @@ impl Transport for Ring {
     }
 
     fn write(&mut self, _f: &File, start: usize, end: usize, off: u64) -> io::Result<()> {
-        if self.slots.len() == self.slots.capacity() {
+        // A reaped write may go again (short, or given up by the kernel)
+        // and keep its slot: reap until one is free.
+        while self.slots.len() == self.slots.capacity() {
             self.reap(true)?;
         }
         let tag = self.next_tag;
@@ -226,6 +288,7 @@ impl Transport for Ring {
             start,
             end,
             off,
+            retries: 0,
         });
         Ok(())
     }
@@ -260,6 +323,10 @@ impl Transport for Ring {
 
     fn take_error(&mut self) -> Option<(u64, io::Error)> {
         self.error.take()
+    }
+
+    fn resubmitted(&self) -> u64 {
+        self.resubmitted
     }
 }
 

@@ -16,8 +16,8 @@ use std::path::Path;
 use crate::file::RAW_EXT;
 use crate::format::{
     DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, Interrupted, LossPayload,
-    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_POOLED, FLAG_SLOT, FORMAT_VERSION,
-    HEADER_LEN, OLDEST_READ_VERSION,
+    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_COPY, FLAG_POOLED, FLAG_SLOT,
+    FORMAT_VERSION, HEADER_LEN, OLDEST_READ_VERSION,
 };
 
 use super::hole::{crash_hole, missing_write, Hole};
@@ -97,7 +97,9 @@ fn identify<S: ?Sized + ByteSource>(r: &mut FileReport, src: &S) -> io::Result<O
     r.index = Some(header.index);
     r.created_wall_ns = Some(header.created_ns);
     r.loop_recording = header.is_loop();
-    if header.flags & FLAG_SLOT != 0 {
+    r.copy = header.flags & FLAG_COPY != 0;
+    r.slot = header.flags & FLAG_SLOT != 0;
+    if r.slot {
         r.note("an unused pool slot, not a recording".into());
         return Ok(None);
     }

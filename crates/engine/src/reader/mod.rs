@@ -41,6 +41,12 @@
 //!   `next_seq`; claims only grow from file to file). A missing run of
 //!   LEADING files is then retired, not lost; a missing file in the middle
 //!   or at the end is still missing.
+//! - A missing file is a loss, never an absence: the file next to it is
+//!   `incomplete` (its recording's first files, files between two present
+//!   ones: with the records they held when the neighbours tell; files
+//!   after a last file that says "continued": an unknown count after its
+//!   last sequence number). A copy made by `rtrec export --framed` (header
+//!   flag `COPY`) is a recording of its own, never grouped with its source.
 //!
 //!
 //! The reader in modules, each after those it uses:
@@ -53,7 +59,7 @@
 //! | `hole` | a crash hole after the durable mark: the evidence of a missing write ([`SECTOR`]) and the frames after it, counted |
 //! | `raw` | a raw file against its sidecar ([`raw_sidecar`]) |
 //! | `file` | one file's check ([`verify_file`], [`verify_source`], [`verify_bytes`]) |
-//! | `recording` | a recording's check: its files against each other ([`check_continuity`], [`recording_files`]) |
+//! | `recording` | which files make a recording ([`recording_groups`], the one place files are grouped) and its check: its files against each other ([`check_continuity`], [`recording_files`]) |
 //!
 //! Design choices: the walk reads through one fixed window ([`READ_BUF`])
 //! with positioned reads, so memory does not grow with the file or a frame
@@ -77,7 +83,9 @@ mod walk;
 pub use file::{verify_bytes, verify_file, verify_source};
 pub use hole::SECTOR;
 pub use raw::raw_sidecar;
-pub use recording::{check_continuity, recording_files};
+pub use recording::{
+    check_continuity, check_continuity_in, recording_files, recording_groups, Scope,
+};
 pub use report::{ByteRange, CrashHole, FileReport, FileStatus, Gap, Retired, MAX_LISTED};
 pub use source::{open_regular, ByteSource, READ_BUF};
 pub use walk::{read_header, walk_frames, Frame, FrameWalker, Step, Stop, WalkEnd};

@@ -34,55 +34,109 @@ pub fn recording_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// Checks the files of each recording against each other. Files belong to
-/// one recording when they sit in the same directory and carry the same
-/// recording id (names are not trusted). The first file (index 0) must be
-/// there, indexes must have no holes and no doubles (a missing file is
-/// reported with the sequence range it held), each file must follow a file
-/// whose end frame says "continued" and continue its sequence numbers, its
-/// end frame's counters must grow by exactly what the file holds, and a
-/// recording whose last file says "continued" lost its next file (a kill
-/// during rotation leaves exactly this: unfinished).
-pub fn check_continuity(reports: &mut [FileReport]) {
-    let mut order: Vec<usize> = (0..reports.len())
-        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
-        .collect();
+/// The files of each recording among `reports`, as indexes into it, each
+/// group in file index order; groups ordered by directory, then id (copies
+/// after their source). Files belong to one recording when they sit in
+/// the same directory, carry the same recording id (names are not
+/// trusted) and are all copies (header flag `COPY`) or all not: a copy
+/// made by `rtrec export --framed` is a recording of its own. Files that
+/// belong to none (not rtrec files, unused pool slots) are left out.
+///
+/// This is the one place files are grouped into recordings: the checks
+/// below, `rtrec ls`, `verify`, `events`, `export`, `recover` and the
+/// Python package (through `ls --json`) all take its groups.
+pub fn recording_groups(reports: &[FileReport]) -> Vec<Vec<usize>> {
     let key = |r: &FileReport| {
         (
             r.path.parent().map(Path::to_path_buf),
             r.recording_id,
+            r.copy,
             r.index,
         )
     };
+    let mut order: Vec<usize> = (0..reports.len())
+        .filter(|&i| {
+            let r = &reports[i];
+            r.recording_id.is_some()
+                && r.index.is_some()
+                && !r.slot
+                && r.status != FileStatus::NotRtrec
+        })
+        .collect();
     order.sort_by_key(|&i| key(&reports[i]));
-    let mut start = 0;
-    while start < order.len() {
-        let (dir, id, _) = key(&reports[order[start]]);
-        let mut end = start;
-        while end < order.len() && {
-            let (d, i, _) = key(&reports[order[end]]);
-            d == dir && i == id
-        } {
-            end += 1;
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        let (d, id, c, _) = key(&reports[i]);
+        match groups.last_mut() {
+            Some(g)
+                if {
+                    let (gd, gid, gc, _) = key(&reports[g[0]]);
+                    (gd, gid, gc) == (d, id, c)
+                } =>
+            {
+                g.push(i)
+            }
+            _ => groups.push(vec![i]),
         }
-        check_group(reports, &order[start..end]);
-        start = end;
+    }
+    groups
+}
+
+/// What the inputs of a recording's check are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// All the files of its recording that exist (a directory): a missing
+    /// first or last file is lost.
+    Whole,
+    /// Files named one by one (`rtrec export FILE…`): only holes between
+    /// them are lost; files before the first or after the last are not
+    /// among what was asked for.
+    Between,
+}
+
+/// Checks the files of each recording against each other (all the files
+/// of their recordings: [`Scope::Whole`]). Files belong to one recording as
+/// [`recording_groups`] says. The first file (index 0) must be there, indexes must have no
+/// holes and no doubles (a missing file is reported with the sequence
+/// range it held), each file must follow a file whose end frame says
+/// "continued" and continue its sequence numbers, its end frame's counters
+/// must grow by exactly what the file holds, and a recording whose last
+/// file says "continued" lost its next file (how many records it held is
+/// not known). Missing files make the file next to them
+/// [`FileStatus::Incomplete`].
+pub fn check_continuity(reports: &mut [FileReport]) {
+    check_continuity_in(reports, Scope::Whole);
+}
+
+/// [`check_continuity`] for inputs of the given scope. A copy (header flag
+/// `COPY`) is always checked as [`Scope::Between`]: it is one file taken
+/// out of its recording on purpose.
+pub fn check_continuity_in(reports: &mut [FileReport], scope: Scope) {
+    for group in recording_groups(reports) {
+        let scope = if reports[group[0]].copy {
+            Scope::Between
+        } else {
+            scope
+        };
+        check_group(reports, &group, scope);
     }
 }
 
 /// [`check_continuity`] for the files of one recording, in index order.
-fn check_group(reports: &mut [FileReport], group: &[usize]) {
+fn check_group(reports: &mut [FileReport], group: &[usize], scope: Scope) {
     let first = &reports[group[0]];
     if first.loop_recording && first.index.unwrap_or(0) > 0 && !first.opens_with_trigger {
         check_retired(reports, group);
     } else {
-        check_first(&mut reports[group[0]]);
+        check_first(&mut reports[group[0]], scope);
     }
     for k in 1..group.len() {
         let p = Before::of(&reports[group[k - 1]]);
         check_next(&p, &mut reports[group[k]], k + 1 == group.len());
     }
-    check_last(&mut reports[group[group.len() - 1]]);
+    if scope == Scope::Whole {
+        check_last(&mut reports[group[group.len() - 1]]);
+    }
 }
 
 /// The first file of a loop recording is not file 0: its leading files
@@ -145,22 +199,27 @@ fn check_retired(reports: &mut [FileReport], group: &[usize]) {
     });
 }
 
-/// The first file of a recording: it must be file 0, and (unless it opens
-/// a flight-recorder event) its end frame's counters are absolute.
-fn check_first(first: &mut FileReport) {
+/// The first file of a recording: it must be file 0 (of a whole
+/// recording: else its first files are missing, with the records they
+/// held), and (unless it opens a flight-recorder event) its end frame's
+/// counters are absolute.
+fn check_first(first: &mut FileReport, scope: Scope) {
     let idx0 = first.index.unwrap_or(0);
     if idx0 != 0 {
+        if scope == Scope::Between {
+            return;
+        }
         let held = match (first.opens_with_trigger, first.first_seq) {
             (false, Some(s)) if s > 0 => {
-                first.missing_records = first.missing_records.saturating_add(s);
-                format!("; they held sequence 0..{}", s - 1)
+                first.gap(0, s);
+                format!("; they held sequence 0..{} ({s} records)", s - 1)
             }
             _ => String::new(),
         };
-        first.corrupt(
-            0,
-            format!("the recording's first {idx0} file(s) are missing{held}"),
-        );
+        first.files_missing_before = idx0;
+        first.incomplete(format!(
+            "the recording's first {idx0} file(s) are missing{held}"
+        ));
     } else if !first.opens_with_trigger && first.status != FileStatus::Corrupt {
         // File 0 of a recording: the end frame's counters are absolute.
         if let Some(e) = &first.stored {
@@ -265,18 +324,16 @@ fn missing_files(p: &Before, r: &mut FileReport, idx: u32) {
     let held = match (p.next_seq, r.first_seq) {
         (Some(a), Some(b)) if b > a => {
             r.gap(a, b - a);
-            format!("; they held sequence {a}..{}", b - 1)
+            format!("; they held sequence {a}..{} ({} records)", b - 1, b - a)
         }
         _ => String::new(),
     };
-    r.corrupt(
-        0,
-        format!(
-            "file(s) {} to {} of this recording are missing{held}",
-            p.index + 1,
-            idx - 1
-        ),
-    );
+    r.files_missing_before = idx - p.index - 1;
+    r.incomplete(format!(
+        "file(s) {} to {} of this recording are missing{held}",
+        p.index + 1,
+        idx - 1
+    ));
 }
 
 /// `r` starts at the sequence number `p` ended at.
@@ -313,11 +370,25 @@ fn continues_counters(p: &Before, r: &mut FileReport) {
     }
 }
 
-/// The last file of a recording must not say the recording continues.
+/// The last file of a recording must not say the recording continues:
+/// when it does, its next file is missing. Either a power cut during the
+/// switch lost the next file's name (the flusher syncs a file's directory
+/// before any durable point in it, so it held nothing durable: the
+/// recording is unfinished and `rtrec recover` closes it), or the file
+/// was removed: the records from its first sequence number on are lost,
+/// how many is not known ([`FileReport::lost_after`]); no reader can tell
+/// the two apart, so every reader counts it as a loss of unknown size.
 fn check_last(last: &mut FileReport) {
-    if last.stored.as_ref().is_some_and(|e| e.continued) && last.status == FileStatus::Complete {
-        last.note("the recording continues in a file that does not exist: it was interrupted while changing files".into());
-        last.status = FileStatus::Unfinished;
+    if last.stored.as_ref().is_some_and(|e| e.continued) {
+        let at = last.next_seq.unwrap_or(0);
+        last.lost_after = Some(at);
+        last.note(format!(
+            "the recording continues in file {}, which is missing: interrupted while changing files (`rtrec recover DIR` closes it) or removed; an unknown number of records from sequence {at} are lost",
+            last.index.unwrap_or(0) + 1
+        ));
+        if last.status == FileStatus::Complete {
+            last.status = FileStatus::Unfinished;
+        }
     }
 }
 
@@ -410,13 +481,48 @@ mod tests {
         let mut v = kept();
         v.remove(1);
         check_continuity(&mut v);
-        assert_eq!(v[1].status, FileStatus::Corrupt, "{:?}", v[1].notes);
+        assert_eq!(v[1].status, FileStatus::Incomplete, "{:?}", v[1].notes);
+        assert_eq!((v[1].missing_records, v[1].files_missing_before), (100, 1));
         let mut v = kept();
         for r in &mut v {
             r.loop_recording = false;
         }
         check_continuity(&mut v);
-        assert_eq!(v[0].status, FileStatus::Corrupt, "{:?}", v[0].notes);
+        assert_eq!(v[0].status, FileStatus::Incomplete, "{:?}", v[0].notes);
+        assert_eq!((v[0].missing_records, v[0].files_missing_before), (300, 3));
+        assert_eq!(
+            v[0].gaps[0],
+            super::super::report::Gap {
+                first_seq: 0,
+                count: 300
+            }
+        );
         assert!(v[0].retired.is_none());
+    }
+
+    #[test]
+    fn a_last_file_that_says_the_recording_continues_lost_an_unknown_count() {
+        let mut v = kept();
+        v.pop();
+        check_continuity(&mut v);
+        assert_eq!(v[1].status, FileStatus::Unfinished, "{:?}", v[1].notes);
+        assert_eq!(v[1].lost_after, Some(500));
+        // Named one by one, files around the inputs are not asked for.
+        let mut v = kept();
+        v.pop();
+        check_continuity_in(&mut v, Scope::Between);
+        assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[1].notes);
+    }
+
+    #[test]
+    fn a_copy_is_a_recording_of_its_own() {
+        let mut v = kept();
+        let mut c = v[1].clone();
+        c.copy = true;
+        c.path = PathBuf::from("/d/copy.rtr");
+        v.push(c);
+        assert_eq!(recording_groups(&v), vec![vec![0, 1, 2], vec![3]]);
+        check_continuity(&mut v);
+        assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[3].notes);
     }
 }

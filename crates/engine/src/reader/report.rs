@@ -12,6 +12,11 @@ use serde::Serialize;
 
 use crate::format::{EndPayload, RetiredPayload, TriggerPayload};
 
+/// For serde: leave a zero count out.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Entries kept in each list of a [`FileReport`]; totals count on.
 pub const MAX_LISTED: usize = 64;
 
@@ -35,6 +40,13 @@ pub enum FileStatus {
     Interrupted,
     /// Damaged, misplaced or missing data.
     Corrupt,
+    /// The file itself is intact, but files of its recording before it
+    /// are missing (the recording's first files, or files between the one
+    /// before and this one): the records they held are counted in
+    /// `missing_records` when the neighbours tell. Set by the recording's
+    /// check. (A missing LAST file leaves the file before it
+    /// [`FileStatus::Unfinished`] with [`FileReport::lost_after`].)
+    Incomplete,
     /// Not an rtrec file (or one of another format version).
     NotRtrec,
     /// A raw recording whose bytes match its sidecar's checksums.
@@ -161,6 +173,22 @@ pub struct FileReport {
     /// Records missing without a loss frame (in this file, or in missing
     /// files before it).
     pub missing_records: u64,
+    /// Files of its recording missing right before this one (its first
+    /// files, or files between the one before and this one).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub files_missing_before: u32,
+    /// The recording continues after this file in files that are
+    /// missing: the sequence number they started at. How many records
+    /// they held is not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_after: Option<u64>,
+    /// A copy of a recording's file made by `rtrec export --framed`
+    /// (header flag `COPY`): a recording of its own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub copy: bool,
+    /// An unused pool slot (header flag `SLOT`): not part of a recording.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub slot: bool,
     /// Where they are missing (the first [`MAX_LISTED`] gaps).
     pub gaps: Vec<Gap>,
     /// Records the end frame counts as dropped that no loss frame stores
@@ -237,6 +265,10 @@ impl FileReport {
             lost_records: 0,
             cut_records: 0,
             missing_records: 0,
+            files_missing_before: 0,
+            lost_after: None,
+            copy: false,
+            slot: false,
             gaps: Vec::new(),
             unstored_drops: 0,
             stored: None,
@@ -273,6 +305,15 @@ impl FileReport {
         } else {
             self.notes_omitted += 1;
         }
+    }
+
+    /// Marks the file incomplete (files of its recording next to it are
+    /// missing) with a finding, unless it is corrupt.
+    pub(super) fn incomplete(&mut self, s: String) {
+        if self.status != FileStatus::Corrupt {
+            self.status = FileStatus::Incomplete;
+        }
+        self.note(s);
     }
 
     /// Marks the file corrupt at `off` with a finding.

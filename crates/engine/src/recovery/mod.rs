@@ -55,8 +55,10 @@ use std::path::{Path, PathBuf};
 use rtrec_sys as sys;
 
 use crate::error::Error;
-use crate::pool::{recording_now, recover_leftovers, Leftover, Pool};
-use crate::reader::{check_continuity, recording_files, verify_file, FileReport, FileStatus};
+use crate::pool::{give_back_tails, recording_now, recover_leftovers, Leftover, Pool, WritersLock};
+use crate::reader::{
+    check_continuity, recording_files, recording_groups, verify_file, FileReport, FileStatus,
+};
 
 pub use close::Closed;
 
@@ -121,6 +123,10 @@ pub struct Recovery {
     /// when it was interrupted, and that hold none (the file before is
     /// closed instead).
     pub removed_empty: Vec<PathBuf>,
+    /// Finished files whose unused tail their recording kept because
+    /// another recording was writing in the directory when it ended
+    /// ([`give_back_tails`]), given back now that none is: path and bytes.
+    pub tails_given_back: Vec<(PathBuf, u64)>,
 }
 
 impl Recovery {
@@ -137,6 +143,7 @@ impl Recovery {
             && self.claims_removed.is_empty()
             && self.headers_finished.is_empty()
             && self.removed_empty.is_empty()
+            && self.tails_given_back.is_empty()
     }
 }
 
@@ -174,34 +181,57 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
         }
     }
     check_continuity(&mut reports);
-    for group in recordings(&reports) {
+    for group in recording_groups(&reports) {
         finish_headers(&reports, &group, give_back, &mut rec);
         let group = peel_empty(&d, &reports, group, give_back, &mut rec);
         if !group.is_empty() {
             close_recording(&reports, &group, give_back, &mut rec);
         }
     }
+    give_back_kept_tails(dir, &reports, &mut rec);
     rec.claims_removed = claims
         .remove_dead(&d)
         .map_err(|e| Error::io("removing a name claim in", dir, e))?;
     Ok(rec)
 }
 
-/// The indexes of `reports` by recording (one directory, one recording
-/// id), each in file index order.
-fn recordings(reports: &[FileReport]) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..reports.len())
-        .filter(|&i| reports[i].recording_id.is_some() && reports[i].index.is_some())
+/// The unused tails that finished recordings kept because another
+/// recording was writing when they ended (a pooled file keeps its
+/// pre-allocated size then: `rtrec record`'s and the C library's rule,
+/// [`give_back_tails`]) are given back, when no recording writes in `dir`
+/// now: the rule the recording itself would have applied, applied later.
+/// The writers lock is taken (shared, then exclusive if alone) for the
+/// duration, so a recorder that starts meanwhile waits a few `ftruncate`
+/// calls. Live recordings' files are not in `reports`.
+fn give_back_kept_tails(dir: &Path, reports: &[FileReport], rec: &mut Recovery) {
+    let finished: Vec<PathBuf> = reports
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.status,
+                FileStatus::Complete | FileStatus::Aborted | FileStatus::Interrupted
+            )
+        })
+        .map(|r| r.path.clone())
         .collect();
-    order.sort_by_key(|&i| (reports[i].recording_id, reports[i].index));
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in order {
-        match groups.last_mut() {
-            Some(g) if reports[g[0]].recording_id == reports[i].recording_id => g.push(i),
-            _ => groups.push(vec![i]),
+    if finished.is_empty() {
+        return;
+    }
+    let Some(lock) = WritersLock::take(dir) else {
+        return;
+    };
+    let before: Vec<u64> = finished
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .collect();
+    let t = give_back_tails(Some(lock), &finished);
+    let kept: Vec<&PathBuf> = t.kept.iter().map(|k| &k.0).collect();
+    for (path, len) in finished.iter().zip(before) {
+        let now = std::fs::metadata(path).map_or(len, |m| m.len());
+        if now < len && !kept.contains(&path) {
+            rec.tails_given_back.push((path.clone(), len - now));
         }
     }
-    groups
 }
 
 /// The files of `group` before its last whose header still says `OPEN`

@@ -127,6 +127,12 @@ impl Ledger {
         self.io.io()
     }
 
+    /// Writes the back-end submitted again after a transient failure
+    /// ([`Backend::resubmitted`]).
+    pub(super) fn resubmitted(&self) -> u64 {
+        self.io.resubmitted()
+    }
+
     /// True when the back-end's writes may complete later (io_uring; the
     /// gathering back-ends, while coalescing).
     pub(super) fn is_async(&self) -> bool {

@@ -77,7 +77,7 @@ use std::sync::Arc;
 use rtrec_sys as sys;
 
 use crate::config::{Alloc, Config, Flush, Framing, Mode};
-use crate::error::{Error, Failure};
+use crate::error::{Error, Failure, FailureKind};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FileMark, Flusher};
 use crate::format::{
@@ -178,7 +178,8 @@ impl Writer {
         let io = opened.backend;
         // A refused back-end's fallback is the one the recording states.
         cfg.io = io.io();
-        let flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
+        let mut flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
+        report.warnings.extend(flusher.take_warnings());
         let mut retire = Retire::new(&cfg, earlier, choice.pool.clone());
         // What the budget retires at the start leaves now, before the
         // first file takes its room.
@@ -316,6 +317,17 @@ impl Writer {
         self.file_failed = true;
         self.report.error.get_or_insert_with(|| f.clone());
         f
+    }
+
+    /// Fails the recording because the ring holds an entry no producer
+    /// makes ([`crate::ring::corrupt`]): the records from there on cannot
+    /// be read, and are counted as lost at the end.
+    pub(crate) fn ring_corrupt(&mut self) {
+        self.fail(Failure {
+            kind: FailureKind::Io,
+            errno: None,
+            message: "the ring between the recording thread and the writer holds an entry no single producer makes: two threads recorded into one recorder at once, which the recorder does not allow (docs/c-api.md, \"Threads\"); the records from there on are counted as lost".into(),
+        });
     }
 
     /// The sentence an end frame gives after the recording's first
@@ -920,6 +932,7 @@ impl Writer {
                 others.join(", ")
             ));
         }
+        self.report.io_resubmitted = self.ledger.resubmitted();
         self.files.finish_pool(&self.cfg, &mut self.report);
         if self.cfg.framing == Framing::Raw {
             self.write_sidecar(complete, &reason);
@@ -1021,6 +1034,10 @@ mod tests {
     #[test]
     fn a_held_last_block_is_written_by_the_next_frame_or_after_its_bound() {
         for io in [Io::Direct, Io::Buffered] {
+            let test = "a_held_last_block_is_written_by_the_next_frame_or_after_its_bound";
+            if !rtrec_host::features::require_io(test, io.name(), &std::env::temp_dir()) {
+                continue;
+            }
             held_last_block(io);
         }
     }
@@ -1076,6 +1093,10 @@ mod tests {
     fn frames_gathered_while_behind_count_as_written_only_once_written() {
         for io in [Io::Direct, Io::UringBuffered] {
             let dir = tempfile::tempdir().unwrap();
+            let test = "frames_gathered_while_behind_count_as_written_only_once_written";
+            if !rtrec_host::features::require_io(test, io.name(), dir.path()) {
+                continue;
+            }
             let mut w = framed_writer(dir.path(), io);
             if w.ledger.io() != io {
                 // The kernel refused io_uring: the buffered fallback does

@@ -100,6 +100,9 @@ pub(crate) struct WriterReport {
     pub(crate) file_sizing: Option<crate::sizing::FileSizing>,
     /// What the loop and the event limit retired.
     pub(crate) retired: RetireStats,
+    /// Writes the back-end submitted again after a transient failure
+    /// (io_uring under signals: [`crate::io`]'s `uring` module).
+    pub(crate) io_resubmitted: u64,
     pub(crate) error: Option<Failure>,
     pub(crate) warnings: Vec<String>,
 }

@@ -85,9 +85,27 @@ int main(int argc, char **argv)
     char buf[256] = { 0 };
     CHECK(rtrec_version() == RTREC_VERSION_MAJOR * 10000 + RTREC_VERSION_MINOR * 100 + RTREC_VERSION_PATCH);
 
-    /* Use after finish, double finish, destroy and abort after finish. */
     rtrec_config cfg = small();
     rtrec_recorder *rec = NULL;
+
+    /* A handle of one kind given where the other is expected: the first
+     * recorder and the first timer of a process sit in slot 0 of their
+     * tables with generation 1, so they must differ by their kind, or a
+     * timer would finish the recorder (issue 42, finding 10). */
+    rtrec_timer *t0 = NULL;
+    CHECK(rtrec_timer_create(1000000, &t0) == 0);
+    CHECK(rtrec_recorder_create(dir, &cfg, &rec) == 0);
+    CHECK((uintptr_t)t0 != (uintptr_t)rec);
+    CHECK(rtrec_recorder_finish((rtrec_recorder *)t0, NULL) == -EBADF);
+    CHECK(rtrec_recorder_record((rtrec_recorder *)t0, buf, 1) == -EBADF);
+    CHECK(rtrec_recorder_destroy((rtrec_recorder *)t0) == -EBADF);
+    CHECK(rtrec_timer_wait((rtrec_timer *)rec, NULL) == -EBADF);
+    CHECK(rtrec_timer_destroy((rtrec_timer *)rec) == -EBADF);
+    CHECK(rtrec_recorder_record(rec, buf, 1) == 0);
+    CHECK(rtrec_recorder_finish(rec, NULL) == 0);
+    CHECK(rtrec_timer_destroy(t0) == 0);
+
+    /* Use after finish, double finish, destroy and abort after finish. */
     CHECK(rtrec_recorder_create(dir, &cfg, &rec) == 0);
     CHECK(rtrec_recorder_record(rec, buf, sizeof buf) == 0);
     rtrec_summary s = { .struct_size = sizeof s };
@@ -171,6 +189,16 @@ int main(int argc, char **argv)
     CHECK(rtrec_recorder_finish(rec, &w) == 0);
     CHECK(w.filled == 1 && w.warnings == 1 && warnings_logged == 1);
     free(w.file_names);
+    /* The flush thread's CPU likewise (it was silent: issue 42). */
+    pinned.pin = RTREC_PIN_FLUSHER;
+    pinned.writer_cpu = 0;
+    pinned.flusher_cpu = 4096;
+    CHECK(rtrec_recorder_create(dir, &pinned, &rec) == 0);
+    CHECK(rtrec_recorder_finish(rec, &w) == 0);
+    CHECK(w.filled == 1 && w.warnings == 1 && warnings_logged == 2);
+    free(w.file_names);
+    pinned.writer_cpu = 4096;
+    pinned.flusher_cpu = 0;
     CHECK(rtrec_set_log(NULL, NULL) == 0);
     /* A CPU without its flag is refused, not pinned to by accident. */
     pinned.pin = 0;

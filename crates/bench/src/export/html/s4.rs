@@ -171,6 +171,7 @@ mod tests {
             target_pct: vec![],
             cgroup_device_bytes: vec![],
             error: None,
+            weights_applied: true,
         }
     }
 

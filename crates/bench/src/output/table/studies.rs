@@ -89,6 +89,9 @@ pub fn render_s4(r: &S4Result) -> String {
         "\nS4 BFQ weights on {} ({}), {} s per cell, own load processes\n",
         r.device, r.cgroup_interface, r.cell_s
     );
+    for line in &r.skipped {
+        let _ = writeln!(out, "not run: {line}");
+    }
     s4_cells(&mut out, &r.cells);
     if let Some(f) = &r.fio {
         let _ = writeln!(
@@ -147,7 +150,11 @@ fn s4_cells(out: &mut String, cells: &[S4Cell]) {
             if c.direct { "direct" } else { "buffered" },
             c.direction,
             rtrec_units::format_size(c.request_bytes),
-            joined(c.weights.iter().map(u32::to_string)),
+            if c.weights_applied {
+                joined(c.weights.iter().map(u32::to_string))
+            } else {
+                "unweighted".to_string()
+            },
             pct(&c.share_pct),
             pct(&c.target_pct),
             format_mb_per_s(c.job_bytes_per_s.iter().sum::<f64>()),
