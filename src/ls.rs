@@ -16,6 +16,12 @@
 //!   after a crash hole. What a loop retired on purpose is not a loss;
 //!   `--json` gives it apart, and `lost_after` the sequence number from
 //!   which an unknown count is lost (a missing last file).
+//! - **Which budget owns it** (`BUDGET`, `--json`'s `budget`): `loop`
+//!   for a loop recording (header flag `LOOP`), which the next loop of its
+//!   prefix may retire, oldest first, for its disk budget; `-` for any
+//!   other, which no budget retires unless a loop runs with `--keep-scope
+//!   dir`, and then it names each one it retired (docs/unattended.md,
+//!   "What the budget owns").
 //! - It only reads: it verifies each file as `verify` does (the records
 //!   and losses are verify's), looks at the name claims without removing
 //!   any, and changes nothing.
@@ -68,8 +74,16 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
         return Ok(0);
     }
     println!(
-        "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:>5}  {:>9}  FIRST FILE",
-        "RECORDING", "START (UTC)", "DURATION", "RECORDS", "LOST", "STATE", "FILES", "SIZE"
+        "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:>5}  {:>9}  FIRST FILE",
+        "RECORDING",
+        "START (UTC)",
+        "DURATION",
+        "RECORDS",
+        "LOST",
+        "STATE",
+        "BUDGET",
+        "FILES",
+        "SIZE"
     );
     for l in &listed {
         let name = l
@@ -82,7 +96,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
             name
         };
         println!(
-            "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:>5}  {:>9}  {name}",
+            "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:>5}  {:>9}  {name}",
             l.id,
             l.start.as_deref().unwrap_or("-"),
             l.duration_s
@@ -90,6 +104,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
             l.records,
             l.lost,
             l.state.name(),
+            l.budget,
             l.files,
             format_size(l.size_bytes),
         );

@@ -186,3 +186,93 @@ fn a_default_recording_uses_the_prepared_pool_and_never_deletes_or_fallocates_it
     let v = rtrec().arg("verify").arg(&rec).output().unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
+
+/// Issue 47, "A prepared pool is used": a recording of known length longer
+/// than one pool file takes pool files one after another, switching
+/// between them, instead of `fallocate`-ing one fresh file of its whole
+/// length beside the idle pool (before: `pool: 0 taken`, one
+/// `fallocate` of the whole need before the first record). Seen by the
+/// kernel: no `fallocate` at all, and every `ftruncate` after the
+/// recording's last `fdatasync`, to a finished file's final length (the
+/// last file's unused tail given back).
+#[test]
+fn a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing() {
+    let name = "a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing";
+    if !rtrec_host::tools::require(name, &[rtrec_host::tools::STRACE]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    prepare_pool(&rec, &["--files", "4", "--file-size", "1MiB"]);
+    let log = dir.path().join("known.log");
+    let json = dir.path().join("known.json");
+    // 600 records of 4 KiB: about 2.4 MiB, three pool files' worth.
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=fallocate,ftruncate,fdatasync",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--dir"])
+        .arg(&rec)
+        .args(["--period", "100us", "--size", "4KiB", "--count", "600"])
+        .args(["--no-refill", "--quiet", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["pool"]["taken"], 3, "{v}");
+    assert_eq!(v["pool"]["fallbacks"], 0, "{v}");
+    assert_eq!(v["files"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["file_sizing"]["pool"], true, "{v}");
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = trace.lines().collect();
+    assert!(
+        !lines.iter().any(|l| l.contains("fallocate(")),
+        "fallocate with a prepared pool: {trace}"
+    );
+    let last_sync = lines
+        .iter()
+        .rposition(|l| l.contains("fdatasync("))
+        .expect("the recording syncs");
+    let finals: Vec<u64> = std::fs::read_dir(&rec)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".rtr"))
+        .map(|e| e.metadata().unwrap().len())
+        .collect();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.contains("ftruncate(") {
+            continue;
+        }
+        assert!(i > last_sync, "ftruncate before the last sync: {trace}");
+        let len: u64 = l
+            .split(", ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unreadable: {l}"));
+        assert!(finals.contains(&len), "{l} ({finals:?})");
+    }
+    // The pool is what it was: no resize, one file left.
+    let st = rtrec()
+        .args(["pool", "status", "--json"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["file_size"], 1 << 20, "{st}");
+    assert_eq!(st["ready_files"], 1, "{st}");
+    let v = rtrec().arg("verify").arg(&rec).output().unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}

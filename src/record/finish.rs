@@ -45,6 +45,9 @@ pub struct Finished {
     context: super::context::Context,
     /// What it cost in CPU (`--json`'s `cost`, the summary's line).
     cost: super::cost::Cost,
+    /// The recorder's warnings printed at its start
+    /// (`Recorder::start_notes`): in the summary, not printed again.
+    said_at_start: Vec<String>,
 }
 
 /// Ends the recording (`finish()`, or `abort()` with the reason) and
@@ -60,6 +63,7 @@ pub fn finish(
     trial: Option<&crate::device::Trial>,
 ) -> Result<Finished> {
     let rss = p.watchers.stop_rss();
+    let said_at_start = p.rec.start_notes().to_vec();
     let mut summary = match &ran.outcome {
         Outcome::Done => p.rec.finish()?,
         Outcome::Aborted(reason) | Outcome::Interrupted(reason) => p.rec.abort(reason)?,
@@ -86,6 +90,7 @@ pub fn finish(
         &summary.warnings,
     );
     Ok(Finished {
+        said_at_start,
         cost,
         context,
         disk,
@@ -147,7 +152,11 @@ pub fn report(out: &OutputArgs, baseline: bool, f: &Finished) -> Result<i32> {
         );
         eprint!("write() latency:\n{text}");
     }
-    for w in &summary.warnings {
+    for w in summary
+        .warnings
+        .iter()
+        .filter(|w| !f.said_at_start.contains(w))
+    {
         eprintln!("rtrec: warning: {w}");
     }
     Ok(exit_code(&f.outcome, summary))

@@ -70,6 +70,9 @@ pub fn prepare(a: &RecordArgs, plan: &Plan) -> Result<Prepared> {
     // Before the recorder: its first file and the pool's work count.
     let writes = crate::disk::Writes::start(&plan.dir);
     let (rec, isolation) = create(a, plan)?;
+    for w in rec.start_notes() {
+        eprintln!("rtrec: warning: {w}");
+    }
     if let Some(w) = switch_warning(rec.config(), plan.source.period_ns(), plan.source.count) {
         eprintln!("rtrec: warning: {w}");
     }

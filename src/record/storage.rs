@@ -8,7 +8,7 @@
 
 use clap::Args;
 use rtrec_engine::{
-    Alloc, Config, Flush, Framing, Io, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
+    Alloc, Config, Flush, Framing, Io, KeepScope, OnPoolEmpty, PoolConfig, DEFAULT_IO_BLOCK,
     DEFAULT_SYNC_EVERY_NS,
 };
 use rtrec_units::format_size;
@@ -84,7 +84,7 @@ pub struct StorageArgs {
     #[arg(long)]
     pub refill_while_recording: bool,
 
-    /// Loop recording: keep the directory's finished recordings within SIZE (the newest max(1, SIZE / file size) files' worth); older files, the directory's earlier closed recordings first, are retired at the start and at each file switch (recycled into the pool, or deleted). Disk use stays within SIZE + one file + the pool's spare files (docs/unattended.md).
+    /// Loop recording: keep the loop's finished files, and its own earlier loop recordings (see --keep-scope), within SIZE (the newest max(1, SIZE / file size) files' worth); older files, the earlier recordings first, are retired at the start and at each file switch (recycled into the pool, or deleted). Disk use stays within SIZE + one file + the pool's spare files; a SIZE larger than the card is clamped at the start, and one budget is allowed per directory (docs/unattended.md).
     #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
     pub keep: Option<Size>,
 
@@ -95,6 +95,10 @@ pub struct StorageArgs {
     /// Loop recording: retire a finished file once its last record is older than DURATION (e.g. 7d; checked at each file switch, so a file lives at most DURATION + one file's span).
     #[arg(long, value_parser = rtrec_units::value::span, value_name = "DURATION")]
     pub keep_for: Option<Duration>,
+
+    /// Loop recording: which earlier recordings of the directory the budget covers. own: the loop's own, earlier loop recordings of the same --prefix (nothing else is ever retired); dir: every closed recording of the directory, each one retired that the loop does not own named at the start and in the summary (docs/unattended.md).
+    #[arg(long, value_enum, default_value_t = KeepScope::Own, value_name = "SCOPE")]
+    pub keep_scope: KeepScope,
 }
 
 impl StorageArgs {
@@ -129,6 +133,7 @@ impl StorageArgs {
         cfg.retention.keep_bytes = self.keep.map_or(0, Size::bytes);
         cfg.retention.keep_files = self.keep_files.unwrap_or(0);
         cfg.retention.keep_for_ns = self.keep_for.map_or(0, Duration::ns);
+        cfg.retention.scope = self.keep_scope;
     }
 }
 

@@ -244,9 +244,26 @@ fn retired_line(s: &Summary) -> String {
     };
     let earlier = if s.retired_earlier_files > 0 {
         format!(
-            "; {} file(s) ({}) of earlier recordings, for the directory's budget",
+            "; {} file(s) ({}) of earlier recordings, for the budget",
             s.retired_earlier_files,
             format_size(s.retired_earlier_bytes)
+        )
+    } else {
+        String::new()
+    };
+    let others = if s.retired_other_recordings.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; of them, {} recording(s) this loop does not own (--keep-scope dir): {}",
+            s.retired_other_recordings.len(),
+            s.retired_other_recordings.join(", ")
+        )
+    };
+    let empty = if s.retired_empty_recordings > 0 {
+        format!(
+            "; {} empty recording(s) of earlier runs removed",
+            s.retired_empty_recordings
         )
     } else {
         String::new()
@@ -260,7 +277,7 @@ fn retired_line(s: &Summary) -> String {
         String::new()
     };
     format!(
-        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}{late}\n",
+        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}{others}{empty}{late}\n",
         s.retired_files,
         format_size(s.retired_bytes),
         s.files.len()

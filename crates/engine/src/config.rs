@@ -16,7 +16,7 @@ use crate::format::{framed_len, packed_len, FLAG_LINES, FLAG_LOOP, MAX_PAYLOAD};
 use crate::io;
 pub use crate::io::{DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH};
 use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
-pub use crate::strategy::{Alloc, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty};
+pub use crate::strategy::{Alloc, Flush, Framing, Io, KeepScope, Mode, OnFull, OnPoolEmpty};
 
 fn default_io_depth() -> u32 {
     DEFAULT_IO_DEPTH
@@ -115,6 +115,15 @@ pub struct Retention {
     /// by the continuous loop.
     #[serde(default)]
     pub keep_events: u32,
+    /// Which earlier recordings of the directory the loop's budget covers
+    /// ([`KeepScope`]): its own by default; left out of the JSON then, so
+    /// the digests of earlier configurations hold.
+    #[serde(default, skip_serializing_if = "is_own")]
+    pub scope: KeepScope,
+}
+
+fn is_own(s: &KeepScope) -> bool {
+    *s == KeepScope::Own
 }
 
 impl Retention {

@@ -420,8 +420,10 @@ pub(crate) fn create_reserve(dir: &Path, base: &str) -> Result<PathBuf, Error> {
 /// S1 ends a recording with `fsync`, see the comment at the last sync).
 ///
 /// A pooled file (see [`crate::pool`]) is not truncated: its header's valid
-/// length is what counts, and its size stays ready for its next life.
-pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
+/// length is what counts, and its size stays ready for its next life; nor
+/// is one the caller keeps `whole` (a loop's own file of the pool's size,
+/// which its retirement may recycle into the pool).
+pub(crate) fn close(f: &mut OpenFile, framing: Framing, whole: bool) -> io::Result<()> {
     if framing.has_frames() {
         // The frames the valid length points to are on storage before the
         // header says so (with their size or extent conversion, which
@@ -432,7 +434,7 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing) -> io::Result<()> {
         f.header.flags &= !crate::format::FLAG_OPEN;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }
-    if f.header.flags & crate::format::FLAG_POOLED == 0 {
+    if f.header.flags & crate::format::FLAG_POOLED == 0 && !whole {
         sys::ftruncate(&*f.file, f.offset)?;
     }
     // `fdatasync`, not `fsync`: the header is data and a truncated size is

@@ -105,8 +105,9 @@ pub mod recordings;
 pub mod settle;
 
 pub use config::{
-    Alloc, Config, FlightConfig, Flush, Framing, Io, Mode, OnFull, OnPoolEmpty, PoolConfig,
-    Retention, RtConfig, TraceMarker, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH, DEFAULT_SYNC_EVERY_NS,
+    Alloc, Config, FlightConfig, Flush, Framing, Io, KeepScope, Mode, OnFull, OnPoolEmpty,
+    PoolConfig, Retention, RtConfig, TraceMarker, DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH,
+    DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
 pub use file::{utc_iso, utc_iso_ns, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};

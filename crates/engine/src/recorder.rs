@@ -162,6 +162,17 @@ pub struct Summary {
     /// directory stayed within its bound (`docs/unattended.md`).
     #[serde(default)]
     pub retired_late_files: u64,
+    /// A loop recording: empty recordings it owned (no record, no loss:
+    /// restarts whose source ended at once), removed when it started, so
+    /// they do not accumulate (`docs/unattended.md`, "What the budget
+    /// owns").
+    #[serde(default)]
+    pub retired_empty_recordings: u64,
+    /// A loop recording with `--keep-scope dir`: the recordings it retired
+    /// (whole or in part) that it does not own, by name. Empty otherwise:
+    /// a loop's budget retires only its own recordings by default.
+    #[serde(default)]
+    pub retired_other_recordings: Vec<String>,
     /// Writes submitted again after the kernel gave them up for a
     /// transient reason: io_uring completions of `-ECANCELED`, `-EINTR` or
     /// `-EAGAIN`, which signals cause (a worker thread that could not
@@ -292,6 +303,8 @@ pub struct Recorder {
     /// A pooled recording's shared lock on `.pool/writers`, held until the
     /// recorder is dropped ([`crate::pool::WritersLock`]).
     _writing: Option<crate::pool::WritersLock>,
+    /// See [`Recorder::start_notes`].
+    start_notes: Vec<String>,
 }
 
 impl Recorder {
@@ -319,6 +332,9 @@ impl Recorder {
         // The size the files got (the pool's, or the open-ended default
         // fitted to the free space): what `config()` and the summary say.
         cfg.file_size = writer.file_size();
+        // A loop's budget as fitted to the card (clamped when larger).
+        cfg.retention = writer.retention().clone();
+        let start_notes = writer.start_notes().to_vec();
         // The writer has opened (or made) the pool: say we write here.
         let writing = (cfg.alloc == crate::config::Alloc::Pool)
             .then(|| crate::pool::WritersLock::take(dir))
@@ -357,7 +373,16 @@ impl Recorder {
             finished: false,
             live,
             _writing: writing,
+            start_notes,
         })
+    }
+
+    /// What the recording says once, at its start, for the caller to
+    /// show at once: a disk budget clamped to the card, recordings a
+    /// `--keep-scope dir` budget retired that the loop does not own.
+    /// Each is also in the summary's warnings.
+    pub fn start_notes(&self) -> &[String] {
+        &self.start_notes
     }
 
     /// The configuration in use.
@@ -680,6 +705,8 @@ impl Recorder {
             retired_earlier_files: report.retired.earlier_files,
             retired_earlier_bytes: report.retired.earlier_bytes,
             retired_late_files: report.retired.late,
+            retired_empty_recordings: report.retired.empty_recordings,
+            retired_other_recordings: report.retired.others,
             io_resubmitted: report.io_resubmitted,
             retired_seq_to: report.retired.seq_to,
             retired_events: report.retired.events,

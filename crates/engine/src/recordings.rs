@@ -218,6 +218,12 @@ pub struct Summary {
     pub lost_after: Option<u64>,
     /// Records a loop retired before its first kept file (not lost).
     pub retired: u64,
+    /// Which budget owns it: `"loop"` for a loop recording (header flag
+    /// `LOOP`), which the next loop of its prefix may retire, oldest
+    /// first; `"-"` for any other, which no budget retires unless a loop
+    /// runs with `--keep-scope dir` (docs/unattended.md, "What the budget
+    /// owns").
+    pub budget: &'static str,
     /// Files present.
     pub files: usize,
     /// Their size on storage, bytes.
@@ -276,6 +282,11 @@ impl Recording {
                 .iter()
                 .find_map(|r| r.retired.as_ref())
                 .map_or(0, |r| r.next_seq.unwrap_or(0).saturating_sub(r.first_seq)),
+            budget: if g.first().is_some_and(|r| r.loop_recording) {
+                "loop"
+            } else {
+                "-"
+            },
             files: g.len(),
             size_bytes: g
                 .iter()

@@ -47,9 +47,13 @@
 //!   prepare --file-size`, the C API's `file_size`) or by an open-ended
 //!   recording's default. A recording of known length (its size from the
 //!   workload: [`FileSizeBasis::Known`]) never creates, shrinks or
-//!   resizes the pool: it takes a pool file when one is ready and large
-//!   enough (the unused tail is given back at the end), else it gets a
-//!   file of exactly its size with `fallocate` and leaves the pool alone.
+//!   resizes the pool: it takes pool files when the ready ones hold its
+//!   whole need (the unused tail is given back at the end); a need larger
+//!   than one pool file takes them one after another, switching between
+//!   them as an open-ended recording does (issue 47: it had `fallocate`d
+//!   one fresh file of the whole need beside an idle pool); otherwise it
+//!   gets one file of exactly its size with `fallocate` and leaves the
+//!   pool alone.
 //!   An open-ended recording without `--file-size` takes the pool's size
 //!   when it was set explicitly, or by a default and files of it are
 //!   ready; else the pool takes the recording's default. The pool records
@@ -298,6 +302,45 @@ pub fn open_ended_file_size(free_bytes: u64) -> Result<FileSizing, NoRoomForDefa
         pool: false,
         free_bytes: Some(free_bytes),
     })
+}
+
+/// What a loop's directory may take beyond its files, in the bound of
+/// [`fit_budget`]: the name claim, the locks, `pool.json` (a block each)
+/// and the file system's extent blocks, with room to spare.
+pub const BUDGET_METADATA_BYTES: u64 = 64 << 10;
+
+/// What [`fit_budget`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetFit {
+    /// The budget's bound fits the room.
+    Fits,
+    /// The budget's bound does not fit: at most this many finished files
+    /// do.
+    Clamped(u64),
+    /// Not even one finished file, the file being written and the pool's
+    /// spares fit.
+    TooSmall,
+}
+
+/// A loop's budget on its card: the bound of `docs/unattended.md`,
+/// `(kept + 1 + spares) × file_size + BUDGET_METADATA_BYTES`, against
+/// `room`, what the loop may have of its file system (its free space, plus
+/// what the budget may retire, plus the pool's ready files). `kept`: the
+/// finished files the budget keeps; `spares`: the pool's target (0
+/// without a pool). A budget larger than the card is clamped to the kept
+/// count that fits, at least 1 (issue 42, finding 5: the default `--keep
+/// 1GiB` filled an 8 MiB card and aborted the recording); below that the
+/// loop refuses.
+pub fn fit_budget(kept: u64, file_size: u64, spares: u64, room: u64) -> BudgetFit {
+    let files = room.saturating_sub(BUDGET_METADATA_BYTES) / file_size.max(1);
+    let most = files.saturating_sub(1 + spares);
+    if most == 0 {
+        BudgetFit::TooSmall
+    } else if kept > most {
+        BudgetFit::Clamped(most)
+    } else {
+        BudgetFit::Fits
+    }
 }
 
 /// How long one file lasts at the expected rate: the records of `stored`
@@ -549,6 +592,23 @@ mod tests {
             sizes(&lines, 100, 132, None, CAP).file_size_basis,
             FileSizeBasis::OpenEnded
         );
+    }
+
+    #[test]
+    fn a_budget_larger_than_the_card_is_clamped_to_what_fits() {
+        // The 8 MiB card of finding 5: 5.86 MiB free, files of 1 MiB, a
+        // pool of 2: 5 files' room, 1 written, 2 spare, so 2 kept.
+        let room = 6_146_048;
+        assert_eq!(fit_budget(1024, MIB, 2, room), BudgetFit::Clamped(2));
+        assert_eq!(fit_budget(2, MIB, 2, room), BudgetFit::Fits);
+        assert_eq!(fit_budget(1, MIB, 0, room), BudgetFit::Fits);
+        // Room for the file being written and the spares, none kept.
+        assert_eq!(fit_budget(1, MIB, 2, 3 * MIB), BudgetFit::TooSmall);
+        assert_eq!(
+            fit_budget(1, MIB, 1, 3 * MIB + BUDGET_METADATA_BYTES),
+            BudgetFit::Fits
+        );
+        assert_eq!(fit_budget(1, 0, 0, 0), BudgetFit::TooSmall);
     }
 
     #[test]

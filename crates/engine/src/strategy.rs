@@ -238,6 +238,32 @@ pub enum OnPoolEmpty {
 
 named_enum!(OnPoolEmpty, "pool-empty", [OnPoolEmpty::Fallocate => "fallocate", OnPoolEmpty::Wait => "wait"]);
 
+/// Which of the directory's earlier, closed recordings a loop's disk
+/// budget covers (`rtrec record --keep-scope`; docs/unattended.md, "What
+/// the budget owns").
+///
+/// Design choice: by default the budget owns only what the loop's own
+/// recorder made — earlier *loop* recordings (header flag `LOOP`) whose
+/// name has the loop's prefix (`PREFIX-YYYYmmddTHHMMSS.mmmZ`), as
+/// journald vacuums only its own journal files and a dashcam's loop never
+/// deletes a locked event file; any other recording beside it (another
+/// prefix, not a loop, a flight-recorder event) is never retired. `dir`
+/// widens it to every closed recording of the directory, and every
+/// recording so retired that the loop does not own is named in the
+/// summary and its warnings (the C library's log callback).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepScope {
+    /// The loop's own: earlier loop recordings of the same name prefix.
+    #[default]
+    Own,
+    /// Every closed recording of the directory.
+    Dir,
+}
+
+named_enum!(KeepScope, "keep-scope", [KeepScope::Own => "own", KeepScope::Dir => "dir"]);
+
 /// What `record()` does when the ring has no room for a record (ring mode).
 ///
 /// Design choice: the policy follows the producer, not the data. A

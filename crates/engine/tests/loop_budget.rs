@@ -277,3 +277,70 @@ fn a_loop_file_without_its_claim_or_with_a_claim_of_itself_is_corrupt() {
         assert_eq!(r.status, FileStatus::Corrupt, "{bad:?}: {:?}", r.notes);
     }
 }
+
+/// Issue 42, finding 7, from the library's side (the C API's path): a
+/// recorder with `keep_bytes = 2 MiB` deleted an earlier, unrelated
+/// recording before recording anything, and `keep_for_ns = 1` every
+/// closed recording of the directory. The budget owns only earlier loop
+/// recordings of its own prefix; a second budgeted recorder in the
+/// directory is refused with `EBUSY` while the first records.
+#[test]
+fn a_budget_never_retires_what_its_loop_does_not_own_and_one_budget_holds_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = |prefix: &str| Config {
+        mode: Mode::Inline,
+        alloc: Alloc::Fallocate,
+        file_size: MIB,
+        max_record: RECORD,
+        prefix: prefix.into(),
+        ..Config::default()
+    };
+    let important = record(dir.path(), plain("important"), 10);
+    let unbudgeted = record(dir.path(), plain("rec"), 10);
+    let before: Vec<PathBuf> = important
+        .files
+        .iter()
+        .chain(&unbudgeted.files)
+        .cloned()
+        .collect();
+    let budget = |keep_bytes, keep_for_ns| Config {
+        retention: Retention {
+            keep_bytes,
+            keep_for_ns,
+            ..Retention::default()
+        },
+        ..plain("rec")
+    };
+    for (bytes, age) in [(2 * MIB, 0), (2 * MIB, 1), (0, 1)] {
+        let s = record(dir.path(), budget(bytes, age), 10);
+        assert!(s.complete, "{:?}", s.error);
+        assert_eq!(s.retired_other_recordings, Vec::<String>::new());
+        for p in &before {
+            assert!(
+                p.exists(),
+                "{} was retired by a budget that does not own it",
+                p.display()
+            );
+        }
+    }
+    // The loops' own earlier recordings are the budget's: with an age
+    // limit of 1 ns each start retired the one before.
+    let loops: Vec<PathBuf> = recording_files(dir.path())
+        .unwrap()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    // One budget per directory.
+    let first = Recorder::create(dir.path(), budget(2 * MIB, 0)).unwrap();
+    match Recorder::create(dir.path(), budget(2 * MIB, 0)) {
+        Err(e @ rtrec_engine::Error::Path { .. }) => {
+            assert_eq!(e.errno(), Some(libc::EBUSY), "{e}");
+            assert!(e.to_string().contains("one budget per directory"), "{e}");
+        }
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(_) => panic!("a second budget in the directory was accepted"),
+    }
+    first.finish().unwrap();
+    record(dir.path(), budget(2 * MIB, 0), 1);
+}

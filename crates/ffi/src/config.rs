@@ -393,12 +393,17 @@ pub struct rtrec_config {
     pub pin: u32,
     /// Reserved: must be 0.
     pub reserved2: u32,
-    /// Loop recording (struct version 7): keep the recording's finished
-    /// files within this many bytes (the newest `max(1, keep_bytes /
-    /// file_size)`); older ones are retired at a file switch (recycled
-    /// into the pool or deleted, on a background thread). 0: no limit.
-    /// Disk use stays within the budget + one file + the pool's spare
-    /// files (docs/unattended.md, "Disk budget").
+    /// Loop recording (struct version 7): keep the loop's finished files,
+    /// and its own earlier loop recordings (the same `prefix`), within
+    /// this many bytes (the newest `max(1, keep_bytes / file_size)` files'
+    /// worth); older ones are retired at the start and at a file switch
+    /// (recycled into the pool or deleted, on a background thread).
+    /// Nothing else in the directory is ever retired; empty earlier
+    /// recordings of the loop are removed at its start; a budget larger
+    /// than the card is clamped (a warning); a second recorder with a
+    /// budget in the same directory gets -EBUSY. 0: no limit. Disk use
+    /// stays within the budget + one file + the pool's spare files
+    /// (docs/unattended.md, "Disk budget").
     pub keep_bytes: u64,
     /// Loop recording: retire a finished file once its last record is
     /// older than this, ns. 0: no limit.
@@ -630,6 +635,9 @@ impl rtrec_config {
                 keep_files: self.keep_files,
                 keep_for_ns: self.keep_for_ns,
                 keep_events: self.keep_events,
+                // The C API has no wider scope: a C recorder's budget
+                // covers its own loop recordings only.
+                ..Retention::default()
             },
             ..d
         })

@@ -1,17 +1,38 @@
 //! The directory's earlier recordings, for a loop recording's disk budget:
-//! the budget (`--keep`, `--keep-files`, `--keep-for`) holds for the
-//! directory, not only for the recording that sets it, so a recorder
-//! restarted after every power cut (a service) does not grow the
-//! directory by a budget per restart. [`earlier_units`] lists what the
-//! loop may retire before its own files, oldest first.
+//! the budget (`--keep`, `--keep-files`, `--keep-for`) holds for what the
+//! loop owns in its directory, not only for the recording that sets it,
+//! so a recorder restarted after every power cut (a service) does not grow
+//! the directory by a budget per restart. [`Earlier::list`] takes the
+//! directory's budget lock and lists what the loop may retire before its
+//! own files, oldest first.
 //!
 //! Design choices:
+//! - **What the budget owns** ([`KeepScope`]): by default the loop's own
+//!   earlier recordings only — loop recordings (header flag `LOOP`) whose
+//!   name has the loop's prefix (`PREFIX-YYYYmmddTHHMMSS.mmmZ[.N]`), as
+//!   journald vacuums only its own journal files; `--keep-scope dir`
+//!   widens it to every closed recording of the directory, and each
+//!   recording so retired that the loop does not own is named
+//!   ([`Unit::own`], [`Unit::name`]).
+//! - **One budget per directory**: a loop holds an exclusive `flock` on
+//!   `DIR/.budget.lock` for its whole life, and a second loop in the same
+//!   directory refuses in one sentence (`EBUSY`). Two bounds over one
+//!   directory each counted the other's files as earlier and together
+//!   reached the sum of their bounds (issue 42, finding 7); refusing is
+//!   the rule a person can predict. The kernel releases the lock however
+//!   the loop dies, so a restart after a kill is never refused.
 //! - Earlier means closed: a recording with a name claim in the directory
 //!   (`.BASE-name.lock`: alive, or dead and waiting for `rtrec recover`)
 //!   or with a file still marked open (`FLAG_OPEN`: recover's to close)
 //!   is never touched, nor is a pool slot stranded in the directory (recover's),
 //!   a file whose header does not decode (`export --salvage`'s) or a raw
 //!   recording (no header to group by).
+//! - **Empty recordings do not accumulate**: an earlier recording the loop
+//!   owns that holds no record and no loss (one file with only its end
+//!   frame: a restart whose source ended at once) is removed when the
+//!   loop starts, whatever the budget ([`Earlier::empties`]); a thousand
+//!   restarts left a thousand such files, which a byte budget never
+//!   reached.
 //! - A loop recording's files leave one at a time, oldest first (the
 //!   reader accepts a loop recording whose leading files are gone); any
 //!   other recording leaves whole, so no recording is left with a hole
@@ -19,16 +40,27 @@
 //! - Earlier units count by the bytes they take on disk (allocated
 //!   blocks), the loop's own finished files by their file size: the
 //!   budget is the kept count times the file size.
-//! - The listing reads one header per file, once, when the recording is
-//!   created (never while it records).
+//! - The listing reads one header per file when the recording is created
+//!   (never on the writer's thread while it records).
 
 use std::collections::{HashMap, VecDeque};
-use std::os::unix::fs::MetadataExt;
+use std::fs::File;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::config::{Config, KeepScope};
+use crate::error::Error;
 use crate::file::{belongs_to, claimed_base, FRAMED_EXT};
-use crate::format::{FileHeader, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT};
+use crate::format::{FileHeader, FrameKind, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN};
 use crate::reader::recording_files;
+
+/// The budget lock's name in the recording directory (see the module
+/// docs).
+pub const BUDGET_LOCK: &str = ".budget.lock";
+
+/// An empty recording is at most this long (header and end frame); longer
+/// files are not read to find out.
+const EMPTY_MAX_LEN: u64 = 64 << 10;
 
 /// What may leave together: a file of an earlier loop recording, or a
 /// whole earlier recording of another kind.
@@ -40,20 +72,113 @@ pub(super) struct Unit {
     pub(super) bytes: u64,
     /// Their newest modification time, ns since the epoch (the age limit).
     pub(super) newest_wall_ns: u64,
+    /// The recording's name (`PREFIX-STAMP`).
+    pub(super) name: String,
+    /// The loop owns it (see the module docs); `false` only with
+    /// `--keep-scope dir`.
+    pub(super) own: bool,
 }
 
-/// One earlier file, as its header and metadata say.
-struct Found {
-    path: PathBuf,
-    header: FileHeader,
-    bytes: u64,
-    wall_ns: u64,
+/// A loop's view of its directory when it starts (see the module docs).
+pub(super) struct Earlier {
+    /// What the budget may retire, oldest first.
+    pub(super) units: VecDeque<Unit>,
+    /// Empty recordings the loop owns: removed at its start.
+    pub(super) empties: Vec<Unit>,
+    /// The budget lock, held for the recording's life.
+    pub(super) lock: Option<File>,
 }
 
-/// The earlier recordings of `dir` in units the loop may retire, oldest
-/// first (see the module docs). A directory that cannot be listed has
-/// none.
-pub(super) fn earlier_units(dir: &Path) -> VecDeque<Unit> {
+impl Earlier {
+    /// Nothing: a recording that is not a loop.
+    pub(super) fn none() -> Earlier {
+        Earlier {
+            units: VecDeque::new(),
+            empties: Vec::new(),
+            lock: None,
+        }
+    }
+
+    /// For a loop recording by `cfg` in `dir`: takes the budget lock and
+    /// lists the earlier recordings its budget covers. Not a loop:
+    /// nothing.
+    ///
+    /// # Errors
+    /// Another loop holds the directory's budget (`EBUSY`); the lock
+    /// cannot be created (a symlink planted under its name, no
+    /// permission).
+    pub(super) fn list(dir: &Path, cfg: &Config) -> Result<Earlier, Error> {
+        if !cfg.retention.loops() {
+            return Ok(Earlier::none());
+        }
+        let lock = lock_budget(dir)?;
+        let (units, empties) = earlier_units(dir, &cfg.prefix, cfg.retention.scope);
+        Ok(Earlier {
+            units,
+            empties,
+            lock: Some(lock),
+        })
+    }
+
+    /// Bytes on disk of what the budget may retire.
+    pub(super) fn bytes(&self) -> u64 {
+        self.units.iter().map(|u| u.bytes).sum()
+    }
+}
+
+/// Takes the directory's budget lock (see the module docs).
+fn lock_budget(dir: &Path) -> Result<File, Error> {
+    let path = dir.join(BUDGET_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| Error::io("creating the budget lock", &path, e))?;
+    let locked =
+        rtrec_sys::lock_exclusive(&file, false).map_err(|e| Error::io("locking", &path, e))?;
+    if !locked {
+        return Err(Error::Path {
+            message: format!(
+                "another recorder with a disk budget (--keep, --keep-files, --keep-for) is recording in '{}': recorders sharing a directory would each count the other's files against their own bound, so one budget per directory is allowed; give this recorder a directory of its own",
+                dir.display()
+            ),
+            errno: libc::EBUSY,
+        });
+    }
+    Ok(file)
+}
+
+/// True when `base` is a recording name of `prefix`:
+/// `PREFIX-YYYYmmddTHHMMSS.mmmZ`, with `.N` when that name was taken
+/// ([`crate::file::claim_recording_base`]).
+pub(crate) fn named_by(base: &str, prefix: &str) -> bool {
+    let Some(rest) = base.strip_prefix(prefix).and_then(|r| r.strip_prefix('-')) else {
+        return false;
+    };
+    let b = rest.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let stamp = b.len() >= 20
+        && digits(0..8)
+        && b[8] == b'T'
+        && digits(9..15)
+        && b[15] == b'.'
+        && digits(16..19)
+        && b[19] == b'Z';
+    stamp
+        && match rest[20..].strip_prefix('.') {
+            None => rest.len() == 20,
+            Some(n) => !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()),
+        }
+}
+
+/// The earlier recordings of `dir` the budget covers, in units the loop
+/// may retire, oldest first, and the empty ones it owns (see the module
+/// docs). A directory that cannot be listed has none.
+fn earlier_units(dir: &Path, prefix: &str, scope: KeepScope) -> (VecDeque<Unit>, Vec<Unit>) {
     let mut groups: HashMap<u64, Vec<Found>> = HashMap::new();
     for f in earlier_files(dir) {
         groups.entry(f.header.recording_id).or_default().push(f);
@@ -72,14 +197,61 @@ pub(super) fn earlier_units(dir: &Path) -> VecDeque<Unit> {
         )
     });
     let mut out = VecDeque::new();
+    let mut empties = Vec::new();
     for g in groups {
-        if g[0].header.flags & FLAG_LOOP != 0 {
-            out.extend(g.into_iter().map(|f| unit(vec![f])));
+        let name = base_of(&g[0].path);
+        let looped = g[0].header.flags & FLAG_LOOP != 0;
+        let own = looped && named_by(&name, prefix);
+        if !own && scope == KeepScope::Own {
+            continue;
+        }
+        if own && g.len() == 1 && is_empty(&g[0]) {
+            empties.push(unit(g, name, own));
+        } else if looped {
+            out.extend(g.into_iter().map(|f| unit(vec![f], name.clone(), own)));
         } else {
-            out.push_back(unit(g));
+            out.push_back(unit(g, name, own));
         }
     }
-    out
+    (out, empties)
+}
+
+/// One earlier file, as its header and metadata say.
+struct Found {
+    path: PathBuf,
+    header: FileHeader,
+    bytes: u64,
+    wall_ns: u64,
+}
+
+/// The recording name of file `path` (`BASE-NNNN.rtr` gives `BASE`).
+fn base_of(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    stem.rsplit_once('-')
+        .map_or(stem, |(base, _)| base)
+        .to_string()
+}
+
+/// True when the finished file `f` (the first of its recording) holds
+/// nothing but its end frame (and a loop's claim): no record, no loss.
+fn is_empty(f: &Found) -> bool {
+    let Some(len) = f.header.finished_len() else {
+        return false;
+    };
+    if f.header.index != 0 || len > EMPTY_MAX_LEN {
+        return false;
+    }
+    let Ok(bytes) = std::fs::read(&f.path) else {
+        return false;
+    };
+    if (bytes.len() as u64) < len || len < HEADER_LEN as u64 {
+        return false;
+    }
+    let mut only_end = true;
+    let (_, end) = crate::reader::walk_frames(&bytes, &f.header, |_, h, _| {
+        only_end &= matches!(h.kind, FrameKind::End | FrameKind::Retired);
+    });
+    only_end && end == crate::reader::WalkEnd::EndFrame
 }
 
 /// The framed files of `dir` that no claim names, whose header decodes
@@ -129,12 +301,41 @@ fn read_header(path: &Path) -> Option<(FileHeader, std::fs::Metadata)> {
     Some((crate::reader::read_header(&f).ok()?.ok()?, meta))
 }
 
-/// `found` as one unit.
-fn unit(found: Vec<Found>) -> Unit {
+/// `found` as one unit of recording `name`.
+fn unit(found: Vec<Found>, name: String, own: bool) -> Unit {
     let bytes: u64 = found.iter().map(|f| f.bytes).sum();
     Unit {
         newest_wall_ns: found.iter().map(|f| f.wall_ns).max().unwrap_or(0),
         bytes,
         files: found.into_iter().map(|f| f.path).collect(),
+        name,
+        own,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recording_name_of_the_prefix_is_the_prefix_a_stamp_and_a_suffix() {
+        assert!(named_by("rec-20261206T172823.312Z", "rec"));
+        assert!(named_by("rec-20261206T172823.312Z.3", "rec"));
+        assert!(named_by("cam-a-20261206T172823.312Z", "cam-a"));
+        // Another prefix that starts with this one, or a hand-made name.
+        assert!(!named_by("rec-x-20261206T172823.312Z", "rec"));
+        assert!(!named_by("important-20261206T172823.312Z", "rec"));
+        assert!(!named_by("rec-20261206T172823.312Z.", "rec"));
+        assert!(!named_by("rec-20261206T172823.312Zx", "rec"));
+        assert!(!named_by("rec-2026", "rec"));
+        assert!(!named_by("record-20261206T172823.312Z", "rec"));
+    }
+
+    #[test]
+    fn the_name_of_a_file_is_its_recording_base() {
+        assert_eq!(
+            base_of(Path::new("/d/rec-20261206T172823.312Z.2-0036.rtr")),
+            "rec-20261206T172823.312Z.2"
+        );
     }
 }

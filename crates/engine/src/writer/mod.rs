@@ -96,6 +96,7 @@ mod report;
 mod retire;
 mod rotation;
 
+use earlier::Earlier;
 use ledger::Ledger;
 use losses::Losses;
 use pack::{Pack, Sealed};
@@ -135,6 +136,8 @@ pub(crate) struct Writer {
     ledger: Ledger,
     /// The loop's budget and the flight recorder's event limit.
     retire: Retire,
+    /// What the recording says once, at its start ([`Writer::start_notes`]).
+    start_notes: Vec<String>,
 }
 
 /// The file of the current file, if one is open.
@@ -157,7 +160,17 @@ impl Writer {
             files: Vec::with_capacity(16),
             ..WriterReport::default()
         };
-        let choice = rotation::choose_files(dir, &mut cfg, &mut report)?;
+        // A loop: the directory's budget lock and what its budget owns,
+        // before the sizing, which counts what it will retire as free.
+        let earlier = Earlier::list(dir, &cfg)?;
+        let choice = rotation::choose_files(dir, &mut cfg, &mut report, earlier.bytes())?;
+        let mut start_notes = Vec::new();
+        if let Some(clamped) =
+            retire::fit_to_card(dir, &mut cfg, earlier.bytes(), choice.pool.as_ref())?
+        {
+            report.warnings.push(clamped.clone());
+            start_notes.push(clamped);
+        }
         rotation::sync_parent(dir, &mut report);
         let opened = backend::open(&cfg)
             .map_err(|e| Error::io("allocating the write back-end's buffers for", dir, e))?;
@@ -167,7 +180,10 @@ impl Writer {
         cfg.io = io.io();
         let mut flusher = start_flusher(dir, &cfg, io.as_ref(), &live)?;
         report.warnings.extend(flusher.take_warnings());
-        let retire = Retire::new(&cfg, dir, choice.pool.clone());
+        let mut retire = Retire::new(&cfg, earlier, choice.pool.clone());
+        // What the budget retires at the start leaves now, before the
+        // first file takes its room.
+        start_notes.extend(retire.start());
         let mut files = Rotation::new(dir, &cfg, choice.pool)?;
         files.set_own_size(choice.own_size);
         let mut w = Writer {
@@ -186,6 +202,7 @@ impl Writer {
             pack: Pack::new(cfg.framing),
             ledger: Ledger::new(io),
             cfg,
+            start_notes,
         };
         if w.cfg.flight.is_none() {
             if let Err(e) = w.next_file().and_then(|f| w.install(f)) {
@@ -202,6 +219,18 @@ impl Writer {
     /// The files' size, as [`rotation::choose_files`] chose it.
     pub(crate) fn file_size(&self) -> u64 {
         self.cfg.file_size
+    }
+
+    /// The loop's budget as fitted to the card ([`retire::fit_to_card`]).
+    pub(crate) fn retention(&self) -> &crate::config::Retention {
+        &self.cfg.retention
+    }
+
+    /// The sentences the recording says at its start: a budget clamped to
+    /// the card, recordings retired that the loop does not own (also in
+    /// the summary's warnings).
+    pub(crate) fn start_notes(&self) -> &[String] {
+        &self.start_notes
     }
 
     /// The recording's name (files are `BASE-NNNN.rtr`, events `BASE-evNNNNN-NNNN.rtr`).
@@ -851,9 +880,12 @@ impl Writer {
         // No durable mark after the final header (the flusher may be about
         // to write one).
         self.flusher.closing();
+        let whole = self
+            .files
+            .keeps_whole(self.retire.loops(), self.cfg.file_size);
         self.ledger
             .stop(&cur.file)
-            .and_then(|()| file::close(&mut cur, self.cfg.framing))
+            .and_then(|()| file::close(&mut cur, self.cfg.framing, whole))
             .map_err(|e| {
                 let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
                 self.fail(f)
@@ -890,6 +922,16 @@ impl Writer {
         self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
         self.report.retired = self.retire.finish();
+        let others = &self.report.retired.others;
+        if !others.is_empty() {
+            // Said where a person looks: the summary's warnings, the C
+            // library's log callback.
+            self.report.warnings.push(format!(
+                "the disk budget (--keep-scope dir) retired {} recording(s) this loop does not own: {}",
+                others.len(),
+                others.join(", ")
+            ));
+        }
         self.report.io_resubmitted = self.ledger.resubmitted();
         self.files.finish_pool(&self.cfg, &mut self.report);
         if self.cfg.framing == Framing::Raw {

@@ -62,6 +62,14 @@ pub struct RetireStats {
     pub earlier_files: u64,
     /// Bytes those files took on disk.
     pub earlier_bytes: u64,
+    /// Empty recordings the loop owned (no record, no loss: restarts
+    /// whose source ended at once), removed when it started.
+    #[serde(default)]
+    pub empty_recordings: u64,
+    /// The recordings retired (whole or in part) that the loop does not
+    /// own, by name: only with `--keep-scope dir` ([`crate::KeepScope`]).
+    #[serde(default)]
+    pub others: Vec<String>,
 }
 
 /// What the writer did; merged into the recorder's summary.

@@ -49,10 +49,13 @@ use std::thread::JoinHandle;
 use rtrec_sys as sys;
 
 use crate::config::{Alloc, Config, Retention};
+use crate::error::Error;
 use crate::format::RetiredPayload;
 use crate::pool::Pool;
+use crate::sizing;
+use rtrec_units::format_size;
 
-use super::earlier::{earlier_units, Unit};
+use super::earlier::{Earlier, Unit};
 use super::report::RetireStats;
 
 /// A finished file of the loop, until it is retired.
@@ -80,8 +83,12 @@ pub(super) struct Retire {
     claim: RetiredPayload,
     /// Flight recorder: each kept event's files, oldest event first.
     events: VecDeque<Vec<PathBuf>>,
-    /// The directory's earlier recordings, oldest first (a loop's only).
+    /// The directory's earlier recordings the budget covers, oldest first
+    /// (a loop's only).
     earlier: VecDeque<Unit>,
+    /// The directory's budget lock (`super::earlier`), held while the
+    /// loop records.
+    _budget_lock: Option<std::fs::File>,
     /// Their bytes on disk.
     earlier_bytes: u64,
     /// The loop's file size: what each of its finished files counts.
@@ -93,15 +100,21 @@ pub(super) struct Retire {
     pending_own: usize,
     stats: RetireStats,
     thread: Option<Retirer>,
+    /// The pool retired files are recycled into (for [`Retire::start`]).
+    pool: Option<Pool>,
+    /// The files of the empty recordings the loop owns, removed at
+    /// [`Retire::start`].
+    empties: Vec<PathBuf>,
 }
 
 impl Retire {
-    /// The retirement of a recording by `cfg` (its file size settled) in
-    /// `dir`; `pool`: the pool a retired file may be recycled into. The
-    /// thread starts only when a limit is set. A loop lists the
-    /// directory's earlier recordings here and decides at once which of
-    /// them leave ([`Retire::hand_over`] hands them over).
-    pub(super) fn new(cfg: &Config, dir: &std::path::Path, pool: Option<Pool>) -> Retire {
+    /// The retirement of a recording by `cfg` (its file size settled and
+    /// its budget fitted to the card); `earlier`: the directory's earlier
+    /// recordings its budget covers ([`Earlier::list`]); `pool`: the pool
+    /// a retired file may be recycled into. The thread starts only when a
+    /// limit is set. A loop decides here which earlier recordings leave
+    /// and [`Retire::start`] retires them before its first file.
+    pub(super) fn new(cfg: &Config, earlier: Earlier, pool: Option<Pool>) -> Retire {
         let rules = cfg.retention.clone();
         let kept = rules.kept_files(cfg.file_size);
         let on = rules.loops() || rules.keep_events > 0;
@@ -112,14 +125,21 @@ impl Retire {
             0
         };
         let pool = pool.filter(|_| cfg.alloc == Alloc::Pool);
-        let earlier = if rules.loops() {
-            earlier_units(dir)
-        } else {
-            VecDeque::new()
+        let Earlier {
+            units,
+            empties,
+            lock,
+        } = earlier;
+        let stats = RetireStats {
+            empty_recordings: empties.len() as u64,
+            ..RetireStats::default()
         };
         let mut r = Retire {
-            earlier_bytes: earlier.iter().map(|u| u.bytes).sum(),
-            earlier,
+            earlier_bytes: units.iter().map(|u| u.bytes).sum(),
+            earlier: units,
+            _budget_lock: lock,
+            empties: empties.into_iter().flat_map(|u| u.files).collect(),
+            pool: pool.clone(),
             file_size: cfg.file_size.max(1),
             pending_own: 0,
             kept,
@@ -128,7 +148,7 @@ impl Retire {
             claim: RetiredPayload::default(),
             events: VecDeque::with_capacity(rules.keep_events as usize),
             pending: Vec::with_capacity(room),
-            stats: RetireStats::default(),
+            stats,
             thread: on.then(|| Retirer::start(pool, room)),
             rules,
         };
@@ -157,8 +177,44 @@ impl Retire {
             self.earlier_bytes -= u.bytes;
             self.stats.earlier_files += u.files.len() as u64;
             self.stats.earlier_bytes += u.bytes;
+            if !u.own && self.stats.others.last() != Some(&u.name) {
+                self.stats.others.push(u.name);
+            }
             self.pending.extend(u.files);
         }
+    }
+
+    /// Before the recording's first file (no record is taken yet, so on
+    /// the creating thread): removes the empty recordings the loop owns,
+    /// and retires the earlier recordings decided in [`Retire::new`] at
+    /// once — recycled into the pool while it is below its target, else
+    /// deleted — so the room they took is free for the first file (issue
+    /// 42, finding 6: after a kill on a full card the first file did not
+    /// fit although the budget would have retired what filled it).
+    /// Returns what it retired, for the recording's warnings: the
+    /// sentences that name every recording the loop does not own.
+    pub(super) fn start(&mut self) -> Vec<String> {
+        for p in std::mem::take(&mut self.empties) {
+            let _ = std::fs::remove_file(&p);
+        }
+        for p in self.pending.drain(..) {
+            let recycled = self
+                .pool
+                .as_ref()
+                .is_some_and(|pool| pool.recycle_below_target(&p).unwrap_or(false));
+            if !recycled {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+        let mut notes = Vec::new();
+        if !self.stats.others.is_empty() {
+            notes.push(format!(
+                "the disk budget (--keep-scope dir) retired {} recording(s) this loop does not own: {}",
+                self.stats.others.len(),
+                self.stats.others.join(", ")
+            ));
+        }
+        notes
     }
 
     /// True for a loop recording (its files after the first open with the
@@ -283,6 +339,75 @@ impl Retire {
             self.stats.deleted = deleted;
         }
         self.stats.clone()
+    }
+}
+
+/// Fits a loop's budget to its card ([`sizing::fit_budget`]): the room
+/// is the free space of `dir`, plus `retirable` (what the budget may
+/// retire), plus the ready files of `pool`; the bound counts the file
+/// being written and the pool's target as spares. A budget whose bound
+/// does not fit is clamped to the kept count that does, in `cfg`, and the
+/// sentence that says so is returned (said at the start, and in the
+/// summary's warnings); not a loop, or an age limit alone: nothing.
+///
+/// # Errors
+/// Not even one finished file fits beside the file being written and the
+/// pool's spares: one sentence naming `--file-size` and `--pool-files`.
+pub(super) fn fit_to_card(
+    dir: &std::path::Path,
+    cfg: &mut Config,
+    retirable: u64,
+    pool: Option<&Pool>,
+) -> Result<Option<String>, Error> {
+    let Some(kept) = cfg.retention.kept_files(cfg.file_size) else {
+        return Ok(None);
+    };
+    let free = std::fs::File::open(dir)
+        .and_then(|d| sys::available_bytes(&d))
+        .map_err(|e| Error::io("reading the free space of", dir, e))?;
+    let (spares, ready) = match pool.filter(|_| cfg.alloc == Alloc::Pool) {
+        Some(p) => (
+            u64::from(p.target_files()),
+            p.ready().map_or(0, |r| r.len() as u64) * p.file_size(),
+        ),
+        None => (0, 0),
+    };
+    let room = free.saturating_add(retirable).saturating_add(ready);
+    let size = |b: u64| format_size(b);
+    let fs = cfg.file_size;
+    let budget = match (cfg.retention.keep_bytes, cfg.retention.keep_files) {
+        (0, n) => format!("--keep-files {n}"),
+        (b, 0) => format!("--keep {}", size(b)),
+        (b, n) => format!("--keep {} --keep-files {n}", size(b)),
+    };
+    let room_words = format!(
+        "{} ({} free, {} this loop may retire, {} of ready pool files)",
+        size(room),
+        size(free),
+        size(retirable),
+        size(ready)
+    );
+    match sizing::fit_budget(kept, fs, spares, room) {
+        sizing::BudgetFit::Fits => Ok(None),
+        sizing::BudgetFit::TooSmall => Err(Error::Usage(format!(
+            "'{}' holds {room_words}: too little for a loop of files of {} (one finished file, the file being written and the pool's {spares} spare file(s)); give a smaller --file-size or --pool-files",
+            dir.display(),
+            size(fs)
+        ))),
+        sizing::BudgetFit::Clamped(most) => {
+            if cfg.retention.keep_bytes > 0 {
+                cfg.retention.keep_bytes = most * fs;
+            }
+            if cfg.retention.keep_files > 0 {
+                cfg.retention.keep_files = cfg.retention.keep_files.min(most as u32);
+            }
+            Ok(Some(format!(
+                "the disk budget ({budget}) is more than '{}' holds, {room_words}: it is clamped to {most} file(s) of {} ({}), so that with the file being written and the pool's {spares} spare file(s) the card never fills",
+                dir.display(),
+                size(fs),
+                size(most * fs)
+            )))
+        }
     }
 }
 

@@ -139,6 +139,20 @@ impl Rotation {
         )
     }
 
+    /// True when a closed file of `size` bytes keeps its whole size (its
+    /// tail not truncated at the switch): a loop's (`loops`) file of its
+    /// own of the pool's size, so that the loop's retirement can recycle
+    /// it into the pool and a later switch takes it. Truncated at the
+    /// switch, no retired file had the pool's size, none was recycled, and
+    /// the loop called `fallocate` at every switch beside an empty pool
+    /// (issue 42, finding 8: "pool: 0 taken, 241 fallbacks"). Its header
+    /// keeps `POOLED` clear (it did not come from the pool); its valid
+    /// length counts, and the last files' tails are given back at the end
+    /// ([`crate::pool::give_back_tails`]) or by `rtrec recover`.
+    pub(super) fn keeps_whole(&self, loops: bool, size: u64) -> bool {
+        loops && self.pool.as_ref().is_some_and(|p| p.file_size() == size)
+    }
+
     /// The pool had no file ready: a file of our own, when the empty
     /// policy says so or it costs the recording nothing — its first file
     /// (taken before the first record, so `fallocate` there is idle time
@@ -270,15 +284,17 @@ impl FileChoice {
 }
 
 /// [`Writer::create`](super::Writer::create)'s sizing step, by
-/// [`crate::sizing`]'s rule: opens the pool (with `--alloc pool`) and
+/// [`crate::sizing`]'s rule (`retirable`: what a loop's budget retires
+/// before its first file, counted as free space): opens the pool (with `--alloc pool`) and
 /// moves back a recording a crash left in it; then, by how the file size
 /// was settled ([`Config::file_size_basis`]):
 /// - given: the pool takes it (a pool of another size is resized);
 /// - open-ended default: the pool's size when it stands
 ///   ([`Pool::size_stands`]), else the default fitted to the free space
 ///   ([`sizing::open_ended_file_size`]), which the pool then takes;
-/// - known length: the pool's files when one is ready and large enough,
-///   else files of its own; the pool is never created or resized.
+/// - known length: the pool's files when the ready ones hold the whole
+///   need (one after another when it is larger than one), else a file of
+///   its own of exactly the need; the pool is never created or resized.
 ///
 /// `cfg.file_size` becomes the files' size; what was chosen and why goes
 /// to `report.file_sizing`, warnings to `report`. Nothing is prepared: a
@@ -291,6 +307,7 @@ pub(super) fn choose_files(
     dir: &Path,
     cfg: &mut Config,
     report: &mut WriterReport,
+    retirable: u64,
 ) -> Result<FileChoice, Error> {
     let existing = match cfg.alloc {
         Alloc::Pool => Pool::open(dir)?,
@@ -311,8 +328,10 @@ pub(super) fn choose_files(
             let sizing = given(SizeFrom::FileSize);
             (pool_of(dir, cfg, &sizing, report)?, sizing)
         }
-        (Alloc::Pool, FileSizeBasis::OpenEnded) => open_ended_in_pool(dir, existing, cfg, report)?,
-        (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir)?),
+        (Alloc::Pool, FileSizeBasis::OpenEnded) => {
+            open_ended_in_pool(dir, existing, cfg, report, retirable)?
+        }
+        (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir, retirable)?),
         (_, FileSizeBasis::Known) => (FileChoice::own(), given(SizeFrom::KnownLength)),
         (_, FileSizeBasis::Given) => (FileChoice::own(), given(SizeFrom::FileSize)),
     };
@@ -354,11 +373,15 @@ fn recover_pool(p: &Pool, report: &mut WriterReport) -> Result<(), Error> {
     Ok(())
 }
 
-/// The open-ended default fitted to the free space of `dir`.
-fn fitted(dir: &Path) -> Result<FileSizing, Error> {
+/// The open-ended default fitted to the free space of `dir`, counted with
+/// `retirable`: the bytes a loop's budget retires before its first file
+/// (issue 42, finding 6: after a kill on a full card the rule refused at
+/// every start, although the budget would have freed the room).
+fn fitted(dir: &Path, retirable: u64) -> Result<FileSizing, Error> {
     let free = File::open(dir)
         .and_then(|d| sys::available_bytes(&d))
-        .map_err(|e| Error::io("reading the free space of", dir, e))?;
+        .map_err(|e| Error::io("reading the free space of", dir, e))?
+        .saturating_add(retirable);
     sizing::open_ended_file_size(free).map_err(|n| Error::NoRoomForDefault {
         dir: dir.to_path_buf(),
         free_bytes: n.free_bytes,
@@ -393,19 +416,26 @@ fn open_ended_in_pool(
     existing: Option<Pool>,
     cfg: &Config,
     report: &mut WriterReport,
+    retirable: u64,
 ) -> Result<(FileChoice, FileSizing), Error> {
     if let Some(p) = existing {
         if p.size_stands()? {
             return Ok(pooled(p, None));
         }
     }
-    let sizing = fitted(dir)?;
+    let sizing = fitted(dir, retirable)?;
     Ok((pool_of(dir, cfg, &sizing, report)?, sizing))
 }
 
 /// A recording of known length in a pooled directory: the pool's files
-/// when one is ready and holds the whole need, else a file of exactly its
-/// size; the pool is left as it is.
+/// when the ready ones hold its whole need, else one file of exactly its
+/// size; the pool is left as it is (never created, resized or shrunk: a
+/// short recording cannot poison it). A need that one pool file holds
+/// takes one; a longer one takes pool files one after another, switching
+/// between them as an open-ended recording does, rather than `fallocate`
+/// one fresh file of the whole need beside an idle pool (issue 47). A
+/// pool too small for the need (two 64 KiB files for 800 KiB) is left
+/// alone: its files would switch every few records.
 fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, FileSizing), Error> {
     let need = cfg.file_size;
     let own = FileSizing {
@@ -418,10 +448,29 @@ fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, Fil
         return Ok((FileChoice::own(), own));
     };
     let ready = p.ready().map_err(|e| Error::io("listing", p.dir(), e))?;
-    if p.file_size() < need || ready.is_empty() {
+    if (ready.len() as u64) < pool_files_for(cfg, p.file_size()) {
         return Ok((FileChoice::own(), own));
     }
+    if p.file_size() < need {
+        return Ok(pooled(p, None));
+    }
     Ok(pooled(p, Some(need)))
+}
+
+/// How many files of `pool_size` bytes the records of a recording of
+/// known length (`cfg.file_size`: exactly its need) take; at least 1.
+fn pool_files_for(cfg: &Config, pool_size: u64) -> u64 {
+    let stored = cfg.stored_len(cfg.max_record).max(1);
+    let header = format::HEADER_LEN as u64;
+    // The need was rounded up to a page: this may count a few records
+    // more than there are, never fewer.
+    let records = cfg.usable_file_bytes().saturating_sub(header) / stored;
+    let in_pool = Config {
+        file_size: pool_size,
+        ..cfg.clone()
+    };
+    let per_file = (in_pool.usable_file_bytes().saturating_sub(header) / stored).max(1);
+    records.div_ceil(per_file).max(1)
 }
 
 /// The recording takes the files of `p`, of its size (and `own_size`'s
