@@ -119,6 +119,17 @@ fn assert_put_back(h: &rtrec_host::cgroup::Hierarchy, pid: u32, before: &BTreeMa
     assert!(!mounts.contains(&ours), "a mount left behind:\n{mounts}");
 }
 
+/// The S4 cells a run has, from `(all, direct)`: all of them where this
+/// kernel and file system take O_DIRECT (checked as rtrec checks it), else
+/// only the buffered ones.
+fn s4_cells((all, direct): (usize, usize)) -> usize {
+    if features::detect(Feature::ODirect).is_ok() {
+        all
+    } else {
+        all - direct
+    }
+}
+
 #[test]
 fn s3_and_s4_run_briefly_and_put_every_setting_back() {
     if !require_privileged("s3_and_s4_run_briefly_and_put_every_setting_back") {
@@ -173,16 +184,9 @@ fn s3_and_s4_run_briefly_and_put_every_setting_back() {
     // direct) are left out too.
     let bfq = features::detect(Feature::Bfq).is_ok();
     let weighted = features::detect(Feature::BfqCgroup).is_ok();
-    let direct = features::detect(Feature::ODirect).is_ok();
-    let all_cells = if bfq { 18 } else { 8 };
-    let direct_cells = if bfq { 10 } else { 4 };
     assert_eq!(
         cells.len(),
-        if direct {
-            all_cells
-        } else {
-            all_cells - direct_cells
-        },
+        s4_cells(if bfq { (18, 10) } else { (8, 4) }),
         "{s4}"
     );
     let skipped = s4["skipped"].as_array().expect("s4.skipped");
@@ -204,8 +208,9 @@ fn s3_and_s4_run_briefly_and_put_every_setting_back() {
         }
     }
     let iso = s4["isolated"].as_array().expect("RTREC-ISOLATED cases");
+    // Every isolated case has a direct writer.
     let all_iso = if bfq { 6 } else { 2 };
-    assert_eq!(iso.len(), if direct { all_iso } else { 0 }, "{s4}");
+    assert_eq!(iso.len(), s4_cells((all_iso, all_iso)), "{s4}");
     for c in iso {
         assert!(c["error"].is_null(), "{c}");
         assert!(c["write_ns"]["count"].as_u64() > Some(0), "{c}");
@@ -264,16 +269,9 @@ fn s4_with_fio_parses_fios_jobs_in_their_groups_and_puts_every_setting_back() {
     let theirs = fio["cells"].as_array().expect("fio cells");
     // The scheduler × reads/writes × direct/buffered at 2:1, and under bfq
     // 1:4:5 direct; only the buffered ones without O_DIRECT.
-    let direct = features::detect(Feature::ODirect).is_ok();
-    let all_cells = if bfq { 6 } else { 4 };
-    let direct_cells = if bfq { 4 } else { 2 };
     assert_eq!(
         ours.len(),
-        if direct {
-            all_cells
-        } else {
-            all_cells - direct_cells
-        },
+        s4_cells(if bfq { (6, 4) } else { (4, 2) }),
         "{s4}"
     );
     assert_eq!(theirs.len(), ours.len(), "{s4}");
