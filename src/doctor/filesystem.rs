@@ -345,6 +345,13 @@ fn free_space(f: &Facts) -> Finding {
     let dir = &f.checked;
     match fs::File::open(dir).and_then(rtrec_sys::available_bytes) {
         Err(e) => Finding::skip("?", format!("statvfs failed: {e}")),
+        // rtrec_sys::available_bytes's answer for a file system that
+        // reports no capacity (FAT through FUSE).
+        Ok(u64::MAX) => Finding::warn(
+            "unknown",
+            "the file system reports no capacity: rtrec refuses nothing for its size, and a full card ends a recording at its first failed write",
+            format!("check the free space of {} yourself (df shows 0 for such a file system)", dir.display()),
+        ),
         Ok(a) => free_space_of(a, f.planned_bytes, dir),
     }
 }

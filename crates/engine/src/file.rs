@@ -347,20 +347,18 @@ fn allocate_and_name(
         }
         // A pool fallback pre-allocates like S1 does.
         Alloc::Fallocate | Alloc::Pool => {
-            sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?
+            reserve(file, sys::FallocateMode::ExtendSize, size).map_err(enospc)?
         }
         Alloc::FallocateKeepSize => {
-            sys::fallocate(file, sys::FallocateMode::KeepSize, 0, size).map_err(enospc)?
+            reserve(file, sys::FallocateMode::KeepSize, size).map_err(enospc)?
         }
         Alloc::Zero => {
-            sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size).map_err(enospc)?;
-            let zeros = vec![0u8; 1 << 20];
-            let mut off = 0;
-            while off < size {
-                let n = (size - off).min(zeros.len() as u64) as usize;
-                sys::pwrite_all(file, &zeros[..n], off).map_err(enospc)?;
-                off += n as u64;
+            // The zeros below reserve the blocks where fallocate cannot.
+            match sys::fallocate(file, sys::FallocateMode::ExtendSize, 0, size) {
+                Err(e) if !cannot_fallocate(&e) => return Err(enospc(e)),
+                _ => {}
             }
+            write_zeros(file, size).map_err(enospc)?;
             // Commit the written extents now so the recording never waits
             // for their conversion.
             sys::fdatasync(file).map_err(|e| Error::io("zero-filling", tmp, e))?;
@@ -388,6 +386,83 @@ fn allocate_and_name(
     Ok((header, offset))
 }
 
+/// True when `fallocate` failed because the file system cannot
+/// pre-allocate at all (`EOPNOTSUPP`: FAT over FUSE, many FUSE and some
+/// network file systems), not for want of space.
+fn cannot_fallocate(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EOPNOTSUPP)
+}
+
+/// Writes `size` zero bytes from the start of `file`, 1 MiB at a time.
+fn write_zeros(file: &File, size: u64) -> io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while off < size {
+        let n = (size - off).min(zeros.len() as u64) as usize;
+        sys::pwrite_all(file, &zeros[..n], off)?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+/// Reserves the first `size` bytes of `file` with `fallocate(mode)`.
+///
+/// Design choice: where the file system cannot pre-allocate at all
+/// ([`cannot_fallocate`]), zeros are written and synced instead, as glibc's
+/// `posix_fallocate` does, so the recording runs on such a card (a FAT
+/// card through FUSE) rather than refusing it: the blocks are reserved the
+/// only way that file system offers, at the cost of writing them once (a
+/// `--alloc zero` file's cost; Linux's own vfat zero-fills a fallocate
+/// that extends the size too). The file's size then covers the reserve
+/// under `KeepSize` too: a file's header, not its size, says what it holds,
+/// and [`close`] truncates. [`fallocate_note`] says so once per recording.
+fn reserve(file: &File, mode: sys::FallocateMode, size: u64) -> io::Result<()> {
+    match sys::fallocate(file, mode, 0, size) {
+        Err(e) if cannot_fallocate(&e) => {
+            write_zeros(file, size)?;
+            sys::fdatasync(file)
+        }
+        r => r,
+    }
+}
+
+/// File systems whose `fallocate` is known to work (`statfs` magic):
+/// ext4, XFS, btrfs, tmpfs and f2fs. Design choice: on them no probe runs,
+/// so a recording there makes no system call it does not need (the pool's
+/// strace test counts `fallocate`s).
+const FALLOCATES: [i64; 5] = [
+    sys::EXT4_SUPER_MAGIC,
+    0x5846_5342,
+    0x9123_683E,
+    0x0102_1994,
+    0xF2F5_2010,
+];
+
+/// The warning a recording in `dir` gives when its file system cannot
+/// pre-allocate (`fallocate` of a hidden probe file answers `EOPNOTSUPP`;
+/// probed only on file systems not in [`FALLOCATES`]): each file is then
+/// reserved by writing zeros ([`reserve`]). `None` where it can, or where
+/// the probe itself fails (the recording's own steps say why in their own
+/// words).
+pub(crate) fn fallocate_note(dir: &Path) -> Option<String> {
+    let magic = File::open(dir).and_then(sys::fs_magic).ok()?;
+    if FALLOCATES.contains(&magic) {
+        return None;
+    }
+    let probe = dir.join(format!(".rtrec-fallocate-probe-{}.tmp", std::process::id()));
+    let file = sys::create_new(&probe).ok()?;
+    let r = sys::fallocate(&file, sys::FallocateMode::KeepSize, 0, 4096);
+    drop(file);
+    let _ = std::fs::remove_file(&probe);
+    match r {
+        Err(e) if cannot_fallocate(&e) => Some(format!(
+            "'{}' is on a file system that cannot pre-allocate (fallocate: {e}; FAT through FUSE is one): rtrec writes zeros to reserve each file instead, a file's size in writes before it is used; `rtrec pool prepare` beforehand takes that cost off the recording",
+            dir.display()
+        )),
+        _ => None,
+    }
+}
+
 /// Bytes of the append-mode reserve file: room for the loss and end frames
 /// (`RESERVED_BYTES`), the raw sidecar and a directory block, with margin.
 pub(crate) const RESERVE_BYTES: u64 = 256 * 1024;
@@ -400,7 +475,7 @@ pub(crate) fn create_reserve(dir: &Path, base: &str) -> Result<PathBuf, Error> {
     let path = dir.join(format!(".{base}-reserve.tmp"));
     let file = sys::create_new(&path).map_err(|e| Error::io("creating", &path, e))?;
     let avail = sys::available_bytes(&file).unwrap_or(0);
-    if let Err(e) = sys::fallocate(&file, sys::FallocateMode::ExtendSize, 0, RESERVE_BYTES) {
+    if let Err(e) = reserve(&file, sys::FallocateMode::ExtendSize, RESERVE_BYTES) {
         let _ = std::fs::remove_file(&path);
         return Err(if e.raw_os_error() == Some(libc::ENOSPC) {
             Error::NoSpace {
@@ -434,7 +509,13 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing, whole: bool) -> io::Resu
         f.header.flags &= !crate::format::FLAG_OPEN;
         sys::pwrite_all(&*f.file, &f.header.encode(), 0)?;
     }
-    if f.header.flags & crate::format::FLAG_POOLED == 0 && !whole {
+    // Only a file longer than its data is cut: an appended file already
+    // ends there, and some file systems refuse a truncate that changes
+    // nothing (FAT through FUSE answers EPERM, as to one that extends).
+    if f.header.flags & crate::format::FLAG_POOLED == 0
+        && !whole
+        && f.file.metadata()?.len() != f.offset
+    {
         sys::ftruncate(&*f.file, f.offset)?;
     }
     // `fdatasync`, not `fsync`: the header is data and a truncated size is

@@ -87,12 +87,27 @@ pub const CHROMIUM: Tool = Tool {
     command: "chromium",
     package: "chromium",
 };
+/// `mkfs.vfat`: formats the FAT card of the FAT test.
+pub const MKFS_VFAT: Tool = Tool {
+    command: "mkfs.vfat",
+    package: "dosfstools",
+};
+/// `fusefat`: mounts that FAT card through FUSE (this kernel has no vfat).
+pub const FUSEFAT: Tool = Tool {
+    command: "fusefat",
+    package: "fusefat",
+};
+/// `unshare`: gives the FAT test a mount namespace of its own.
+pub const UNSHARE: Tool = Tool {
+    command: "unshare",
+    package: "util-linux",
+};
 
 /// Every program of this module: what the README lists and `.ci/run`
 /// installs.
-pub const ALL: [Tool; 12] = [
+pub const ALL: [Tool; 15] = [
     MKFS_EXT4, E2FSCK, DEBUGFS, MKFS_XFS, MOUNT, LOSETUP, STRACE, FFMPEG, FFPROBE, FIO, SETPRIV,
-    CHROMIUM,
+    CHROMIUM, MKFS_VFAT, FUSEFAT, UNSHARE,
 ];
 
 impl Tool {

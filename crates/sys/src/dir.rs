@@ -230,6 +230,14 @@ impl Dir {
     /// `renameat2(dir, from, to_dir, to, RENAME_NOREPLACE)`: moves a name,
     /// never replacing an existing one. See rename(2).
     ///
+    /// Design choice: a file system without the flag (`EINVAL`: FUSE file
+    /// systems that implement only the old rename, as FAT through FUSE)
+    /// gets a look at `to` (`fstatat`, no symlink followed) and a plain
+    /// `renameat`, as gnulib's `renameatu` does without the flag. The gap
+    /// between the look and the move is open only to a process that
+    /// creates that very name: rtrec's own names are claimed first (a
+    /// recording's name claim, the pool's lock), so no other rtrec does.
+    ///
     /// # Errors
     /// `AlreadyExists` when `to` exists; the errno of `renameat2` otherwise.
     pub fn rename_noreplace(
@@ -238,13 +246,17 @@ impl Dir {
         to_dir: &Dir,
         to: impl AsRef<Path>,
     ) -> io::Result<()> {
-        rustix::fs::renameat_with(
-            &self.fd,
-            from.as_ref(),
-            &to_dir.fd,
-            to.as_ref(),
-            RenameFlags::NOREPLACE,
-        )?;
+        let (from, to) = (from.as_ref(), to.as_ref());
+        match rustix::fs::renameat_with(&self.fd, from, &to_dir.fd, to, RenameFlags::NOREPLACE) {
+            Err(rustix::io::Errno::INVAL) => {}
+            r => return Ok(r?),
+        }
+        match to_dir.stat(to) {
+            Ok(_) => return Err(io::Error::from_raw_os_error(libc::EEXIST)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        rustix::fs::renameat(&self.fd, from, &to_dir.fd, to)?;
         Ok(())
     }
 

@@ -229,10 +229,19 @@ pub fn lock_shared(fd: impl AsFd) -> io::Result<()> {
 /// `fstatvfs(fd)`: bytes available to an unprivileged writer on the
 /// filesystem holding `fd` (`f_bavail * f_frsize`). See statvfs(3).
 ///
+/// Design choice: a file system that reports no capacity at all
+/// (`f_blocks` 0: FUSE file systems without a `statfs`, as FAT through
+/// FUSE) has an unknown free space, answered as `u64::MAX`: nothing is
+/// refused for a size it cannot know, and a full disk is then found by the
+/// writes' own `ENOSPC`, as on any file system.
+///
 /// # Errors
 /// The errno of `fstatvfs`.
 pub fn available_bytes(fd: impl AsFd) -> io::Result<u64> {
     let st = rustix::fs::fstatvfs(fd)?;
+    if st.f_blocks == 0 {
+        return Ok(u64::MAX);
+    }
     Ok(st.f_bavail * st.f_frsize)
 }
 

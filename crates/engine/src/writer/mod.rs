@@ -162,6 +162,9 @@ impl Writer {
         };
         // A loop: the directory's budget lock and what its budget owns,
         // before the sizing, which counts what it will retire as free.
+        // A card that cannot pre-allocate is written with zeros instead
+        // (file::reserve): said once, at the start.
+        report.warnings.extend(file::fallocate_note(dir));
         let earlier = Earlier::list(dir, &cfg)?;
         let choice = rotation::choose_files(dir, &mut cfg, &mut report, earlier.bytes())?;
         let mut start_notes = Vec::new();
