@@ -13,7 +13,7 @@
 //! The seed is fixed (`RTREC_EXACT_SEED` replays another) and printed.
 //! Without python3 and numpy, pandas and mcap the test skips with one line
 //! (and fails under `RTREC_REQUIRE_PRIVILEGED=1`, as CI installs them);
-//! so do polars and DuckDB.
+//! so do polars, DuckDB and jsonschema, after the other readers are checked.
 
 #![cfg(feature = "tables")]
 
@@ -425,7 +425,7 @@ fn every_value_of_random_layouts_reads_back_bit_exact_from_every_export() {
     missing.dedup();
     if !missing.is_empty() {
         tools::skip(
-            "every_value_of_random_layouts_reads_back_bit_exact_from_every_export's polars and DuckDB readers",
+            "every_value_of_random_layouts_reads_back_bit_exact_from_every_export's other readers",
             &format!("{} ({INSTALL})", missing.join("; ")),
         );
     }
