@@ -340,6 +340,12 @@ fn compare(reader: &str, got: &Json, r: &Round) -> Result<(), String> {
         .zip(&r.slots)
         .filter_map(|(s, v)| v.as_ref().map(|v| (s, v)))
         .collect();
+    if let Some(e) = got.get("error") {
+        return Err(format!(
+            "{reader} failed on layout '{}': {e}",
+            r.layout.spec
+        ));
+    }
     let recs = got[0].as_array().ok_or(format!("{reader}: {got}"))?;
     for (i, row) in recs.iter().enumerate() {
         let (seq, vals) = (row[0].as_u64(), &row[1]);
