@@ -392,6 +392,11 @@ def _columns(layout):
 
 _FIXED = ("seq", "wall_ns", "mono_ns", "exact", "lost", "len")
 
+#: rtrec's JSON spellings of the floats JSON numbers cannot hold
+#: (docs/export.md, "Every value as recorded"). NaN comes back as NumPy's
+#: NaN: its sign and payload bits are not kept.
+_NON_FINITE = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
+
 
 def _assemble(cols, seqs, walls, monos, exact, lens, values, gaps, at):
     """The array: the records at their places, the lost rows between."""
@@ -417,7 +422,12 @@ def _assemble(cols, seqs, walls, monos, exact, lens, values, gaps, at):
     for name, data in (("wall_ns", walls), ("mono_ns", monos), ("exact", exact), ("len", lens)):
         out[name][idx] = np.array(data, dtype=out.dtype[name])
     for name, code in cols:
-        out[name][idx] = np.array(values[name], dtype=code)
+        data = values[name]
+        if np.dtype(code).kind == "f":
+            data = [_NON_FINITE.get(v, v) if isinstance(v, str) else v for v in data]
+        # A float32 column: JSON's shortest f32 digits read as the nearest
+        # float64, then rounded to float32: the recorded value (docs/export.md).
+        out[name][idx] = np.array(data, dtype=code)
         if np.dtype(code).kind == "f":
             out[name][lost] = np.nan
         elif np.dtype(code).kind == "O":

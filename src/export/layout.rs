@@ -51,40 +51,110 @@ pub struct Field {
 }
 
 /// A decoded value.
+///
+/// Design choice: **a float keeps its width** (`F32` apart from `F64`), so
+/// it is printed shortest-round-trip for its own width: an f32 `0.1` is
+/// `0.1`, never its widened `0.10000000149011612`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
     /// An unsigned integer.
     U(u64),
     /// A signed integer.
     I(i64),
-    /// A float.
-    F(f64),
+    /// A 32-bit float.
+    F32(f32),
+    /// A 64-bit float.
+    F64(f64),
 }
 
+/// The JSON strings of the floats JSON numbers cannot hold (docs/export.md,
+/// "Every value as recorded"): protobuf's JSON mapping's spellings, which
+/// Python's `float()`, JavaScript's `Number()` and NumPy read back.
+pub const JSON_NON_FINITE: [&str; 3] = ["NaN", "Infinity", "-Infinity"];
+
 impl fmt::Display for Value {
+    /// The CSV cell.
+    ///
+    /// Design choices (docs/export.md, "Every value as recorded"):
+    /// - **Finite floats in Rust's `{:?}` form**: the shortest digits that
+    ///   read back to the same value at the float's own width, with an
+    ///   exponent when the number is very large or small (`1e308`, not 309
+    ///   digits; `5e-324`), and always a `.` or an exponent (`1.0`, `-0.0`),
+    ///   so readers that guess types (polars, DuckDB) take the column as
+    ///   floats even when every value is whole.
+    /// - **`NaN`, `1e999`, `-1e999`**: the spellings pandas, polars, DuckDB
+    ///   and pyarrow all read as floats, whatever row they are in. `1e999`
+    ///   overflows to infinity in every IEEE parser; a word does not work
+    ///   everywhere (polars takes `nan` and `Infinity` for strings, and
+    ///   DuckDB's CSV sniffer takes a column that starts with `inf` for
+    ///   dates, or for text when a number follows).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        match *self {
             Value::U(v) => write!(f, "{v}"),
             Value::I(v) => write!(f, "{v}"),
-            // Rust's shortest round-trip form; what JSON cannot hold
-            // (NaN, infinities) is spelled as Python and pandas read it.
-            Value::F(v) if v.is_finite() => write!(f, "{v}"),
-            Value::F(v) if v.is_nan() => f.write_str("nan"),
-            Value::F(v) => f.write_str(if *v > 0.0 { "inf" } else { "-inf" }),
+            Value::F32(v) if v.is_finite() => write!(f, "{:?}", f32_digits(v)),
+            Value::F64(v) if v.is_finite() => write!(f, "{v:?}"),
+            _ => f.write_str(match self.non_finite() {
+                Some(i) => ["NaN", "1e999", "-1e999"][i],
+                None => unreachable!("finite floats are written above"),
+            }),
         }
     }
 }
 
 impl Value {
-    /// As a JSON value (a non-finite float becomes `null`).
-    pub fn to_json(self) -> serde_json::Value {
-        match self {
-            Value::U(v) => v.into(),
-            Value::I(v) => v.into(),
-            Value::F(v) => {
-                serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into)
-            }
+    /// For a float that is not finite, which: 0 NaN, 1 +inf, 2 -inf.
+    fn non_finite(self) -> Option<usize> {
+        let v = match self {
+            Value::F32(v) => f64::from(v),
+            Value::F64(v) => v,
+            Value::U(_) | Value::I(_) => return None,
+        };
+        if v.is_nan() {
+            Some(0)
+        } else if v.is_infinite() {
+            Some(if v > 0.0 { 1 } else { 2 })
+        } else {
+            None
         }
+    }
+
+    /// As a JSON value: a number, or for a float that is not finite one of
+    /// [`JSON_NON_FINITE`] (never `null`, which would lose which one).
+    ///
+    /// An f32 is written with the digits of [`f32_digits`].
+    pub fn to_json(self) -> serde_json::Value {
+        if let Some(i) = self.non_finite() {
+            return JSON_NON_FINITE[i].into();
+        }
+        let f = match self {
+            Value::U(v) => return v.into(),
+            Value::I(v) => return v.into(),
+            Value::F32(v) => f32_digits(v),
+            Value::F64(v) => v,
+        };
+        serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into)
+    }
+}
+
+/// The f64 whose shortest round-trip digits (Rust's `{:?}`, serde_json's
+/// ryu) are how the f32 `v` is written.
+///
+/// Design choice: **an f32's own shortest digits, unless a reader would
+/// round them twice.** Most readers parse a decimal to f64 and then round
+/// that to f32 (NumPy, pandas, DuckDB and polars, and Python's json), and
+/// for a few f32 values the shortest digits lie so close to the midpoint
+/// between two f32 values that the f64 lands on it and the second rounding
+/// goes the other way (`7.038531e-26` is the f32 `0x15ae43fd`, but via f64
+/// it becomes `0x15ae43fe`). Those values are written with the digits of
+/// the f32 widened to f64 (17 digits at most), which read back exactly
+/// both ways; every other f32 keeps its shortest digits (`0.1`, not the
+/// widened `0.10000000149011612`).
+pub fn f32_digits(v: f32) -> f64 {
+    let short = format!("{v:?}");
+    match short.parse::<f64>() {
+        Ok(d) if d as f32 == v && short.parse::<f32>() == Ok(v) => d,
+        _ => f64::from(v),
     }
 }
 
@@ -193,8 +263,8 @@ impl Layout {
                     let shift = 64 - 8 * n as u32;
                     Value::I(((u << shift) as i64) >> shift)
                 }
-                Kind::F(4) => Value::F(f32::from_bits(u as u32) as f64),
-                Kind::F(_) => Value::F(f64::from_bits(u)),
+                Kind::F(4) => Value::F32(f32::from_bits(u as u32)),
+                Kind::F(_) => Value::F64(f64::from_bits(u)),
             });
         }
         Ok(())
@@ -319,7 +389,7 @@ mod tests {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         named.decode(&rec, &mut a).unwrap();
         code.decode(&rec, &mut b).unwrap();
-        assert_eq!(a, vec![Value::U(7), Value::F(1.5), Value::F(-2.25)]);
+        assert_eq!(a, vec![Value::U(7), Value::F32(1.5), Value::F32(-2.25)]);
         assert_eq!(a, b);
         let cols: Vec<&str> = code.columns().map(|f| f.name.as_str()).collect();
         assert_eq!(cols, ["f0", "f1", "f2"]);
@@ -336,7 +406,10 @@ mod tests {
         rec.extend_from_slice(&1e-3f64.to_be_bytes());
         let mut v = Vec::new();
         l.decode(&rec, &mut v).unwrap();
-        assert_eq!(v, vec![Value::I(-3), Value::U(0x0102_0304), Value::F(1e-3)]);
+        assert_eq!(
+            v,
+            vec![Value::I(-3), Value::U(0x0102_0304), Value::F64(1e-3)]
+        );
         let l = Layout::parse("!2hx2B").unwrap();
         assert_eq!(l.size(), 7);
         l.decode(&[0xff, 0xfe, 0, 1, 9, 200, 3], &mut v).unwrap();
@@ -373,5 +446,41 @@ mod tests {
         let l = Layout::parse("t:u32").unwrap();
         let e = l.decode(&[1, 2, 3], &mut Vec::new()).unwrap_err();
         assert_eq!(e, "is 3 bytes, but the layout 't:u32' is 4 bytes");
+    }
+
+    #[test]
+    fn floats_are_written_shortest_for_their_width_and_non_finite_by_name() {
+        let csv = |v: Value| v.to_string();
+        let json = |v: Value| v.to_json().to_string();
+        assert_eq!(csv(Value::F32(0.1)), "0.1");
+        assert_eq!(json(Value::F32(0.1)), "0.1");
+        assert_eq!(csv(Value::F64(1e308)), "1e308");
+        assert_eq!(json(Value::F64(1e308)), "1e+308");
+        assert_eq!(csv(Value::F64(-0.0)), "-0.0");
+        assert_eq!(json(Value::F32(-0.0)), "-0.0");
+        assert_eq!(csv(Value::F64(5e-324)), "5e-324");
+        assert_eq!(csv(Value::F32(3.0)), "3.0");
+        // Shortest digits a reader would round twice: the widened f64's.
+        let twice = Value::F32(f32::from_bits(0x15ae_43fd));
+        assert_eq!(csv(twice), "7.038530691851209e-26");
+        assert_eq!(json(twice), "7.038530691851209e-26");
+        assert_eq!(
+            "7.038530691851209e-26".parse::<f64>().unwrap() as f32,
+            f32::from_bits(0x15ae_43fd)
+        );
+        for (v, c, j) in [
+            (f64::NAN, "NaN", "\"NaN\""),
+            (f64::INFINITY, "1e999", "\"Infinity\""),
+            (f64::NEG_INFINITY, "-1e999", "\"-Infinity\""),
+        ] {
+            assert_eq!(
+                (csv(Value::F64(v)), json(Value::F64(v))),
+                (c.into(), j.into())
+            );
+            let w = Value::F32(v as f32);
+            assert_eq!((csv(w), json(w)), (c.into(), j.into()));
+        }
+        assert_eq!(json(Value::U(u64::MAX)), "18446744073709551615");
+        assert_eq!(csv(Value::I(i64::MIN)), "-9223372036854775808");
     }
 }

@@ -7,9 +7,9 @@
 //!   shows it): one message per record. `log_time` is its wall time (ns
 //!   since the epoch, the file header's mapping of the monotonic clock),
 //!   `sequence` its sequence number. With `--layout` a message is a JSON
-//!   object (`seq`, `mono_ns`, `exact` and the layout's fields) under a
-//!   JSON Schema that types each field `integer` or `number`, so Foxglove
-//!   plots them; without, it is the record's bytes
+//!   object (`seq`, `mono_ns`, `exact` and the layout's fields, floats
+//!   shortest-round-trip for their width) under a JSON Schema that types
+//!   each field `integer` or `number`, so Foxglove plots them; without, it is the record's bytes
 //!   (`application/octet-stream`, no schema), which Foxglove lists but
 //!   cannot plot.
 //! - **Channel `/rtrec/<recording id>/gaps`**: one JSON message per gap
@@ -21,6 +21,14 @@
 //!   the records, the gaps and the records in them, the layout.
 //!
 //! Design choices:
+//! - **A float that is not finite** is the JSON string `"NaN"`,
+//!   `"Infinity"` or `"-Infinity"` (the tables' JSON convention, never
+//!   `null`, which would lose which one). Its schema property is
+//!   `{"$ref": "#/definitions/float", "type": "number"}` in a draft-07
+//!   schema: a draft-07 validator ignores a `$ref`'s siblings and checks
+//!   the definition (a number, or one of the three strings), while
+//!   Foxglove's schema reader, which looks at `type` only and refuses a
+//!   `oneOf` that is not an enum of numbers, still sees a number it plots.
 //! - **`publish_time` is the wall time too**, not the monotonic time: MCAP
 //!   readers take both as one clock; a layout's JSON carries `mono_ns`.
 //! - **MCAP's `sequence` is 32 bits**: it is the sequence number modulo
@@ -45,7 +53,7 @@ use ::mcap::write::NoSeek;
 use ::mcap::{McapError, WriteOptions, Writer};
 use serde_json::{json, Map, Value as Json};
 
-use super::layout::{Kind, Layout, Value};
+use super::layout::{Kind, Layout, Value, JSON_NON_FINITE};
 use super::part::Part;
 use super::rows::{walk, Item, Walked};
 use super::table::{decode, refuse_fixed_names};
@@ -214,19 +222,32 @@ fn record_schema(l: &Layout) -> Json {
         json!({"type": "boolean", "description": "false: the time is interpolated within a packed frame"}),
     );
     for f in l.columns() {
-        let (ty, what) = match f.kind {
-            Kind::F(n) => ("number", format!("f{} (null when not finite)", 8 * n)),
-            Kind::I(n) => ("integer", format!("i{}", 8 * n)),
-            Kind::U(n) | Kind::Pad(n) => ("integer", format!("u{}", 8 * n)),
+        let prop = match f.kind {
+            // See the module docs, "a float that is not finite".
+            Kind::F(n) => json!({
+                "$ref": "#/definitions/float",
+                "type": "number",
+                "description": format!("f{} (\"NaN\", \"Infinity\" or \"-Infinity\" when not finite)", 8 * n),
+            }),
+            Kind::I(n) => json!({"type": "integer", "description": format!("i{}", 8 * n)}),
+            Kind::U(n) | Kind::Pad(n) => {
+                json!({"type": "integer", "description": format!("u{}", 8 * n)})
+            }
         };
-        props.insert(f.name.clone(), json!({"type": ty, "description": what}));
+        props.insert(f.name.clone(), prop);
     }
     let required: Vec<String> = props.keys().cloned().collect();
     json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
         "title": format!("rtrec record, layout '{}'", l.spec),
         "type": "object",
         "properties": props,
         "required": required,
+        "definitions": {
+            "float": {
+                "oneOf": [{"type": "number"}, {"enum": JSON_NON_FINITE}],
+            },
+        },
     })
 }
 

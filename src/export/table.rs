@@ -17,6 +17,11 @@
 //!   recording of lines; a record that is not UTF-8 is refused in one
 //!   sentence, never altered), `hex` (the default otherwise: readable in a
 //!   spreadsheet, `bytes.fromhex` in Python), or `base64` (a third smaller).
+//! - **Every value as recorded**: a layout's floats are written
+//!   shortest-round-trip for their width, and those that are not finite
+//!   in spellings every common reader takes (`NaN`, `1e999`, `-1e999` in
+//!   CSV; the strings `"NaN"`, `"Infinity"`, `"-Infinity"` in JSON): see
+//!   [`Value`]'s `Display` and [`Value::to_json`], and docs/export.md.
 //! - **CSV quoting** is RFC 4180's (a field with a comma, quote or line
 //!   end is quoted, quotes doubled), written here: the fields are numbers,
 //!   times, hex, base64 and at most one text column, which does not need a

@@ -70,6 +70,18 @@ impl Rng {
         Rng(seed)
     }
 
+    /// Seeded from `var` when set, else from `seed`: a deterministic test
+    /// that can still be replayed with another seed.
+    pub fn from_env_or(var: &str, seed: u64) -> Rng {
+        let seed = std::env::var(var)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(seed)
+            | 1;
+        eprintln!("seed: {var}={seed}");
+        Rng(seed)
+    }
+
     /// A number below `n`.
     pub fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 >> 12;

@@ -1,0 +1,183 @@
+"""Reads one recording's exports back the way docs/export.md tells people
+to, for tests/export_exact.rs: CSV with pandas (the documented dtype
+recipe), polars and DuckDB; JSON lines with Python's json and the
+documented non-finite spellings; MCAP with MCAP's Python reader (each
+message checked against its channel's own JSON Schema); and the rtrec
+package's to_numpy and to_pandas.
+
+Usage: export_exact_read.py CASES.json, a list of cases. A case names the export files, the
+layout (spec and columns with their NumPy types) and the recording.
+Prints a JSON list, an object per case: for each reader, its records as
+``[seq, [value, ...]]`` and its gaps as ``[first_seq, count]``, every value
+in the canonical text the Rust test also makes from the recorded bytes: an
+integer in decimal, a float as its bits in hex at its width, NaN as "nan"
+(NaN payload and sign bits are not kept, docs/export.md).
+"""
+
+import json
+import sys
+
+import numpy as np
+
+# docs/export.md, "Every value as recorded": the JSON spellings.
+NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+# docs/export.md: the pandas dtype of each layout type (nullable integers,
+# so gap rows leave integers integers; floats at their own width).
+PANDAS = {"u1": "UInt8", "u2": "UInt16", "u4": "UInt32", "u8": "UInt64",
+          "i1": "Int8", "i2": "Int16", "i4": "Int32", "i8": "Int64",
+          "f4": "float32", "f8": "float64"}
+FIXED_DTYPES = {"seq": "UInt64", "mono_ns": "UInt64", "len": "UInt32",
+                "count": "UInt64", "exact": "boolean"}
+
+
+def canon(value, code):
+    """The canonical text of one value read as NumPy type ``code``."""
+    if code[0] == "f":
+        v = np.array([value], dtype="f8").astype(code)[0]
+        if np.isnan(v):
+            return "nan"
+        width = int(code[1:]) * 8
+        bits = np.array([v], dtype=code).view(f"u{code[1:]}")[0]
+        return f"{int(bits):0{width // 4}x}"
+    return str(int(value))
+
+
+def json_value(value, code):
+    """A JSON field's value as rtrec writes it (a number, or a string for a
+    float that is not finite)."""
+    if isinstance(value, str):
+        if code[0] != "f":
+            raise ValueError(f"string {value!r} in an integer column")
+        return NON_FINITE[value]
+    return value
+
+
+def from_json_rows(rows, cols):
+    recs, gaps = [], []
+    for row in rows:
+        if row.get("kind", "record") == "gap":
+            gaps.append([row["seq"], row["count"]])
+            continue
+        recs.append([row["seq"], [canon(json_value(row[n], c), c) for n, c in cols]])
+    return recs, gaps
+
+
+def read_csv_pandas(path, cols):
+    import pandas as pd
+
+    dtype = dict(FIXED_DTYPES, **{n: PANDAS[c] for n, c in cols})
+    df = pd.read_csv(path, dtype=dtype, parse_dates=["wall_time"])
+    recs = df[df.kind == "record"]
+    gaps = df[df.kind == "gap"]
+    out = [[int(s), [canon(recs[n].iloc[i], c) for n, c in cols]] for i, s in enumerate(recs.seq)]
+    return out, [[int(s), None if pd.isna(k) else int(k)] for s, k in zip(gaps.seq, gaps["count"])]
+
+
+def read_frame(seqs, kinds, counts, columns, cols):
+    """Rows of a column-wise table (polars, DuckDB)."""
+    recs, gaps = [], []
+    for i, kind in enumerate(kinds):
+        if kind == "gap":
+            gaps.append([seqs[i], counts[i]])
+        else:
+            recs.append([seqs[i], [canon(columns[n][i], c) for n, c in cols]])
+    return recs, gaps
+
+
+def read_csv_polars(path, cols):
+    import polars as pl
+
+    df = pl.read_csv(path, infer_schema_length=None)
+    for n, c in cols:
+        want = pl.Float64 if c[0] == "f" else None
+        if want is not None and df.schema[n] != want:
+            raise ValueError(f"polars read float column {n} as {df.schema[n]}")
+    columns = {n: df[n].to_list() for n, _ in cols}
+    return read_frame(df["seq"].to_list(), df["kind"].to_list(), df["count"].to_list(), columns, cols)
+
+
+def read_csv_duckdb(path, cols):
+    import duckdb
+
+    rel = duckdb.sql(f"select * from read_csv('{path}')")
+    for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
+        if c[0] == "f" and str(t) != "DOUBLE":
+            raise ValueError(f"DuckDB read float column {n} as {t}")
+    names = rel.columns
+    rows = rel.fetchall()
+    get = {n: [r[names.index(n)] for r in rows] for n in names}
+    return read_frame(get["seq"], get["kind"], get["count"], get, cols)
+
+
+def read_mcap(path, cols):
+    from mcap.reader import make_reader
+
+    import jsonschema  # the caller reports it missing
+
+    recs, gaps = [], []
+    with open(path, "rb") as f:
+        for schema, channel, message in make_reader(f).iter_messages():
+            doc = json.loads(message.data)
+            jsonschema.validate(doc, json.loads(schema.data))
+            if channel.topic.endswith("/gaps"):
+                gaps.append([doc["first_seq"], doc["count"]])
+            else:
+                recs.append([doc["seq"], [canon(json_value(doc[n], c), c) for n, c in cols]])
+    return recs, gaps
+
+
+def from_array(seqs, lost, columns, cols):
+    """Records of the package's rows (lost rows are the gaps)."""
+    recs, gaps = [], []
+    for i, s in enumerate(seqs):
+        if lost[i]:
+            if gaps and gaps[-1][0] + gaps[-1][1] == s:
+                gaps[-1][1] += 1
+            else:
+                gaps.append([int(s), 1])
+        else:
+            recs.append([int(s), [canon(columns[n][i], c) for n, c in cols]])
+    return recs, gaps
+
+
+def read_case(case):
+    """Every reader's records and gaps of one case; a reader that is not
+    installed is ``"not installed: NAME"``, one that fails ``{"error": …}``."""
+    import rtrec
+
+    cols = [tuple(c) for c in case["columns"]]
+
+    def jsonl():
+        with open(case["jsonl"]) as f:
+            return from_json_rows((json.loads(line) for line in f), cols)
+
+    def to_numpy():
+        a = rtrec.open(case["dir"]).to_numpy(case["layout"])
+        return from_array(a["seq"], a["lost"], {n: a[n] for n, _ in cols}, cols)
+
+    def to_pandas():
+        df = rtrec.open(case["dir"]).to_pandas(case["layout"])
+        columns = {n: df[n].to_numpy() for n, _ in cols}
+        return from_array(df["seq"].tolist(), df["lost"].tolist(), columns, cols)
+
+    readers = {
+        "jsonl": jsonl,
+        "csv pandas": lambda: read_csv_pandas(case["csv"], cols),
+        "csv polars": lambda: read_csv_polars(case["csv"], cols),
+        "csv duckdb": lambda: read_csv_duckdb(case["csv"], cols),
+        "mcap": lambda: read_mcap(case["mcap"], cols),
+        "to_numpy": to_numpy,
+        "to_pandas": to_pandas,
+    }
+    out = {}
+    for name, reader in readers.items():
+        try:
+            out[name] = reader()
+        except ImportError as e:
+            out[name] = f"not installed: {e.name}"
+        except Exception as e:  # the Rust test reports it with the seed
+            out[name] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+json.dump([read_case(c) for c in json.load(open(sys.argv[1]))], sys.stdout)
