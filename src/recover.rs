@@ -92,6 +92,13 @@ pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
             p.display()
         ));
     }
+    for (p, recycled) in &rec.retirements_completed {
+        out.push(format!(
+            "{} '{}': its loop's durable RETIRED claim had retired it, and a power cut came before it left",
+            if *recycled { "recycled into the pool" } else { "removed" },
+            p.display()
+        ));
+    }
     for (p, bytes) in &rec.tails_given_back {
         out.push(format!(
             "gave back {bytes} bytes of unused tail of '{}': its recording ended while another wrote here, and kept it",
