@@ -37,9 +37,11 @@ fn calls(log: &str) -> Vec<Call> {
     let mut out: Vec<Call> = Vec::new();
     let mut open: std::collections::HashMap<String, usize> = Default::default();
     for (pos, l) in log.lines().enumerate() {
+        // strace pads short thread ids: "2516  renameat2(...".
         let Some((pid, rest)) = l.split_once(' ') else {
             continue;
         };
+        let rest = rest.trim_start();
         if rest.starts_with("<... ") {
             if let Some(i) = open.remove(pid) {
                 out[i].exit = pos;
