@@ -646,3 +646,66 @@ fn retire_one(s: &Shared, pool: Option<&Pool>, path: PathBuf) {
     let _ = std::fs::remove_file(&path);
     s.deleted.fetch_add(1, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three files in a fresh directory, and the file holding their
+    /// claim.
+    fn retired(dir: &std::path::Path) -> (Arc<File>, Vec<PathBuf>) {
+        let files: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r-{i:04}.rtr"))).collect();
+        for f in &files {
+            std::fs::write(f, b"x").unwrap();
+        }
+        let holder = File::create(dir.join("r-0005.rtr")).unwrap();
+        (Arc::new(holder), files)
+    }
+
+    #[test]
+    fn files_leave_once_their_claim_is_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let (holder, mut files) = retired(dir.path());
+        let paths = files.clone();
+        let t = Retirer::start(None, 4);
+        t.give(Some((holder, vec![dir.path().to_path_buf()])), &mut files);
+        assert_eq!(t.stop(), (0, 3, 0));
+        assert!(paths.iter().all(|p| !p.exists()));
+    }
+
+    #[test]
+    fn a_claim_that_cannot_be_synced_keeps_its_files_on_the_thread_and_in_a_catch_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (holder, files) = retired(dir.path());
+        let gone = vec![dir.path().join("no-such-directory")];
+        // The thread's path.
+        let t = Retirer::start(None, 4);
+        t.give(Some((holder.clone(), gone.clone())), &mut files.clone());
+        assert_eq!(t.stop(), (0, 0, 3));
+        assert!(files.iter().all(|p| p.exists()));
+        // The writer's catch-up of jobs the thread never took: the claim
+        // is synced (and fails) before any file would be deleted.
+        let t = Retirer {
+            shared: Retirer::start(None, 4).shared.clone(),
+            thread: None,
+        };
+        {
+            let mut q = t.shared.queue.lock().unwrap();
+            q.jobs.push_back(Job::Claim(holder, gone));
+            q.jobs.extend(files.iter().cloned().map(Job::Retire));
+        }
+        assert_eq!(t.catch_up(), 0);
+        assert!(files.iter().all(|p| p.exists()));
+        assert_eq!(t.shared.unclaimed.load(Ordering::Relaxed), 3);
+        // A later claim that syncs lets them go.
+        let next = Arc::new(File::create(dir.path().join("r-0006.rtr")).unwrap());
+        {
+            let mut q = t.shared.queue.lock().unwrap();
+            q.jobs
+                .push_back(Job::Claim(next, vec![dir.path().to_path_buf()]));
+            q.jobs.extend(files.iter().cloned().map(Job::Retire));
+        }
+        assert_eq!(t.catch_up(), 3);
+        assert!(files.iter().all(|p| !p.exists()));
+    }
+}
