@@ -52,32 +52,7 @@ pub fn recover(dir: &Path) -> crate::error::Result<Recovery> {
 /// be done when so.
 pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
     let mut out = Vec::new();
-    for (from, to) in &rec.moved_from_pool {
-        out.push(format!(
-            "recovered an unfinished recording: '{}' moved back as '{}'",
-            from.display(),
-            to.display()
-        ));
-    }
-    for p in &rec.stale_preparations {
-        out.push(format!(
-            "removed '{}': a pool file a killed rtrec was preparing (no data)",
-            p.display()
-        ));
-    }
-    for (from, to) in &rec.stranded_slots {
-        out.push(match to {
-            Some(to) => format!(
-                "put '{}' back into the pool as '{}': a retired file a killed rtrec was recycling (its data were already given up)",
-                from.display(),
-                to.display()
-            ),
-            None => format!(
-                "removed '{}': a retired file a killed rtrec was recycling (its data were already given up; the pool is full)",
-                from.display()
-            ),
-        });
-    }
+    pool_lines(rec, &mut out);
     out.extend(rec.leftovers.iter().map(|l| leftover(dir, l)));
     out.extend(rec.closed.iter().map(closed));
     for p in &rec.headers_finished {
@@ -126,6 +101,45 @@ pub fn lines(dir: &Path, rec: &Recovery) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The lines of what recover did with the pool: recordings moved back,
+/// stale preparations and stranded slots, and retirements completed
+/// (files recycled into the pool or removed).
+fn pool_lines(rec: &Recovery, out: &mut Vec<String>) {
+    for (from, to) in &rec.moved_from_pool {
+        out.push(format!(
+            "recovered an unfinished recording: '{}' moved back as '{}'",
+            from.display(),
+            to.display()
+        ));
+    }
+    for p in &rec.stale_preparations {
+        out.push(format!(
+            "removed '{}': a pool file a killed rtrec was preparing (no data)",
+            p.display()
+        ));
+    }
+    for (from, to) in &rec.stranded_slots {
+        out.push(match to {
+            Some(to) => format!(
+                "put '{}' back into the pool as '{}': a retired file a killed rtrec was recycling (its data were already given up)",
+                from.display(),
+                to.display()
+            ),
+            None => format!(
+                "removed '{}': a retired file a killed rtrec was recycling (its data were already given up; the pool is full)",
+                from.display()
+            ),
+        });
+    }
+    for (p, recycled) in &rec.retirements_completed {
+        out.push(format!(
+            "{} '{}': its loop's durable RETIRED claim had retired it, and a power cut came before it left",
+            if *recycled { "recycled into the pool" } else { "removed" },
+            p.display()
+        ));
+    }
 }
 
 /// The line of a leftover temporary file.

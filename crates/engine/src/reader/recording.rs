@@ -143,8 +143,10 @@ fn check_group(reports: &mut [FileReport], group: &[usize], scope: Scope) {
 /// were retired, unless a claim present contradicts the files present
 /// (a claim naming a present file as the first kept one must agree with
 /// where it starts). The newest claim says when the last one was
-/// retired; without one (a power cut kept a deletion and lost the claim)
-/// they were retired before the first kept file was created.
+/// retired; without one (a recording made before a file left only after
+/// its claim was durable, issue 44, whose power cut kept a deletion and
+/// lost the claim) they were retired before the first kept file was
+/// created.
 fn check_retired(reports: &mut [FileReport], group: &[usize]) {
     let present: Vec<(u32, Option<u64>)> = group
         .iter()

@@ -32,6 +32,16 @@
 //!    kept, and a later run gives it back;
 //! 4. the dead claims are removed.
 //!
+//! Before step 3, a loop recording whose newest RETIRED claim covers
+//! files still present (a power cut came between the claim made durable
+//! and the retire thread's deletion or recycle) has that retirement
+//! completed (`complete_retirement`): the file holding the claim is
+//! synced first, and its directory (so the claim is durable even after a
+//! kill, whose claim may still be in the page cache only), then each
+//! covered file is recycled into the pool while it is below its target,
+//! else deleted. A file is never removed before the claim that covers it
+//! is on the disk; a claim that cannot be synced leaves them, named.
+//!
 //! A recording whose last file says it continues in a file that is not
 //! there (a power cut kept the switch's end frame and lost the next
 //! file's name, which held nothing durable) gets that end frame rewritten
@@ -123,6 +133,10 @@ pub struct Recovery {
     /// when it was interrupted, and that hold none (the file before is
     /// closed instead).
     pub removed_empty: Vec<PathBuf>,
+    /// Files a loop's durable RETIRED claim covers that were still
+    /// present (a power cut before the retirement was done): recycled
+    /// into the pool (`true`) or deleted.
+    pub retirements_completed: Vec<(PathBuf, bool)>,
     /// Finished files whose unused tail their recording kept because
     /// another recording was writing in the directory when it ended
     /// ([`give_back_tails`]), given back now that none is: path and bytes.
@@ -143,6 +157,7 @@ impl Recovery {
             && self.claims_removed.is_empty()
             && self.headers_finished.is_empty()
             && self.removed_empty.is_empty()
+            && self.retirements_completed.is_empty()
             && self.tails_given_back.is_empty()
     }
 }
@@ -157,7 +172,8 @@ impl Recovery {
 pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
     let d = sys::Dir::open_nofollow(dir).map_err(|e| Error::io("opening", dir, e))?;
     let mut rec = Recovery::default();
-    if let Some(pool) = Pool::open(dir)? {
+    let pool = Pool::open(dir)?;
+    if let Some(pool) = &pool {
         rec.pool = true;
         rec.moved_from_pool = pool.recover()?;
         rec.stale_preparations = pool.remove_stale_preparations()?.unwrap_or_default();
@@ -182,6 +198,7 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
     }
     check_continuity(&mut reports);
     for group in recording_groups(&reports) {
+        let group = complete_retirement(&d, pool.as_ref(), &reports, group, &mut rec);
         finish_headers(&reports, &group, give_back, &mut rec);
         let group = peel_empty(&d, &reports, group, give_back, &mut rec);
         if !group.is_empty() {
@@ -234,6 +251,74 @@ fn give_back_kept_tails(dir: &Path, reports: &[FileReport], rec: &mut Recovery) 
     }
 }
 
+/// A loop recording (`group`) whose newest RETIRED claim covers files
+/// still present: the claim is made durable (the file holding it synced,
+/// then the directory), then each covered file is recycled into `pool`
+/// while it is below its target, else deleted, and the directory synced.
+/// Returns the group without the files that left. A claim that cannot be
+/// synced leaves the files (in [`Recovery::left_alone`], with the reason).
+fn complete_retirement(
+    d: &sys::Dir,
+    pool: Option<&Pool>,
+    reports: &[FileReport],
+    group: Vec<usize>,
+    rec: &mut Recovery,
+) -> Vec<usize> {
+    let newest = group
+        .iter()
+        .filter_map(|&i| reports[i].retired_claim.map(|c| (i, c)))
+        .max_by_key(|(_, c)| c.next_index);
+    let Some((holder, claim)) = newest else {
+        return group;
+    };
+    let held_by = reports[holder].index.unwrap_or(0);
+    let covered = |i: usize| {
+        reports[i]
+            .index
+            .is_some_and(|x| x < claim.next_index && x < held_by)
+    };
+    if !group.iter().any(|&i| covered(i)) {
+        return group;
+    }
+    let synced = std::fs::File::open(&reports[holder].path)
+        .and_then(|f| sys::fdatasync(&f))
+        .and_then(|()| d.sync());
+    if let Err(e) = synced {
+        for &i in group.iter().filter(|&&i| covered(i)) {
+            rec.left_alone.push((
+                reports[i].path.clone(),
+                format!(
+                    "a RETIRED claim in '{}' covers it, but that claim could not be made durable: {e}",
+                    reports[holder].path.display()
+                ),
+            ));
+        }
+        return group;
+    }
+    let mut kept = Vec::with_capacity(group.len());
+    for i in group {
+        if !covered(i) {
+            kept.push(i);
+            continue;
+        }
+        let path = &reports[i].path;
+        let recycled = pool.is_some_and(|p| p.recycle_below_target(path).unwrap_or(false));
+        let name = path.file_name().unwrap_or_default();
+        match recycled || d.remove_file(name).is_ok() {
+            true => rec.retirements_completed.push((path.clone(), recycled)),
+            false => {
+                rec.left_alone.push((
+                    path.clone(),
+                    "a durable RETIRED claim covers it, but it cannot be removed".into(),
+                ));
+                kept.push(i);
+            }
+        }
+    }
+    let _ = d.sync();
+    kept
+}
+
 /// The files of `group` before its last whose header still says `OPEN`
 /// over the writer's end frame get their header finished
 /// ([`finish_header`]); one that cannot be is left alone, with the reason.
@@ -271,7 +356,12 @@ fn peel_empty(
             && r.damaged_ranges == 0
             && r.valid_len == crate::format::HEADER_LEN as u64;
         let closable = p.stored.is_none() || p.stored.as_ref().is_some_and(|e| e.interrupted);
-        if !(empty && closable) {
+        // A RETIRED claim that covers more than the file before's is the
+        // only record of why those files are gone: never removed.
+        let claims_more = r
+            .retired_claim
+            .is_some_and(|c| p.retired_claim.is_none_or(|b| c.next_index > b.next_index));
+        if !(empty && closable) || claims_more {
             break;
         }
         if p.stored.is_none() {

@@ -215,7 +215,7 @@ impl Writer {
         }
         // A loop's earlier recordings over the directory's budget leave
         // now, before the first record.
-        w.hand_over_retired();
+        w.hand_over_retired(None);
         Ok(w)
     }
 
@@ -281,15 +281,15 @@ impl Writer {
         self.next_seq = first_seq;
         self.retire.begin_event();
         self.open_next_or_fail()?;
-        self.hand_over_retired();
+        self.hand_over_retired(None);
         Ok(())
     }
 
     /// Hands the files [`Retire`] decided on to its thread; they leave the
     /// recording's file list (the oldest entries) and the live counters
     /// count them.
-    fn hand_over_retired(&mut self) {
-        let n = self.retire.hand_over().min(self.report.files.len());
+    fn hand_over_retired(&mut self, claim: Option<(Arc<File>, Vec<std::path::PathBuf>)>) {
+        let n = self.retire.hand_over(claim).min(self.report.files.len());
         self.report.files.drain(..n);
         let (files, bytes) = self.retire.retired();
         self.live.retired_files.store(files, Ordering::Relaxed);
@@ -759,7 +759,13 @@ impl Writer {
             sys::monotonic_ns(),
             &claim.encode(),
         )?;
-        self.hand_over_retired();
+        // The files leave once the claim is durable: the retire thread
+        // syncs the file holding it and the directories naming it first.
+        let holder = self
+            .cur
+            .as_ref()
+            .map(|c| (c.file.clone(), self.files.dirs(c)));
+        self.hand_over_retired(holder);
         Ok(())
     }
 
@@ -925,6 +931,12 @@ impl Writer {
         self.report.cpu_ns = sys::thread_cpu_ns();
         self.report.flush = self.flusher.stop();
         self.report.retired = self.retire.finish();
+        if self.report.retired.unclaimed > 0 {
+            self.report.warnings.push(format!(
+                "{} retired file(s) were kept: the RETIRED claim covering them could not be made durable (a file leaves only after its claim is on the disk)",
+                self.report.retired.unclaimed
+            ));
+        }
         let others = &self.report.retired.others;
         if !others.is_empty() {
             // Said where a person looks: the summary's warnings, the C

@@ -56,6 +56,11 @@ pub struct RetireStats {
     /// next file switch, deleted by the writer so that the directory
     /// stays within its bound (a thread starved of CPU or I/O).
     pub late: u64,
+    /// Retired files left on disk because the RETIRED claim covering
+    /// them could not be made durable (an I/O error syncing it): nothing
+    /// leaves before the record of why is durable.
+    #[serde(default)]
+    pub unclaimed: u64,
     /// Files of the directory's earlier recordings a loop retired to keep
     /// the directory within its budget (not in `files`; recycled or
     /// deleted like the loop's own).

@@ -22,25 +22,35 @@
 //! Design choices:
 //! - The writer only decides and hands over; no file is renamed, written
 //!   or deleted on its thread, and never on the producer's.
-//! - The claim goes into the new file before the files are handed over,
-//!   so a retired file is gone only after a claim that says so was
-//!   written (its durability follows the recording's: a power cut may keep
-//!   the deletion and lose the claim, which the reader accepts as "retired
-//!   before the first kept file", see `crate::reader`).
+//! - Nothing disappears before the record of why is durable: the claim
+//!   goes into the new file before the files are handed over, and the
+//!   thread makes it durable (`fdatasync` of the file holding it, `fsync`
+//!   of the directories naming it, [`sync_claim`]) before it recycles or
+//!   deletes a file the claim covers; a claim that cannot be synced leaves
+//!   its files on disk (counted: `unclaimed`). PostgreSQL's rule for WAL
+//!   segments: one is recycled only after the checkpoint that makes it
+//!   unneeded is durable. A power cut between the two leaves a durable
+//!   claim over files still present: `recover` completes the retirement
+//!   (`crate::recovery`). Issue 44: the claim used to follow the
+//!   recording's durability, and a crash-state study found files deleted
+//!   with no surviving claim.
 //! - The queues are allocated once, at the start, for the kept count and
 //!   a few more: in the steady state (as many files retired as finished)
 //!   nothing is allocated.
 //! - The bound holds whatever the load ([`Retire::catch_up`]): before the
 //!   writer takes the next file, whatever an earlier switch handed over
-//!   is done. A file the thread has not reached yet is deleted on the
-//!   writer's thread (counted: `retired_late_files`), one it is working on
-//!   is waited for. At nice 19 the thread was starved by two busy loops on
+//!   is done. The job the thread is working on is waited for; a claim it
+//!   has not reached is synced on the writer's thread, then the files it
+//!   covers are deleted there (counted: `retired_late_files`). Only a
+//!   starved thread costs the writer this; otherwise the writer's switch
+//!   does no more than before. At nice 19 the thread was starved by two busy loops on
 //!   two cores and the directory grew 3 files past its bound
 //!   (`tests/unattended_loop.rs`); the thread now runs at the default
 //!   nice (its work is a rename or an unlink per switch) and keeps the
 //!   idle I/O class.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -304,12 +314,14 @@ impl Retire {
         }
     }
 
-    /// Hands what was decided to the thread; returns how many of the
-    /// files were this recording's (the oldest of its file list).
-    pub(super) fn hand_over(&mut self) -> usize {
+    /// Hands what was decided to the thread, after `claim` (the file
+    /// holding the RETIRED claim that covers them, and the directories
+    /// naming it): they leave only once it is durable. Returns how many of
+    /// the files were this recording's (the oldest of its file list).
+    pub(super) fn hand_over(&mut self, claim: Option<(Arc<File>, Vec<PathBuf>)>) -> usize {
         let n = std::mem::take(&mut self.pending_own);
         if let Some(t) = &self.thread {
-            t.give(&mut self.pending);
+            t.give(claim, &mut self.pending);
         }
         self.pending.clear();
         n
@@ -334,9 +346,10 @@ impl Retire {
     /// stops; returns what was retired.
     pub(super) fn finish(&mut self) -> RetireStats {
         if let Some(t) = self.thread.take() {
-            let (recycled, deleted) = t.stop();
+            let (recycled, deleted, unclaimed) = t.stop();
             self.stats.recycled = recycled;
             self.stats.deleted = deleted;
+            self.stats.unclaimed = unclaimed;
         }
         self.stats.clone()
     }
@@ -415,18 +428,34 @@ pub(super) fn fit_to_card(
 struct Shared {
     queue: Mutex<Queue>,
     wake: Condvar,
-    /// Signalled when the thread has done a file ([`Retirer::catch_up`]).
+    /// Signalled when the thread has done a job ([`Retirer::catch_up`]).
     done: Condvar,
     stop: AtomicBool,
     recycled: AtomicU64,
     deleted: AtomicU64,
+    /// Files left on disk: the claim covering them could not be made
+    /// durable.
+    unclaimed: AtomicU64,
 }
 
-/// The thread's work: files handed over, and whether it is working on
-/// one it took.
+/// One step of the thread's work, in the order handed over.
+enum Job {
+    /// Make a claim durable before the files after it leave: the file
+    /// that holds it and the directories naming it (the pool's too, for a
+    /// pool file).
+    Claim(Arc<File>, Vec<PathBuf>),
+    /// Recycle or delete a retired file.
+    Retire(PathBuf),
+}
+
+/// The thread's work: jobs handed over, whether it is working on one it
+/// took, and whether the last claim is durable.
 struct Queue {
-    files: VecDeque<PathBuf>,
+    jobs: VecDeque<Job>,
     working: bool,
+    /// The latest claim handed over was made durable (true before any:
+    /// files handed over without a claim are not a loop's).
+    claimed: bool,
 }
 
 /// The background thread that recycles or deletes retired files (see the
@@ -437,28 +466,33 @@ struct Retirer {
 }
 
 impl Retirer {
-    /// Starts the thread; its queue holds `room` files before it grows.
+    /// Starts the thread; its queue holds `room` jobs before it grows.
     fn start(pool: Option<Pool>, room: usize) -> Retirer {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
-                files: VecDeque::with_capacity(room),
+                jobs: VecDeque::with_capacity(room + 1),
                 working: false,
+                claimed: true,
             }),
             wake: Condvar::new(),
             done: Condvar::new(),
             stop: AtomicBool::new(false),
             recycled: AtomicU64::new(0),
             deleted: AtomicU64::new(0),
+            unclaimed: AtomicU64::new(0),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("rtrec-retire".into())
             .spawn(move || {
                 let _ = sys::set_thread_ioprio(3, 7);
-                while let Some(path) = next_job(&s) {
-                    retire_one(&s, pool.as_ref(), path);
+                while let Some((job, claimed)) = next_job(&s) {
+                    let synced = run_job(&s, pool.as_ref(), job, claimed);
                     let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
                     q.working = false;
+                    if let Some(ok) = synced {
+                        q.claimed = ok;
+                    }
                     drop(q);
                     s.done.notify_all();
                 }
@@ -467,52 +501,46 @@ impl Retirer {
         Retirer { shared, thread }
     }
 
-    /// Queues `files` (moved out; the vector keeps its capacity).
-    fn give(&self, files: &mut Vec<PathBuf>) {
+    /// Queues `files` (moved out; the vector keeps its capacity) after
+    /// `claim`, the claim that covers them, when there is one: the files
+    /// leave only once it is durable.
+    fn give(&self, claim: Option<(Arc<File>, Vec<PathBuf>)>, files: &mut Vec<PathBuf>) {
         if files.is_empty() {
             return;
         }
         let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
-        q.files.extend(files.drain(..));
-        drop(q);
-        self.shared.wake.notify_one();
+        if let Some((f, dirs)) = claim {
+            q.jobs.push_back(Job::Claim(f, dirs));
+        }
+        q.jobs.extend(files.drain(..).map(Job::Retire));
         if self.thread.is_none() {
             // No thread could be started: retire here (not the producer's
             // thread; rare).
-            while let Some(p) = self
-                .shared
-                .queue
-                .lock()
-                .ok()
-                .and_then(|mut q| q.files.pop_front())
-            {
-                retire_one(&self.shared, None, p);
-            }
+            drain(&self.shared, &mut q);
+            return;
         }
+        drop(q);
+        self.shared.wake.notify_one();
     }
 
-    /// Before a switch: what was handed over earlier is done. Files the
-    /// thread has not taken are deleted here (on the caller's thread; the
-    /// lock held, so the thread waits); one it is working on is waited
-    /// for. Returns how many were deleted here.
+    /// Before a switch: what was handed over earlier is done. The job the
+    /// thread is working on is waited for first (a claim it is syncing
+    /// comes before the files it covers); jobs it has not taken are done
+    /// here (on the caller's thread; the lock held, so the thread waits):
+    /// a claim made durable, then the files it covers deleted. Returns how
+    /// many files were deleted here.
     fn catch_up(&self) -> u64 {
         let s = &self.shared;
         let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let mut late = 0;
-        while let Some(p) = q.files.pop_front() {
-            let _ = std::fs::remove_file(&p);
-            s.deleted.fetch_add(1, Ordering::Relaxed);
-            late += 1;
-        }
         while q.working && self.thread.is_some() {
             q = s.done.wait(q).unwrap_or_else(|e| e.into_inner());
         }
-        late
+        drain(s, &mut q)
     }
 
     /// Lets the thread finish its queue, joins it; returns the files it
-    /// recycled and deleted.
-    fn stop(mut self) -> (u64, u64) {
+    /// recycled, deleted, and left for want of a durable claim.
+    fn stop(mut self) -> (u64, u64, u64) {
         self.shared.stop.store(true, Ordering::Release);
         self.shared.wake.notify_one();
         if let Some(t) = self.thread.take() {
@@ -521,6 +549,7 @@ impl Retirer {
         (
             self.shared.recycled.load(Ordering::Relaxed),
             self.shared.deleted.load(Ordering::Relaxed),
+            self.shared.unclaimed.load(Ordering::Relaxed),
         )
     }
 }
@@ -535,19 +564,73 @@ impl Drop for Retirer {
     }
 }
 
-/// The next file to retire; `None` once stopped and the queue is empty.
-fn next_job(s: &Shared) -> Option<PathBuf> {
+/// The next job and whether the latest claim before it is durable;
+/// `None` once stopped and the queue is empty.
+fn next_job(s: &Shared) -> Option<(Job, bool)> {
     let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        if let Some(p) = q.files.pop_front() {
+        if let Some(j) = q.jobs.pop_front() {
             q.working = true;
-            return Some(p);
+            return Some((j, q.claimed));
         }
         if s.stop.load(Ordering::Acquire) {
             return None;
         }
         q = s.wake.wait(q).unwrap_or_else(|e| e.into_inner());
     }
+}
+
+/// Does the queued jobs of `q` on the caller's thread, deleting the files
+/// (no recycle: the caller is the writer, catching up); returns how many
+/// files were deleted.
+fn drain(s: &Shared, q: &mut Queue) -> u64 {
+    let mut late = 0;
+    while let Some(job) = q.jobs.pop_front() {
+        match job {
+            Job::Claim(f, dirs) => q.claimed = sync_claim(&f, &dirs).is_ok(),
+            Job::Retire(p) if q.claimed => {
+                let _ = std::fs::remove_file(&p);
+                s.deleted.fetch_add(1, Ordering::Relaxed);
+                late += 1;
+            }
+            Job::Retire(_) => {
+                s.unclaimed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    late
+}
+
+/// The thread's step: a claim made durable (returns whether it is), or a
+/// file retired ([`retire_one`]) when the claim before it is durable
+/// (`claimed`; else it stays, counted).
+fn run_job(s: &Shared, pool: Option<&Pool>, job: Job, claimed: bool) -> Option<bool> {
+    match job {
+        Job::Claim(f, dirs) => Some(sync_claim(&f, &dirs).is_ok()),
+        Job::Retire(p) if claimed => {
+            retire_one(s, pool, p);
+            None
+        }
+        Job::Retire(_) => {
+            s.unclaimed.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+/// Makes a RETIRED claim durable: `fdatasync` of the file holding it
+/// (its frames so far, the claim among them), then `fsync` of each
+/// directory naming it, so the file is found after a power cut. Design
+/// choice: the retire thread syncs the claim itself rather than waiting
+/// for the flusher's next durable point, which a recording with few
+/// records may reach late; the writer's path never waits for it, except
+/// when it catches a starved thread up ([`Retirer::catch_up`]).
+fn sync_claim(f: &File, dirs: &[PathBuf]) -> std::io::Result<()> {
+    sys::fdatasync(f)?;
+    for d in dirs {
+        sys::fsync(&File::open(d)?)?;
+    }
+    Ok(())
 }
 
 /// Recycles `path` into `pool` while it holds fewer ready files than its
@@ -562,4 +645,67 @@ fn retire_one(s: &Shared, pool: Option<&Pool>, path: PathBuf) {
     }
     let _ = std::fs::remove_file(&path);
     s.deleted.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three files in a fresh directory, and the file holding their
+    /// claim.
+    fn retired(dir: &std::path::Path) -> (Arc<File>, Vec<PathBuf>) {
+        let files: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r-{i:04}.rtr"))).collect();
+        for f in &files {
+            std::fs::write(f, b"x").unwrap();
+        }
+        let holder = File::create(dir.join("r-0005.rtr")).unwrap();
+        (Arc::new(holder), files)
+    }
+
+    #[test]
+    fn files_leave_once_their_claim_is_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let (holder, mut files) = retired(dir.path());
+        let paths = files.clone();
+        let t = Retirer::start(None, 4);
+        t.give(Some((holder, vec![dir.path().to_path_buf()])), &mut files);
+        assert_eq!(t.stop(), (0, 3, 0));
+        assert!(paths.iter().all(|p| !p.exists()));
+    }
+
+    #[test]
+    fn a_claim_that_cannot_be_synced_keeps_its_files_on_the_thread_and_in_a_catch_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (holder, files) = retired(dir.path());
+        let gone = vec![dir.path().join("no-such-directory")];
+        // The thread's path.
+        let t = Retirer::start(None, 4);
+        t.give(Some((holder.clone(), gone.clone())), &mut files.clone());
+        assert_eq!(t.stop(), (0, 0, 3));
+        assert!(files.iter().all(|p| p.exists()));
+        // The writer's catch-up of jobs the thread never took: the claim
+        // is synced (and fails) before any file would be deleted.
+        let t = Retirer {
+            shared: Retirer::start(None, 4).shared.clone(),
+            thread: None,
+        };
+        {
+            let mut q = t.shared.queue.lock().unwrap();
+            q.jobs.push_back(Job::Claim(holder, gone));
+            q.jobs.extend(files.iter().cloned().map(Job::Retire));
+        }
+        assert_eq!(t.catch_up(), 0);
+        assert!(files.iter().all(|p| p.exists()));
+        assert_eq!(t.shared.unclaimed.load(Ordering::Relaxed), 3);
+        // A later claim that syncs lets them go.
+        let next = Arc::new(File::create(dir.path().join("r-0006.rtr")).unwrap());
+        {
+            let mut q = t.shared.queue.lock().unwrap();
+            q.jobs
+                .push_back(Job::Claim(next, vec![dir.path().to_path_buf()]));
+            q.jobs.extend(files.iter().cloned().map(Job::Retire));
+        }
+        assert_eq!(t.catch_up(), 3);
+        assert!(files.iter().all(|p| !p.exists()));
+    }
 }
