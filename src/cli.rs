@@ -387,7 +387,7 @@ pub struct ExportArgs {
     pub payload: Option<PayloadEncoding>,
     #[cfg_attr(
         feature = "tables",
-        doc = "With --format csv, jsonl or mcap: decode each record into named, typed columns \
+        doc = "With --format csv, jsonl, mcap or numpy: decode each record into named, typed columns \
                (MCAP: JSON messages Foxglove can plot), e.g. `t:u32,x:f32,y:f32` (little-endian; \
                `>` first for big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 padN), or \
                Python struct notation such as `<Iff` (columns f0, f1, …). Every record must be \
@@ -442,6 +442,15 @@ pub enum ExportFormat {
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Mcap,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "For NumPy: a JSON header line, then a fixed-width binary row per record and per \
+               gap (a 32-byte stamp: seq, wall_ns, mono_ns, len, flags, reason; then the \
+               record's bytes) that np.frombuffer reads with the header's dtype; binary, so -o - \
+               only into a pipe (docs/export.md)."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
+    Numpy,
 }
 
 /// `rtrec export --payload`.

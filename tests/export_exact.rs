@@ -6,7 +6,8 @@
 //! use (`tests/export_exact_read.py`: pandas with the documented dtype
 //! recipe, polars and DuckDB on the CSV, Python's json on the JSON lines,
 //! MCAP's Python reader with each message checked against its channel's
-//! JSON Schema, and the rtrec package's `to_numpy` and `to_pandas`). Each
+//! JSON Schema, and the rtrec package's `to_numpy`, `to_pandas` (NumPy and
+//! nullable dtypes) and `to_polars`). Each
 //! reader's every value must have the recorded bits (NaN as NaN: its
 //! payload is not kept), and its gaps must be the lost records.
 //!

@@ -160,6 +160,17 @@ def read_case(case):
         columns = {n: df[n].to_numpy() for n, _ in cols}
         return from_array(df["seq"].tolist(), df["lost"].tolist(), columns, cols)
 
+    def to_pandas_nullable():
+        df = rtrec.open(case["dir"]).to_pandas(case["layout"], nullable=True)
+        na = {"f": np.nan}
+        columns = {n: df[n].array.to_numpy(dtype=c, na_value=na.get(c[0], 0)) for n, c in cols}
+        return from_array(df["seq"].tolist(), df["lost"].tolist(), columns, cols)
+
+    def to_polars():
+        df, _ = rtrec.open(case["dir"]).to_polars(case["layout"])
+        columns = {n: df[n].fill_null(0).to_numpy() for n, _ in cols}
+        return from_array(df["seq"].to_list(), df["lost"].to_list(), columns, cols)
+
     readers = {
         "jsonl": jsonl,
         "csv pandas": lambda: read_csv_pandas(case["csv"], cols),
@@ -168,6 +179,8 @@ def read_case(case):
         "mcap": lambda: read_mcap(case["mcap"], cols),
         "to_numpy": to_numpy,
         "to_pandas": to_pandas,
+        "to_pandas nullable": to_pandas_nullable,
+        "to_polars": to_polars,
     }
     out = {}
     for name, reader in readers.items():

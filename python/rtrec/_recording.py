@@ -2,12 +2,14 @@
 gaps one at a time, and the whole of it as a NumPy array or a DataFrame.
 
 Everything comes from the ``rtrec`` binary (``rtrec ls --json``, ``rtrec
-verify --json``, ``rtrec export --format jsonl --allow-gaps``); see the
+verify --json``, ``rtrec export --format jsonl`` for :meth:`records`,
+``rtrec export --format numpy`` for the arrays and frames); see the
 package docstring for why.
 """
 
 import base64
 import calendar
+import contextlib
 import json
 import os
 import subprocess
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _binary, _layout
+from . import _binary, _rows
 from ._binary import RtrecError
 
 #: Gap reasons that are not losses: records a loop recording's budget
@@ -255,30 +257,36 @@ class Recording:
             return verify(self.path)
         return verify(*mine)
 
-    def _rows(self, extra, allow_gaps=True):
-        """The export's JSON rows, streamed from rtrec's stdout."""
-        args = [_binary.find(), "export", *self._args(), "--format", "jsonl", *extra, "-o", "-"]
+    @contextlib.contextmanager
+    def _export(self, extra, allow_gaps):
+        """``rtrec export ... -o -``'s stdout (binary, buffered), for the
+        ``with`` block; afterwards rtrec's exit is checked (its sentence as
+        :class:`GapError` or :class:`RtrecError`). Leaving the block early
+        (an error, a caller that stopped reading) ends our own child."""
+        args = [_binary.find(), "export", *self._args(), *extra, "-o", "-"]
         if allow_gaps:
             args.append("--allow-gaps")
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err)
-            read_all = False
             try:
-                for line in proc.stdout:
-                    yield json.loads(line)
-                read_all = True
-            finally:
-                if not read_all:
-                    # The caller stopped early: end our own child.
-                    proc.kill()
+                yield proc.stdout
+            except BaseException:
+                proc.kill()
                 proc.stdout.close()
-                code = proc.wait()
-            if not read_all:
-                return
-            if code != 0:
-                err.seek(0)
-                why = _binary._sentence(err.read().decode(errors="replace"), code)
-                raise (GapError if "--allow-gaps" in why and not allow_gaps else RtrecError)(why)
+                # Exited on its own before the kill (a read that failed
+                # at its end of output): rtrec's sentence says why.
+                if proc.wait() > 0:
+                    raise _failed(err, proc.returncode, allow_gaps) from None
+                raise
+            proc.stdout.close()
+            if proc.wait() != 0:
+                raise _failed(err, proc.returncode, allow_gaps)
+
+    def _rows(self, extra, allow_gaps=True):
+        """The export's JSON rows, streamed from rtrec's stdout."""
+        with self._export(["--format", "jsonl", *extra], allow_gaps) as out:
+            for line in out:
+                yield json.loads(line)
 
     def records(self, on_gap="yield"):
         """Every record and gap in sequence order: :class:`Record` and
@@ -286,17 +294,34 @@ class Recording:
 
         Args:
             on_gap: ``"yield"`` (default) gives each gap where it is;
-                ``"raise"`` refuses a recording with lost records up front
-                (rtrec's rule: :class:`GapError`, nothing yielded).
+                ``"skip"`` gives the records only; ``"raise"`` refuses a
+                recording with lost records up front (rtrec's rule:
+                :class:`GapError`, nothing yielded).
         """
-        for row in self._rows(["--payload", "base64"], allow_gaps=_allow(on_gap, "yield")):
+        allow = _allow(on_gap, ("yield", "skip"))
+        for row in self._rows(["--payload", "base64"], allow_gaps=allow):
             if row["kind"] == "gap":
-                yield Gap(row["seq"], row["count"], row["reason"])
+                if on_gap == "yield":
+                    yield Gap(row["seq"], row["count"], row["reason"])
             else:
                 yield Record(
                     row["seq"], _wall_ns(row["wall_time"]), row["mono_ns"], row["exact"],
                     base64.b64decode(row["payload"]),
                 )
+
+    def _columns(self, layout, on_gap, alloc):
+        """The recording's rows in columns that ``alloc(n)`` makes (it
+        returns a container and a dict of 1-D arrays by name), read from
+        ``rtrec export --format numpy`` (:mod:`rtrec._rows`). Returns
+        (container, columns, gaps, rows)."""
+        allow = _allow(on_gap, ("rows", "skip"))
+        extra = ["--format", "numpy", *(["--layout", layout] if layout is not None else [])]
+        with self._export(extra, allow) as out:
+            h = _rows.read_header(out)
+            cols = _rows.columns(h)
+            container, arrays, gaps, n = _rows.read(out, h, lambda k: alloc(cols, k), on_gap, Gap)
+        _rows.finish(arrays, n)
+        return container, arrays, gaps, n
 
     def to_numpy(self, layout=None, on_gap="rows"):
         """The recording as a structured array, one row per record AND one
@@ -305,8 +330,8 @@ class Recording:
         Fields: ``seq`` (u8), ``wall_ns`` and ``mono_ns`` (i8, ns),
         ``exact`` (bool), ``lost`` (bool: True for a record that is not in
         the recording), ``len`` (u4), then ``payload`` (bytes objects), or
-        with ``layout`` its columns with their types (rtrec decodes them,
-        ``rtrec export --layout`` grammar, docs/export.md).
+        with ``layout`` its columns with their types (``rtrec export
+        --layout`` grammar, docs/export.md), in native byte order.
 
         A lost row has its ``seq``; ``len`` 0; ``payload`` b""; integer fields 0, float
         fields NaN; its times interpolated evenly by sequence number
@@ -317,45 +342,49 @@ class Recording:
         (``count`` None: the recording's last files are missing; it is
         the last entry of ``.gaps``).
 
+        Read from ``rtrec export --format numpy`` (binary rows, one
+        ``np.frombuffer`` per chunk; see :mod:`rtrec._rows`).
+
         Args:
             layout: e.g. ``"t:u32,x:f32,y:f32"`` or ``"<Iff"``.
-            on_gap: ``"rows"`` (default), or ``"raise"`` to refuse a
-                recording with lost records (:class:`GapError`).
+            on_gap: ``"rows"`` (default); ``"skip"``: the records only
+                (``lost`` all False), the gaps still in ``.gaps``;
+                ``"raise"`` refuses a recording with lost records
+                (:class:`GapError`).
         """
-        allow = _allow(on_gap, "rows")
-        cols = _columns(layout)
-        names = [n for n, _ in cols] if cols is not None else ["payload"]
-        seqs, walls, monos, exact, lens = [], [], [], [], []
-        values = {n: [] for n in names}
-        gaps, at = [], []
-        extra = ["--layout", layout] if layout is not None else ["--payload", "base64"]
-        for row in self._rows(extra, allow_gaps=allow):
-            if row["kind"] == "gap":
-                gaps.append(Gap(row["seq"], row["count"], row["reason"]))
-                at.append(len(seqs))
-                continue
-            if cols is None and layout is not None:
-                raise RtrecError(f"rtrec accepted the layout '{layout}', which this package does not read")
-            seqs.append(row["seq"])
-            walls.append(_wall_ns(row["wall_time"]))
-            monos.append(row["mono_ns"])
-            exact.append(row["exact"])
-            lens.append(row["len"])
-            for n in names:
-                values[n].append(row[n])
-        if layout is not None and cols is None:
-            raise RtrecError(f"rtrec accepted the layout '{layout}', which this package does not read")
-        if layout is None:
-            values["payload"] = [base64.b64decode(v) for v in values["payload"]]
-            cols = [("payload", "O")]
-        out = _assemble(cols, seqs, walls, monos, exact, lens, values, gaps, at)
+
+        def alloc(cols, n):
+            a = np.zeros(n, dtype=cols).view(Records)
+            return a, {name: a[name] for name, _ in cols}
+
+        out, _, gaps, n = self._columns(layout, on_gap, alloc)
+        if n != len(out):
+            out = out[:n].copy()
         out.gaps = gaps
         return out
 
-    def to_pandas(self, layout=None, on_gap="rows"):
+    def _column_dict(self, layout, on_gap):
+        """The columns as separate arrays (no structured array between
+        the stream and a DataFrame), trimmed to the rows read."""
+
+        def alloc(cols, n):
+            d = {name: np.zeros(n, dtype=t) for name, t in cols}
+            return d, d
+
+        _, cols, gaps, n = self._columns(layout, on_gap, alloc)
+        return {k: v[:n] for k, v in cols.items()}, gaps
+
+    def to_pandas(self, layout=None, on_gap="rows", nullable=False):
         """:meth:`to_numpy` as a pandas DataFrame, with ``wall_time``
         (datetime64[ns, UTC]) after ``seq``; ``df.attrs["gaps"]`` is the
-        gap list.
+        gap list. The columns are the arrays read, not copied again.
+
+        Args:
+            nullable: the layout's columns as pandas' nullable types
+                (``UInt32``, ``Int64``, ``Float32``, …) with ``<NA>`` in
+                lost rows, so a recorded NaN and a lost value differ and
+                integers stay integers (default: NumPy types, 0 and NaN in
+                lost rows, ``lost`` says which).
 
         Raises:
             ImportError: pandas is not installed.
@@ -366,77 +395,62 @@ class Recording:
             raise ImportError(
                 "to_pandas needs pandas: python3 -m pip install pandas (or pip install './python[pandas]')"
             ) from e
-        arr = self.to_numpy(layout, on_gap)
-        df = pd.DataFrame(np.asarray(arr))
-        df.insert(1, "wall_time", pd.to_datetime(df["wall_ns"], unit="ns", utc=True))
-        df.attrs["gaps"] = list(arr.gaps)
+        cols, gaps = self._column_dict(layout, on_gap)
+        data = {"seq": cols["seq"]}
+        data["wall_time"] = pd.DatetimeIndex(cols["wall_ns"].view("M8[ns]")).tz_localize("UTC")
+        fixed = dict(_rows.FIXED)
+        for name, col in cols.items():
+            if name == "seq":
+                continue
+            if nullable and name not in fixed and col.dtype.kind in "iuf":
+                cls = pd.arrays.FloatingArray if col.dtype.kind == "f" else pd.arrays.IntegerArray
+                col = cls(col, cols["lost"].copy())
+            data[name] = col
+        df = pd.DataFrame(data, copy=False)
+        df.attrs["gaps"] = gaps
         return df
 
+    def to_polars(self, layout=None, on_gap="rows"):
+        """:meth:`to_numpy` as a polars DataFrame: ``wall_time``
+        (``Datetime("ns", "UTC")``) after ``seq``, the layout's columns
+        null in lost rows (polars' nulls keep the column's type).
 
-def _allow(on_gap, default):
-    if on_gap not in (default, "raise"):
-        raise ValueError(f'on_gap is "{default}" or "raise", not {on_gap!r}')
-    return on_gap == default
+        Returns:
+            (DataFrame, gaps): polars frames have no attributes, so the
+            :class:`Gap` list comes beside it.
+
+        Raises:
+            ImportError: polars is not installed.
+        """
+        try:
+            import polars as pl
+        except ImportError as e:
+            raise ImportError("to_polars needs polars: python3 -m pip install polars") from e
+        cols, gaps = self._column_dict(layout, on_gap)
+        fixed = dict(_rows.FIXED)
+        lost = cols["lost"]
+        series = [pl.Series("seq", cols["seq"]),
+                  pl.Series("wall_time", cols["wall_ns"]).cast(pl.Datetime("ns", "UTC"))]
+        for name, col in cols.items():
+            if name == "seq":
+                continue
+            s = pl.Series(name, list(col) if col.dtype.kind == "O" else col)
+            if name not in fixed and lost.any():
+                s = pl.select(pl.when(pl.lit(lost)).then(None).otherwise(s).alias(name)).to_series()
+            series.append(s)
+        return pl.DataFrame(series), gaps
 
 
-def _columns(layout):
-    """The layout's columns with their dtypes (``None``: not read here)."""
-    if layout is None:
-        return None
-    cols = _layout.columns(layout)
-    clash = [n for n, _ in cols or [] if n in _FIXED]
-    if clash:
-        raise ValueError(f"the layout's field '{clash[0]}' has the name of a column every row has ({', '.join(_FIXED)})")
-    return cols
+def _failed(err, code, allow_gaps):
+    """rtrec's sentence from its stderr file, as the error to raise."""
+    err.seek(0)
+    why = _binary._sentence(err.read().decode(errors="replace"), code)
+    return (GapError if "--allow-gaps" in why and not allow_gaps else RtrecError)(why)
 
 
-_FIXED = ("seq", "wall_ns", "mono_ns", "exact", "lost", "len")
-
-#: rtrec's JSON spellings of the floats JSON numbers cannot hold
-#: (docs/export.md, "Every value as recorded"). NaN comes back as NumPy's
-#: NaN: its sign and payload bits are not kept.
-_NON_FINITE = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
-
-
-def _assemble(cols, seqs, walls, monos, exact, lens, values, gaps, at):
-    """The array: the records at their places, the lost rows between."""
-    lost_gaps = [(g, a) for g, a in zip(gaps, at) if g.lost and g.count is not None]
-    n_rec = len(seqs)
-    total = n_rec + sum(g.count for g, _ in lost_gaps)
-    dtype = [("seq", "u8"), ("wall_ns", "i8"), ("mono_ns", "i8"), ("exact", "?"), ("lost", "?"), ("len", "u4"), *cols]
-    out = np.zeros(total, dtype=dtype).view(Records)
-    # Each record moves down by the lost rows before it.
-    shift = np.zeros(n_rec + 1, dtype=np.int64)
-    for g, a in lost_gaps:
-        shift[a] += g.count
-    idx = np.arange(n_rec, dtype=np.int64) + np.cumsum(shift)[:n_rec]
-    lost = np.ones(total, dtype=bool)
-    lost[idx] = False
-    out["lost"] = lost
-    out["seq"][idx] = np.array(seqs, dtype=np.uint64)
-    before = 0
-    for g, a in lost_gaps:
-        start = a + before
-        out["seq"][start : start + g.count] = g.first_seq + np.arange(g.count, dtype=np.uint64)
-        before += g.count
-    for name, data in (("wall_ns", walls), ("mono_ns", monos), ("exact", exact), ("len", lens)):
-        out[name][idx] = np.array(data, dtype=out.dtype[name])
-    for name, code in cols:
-        data = values[name]
-        if np.dtype(code).kind == "f":
-            data = [_NON_FINITE.get(v, v) if isinstance(v, str) else v for v in data]
-        # A float32 column: JSON's shortest f32 digits read as the nearest
-        # float64, then rounded to float32: the recorded value (docs/export.md).
-        out[name][idx] = np.array(data, dtype=code)
-        if np.dtype(code).kind == "f":
-            out[name][lost] = np.nan
-        elif np.dtype(code).kind == "O":
-            out[name][lost] = b""
-    if n_rec and lost.any():
-        for name, data in (("wall_ns", walls), ("mono_ns", monos)):
-            # Relative to the first record, so float64 keeps the nanoseconds.
-            base = np.int64(data[0])
-            rel = np.array(data, dtype=np.int64) - base
-            at_seq = out["seq"][lost].astype(np.float64)
-            out[name][lost] = base + np.rint(np.interp(at_seq, np.array(seqs, dtype=np.float64), rel)).astype(np.int64)
-    return out
+def _allow(on_gap, modes):
+    """Whether ``on_gap`` (one of ``modes``, or ``"raise"``) lets gaps through."""
+    if on_gap not in (*modes, "raise"):
+        want = ", ".join(f'"{m}"' for m in (*modes, "raise"))
+        raise ValueError(f"on_gap is one of {want}, not {on_gap!r}")
+    return on_gap != "raise"

@@ -225,20 +225,31 @@ impl Layout {
             .filter(|f| !matches!(f.kind, Kind::Pad(_)))
     }
 
+    /// Whether `record` is the layout's size.
+    ///
+    /// # Errors
+    ///
+    /// The sentence for a record that is not (`is 10 bytes, but the layout
+    /// '<Iff' is 12 bytes`).
+    pub fn fits(&self, record: &[u8]) -> Result<(), String> {
+        if record.len() == self.size() {
+            return Ok(());
+        }
+        Err(format!(
+            "is {} bytes, but the layout '{}' is {} bytes",
+            record.len(),
+            self.spec,
+            self.size()
+        ))
+    }
+
     /// Decodes `record` into `out` (cleared first), one value per column.
     ///
     /// # Errors
     ///
     /// The sentence for a record that is not the layout's size.
     pub fn decode(&self, record: &[u8], out: &mut Vec<Value>) -> Result<(), String> {
-        if record.len() != self.size() {
-            return Err(format!(
-                "is {} bytes, but the layout '{}' is {} bytes",
-                record.len(),
-                self.spec,
-                self.size()
-            ));
-        }
+        self.fits(record)?;
         out.clear();
         let mut at = 0;
         for f in &self.fields {

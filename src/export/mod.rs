@@ -57,6 +57,11 @@
 //! `--layout`, raw bytes without) and a channel of gaps. It is binary:
 //! `-o -` is refused while stdout is a terminal.
 //!
+//! **NumPy** (`--format numpy`, [`numpy`]): the same walk as fixed-width
+//! binary rows after a JSON header line that gives their dtype, for
+//! `np.frombuffer` (the Python package reads this). Binary: `-o -` is
+//! refused while stdout is a terminal.
+//!
 //! **Which recording.** A directory that holds several recordings (every
 //! second run of the README's command leaves two in `./rtrec-data`)
 //! exports the newest (the latest first record), and says which and how
@@ -86,6 +91,8 @@ use crate::error::usage;
 mod layout;
 #[cfg(feature = "tables")]
 mod mcap;
+#[cfg(feature = "tables")]
+mod numpy;
 mod part;
 #[cfg(feature = "tables")]
 mod rows;
@@ -310,11 +317,16 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let format = format_of(a);
     let layout = parse_layout(a, format)?;
-    if format == ExportFormat::Mcap
+    if matches!(format, ExportFormat::Mcap | ExportFormat::Numpy)
         && a.output.as_os_str() == "-"
         && std::io::IsTerminal::is_terminal(&std::io::stdout())
     {
-        return usage("MCAP is binary and stdout is a terminal: write it to a file with -o FILE.mcap, or pipe it into a program");
+        let what = if format == ExportFormat::Mcap {
+            "MCAP"
+        } else {
+            "--format numpy"
+        };
+        return usage(format!("{what} is binary and stdout is a terminal: write it to a file with -o FILE, or pipe it into a program"));
     }
     if a.payload.is_some() && !matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) {
         return usage("--payload applies to --format csv or jsonl");
@@ -395,10 +407,11 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
 fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Option<TableLayout>> {
     match (&a.layout, format) {
         (None, _) => Ok(None),
-        (Some(l), ExportFormat::Csv | ExportFormat::Jsonl | ExportFormat::Mcap) => {
-            Ok(Some(layout::Layout::parse(l).or_else(usage)?))
-        }
-        (Some(_), _) => usage("--layout applies to --format csv, jsonl or mcap"),
+        (
+            Some(l),
+            ExportFormat::Csv | ExportFormat::Jsonl | ExportFormat::Mcap | ExportFormat::Numpy,
+        ) => Ok(Some(layout::Layout::parse(l).or_else(usage)?)),
+        (Some(_), _) => usage("--layout applies to --format csv, jsonl, mcap or numpy"),
     }
 }
 
@@ -410,7 +423,8 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
             crate::error::left_out("the CSV and JSON lines exports", "tables")
         }
         (_, ExportFormat::Mcap) => crate::error::left_out("the MCAP export", "tables"),
-        (true, _) => usage("--layout applies to --format csv, jsonl or mcap"),
+        (_, ExportFormat::Numpy) => crate::error::left_out("the numpy export", "tables"),
+        (true, _) => usage("--layout applies to --format csv, jsonl, mcap or numpy"),
         (false, _) => Ok(None),
     }
 }
@@ -462,6 +476,16 @@ fn write_output(
             }
             #[cfg(feature = "tables")]
             ExportFormat::Mcap => mcap::write(layout, parts, &mut counted),
+            #[cfg(feature = "tables")]
+            ExportFormat::Numpy => {
+                let hint = numpy::Hint {
+                    records: sum(parts, |r| r.records),
+                    lost: sum(parts, |r| {
+                        r.lost_records + r.unstored_drops + r.missing_records
+                    }),
+                };
+                numpy::write(layout, parts, &hint, &mut counted)
+            }
             _ => write_copy(format, parts, &mut counted),
         };
         let bytes = counted.bytes;

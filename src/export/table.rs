@@ -264,6 +264,18 @@ pub fn decode(
         .or_else(|why| usage(format!("record {seq} {why}; nothing was exported")))
 }
 
+/// Refuses record `seq` when it is not the layout's size, in [`decode`]'s
+/// sentence (for exports that write the bytes, not the values).
+///
+/// # Errors
+///
+/// A record that is not the layout's size.
+pub fn fits(layout: &Layout, seq: u64, data: &[u8]) -> crate::error::Result<()> {
+    layout
+        .fits(data)
+        .or_else(|why| usage(format!("record {seq} {why}; nothing was exported")))
+}
+
 /// Lower-case hex.
 pub fn hex(data: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
