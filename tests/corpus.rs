@@ -5,6 +5,9 @@
 //! and Python never return fewer rows than records + lost (docs/
 //! recordings.md, "No absence without a gap"). The `--json` documents are
 //! held to docs/recordings-schema.md on every entry.
+// `ls`, `export` and the MCAP reader are the `tables` feature's: the
+// record-only build (docs/embedded.md) has none of them.
+#![cfg(feature = "tables")]
 
 use std::path::Path;
 use std::process::Command;
