@@ -379,8 +379,9 @@ pub struct ExportArgs {
     // its 1 MB budget on a board has no room for help it cannot act on.
     #[cfg_attr(
         feature = "tables",
-        doc = "With --format csv or jsonl: how each record's bytes are written [default: text for \
-               a recording of lines, hex otherwise]."
+        doc = "With --format csv, jsonl or mcap: how each record's bytes are written [default: \
+               text for a recording of lines, else hex (csv, jsonl) or base64 (mcap, which \
+               takes text or base64)]."
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "layout")]
@@ -396,6 +397,22 @@ pub struct ExportArgs {
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_name = "LAYOUT")]
     pub layout: Option<String>,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "With --format mcap: the records' topic (the gaps are on TOPIC/gaps) \
+               [default: /rtrec/records, the same for every recording, so a saved Foxglove \
+               layout fits the next one]."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "MCAP only (feature `tables`).")]
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: Option<String>,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "With --format mcap: how its chunks are compressed [default: zstd]."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "MCAP only (feature `tables`).")]
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub mcap_compression: Option<McapCompression>,
     /// Which recording of a directory that holds several: its id (as
     /// `rtrec ls` shows it, or a unique prefix) or the name of one of its
     /// files (default: the newest, with the others listed).
@@ -436,9 +453,9 @@ pub enum ExportFormat {
     Jsonl,
     #[cfg_attr(
         feature = "tables",
-        doc = "MCAP for Foxglove and ROS 2: a message per record on /rtrec/<recording id> (JSON \
-               of the fields with --layout, else the bytes) and per gap on /rtrec/<recording \
-               id>/gaps; binary, so -o - only into a pipe."
+        doc = "MCAP for Foxglove and MCAP's tools: a JSON message per record on --topic (the \
+               fields with --layout, else the bytes in base64 or the text) and per gap on \
+               TOPIC/gaps, zstd chunks; binary, so -o - only into a pipe."
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Mcap,
@@ -451,6 +468,18 @@ pub enum ExportFormat {
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Numpy,
+}
+
+/// `rtrec export --mcap-compression`: MCAP's chunk compressions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum McapCompression {
+    /// Zstandard (the default): the smallest, and what `mcap compress` writes.
+    Zstd,
+    /// LZ4: faster to write and read, larger.
+    Lz4,
+    /// Uncompressed chunks.
+    #[value(name = "none")]
+    Uncompressed,
 }
 
 /// `rtrec export --payload`.

@@ -1,26 +1,46 @@
 //! `--format mcap`: the recording as an MCAP file, the container Foxglove
-//! and ROS 2 (rosbag2's storage) open, written by Foxglove's own `mcap`
-//! crate from the walk the tables are written from ([`super::rows`]).
+//! opens, written by Foxglove's own `mcap` crate from the walk the tables
+//! are written from ([`super::rows`]), in a form every MCAP tool reads.
 //!
 //! What the file holds (docs/export.md, "`--format mcap`"):
-//! - **Channel `/rtrec/<recording id>`** (the id in hex, as `rtrec ls`
-//!   shows it): one message per record. `log_time` is its wall time (ns
-//!   since the epoch, the file header's mapping of the monotonic clock),
-//!   `sequence` its sequence number. With `--layout` a message is a JSON
-//!   object (`seq`, `mono_ns`, `exact` and the layout's fields, floats
-//!   shortest-round-trip for their width) under a JSON Schema that types
-//!   each field `integer` or `number`, so Foxglove plots them; without, it is the record's bytes
-//!   (`application/octet-stream`, no schema), which Foxglove lists but
-//!   cannot plot.
-//! - **Channel `/rtrec/<recording id>/gaps`**: one JSON message per gap
-//!   (`first_seq`, `count`, `reason`, as the tables' gap rows), so a loss
-//!   is never silent. Its time is that of the last record before the gap
-//!   (where the stream was last intact), or the first file's creation time
-//!   for a gap before any record; its `sequence` is `first_seq`.
-//! - **Metadata `rtrec`**: the recording id, rtrec's version, the files,
-//!   the records, the gaps and the records in them, the layout.
+//! - **Channel `--topic`** (default `/rtrec/records`): one JSON message
+//!   per record under a JSON Schema (message encoding `json`, schema
+//!   encoding `jsonschema`, both in MCAP's registry of well-known
+//!   encodings). `log_time` is its wall time (ns since the epoch, the file
+//!   header's mapping of the monotonic clock), `sequence` its sequence
+//!   number. The object has `seq`, `mono_ns`, `exact` and then, with
+//!   `--layout`, the layout's fields (floats shortest-round-trip for their
+//!   width; schema `rtrec.Record(<layout>)`), else the record as `data`,
+//!   its bytes in base64 (schema `rtrec.Bytes`, `contentEncoding:
+//!   base64`), or as `text` for a recording of lines or `--payload text`
+//!   (schema `rtrec.Text`). The channel's metadata has the recording id
+//!   (and the layout).
+//! - **Channel `TOPIC/gaps`**: one JSON message per gap (`first_seq`,
+//!   `count`, `reason`, as the tables' gap rows), so a loss is never
+//!   silent. Its time is that of the last record before the gap (where the
+//!   stream was last intact), or the first file's creation time for a gap
+//!   before any record; its `sequence` is `first_seq`.
+//! - **Metadata `rtrec.recording.<recording id>`**: the recording id,
+//!   rtrec's version, the files, the records, the gaps and the records in
+//!   them, the topic, the layout.
 //!
 //! Design choices:
+//! - **JSON for every channel, bytes in base64**: MCAP's tools (`mcap cat
+//!   --json`) and Foxglove decode only the registry's encodings, and
+//!   `application/octet-stream` is not one. Base64 under `contentEncoding:
+//!   base64` is how Foxglove's own JSON schemas carry bytes (its
+//!   `CompressedImage`'s `data`): Foxglove shows them as a byte array, and
+//!   any JSON reader gets them back with one call. It costs a third more
+//!   than the bytes before compression, which the chunks' zstd takes back.
+//!   (CBOR would carry bytes as bytes, but Foxglove's JSON Schema reading
+//!   is what lets it plot a layout's fields.)
+//! - **A stable topic**: a saved Foxglove layout names topics, so the
+//!   default is the same for every recording; which recording it is, is
+//!   the channel's and the metadata's `recording_id`. `mcap merge` of two
+//!   exports keeps two channels on one topic (their metadata differ).
+//! - **Metadata named per recording**: `mcap merge` refuses two metadata
+//!   records of one name (`--allow-duplicate-metadata`), so the name
+//!   carries the recording id: exports of different recordings merge.
 //! - **A float that is not finite** is the JSON string `"NaN"`,
 //!   `"Infinity"` or `"-Infinity"` (the tables' JSON convention, never
 //!   `null`, which would lose which one). Its schema property is
@@ -30,17 +50,21 @@
 //!   Foxglove's schema reader, which looks at `type` only and refuses a
 //!   `oneOf` that is not an enum of numbers, still sees a number it plots.
 //! - **`publish_time` is the wall time too**, not the monotonic time: MCAP
-//!   readers take both as one clock; a layout's JSON carries `mono_ns`.
+//!   readers take both as one clock; the JSON carries `mono_ns`.
 //! - **MCAP's `sequence` is 32 bits**: it is the sequence number modulo
 //!   2^32 (it wraps after 4,294,967,295 records); the JSON message's `seq`
-//!   and the gaps' `first_seq` are exact (a raw message has only the
-//!   wrapped one).
-//! - **Uncompressed chunks of 1 MiB, indexed**: the crate is built without
-//!   zstd and lz4 (C libraries the board's build has no use for), and
-//!   chunks with message indexes and a summary let Foxglove seek without
-//!   reading the whole file. The writer never seeks (`NoSeek`): each chunk
-//!   is assembled in memory and then written, so the output may be a pipe
-//!   and memory stays at one chunk.
+//!   and the gaps' `first_seq` are exact.
+//! - **zstd chunks of 1 MiB by default, indexed** (`--mcap-compression
+//!   zstd|lz4|none`): JSON compresses well (what `mcap compress` would do
+//!   afterwards), and chunks with message indexes and a summary let
+//!   Foxglove seek without reading the whole file. The compressors are the
+//!   crate's (C libraries), linked only with the feature `tables`, which
+//!   the board's record-only build leaves out. zstd runs on the calling
+//!   thread (`compression_threads(0)`): the output is the same bytes on
+//!   every machine, and the analysis host's other work keeps its cores.
+//!   The writer never seeks (`NoSeek`): each chunk is assembled in memory
+//!   and then written, so the output may be a pipe and memory stays at one
+//!   chunk.
 //! - **A failed export leaves no complete-looking file**: on an error the
 //!   writer is let go without its summary and footer (`into_inner`), and
 //!   the caller removes the file it began, as for the tables.
@@ -50,17 +74,71 @@ use std::io::Write;
 
 use ::mcap::records::{MessageHeader, Metadata};
 use ::mcap::write::NoSeek;
-use ::mcap::{McapError, WriteOptions, Writer};
+use ::mcap::{Compression, McapError, WriteOptions, Writer};
+use base64::Engine as _;
+use rtrec_engine::format::FLAG_LINES;
 use serde_json::{json, Map, Value as Json};
 
-use super::layout::{Kind, Layout, Value, JSON_NON_FINITE};
+use super::layout::{Kind, Layout, JSON_NON_FINITE};
 use super::part::Part;
 use super::rows::{walk, Item, Walked};
 use super::table::{decode, refuse_fixed_names};
-use crate::error::Error;
+use crate::cli::{ExportArgs, McapCompression, PayloadEncoding};
+use crate::error::{usage, Error};
 
 /// The MCAP writer over the export's output.
 type Out<'o> = Writer<NoSeek<&'o mut dyn Write>>;
+
+/// The default topic of the records (see the module docs, "a stable
+/// topic").
+pub const DEFAULT_TOPIC: &str = "/rtrec/records";
+
+/// What `rtrec export --format mcap` was asked for.
+pub struct Options<'a> {
+    /// `--layout`: the records as JSON of their fields.
+    pub layout: Option<&'a Layout>,
+    /// `--payload` (text or base64; `None`: by the recording).
+    pub payload: Option<PayloadEncoding>,
+    /// `--topic`, or [`DEFAULT_TOPIC`].
+    pub topic: String,
+    /// `--mcap-compression` (default zstd).
+    pub compression: McapCompression,
+}
+
+impl<'a> Options<'a> {
+    /// The options of `a`, checked.
+    ///
+    /// # Errors
+    ///
+    /// An empty `--topic`, or `--payload hex` (a message carries bytes as
+    /// base64, the JSON Schema's `contentEncoding`).
+    pub fn of(a: &ExportArgs, layout: Option<&'a Layout>) -> crate::error::Result<Options<'a>> {
+        let topic = a.topic.clone().unwrap_or_else(|| DEFAULT_TOPIC.to_string());
+        if topic.is_empty() {
+            return usage("--topic must not be empty");
+        }
+        if a.payload == Some(PayloadEncoding::Hex) {
+            return usage("--format mcap carries bytes as base64 (the encoding Foxglove's JSON schemas name), not hex: give --payload base64 or text");
+        }
+        Ok(Options {
+            layout,
+            payload: a.payload,
+            topic,
+            compression: a.mcap_compression.unwrap_or(McapCompression::Zstd),
+        })
+    }
+}
+
+/// How a record becomes a message.
+#[derive(Clone, Copy)]
+enum Body<'a> {
+    /// JSON of the layout's fields.
+    Fields(&'a Layout),
+    /// `data`: its bytes in base64.
+    Base64,
+    /// `text`: its bytes as UTF-8 (a record that is not is refused).
+    Text,
+}
 
 /// The two channels' ids.
 struct Channels {
@@ -73,26 +151,35 @@ struct Channels {
 /// # Errors
 ///
 /// A layout field named like a fixed key, a record that does not fit the
-/// layout (the tables' sentence), or a failed write. The output then has
-/// no summary or footer.
-pub fn write(
-    layout: Option<&Layout>,
-    parts: &[Part],
-    out: &mut dyn Write,
-) -> crate::error::Result<u64> {
-    if let Some(l) = layout {
-        refuse_fixed_names(l)?;
-    }
+/// layout (the tables' sentence) or is not text for `text`, or a failed
+/// write. The output then has no summary or footer.
+pub fn write(o: &Options, parts: &[Part], out: &mut dyn Write) -> crate::error::Result<u64> {
+    let lines = parts[0].header.flags & FLAG_LINES != 0;
+    let body = match (o.layout, o.payload) {
+        (Some(l), _) => {
+            refuse_fixed_names(l)?;
+            Body::Fields(l)
+        }
+        (None, Some(PayloadEncoding::Text)) => Body::Text,
+        (None, None) if lines => Body::Text,
+        (None, _) => Body::Base64,
+    };
+    let compression = match o.compression {
+        McapCompression::Zstd => Some(Compression::Zstd),
+        McapCompression::Lz4 => Some(Compression::Lz4),
+        McapCompression::Uncompressed => None,
+    };
     let options = WriteOptions::new()
-        .compression(None)
+        .compression(compression)
+        .compression_threads(0)
         .chunk_size(Some(WriteOptions::DEFAULT_CHUNK_SIZE))
         .disable_seeking(true)
         .library(format!("rtrec {}", env!("CARGO_PKG_VERSION")));
     let mut w = options.create(NoSeek::new(out)).map_err(mcap_error)?;
-    let done = channels(&mut w, layout, parts)
-        .and_then(|ch| messages(&mut w, &ch, layout, parts))
+    let done = channels(&mut w, o, body, parts)
+        .and_then(|ch| messages(&mut w, &ch, body, parts))
         .and_then(|walked| {
-            w.write_metadata(&metadata(layout, parts, walked))
+            w.write_metadata(&metadata(o, parts, walked))
                 .and_then(|()| w.finish())
                 .map_err(mcap_error)?;
             Ok(walked.records)
@@ -105,37 +192,40 @@ pub fn write(
     done
 }
 
-/// The topic of the recording's records.
-fn topic(parts: &[Part]) -> String {
-    format!("/rtrec/{:016x}", parts[0].header.recording_id)
+/// The recording's id in hex, as `rtrec ls` shows it.
+fn recording_id(parts: &[Part]) -> String {
+    format!("{:016x}", parts[0].header.recording_id)
 }
 
 /// Adds the schemas and the two channels.
 fn channels(
     w: &mut Out,
-    layout: Option<&Layout>,
+    o: &Options,
+    body: Body,
     parts: &[Part],
 ) -> crate::error::Result<Channels> {
-    let topic = topic(parts);
-    let none = BTreeMap::new();
-    let records = match layout {
-        Some(l) => {
-            let schema = serde_json::to_vec(&record_schema(l))?;
-            let id = w
-                .add_schema("rtrec.Record", "jsonschema", &schema)
-                .map_err(mcap_error)?;
-            let meta = BTreeMap::from([("layout".to_string(), l.spec.clone())]);
-            w.add_channel(id, &topic, "json", &meta)
+    let mut meta = BTreeMap::from([("recording_id".to_string(), recording_id(parts))]);
+    let (name, schema) = match body {
+        Body::Fields(l) => {
+            meta.insert("layout".to_string(), l.spec.clone());
+            (format!("rtrec.Record({})", l.spec), record_schema(l))
         }
-        None => w.add_channel(0, &topic, "application/octet-stream", &none),
-    }
-    .map_err(mcap_error)?;
+        Body::Base64 => ("rtrec.Bytes".to_string(), bytes_schema(false)),
+        Body::Text => ("rtrec.Text".to_string(), bytes_schema(true)),
+    };
+    let id = w
+        .add_schema(&name, "jsonschema", &serde_json::to_vec(&schema)?)
+        .map_err(mcap_error)?;
+    let records = w
+        .add_channel(id, &o.topic, "json", &meta)
+        .map_err(mcap_error)?;
+    meta.remove("layout");
     let schema = serde_json::to_vec(&gap_schema())?;
     let id = w
         .add_schema("rtrec.Gap", "jsonschema", &schema)
         .map_err(mcap_error)?;
     let gaps = w
-        .add_channel(id, &format!("{topic}/gaps"), "json", &none)
+        .add_channel(id, &format!("{}/gaps", o.topic), "json", &meta)
         .map_err(mcap_error)?;
     Ok(Channels { records, gaps })
 }
@@ -144,13 +234,14 @@ fn channels(
 fn messages(
     w: &mut Out,
     ch: &Channels,
-    layout: Option<&Layout>,
+    body: Body,
     parts: &[Part],
 ) -> crate::error::Result<Walked> {
     let mut last_wall = parts[0].header.created_ns;
     let (mut values, mut json) = (Vec::new(), Vec::new());
     walk(parts, &mut |item| {
-        let (channel_id, seq, data): (u16, u64, &[u8]) = match item {
+        json.clear();
+        let (channel_id, seq) = match item {
             Item::Record {
                 seq,
                 mono_ns,
@@ -159,27 +250,43 @@ fn messages(
                 data,
             } => {
                 last_wall = wall_ns;
-                match layout {
-                    None => (ch.records, seq, data),
-                    Some(l) => {
+                let mut m = Map::new();
+                m.insert("seq".into(), seq.into());
+                m.insert("mono_ns".into(), mono_ns.into());
+                m.insert("exact".into(), exact.into());
+                match body {
+                    Body::Fields(l) => {
                         decode(l, seq, data, &mut values)?;
-                        json.clear();
-                        serde_json::to_writer(&mut json, &fields(l, &values, seq, mono_ns, exact))?;
-                        (ch.records, seq, &json)
+                        for (f, v) in l.columns().zip(&values) {
+                            m.insert(f.name.clone(), v.to_json());
+                        }
+                    }
+                    Body::Base64 => {
+                        let b64 = base64::engine::general_purpose::STANDARD.encode(data);
+                        m.insert("data".into(), b64.into());
+                    }
+                    Body::Text => {
+                        let Ok(text) = std::str::from_utf8(data) else {
+                            return usage(format!(
+                                "record {seq} is not UTF-8 text; nothing was exported: `--payload base64` writes any bytes"
+                            ));
+                        };
+                        m.insert("text".into(), text.into());
                     }
                 }
+                serde_json::to_writer(&mut json, &Json::Object(m))?;
+                (ch.records, seq)
             }
             Item::Gap {
                 first_seq,
                 count,
                 reason,
             } => {
-                json.clear();
                 serde_json::to_writer(
                     &mut json,
                     &json!({"first_seq": first_seq, "count": count, "reason": reason}),
                 )?;
-                (ch.gaps, first_seq, &json)
+                (ch.gaps, first_seq)
             }
         };
         let header = MessageHeader {
@@ -189,25 +296,12 @@ fn messages(
             log_time: last_wall,
             publish_time: last_wall,
         };
-        w.write_to_known_channel(&header, data).map_err(mcap_error)
+        w.write_to_known_channel(&header, &json).map_err(mcap_error)
     })
 }
 
-/// A record's JSON message: `seq`, `mono_ns`, `exact`, then the fields.
-fn fields(l: &Layout, values: &[Value], seq: u64, mono_ns: u64, exact: bool) -> Json {
-    let mut m = Map::new();
-    m.insert("seq".into(), seq.into());
-    m.insert("mono_ns".into(), mono_ns.into());
-    m.insert("exact".into(), exact.into());
-    for (f, v) in l.columns().zip(values) {
-        m.insert(f.name.clone(), v.to_json());
-    }
-    Json::Object(m)
-}
-
-/// The JSON Schema of a record's message under `l`: each field typed, so
-/// Foxglove offers it for plotting.
-fn record_schema(l: &Layout) -> Json {
+/// The properties every record's message has: `seq`, `mono_ns`, `exact`.
+fn fixed_properties() -> Map<String, Json> {
     let mut props = Map::new();
     props.insert(
         "seq".into(),
@@ -221,6 +315,39 @@ fn record_schema(l: &Layout) -> Json {
         "exact".into(),
         json!({"type": "boolean", "description": "false: the time is interpolated within a packed frame"}),
     );
+    props
+}
+
+/// The JSON Schema of a record's message without a layout: its bytes as
+/// `data` in base64, or (`text`) as the string `text`.
+fn bytes_schema(text: bool) -> Json {
+    let mut props = fixed_properties();
+    let (title, key) = if text {
+        props.insert(
+            "text".into(),
+            json!({"type": "string", "description": "the record (a line without its newline)"}),
+        );
+        ("rtrec record as text", "text")
+    } else {
+        props.insert(
+            "data".into(),
+            json!({"type": "string", "contentEncoding": "base64", "description": "the record's bytes"}),
+        );
+        ("rtrec record: its bytes in base64", "data")
+    };
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": title,
+        "type": "object",
+        "properties": props,
+        "required": ["seq", "mono_ns", "exact", key],
+    })
+}
+
+/// The JSON Schema of a record's message under `l`: each field typed, so
+/// Foxglove offers it for plotting.
+fn record_schema(l: &Layout) -> Json {
+    let mut props = fixed_properties();
     for f in l.columns() {
         let prop = match f.kind {
             // See the module docs, "a float that is not finite".
@@ -265,14 +392,12 @@ fn gap_schema() -> Json {
     })
 }
 
-/// The `rtrec` metadata record: what a reader needs to tell a whole
-/// recording from part of one.
-fn metadata(layout: Option<&Layout>, parts: &[Part], walked: Walked) -> Metadata {
+/// The metadata record `rtrec.recording.<id>`: what a reader needs to
+/// tell a whole recording from part of one.
+fn metadata(o: &Options, parts: &[Part], walked: Walked) -> Metadata {
+    let id = recording_id(parts);
     let mut m = BTreeMap::from([
-        (
-            "recording_id".to_string(),
-            format!("{:016x}", parts[0].header.recording_id),
-        ),
+        ("recording_id".to_string(), id.clone()),
         (
             "rtrec_version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
@@ -281,12 +406,13 @@ fn metadata(layout: Option<&Layout>, parts: &[Part], walked: Walked) -> Metadata
         ("records".to_string(), walked.records.to_string()),
         ("gaps".to_string(), walked.gaps.to_string()),
         ("records_in_gaps".to_string(), walked.missing.to_string()),
+        ("topic".to_string(), o.topic.clone()),
     ]);
-    if let Some(l) = layout {
+    if let Some(l) = o.layout {
         m.insert("layout".to_string(), l.spec.clone());
     }
     Metadata {
-        name: "rtrec".to_string(),
+        name: format!("rtrec.recording.{id}"),
         metadata: m,
     }
 }

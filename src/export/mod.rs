@@ -52,10 +52,11 @@
 //! into named, typed columns ([`layout`]). Gaps are rows there, so the
 //! export is refused for gaps only without `--allow-gaps` as for raw.
 //!
-//! **MCAP** (`--format mcap`, [`mcap`]): the same walk as messages for
-//! Foxglove and ROS 2, a channel of records (JSON under a JSON Schema with
-//! `--layout`, raw bytes without) and a channel of gaps. It is binary:
-//! `-o -` is refused while stdout is a terminal.
+//! **MCAP** (`--format mcap`, [`mcap`]): the same walk as JSON messages
+//! for Foxglove and MCAP's tools, a channel of records (the fields under a
+//! JSON Schema with `--layout`, else the bytes in base64 or the text) and
+//! a channel of gaps. It is binary: `-o -` is refused while stdout is a
+//! terminal.
 //!
 //! **NumPy** (`--format numpy`, [`numpy`]): the same walk as fixed-width
 //! binary rows after a JSON header line that gives their dtype, for
@@ -328,8 +329,26 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
         };
         return usage(format!("{what} is binary and stdout is a terminal: write it to a file with -o FILE, or pipe it into a program"));
     }
-    if a.payload.is_some() && !matches!(format, ExportFormat::Csv | ExportFormat::Jsonl) {
-        return usage("--payload applies to --format csv or jsonl");
+    if a.payload.is_some()
+        && !matches!(
+            format,
+            ExportFormat::Csv | ExportFormat::Jsonl | ExportFormat::Mcap
+        )
+    {
+        return usage("--payload applies to --format csv, jsonl or mcap");
+    }
+    if format != ExportFormat::Mcap {
+        if a.topic.is_some() {
+            return usage("--topic applies to --format mcap");
+        }
+        if a.mcap_compression.is_some() {
+            return usage("--mcap-compression applies to --format mcap");
+        }
+    }
+    #[cfg(feature = "tables")]
+    if format == ExportFormat::Mcap {
+        // Its flags checked before any input is read.
+        mcap::Options::of(a, layout.as_ref())?;
     }
     let d = read_inputs(&a.inputs)?;
     let slots = d.slots.len();
@@ -475,7 +494,9 @@ fn write_output(
                 write_table(a, format, layout, parts, &mut counted)
             }
             #[cfg(feature = "tables")]
-            ExportFormat::Mcap => mcap::write(layout, parts, &mut counted),
+            ExportFormat::Mcap => {
+                mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, &mut counted))
+            }
             #[cfg(feature = "tables")]
             ExportFormat::Numpy => {
                 let hint = numpy::Hint {
