@@ -749,8 +749,8 @@ mod tests {
         // bench --study takes a list of names (s1,s2,s3,s4,rtrec or
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
-            checked, 11,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload"
+            checked, 12,
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression"
         );
     }
 
