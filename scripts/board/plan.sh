@@ -296,7 +296,7 @@ flight() {
   rtrec events "$d" || return 1
   rtrec events --json "$d" >/tmp/events.json || return 1
   events=$(grep -c '"trigger_wall_ns"' /tmp/events.json)
-  complete=$(grep -c '"status": "complete"' /tmp/events.json)
+  complete=$(grep -c '"state": "complete"' /tmp/events.json)
   [ "$events" = 1 ] && [ "$complete" = 1 ] || { say "$events events, $complete complete (expected 1 and 1)"; return 1; }
   rtrec verify "$d"
 }
