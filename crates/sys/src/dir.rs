@@ -246,18 +246,7 @@ impl Dir {
         to_dir: &Dir,
         to: impl AsRef<Path>,
     ) -> io::Result<()> {
-        let (from, to) = (from.as_ref(), to.as_ref());
-        match rustix::fs::renameat_with(&self.fd, from, &to_dir.fd, to, RenameFlags::NOREPLACE) {
-            Err(rustix::io::Errno::INVAL) => {}
-            r => return Ok(r?),
-        }
-        match to_dir.stat(to) {
-            Ok(_) => return Err(io::Error::from_raw_os_error(libc::EEXIST)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        rustix::fs::renameat(&self.fd, from, &to_dir.fd, to)?;
-        Ok(())
+        rename_noreplace_at(&self.fd, from.as_ref(), &to_dir.fd, to.as_ref())
     }
 
     /// `renameat2(dir, a, dir, b, RENAME_EXCHANGE)`: swaps two names
@@ -320,6 +309,29 @@ impl AsFd for Dir {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }
+}
+
+/// `renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE)`, with
+/// [`Dir::rename_noreplace`]'s fallback (a look at `to`, then a plain
+/// `renameat`) where the file system answers `EINVAL`: the one
+/// implementation behind that method and [`crate::rename_noreplace`].
+pub(crate) fn rename_noreplace_at(
+    from_dir: impl AsFd,
+    from: &Path,
+    to_dir: impl AsFd,
+    to: &Path,
+) -> io::Result<()> {
+    match rustix::fs::renameat_with(&from_dir, from, &to_dir, to, RenameFlags::NOREPLACE) {
+        Err(rustix::io::Errno::INVAL) => {}
+        r => return Ok(r?),
+    }
+    match rustix::fs::statat(&to_dir, to, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(_) => return Err(io::Error::from_raw_os_error(libc::EEXIST)),
+        Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(e.into()),
+    }
+    rustix::fs::renameat(&from_dir, from, &to_dir, to)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::path::Path;
 
-use rustix::fs::{FlockOperation, RenameFlags, CWD};
+use rustix::fs::{FlockOperation, CWD};
 
 use crate::dir::Dir;
 
@@ -163,13 +163,14 @@ pub fn open_rw_direct_io(path: &Path) -> io::Result<File> {
 }
 
 /// `renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE)`: rename
-/// without ever replacing an existing file. See rename(2).
+/// without ever replacing an existing file, with
+/// [`Dir::rename_noreplace`]'s fallback where the file system lacks the
+/// flag. See rename(2).
 ///
 /// # Errors
 /// `AlreadyExists` when `to` exists; the errno of `renameat2` otherwise.
 pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE)?;
-    Ok(())
+    crate::dir::rename_noreplace_at(CWD, from, CWD, to)
 }
 
 /// `access(path, W_OK|X_OK)`: whether this process may create files in the
