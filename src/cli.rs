@@ -468,6 +468,15 @@ pub enum ExportFormat {
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Numpy,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "Apache Parquet for pandas, polars, DuckDB and Arrow: the CSV's columns with \
+               Parquet's types (the --layout fields typed, wall_time a UTC timestamp), a row per \
+               record and per gap (its record columns null), Snappy pages; binary, so -o - only \
+               into a pipe."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
+    Parquet,
 }
 
 /// `rtrec export --mcap-compression`: MCAP's chunk compressions.

@@ -2,19 +2,22 @@
 //! recorded"): random layouts and records — NaN, ±inf, subnormals, −0.0,
 //! the extremes of every integer width, f32 and f64, either byte order,
 //! both layout spellings — with gaps at the start, middle and end, are
-//! exported as CSV, JSON lines and MCAP and read back by the readers people
-//! use (`tests/export_exact_read.py`: pandas with the documented dtype
-//! recipe, polars and DuckDB on the CSV, Python's json on the JSON lines,
-//! MCAP's Python reader with each message checked against its channel's
-//! JSON Schema, and the rtrec package's `to_numpy`, `to_pandas` (NumPy and
-//! nullable dtypes) and `to_polars`). Each
+//! exported as CSV, JSON lines, MCAP and Parquet and read back by the
+//! readers people use (`tests/export_exact_read.py`: pandas with the
+//! documented dtype recipe, polars and DuckDB on the CSV, Python's json on
+//! the JSON lines, MCAP's Python reader with each message checked against
+//! its channel's JSON Schema, pyarrow, polars and DuckDB on the Parquet
+//! file (each column's type checked too), and the rtrec package's
+//! `to_numpy`, `to_pandas` (NumPy and nullable dtypes) and `to_polars`).
+//! Each
 //! reader's every value must have the recorded bits (NaN as NaN: its
 //! payload is not kept), and its gaps must be the lost records.
 //!
 //! The seed is fixed (`RTREC_EXACT_SEED` replays another) and printed.
 //! Without python3 and numpy, pandas and mcap the test skips with one line
 //! (and fails under `RTREC_REQUIRE_PRIVILEGED=1`, as CI installs them);
-//! so do polars, DuckDB and jsonschema, after the other readers are checked.
+//! so do polars, DuckDB, jsonschema and pyarrow, after the other readers
+//! are checked.
 
 #![cfg(feature = "tables")]
 
@@ -29,7 +32,7 @@ use serde_json::{json, Value as Json};
 mod common;
 use common::{rtrec, show, Rng};
 
-const INSTALL: &str = "python3 -m pip install numpy pandas mcap polars duckdb jsonschema";
+const INSTALL: &str = "python3 -m pip install numpy pandas mcap polars duckdb jsonschema pyarrow";
 const ROUNDS: u64 = 12;
 
 /// A layout type: its named spelling, `struct` code, size and NumPy type.
@@ -305,7 +308,7 @@ fn round(rng: &mut Rng, root: &Path, k: u64) -> Round {
     let mut case = json!({
         "dir": dir, "layout": layout.spec, "columns": layout.columns(),
     });
-    for format in ["csv", "jsonl", "mcap"] {
+    for format in ["csv", "jsonl", "mcap", "parquet"] {
         let out = root.join(format!("r{k}.{format}"));
         let o = rtrec(&[
             "export",

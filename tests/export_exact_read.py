@@ -2,7 +2,8 @@
 to, for tests/export_exact.rs: CSV with pandas (the documented dtype
 recipe), polars and DuckDB; JSON lines with Python's json and the
 documented non-finite spellings; MCAP with MCAP's Python reader (each
-message checked against its channel's own JSON Schema); and the rtrec
+message checked against its channel's own JSON Schema); Parquet with
+pyarrow, polars and DuckDB (each column's type checked); and the rtrec
 package's to_numpy and to_pandas.
 
 Usage: export_exact_read.py CASES.json, a list of cases. A case names the export files, the
@@ -126,6 +127,59 @@ def read_mcap(path, cols):
     return recs, gaps
 
 
+# The Parquet physical-and-logical type each layout type must arrive as
+# (pyarrow's names): the width and signedness kept, floats at their width.
+ARROW = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
+         "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
+         "f4": "float", "f8": "double"}
+
+
+def read_parquet_pyarrow(path, cols):
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path)
+    for n, c in cols:
+        if str(t.schema.field(n).type) != ARROW[c]:
+            raise ValueError(f"pyarrow read column {n} ({c}) as {t.schema.field(n).type}")
+    if str(t.schema.field("wall_time").type) != "timestamp[ns, tz=UTC]":
+        raise ValueError(f"wall_time is {t.schema.field('wall_time').type}")
+    meta = json.loads(pq.read_metadata(path).metadata[b"rtrec.recording"])
+    if meta.get("layout") is None:
+        raise ValueError(f"no layout in the file's metadata: {meta}")
+    d = t.to_pydict()
+    return read_frame(d["seq"], d["kind"], d["count"], d, cols)
+
+
+def read_parquet_polars(path, cols):
+    import polars as pl
+
+    df = pl.read_parquet(path)
+    want = {"u1": pl.UInt8, "u2": pl.UInt16, "u4": pl.UInt32, "u8": pl.UInt64,
+            "i1": pl.Int8, "i2": pl.Int16, "i4": pl.Int32, "i8": pl.Int64,
+            "f4": pl.Float32, "f8": pl.Float64}
+    for n, c in cols:
+        if df.schema[n] != want[c]:
+            raise ValueError(f"polars read column {n} ({c}) as {df.schema[n]}")
+    columns = {n: df[n].to_list() for n, _ in cols}
+    return read_frame(df["seq"].to_list(), df["kind"].to_list(), df["count"].to_list(), columns, cols)
+
+
+def read_parquet_duckdb(path, cols):
+    import duckdb
+
+    rel = duckdb.sql(f"select * from read_parquet('{path}')")
+    want = {"u1": "UTINYINT", "u2": "USMALLINT", "u4": "UINTEGER", "u8": "UBIGINT",
+            "i1": "TINYINT", "i2": "SMALLINT", "i4": "INTEGER", "i8": "BIGINT",
+            "f4": "FLOAT", "f8": "DOUBLE"}
+    for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
+        if str(t) != want[c]:
+            raise ValueError(f"DuckDB read column {n} ({c}) as {t}")
+    names = rel.columns
+    rows = rel.fetchall()
+    get = {n: [r[names.index(n)] for r in rows] for n in names}
+    return read_frame(get["seq"], get["kind"], get["count"], get, cols)
+
+
 def from_array(seqs, lost, columns, cols):
     """Records of the package's rows (lost rows are the gaps)."""
     recs, gaps = [], []
@@ -177,6 +231,9 @@ def read_case(case):
         "csv polars": lambda: read_csv_polars(case["csv"], cols),
         "csv duckdb": lambda: read_csv_duckdb(case["csv"], cols),
         "mcap": lambda: read_mcap(case["mcap"], cols),
+        "parquet pyarrow": lambda: read_parquet_pyarrow(case["parquet"], cols),
+        "parquet polars": lambda: read_parquet_polars(case["parquet"], cols),
+        "parquet duckdb": lambda: read_parquet_duckdb(case["parquet"], cols),
         "to_numpy": to_numpy,
         "to_pandas": to_pandas,
         "to_pandas nullable": to_pandas_nullable,
