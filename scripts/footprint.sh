@@ -46,13 +46,8 @@ artifact() {
 # targets, docs/embedded.md "Under 1 MB, position-independent"). The
 # binary grows in 64 KiB steps, less than the 10 % margin, so the margin
 # alone would let it past 1 MB. Row, column, bytes.
-# Missed since the merges of 2026-12-06 (the budget's scope, the claim-first
-# retirement, the FAT fallback): the file took its next 64 KiB step, 1,050,960
-# bytes (docs/embedded.md, "Under 1 MB, position-independent"). The budget
-# is held at that step, 1,114,112, until the code is brought back under it;
-# a further step still fails here.
 budgets=(
-  "record-only (board)|aarch64|1114112"
+  "record-only (board)|aarch64|1000000"
   "librtrec.so (board)|aarch64|500000"
 )
 doc=docs/embedded.md

@@ -14,8 +14,11 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use rtrec_engine::sizing::ring_seconds;
 use rtrec_engine::Summary;
+#[cfg(feature = "emu")]
 use rtrec_host::emufs::EmulatorCommand;
-use rtrec_host::loopfs::{self, LoopFs, LoopFsOptions, WORK_IMAGE_SIZE};
+use rtrec_host::loopfs::LoopFs;
+#[cfg(feature = "emu")]
+use rtrec_host::loopfs::{self, LoopFsOptions, WORK_IMAGE_SIZE};
 use rtrec_units::{format_duration, format_size};
 
 use crate::error::{usage, Context, Result};
@@ -171,6 +174,27 @@ impl Trial {
         let Some(device) = &args.device else {
             return Ok(None);
         };
+        // Design choice: without the emulator (feature `emu`, the
+        // record-only build) the stack is not compiled in, the refusal of
+        // `record`'s plan (`features`) said so already, and the loop file
+        // system, the emulator's process and the copy are not in the board
+        // binary (docs/embedded.md, "Under 1 MB, position-independent").
+        #[cfg(not(feature = "emu"))]
+        {
+            let _ = (device, keep, quiet);
+            crate::error::left_out("the device emulator that `--device` needs", "emu")
+        }
+        #[cfg(feature = "emu")]
+        Self::build(device, keep, quiet).map(Some)
+    }
+
+    /// Builds the stack for `device` (what [`Trial::start`] does with
+    /// `--device`).
+    ///
+    /// # Errors
+    /// As [`Trial::start`].
+    #[cfg(feature = "emu")]
+    fn build(device: &rtrec_emu::DeviceArg, keep: &Path, quiet: bool) -> Result<Trial> {
         if let Err(reason) = loopfs::privileged() {
             return usage(format!(
                 "--device needs root and a loop device to build the emulated device: {reason}"
@@ -201,12 +225,12 @@ impl Trial {
                 keep.display()
             );
         }
-        Ok(Some(Trial {
+        Ok(Trial {
             profile: device.profile.clone(),
             fs,
             dir,
             keep: keep.to_path_buf(),
-        }))
+        })
     }
 
     /// The recording directory inside the emulated device.

@@ -187,9 +187,12 @@ fn print_tables(f: &Finished, json_on_stdout: bool) {
     }
     say(&f.disk.lines());
     say(&f.written.line());
-    // Feature `cost` (Cargo.toml): without it no line.
-    if let Some(line) = f.cost.line().filter(|_| cfg!(feature = "cost")) {
-        say(&line);
+    // Feature `cost` (Cargo.toml): without it no line, and the line's
+    // formatting is not in the binary (the feature is tested first).
+    if cfg!(feature = "cost") {
+        if let Some(line) = f.cost.line() {
+            say(&line);
+        }
     }
     if let Some(d) = &f.device {
         say(&d.line());
@@ -202,22 +205,37 @@ fn print_tables(f: &Finished, json_on_stdout: bool) {
     }
 }
 
+/// The sentence for a recording whose writer failed: what failed, what
+/// was written, and what the file says. The end frame says aborted when
+/// the failure came while recording; when it came after a complete end
+/// frame (closing the last file: its final truncate, header or sync,
+/// `Summary::end_complete`), the file reads as complete, and what is not
+/// known is whether its tail reached the disk.
+fn failed_sentence(summary: &Summary) -> String {
+    let what = summary
+        .error
+        .as_ref()
+        .map_or("unknown error", |f| f.message.as_str());
+    let counts = format!(
+        "{} of {} records were written, {} dropped (stored as a loss)",
+        summary.records_written, summary.records_offered, summary.records_dropped
+    );
+    if summary.end_complete {
+        format!(
+            "the recording failed at its end: {what}; {counts}; its end frame says complete, but the final sync did not complete: whether its tail is durable is unknown (`rtrec verify` checks what is on the disk)"
+        )
+    } else {
+        format!("the recording failed: {what}; {counts}; the recording is marked aborted")
+    }
+}
+
 /// The exit code of a recording, with the sentence that explains a
 /// failure: 0 done, 1 failed or incomplete, 130 interrupted.
 fn exit_code(outcome: &Outcome, summary: &Summary) -> i32 {
     match outcome {
         Outcome::Done if summary.error.is_none() => 0,
         Outcome::Done => {
-            eprintln!(
-                "rtrec: the recording failed: {}; {} of {} records were written, {} dropped (stored as a loss); the recording is marked aborted",
-                summary
-                    .error
-                    .as_ref()
-                    .map_or("unknown error", |f| f.message.as_str()),
-                summary.records_written,
-                summary.records_offered,
-                summary.records_dropped
-            );
+            eprintln!("rtrec: {}", failed_sentence(summary));
             1
         }
         Outcome::Aborted(reason) => {

@@ -405,6 +405,7 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         ring_wait_max_ns: 0,
         duration_ns: 3_072_137_215,
         error: None,
+        end_complete: true,
         warnings: vec![],
         write_samples: write,
         record_samples: vec![],

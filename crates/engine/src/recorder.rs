@@ -198,6 +198,14 @@ pub struct Summary {
     /// after it were dropped and counted as `writer_failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<Failure>,
+    /// The last file's end frame was written and says the recording is
+    /// complete. With `error`, the failure came after it (closing the file:
+    /// its final truncate, header or sync), so the file reads as complete
+    /// while whether its tail reached the disk is unknown; without, the
+    /// usual end. False when the end frame says aborted or was not
+    /// written. Not in the JSON summary (`error` says what failed).
+    #[serde(skip)]
+    pub end_complete: bool,
     /// Settings that could not be applied (e.g. real-time priority without
     /// the privilege); the recording ran without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -717,6 +725,7 @@ impl Recorder {
             ring_wait_max_ns: self.waits.max_ns,
             duration_ns: sys::monotonic_ns() - self.started_ns,
             error: report.error,
+            end_complete: report.end_complete,
             warnings: report.warnings,
             write_samples: report.write_samples,
             record_samples: std::mem::take(&mut self.record_samples),

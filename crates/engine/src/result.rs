@@ -247,6 +247,7 @@ mod tests {
             ring_wait_max_ns: 0,
             duration_ns: 15_000_000,
             error: None,
+            end_complete: true,
             warnings: vec![],
             write_samples: vec![1_000, 2_000, 30_000],
             record_samples: vec![],

@@ -877,6 +877,9 @@ impl Writer {
             bytes.truncate(END_PAYLOAD_MAX);
             let seq = self.next_seq;
             self.put(FrameKind::End, seq, sys::monotonic_ns(), &bytes)?;
+            // The last file's end frame is in it: what a failure after
+            // this point leaves the file saying (`Summary::end_complete`).
+            self.report.end_complete = complete && !continued;
         }
         let Some(mut cur) = self.cur.take() else {
             return Err(self.fail(Failure::closed()));
@@ -978,6 +981,7 @@ impl Writer {
     /// name: the flusher may not have got to it), then the durable point
     /// moved to the end.
     fn close_last(&mut self, complete: bool, reason: &str) {
+        self.report.end_complete = false;
         let closed = if self.cur.is_some() {
             self.close_current(complete, false, reason, (0, 0))
         } else {

@@ -109,5 +109,9 @@ pub(crate) struct WriterReport {
     /// (io_uring under signals: [`crate::io`]'s `uring` module).
     pub(crate) io_resubmitted: u64,
     pub(crate) error: Option<Failure>,
+    /// The last file's end frame was written and says the recording is
+    /// complete: a failure in `error` then came after it (the final
+    /// truncate, header or sync of `file::close`).
+    pub(crate) end_complete: bool,
     pub(crate) warnings: Vec<String>,
 }
