@@ -557,8 +557,8 @@ mod tests {
         // The directory's retirement record covers them (a later loop's
         // budget retired them): retired, not lost.
         let d = tempfile::tempdir().unwrap();
-        let mut rec = super::super::RetiredRecord::default();
-        rec.add(super::super::RetiredRange {
+        let mut rec = super::super::retired::RetiredRecord::default();
+        rec.add(super::super::retired::RetiredRange {
             recording_id: 7,
             first_index: 1,
             next_index: 3,

@@ -34,6 +34,17 @@
 //!   (`crate::recovery`). Issue 44: the claim used to follow the
 //!   recording's durability, and a crash-state study found files deleted
 //!   with no surviving claim.
+//! - An earlier recording's files (`super::earlier`) have no claim in
+//!   this recording's files: they leave only after the directory's
+//!   retirement record names them durably (`.retired`,
+//!   [`RetiredRecord`]: written to a temporary file, `fsync`ed, renamed,
+//!   the directory `fsync`ed). At the start [`Retire::start`] writes it
+//!   on the creating thread before the first record; at a switch the
+//!   retire thread does (a `Record` job before those files), off the
+//!   writer's path; the writer only when it catches a starved thread up.
+//!   A record that cannot be written keeps the files (`unclaimed`).
+//!   Issue 44: they used to be deleted with no durable record naming
+//!   them, and the reader called any missing leading file retired.
 //! - The queues are allocated once, at the start, for the kept count and
 //!   a few more: in the steady state (as many files retired as finished)
 //!   nothing is allocated.
