@@ -790,6 +790,39 @@ mod tests {
         assert!(paths.iter().all(|p| !p.exists()));
     }
 
+    /// A retirement record of `dir`, empty.
+    fn book(dir: &std::path::Path) -> Option<Book> {
+        Some(Book {
+            record: RetiredRecord::default(),
+            pruned: true,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    #[test]
+    fn an_earlier_recordings_files_leave_once_the_record_naming_them_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, files) = retired(dir.path());
+        let range = RetiredRange {
+            recording_id: 5,
+            first_index: 0,
+            next_index: 3,
+            wall_ns: 1,
+        };
+        let t = Retirer::start(None, 4, book(dir.path()));
+        t.give(&mut vec![range], None, &mut files.clone(), 0);
+        assert_eq!(t.stop(), (0, 3, 0));
+        assert!(files.iter().all(|p| !p.exists()));
+        let r = RetiredRecord::read(dir.path()).unwrap();
+        assert_eq!(r.ranges, vec![range]);
+        // A record that cannot be written keeps them, counted.
+        let (_, files) = retired(dir.path());
+        let t = Retirer::start(None, 4, book(&dir.path().join("gone")));
+        t.give(&mut vec![range], None, &mut files.clone(), 0);
+        assert_eq!(t.stop(), (0, 0, 3));
+        assert!(files.iter().all(|p| p.exists()));
+    }
+
     #[test]
     fn a_claim_that_cannot_be_synced_keeps_its_files_on_the_thread_and_in_a_catch_up() {
         let dir = tempfile::tempdir().unwrap();
