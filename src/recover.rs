@@ -133,6 +133,13 @@ fn pool_lines(rec: &Recovery, out: &mut Vec<String>) {
             ),
         });
     }
+    for (p, recycled) in &rec.recorded_retirements_completed {
+        out.push(format!(
+            "{} '{}': a loop's disk budget had retired it (the directory's durable retirement record names it), and a power cut came before it left",
+            if *recycled { "recycled into the pool" } else { "removed" },
+            p.display()
+        ));
+    }
     for (p, recycled) in &rec.retirements_completed {
         out.push(format!(
             "{} '{}': its loop's durable RETIRED claim had retired it, and a power cut came before it left",

@@ -162,6 +162,12 @@ const SERIES: &[Series] = &[
         |s, _| vec![("", s.retired_bytes as f64)],
     ),
     (
+        "rtrec_retired_unclaimed_files",
+        "gauge",
+        "Retired files kept on disk because the claim or retirement record naming them could not be made durable: the directory grows past its budget by these.",
+        |s, _| vec![("", s.retired_unclaimed as f64)],
+    ),
+    (
         "rtrec_ring_capacity_bytes",
         "gauge",
         "The ring's capacity (0 without a ring).",
@@ -268,6 +274,7 @@ mod tests {
             ring_capacity_bytes: 1 << 20,
             retired_files: 4,
             retired_bytes: 4 << 20,
+            retired_unclaimed: 1,
             records_taken: 7,
             writer_failed: true,
             ..LiveSnapshot::default()
@@ -298,6 +305,7 @@ mod tests {
             format!("rtrec_ring_capacity_bytes{{{base}}} 1048576"),
             format!("rtrec_retired_files_total{{{base}}} 4"),
             format!("rtrec_retired_bytes_total{{{base}}} 4194304"),
+            format!("rtrec_retired_unclaimed_files{{{base}}} 1"),
             format!("rtrec_recording_done{{{base}}} 0"),
             format!("rtrec_records_taken_total{{{base}}} 7"),
             format!("rtrec_writer_failed{{{base}}} 1"),

@@ -275,3 +275,223 @@ fn recover_completes_a_retirement_whose_claim_is_durable() {
         show(&again)
     );
 }
+
+/// The files of `dir` named `*.rtr`, sorted.
+fn rtr_names(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rtr"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Issue 44, an earlier recording's files: a loop's disk budget retires
+/// the files of the loop's earlier recording (at its start, and at a
+/// switch) only after the directory's retirement record (`.retired`)
+/// naming them is durable — written to `.retired.tmp`, that file
+/// `fsync`ed, renamed over `.retired`, the directory `fsync`ed, each
+/// call returned before the file's retirement begins. The record names
+/// them, and the partly retired earlier recording verifies clean.
+#[test]
+fn an_earlier_recordings_file_leaves_only_after_the_record_naming_it_is_synced() {
+    let name = "an_earlier_recordings_file_leaves_only_after_the_record_naming_it_is_synced";
+    let Some((dir, rec)) = fresh(name, "rec") else {
+        return;
+    };
+    // The earlier recording: 8 files, 3 left (2 kept, the last).
+    let first = RecordArgs::short(&rec, "4KiB", 2000)
+        .set("--file-size", "1MiB")
+        .set("--keep-files", KEPT.to_string());
+    let o = rtrec(&first.words());
+    assert!(o.status.success(), "{}", show(&o));
+    let earlier = rtr_names(&rec);
+    assert_eq!(earlier.len(), 3, "{earlier:?}");
+    // The record names the earlier recording by its id.
+    let id = rtrec(&["ls", "--json", rec.to_str().unwrap()]);
+    let id: serde_json::Value = serde_json::from_slice(&id.stdout).unwrap();
+    let id = id["recordings"][0]["id"].as_str().unwrap().to_string();
+
+    // The next start (same prefix and budget), traced: 2 files of its
+    // own, so the budget retires one earlier file at the start and one at
+    // the switch.
+    let traced = "trace=openat,write,fsync,fdatasync,unlink,unlinkat,rename,renameat,renameat2";
+    let args = RecordArgs::short(&rec, "4KiB", 400)
+        .set("--file-size", "1MiB")
+        .set("--keep-files", KEPT.to_string());
+    let log = dir.path().join("earlier.log");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-y", "-s", "64", "-e", traced, "-o"])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_rtrec"))
+        .args(args.words())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rtrec record failed: {}", show(&out));
+    let calls = calls(&std::fs::read_to_string(&log).unwrap());
+
+    let record_synced = |before: usize| {
+        let renamed = calls.iter().filter(|c| {
+            c.name.starts_with("rename")
+                && c.line.contains("\".retired.tmp\"")
+                && c.line.contains("\".retired\"")
+                && c.exit < before
+        });
+        renamed.into_iter().any(|r| {
+            let tmp_synced = calls.iter().any(|c| {
+                c.name == "fsync" && c.line.contains("/.retired.tmp>") && c.exit < r.entry
+            });
+            let dir_synced = calls.iter().any(|c| {
+                c.name == "fsync" && on_dir(c, &rec) && c.entry > r.exit && c.exit < before
+            });
+            tmp_synced && dir_synced
+        })
+    };
+    let mut left = 0;
+    for f in &earlier {
+        // Its retirement's first step: opened again for writing (a
+        // recycle's slot header), renamed or unlinked.
+        let start = calls.iter().find(|c| {
+            (c.line.contains(&format!("\"{f}\"")) || c.line.contains(&format!("/{f}\"")))
+                && (c.name.starts_with("unlink")
+                    || c.name.starts_with("rename")
+                    || (c.name == "openat"
+                        && c.line.contains("O_RDWR")
+                        && !c.line.contains("O_CREAT")))
+        });
+        let Some(start) = start else {
+            continue;
+        };
+        left += 1;
+        assert!(
+            record_synced(start.entry),
+            "{f} was retired ({}) before a retirement record naming it was synced with its directory",
+            start.line
+        );
+    }
+    assert_eq!(left, 2, "earlier files retired: {:?}", rtr_names(&rec));
+    let after = rtr_names(&rec);
+    assert!(!after.contains(&earlier[0]) && !after.contains(&earlier[1]));
+    assert!(after.contains(&earlier[2]), "{after:?}");
+    let record = std::fs::read_to_string(rec.join(".retired")).unwrap();
+    assert!(record.starts_with("rtrec-retired-1\n"), "{record}");
+    let first_kept = earlier[0].rsplit_once('-').unwrap().1;
+    let first_kept: u32 = first_kept.trim_end_matches(".rtr").parse().unwrap();
+    assert!(
+        record.contains(&format!("{id} {first_kept} {} ", first_kept + 2)),
+        "{record}"
+    );
+
+    // The earlier recording, its first two files retired by the record:
+    // clean, and said to be retired.
+    let v = rtrec(&["verify", rec.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", show(&v));
+    assert!(
+        show(&v).contains("retired by a loop's disk budget"),
+        "{}",
+        show(&v)
+    );
+}
+
+/// Issue 44: a loop recording's leading file removed by hand (no claim
+/// and no record covers it) is a loss, not "retired by the loop":
+/// `verify` exits 1 naming it, `rtrec ls` counts lost records, and
+/// `export` refuses without `--allow-gaps`. Its legitimately retired
+/// files before it stay retired.
+#[test]
+fn a_leading_file_removed_by_hand_is_missing_not_retired() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let args = RecordArgs::short(&rec, "4KiB", 2000)
+        .set("--file-size", "1MiB")
+        .set("--keep-files", KEPT.to_string());
+    let o = rtrec(&args.words());
+    assert!(o.status.success(), "{}", show(&o));
+    let files = rtr_names(&rec);
+    assert_eq!(files.len(), 3, "{files:?}");
+    let d = rec.to_str().unwrap();
+    let v = rtrec(&["verify", d]);
+    assert!(v.status.success(), "{}", show(&v));
+
+    std::fs::remove_file(rec.join(&files[0])).unwrap();
+    let v = rtrec(&["verify", d]);
+    assert_eq!(v.status.code(), Some(1), "{}", show(&v));
+    assert!(
+        show(&v).contains("no RETIRED claim or retirement record covers them"),
+        "{}",
+        show(&v)
+    );
+    let ls = rtrec(&["ls", "--json", d]);
+    assert!(ls.status.success(), "{}", show(&ls));
+    let j: serde_json::Value = serde_json::from_slice(&ls.stdout).unwrap();
+    let r = &j["recordings"][0];
+    assert!(r["lost"].as_u64().unwrap() > 0, "{j}");
+    assert_ne!(r["state"], "complete", "{j}");
+    let out = dir.path().join("out.bin");
+    let e = rtrec(&["export", d, "-o", out.to_str().unwrap()]);
+    assert_eq!(e.status.code(), Some(1), "{}", show(&e));
+    let e = rtrec(&["export", d, "--allow-gaps", "-o", out.to_str().unwrap()]);
+    assert!(e.status.success(), "{}", show(&e));
+    // `recover` removes nothing no record covers.
+    let r = rtrec(&["recover", d]);
+    assert!(r.status.success(), "{}", show(&r));
+    assert_eq!(rtr_names(&rec), files[1..].to_vec());
+}
+
+/// Issue 44: `recover` completes an earlier recording's retirement whose
+/// record is durable but whose deletions did not happen (strace makes
+/// every unlink do nothing, as a power cut that kept the synced record
+/// and lost them would): it removes the files the record names, says so,
+/// and the directory verifies clean.
+#[test]
+fn recover_completes_an_earlier_recordings_retirement_whose_record_is_durable() {
+    let name = "recover_completes_an_earlier_recordings_retirement_whose_record_is_durable";
+    let Some((dir, rec)) = fresh(name, "rec") else {
+        return;
+    };
+    let args = |count: u64| {
+        RecordArgs::short(&rec, "4KiB", count)
+            .set("--file-size", "1MiB")
+            .set("--keep-files", KEPT.to_string())
+            .set("--alloc", "fallocate")
+    };
+    let o = rtrec(&args(2000).words());
+    assert!(o.status.success(), "{}", show(&o));
+    let earlier = rtr_names(&rec);
+    assert_eq!(earlier.len(), 3, "{earlier:?}");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=unlink,unlinkat"])
+        .args(["-e", "inject=unlink,unlinkat:retval=0", "-o"])
+        .arg(dir.path().join("inject.log"))
+        .arg(env!("CARGO_BIN_EXE_rtrec"))
+        .args(args(400).words())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rtrec record failed: {}", show(&out));
+    // Every earlier file is still there; the record names the first two.
+    let before = rtr_names(&rec);
+    assert!(earlier.iter().all(|f| before.contains(f)), "{before:?}");
+
+    let r = rtrec(&["recover", rec.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", show(&r));
+    let after = rtr_names(&rec);
+    for gone in &earlier[..2] {
+        assert!(!after.contains(gone), "{after:?}\n{}", show(&r));
+        assert!(
+            show(&r).contains(gone.as_str()) && show(&r).contains("durable retirement record"),
+            "recover did not name {gone}: {}",
+            show(&r)
+        );
+    }
+    assert!(after.contains(&earlier[2]), "{after:?}");
+    let v = rtrec(&["verify", rec.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", show(&v));
+    let again = rtrec(&["recover", rec.to_str().unwrap()]);
+    assert!(
+        show(&again).contains("nothing to recover"),
+        "{}",
+        show(&again)
+    );
+}

@@ -111,6 +111,7 @@ fn a_prom_status_file_parses_with_prometheus_client_and_agrees_with_the_summary(
         "rtrec_ring_high_water_bytes",
         "rtrec_write_max_seconds",
         "rtrec_lateness_max_seconds",
+        "rtrec_retired_unclaimed_files",
     ] {
         assert_eq!(v["types"][gauge], "gauge", "{gauge} in {v}");
     }
@@ -118,6 +119,10 @@ fn a_prom_status_file_parses_with_prometheus_client_and_agrees_with_the_summary(
     // The final file holds the final counts, as the summary does.
     assert_eq!(sample(&v, "rtrec_recording_done", None), 1.0);
     let u = |k: &str| summary[k].as_u64().unwrap() as f64;
+    assert_eq!(
+        sample(&v, "rtrec_retired_unclaimed_files", None),
+        u("retired_unclaimed")
+    );
     assert_eq!(
         sample(&v, "rtrec_records_queued_total", None),
         u("records_queued")

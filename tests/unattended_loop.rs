@@ -156,6 +156,9 @@ fn a_loop_recording_stays_within_its_disk_bound_and_verifies_clean() {
     );
     let seq_to = v["retired_seq_to"].as_u64().unwrap();
     assert!(seq_to > 0, "{v}");
+    // Every claim was made durable: no retired file was kept for want of
+    // one.
+    assert_eq!(v["retired_unclaimed"], 0, "{v}");
 
     // verify DIR: clean, and it says which records were retired.
     let o = rtrec(&["verify", dir.to_str().unwrap()]);

@@ -661,15 +661,17 @@ fn notes(parts: &[Part], slots: usize, live: bool, gaps: Option<&str>) -> i32 {
         && !first.report.opens_with_trigger
         && first.report.files_missing_before == 0
     {
-        if first.header.is_loop() {
-            // Retired by the loop (`verify` checks the claims): no gap.
+        if first.report.retired.is_some() {
+            // Retired by the loop, or by a later loop's budget (`verify`
+            // checks the claims and the directory's retirement record):
+            // no gap.
             let seq = first
                 .report
                 .first_seq
                 .filter(|&s| s > 0)
                 .map_or(String::new(), |s| format!(", sequence 0–{}", s - 1));
             eprintln!(
-                "rtrec: note: files 0–{} of this loop recording were retired before it{seq}",
+                "rtrec: note: files 0–{} of this recording were retired before it{seq}",
                 first.header.index - 1
             );
         } else {

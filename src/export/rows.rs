@@ -142,7 +142,7 @@ pub fn walk(
         sink,
     };
     let first = &parts[0];
-    if first.header.is_loop() && first.header.index > 0 {
+    if first.report.retired.is_some() {
         if let Some(s) = first.report.first_seq {
             c.gap(0, s, "retired")?;
         }

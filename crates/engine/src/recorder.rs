@@ -162,6 +162,11 @@ pub struct Summary {
     /// directory stayed within its bound (`docs/unattended.md`).
     #[serde(default)]
     pub retired_late_files: u64,
+    /// Retired files kept on disk because the RETIRED claim or the
+    /// directory's retirement record naming them could not be made
+    /// durable (a file leaves only after what names it is on the disk).
+    #[serde(default)]
+    pub retired_unclaimed: u64,
     /// A loop recording: empty recordings it owned (no record, no loss:
     /// restarts whose source ended at once), removed when it started, so
     /// they do not accumulate (`docs/unattended.md`, "What the budget
@@ -713,6 +718,7 @@ impl Recorder {
             retired_earlier_files: report.retired.earlier_files,
             retired_earlier_bytes: report.retired.earlier_bytes,
             retired_late_files: report.retired.late,
+            retired_unclaimed: report.retired.unclaimed,
             retired_empty_recordings: report.retired.empty_recordings,
             retired_other_recordings: report.retired.others,
             io_resubmitted: report.io_resubmitted,

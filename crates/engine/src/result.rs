@@ -237,6 +237,7 @@ mod tests {
             retired_earlier_files: 0,
             retired_earlier_bytes: 0,
             retired_late_files: 0,
+            retired_unclaimed: 0,
             retired_empty_recordings: 0,
             retired_other_recordings: Vec::new(),
             io_resubmitted: 0,

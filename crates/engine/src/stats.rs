@@ -174,6 +174,12 @@ pub struct LiveStats {
     pub retired_files: AtomicU64,
     /// Bytes of those files (header and frames).
     pub retired_bytes: AtomicU64,
+    /// Retired files kept on disk because the RETIRED claim or the
+    /// retirement record naming them could not be made durable (a file
+    /// leaves only after what names it is on the disk): the directory
+    /// grows past its budget by these. Published by the writer at each
+    /// switch.
+    pub retired_unclaimed: AtomicU64,
     /// The writer thread's heartbeat: data records it took from the ring
     /// and handed on without a failure (written, gathered into the open
     /// frame, or kept by the flight recorder), published only by the
@@ -232,6 +238,8 @@ pub struct LiveSnapshot {
     pub retired_files: u64,
     /// [`LiveStats::retired_bytes`].
     pub retired_bytes: u64,
+    /// [`LiveStats::retired_unclaimed`].
+    pub retired_unclaimed: u64,
     /// [`LiveStats::records_taken`].
     pub records_taken: u64,
     /// [`LiveStats::writer_failed`].
@@ -262,6 +270,7 @@ impl LiveStats {
             ring_high_water_bytes: r(&self.ring_high_water_bytes),
             retired_files: r(&self.retired_files),
             retired_bytes: r(&self.retired_bytes),
+            retired_unclaimed: r(&self.retired_unclaimed),
             records_taken: r(&self.records_taken),
             writer_failed: self.writer_failed.load(Ordering::Acquire),
         }

@@ -39,8 +39,10 @@
 //!   `0..next_index` retired, up to sequence `next_seq`) no file present
 //!   may contradict (a file claimed as the first kept one starts exactly at
 //!   `next_seq`; claims only grow from file to file). A missing run of
-//!   LEADING files is then retired, not lost; a missing file in the middle
-//!   or at the end is still missing.
+//!   LEADING files is retired, not lost, only as far as the recording's
+//!   newest claim or the directory's retirement record ([`RetiredRecord`],
+//!   for a recording a later loop's budget retired) covers it; beyond
+//!   that, and in the middle or at the end, a missing file is missing.
 //! - A missing file is a loss, never an absence: the file next to it is
 //!   `incomplete` (its recording's first files, files between two present
 //!   ones: with the records they held when the neighbours tell; files
@@ -57,6 +59,7 @@
 //! | `walk` | the frame walk: one file's frames in order, each valid on its own and chained ([`FrameWalker`], [`walk_frames`]) |
 //! | `report` | what `verify` says of a file ([`FileReport`]) and how a check adds a finding |
 //! | `hole` | a crash hole after the durable mark: the evidence of a missing write ([`SECTOR`]) and the frames after it, counted |
+//! | `retired` | the directory's retirement record (`.retired`): which files of earlier recordings a loop's budget retired ([`RetiredRecord`]), written durably before they leave |
 //! | `raw` | a raw file against its sidecar ([`raw_sidecar`]) |
 //! | `file` | one file's check ([`verify_file`], [`verify_source`], [`verify_bytes`]) |
 //! | `recording` | which files make a recording ([`recording_groups`], the one place files are grouped) and its check: its files against each other ([`check_continuity`], [`recording_files`]) |
@@ -77,6 +80,7 @@ mod hole;
 mod raw;
 mod recording;
 mod report;
+mod retired;
 mod source;
 mod walk;
 
@@ -87,5 +91,6 @@ pub use recording::{
     check_continuity, check_continuity_in, recording_files, recording_groups, Scope,
 };
 pub use report::{ByteRange, CrashHole, FileReport, FileStatus, Gap, Retired, MAX_LISTED};
+pub use retired::{RetiredRange, RetiredRecord, RETIRED_RECORD};
 pub use source::{open_regular, ByteSource, READ_BUF};
 pub use walk::{read_header, walk_frames, Frame, FrameWalker, Step, Stop, WalkEnd};

@@ -17,6 +17,7 @@ use crate::file::{utc_iso, FRAMED_EXT, RAW_EXT};
 use crate::format::{EndPayload, RetiredPayload};
 
 use super::report::{FileReport, FileStatus, Retired};
+use super::retired::RetiredRecord;
 
 /// The recording files in `dir` (`*.rtr`, `*.raw`), sorted by name; hidden
 /// files (preparations in progress) are skipped.
@@ -110,23 +111,43 @@ pub fn check_continuity(reports: &mut [FileReport]) {
 
 /// [`check_continuity`] for inputs of the given scope. A copy (header flag
 /// `COPY`) is always checked as [`Scope::Between`]: it is one file taken
-/// out of its recording on purpose.
+/// out of its recording on purpose. A recording's missing leading files
+/// count as retired only as far as its own RETIRED claims and its
+/// directory's retirement record ([`RetiredRecord`], read once per
+/// directory) cover them.
 pub fn check_continuity_in(reports: &mut [FileReport], scope: Scope) {
+    let mut records: Vec<(PathBuf, Result<RetiredRecord, String>)> = Vec::new();
     for group in recording_groups(reports) {
         let scope = if reports[group[0]].copy {
             Scope::Between
         } else {
             scope
         };
-        check_group(reports, &group, scope);
+        let dir = reports[group[0]].path.parent().map(Path::to_path_buf);
+        let dir = dir.unwrap_or_default();
+        let k = match records.iter().position(|(d, _)| *d == dir) {
+            Some(k) => k,
+            None => {
+                let r = RetiredRecord::read(&dir);
+                records.push((dir, r));
+                records.len() - 1
+            }
+        };
+        check_group(reports, &group, scope, &records[k].1);
     }
 }
 
-/// [`check_continuity`] for the files of one recording, in index order.
-fn check_group(reports: &mut [FileReport], group: &[usize], scope: Scope) {
+/// [`check_continuity`] for the files of one recording, in index order;
+/// `record`: its directory's retirement record.
+fn check_group(
+    reports: &mut [FileReport],
+    group: &[usize],
+    scope: Scope,
+    record: &Result<RetiredRecord, String>,
+) {
     let first = &reports[group[0]];
-    if first.loop_recording && first.index.unwrap_or(0) > 0 && !first.opens_with_trigger {
-        check_retired(reports, group);
+    if first.index.unwrap_or(0) > 0 && !first.opens_with_trigger {
+        check_retired(reports, group, scope, record);
     } else {
         check_first(&mut reports[group[0]], scope);
     }
@@ -139,15 +160,11 @@ fn check_group(reports: &mut [FileReport], group: &[usize], scope: Scope) {
     }
 }
 
-/// The first file of a loop recording is not file 0: its leading files
-/// were retired, unless a claim present contradicts the files present
-/// (a claim naming a present file as the first kept one must agree with
-/// where it starts). The newest claim says when the last one was
-/// retired; without one (a recording made before a file left only after
-/// its claim was durable, issue 44, whose power cut kept a deletion and
-/// lost the claim) they were retired before the first kept file was
-/// created.
-fn check_retired(reports: &mut [FileReport], group: &[usize]) {
+/// The recording's claims of what it retired (a loop recording's RETIRED
+/// frames), each checked against the files present (a claim naming a
+/// present file as the first kept one must agree with where it starts);
+/// returns the newest.
+fn newest_claim(reports: &mut [FileReport], group: &[usize]) -> Option<RetiredPayload> {
     let present: Vec<(u32, Option<u64>)> = group
         .iter()
         .map(|&i| (reports[i].index.unwrap_or(0), reports[i].first_seq))
@@ -173,12 +190,74 @@ fn check_retired(reports: &mut [FileReport], group: &[usize]) {
             newest = Some(c);
         }
     }
+    newest
+}
+
+/// The first file present is not file 0. Its leading files are retired as
+/// far as a durable record of their retirement covers them, from file 0
+/// on: the recording's own newest RETIRED claim (a loop recording), then
+/// the directory's retirement record ([`RetiredRecord::reach`], for a
+/// recording a later loop's budget retired). Design choice (issue 44): a
+/// leading file no record covers is MISSING, as a file in the middle is —
+/// a power cut that kept a deletion and lost its record, or a file
+/// removed by hand, is a loss `verify` reports, never "retired". Files
+/// named one by one ([`Scope::Between`]) are only said retired: files
+/// before the first are not among what was asked for.
+fn check_retired(
+    reports: &mut [FileReport],
+    group: &[usize],
+    scope: Scope,
+    record: &Result<RetiredRecord, String>,
+) {
+    let newest = match reports[group[0]].loop_recording {
+        true => newest_claim(reports, group),
+        false => None,
+    };
     let first = &mut reports[group[0]];
     let i0 = first.index.unwrap_or(0);
+    let own = newest.map_or(0, |c| c.next_index);
+    let (reach, record_wall) = match (record, first.recording_id) {
+        (Ok(r), Some(id)) => r.reach(id, own),
+        _ => (own, 0),
+    };
+    let covered = reach.min(i0);
+    // The first kept file's first sequence number, or the claim's.
     let next_seq = first
         .first_seq
         .or(newest.filter(|c| c.next_index == i0).map(|c| c.next_seq));
-    let last_wall_ns = newest.filter(|c| c.files > 0).map(|c| c.last_wall_ns);
+    if covered < i0 {
+        if scope == Scope::Between {
+            return;
+        }
+        // Where the missing run starts, when a claim says so.
+        let from = match covered {
+            0 => Some(0),
+            _ => newest
+                .filter(|c| c.next_index == covered)
+                .map(|c| c.next_seq),
+        };
+        let held = match (from, first.first_seq) {
+            (Some(a), Some(s)) if s > a => {
+                first.gap(a, s - a);
+                format!("; they held sequence {a}..{} ({} records)", s - 1, s - a)
+            }
+            _ => String::new(),
+        };
+        let why = match record {
+            Err(e) => format!(" ({e})"),
+            Ok(_) => String::new(),
+        };
+        first.files_missing_before = i0 - covered;
+        first.incomplete(format!(
+            "file(s) {covered} to {} of this recording are missing, and no RETIRED claim or retirement record covers them{why}{held}",
+            i0 - 1
+        ));
+        return;
+    }
+    let last_wall_ns = newest
+        .filter(|c| c.files > 0)
+        .map(|c| c.last_wall_ns)
+        .max(Some(record_wall).filter(|&t| t > 0));
     let when = match (last_wall_ns, first.created_wall_ns) {
         (Some(t), _) => format!("the last at {}", utc_iso(t)),
         (None, Some(c)) => format!("before {}", utc_iso(c)),
@@ -188,10 +267,12 @@ fn check_retired(reports: &mut [FileReport], group: &[usize]) {
         Some(0) | None => String::new(),
         Some(s) => format!("seq 0–{} ", s - 1),
     };
-    first.note(format!(
-        "{seq}(files 0–{}) retired by the loop, {when}",
-        i0 - 1
-    ));
+    let by = if own >= i0 {
+        "by the loop"
+    } else {
+        "by a loop's disk budget (the directory's retirement record)"
+    };
+    first.note(format!("{seq}(files 0–{}) retired {by}, {when}", i0 - 1));
     first.retired = Some(Retired {
         first_index: 0,
         last_index: i0 - 1,
@@ -460,6 +541,47 @@ mod tests {
             v[0].notes
         );
         assert_eq!(v[0].missing_records, 0);
+    }
+
+    #[test]
+    fn leading_files_no_claim_or_record_covers_are_missing_not_retired() {
+        // The newest claim (file 5's) covers files 0..1: files 1 and 2
+        // left with no record of why (a power cut, or a hand).
+        let mut v = kept();
+        v[2].retired_claim = claim(1);
+        v[1].retired_claim = claim(1);
+        check_continuity(&mut v);
+        assert_eq!(v[0].status, FileStatus::Incomplete, "{:?}", v[0].notes);
+        assert_eq!((v[0].files_missing_before, v[0].missing_records), (2, 200));
+        assert!(v[0].retired.is_none());
+        // The directory's retirement record covers them (a later loop's
+        // budget retired them): retired, not lost.
+        let d = tempfile::tempdir().unwrap();
+        let mut rec = super::super::retired::RetiredRecord::default();
+        rec.add(super::super::retired::RetiredRange {
+            recording_id: 7,
+            first_index: 1,
+            next_index: 3,
+            wall_ns: 9_000_000_000,
+        });
+        std::fs::write(d.path().join(".retired"), rec.encode()).unwrap();
+        let mut v = kept();
+        for r in &mut v {
+            r.path = d.path().join(r.path.file_name().unwrap());
+            r.retired_claim = claim(1);
+        }
+        check_continuity(&mut v);
+        assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[0].notes);
+        assert!(
+            v[0].notes[0].contains("retired by a loop's disk budget"),
+            "{:?}",
+            v[0].notes
+        );
+        assert_eq!(v[0].retired.unwrap().last_wall_ns, Some(9_000_000_000));
+        // A damaged record covers nothing, and the reader says why.
+        std::fs::write(d.path().join(".retired"), b"rtrec-retired-1\nx\n").unwrap();
+        check_continuity(&mut v);
+        assert_eq!(v[0].status, FileStatus::Incomplete, "{:?}", v[0].notes);
     }
 
     #[test]

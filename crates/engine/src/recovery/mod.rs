@@ -42,6 +42,12 @@
 //! else deleted. A file is never removed before the claim that covers it
 //! is on the disk; a claim that cannot be synced leaves them, named.
 //!
+//! Likewise, before step 3, files of a recording that the directory's
+//! retirement record (`.retired`, [`RetiredRecord`]: an earlier
+//! recording a loop's disk budget retired) names are removed
+//! (`complete_recorded`), after the record and the directory are synced
+//! again. A file no claim and no record covers is never removed.
+//!
 //! A recording whose last file says it continues in a file that is not
 //! there (a power cut kept the switch's end frame and lost the next
 //! file's name, which held nothing durable) gets that end frame rewritten
@@ -68,6 +74,7 @@ use crate::error::Error;
 use crate::pool::{give_back_tails, recording_now, recover_leftovers, Leftover, Pool, WritersLock};
 use crate::reader::{
     check_continuity, recording_files, recording_groups, verify_file, FileReport, FileStatus,
+    RetiredRecord, RETIRED_RECORD,
 };
 
 pub use close::Closed;
@@ -137,6 +144,11 @@ pub struct Recovery {
     /// present (a power cut before the retirement was done): recycled
     /// into the pool (`true`) or deleted.
     pub retirements_completed: Vec<(PathBuf, bool)>,
+    /// Files of earlier recordings the directory's durable retirement
+    /// record ([`RetiredRecord`]) names that were still present (a power
+    /// cut before a loop's disk budget removed them): recycled into the
+    /// pool (`true`) or deleted.
+    pub recorded_retirements_completed: Vec<(PathBuf, bool)>,
     /// Finished files whose unused tail their recording kept because
     /// another recording was writing in the directory when it ended
     /// ([`give_back_tails`]), given back now that none is: path and bytes.
@@ -158,6 +170,7 @@ impl Recovery {
             && self.headers_finished.is_empty()
             && self.removed_empty.is_empty()
             && self.retirements_completed.is_empty()
+            && self.recorded_retirements_completed.is_empty()
             && self.tails_given_back.is_empty()
     }
 }
@@ -197,7 +210,9 @@ pub fn recover_dir(dir: &Path) -> Result<Recovery, Error> {
         }
     }
     check_continuity(&mut reports);
+    let record = RetiredRecord::read(dir);
     for group in recording_groups(&reports) {
+        let group = complete_recorded(&d, pool.as_ref(), &record, &reports, group, &mut rec);
         let group = complete_retirement(&d, pool.as_ref(), &reports, group, &mut rec);
         finish_headers(&reports, &group, give_back, &mut rec);
         let group = peel_empty(&d, &reports, group, give_back, &mut rec);
@@ -295,7 +310,68 @@ fn complete_retirement(
         }
         return group;
     }
+    let (kept, done) = remove_covered(d, pool, reports, group, covered, rec, "RETIRED claim");
+    rec.retirements_completed.extend(done);
+    kept
+}
+
+/// A recording (`group`) some of whose files the directory's retirement
+/// record names (a power cut came between the record made durable and a
+/// loop's disk budget removing them): the record is made durable again
+/// (`fsync` of it and of the directory, as after a kill it may be in the
+/// page cache only), then each file it names is recycled into `pool`
+/// while it is below its target, else deleted. Returns the group without
+/// the files that left. A record that cannot be read or synced leaves
+/// the files (named, with the reason, when it names any).
+fn complete_recorded(
+    d: &sys::Dir,
+    pool: Option<&Pool>,
+    record: &Result<RetiredRecord, String>,
+    reports: &[FileReport],
+    group: Vec<usize>,
+    rec: &mut Recovery,
+) -> Vec<usize> {
+    let (Ok(record), Some(id)) = (record, reports[group[0]].recording_id) else {
+        return group;
+    };
+    let covered = |i: usize| reports[i].index.is_some_and(|x| record.covers(id, x));
+    if !group.iter().any(|&i| covered(i)) {
+        return group;
+    }
+    let synced = d
+        .open_existing_nofollow(RETIRED_RECORD, false)
+        .and_then(|f| sys::fsync(&f))
+        .and_then(|()| d.sync());
+    if let Err(e) = synced {
+        for &i in group.iter().filter(|&&i| covered(i)) {
+            rec.left_alone.push((
+                reports[i].path.clone(),
+                format!("the directory's retirement record names it, but that record could not be made durable: {e}"),
+            ));
+        }
+        return group;
+    }
+    let (kept, done) = remove_covered(d, pool, reports, group, covered, rec, "retirement record");
+    rec.recorded_retirements_completed.extend(done);
+    kept
+}
+
+/// The files of `group` that `covered` says a durable record retired
+/// are recycled into `pool` while it is below its target, else deleted,
+/// and the directory synced; returns the files kept and those that left
+/// (recycled or not). One that cannot be removed is left alone, naming
+/// `what` covers it.
+fn remove_covered(
+    d: &sys::Dir,
+    pool: Option<&Pool>,
+    reports: &[FileReport],
+    group: Vec<usize>,
+    covered: impl Fn(usize) -> bool,
+    rec: &mut Recovery,
+    what: &str,
+) -> (Vec<usize>, Vec<(PathBuf, bool)>) {
     let mut kept = Vec::with_capacity(group.len());
+    let mut done = Vec::new();
     for i in group {
         if !covered(i) {
             kept.push(i);
@@ -305,18 +381,18 @@ fn complete_retirement(
         let recycled = pool.is_some_and(|p| p.recycle_below_target(path).unwrap_or(false));
         let name = path.file_name().unwrap_or_default();
         match recycled || d.remove_file(name).is_ok() {
-            true => rec.retirements_completed.push((path.clone(), recycled)),
+            true => done.push((path.clone(), recycled)),
             false => {
                 rec.left_alone.push((
                     path.clone(),
-                    "a durable RETIRED claim covers it, but it cannot be removed".into(),
+                    format!("a durable {what} covers it, but it cannot be removed"),
                 ));
                 kept.push(i);
             }
         }
     }
     let _ = d.sync();
-    kept
+    (kept, done)
 }
 
 /// The files of `group` before its last whose header still says `OPEN`

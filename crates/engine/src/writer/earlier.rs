@@ -33,10 +33,13 @@
 //!   loop starts, whatever the budget ([`Earlier::empties`]); a thousand
 //!   restarts left a thousand such files, which a byte budget never
 //!   reached.
-//! - A loop recording's files leave one at a time, oldest first (the
-//!   reader accepts a loop recording whose leading files are gone); any
-//!   other recording leaves whole, so no recording is left with a hole
-//!   `verify` would call damage.
+//! - A loop recording's files leave one at a time, oldest first; any
+//!   other recording leaves whole. Each leaves only after the directory's
+//!   retirement record names it durably ([`RetiredRecord`]; its ranges of
+//!   recordings no longer there are dropped here): the reader counts a
+//!   recording's missing leading files as retired only when a record
+//!   covers them, so no recording is left with a hole `verify` would
+//!   call a loss, and none loses a file silently.
 //! - Earlier units count by the bytes they take on disk (allocated
 //!   blocks), the loop's own finished files by their file size: the
 //!   budget is the kept count times the file size.
@@ -52,7 +55,7 @@ use crate::config::{Config, KeepScope};
 use crate::error::Error;
 use crate::file::{belongs_to, claimed_base, FRAMED_EXT};
 use crate::format::{FileHeader, FrameKind, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN};
-use crate::reader::recording_files;
+use crate::reader::{recording_files, RetiredRange, RetiredRecord};
 
 /// The budget lock's name in the recording directory (see the module
 /// docs).
@@ -77,6 +80,9 @@ pub(super) struct Unit {
     /// The loop owns it (see the module docs); `false` only with
     /// `--keep-scope dir`.
     pub(super) own: bool,
+    /// Its files as the retirement record names them (the recording id
+    /// and the index range; the time is set when they are retired).
+    pub(super) range: RetiredRange,
 }
 
 /// A loop's view of its directory when it starts (see the module docs).
@@ -87,6 +93,15 @@ pub(super) struct Earlier {
     pub(super) empties: Vec<Unit>,
     /// The budget lock, held for the recording's life.
     pub(super) lock: Option<File>,
+    /// The directory's retirement record as found, without the ranges of
+    /// recordings no longer there ([`RetiredRecord`]); `None`: not a loop.
+    pub(super) record: Option<RetiredRecord>,
+    /// Ranges of recordings no longer there left the record: before it is
+    /// next written the directory is synced, so their deletions are
+    /// durable before the record that forgets them.
+    pub(super) pruned: bool,
+    /// The directory.
+    pub(super) dir: PathBuf,
 }
 
 impl Earlier {
@@ -96,6 +111,9 @@ impl Earlier {
             units: VecDeque::new(),
             empties: Vec::new(),
             lock: None,
+            record: None,
+            pruned: false,
+            dir: PathBuf::new(),
         }
     }
 
@@ -112,11 +130,20 @@ impl Earlier {
             return Ok(Earlier::none());
         }
         let lock = lock_budget(dir)?;
-        let (units, empties) = earlier_units(dir, &cfg.prefix, cfg.retention.scope);
+        let found = earlier_files(dir);
+        // A record that cannot be read is replaced by the next one: the
+        // files it covered then read as missing (said, not silent).
+        let mut record = RetiredRecord::read(dir).unwrap_or_default();
+        let present: Vec<u64> = found.iter().map(|f| f.header.recording_id).collect();
+        let pruned = record.retain(|id| present.contains(&id));
+        let (units, empties) = earlier_units(found, &cfg.prefix, cfg.retention.scope);
         Ok(Earlier {
             units,
             empties,
             lock: Some(lock),
+            record: Some(record),
+            pruned,
+            dir: dir.to_path_buf(),
         })
     }
 
@@ -175,12 +202,12 @@ pub(crate) fn named_by(base: &str, prefix: &str) -> bool {
         }
 }
 
-/// The earlier recordings of `dir` the budget covers, in units the loop
-/// may retire, oldest first, and the empty ones it owns (see the module
-/// docs). A directory that cannot be listed has none.
-fn earlier_units(dir: &Path, prefix: &str, scope: KeepScope) -> (VecDeque<Unit>, Vec<Unit>) {
+/// The recordings among `found` (the directory's [`earlier_files`]) the
+/// budget covers, in units the loop may retire, oldest first, and the
+/// empty ones it owns (see the module docs).
+fn earlier_units(found: Vec<Found>, prefix: &str, scope: KeepScope) -> (VecDeque<Unit>, Vec<Unit>) {
     let mut groups: HashMap<u64, Vec<Found>> = HashMap::new();
-    for f in earlier_files(dir) {
+    for f in found {
         groups.entry(f.header.recording_id).or_default().push(f);
     }
     let mut groups: Vec<Vec<Found>> = groups
@@ -304,7 +331,15 @@ fn read_header(path: &Path) -> Option<(FileHeader, std::fs::Metadata)> {
 /// `found` as one unit of recording `name`.
 fn unit(found: Vec<Found>, name: String, own: bool) -> Unit {
     let bytes: u64 = found.iter().map(|f| f.bytes).sum();
+    let index = |f: &Found| f.header.index;
+    let range = RetiredRange {
+        recording_id: found.first().map_or(0, |f| f.header.recording_id),
+        first_index: found.iter().map(index).min().unwrap_or(0),
+        next_index: found.iter().map(index).max().map_or(0, |i| i + 1),
+        wall_ns: 0,
+    };
     Unit {
+        range,
         newest_wall_ns: found.iter().map(|f| f.wall_ns).max().unwrap_or(0),
         bytes,
         files: found.into_iter().map(|f| f.path).collect(),

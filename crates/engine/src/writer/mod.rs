@@ -294,6 +294,9 @@ impl Writer {
         let (files, bytes) = self.retire.retired();
         self.live.retired_files.store(files, Ordering::Relaxed);
         self.live.retired_bytes.store(bytes, Ordering::Relaxed);
+        self.live
+            .retired_unclaimed
+            .store(self.retire.unclaimed(), Ordering::Relaxed);
     }
 
     /// Opens the next file ([`Writer::next_file`], [`Writer::install`])
@@ -936,7 +939,7 @@ impl Writer {
         self.report.retired = self.retire.finish();
         if self.report.retired.unclaimed > 0 {
             self.report.warnings.push(format!(
-                "{} retired file(s) were kept: the RETIRED claim covering them could not be made durable (a file leaves only after its claim is on the disk)",
+                "{} retired file(s) were kept: the RETIRED claim or the directory's retirement record naming them could not be made durable (a file leaves only after what names it is on the disk)",
                 self.report.retired.unclaimed
             ));
         }

@@ -34,6 +34,17 @@
 //!   (`crate::recovery`). Issue 44: the claim used to follow the
 //!   recording's durability, and a crash-state study found files deleted
 //!   with no surviving claim.
+//! - An earlier recording's files (`super::earlier`) have no claim in
+//!   this recording's files: they leave only after the directory's
+//!   retirement record names them durably (`.retired`,
+//!   [`RetiredRecord`]: written to a temporary file, `fsync`ed, renamed,
+//!   the directory `fsync`ed). At the start [`Retire::start`] writes it
+//!   on the creating thread before the first record; at a switch the
+//!   retire thread does (a `Record` job before those files), off the
+//!   writer's path; the writer only when it catches a starved thread up.
+//!   A record that cannot be written keeps the files (`unclaimed`).
+//!   Issue 44: they used to be deleted with no durable record naming
+//!   them, and the reader called any missing leading file retired.
 //! - The queues are allocated once, at the start, for the kept count and
 //!   a few more: in the steady state (as many files retired as finished)
 //!   nothing is allocated.
@@ -62,6 +73,7 @@ use crate::config::{Alloc, Config, Retention};
 use crate::error::Error;
 use crate::format::RetiredPayload;
 use crate::pool::Pool;
+use crate::reader::{RetiredRange, RetiredRecord};
 use crate::sizing;
 use rtrec_units::format_size;
 
@@ -105,6 +117,9 @@ pub(super) struct Retire {
     file_size: u64,
     /// Decided, not yet handed over.
     pending: Vec<PathBuf>,
+    /// Of `pending`, the earlier recordings' files as the directory's
+    /// retirement record names them (one range per unit).
+    pending_ranges: Vec<RetiredRange>,
     /// Of `pending`, files of this recording (the rest are earlier
     /// recordings').
     pending_own: usize,
@@ -139,7 +154,15 @@ impl Retire {
             units,
             empties,
             lock,
+            record,
+            pruned,
+            dir,
         } = earlier;
+        let book = record.map(|record| Book {
+            record,
+            pruned,
+            dir,
+        });
         let stats = RetireStats {
             empty_recordings: empties.len() as u64,
             ..RetireStats::default()
@@ -158,8 +181,9 @@ impl Retire {
             claim: RetiredPayload::default(),
             events: VecDeque::with_capacity(rules.keep_events as usize),
             pending: Vec::with_capacity(room),
+            pending_ranges: Vec::with_capacity(room),
             stats,
-            thread: on.then(|| Retirer::start(pool, room)),
+            thread: on.then(|| Retirer::start(pool, room, book)),
             rules,
         };
         r.retire_earlier();
@@ -185,6 +209,10 @@ impl Retire {
                 break;
             };
             self.earlier_bytes -= u.bytes;
+            self.pending_ranges.push(RetiredRange {
+                wall_ns: now,
+                ..u.range
+            });
             self.stats.earlier_files += u.files.len() as u64;
             self.stats.earlier_bytes += u.bytes;
             if !u.own && self.stats.others.last() != Some(&u.name) {
@@ -207,6 +235,20 @@ impl Retire {
         for p in std::mem::take(&mut self.empties) {
             let _ = std::fs::remove_file(&p);
         }
+        let mut notes = Vec::new();
+        // The record that names them is durable before the first leaves.
+        let recorded = match &self.thread {
+            Some(t) => self.pending_ranges.drain(..).try_for_each(|r| t.record(r)),
+            None => Ok(()),
+        };
+        if let Err(e) = recorded {
+            self.stats.unclaimed += self.pending.len() as u64;
+            notes.push(format!(
+                "{} file(s) of earlier recordings over the disk budget were kept: the directory's retirement record could not be written ({e}); a file leaves only after the record naming it is on the disk",
+                self.pending.len()
+            ));
+            self.pending.clear();
+        }
         for p in self.pending.drain(..) {
             let recycled = self
                 .pool
@@ -216,7 +258,6 @@ impl Retire {
                 let _ = std::fs::remove_file(&p);
             }
         }
-        let mut notes = Vec::new();
         if !self.stats.others.is_empty() {
             notes.push(format!(
                 "the disk budget (--keep-scope dir) retired {} recording(s) this loop does not own: {}",
@@ -321,10 +362,21 @@ impl Retire {
     pub(super) fn hand_over(&mut self, claim: Option<(Arc<File>, Vec<PathBuf>)>) -> usize {
         let n = std::mem::take(&mut self.pending_own);
         if let Some(t) = &self.thread {
-            t.give(claim, &mut self.pending);
+            t.give(&mut self.pending_ranges, claim, &mut self.pending, n);
         }
         self.pending.clear();
+        self.pending_ranges.clear();
         n
+    }
+
+    /// Retired files kept on disk so far because the claim or record
+    /// naming them could not be made durable (for the live counters).
+    pub(super) fn unclaimed(&self) -> u64 {
+        self.stats.unclaimed
+            + self
+                .thread
+                .as_ref()
+                .map_or(0, |t| t.shared.unclaimed.load(Ordering::Relaxed))
     }
 
     /// Before the writer takes the next file: every file handed over at
@@ -349,7 +401,7 @@ impl Retire {
             let (recycled, deleted, unclaimed) = t.stop();
             self.stats.recycled = recycled;
             self.stats.deleted = deleted;
-            self.stats.unclaimed = unclaimed;
+            self.stats.unclaimed += unclaimed;
         }
         self.stats.clone()
     }
@@ -436,10 +488,39 @@ struct Shared {
     /// Files left on disk: the claim covering them could not be made
     /// durable.
     unclaimed: AtomicU64,
+    /// The directory's retirement record, for earlier recordings' files
+    /// (`None`: not a loop).
+    book: Mutex<Option<Book>>,
+}
+
+/// The directory's retirement record as the loop keeps it: written whole
+/// each time a range is added ([`RetiredRecord::write`]).
+struct Book {
+    record: RetiredRecord,
+    /// Ranges of recordings no longer there were dropped: sync the
+    /// directory (their deletions) before the next write.
+    pruned: bool,
+    dir: PathBuf,
+}
+
+impl Book {
+    /// Adds `r` and makes the record durable (see the module docs).
+    fn add(&mut self, r: RetiredRange) -> std::io::Result<()> {
+        self.record.add(r);
+        let dir = sys::Dir::open_nofollow(&self.dir)?;
+        if self.pruned {
+            dir.sync()?;
+            self.pruned = false;
+        }
+        self.record.write(&dir)
+    }
 }
 
 /// One step of the thread's work, in the order handed over.
 enum Job {
+    /// Make the directory's retirement record name an earlier
+    /// recording's files, durably, before they leave.
+    Record(RetiredRange),
     /// Make a claim durable before the files after it leave: the file
     /// that holds it and the directories naming it (the pool's too, for a
     /// pool file).
@@ -466,8 +547,9 @@ struct Retirer {
 }
 
 impl Retirer {
-    /// Starts the thread; its queue holds `room` jobs before it grows.
-    fn start(pool: Option<Pool>, room: usize) -> Retirer {
+    /// Starts the thread; its queue holds `room` jobs before it grows;
+    /// `book`: the directory's retirement record (a loop's).
+    fn start(pool: Option<Pool>, room: usize, book: Option<Book>) -> Retirer {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::with_capacity(room + 1),
@@ -480,6 +562,7 @@ impl Retirer {
             recycled: AtomicU64::new(0),
             deleted: AtomicU64::new(0),
             unclaimed: AtomicU64::new(0),
+            book: Mutex::new(book),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -501,14 +584,31 @@ impl Retirer {
         Retirer { shared, thread }
     }
 
-    /// Queues `files` (moved out; the vector keeps its capacity) after
-    /// `claim`, the claim that covers them, when there is one: the files
-    /// leave only once it is durable.
-    fn give(&self, claim: Option<(Arc<File>, Vec<PathBuf>)>, files: &mut Vec<PathBuf>) {
+    /// Adds `r` to the directory's retirement record and makes it
+    /// durable, on the caller's thread (the loop's start).
+    fn record(&self, r: RetiredRange) -> std::io::Result<()> {
+        record(&self.shared, r)
+    }
+
+    /// Queues `files` (moved out; the vectors keep their capacity): the
+    /// earlier recordings' ones first, after the record naming them
+    /// (`ranges`), then the last `own` (this recording's) after `claim`,
+    /// the claim that covers them, when there is one: the files leave
+    /// only once what names them is durable.
+    fn give(
+        &self,
+        ranges: &mut Vec<RetiredRange>,
+        claim: Option<(Arc<File>, Vec<PathBuf>)>,
+        files: &mut Vec<PathBuf>,
+        own: usize,
+    ) {
         if files.is_empty() {
             return;
         }
         let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let earlier = files.len().saturating_sub(own);
+        q.jobs.extend(ranges.drain(..).map(Job::Record));
+        q.jobs.extend(files.drain(..earlier).map(Job::Retire));
         if let Some((f, dirs)) = claim {
             q.jobs.push_back(Job::Claim(f, dirs));
         }
@@ -588,6 +688,7 @@ fn drain(s: &Shared, q: &mut Queue) -> u64 {
     while let Some(job) = q.jobs.pop_front() {
         match job {
             Job::Claim(f, dirs) => q.claimed = sync_claim(&f, &dirs).is_ok(),
+            Job::Record(r) => q.claimed = record(s, r).is_ok(),
             Job::Retire(p) if q.claimed => {
                 let _ = std::fs::remove_file(&p);
                 s.deleted.fetch_add(1, Ordering::Relaxed);
@@ -607,6 +708,7 @@ fn drain(s: &Shared, q: &mut Queue) -> u64 {
 fn run_job(s: &Shared, pool: Option<&Pool>, job: Job, claimed: bool) -> Option<bool> {
     match job {
         Job::Claim(f, dirs) => Some(sync_claim(&f, &dirs).is_ok()),
+        Job::Record(r) => Some(record(s, r).is_ok()),
         Job::Retire(p) if claimed => {
             retire_one(s, pool, p);
             None
@@ -615,6 +717,16 @@ fn run_job(s: &Shared, pool: Option<&Pool>, job: Job, claimed: bool) -> Option<b
             s.unclaimed.fetch_add(1, Ordering::Relaxed);
             None
         }
+    }
+}
+
+/// Adds `r` to the loop's retirement record and makes it durable (no
+/// record: not a loop, nothing to name).
+fn record(s: &Shared, r: RetiredRange) -> std::io::Result<()> {
+    let mut b = s.book.lock().unwrap_or_else(|e| e.into_inner());
+    match b.as_mut() {
+        Some(b) => b.add(r),
+        None => Ok(()),
     }
 }
 
@@ -667,10 +779,48 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (holder, mut files) = retired(dir.path());
         let paths = files.clone();
-        let t = Retirer::start(None, 4);
-        t.give(Some((holder, vec![dir.path().to_path_buf()])), &mut files);
+        let t = Retirer::start(None, 4, None);
+        t.give(
+            &mut Vec::new(),
+            Some((holder, vec![dir.path().to_path_buf()])),
+            &mut files,
+            3,
+        );
         assert_eq!(t.stop(), (0, 3, 0));
         assert!(paths.iter().all(|p| !p.exists()));
+    }
+
+    /// A retirement record of `dir`, empty.
+    fn book(dir: &std::path::Path) -> Option<Book> {
+        Some(Book {
+            record: RetiredRecord::default(),
+            pruned: true,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    #[test]
+    fn an_earlier_recordings_files_leave_once_the_record_naming_them_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, files) = retired(dir.path());
+        let range = RetiredRange {
+            recording_id: 5,
+            first_index: 0,
+            next_index: 3,
+            wall_ns: 1,
+        };
+        let t = Retirer::start(None, 4, book(dir.path()));
+        t.give(&mut vec![range], None, &mut files.clone(), 0);
+        assert_eq!(t.stop(), (0, 3, 0));
+        assert!(files.iter().all(|p| !p.exists()));
+        let r = RetiredRecord::read(dir.path()).unwrap();
+        assert_eq!(r.ranges, vec![range]);
+        // A record that cannot be written keeps them, counted.
+        let (_, files) = retired(dir.path());
+        let t = Retirer::start(None, 4, book(&dir.path().join("gone")));
+        t.give(&mut vec![range], None, &mut files.clone(), 0);
+        assert_eq!(t.stop(), (0, 0, 3));
+        assert!(files.iter().all(|p| p.exists()));
     }
 
     #[test]
@@ -679,14 +829,19 @@ mod tests {
         let (holder, files) = retired(dir.path());
         let gone = vec![dir.path().join("no-such-directory")];
         // The thread's path.
-        let t = Retirer::start(None, 4);
-        t.give(Some((holder.clone(), gone.clone())), &mut files.clone());
+        let t = Retirer::start(None, 4, None);
+        t.give(
+            &mut Vec::new(),
+            Some((holder.clone(), gone.clone())),
+            &mut files.clone(),
+            3,
+        );
         assert_eq!(t.stop(), (0, 0, 3));
         assert!(files.iter().all(|p| p.exists()));
         // The writer's catch-up of jobs the thread never took: the claim
         // is synced (and fails) before any file would be deleted.
         let t = Retirer {
-            shared: Retirer::start(None, 4).shared.clone(),
+            shared: Retirer::start(None, 4, None).shared.clone(),
             thread: None,
         };
         {
