@@ -709,7 +709,10 @@ typedef struct rtrec_summary {
      */
     struct rtrec_latency write_ns;
     /**
-     * Latency of `rtrec_recorder_record()` on the recording thread, ns.
+     * Latency of `rtrec_recorder_record()` on the recording thread, ns:
+     * from a clock read at its entry (before the handle lookup) to one
+     * before its return, the histogram update included (docs/summary.md,
+     * "What `record()` costs its caller").
      */
     struct rtrec_latency record_ns;
     /**

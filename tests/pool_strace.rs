@@ -187,27 +187,77 @@ fn a_default_recording_uses_the_prepared_pool_and_never_deletes_or_fallocates_it
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
 
-/// Issue 47, "A prepared pool is used": a recording of known length longer
-/// than one pool file takes pool files one after another, switching
-/// between them, instead of `fallocate`-ing one fresh file of its whole
-/// length beside the idle pool (before: `pool: 0 taken`, one
-/// `fallocate` of the whole need before the first record). Seen by the
-/// kernel: no `fallocate` at all, and every `ftruncate` after the
-/// recording's last `fdatasync`, to a finished file's final length (the
-/// last file's unused tail given back).
-#[test]
-fn a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing() {
-    let name = "a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing";
-    if !rtrec_host::tools::require(name, &[rtrec_host::tools::STRACE]) {
-        return;
+/// What a recording of known length beside a prepared pool did, seen by
+/// the kernel and by the tools.
+struct KnownRun {
+    /// Its `--json` result.
+    json: serde_json::Value,
+    /// The traced `fallocate`, `ftruncate` and `fdatasync` calls, in order.
+    trace: Vec<String>,
+    /// The sizes of its files when it ended.
+    finals: Vec<u64>,
+    /// What `rtrec pool status --json` says after it.
+    pool: serde_json::Value,
+}
+
+impl KnownRun {
+    /// Index of the recording's last `fdatasync` in the trace.
+    fn last_sync(&self) -> usize {
+        self.trace
+            .iter()
+            .rposition(|l| l.contains("fdatasync("))
+            .expect("the recording syncs")
     }
+
+    /// The `fallocate` calls, each as `(trace index, length)`.
+    fn fallocates(&self) -> Vec<(usize, u64)> {
+        calls(&self.trace, "fallocate(", 3)
+    }
+
+    /// The `ftruncate` calls, each as `(trace index, length)`.
+    fn ftruncates(&self) -> Vec<(usize, u64)> {
+        calls(&self.trace, "ftruncate(", 1)
+    }
+}
+
+/// The calls to `name` in `trace`, each with its argument number `arg`
+/// (from 0) read as a length.
+fn calls(trace: &[String], name: &str, arg: usize) -> Vec<(usize, u64)> {
+    trace
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains(name))
+        .map(|(i, l)| {
+            let len = l
+                .split(name)
+                .nth(1)
+                .and_then(|a| a.split(')').next())
+                .and_then(|a| a.split(", ").nth(arg))
+                // A call another thread interrupted: `... 4096 <unfinished ...>`.
+                .and_then(|n| n.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("unreadable: {l}"));
+            (i, len)
+        })
+        .collect()
+}
+
+/// In a fresh directory with a pool of `ready` files of 1 MiB, records
+/// `count` records of 4 KiB (253 to a pool file), one every `period`,
+/// under strace, then
+/// checks what every such recording must show: `rtrec verify` accepts
+/// it, `rtrec ls` counts all its records, nothing lost, and the pool kept
+/// its size.
+fn known_beside_pool(ready: u32, count: u32, period: &str) -> KnownRun {
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("rec");
     std::fs::create_dir(&rec).unwrap();
-    prepare_pool(&rec, &["--files", "4", "--file-size", "1MiB"]);
+    prepare_pool(
+        &rec,
+        &["--files", &ready.to_string(), "--file-size", "1MiB"],
+    );
     let log = dir.path().join("known.log");
     let json = dir.path().join("known.json");
-    // 600 records of 4 KiB: about 2.4 MiB, three pool files' worth.
     let out = Command::new("strace")
         .args([
             "-f",
@@ -220,7 +270,8 @@ fn a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing(
         .arg(env!("CARGO_BIN_EXE_rtrec"))
         .args(["record", "--dir"])
         .arg(&rec)
-        .args(["--period", "100us", "--size", "4KiB", "--count", "600"])
+        .args(["--period", period, "--size", "4KiB", "--count"])
+        .arg(count.to_string())
         .args(["--no-refill", "--quiet", "--json"])
         .arg(&json)
         .output()
@@ -230,49 +281,135 @@ fn a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(v["pool"]["taken"], 3, "{v}");
-    assert_eq!(v["pool"]["fallbacks"], 0, "{v}");
-    assert_eq!(v["files"].as_array().unwrap().len(), 3, "{v}");
-    assert_eq!(v["file_sizing"]["pool"], true, "{v}");
-    let trace = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<&str> = trace.lines().collect();
-    assert!(
-        !lines.iter().any(|l| l.contains("fallocate(")),
-        "fallocate with a prepared pool: {trace}"
-    );
-    let last_sync = lines
-        .iter()
-        .rposition(|l| l.contains("fdatasync("))
-        .expect("the recording syncs");
-    let finals: Vec<u64> = std::fs::read_dir(&rec)
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let trace = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let finals = std::fs::read_dir(&rec)
         .unwrap()
         .map(|e| e.unwrap())
         .filter(|e| e.file_name().to_string_lossy().ends_with(".rtr"))
         .map(|e| e.metadata().unwrap().len())
         .collect();
-    for (i, l) in lines.iter().enumerate() {
-        if !l.contains("ftruncate(") {
-            continue;
-        }
-        assert!(i > last_sync, "ftruncate before the last sync: {trace}");
-        let len: u64 = l
-            .split(", ")
-            .nth(1)
-            .and_then(|r| r.split(')').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("unreadable: {l}"));
-        assert!(finals.contains(&len), "{l} ({finals:?})");
-    }
-    // The pool is what it was: no resize, one file left.
+    let v = rtrec().arg("verify").arg(&rec).output().unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    let ls = rtrec().args(["ls", "--json"]).arg(&rec).output().unwrap();
+    assert!(
+        ls.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ls.stderr)
+    );
+    let ls: serde_json::Value = serde_json::from_slice(&ls.stdout).unwrap();
+    let listed = &ls["recordings"][0];
+    assert_eq!(ls["recordings"].as_array().unwrap().len(), 1, "{ls}");
+    assert_eq!(listed["records"], count, "{ls}");
+    assert_eq!(listed["lost"], 0, "{ls}");
+    assert_eq!(listed["state"], "complete", "{ls}");
+    assert_eq!(
+        listed["files"],
+        json["files"].as_array().unwrap().len(),
+        "{ls}"
+    );
     let st = rtrec()
         .args(["pool", "status", "--json"])
         .arg(&rec)
         .output()
         .unwrap();
-    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
-    assert_eq!(st["file_size"], 1 << 20, "{st}");
-    assert_eq!(st["ready_files"], 1, "{st}");
-    let v = rtrec().arg("verify").arg(&rec).output().unwrap();
-    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    let pool: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(pool["file_size"], 1 << 20, "the pool was resized: {pool}");
+    KnownRun {
+        json,
+        trace,
+        finals,
+        pool,
+    }
+}
+
+/// Issue 47, "A prepared pool is used": a recording of known length
+/// takes pool files, one after another when it is longer than one,
+/// switching between them as an open-ended recording does, instead of
+/// `fallocate`-ing one fresh file of its whole length beside the idle
+/// pool (before: `pool: 0 taken`, one `fallocate` of the whole need
+/// before the first record). Seen by the kernel, whatever the
+/// recording's length (within one pool file, three, exactly all four):
+/// no `fallocate` at all, and every `ftruncate` after the recording's
+/// last `fdatasync`, to a finished file's final length (the last files'
+/// unused tails given back).
+#[test]
+fn a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing() {
+    let name = "a_recording_longer_than_one_pool_file_takes_pool_files_and_allocates_nothing";
+    if !rtrec_host::tools::require(name, &[rtrec_host::tools::STRACE]) {
+        return;
+    }
+    // 4 KiB records, 253 to a 1 MiB pool file: 1, 3 and 4 files' worth.
+    for (count, files) in [(100, 1), (600, 3), (1012, 4)] {
+        let run = known_beside_pool(4, count, "100us");
+        let v = &run.json;
+        assert_eq!(v["pool"]["taken"], files, "{count}: {v}");
+        assert_eq!(v["pool"]["fallbacks"], 0, "{count}: {v}");
+        assert_eq!(v["files"].as_array().unwrap().len(), files, "{count}: {v}");
+        assert_eq!(v["file_sizing"]["pool"], true, "{count}: {v}");
+        assert_eq!(
+            run.fallocates(),
+            vec![],
+            "{count}: fallocate with a prepared pool: {:?}",
+            run.trace
+        );
+        let last_sync = run.last_sync();
+        for (i, len) in run.ftruncates() {
+            assert!(
+                i > last_sync,
+                "{count}: ftruncate before the last sync: {:?}",
+                run.trace
+            );
+            assert!(
+                run.finals.contains(&len),
+                "{count}: {len} ({:?})",
+                run.finals
+            );
+        }
+        // The pool is what it was less what was taken: no resize.
+        assert_eq!(run.pool["ready_files"], 4 - files, "{}", run.pool);
+    }
+}
+
+/// Issue 47's design choice for a pool with fewer ready files than a
+/// recording of known length needs: it takes what is there, then
+/// allocates the rest in one file of its own, of exactly what the pool's
+/// files left over (before: the pool left idle, one file of the whole
+/// need). One `fallocate`, of less than the whole need; two files; every
+/// record verified and listed. Unless a pool file would last less than a
+/// second at the recording's rate: then the pool is left alone and the
+/// whole need gets one file (the switches would buy nothing, the
+/// allocation is made anyway).
+#[test]
+fn a_pool_short_of_the_need_is_taken_and_only_the_rest_allocated() {
+    let name = "a_pool_short_of_the_need_is_taken_and_only_the_rest_allocated";
+    if !rtrec_host::tools::require(name, &[rtrec_host::tools::STRACE]) {
+        return;
+    }
+    let stored = rtrec_engine::format::framed_len(4096) as u64;
+    // 600 records of 4 KiB: one pool file holds 253 of them, 1.01 s at
+    // one every 4 ms; 25 ms at one every 100 µs.
+    let tiny = known_beside_pool(1, 600, "100us");
+    assert_eq!(tiny.json["pool"]["taken"], 0, "{}", tiny.json);
+    assert_eq!(tiny.json["files"].as_array().unwrap().len(), 1);
+    let whole = tiny.fallocates();
+    assert_eq!(whole.len(), 1, "{:?}", tiny.trace);
+    assert!(whole[0].1 >= 600 * stored, "{whole:?}");
+    assert_eq!(tiny.pool["ready_files"], 1, "{}", tiny.pool);
+    let run = known_beside_pool(1, 600, "4ms");
+    let v = &run.json;
+    assert_eq!(v["pool"]["taken"], 1, "{v}");
+    assert_eq!(v["pool"]["fallbacks"], 1, "{v}");
+    assert_eq!(v["files"].as_array().unwrap().len(), 2, "{v}");
+    let fallocates = run.fallocates();
+    assert_eq!(fallocates.len(), 1, "{:?}", run.trace);
+    let (_, rest) = fallocates[0];
+    // The rest: the 347 records the pool file left over, in whole pages,
+    // not the whole need of 600.
+    assert!(rest >= 347 * stored && rest < 600 * stored, "{rest}");
+    assert_eq!(run.pool["ready_files"], 0, "{}", run.pool);
 }

@@ -452,9 +452,16 @@ impl Config {
     /// Bytes of each file that records can use (header and the closing
     /// frames are reserved).
     pub fn usable_file_bytes(&self) -> u64 {
+        self.usable_bytes_of(self.file_size)
+    }
+
+    /// Bytes that records can use in a file of `file_size` bytes (header
+    /// and the closing frames are reserved): [`Config::usable_file_bytes`]
+    /// for a file of another size than the recording's.
+    pub fn usable_bytes_of(&self, file_size: u64) -> u64 {
         match self.framing {
-            Framing::Framed | Framing::Packed => self.file_size.saturating_sub(RESERVED_BYTES),
-            Framing::Raw => self.file_size,
+            Framing::Framed | Framing::Packed => file_size.saturating_sub(RESERVED_BYTES),
+            Framing::Raw => file_size,
         }
     }
 

@@ -22,6 +22,12 @@ pub(crate) struct OpenFile {
     pub(crate) header: FileHeader,
     /// Where the next byte goes (also the file position).
     pub(crate) offset: u64,
+    /// The bytes the file was made for (its pre-allocated size; in append
+    /// mode, the size it may grow to): the writer fills it up to this less
+    /// the reserved tail. Every file of a recording has the recording's
+    /// `file_size` but a recording of known length's own file beside a
+    /// pool, which has exactly what the pool's files left over.
+    pub(crate) size: u64,
 }
 
 /// File extension of framed recordings.
@@ -307,6 +313,7 @@ pub(crate) fn prepare_at(
         path,
         header,
         offset,
+        size,
     })
 }
 

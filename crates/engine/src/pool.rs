@@ -1212,6 +1212,7 @@ impl Pool {
                 path: dest.to_path_buf(),
                 header,
                 offset: HEADER_LEN as u64,
+                size: self.meta.file_size,
             }));
         }
         Ok(None)

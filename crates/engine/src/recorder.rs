@@ -117,7 +117,9 @@ pub struct Summary {
     pub missed_periods: u64,
     /// Latency of each record's `write()`/`writev()` call, ns.
     pub write_ns: Option<LatencySummary>,
-    /// Latency of `record()` on the caller's thread, ns.
+    /// Latency of `record()` on the caller's thread, ns: from a clock read
+    /// at its entry to one before its return, the histogram update
+    /// included ([`Recorder::record`]).
     pub record_ns: Option<LatencySummary>,
     /// Lateness of each period's release against the schedule, ns.
     pub lateness_ns: Option<LatencySummary>,
@@ -310,6 +312,10 @@ pub struct Recorder {
     waits: Waits,
     record_lat: Latency,
     record_samples: Vec<u64>,
+    /// The last `record()` call's time, not yet in `record_lat` and
+    /// `record_samples`: the next call adds it (so that the histogram
+    /// update is inside a call's measured time), the summary adds the last.
+    unsettled_ns: Option<u64>,
     started_ns: u64,
     finished: bool,
     live: Arc<LiveStats>,
@@ -382,6 +388,7 @@ impl Recorder {
             waits: Waits::default(),
             record_lat: Latency::new(),
             record_samples,
+            unsettled_ns: None,
             started_ns,
             finished: false,
             live,
@@ -416,13 +423,37 @@ impl Recorder {
 
     /// Records one record. See the real-time contract on [`Recorder`].
     ///
+    /// Its measured time (the summary's `record_ns`) runs from its first
+    /// clock read, at entry, to its second, after the record is queued or
+    /// its drop counted. The histogram update is inside it: each call adds
+    /// the previous call's time to the histogram on entry, the summary the
+    /// last one. Left out are only the instructions before the first read
+    /// samples the clock and after the second does (entry, storing the
+    /// time, return).
+    ///
     /// # Errors
     ///
     /// The record was dropped (and counted, and the loss stored); see
     /// [`RecordError`]. Recording goes on.
     #[inline]
     pub fn record(&mut self, data: &[u8]) -> Result<(), RecordError> {
-        let t0 = sys::monotonic_ns();
+        self.record_since(sys::monotonic_ns(), data)
+    }
+
+    /// [`Recorder::record`] for a caller that read the monotonic clock
+    /// itself on entry (`entry_ns`, [`rtrec_sys::monotonic_ns`]): its
+    /// measured time then starts there. The C API reads it before its
+    /// handle lookup, so that `record_ns` holds everything a C caller
+    /// pays between the call and its return. `entry_ns` is also the
+    /// record's timestamp.
+    ///
+    /// # Errors
+    ///
+    /// As [`Recorder::record`].
+    #[inline]
+    pub fn record_since(&mut self, entry_ns: u64, data: &[u8]) -> Result<(), RecordError> {
+        let t0 = entry_ns;
+        self.settle_record_time();
         let seq = self.next_seq;
         self.next_seq += 1;
         let r = if data.len() > self.cfg.max_record {
@@ -490,13 +521,23 @@ impl Recorder {
                 self.note_loss(seq, t0, e);
             }
         }
-        let dt = sys::monotonic_ns() - t0;
+        self.unsettled_ns = Some(sys::monotonic_ns().saturating_sub(t0));
+        r
+    }
+
+    /// Adds the last call's time to the `record()` histogram and samples:
+    /// at the next call's entry (inside its measured time, which so holds
+    /// one histogram update like every call) and before the summary.
+    #[inline]
+    fn settle_record_time(&mut self) {
+        let Some(dt) = self.unsettled_ns.take() else {
+            return;
+        };
         self.record_lat.record(dt);
         // Within the capacity reserved at creation: never allocates.
         if self.record_samples.len() < self.record_samples.capacity() {
             self.record_samples.push(dt);
         }
-        r
     }
 
     /// Flight recorder: saves the pre-trigger window to a new event file and
@@ -678,6 +719,7 @@ impl Recorder {
         complete: bool,
         reason: String,
     ) -> Summary {
+        self.settle_record_time();
         // Records the writer had accepted but could not store (ring mode,
         // after a write failure) are drops for the same reason.
         self.drops.writer_failed += report.discarded;

@@ -47,12 +47,15 @@
 //!   prepare --file-size`, the C API's `file_size`) or by an open-ended
 //!   recording's default. A recording of known length (its size from the
 //!   workload: [`FileSizeBasis::Known`]) never creates, shrinks or
-//!   resizes the pool: it takes pool files when the ready ones hold its
-//!   whole need (the unused tail is given back at the end); a need larger
-//!   than one pool file takes them one after another, switching between
-//!   them as an open-ended recording does (issue 47: it had `fallocate`d
-//!   one fresh file of the whole need beside an idle pool); otherwise it
-//!   gets one file of exactly its size with `fallocate` and leaves the
+//!   resizes the pool: it takes the pool's ready files (the unused tail is
+//!   given back at the end); a need larger than one pool file takes them
+//!   one after another, switching between them as an open-ended recording
+//!   does (issue 47: it had `fallocate`d one fresh file of the whole need
+//!   beside an idle pool). Design choice: when the ready files hold less
+//!   than the need, it takes them and then one file of exactly the rest
+//!   ([`records_file_size`]), unless a pool file would last less than
+//!   [`MIN_FILE_SPAN_NS`] at the known rate: then (as with no file ready)
+//!   it gets one file of its whole need with `fallocate` and leaves the
 //!   pool alone.
 //!   An open-ended recording without `--file-size` takes the pool's size
 //!   when it was set explicitly, or by a default and files of it are
@@ -252,7 +255,13 @@ pub enum FileSizeBasis {
     OpenEnded,
     /// Exactly what a recording of known length (or one flight-recorder
     /// event) needs: never creates, shrinks or resizes a pool.
-    Known,
+    Known {
+        /// One record every this many ns when the rate is known (what
+        /// the need was sized at): how long a pool's file would last
+        /// ([`file_span_ns`]), which decides whether a pool short of the
+        /// need is worth its switches (`docs/durability.md`).
+        period_ns: Option<u64>,
+    },
 }
 
 /// The file size a recording got and why: what `record`'s summary and
@@ -351,6 +360,19 @@ pub fn file_span_ns(usable: u64, stored: u64, period_ns: Option<u64>) -> Option<
     Some((usable / stored.max(1)).max(1).saturating_mul(p))
 }
 
+/// The file that holds exactly `records` records of `stored` bytes each
+/// (as stored in a file): header, records and the reserved tail, rounded
+/// up to a 4 KiB page. A recording of known length gets one of its whole
+/// need; beside a pool with too few files ready, one of what the pool's
+/// files leave over.
+pub fn records_file_size(records: u64, stored: u64) -> u64 {
+    records
+        .saturating_mul(stored)
+        .saturating_add(HEADER_LEN as u64 + RESERVED_BYTES)
+        .div_ceil(PAGE)
+        .saturating_mul(PAGE)
+}
+
 /// What the rules give (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sizes {
@@ -385,12 +407,9 @@ pub fn sizes(
     ring_cap: u64,
 ) -> Sizes {
     let entry = (max_record as u64).saturating_add(ENTRY_HEADER_LEN as u64);
-    let file_of = |records: u64| {
-        records
-            .saturating_mul(stored)
-            .saturating_add(HEADER_LEN as u64 + RESERVED_BYTES)
-            .div_ceil(PAGE)
-            .saturating_mul(PAGE)
+    let file_of = |records: u64| records_file_size(records, stored);
+    let known = FileSizeBasis::Known {
+        period_ns: w.period(),
     };
     let (file_size, file_size_basis) = match (flight, w.records) {
         (Some(s), _) => (
@@ -398,9 +417,9 @@ pub fn sizes(
                 Some(p) => s.pre_ns.saturating_add(s.post_ns) / p + 4,
                 None => EVENT_RECORDS_UNKNOWN_RATE,
             }),
-            FileSizeBasis::Known,
+            known,
         ),
-        (None, Some(n)) if w.fixed_size => (file_of(n), FileSizeBasis::Known),
+        (None, Some(n)) if w.fixed_size => (file_of(n), known),
         _ => (DEFAULT_FILE_SIZE, FileSizeBasis::OpenEnded),
     };
     let pre_bytes = match (flight, w.period()) {
@@ -582,7 +601,7 @@ mod tests {
         };
         assert_eq!(
             sizes(&exact, 16 << 10, 16 << 10, None, CAP).file_size_basis,
-            FileSizeBasis::Known
+            FileSizeBasis::Known { period_ns: None }
         );
         let lines = Workload {
             fixed_size: false,

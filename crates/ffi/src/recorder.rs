@@ -157,6 +157,9 @@ pub unsafe extern "C" fn rtrec_recorder_record(
     data: *const c_void,
     len: usize,
 ) -> c_int {
+    // The call's measured time (`record_ns`) starts here, before the
+    // panic guard and the handle lookup: what the caller pays.
+    let entry_ns = rtrec_sys::monotonic_ns();
     guard_rt(|| {
         if rec.is_null() {
             return -EINVAL;
@@ -178,7 +181,7 @@ pub unsafe extern "C" fn rtrec_recorder_record(
             // contract.
             unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
         };
-        match r.rec.record(bytes) {
+        match r.rec.record_since(entry_ns, bytes) {
             Ok(()) => 0,
             Err(RecordError::RingFull) => -ENOBUFS,
             Err(RecordError::TooLarge) => -EMSGSIZE,

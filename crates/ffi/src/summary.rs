@@ -100,7 +100,10 @@ pub struct rtrec_summary {
     pub missed_periods: u64,
     /// Latency of each record's `write()` call, ns.
     pub write_ns: rtrec_latency,
-    /// Latency of `rtrec_recorder_record()` on the recording thread, ns.
+    /// Latency of `rtrec_recorder_record()` on the recording thread, ns:
+    /// from a clock read at its entry (before the handle lookup) to one
+    /// before its return, the histogram update included (docs/summary.md,
+    /// "What `record()` costs its caller").
     pub record_ns: rtrec_latency,
     /// Lateness of each timer release against the schedule, ns (from
     /// `rtrec_summary_attach_timer()`; count 0 without a timer).

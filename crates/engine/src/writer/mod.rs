@@ -580,11 +580,7 @@ impl Writer {
     fn pack(&mut self, seq: u64, ts_ns: u64, payload: &[u8]) -> Step {
         let add = Pack::record_len(payload.len());
         let offset = self.cur.as_ref().map(|c| c.offset);
-        if self.pack.is_open()
-            && self
-                .pack
-                .overflows(add, offset, self.cfg.usable_file_bytes())
-        {
+        if self.pack.is_open() && self.pack.overflows(add, offset, self.usable()) {
             self.seal()?;
         }
         if !self.pack.is_open() {
@@ -715,11 +711,20 @@ impl Writer {
         let Some(cur) = self.cur.as_ref() else {
             return Err(self.fail(Failure::closed()));
         };
-        if cur.offset + need <= self.cfg.usable_file_bytes() || need > self.cfg.usable_file_bytes()
-        {
+        let usable = self.cfg.usable_bytes_of(cur.size);
+        if cur.offset + need <= usable || need > usable {
             return Ok(());
         }
         self.switch_file()
+    }
+
+    /// Bytes records can use in the current file (the recording's files
+    /// when there is none): its own size less the reserved tail, since a
+    /// recording of known length's own file beside a pool may be larger
+    /// than the pool's files ([`OpenFile::size`]).
+    fn usable(&self) -> u64 {
+        let size = self.cur.as_ref().map_or(self.cfg.file_size, |c| c.size);
+        self.cfg.usable_bytes_of(size)
     }
 
     /// Closes the current file as continued and makes the next one

@@ -48,8 +48,9 @@ pub(super) struct Rotation {
     /// frames when the disk is full.
     reserve: Option<PathBuf>,
     /// A recording of known length that takes pool files when they are
-    /// ready: the exact size of a file of its own when none is (never a
-    /// wait for the pool, never a pool-sized file).
+    /// ready: the exact size of a file of its own when none is (the rest
+    /// of its need the ready ones left over; never a wait for the pool,
+    /// never a pool-sized file).
     own_size: Option<u64>,
 }
 
@@ -269,7 +270,8 @@ pub(super) struct FileChoice {
     /// own.
     pub(super) pool: Option<Pool>,
     /// A recording of known length using the pool: the exact size of a
-    /// file of its own when no pool file is ready.
+    /// file of its own when no pool file is ready (the rest of its need
+    /// when the ready ones hold less than all of it).
     pub(super) own_size: Option<u64>,
 }
 
@@ -292,9 +294,11 @@ impl FileChoice {
 /// - open-ended default: the pool's size when it stands
 ///   ([`Pool::size_stands`]), else the default fitted to the free space
 ///   ([`sizing::open_ended_file_size`]), which the pool then takes;
-/// - known length: the pool's files when the ready ones hold the whole
-///   need (one after another when it is larger than one), else a file of
-///   its own of exactly the need; the pool is never created or resized.
+/// - known length: the pool's ready files (one after another when the
+///   need is larger than one), then, when they do not hold it all, one
+///   file of its own of exactly the rest; with none ready (or too few
+///   whose files would last less than a second at the known rate), one
+///   file of exactly the need; the pool is never created or resized.
 ///
 /// `cfg.file_size` becomes the files' size; what was chosen and why goes
 /// to `report.file_sizing`, warnings to `report`. Nothing is prepared: a
@@ -323,7 +327,9 @@ pub(super) fn choose_files(
         free_bytes: None,
     };
     let (choice, sizing) = match (cfg.alloc, cfg.file_size_basis) {
-        (Alloc::Pool, FileSizeBasis::Known) => known_length(existing, cfg)?,
+        (Alloc::Pool, FileSizeBasis::Known { period_ns }) => {
+            known_length(existing, cfg, period_ns)?
+        }
         (Alloc::Pool, FileSizeBasis::Given) => {
             let sizing = given(SizeFrom::FileSize);
             (pool_of(dir, cfg, &sizing, report)?, sizing)
@@ -332,7 +338,7 @@ pub(super) fn choose_files(
             open_ended_in_pool(dir, existing, cfg, report, retirable)?
         }
         (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir, retirable)?),
-        (_, FileSizeBasis::Known) => (FileChoice::own(), given(SizeFrom::KnownLength)),
+        (_, FileSizeBasis::Known { .. }) => (FileChoice::own(), given(SizeFrom::KnownLength)),
         (_, FileSizeBasis::Given) => (FileChoice::own(), given(SizeFrom::FileSize)),
     };
     cfg.file_size = sizing.file_size;
@@ -427,16 +433,40 @@ fn open_ended_in_pool(
     Ok((pool_of(dir, cfg, &sizing, report)?, sizing))
 }
 
-/// A recording of known length in a pooled directory: the pool's files
-/// when the ready ones hold its whole need, else one file of exactly its
-/// size; the pool is left as it is (never created, resized or shrunk: a
-/// short recording cannot poison it). A need that one pool file holds
-/// takes one; a longer one takes pool files one after another, switching
-/// between them as an open-ended recording does, rather than `fallocate`
-/// one fresh file of the whole need beside an idle pool (issue 47). A
-/// pool too small for the need (two 64 KiB files for 800 KiB) is left
-/// alone: its files would switch every few records.
-fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, FileSizing), Error> {
+/// A recording of known length in a pooled directory (one record every
+/// `period_ns` when the rate is known): the pool's ready files first,
+/// then (when they do not hold its whole need) one file of its own of
+/// exactly what they leave over; the pool is left as it is (never
+/// created, resized or shrunk: a short recording cannot poison it). A
+/// need that one pool file holds takes one; a longer one takes pool
+/// files one after another, switching between them as an open-ended
+/// recording does, rather than `fallocate` one fresh file of the whole
+/// need beside an idle pool (issue 47). With no file ready it gets one
+/// file of exactly its need.
+///
+/// Design choice, a pool with fewer ready files than the need: take what
+/// is there, then allocate the rest in one file ([`known_rest`]). The
+/// prepared files are used (no unwritten extent converted while writing
+/// into them), one `fallocate` is made, of the shortfall only, and the
+/// recording has one file more than the pool had ready. Leaving such a
+/// pool idle and allocating the whole need in one file (the choice
+/// before) allocated more than the shortfall and ignored what the user
+/// prepared. Except when its files would last less than a second at the
+/// known rate ([`sizing::MIN_FILE_SPAN_NS`], the switch rate the sizing
+/// rule warns about): then the pool is left alone and the need gets one
+/// file, as before, since the allocation is made anyway and a few of
+/// those files would only add switches (two 64 KiB files for 800 KiB of
+/// 16 KiB records at 1 ms: a switch every 3 ms at the start;
+/// `tests/pool_sizing.rs`). A loop (`--keep`) short of pool files also
+/// gets one file, as before: its budget counts every file at the pool's
+/// size, and the rest may be larger. A pool that holds the whole need is taken
+/// whatever its files' span: nothing is allocated while recording, which
+/// is what a pool is prepared for.
+fn known_length(
+    existing: Option<Pool>,
+    cfg: &Config,
+    period_ns: Option<u64>,
+) -> Result<(FileChoice, FileSizing), Error> {
     let need = cfg.file_size;
     let own = FileSizing {
         file_size: need,
@@ -448,29 +478,43 @@ fn known_length(existing: Option<Pool>, cfg: &Config) -> Result<(FileChoice, Fil
         return Ok((FileChoice::own(), own));
     };
     let ready = p.ready().map_err(|e| Error::io("listing", p.dir(), e))?;
-    if (ready.len() as u64) < pool_files_for(cfg, p.file_size()) {
+    if ready.is_empty() {
         return Ok((FileChoice::own(), own));
     }
-    if p.file_size() < need {
-        return Ok(pooled(p, None));
+    if p.file_size() >= need {
+        return Ok(pooled(p, Some(need)));
     }
-    Ok(pooled(p, Some(need)))
+    let rest = known_rest(cfg, p.file_size(), ready.len() as u64);
+    let stored = cfg.stored_len(cfg.max_record);
+    let span = sizing::file_span_ns(cfg.usable_bytes_of(p.file_size()), stored, period_ns);
+    let short_files = span.is_some_and(|s| s < sizing::MIN_FILE_SPAN_NS);
+    if rest.is_some() && (short_files || cfg.retention.loops()) {
+        return Ok((FileChoice::own(), own));
+    }
+    Ok(pooled(p, rest))
 }
 
-/// How many files of `pool_size` bytes the records of a recording of
-/// known length (`cfg.file_size`: exactly its need) take; at least 1.
-fn pool_files_for(cfg: &Config, pool_size: u64) -> u64 {
+/// A recording of known length (`cfg.file_size`: exactly its need) whose
+/// need is larger than one pool file of `pool_size` bytes, with `ready`
+/// pool files ready: the size of the file of its own it takes when they
+/// are used up, `None` when they hold the whole need (a file of its own
+/// is then only the pool's empty policy's, should another recording take
+/// them first). One recording: what the ready files leave over. A
+/// flight recorder's event: a whole event, since the pool serves every
+/// event and a later one may find it empty.
+fn known_rest(cfg: &Config, pool_size: u64, ready: u64) -> Option<u64> {
     let stored = cfg.stored_len(cfg.max_record).max(1);
     let header = format::HEADER_LEN as u64;
     // The need was rounded up to a page: this may count a few records
     // more than there are, never fewer.
     let records = cfg.usable_file_bytes().saturating_sub(header) / stored;
-    let in_pool = Config {
-        file_size: pool_size,
-        ..cfg.clone()
-    };
-    let per_file = (in_pool.usable_file_bytes().saturating_sub(header) / stored).max(1);
-    records.div_ceil(per_file).max(1)
+    let per_file = (cfg.usable_bytes_of(pool_size).saturating_sub(header) / stored).max(1);
+    let left = records.saturating_sub(ready.saturating_mul(per_file));
+    match (left, cfg.flight.is_some()) {
+        (0, _) => None,
+        (_, true) => Some(cfg.file_size),
+        (_, false) => Some(sizing::records_file_size(left, stored).min(cfg.file_size)),
+    }
 }
 
 /// The recording takes the files of `p`, of its size (and `own_size`'s
