@@ -89,6 +89,8 @@ const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
 #[cfg(feature = "tables")]
 const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
+#[cfg(feature = "tables")]
+const EXAMPLES_INFO: &str = "Examples:\n  rtrec info ./rtrec-data\n  rtrec info ./rtrec-data/rec-0000.rtr\n  rtrec info /mnt/data/rec --recording 3f2a --json | jq .durable";
 const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format mcap --layout t:u32,x:f32,y:f32 -o run.mcap";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
@@ -181,6 +183,10 @@ pub enum Command {
     #[cfg(feature = "tables")]
     #[command(after_help = EXAMPLES_LS)]
     Ls(crate::ls::LsArgs),
+    /// One recording's facts on one screen: id, state, files, records, losses, time span, rate, record sizes, budget, durable point.
+    #[cfg(feature = "tables")]
+    #[command(after_help = EXAMPLES_INFO)]
+    Info(crate::info::InfoArgs),
     /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
@@ -240,7 +246,7 @@ pub enum Command {
 }
 
 /// A command that a build without some cargo features left out (`bench`,
-/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`): one sentence
+/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`, `info`): one sentence
 /// naming the feature, exit code 2. Any other name is an unknown
 /// subcommand, in clap's words.
 ///
@@ -256,6 +262,7 @@ pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
         "completions" => left_out("the shell completion generator", "completions"),
         "man" => left_out("the man page generator", "man"),
         "ls" => left_out("`rtrec ls`", "tables"),
+        "info" => left_out("`rtrec info`", "tables"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
         )),

@@ -94,9 +94,9 @@ mod layout;
 mod mcap;
 #[cfg(feature = "tables")]
 mod numpy;
-mod part;
+pub(crate) mod part;
 #[cfg(feature = "tables")]
-mod rows;
+pub(crate) mod rows;
 #[cfg(feature = "tables")]
 mod table;
 
@@ -198,7 +198,7 @@ fn different_recordings<T>(recordings: &[&Recording]) -> crate::error::Result<T>
 
 /// Opens the files of `r` for the copy: each must still be the file its
 /// report was made of (same generation, recording and index).
-fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
+pub(crate) fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
     let mut parts = Vec::with_capacity(r.files.len());
     for report in r.files {
         let name = report.path.display().to_string();
@@ -225,6 +225,13 @@ fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
         });
     }
     Ok(parts)
+}
+
+/// The header flags of the recording file at `path` (`None`: not one).
+#[cfg(feature = "tables")]
+pub(crate) fn header_flags(path: &std::path::Path) -> Option<u32> {
+    let src = open_regular(path).ok()?;
+    read_header(&src).ok()?.ok().map(|h| h.flags)
 }
 
 /// The files missing between or before the parts, one description each
