@@ -420,6 +420,20 @@ pub struct ExportArgs {
     #[cfg_attr(not(feature = "tables"), doc = "MCAP only (feature `tables`).")]
     #[arg(long, value_enum, value_name = "HOW")]
     pub mcap_compression: Option<McapCompression>,
+    /// The first record to export, inclusive: a sequence number (1200), a
+    /// UTC time (2026-12-06T23:46:54.5Z, as the tables write it) or a time
+    /// after the recording's first record (+10s); gaps inside the range
+    /// stay rows.
+    #[arg(long, value_name = "SEQ|TIME", value_parser = crate::export::range::bound)]
+    pub from: Option<crate::export::range::Bound>,
+    /// The last record to export, inclusive: a sequence number, a UTC time
+    /// or +DURATION after the first record, as --from.
+    #[arg(long, value_name = "SEQ|TIME", value_parser = crate::export::range::bound)]
+    pub to: Option<crate::export::range::Bound>,
+    /// Export one record in N: those whose sequence numbers are N apart
+    /// from the first one exported (gaps stay rows).
+    #[arg(long, value_name = "N")]
+    pub every: Option<u64>,
     /// Which recording of a directory that holds several: its id (as
     /// `rtrec ls` shows it, or a unique prefix) or the name of one of its
     /// files (default: the newest, with the others listed).

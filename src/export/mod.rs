@@ -95,6 +95,7 @@ mod mcap;
 #[cfg(feature = "tables")]
 mod numpy;
 pub(crate) mod part;
+pub mod range;
 #[cfg(feature = "tables")]
 pub(crate) mod rows;
 #[cfg(feature = "tables")]
@@ -325,6 +326,14 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let format = format_of(a);
     let layout = parse_layout(a, format)?;
+    let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
+    if !selection.is_all() && format == ExportFormat::Framed {
+        return usage("--from, --to and --every apply to raw and the table formats, not --framed (a framed copy keeps every frame of its file)");
+    }
+    #[cfg(not(feature = "tables"))]
+    if !selection.is_all() {
+        return crate::error::left_out("--from, --to and --every", "tables");
+    }
     if matches!(format, ExportFormat::Mcap | ExportFormat::Numpy)
         && a.output.as_os_str() == "-"
         && std::io::IsTerminal::is_terminal(&std::io::stdout())
@@ -375,7 +384,7 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return Ok(1);
         }
     };
-    let (records, written) = write_output(a, format, layout.as_ref(), &parts)?;
+    let (records, written) = write_output(a, format, layout.as_ref(), &selection, &parts)?;
     eprintln!("{}", summary(a, &parts, records, written));
     Ok(notes(&parts, slots, live, gaps.as_deref()))
 }
@@ -474,6 +483,7 @@ fn write_output(
     a: &ExportArgs,
     format: ExportFormat,
     layout: Option<&TableLayout>,
+    selection: &range::Selection,
     parts: &[Part],
 ) -> crate::error::Result<(u64, u64)> {
     // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
@@ -498,7 +508,7 @@ fn write_output(
         let records = match format {
             #[cfg(feature = "tables")]
             ExportFormat::Csv | ExportFormat::Jsonl => {
-                write_table(a, format, layout, parts, &mut counted)
+                write_table(a, format, layout, selection, parts, &mut counted)
             }
             #[cfg(feature = "tables")]
             ExportFormat::Mcap => {
@@ -507,14 +517,14 @@ fn write_output(
             #[cfg(feature = "tables")]
             ExportFormat::Numpy => {
                 let hint = numpy::Hint {
-                    records: sum(parts, |r| r.records),
+                    records: sum(parts, |r| r.records) / selection.every,
                     lost: sum(parts, |r| {
                         r.lost_records + r.unstored_drops + r.missing_records
                     }),
                 };
-                numpy::write(layout, parts, &hint, &mut counted)
+                numpy::write(layout, selection, parts, &hint, &mut counted)
             }
-            _ => write_copy(format, parts, &mut counted),
+            _ => write_copy(format, selection, parts, &mut counted),
         };
         let bytes = counted.bytes;
         records.and_then(|r| out.flush().map(|()| (r, bytes)).map_err(Into::into))
@@ -549,9 +559,11 @@ impl Write for Counted<'_> {
     }
 }
 
-/// Raw or framed: the parts copied; returns the records.
+/// Raw or framed: the parts copied; returns the records. A selection
+/// (tables build) writes the records it keeps from the walk.
 fn write_copy(
     format: ExportFormat,
+    selection: &range::Selection,
     parts: &[Part],
     out: &mut dyn Write,
 ) -> crate::error::Result<u64> {
@@ -560,6 +572,19 @@ fn write_copy(
     } else {
         b""
     };
+    #[cfg(feature = "tables")]
+    if !selection.is_all() {
+        let walked = rows::walk_selected(parts, selection, &mut |item| {
+            if let rows::Item::Record { data, .. } = item {
+                out.write_all(data)?;
+                out.write_all(line_end)?;
+            }
+            Ok(())
+        })?;
+        return Ok(walked.records);
+    }
+    #[cfg(not(feature = "tables"))]
+    let _ = selection;
     let mut records = 0;
     for p in parts {
         records += copy_part(p, format == ExportFormat::Framed, line_end, out)?;
@@ -573,6 +598,7 @@ fn write_table(
     a: &ExportArgs,
     format: ExportFormat,
     layout: Option<&TableLayout>,
+    selection: &range::Selection,
     parts: &[Part],
     out: &mut dyn Write,
 ) -> crate::error::Result<u64> {
@@ -584,7 +610,7 @@ fn write_table(
     });
     let mut t = table::Table::new(format, payload, layout)?;
     t.header(out)?;
-    let walked = rows::walk(parts, &mut |item| t.row(&item, out))?;
+    let walked = rows::walk_selected(parts, selection, &mut |item| t.row(&item, out))?;
     Ok(walked.records)
 }
 
