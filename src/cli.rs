@@ -369,10 +369,18 @@ pub struct ExportArgs {
     /// in any order; they are put in sequence order by their headers.
     #[arg(value_name = "FILE|DIR", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Output file (must not exist); `-` writes to stdout.
+    /// Output file, written whole under a temporary name and renamed into
+    /// place (an existing one is refused unless --force); `-` writes to
+    /// stdout. Without --format its extension names the format (.csv,
+    /// .jsonl, .mcap, .rtr framed, .raw or .bin raw; others raw), and a
+    /// further .gz or .zst compresses raw and table exports.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// What to write [default: raw].
+    /// Replace OUT if it exists (it is replaced only once the export is
+    /// whole and durable).
+    #[arg(long)]
+    pub force: bool,
+    /// What to write [default: by OUT's extension, else raw].
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["raw", "framed"])]
     pub format: Option<ExportFormat>,
     /// Same as `--format raw`.

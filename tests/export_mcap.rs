@@ -362,6 +362,8 @@ fn an_mcap_export_that_cannot_be_made_is_one_sentence_and_leaves_no_file() {
         assert!(err.contains(says), "{extra:?}: {err}");
         assert!(!out.exists(), "{extra:?}: a failed export left its file");
     }
+    // (Named .csv: an .mcap name with --format csv is refused first.)
+    let out = out.with_extension("csv");
     for (flag, value) in [("--topic", "/x"), ("--mcap-compression", "lz4")] {
         let args = [
             "export",

@@ -4,6 +4,9 @@
 //! are the input's bytes of those records, and a bad or empty range is
 //! one sentence, exit 2 and no file.
 
+// The table exports and `info` (feature `tables`).
+#![cfg(feature = "tables")]
+
 use std::path::Path;
 
 use serde_json::Value;
@@ -149,9 +152,10 @@ fn a_bad_or_empty_range_is_one_sentence_and_no_file() {
         &out,
         "no record of the recording is between",
     );
+    let rtr = out.with_extension("rtr");
     refused(
-        &["export", "--framed", d, "--from", "1", "-o", o],
-        &out,
+        &["export", "--framed", d, "--from", "1", "-o", s(&rtr)],
+        &rtr,
         "not --framed",
     );
 }

@@ -4,6 +4,9 @@
 //! gives its whole recording; a directory of two gives the newest and
 //! `--recording` the other; bad input is one sentence and exit 2.
 
+// The table exports and `info` (feature `tables`).
+#![cfg(feature = "tables")]
+
 use std::path::Path;
 
 use serde_json::Value;

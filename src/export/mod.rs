@@ -94,6 +94,7 @@ mod layout;
 mod mcap;
 #[cfg(feature = "tables")]
 mod numpy;
+mod output;
 pub(crate) mod part;
 pub mod range;
 #[cfg(feature = "tables")]
@@ -324,7 +325,8 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
 
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
-    let format = format_of(a);
+    let (format, compress) = output::format_of(a)?;
+    output::check_free(&a.output, a.force)?;
     let layout = parse_layout(a, format)?;
     let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
     if !selection.is_all() && format == ExportFormat::Framed {
@@ -384,7 +386,13 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return Ok(1);
         }
     };
-    let (records, written) = write_output(a, format, layout.as_ref(), &selection, &parts)?;
+    let how = How {
+        format,
+        compress,
+        layout: layout.as_ref(),
+        selection: &selection,
+    };
+    let (records, written) = write_output(a, &how, &parts)?;
     eprintln!("{}", summary(a, &parts, records, written));
     Ok(notes(&parts, slots, live, gaps.as_deref()))
 }
@@ -464,81 +472,81 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
     }
 }
 
-/// The format asked for (`--format`, or its shorthands `--raw` and
-/// `--framed`).
-fn format_of(a: &ExportArgs) -> ExportFormat {
-    match (a.format, a.framed) {
-        (Some(f), _) => f,
-        (None, true) => ExportFormat::Framed,
-        (None, false) => ExportFormat::Raw,
-    }
+/// What an export writes: its format, compression, layout and selection.
+struct How<'a> {
+    format: ExportFormat,
+    compress: output::Compress,
+    layout: Option<&'a TableLayout>,
+    selection: &'a range::Selection,
 }
 
-/// Writes the parts to the output (a new file, made durable, or stdout);
-/// returns the records and bytes written. A table or MCAP export that
-/// fails on a record (a layout that does not fit) removes the file it
-/// began.
-#[cfg_attr(not(feature = "tables"), allow(unused_variables))]
-fn write_output(
-    a: &ExportArgs,
-    format: ExportFormat,
-    layout: Option<&TableLayout>,
-    selection: &range::Selection,
-    parts: &[Part],
-) -> crate::error::Result<(u64, u64)> {
-    // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
-    // name or a planted symlink is refused, never followed or truncated.
-    let file = if a.output.as_os_str() == "-" {
+/// Writes the parts to the output (a temporary file renamed into place
+/// when whole and durable, [`output`]; or stdout); returns the records
+/// and bytes written (of a compressed file: its size). A failed export
+/// removes its temporary file: nothing under the output's name.
+fn write_output(a: &ExportArgs, how: &How, parts: &[Part]) -> crate::error::Result<(u64, u64)> {
+    let target = if a.output.as_os_str() == "-" {
         None
     } else {
-        Some(
-            rtrec_sys::create_new(&a.output)
-                .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?,
-        )
+        Some(output::Target::create(&a.output, a.force)?)
     };
     let done = {
-        let mut out: Box<dyn Write + '_> = match &file {
+        let plain: Box<dyn Write + '_> = match &target {
             None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-            Some(f) => Box::new(std::io::BufWriter::new(f)),
+            Some(t) => Box::new(std::io::BufWriter::new(&t.file)),
         };
+        let mut out = output::Sink::new(plain, how.compress)?;
         let mut counted = Counted {
             inner: &mut out,
             bytes: 0,
         };
-        let records = match format {
-            #[cfg(feature = "tables")]
-            ExportFormat::Csv | ExportFormat::Jsonl => {
-                write_table(a, format, layout, selection, parts, &mut counted)
-            }
-            #[cfg(feature = "tables")]
-            ExportFormat::Mcap => {
-                mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, &mut counted))
-            }
-            #[cfg(feature = "tables")]
-            ExportFormat::Numpy => {
-                let hint = numpy::Hint {
-                    records: sum(parts, |r| r.records) / selection.every,
-                    lost: sum(parts, |r| {
-                        r.lost_records + r.unstored_drops + r.missing_records
-                    }),
-                };
-                numpy::write(layout, selection, parts, &hint, &mut counted)
-            }
-            _ => write_copy(format, selection, parts, &mut counted),
-        };
+        let records = write_format(a, how, parts, &mut counted);
         let bytes = counted.bytes;
-        records.and_then(|r| out.flush().map(|()| (r, bytes)).map_err(Into::into))
+        records.and_then(|r| out.finish().map(|()| (r, bytes)).map_err(Into::into))
     };
-    match (&file, done) {
-        (Some(f), Ok(done)) => {
-            rtrec_sys::fsync(f)?;
-            Ok(done)
+    match (target, done) {
+        (Some(t), Ok((records, bytes))) => {
+            let size = t.commit()?;
+            let compressed = how.compress != output::Compress::None;
+            Ok((records, if compressed { size } else { bytes }))
         }
-        (Some(_), Err(e)) => {
-            let _ = std::fs::remove_file(&a.output);
+        (Some(t), Err(e)) => {
+            t.abandon();
             Err(e)
         }
         (None, done) => done,
+    }
+}
+
+/// The records of `parts` in `how.format`, to `out`; returns the records.
+#[cfg_attr(not(feature = "tables"), allow(unused_variables))]
+fn write_format(
+    a: &ExportArgs,
+    how: &How,
+    parts: &[Part],
+    out: &mut dyn Write,
+) -> crate::error::Result<u64> {
+    let (format, layout, selection) = (how.format, how.layout, how.selection);
+    match format {
+        #[cfg(feature = "tables")]
+        ExportFormat::Csv | ExportFormat::Jsonl => {
+            write_table(a, format, layout, selection, parts, out)
+        }
+        #[cfg(feature = "tables")]
+        ExportFormat::Mcap => {
+            mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, out))
+        }
+        #[cfg(feature = "tables")]
+        ExportFormat::Numpy => {
+            let hint = numpy::Hint {
+                records: sum(parts, |r| r.records) / selection.every,
+                lost: sum(parts, |r| {
+                    r.lost_records + r.unstored_drops + r.missing_records
+                }),
+            };
+            numpy::write(layout, selection, parts, &hint, out)
+        }
+        _ => write_copy(format, selection, parts, out),
     }
 }
 
