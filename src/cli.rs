@@ -186,7 +186,7 @@ pub enum Command {
     /// One recording's facts on one screen: id, state, files, records, losses, time span, rate, record sizes, budget, durable point.
     #[cfg(feature = "tables")]
     #[command(after_help = EXAMPLES_INFO)]
-    Info(crate::info::InfoArgs),
+    Info(InfoArgs),
     /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
@@ -432,12 +432,12 @@ pub struct ExportArgs {
     /// UTC time (2026-12-06T23:46:54.5Z, as the tables write it) or a time
     /// after the recording's first record (+10s); gaps inside the range
     /// stay rows.
-    #[arg(long, value_name = "SEQ|TIME", value_parser = crate::export::range::bound)]
-    pub from: Option<crate::export::range::Bound>,
+    #[arg(long, value_name = "SEQ|TIME", value_parser = bound)]
+    pub from: Option<Bound>,
     /// The last record to export, inclusive: a sequence number, a UTC time
     /// or +DURATION after the first record, as --from.
-    #[arg(long, value_name = "SEQ|TIME", value_parser = crate::export::range::bound)]
-    pub to: Option<crate::export::range::Bound>,
+    #[arg(long, value_name = "SEQ|TIME", value_parser = bound)]
+    pub to: Option<Bound>,
     /// Export one record in N: those whose sequence numbers are N apart
     /// from the first one exported (gaps stay rows).
     #[arg(long, value_name = "N")]
@@ -447,6 +447,11 @@ pub struct ExportArgs {
     /// files (default: the newest, with the others listed).
     #[arg(long, value_name = "ID|FILE")]
     pub recording: Option<String>,
+    /// With --format csv or jsonl: every recording of the inputs (oldest
+    /// first, framed copies left out) in one table, with a first column
+    /// `recording` (its id); each recording's gaps are rows.
+    #[arg(long, conflicts_with = "recording")]
+    pub all: bool,
     /// Export the records that can be saved from a corrupt file (exit code
     /// stays 1: the input is corrupt).
     #[arg(long)]
@@ -456,6 +461,42 @@ pub struct ExportArgs {
     /// recording); they are still reported.
     #[arg(long)]
     pub allow_gaps: bool,
+}
+
+/// One end of `--from`/`--to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A sequence number.
+    Seq(u64),
+    /// A wall time, ns since the epoch.
+    Wall(u64),
+    /// A time after the recording's first record, ns.
+    After(u64),
+}
+
+/// Parses a bound of `export --from`/`--to`: digits are a sequence
+/// number, RFC 3339 UTC a wall time, `+DURATION` a time after the
+/// recording's first record (`crate::export::range` applies them).
+///
+/// # Errors
+/// One sentence quoting `s`.
+pub fn bound(s: &str) -> Result<Bound, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse()
+            .map(Bound::Seq)
+            .map_err(|_| format!("'{s}' is too large for a sequence number"));
+    }
+    if let Some(d) = s.strip_prefix('+') {
+        return rtrec_units::parse_duration(d)
+            .map(Bound::After)
+            .map_err(|e| format!("'{s}': {e}"));
+    }
+    rtrec_engine::parse_utc_iso(s).map(Bound::Wall).ok_or_else(|| {
+        format!(
+            "'{s}' is neither a sequence number (1200), a UTC time (2026-12-06T23:46:54.5Z) nor a time after the first record (+10s)"
+        )
+    })
 }
 
 /// `rtrec export --format`.
@@ -520,6 +561,24 @@ pub enum PayloadEncoding {
     Base64,
     /// The bytes as UTF-8 text (a record that is not is refused).
     Text,
+}
+
+/// `rtrec info`.
+#[cfg(feature = "tables")]
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// A recording file, or a recording directory (its newest recording
+    /// unless --recording picks another).
+    #[arg(value_name = "RECORDING|DIR")]
+    pub path: PathBuf,
+    /// Print JSON (one object with `schema_version`,
+    /// docs/recordings-schema.md) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which recording of a directory: its id (as `rtrec ls` shows it, or
+    /// a unique prefix) or one of its files' names.
+    #[arg(long, value_name = "ID|FILE")]
+    pub recording: Option<String>,
 }
 
 /// `rtrec recover`.

@@ -32,25 +32,9 @@ use rtrec_engine::utc_iso_ns;
 use rtrec_units::{format_duration, format_size};
 use serde::Serialize;
 
+use crate::cli::InfoArgs;
 use crate::error::usage;
 use crate::export::rows::{self, Item};
-
-/// `rtrec info`.
-#[derive(Debug, clap::Args)]
-pub struct InfoArgs {
-    /// A recording file, or a recording directory (its newest recording
-    /// unless --recording picks another).
-    #[arg(value_name = "RECORDING|DIR")]
-    pub path: PathBuf,
-    /// Print JSON (one object with `schema_version`,
-    /// docs/recordings-schema.md) instead of the text.
-    #[arg(long)]
-    pub json: bool,
-    /// Which recording of a directory: its id (as `rtrec ls` shows it, or
-    /// a unique prefix) or one of its files' names.
-    #[arg(long, value_name = "ID|FILE")]
-    pub recording: Option<String>,
-}
 
 /// What `info --json` prints: `ls`'s summary and what `info` adds.
 #[derive(Debug, Serialize)]

@@ -2,7 +2,8 @@
 //! time keeps its gaps as rows (cut to the range), `--every N` keeps the
 //! records N sequence numbers apart and every gap, raw exports of a range
 //! are the input's bytes of those records, and a bad or empty range is
-//! one sentence, exit 2 and no file.
+//! one sentence, exit 2 and no file; `--all` puts every recording of a
+//! directory in one table with a `recording` column and each one's gaps.
 
 // The table exports and `info` (feature `tables`).
 #![cfg(feature = "tables")]
@@ -157,5 +158,82 @@ fn a_bad_or_empty_range_is_one_sentence_and_no_file() {
         &["export", "--framed", d, "--from", "1", "-o", s(&rtr)],
         &rtr,
         "not --framed",
+    );
+}
+
+#[test]
+fn all_recordings_of_a_directory_are_one_table_with_a_recording_column_and_their_gaps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    // Two recordings, each of records 0..=9 with seq 3 lost.
+    recording_with_a_loss(&dir).finish().unwrap();
+    recording_with_a_loss(&dir).finish().unwrap();
+    let o = rtrec(&["ls", "--json", s(&dir)]);
+    let ls: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = ls["recordings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{ls:#}");
+
+    let rows_of = |lines: &[Value], id: &str| {
+        let of: Vec<Value> = lines
+            .iter()
+            .filter(|v| v["recording"] == id)
+            .cloned()
+            .collect();
+        rows(&of)
+    };
+    let table = jsonl(&dir, &["--all", "--layout", "t:u32,x:f32,y:f32"]);
+    assert_eq!(table.len(), 2 * 10);
+    // Oldest first, each recording's rows and gap together.
+    assert_eq!(table[0]["recording"], ids[0]);
+    assert_eq!(table[19]["recording"], ids[1]);
+    for id in &ids {
+        assert_eq!(rows_of(&table, id), "r0 r1 r2 g3+1 r4 r5 r6 r7 r8 r9");
+    }
+    for v in table.iter().filter(|v| v["kind"] == "record") {
+        assert_eq!(v["t"], v["seq"], "{v}");
+    }
+    // A range applies to each recording.
+    let part = jsonl(&dir, &["--all", "--from", "2", "--to", "4"]);
+    for id in &ids {
+        assert_eq!(rows_of(&part, id), "r2 g3+1 r4");
+    }
+
+    // CSV: the column first.
+    let csv = tmp.path().join("all.csv");
+    let o = rtrec(&["export", "--all", "--allow-gaps", s(&dir), "-o", s(&csv)]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("recording,kind,seq,"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with(ids[1])).count(), 10);
+
+    // Gaps without --allow-gaps: the whole table refused, nothing written.
+    let out = tmp.path().join("refused.csv");
+    let o = rtrec(&["export", "--all", s(&dir), "-o", s(&out)]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert!(!out.exists());
+    let mcap = tmp.path().join("all.mcap");
+    refused(
+        &["export", "--all", s(&dir), "-o", s(&mcap)],
+        &mcap,
+        "--all writes one table",
+    );
+    refused(
+        &[
+            "export",
+            "--all",
+            "--recording",
+            ids[0],
+            s(&dir),
+            "-o",
+            s(&out),
+        ],
+        &out,
+        "cannot be used with",
     );
 }

@@ -81,8 +81,8 @@ use serde_json::{json, Map, Value as Json};
 
 use super::layout::{Kind, Layout, JSON_NON_FINITE};
 use super::part::Part;
-use super::range::Selection;
-use super::rows::{walk_selected, Item, Walked};
+use super::range::{walk_selected, Selection};
+use super::rows::{Item, Walked};
 use super::table::{decode, refuse_fixed_names};
 use crate::cli::{ExportArgs, McapCompression, PayloadEncoding};
 use crate::error::{usage, Error};

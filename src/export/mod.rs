@@ -63,6 +63,14 @@
 //! `np.frombuffer` (the Python package reads this). Binary: `-o -` is
 //! refused while stdout is a terminal.
 //!
+//! **Part of it, where it goes, all of it** ([`range`], [`output`],
+//! [`all`]): `--from`/`--to` (a sequence number or a time) and
+//! `--every N` select records, their gaps kept as rows; `-o`'s extension
+//! names the format when `--format` does not, `.gz`/`.zst` compress it,
+//! and the file is written under a temporary name and renamed when whole
+//! (an existing one only replaced with `--force`); `--all` writes every
+//! recording of the inputs as one table with a `recording` column.
+//!
 //! **Which recording.** A directory that holds several recordings (every
 //! second run of the README's command leaves two in `./rtrec-data`)
 //! exports the newest (the latest first record), and says which and how
@@ -88,6 +96,8 @@ use crate::cli::PayloadEncoding;
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::error::usage;
 
+#[cfg(feature = "tables")]
+mod all;
 #[cfg(feature = "tables")]
 mod layout;
 #[cfg(feature = "tables")]
@@ -323,12 +333,13 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
     parts.iter().map(|p| f(&p.report)).sum()
 }
 
-/// Runs `rtrec export`.
-pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
-    let (format, compress) = output::format_of(a)?;
-    output::check_free(&a.output, a.force)?;
-    let layout = parse_layout(a, format)?;
-    let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
+/// The flags that do not fit the format (before any input is read): one
+/// sentence each.
+fn check_flags(
+    a: &ExportArgs,
+    format: ExportFormat,
+    selection: &range::Selection,
+) -> crate::error::Result<()> {
     if !selection.is_all() && format == ExportFormat::Framed {
         return usage("--from, --to and --every apply to raw and the table formats, not --framed (a framed copy keeps every frame of its file)");
     }
@@ -363,12 +374,36 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return usage("--mcap-compression applies to --format mcap");
         }
     }
+    Ok(())
+}
+
+/// Runs `rtrec export`.
+pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
+    let (format, compress) = output::format_of(a)?;
+    output::check_free(&a.output, a.force)?;
+    let layout = parse_layout(a, format)?;
+    let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
+    check_flags(a, format, &selection)?;
     #[cfg(feature = "tables")]
     if format == ExportFormat::Mcap {
         // Its flags checked before any input is read.
         mcap::Options::of(a, layout.as_ref())?;
     }
+    let how = How {
+        format,
+        compress,
+        layout: layout.as_ref(),
+        selection: &selection,
+    };
     let d = read_inputs(&a.inputs)?;
+    #[cfg(feature = "tables")]
+    if a.all {
+        return run_all(a, &how, &d);
+    }
+    #[cfg(not(feature = "tables"))]
+    if a.all {
+        return crate::error::left_out("--all (one table of several recordings)", "tables");
+    }
     let slots = d.slots.len();
     let chosen = choose_recording(a, &d)?;
     let live = chosen.live;
@@ -386,15 +421,38 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return Ok(1);
         }
     };
-    let how = How {
-        format,
-        compress,
-        layout: layout.as_ref(),
-        selection: &selection,
-    };
-    let (records, written) = write_output(a, &how, &parts)?;
+    let (records, written) = write_output(a, how.compress, &mut |out| {
+        write_format(a, &how, &parts, out)
+    })?;
     eprintln!("{}", summary(a, &parts, records, written));
     Ok(notes(&parts, slots, live, gaps.as_deref()))
+}
+
+/// `export --all` ([`all`]): every recording of `d` in one table.
+#[cfg(feature = "tables")]
+fn run_all(a: &ExportArgs, how: &How, d: &Directory) -> crate::error::Result<i32> {
+    let mut each = Vec::new();
+    let mut warnings = Vec::new();
+    for r in all::recordings(how.format, d)? {
+        let parts = open_parts(r.clone())?;
+        match refused_or_gaps(a, &parts) {
+            Ok(gaps) => warnings.extend(gaps.map(|g| format!("{}: {g}", r.id_hex()))),
+            Err(why) => {
+                eprintln!("rtrec: recording {}: {why}", r.id_hex());
+                return Ok(1);
+            }
+        }
+        each.push((r.id_hex(), parts));
+    }
+    let mut t = all::table(a, how.format, how.layout, &each)?;
+    let (records, written) = write_output(a, how.compress, &mut |out| {
+        all::write(&mut t, &each, how.selection, out)
+    })?;
+    let code = all::summary(a, &each, records, written);
+    for w in &warnings {
+        eprintln!("rtrec: warning: {w}; exported the others");
+    }
+    Ok(code)
 }
 
 /// Whether the export goes on: `Err` with the sentence why nothing is
@@ -474,17 +532,25 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
 
 /// What an export writes: its format, compression, layout and selection.
 struct How<'a> {
+    /// The format.
     format: ExportFormat,
+    /// The compression `-o`'s name asks for.
     compress: output::Compress,
+    /// `--layout`.
     layout: Option<&'a TableLayout>,
+    /// `--from`, `--to`, `--every`.
     selection: &'a range::Selection,
 }
 
-/// Writes the parts to the output (a temporary file renamed into place
+/// Writes the output with `write` (a temporary file renamed into place
 /// when whole and durable, [`output`]; or stdout); returns the records
 /// and bytes written (of a compressed file: its size). A failed export
 /// removes its temporary file: nothing under the output's name.
-fn write_output(a: &ExportArgs, how: &How, parts: &[Part]) -> crate::error::Result<(u64, u64)> {
+fn write_output(
+    a: &ExportArgs,
+    compress: output::Compress,
+    write: &mut dyn FnMut(&mut dyn Write) -> crate::error::Result<u64>,
+) -> crate::error::Result<(u64, u64)> {
     let target = if a.output.as_os_str() == "-" {
         None
     } else {
@@ -495,19 +561,19 @@ fn write_output(a: &ExportArgs, how: &How, parts: &[Part]) -> crate::error::Resu
             None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
             Some(t) => Box::new(std::io::BufWriter::new(&t.file)),
         };
-        let mut out = output::Sink::new(plain, how.compress)?;
+        let mut out = output::Sink::new(plain, compress)?;
         let mut counted = Counted {
             inner: &mut out,
             bytes: 0,
         };
-        let records = write_format(a, how, parts, &mut counted);
+        let records = write(&mut counted);
         let bytes = counted.bytes;
         records.and_then(|r| out.finish().map(|()| (r, bytes)).map_err(Into::into))
     };
     match (target, done) {
         (Some(t), Ok((records, bytes))) => {
             let size = t.commit()?;
-            let compressed = how.compress != output::Compress::None;
+            let compressed = compress != output::Compress::None;
             Ok((records, if compressed { size } else { bytes }))
         }
         (Some(t), Err(e)) => {
@@ -582,7 +648,7 @@ fn write_copy(
     };
     #[cfg(feature = "tables")]
     if !selection.is_all() {
-        let walked = rows::walk_selected(parts, selection, &mut |item| {
+        let walked = range::walk_selected(parts, selection, &mut |item| {
             if let rows::Item::Record { data, .. } = item {
                 out.write_all(data)?;
                 out.write_all(line_end)?;
@@ -618,7 +684,7 @@ fn write_table(
     });
     let mut t = table::Table::new(format, payload, layout)?;
     t.header(out)?;
-    let walked = rows::walk_selected(parts, selection, &mut |item| t.row(&item, out))?;
+    let walked = range::walk_selected(parts, selection, &mut |item| t.row(&item, out))?;
     Ok(walked.records)
 }
 

@@ -19,44 +19,11 @@
 //! - **Nothing in the range is refused** (one sentence, no file): an
 //!   empty export would look like a recording without data.
 
-use rtrec_engine::parse_utc_iso;
-
 #[cfg(feature = "tables")]
-use super::rows::{Item, Walked};
-
-/// One end of `--from`/`--to`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bound {
-    /// A sequence number.
-    Seq(u64),
-    /// A wall time, ns since the epoch.
-    Wall(u64),
-    /// A time after the recording's first record, ns.
-    After(u64),
-}
-
-/// Parses a bound (`--from`, `--to`: see the module docs).
-///
-/// # Errors
-/// One sentence quoting `s`.
-pub fn bound(s: &str) -> Result<Bound, String> {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-        return s
-            .parse()
-            .map(Bound::Seq)
-            .map_err(|_| format!("'{s}' is too large for a sequence number"));
-    }
-    if let Some(d) = s.strip_prefix('+') {
-        return rtrec_units::parse_duration(d)
-            .map(Bound::After)
-            .map_err(|e| format!("'{s}': {e}"));
-    }
-    parse_utc_iso(s).map(Bound::Wall).ok_or_else(|| {
-        format!(
-            "'{s}' is neither a sequence number (1200), a UTC time (2026-12-06T23:46:54.5Z) nor a time after the first record (+10s)"
-        )
-    })
-}
+use super::part::Part;
+#[cfg(feature = "tables")]
+use super::rows::{walk, Item, Walked};
+use crate::cli::Bound;
 
 /// `--from`, `--to` and `--every`, checked.
 #[derive(Clone, Copy, Debug, Default)]
@@ -265,7 +232,7 @@ impl Filter {
     /// Ends the walk: gaps after the last record may hold the range.
     ///
     /// # Errors
-    /// The sink's, or nothing in the range (one sentence).
+    /// The sink's.
     pub fn finish(
         &mut self,
         sink: &mut dyn FnMut(Item) -> crate::error::Result<()>,
@@ -273,18 +240,66 @@ impl Filter {
         if self.at == At::Before {
             self.flush(sink)?;
         }
-        if self.walked.records + self.walked.gaps == 0 {
-            return crate::error::usage(
-                "no record of the recording is between --from and --to (`rtrec info` gives its first and last sequence number and time)",
-            );
-        }
         Ok(())
     }
+}
+
+/// Refuses a selection that kept nothing (see the module docs).
+///
+/// # Errors
+/// One sentence.
+#[cfg(feature = "tables")]
+pub fn refuse_empty(kept: Walked) -> crate::error::Result<()> {
+    if kept.records + kept.gaps == 0 {
+        return crate::error::usage(
+            "no record of the recording is between --from and --to (`rtrec info` gives its first and last sequence number and time)",
+        );
+    }
+    Ok(())
+}
+
+/// [`super::rows::walk`], keeping what `sel` selects (`--from`, `--to`, `--every`:
+/// the module docs); returns what it kept.
+///
+/// # Errors
+/// The sink's, the walk's, or nothing in the range (one sentence).
+#[cfg(feature = "tables")]
+pub fn walk_selected(
+    parts: &[Part],
+    sel: &Selection,
+    sink: &mut dyn FnMut(Item) -> crate::error::Result<()>,
+) -> crate::error::Result<Walked> {
+    let kept = walk_in(parts, sel, sink)?;
+    if !sel.is_all() {
+        refuse_empty(kept)?;
+    }
+    Ok(kept)
+}
+
+/// [`walk_selected`] without refusing a selection that kept nothing (one
+/// of several recordings, `export --all`).
+///
+/// # Errors
+/// The sink's or the walk's.
+#[cfg(feature = "tables")]
+pub fn walk_in(
+    parts: &[Part],
+    sel: &Selection,
+    sink: &mut dyn FnMut(Item) -> crate::error::Result<()>,
+) -> crate::error::Result<Walked> {
+    if sel.is_all() {
+        return walk(parts, sink);
+    }
+    let mut f = Filter::new(*sel);
+    walk(parts, &mut |item| f.feed(item, sink))?;
+    f.finish(sink)?;
+    Ok(f.walked())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::bound;
 
     #[test]
     fn a_bound_is_a_sequence_number_a_time_or_an_offset() {
@@ -341,7 +356,9 @@ mod tests {
         let run = |from, to, every| {
             let mut f = Filter::new(Selection::of(from, to, every).unwrap());
             let mut out = Vec::new();
-            items(&mut f, &mut out).map(|()| out.join(" "))
+            items(&mut f, &mut out)
+                .and_then(|()| refuse_empty(f.walked()))
+                .map(|()| out.join(" "))
         };
         assert_eq!(
             run(Some(Bound::Seq(5)), Some(Bound::Seq(7)), None).unwrap(),

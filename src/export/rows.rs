@@ -23,7 +23,6 @@ use rtrec_engine::format::{FrameKind, LossPayload, LossReason, PackedInfo, Packe
 use rtrec_engine::reader::{FrameWalker, Step};
 
 use super::part::Part;
-use super::range::{Filter, Selection};
 
 /// One thing in the exported stream.
 #[derive(Debug)]
@@ -170,25 +169,6 @@ pub fn walk(
         })?;
     }
     Ok(c.walked)
-}
-
-/// [`walk`], keeping what `sel` selects (`--from`, `--to`, `--every`:
-/// [`super::range`]); returns what it kept.
-///
-/// # Errors
-/// The sink's, the walk's, or nothing in the range (one sentence).
-pub fn walk_selected(
-    parts: &[Part],
-    sel: &Selection,
-    sink: &mut dyn FnMut(Item) -> crate::error::Result<()>,
-) -> crate::error::Result<Walked> {
-    if sel.is_all() {
-        return walk(parts, sink);
-    }
-    let mut f = Filter::new(*sel);
-    walk(parts, &mut |item| f.feed(item, sink))?;
-    f.finish(sink)?;
-    Ok(f.walked())
 }
 
 fn walk_part(p: &Part, c: &mut Cursor, buf: &mut Vec<u8>) -> crate::error::Result<()> {
