@@ -91,7 +91,7 @@ const EXAMPLES_EVENTS: &str =
 const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
 #[cfg(feature = "tables")]
 const EXAMPLES_INFO: &str = "Examples:\n  rtrec info ./rtrec-data\n  rtrec info ./rtrec-data/rec-0000.rtr\n  rtrec info /mnt/data/rec --recording 3f2a --json | jq .durable";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format mcap --layout t:u32,x:f32,y:f32 -o run.mcap";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --from +60s --to +70s -o minute.csv.gz\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format mcap --layout t:u32,x:f32,y:f32 -o run.mcap";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
@@ -428,18 +428,25 @@ pub struct ExportArgs {
     #[cfg_attr(not(feature = "tables"), doc = "MCAP only (feature `tables`).")]
     #[arg(long, value_enum, value_name = "HOW")]
     pub mcap_compression: Option<McapCompression>,
-    /// The first record to export, inclusive: a sequence number (1200), a
-    /// UTC time (2026-12-06T23:46:54.5Z, as the tables write it) or a time
-    /// after the recording's first record (+10s); gaps inside the range
-    /// stay rows.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "The first record to export, inclusive: a sequence number (1200), a UTC time (2026-12-06T23:46:54.5Z, as the tables write it) or a time after the recording's first record (+10s); gaps inside the range stay rows."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_name = "SEQ|TIME", value_parser = bound)]
     pub from: Option<Bound>,
-    /// The last record to export, inclusive: a sequence number, a UTC time
-    /// or +DURATION after the first record, as --from.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "The last record to export, inclusive: a sequence number, a UTC time or +DURATION after the first record, as --from."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_name = "SEQ|TIME", value_parser = bound)]
     pub to: Option<Bound>,
-    /// Export one record in N: those whose sequence numbers are N apart
-    /// from the first one exported (gaps stay rows).
+    #[cfg_attr(
+        feature = "tables",
+        doc = "Export one record in N: those whose sequence numbers are N apart from the first one exported (gaps stay rows)."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_name = "N")]
     pub every: Option<u64>,
     /// Which recording of a directory that holds several: its id (as
@@ -447,9 +454,11 @@ pub struct ExportArgs {
     /// files (default: the newest, with the others listed).
     #[arg(long, value_name = "ID|FILE")]
     pub recording: Option<String>,
-    /// With --format csv or jsonl: every recording of the inputs (oldest
-    /// first, framed copies left out) in one table, with a first column
-    /// `recording` (its id); each recording's gaps are rows.
+    #[cfg_attr(
+        feature = "tables",
+        doc = "With --format csv or jsonl: every recording of the inputs (oldest first, framed copies left out) in one table, with a first column `recording` (its id); each recording's gaps are rows."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, conflicts_with = "recording")]
     pub all: bool,
     /// Export the records that can be saved from a corrupt file (exit code
