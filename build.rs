@@ -1,6 +1,6 @@
 //! Names the build that leaves commands out: `cfg(commands_left_out)` is
 //! set when any of the cargo features that bring a command (`bench`,
-//! `report`, `emu`, `completions`, `man`, `tables`: `ls` and the table exports; `bench` brings
+//! `report`, `emu`, `completions`, `man`, `tables`: `ls`, `info` and the table exports; `bench` brings
 //! `trace`) is off,
 //! as in the record-only build (docs/embedded.md). The `LeftOut`
 //! subcommand, its dispatch and its one sentence are compiled under it,

@@ -89,7 +89,9 @@ const EXAMPLES_EVENTS: &str =
     "Examples:\n  rtrec events ./rtrec-data\n  rtrec events --json ./rtrec-data";
 #[cfg(feature = "tables")]
 const EXAMPLES_LS: &str = "Examples:\n  rtrec ls\n  rtrec ls /mnt/data/rec --json | jq '.recordings[] | select(.lost > 0)'";
-const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --format csv -o run.csv\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format mcap --layout t:u32,x:f32,y:f32 -o run.mcap";
+#[cfg(feature = "tables")]
+const EXAMPLES_INFO: &str = "Examples:\n  rtrec info ./rtrec-data\n  rtrec info ./rtrec-data/rec-0000.rtr\n  rtrec info /mnt/data/rec --recording 3f2a --json | jq .durable";
+const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - input.bin\n  rtrec export --salvage --framed broken.rtr -o saved.rtr\n  rtrec export ./rtrec-data --from +60s --to +70s -o minute.csv.gz\n  rtrec export ./rtrec-data --recording 3f2a9c0e --format mcap --layout t:u32,x:f32,y:f32 -o run.mcap";
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
@@ -181,6 +183,10 @@ pub enum Command {
     #[cfg(feature = "tables")]
     #[command(after_help = EXAMPLES_LS)]
     Ls(crate::ls::LsArgs),
+    /// One recording's facts on one screen: id, state, files, records, losses, time span, rate, record sizes, budget, durable point.
+    #[cfg(feature = "tables")]
+    #[command(after_help = EXAMPLES_INFO)]
+    Info(InfoArgs),
     /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
@@ -240,7 +246,7 @@ pub enum Command {
 }
 
 /// A command that a build without some cargo features left out (`bench`,
-/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`): one sentence
+/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`, `info`): one sentence
 /// naming the feature, exit code 2. Any other name is an unknown
 /// subcommand, in clap's words.
 ///
@@ -256,6 +262,7 @@ pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
         "completions" => left_out("the shell completion generator", "completions"),
         "man" => left_out("the man page generator", "man"),
         "ls" => left_out("`rtrec ls`", "tables"),
+        "info" => left_out("`rtrec info`", "tables"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
         )),
@@ -362,10 +369,18 @@ pub struct ExportArgs {
     /// in any order; they are put in sequence order by their headers.
     #[arg(value_name = "FILE|DIR", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Output file (must not exist); `-` writes to stdout.
+    /// Output file, written whole under a temporary name and renamed into
+    /// place (an existing one is refused unless --force); `-` writes to
+    /// stdout. Without --format its extension names the format (.csv,
+    /// .jsonl, .mcap, .rtr framed, .raw or .bin raw; others raw), and a
+    /// further .gz or .zst compresses raw and table exports.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// What to write [default: raw].
+    /// Replace OUT if it exists (it is replaced only once the export is
+    /// whole and durable).
+    #[arg(long)]
+    pub force: bool,
+    /// What to write [default: by OUT's extension, else raw].
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with_all = ["raw", "framed"])]
     pub format: Option<ExportFormat>,
     /// Same as `--format raw`.
@@ -413,11 +428,39 @@ pub struct ExportArgs {
     #[cfg_attr(not(feature = "tables"), doc = "MCAP only (feature `tables`).")]
     #[arg(long, value_enum, value_name = "HOW")]
     pub mcap_compression: Option<McapCompression>,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "The first record to export, inclusive: a sequence number (1200), a UTC time (2026-12-06T23:46:54.5Z, as the tables write it) or a time after the recording's first record (+10s); gaps inside the range stay rows."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
+    #[arg(long, value_name = "SEQ|TIME", value_parser = bound)]
+    pub from: Option<Bound>,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "The last record to export, inclusive: a sequence number, a UTC time or +DURATION after the first record, as --from."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
+    #[arg(long, value_name = "SEQ|TIME", value_parser = bound)]
+    pub to: Option<Bound>,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "Export one record in N: those whose sequence numbers are N apart from the first one exported (gaps stay rows)."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
+    #[arg(long, value_name = "N")]
+    pub every: Option<u64>,
     /// Which recording of a directory that holds several: its id (as
     /// `rtrec ls` shows it, or a unique prefix) or the name of one of its
     /// files (default: the newest, with the others listed).
     #[arg(long, value_name = "ID|FILE")]
     pub recording: Option<String>,
+    #[cfg_attr(
+        feature = "tables",
+        doc = "With --format csv or jsonl: every recording of the inputs (oldest first, framed copies left out) in one table, with a first column `recording` (its id); each recording's gaps are rows."
+    )]
+    #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
+    #[arg(long, conflicts_with = "recording")]
+    pub all: bool,
     /// Export the records that can be saved from a corrupt file (exit code
     /// stays 1: the input is corrupt).
     #[arg(long)]
@@ -427,6 +470,42 @@ pub struct ExportArgs {
     /// recording); they are still reported.
     #[arg(long)]
     pub allow_gaps: bool,
+}
+
+/// One end of `--from`/`--to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A sequence number.
+    Seq(u64),
+    /// A wall time, ns since the epoch.
+    Wall(u64),
+    /// A time after the recording's first record, ns.
+    After(u64),
+}
+
+/// Parses a bound of `export --from`/`--to`: digits are a sequence
+/// number, RFC 3339 UTC a wall time, `+DURATION` a time after the
+/// recording's first record (`crate::export::range` applies them).
+///
+/// # Errors
+/// One sentence quoting `s`.
+pub fn bound(s: &str) -> Result<Bound, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse()
+            .map(Bound::Seq)
+            .map_err(|_| format!("'{s}' is too large for a sequence number"));
+    }
+    if let Some(d) = s.strip_prefix('+') {
+        return rtrec_units::parse_duration(d)
+            .map(Bound::After)
+            .map_err(|e| format!("'{s}': {e}"));
+    }
+    rtrec_engine::parse_utc_iso(s).map(Bound::Wall).ok_or_else(|| {
+        format!(
+            "'{s}' is neither a sequence number (1200), a UTC time (2026-12-06T23:46:54.5Z) nor a time after the first record (+10s)"
+        )
+    })
 }
 
 /// `rtrec export --format`.
@@ -500,6 +579,24 @@ pub enum PayloadEncoding {
     Base64,
     /// The bytes as UTF-8 text (a record that is not is refused).
     Text,
+}
+
+/// `rtrec info`.
+#[cfg(feature = "tables")]
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// A recording file, or a recording directory (its newest recording
+    /// unless --recording picks another).
+    #[arg(value_name = "RECORDING|DIR")]
+    pub path: PathBuf,
+    /// Print JSON (one object with `schema_version`,
+    /// docs/recordings-schema.md) instead of the text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which recording of a directory: its id (as `rtrec ls` shows it, or
+    /// a unique prefix) or one of its files' names.
+    #[arg(long, value_name = "ID|FILE")]
+    pub recording: Option<String>,
 }
 
 /// `rtrec recover`.

@@ -15,6 +15,8 @@ mod error;
 mod events;
 mod explain;
 mod export;
+#[cfg(feature = "tables")]
+mod info;
 mod isolation;
 #[cfg(feature = "tables")]
 mod ls;
@@ -39,6 +41,8 @@ fn main() {
         cli::Command::Verify(_) | cli::Command::Events(_) | cli::Command::Doctor(_) => true,
         #[cfg(feature = "tables")]
         cli::Command::Ls(_) => true,
+        #[cfg(feature = "tables")]
+        cli::Command::Info(_) => true,
         #[cfg(feature = "completions")]
         cli::Command::Completions { .. } => true,
         #[cfg(feature = "man")]
@@ -57,6 +61,8 @@ fn main() {
         cli::Command::Export(a) => export::run(&a),
         #[cfg(feature = "tables")]
         cli::Command::Ls(a) => ls::run(&a),
+        #[cfg(feature = "tables")]
+        cli::Command::Info(a) => info::run(&a),
         cli::Command::Events(a) => events::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
         #[cfg(feature = "report")]

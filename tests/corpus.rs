@@ -310,6 +310,12 @@ fn every_reader_agrees_on_every_entry_of_the_corpus() {
                 .find(|v| v["first_file"] == r["first_file"])
                 .unwrap_or_else(|| panic!("{}: verify misses {r}", e.name));
             assert_eq!(said(v), s, "{}", e.name);
+            // info's recording is ls's too (picked by its first file).
+            let first = Path::new(r["first_file"].as_str().unwrap());
+            let name = first.file_name().unwrap().to_str().unwrap();
+            let info = json_of(&["info", "--json", d, "--recording", name]);
+            schema::check_section(&info, "recordings-schema.md", "## `rtrec info --json`");
+            assert_eq!(said(&info), s, "{}: info {info:#}", e.name);
             // Its files' records and untraced losses, as verify reports them.
             let copy = r["copy"].as_bool().unwrap_or(false);
             let id = u64::from_str_radix(r["id"].as_str().unwrap(), 16).unwrap();

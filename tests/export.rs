@@ -10,26 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::{rtrec, rtrec_stdin, show};
-
-/// Records `input` from stdin into `dir` in 4 KiB records and 64 KiB
-/// files (so it spans several files).
-fn record(dir: &Path, input: &[u8]) {
-    let d = dir.to_str().unwrap();
-    let args = [
-        "record",
-        "--stdin",
-        "--quiet",
-        "--size",
-        "4KiB",
-        "--file-size",
-        "64KiB",
-        "--dir",
-        d,
-    ];
-    let o = rtrec_stdin(&args, input);
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-}
+use common::samples::record_stdin as record;
+use common::{rtrec, show};
 
 /// Files in `dir` ending in `ext`, in name order.
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {

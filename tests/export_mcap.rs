@@ -21,7 +21,7 @@ use rtrec_host::tools;
 use serde_json::Value;
 
 mod common;
-use common::samples::{recording_with_a_loss, sample};
+use common::samples::{export_jsonl as jsonl, recording_with_a_loss, sample};
 use common::{rtrec, rtrec_stdin, show};
 
 /// What MCAP's Python reader makes of the file: header, channels with
@@ -155,21 +155,6 @@ fn rfc3339_ns(t: &str) -> u64 {
     let secs = days * 86_400 + n(11, 13) * 3600 + n(14, 16) * 60 + n(17, 19);
     assert_eq!((t.len(), &t[19..20], &t[29..]), (30, ".", "Z"), "{t}");
     secs as u64 * 1_000_000_000 + n(20, 29) as u64
-}
-
-/// `rtrec export --format jsonl --allow-gaps` of `dir` with `extra`
-/// flags: one object a row.
-fn jsonl(dir: &Path, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec!["export", "--format", "jsonl", "--allow-gaps"];
-    args.extend(extra);
-    args.extend([s(dir), "-o", "-"]);
-    let o = rtrec(&args);
-    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    String::from_utf8(o.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Exports `dir` as MCAP to `out` with `extra` flags; returns the reader's
@@ -377,6 +362,8 @@ fn an_mcap_export_that_cannot_be_made_is_one_sentence_and_leaves_no_file() {
         assert!(err.contains(says), "{extra:?}: {err}");
         assert!(!out.exists(), "{extra:?}: a failed export left its file");
     }
+    // (Named .csv: an .mcap name with --format csv is refused first.)
+    let out = out.with_extension("csv");
     for (flag, value) in [("--topic", "/x"), ("--mcap-compression", "lz4")] {
         let args = [
             "export",

@@ -156,7 +156,7 @@ fn a_symlink_planted_as_the_json_output_is_replaced_not_written_through() {
 }
 
 #[test]
-fn a_symlink_planted_as_the_export_output_is_refused() {
+fn a_symlink_planted_as_the_export_output_is_refused_and_force_replaces_the_link() {
     let s = scene();
     let o = rtrec(s.tmp.path(), &s.small_record().words());
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
@@ -171,8 +171,23 @@ fn a_symlink_planted_as_the_export_output_is_refused() {
         s.tmp.path(),
         &["export", rec.to_str().unwrap(), "-o", out.to_str().unwrap()],
     );
-    assert_one_sentence(&o, 2, "cannot create");
+    assert_one_sentence(&o, 2, "exists: --force replaces it");
     s.assert_victim_untouched();
+    // --force replaces the link itself (a rename over it), never writes
+    // through it.
+    let o = rtrec(
+        s.tmp.path(),
+        &[
+            "export",
+            rec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--force",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    s.assert_victim_untouched();
+    assert!(!out.symlink_metadata().unwrap().file_type().is_symlink());
 }
 
 #[test]

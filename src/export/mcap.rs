@@ -81,7 +81,8 @@ use serde_json::{json, Map, Value as Json};
 
 use super::layout::{Kind, Layout, JSON_NON_FINITE};
 use super::part::Part;
-use super::rows::{walk, Item, Walked};
+use super::range::{walk_selected, Selection};
+use super::rows::{Item, Walked};
 use super::table::{decode, refuse_fixed_names};
 use crate::cli::{ExportArgs, McapCompression, PayloadEncoding};
 use crate::error::{usage, Error};
@@ -103,6 +104,8 @@ pub struct Options<'a> {
     pub topic: String,
     /// `--mcap-compression` (default zstd).
     pub compression: McapCompression,
+    /// `--from`, `--to`, `--every`.
+    pub selection: Selection,
 }
 
 impl<'a> Options<'a> {
@@ -125,6 +128,7 @@ impl<'a> Options<'a> {
             payload: a.payload,
             topic,
             compression: a.mcap_compression.unwrap_or(McapCompression::Zstd),
+            selection: Selection::of(a.from, a.to, a.every).or_else(usage)?,
         })
     }
 }
@@ -177,7 +181,7 @@ pub fn write(o: &Options, parts: &[Part], out: &mut dyn Write) -> crate::error::
         .library(format!("rtrec {}", env!("CARGO_PKG_VERSION")));
     let mut w = options.create(NoSeek::new(out)).map_err(mcap_error)?;
     let done = channels(&mut w, o, body, parts)
-        .and_then(|ch| messages(&mut w, &ch, body, parts))
+        .and_then(|ch| messages(&mut w, &ch, body, &o.selection, parts))
         .and_then(|walked| {
             w.write_metadata(&metadata(o, parts, walked))
                 .and_then(|()| w.finish())
@@ -230,16 +234,17 @@ fn channels(
     Ok(Channels { records, gaps })
 }
 
-/// A message per record and per gap, from [`walk`].
+/// A message per record and per gap, from [`walk_selected`].
 fn messages(
     w: &mut Out,
     ch: &Channels,
     body: Body,
+    selection: &Selection,
     parts: &[Part],
 ) -> crate::error::Result<Walked> {
     let mut last_wall = parts[0].header.created_ns;
     let (mut values, mut json) = (Vec::new(), Vec::new());
-    walk(parts, &mut |item| {
+    walk_selected(parts, selection, &mut |item| {
         json.clear();
         let (channel_id, seq) = match item {
             Item::Record {

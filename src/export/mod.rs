@@ -69,6 +69,14 @@
 //! pandas, polars, DuckDB and every Arrow reader. Binary: `-o -` is
 //! refused while stdout is a terminal.
 //!
+//! **Part of it, where it goes, all of it** ([`range`], [`output`],
+//! [`all`]): `--from`/`--to` (a sequence number or a time) and
+//! `--every N` select records, their gaps kept as rows; `-o`'s extension
+//! names the format when `--format` does not, `.gz`/`.zst` compress it,
+//! and the file is written under a temporary name and renamed when whole
+//! (an existing one only replaced with `--force`); `--all` writes every
+//! recording of the inputs as one table with a `recording` column.
+//!
 //! **Which recording.** A directory that holds several recordings (every
 //! second run of the README's command leaves two in `./rtrec-data`)
 //! exports the newest (the latest first record), and says which and how
@@ -95,16 +103,20 @@ use crate::cli::{ExportArgs, ExportFormat};
 use crate::error::usage;
 
 #[cfg(feature = "tables")]
+mod all;
+#[cfg(feature = "tables")]
 mod layout;
 #[cfg(feature = "tables")]
 mod mcap;
 #[cfg(feature = "tables")]
 mod numpy;
+mod output;
 #[cfg(feature = "tables")]
 mod parquet;
-mod part;
+pub(crate) mod part;
+pub mod range;
 #[cfg(feature = "tables")]
-mod rows;
+pub(crate) mod rows;
 #[cfg(feature = "tables")]
 mod table;
 
@@ -206,7 +218,7 @@ fn different_recordings<T>(recordings: &[&Recording]) -> crate::error::Result<T>
 
 /// Opens the files of `r` for the copy: each must still be the file its
 /// report was made of (same generation, recording and index).
-fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
+pub(crate) fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
     let mut parts = Vec::with_capacity(r.files.len());
     for report in r.files {
         let name = report.path.display().to_string();
@@ -233,6 +245,13 @@ fn open_parts(r: Recording) -> crate::error::Result<Vec<Part>> {
         });
     }
     Ok(parts)
+}
+
+/// The header flags of the recording file at `path` (`None`: not one).
+#[cfg(feature = "tables")]
+pub(crate) fn header_flags(path: &std::path::Path) -> Option<u32> {
+    let src = open_regular(path).ok()?;
+    read_header(&src).ok()?.ok().map(|h| h.flags)
 }
 
 /// The files missing between or before the parts, one description each
@@ -322,10 +341,20 @@ fn sum(parts: &[Part], f: fn(&FileReport) -> u64) -> u64 {
     parts.iter().map(|p| f(&p.report)).sum()
 }
 
-/// Runs `rtrec export`.
-pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
-    let format = format_of(a);
-    let layout = parse_layout(a, format)?;
+/// The flags that do not fit the format (before any input is read): one
+/// sentence each.
+fn check_flags(
+    a: &ExportArgs,
+    format: ExportFormat,
+    selection: &range::Selection,
+) -> crate::error::Result<()> {
+    if !selection.is_all() && format == ExportFormat::Framed {
+        return usage("--from, --to and --every apply to raw and the table formats, not --framed (a framed copy keeps every frame of its file)");
+    }
+    #[cfg(not(feature = "tables"))]
+    if !selection.is_all() {
+        return crate::error::left_out("--from, --to and --every", "tables");
+    }
     if matches!(
         format,
         ExportFormat::Mcap | ExportFormat::Numpy | ExportFormat::Parquet
@@ -355,12 +384,36 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return usage("--mcap-compression applies to --format mcap");
         }
     }
+    Ok(())
+}
+
+/// Runs `rtrec export`.
+pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
+    let (format, compress) = output::format_of(a)?;
+    output::check_free(&a.output, a.force)?;
+    let layout = parse_layout(a, format)?;
+    let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
+    check_flags(a, format, &selection)?;
     #[cfg(feature = "tables")]
     if format == ExportFormat::Mcap {
         // Its flags checked before any input is read.
         mcap::Options::of(a, layout.as_ref())?;
     }
+    let how = How {
+        format,
+        compress,
+        layout: layout.as_ref(),
+        selection: &selection,
+    };
     let d = read_inputs(&a.inputs)?;
+    #[cfg(feature = "tables")]
+    if a.all {
+        return run_all(a, &how, &d);
+    }
+    #[cfg(not(feature = "tables"))]
+    if a.all {
+        return crate::error::left_out("--all (one table of several recordings)", "tables");
+    }
     let slots = d.slots.len();
     let chosen = choose_recording(a, &d)?;
     let live = chosen.live;
@@ -378,9 +431,38 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
             return Ok(1);
         }
     };
-    let (records, written) = write_output(a, format, layout.as_ref(), &parts)?;
+    let (records, written) = write_output(a, how.compress, &mut |out| {
+        write_format(a, &how, &parts, out)
+    })?;
     eprintln!("{}", summary(a, &parts, records, written));
     Ok(notes(&parts, slots, live, gaps.as_deref()))
+}
+
+/// `export --all` ([`all`]): every recording of `d` in one table.
+#[cfg(feature = "tables")]
+fn run_all(a: &ExportArgs, how: &How, d: &Directory) -> crate::error::Result<i32> {
+    let mut each = Vec::new();
+    let mut warnings = Vec::new();
+    for r in all::recordings(how.format, d)? {
+        let parts = open_parts(r.clone())?;
+        match refused_or_gaps(a, &parts) {
+            Ok(gaps) => warnings.extend(gaps.map(|g| format!("{}: {g}", r.id_hex()))),
+            Err(why) => {
+                eprintln!("rtrec: recording {}: {why}", r.id_hex());
+                return Ok(1);
+            }
+        }
+        each.push((r.id_hex(), parts));
+    }
+    let mut t = all::table(a, how.format, how.layout, &each)?;
+    let (records, written) = write_output(a, how.compress, &mut |out| {
+        all::write(&mut t, &each, how.selection, out)
+    })?;
+    let code = all::summary(a, &each, records, written);
+    for w in &warnings {
+        eprintln!("rtrec: warning: {w}; exported the others");
+    }
+    Ok(code)
 }
 
 /// Whether the export goes on: `Err` with the sentence why nothing is
@@ -463,105 +545,100 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
     }
 }
 
-/// The format asked for (`--format`, or its shorthands `--raw` and
-/// `--framed`).
-fn format_of(a: &ExportArgs) -> ExportFormat {
-    match (a.format, a.framed) {
-        (Some(f), _) => f,
-        (None, true) => ExportFormat::Framed,
-        (None, false) => ExportFormat::Raw,
-    }
+/// What an export writes: its format, compression, layout and selection.
+struct How<'a> {
+    /// The format.
+    format: ExportFormat,
+    /// The compression `-o`'s name asks for.
+    compress: output::Compress,
+    /// `--layout`.
+    layout: Option<&'a TableLayout>,
+    /// `--from`, `--to`, `--every`.
+    selection: &'a range::Selection,
 }
 
-/// Writes the parts to the output (a new file, made durable, or stdout);
-/// returns the records and bytes written. A table or MCAP export that
-/// fails on a record (a layout that does not fit) removes the file it
-/// began.
-#[cfg_attr(not(feature = "tables"), allow(unused_variables))]
+/// Writes the output with `write` (a temporary file renamed into place
+/// when whole and durable, [`output`]; or stdout); returns the records
+/// and bytes written (of a compressed file: its size). A failed export
+/// removes its temporary file: nothing under the output's name.
 fn write_output(
     a: &ExportArgs,
-    format: ExportFormat,
-    layout: Option<&TableLayout>,
-    parts: &[Part],
+    compress: output::Compress,
+    write: &mut dyn FnMut(&mut dyn Write) -> crate::error::Result<u64>,
 ) -> crate::error::Result<(u64, u64)> {
-    // A new file (O_EXCL|O_NOFOLLOW relative to its directory): an existing
-    // name or a planted symlink is refused, never followed or truncated.
-    let file = if a.output.as_os_str() == "-" {
+    let target = if a.output.as_os_str() == "-" {
         None
     } else {
-        Some(
-            rtrec_sys::create_new(&a.output)
-                .or_else(|e| usage(format!("cannot create '{}': {e}", a.output.display())))?,
-        )
+        Some(output::Target::create(&a.output, a.force)?)
     };
     let done = {
-        let mut out: Box<dyn Write + '_> = match &file {
+        let plain: Box<dyn Write + '_> = match &target {
             None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-            Some(f) => Box::new(std::io::BufWriter::new(f)),
+            Some(t) => Box::new(std::io::BufWriter::new(&t.file)),
         };
+        let mut out = output::Sink::new(plain, compress)?;
         let mut counted = Counted {
             inner: &mut out,
             bytes: 0,
         };
-        let records = match format {
-            #[cfg(feature = "tables")]
-            ExportFormat::Csv | ExportFormat::Jsonl => {
-                write_table(a, format, layout, parts, &mut counted)
-            }
-            #[cfg(feature = "tables")]
-            ExportFormat::Mcap => {
-                mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, &mut counted))
-            }
-            #[cfg(feature = "tables")]
-            ExportFormat::Numpy => {
-                let hint = numpy::Hint {
-                    records: sum(parts, |r| r.records),
-                    lost: sum(parts, |r| {
-                        r.lost_records + r.unstored_drops + r.missing_records
-                    }),
-                };
-                numpy::write(layout, parts, &hint, &mut counted)
-            }
-            #[cfg(feature = "tables")]
-            ExportFormat::Parquet => {
-                let meta = parquet::Meta {
-                    recording: format!("{:016x}", parts[0].header.recording_id),
-                    records: sum(parts, |r| r.records),
-                    lost: sum(parts, |r| {
-                        r.lost_records + r.unstored_drops + r.missing_records
-                    }),
-                };
-                // The Parquet writer wants a writer it could send to another
-                // thread: the file, or stdout, not the counted `dyn` one.
-                let done = match &file {
-                    Some(f) => parquet::write(layout, parts, &meta, std::io::BufWriter::new(f)),
-                    None => parquet::write(
-                        layout,
-                        parts,
-                        &meta,
-                        std::io::BufWriter::new(std::io::stdout()),
-                    ),
-                };
-                done.map(|(records, bytes)| {
-                    counted.bytes = bytes;
-                    records
-                })
-            }
-            _ => write_copy(format, parts, &mut counted),
-        };
+        let records = write(&mut counted);
         let bytes = counted.bytes;
-        records.and_then(|r| out.flush().map(|()| (r, bytes)).map_err(Into::into))
+        records.and_then(|r| out.finish().map(|()| (r, bytes)).map_err(Into::into))
     };
-    match (&file, done) {
-        (Some(f), Ok(done)) => {
-            rtrec_sys::fsync(f)?;
-            Ok(done)
+    match (target, done) {
+        (Some(t), Ok((records, bytes))) => {
+            let size = t.commit()?;
+            let compressed = compress != output::Compress::None;
+            Ok((records, if compressed { size } else { bytes }))
         }
-        (Some(_), Err(e)) => {
-            let _ = std::fs::remove_file(&a.output);
+        (Some(t), Err(e)) => {
+            t.abandon();
             Err(e)
         }
         (None, done) => done,
+    }
+}
+
+/// The records of `parts` in `how.format`, to `out`; returns the records.
+#[cfg_attr(not(feature = "tables"), allow(unused_variables))]
+fn write_format(
+    a: &ExportArgs,
+    how: &How,
+    parts: &[Part],
+    out: &mut dyn Write,
+) -> crate::error::Result<u64> {
+    let (format, layout, selection) = (how.format, how.layout, how.selection);
+    match format {
+        #[cfg(feature = "tables")]
+        ExportFormat::Csv | ExportFormat::Jsonl => {
+            write_table(a, format, layout, selection, parts, out)
+        }
+        #[cfg(feature = "tables")]
+        ExportFormat::Mcap => {
+            mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, out))
+        }
+        #[cfg(feature = "tables")]
+        ExportFormat::Numpy => {
+            let hint = numpy::Hint {
+                records: sum(parts, |r| r.records) / selection.every,
+                lost: sum(parts, |r| {
+                    r.lost_records + r.unstored_drops + r.missing_records
+                }),
+            };
+            numpy::write(layout, selection, parts, &hint, out)
+        }
+        #[cfg(feature = "tables")]
+        ExportFormat::Parquet => {
+            let meta = parquet::Meta {
+                recording: format!("{:016x}", parts[0].header.recording_id),
+                records: sum(parts, |r| r.records),
+                lost: sum(parts, |r| {
+                    r.lost_records + r.unstored_drops + r.missing_records
+                }),
+            };
+            parquet::write(layout, selection, parts, &meta, out)
+        }
+        _ => write_copy(format, selection, parts, out),
     }
 }
 
@@ -582,9 +659,11 @@ impl<W: Write> Write for Counted<W> {
     }
 }
 
-/// Raw or framed: the parts copied; returns the records.
+/// Raw or framed: the parts copied; returns the records. A selection
+/// (tables build) writes the records it keeps from the walk.
 fn write_copy(
     format: ExportFormat,
+    selection: &range::Selection,
     parts: &[Part],
     out: &mut dyn Write,
 ) -> crate::error::Result<u64> {
@@ -593,6 +672,19 @@ fn write_copy(
     } else {
         b""
     };
+    #[cfg(feature = "tables")]
+    if !selection.is_all() {
+        let walked = range::walk_selected(parts, selection, &mut |item| {
+            if let rows::Item::Record { data, .. } = item {
+                out.write_all(data)?;
+                out.write_all(line_end)?;
+            }
+            Ok(())
+        })?;
+        return Ok(walked.records);
+    }
+    #[cfg(not(feature = "tables"))]
+    let _ = selection;
     let mut records = 0;
     for p in parts {
         records += copy_part(p, format == ExportFormat::Framed, line_end, out)?;
@@ -606,6 +698,7 @@ fn write_table(
     a: &ExportArgs,
     format: ExportFormat,
     layout: Option<&TableLayout>,
+    selection: &range::Selection,
     parts: &[Part],
     out: &mut dyn Write,
 ) -> crate::error::Result<u64> {
@@ -617,7 +710,7 @@ fn write_table(
     });
     let mut t = table::Table::new(format, payload, layout)?;
     t.header(out)?;
-    let walked = rows::walk(parts, &mut |item| t.row(&item, out))?;
+    let walked = range::walk_selected(parts, selection, &mut |item| t.row(&item, out))?;
     Ok(walked.records)
 }
 

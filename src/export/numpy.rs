@@ -37,7 +37,8 @@ use std::io::Write;
 
 use super::layout::{Kind, Layout};
 use super::part::Part;
-use super::rows::{self, Item};
+use super::range::{self, Selection};
+use super::rows::Item;
 use super::table::refuse_fixed_names;
 
 /// Bytes gathered before a write.
@@ -80,6 +81,7 @@ pub struct Hint {
 /// the layout, or a failed write.
 pub fn write(
     layout: Option<&Layout>,
+    selection: &Selection,
     parts: &[Part],
     hint: &Hint,
     out: &mut dyn Write,
@@ -93,7 +95,7 @@ pub fn write(
     // Rows are gathered and written 64 KiB at a time: two small writes
     // per row through the dyn writers cost more than the walk.
     let mut batch = Vec::with_capacity(BATCH + STAMP_BYTES + pad.len());
-    let walked = rows::walk(parts, &mut |item| {
+    let walked = range::walk_selected(parts, selection, &mut |item| {
         let mut stamp = [0u8; STAMP_BYTES];
         let data: &[u8] = match item {
             // The bytes first: what this export writes of a record.
@@ -229,7 +231,7 @@ mod tests {
     fn every_gap_reason_of_the_walk_has_a_code() {
         use rtrec_engine::format::LossReason::*;
         for r in [RingFull, TooLarge, WriterFailed, Overwritten, CrashHole] {
-            assert!(REASONS.contains(&rows::reason_name(r)));
+            assert!(REASONS.contains(&super::super::rows::reason_name(r)));
         }
     }
 }

@@ -58,7 +58,8 @@ use parquet::schema::types::ColumnPath;
 
 use super::layout::{Kind, Layout, Value};
 use super::part::Part;
-use super::rows::{self, Item};
+use super::range::{self, Selection};
+use super::rows::Item;
 use super::table::{decode, refuse_fixed_names};
 
 /// Rows per row group.
@@ -234,23 +235,42 @@ fn schema(layout: Option<&Layout>) -> String {
     s
 }
 
-/// Writes the table of `parts` to `out`; returns the records and the bytes
-/// written.
+/// The export's writer, for the Parquet writer's `Write + Send` bound.
+///
+/// SAFETY of the `Send` below: the Parquet writer made from it lives and
+/// dies inside [`write`], on the calling thread; neither this module nor
+/// the `parquet` crate's synchronous file writer moves it to another
+/// thread, so the bound is never used. It lets the Parquet bytes go
+/// through the same sink as every export (the temporary file renamed when
+/// whole, or stdout).
+struct OnThisThread<'a>(&'a mut dyn Write);
+
+// SAFETY: see the type's docs: never sent to another thread.
+unsafe impl Send for OnThisThread<'_> {}
+
+impl Write for OnThisThread<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Writes the table of the records `selection` keeps of `parts` to `out`;
+/// returns the records.
 ///
 /// # Errors
 ///
 /// A layout field named like a fixed column, a record that does not fit
 /// the layout (the table exports' sentence), or a failed write.
-pub fn write<W: Write + Send>(
+pub fn write(
     layout: Option<&Layout>,
+    selection: &Selection,
     parts: &[Part],
     meta: &Meta,
-    out: W,
-) -> crate::error::Result<(u64, u64)> {
-    let mut out = super::Counted {
-        inner: out,
-        bytes: 0,
-    };
+    out: &mut dyn Write,
+) -> crate::error::Result<u64> {
     if let Some(l) = layout {
         refuse_fixed_names(l)?;
     }
@@ -277,8 +297,8 @@ pub fn write<W: Write + Send>(
             doc.to_string(),
         )]))
         .build();
-    let mut w =
-        SerializedFileWriter::new(&mut out, Arc::new(schema), Arc::new(props)).map_err(pq)?;
+    let mut w = SerializedFileWriter::new(OnThisThread(out), Arc::new(schema), Arc::new(props))
+        .map_err(pq)?;
     let mut cols = Columns {
         kind: Vec::new(),
         seq: Vec::new(),
@@ -294,7 +314,7 @@ pub fn write<W: Write + Send>(
         reason: Opt::new(),
     };
     let mut values = Vec::new();
-    let walked = rows::walk(parts, &mut |item| {
+    let walked = range::walk_selected(parts, selection, &mut |item| {
         push_row(&mut cols, layout, &mut values, item)?;
         if cols.rows() >= ROW_GROUP {
             write_group(&mut w, &cols, layout.is_some())?;
@@ -306,8 +326,7 @@ pub fn write<W: Write + Send>(
         write_group(&mut w, &cols, layout.is_some())?;
     }
     w.close().map_err(pq)?;
-    out.flush()?;
-    Ok((walked.records, out.bytes))
+    Ok(walked.records)
 }
 
 /// Adds one item's row to `cols`.

@@ -66,6 +66,8 @@ pub struct Table<'a> {
     layout: Option<&'a Layout>,
     values: Vec<Value>,
     line: String,
+    /// `--all`: the recording id of the rows, in a first column.
+    recording: Option<String>,
 }
 
 impl<'a> Table<'a> {
@@ -88,7 +90,35 @@ impl<'a> Table<'a> {
             layout,
             values: Vec::new(),
             line: String::new(),
+            recording: None,
         })
+    }
+
+    /// Gives every row a first column `recording` (`export --all`): the
+    /// id of the recording its rows come from ([`Table::set_recording`]).
+    ///
+    /// # Errors
+    ///
+    /// A layout field named `recording`.
+    pub fn with_recording_column(mut self) -> crate::error::Result<Self> {
+        if self
+            .layout
+            .is_some_and(|l| l.columns().any(|f| f.name == "recording"))
+        {
+            return usage(
+                "the layout has a field named 'recording', the column --all adds: rename the field",
+            );
+        }
+        self.recording = Some(String::new());
+        Ok(self)
+    }
+
+    /// The recording id of the rows that follow.
+    pub fn set_recording(&mut self, id: &str) {
+        if let Some(r) = &mut self.recording {
+            r.clear();
+            r.push_str(id);
+        }
     }
 
     /// The CSV header line (nothing for JSON lines).
@@ -96,7 +126,11 @@ impl<'a> Table<'a> {
         if self.format != ExportFormat::Csv {
             return Ok(());
         }
-        let mut cols: Vec<&str> = FIXED[..6].to_vec();
+        let mut cols: Vec<&str> = match self.recording {
+            Some(_) => vec!["recording"],
+            None => Vec::new(),
+        };
+        cols.extend_from_slice(&FIXED[..6]);
         match self.layout {
             Some(l) => cols.extend(l.columns().map(|f| f.name.as_str())),
             None => cols.push("payload"),
@@ -154,6 +188,12 @@ impl<'a> Table<'a> {
                     .to_string();
                 }
             },
+        }
+        match (&self.recording, self.format) {
+            (None, _) => {}
+            (Some(id), ExportFormat::Csv) => self.line.insert_str(0, &format!("{id},")),
+            // The id is hex: no escaping.
+            (Some(id), _) => self.line.insert_str(1, &format!("\"recording\":\"{id}\",")),
         }
         out.write_all(self.line.as_bytes())?;
         out.write_all(b"\n")?;

@@ -203,6 +203,43 @@ pub fn utc_iso_ns(ns: u64) -> String {
     )
 }
 
+/// Parses RFC 3339 UTC as [`utc_iso`] and [`utc_iso_ns`] write it
+/// (`2026-11-27T21:18:40Z`, with up to 9 digits of fraction, `Z` or
+/// `+00:00`): ns since the epoch, `None` for anything else (another
+/// offset, a date before 1970, a field out of range).
+pub fn parse_utc_iso(s: &str) -> Option<u64> {
+    let s = s.strip_suffix('Z').or_else(|| s.strip_suffix("+00:00"))?;
+    let (date, time) = s.split_once('T')?;
+    let num = |t: &str, len: usize| -> Option<u64> {
+        (t.len() == len && t.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| t.parse().ok())
+            .flatten()
+    };
+    let mut d = date.split('-');
+    let (y, m, day) = (num(d.next()?, 4)?, num(d.next()?, 2)?, num(d.next()?, 2)?);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let mut t = hms.split(':');
+    let (hh, mm, ss) = (num(t.next()?, 2)?, num(t.next()?, 2)?, num(t.next()?, 2)?);
+    let ok = d.next().is_none() && t.next().is_none() && y >= 1970;
+    if !ok || !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac_ns = format!("{frac:0<9}").parse::<u64>().ok()?;
+    // Days from civil (H. Hinnant), the inverse of `civil`.
+    let (y, m, day) = (y as i64, m as i64, day as i64);
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe - 719_468) as u64;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
 /// Year, month, day, hour, minute, second of seconds since the epoch
 /// (civil-from-days, H. Hinnant).
 fn civil(secs: u64) -> (i64, i64, i64, u64, u64, u64) {
@@ -540,6 +577,41 @@ pub(crate) fn close(f: &mut OpenFile, framing: Framing, whole: bool) -> io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_times_parse_back_to_the_ns_they_were_written_from() {
+        for ns in [
+            0,
+            1_796_600_814_550_593_733,
+            951_782_400_123_000_000,
+            4_102_444_799_999_999_999,
+        ] {
+            assert_eq!(
+                parse_utc_iso(&utc_iso_ns(ns)),
+                Some(ns),
+                "{}",
+                utc_iso_ns(ns)
+            );
+            assert_eq!(
+                parse_utc_iso(&utc_iso(ns)),
+                Some(ns / 1_000_000 * 1_000_000)
+            );
+        }
+        assert_eq!(
+            parse_utc_iso("1970-01-01T00:00:01+00:00"),
+            Some(1_000_000_000)
+        );
+        for bad in [
+            "2026-13-01T00:00:00Z",
+            "2026-01-01T00:00:00",
+            "2026-01-01 00:00:00Z",
+            "x",
+            "2026-01-01T00:00:00.1234567890Z",
+            "2026-01-01T00:00:00+01:00",
+        ] {
+            assert_eq!(parse_utc_iso(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn utc_stamp_formats_known_dates() {

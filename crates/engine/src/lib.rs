@@ -110,7 +110,7 @@ pub use config::{
     DEFAULT_SYNC_EVERY_NS,
 };
 pub use error::{ConfigError, Error, Failure, FailureKind};
-pub use file::{utc_iso, utc_iso_ns, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};
+pub use file::{parse_utc_iso, utc_iso, utc_iso_ns, utc_stamp, utc_stamp_ms, FRAMED_EXT, RAW_EXT};
 pub use flight::FlightStats;
 pub use flusher::FlushStats;
 pub use recorder::{Drops, RecordError, Recorder, Summary};
