@@ -495,3 +495,33 @@ fn recover_completes_an_earlier_recordings_retirement_whose_record_is_durable() 
         show(&again)
     );
 }
+
+/// A retirement record that cannot be read (here: damaged) is replaced
+/// by the next loop, and the loop says so at its start, on stderr: the
+/// earlier files it named would otherwise read as missing with no word
+/// of why.
+#[test]
+fn an_unreadable_retirement_record_is_replaced_and_said_at_the_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    std::fs::write(rec.join(".retired"), b"rtrec-retired-1\nnot a range\n").unwrap();
+    let args = RecordArgs::short(&rec, "4KiB", 400)
+        .set("--file-size", "1MiB")
+        .set("--keep-files", KEPT.to_string());
+    let o = rtrec(&args.words());
+    assert!(o.status.success(), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("a new record replaces it"),
+        "no word of the unreadable record: {err}"
+    );
+    // The record was replaced by one that reads.
+    let again = std::fs::read_to_string(rec.join(".retired")).unwrap();
+    assert!(
+        again.starts_with("rtrec-retired-1\n")
+            && again.contains("\ncrc32c ")
+            && !again.contains("not a range"),
+        "{again}"
+    );
+}

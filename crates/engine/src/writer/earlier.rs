@@ -102,6 +102,9 @@ pub(super) struct Earlier {
     pub(super) pruned: bool,
     /// The directory.
     pub(super) dir: PathBuf,
+    /// Why the record found could not be read, when it could not: a new
+    /// one replaces it, and the loop says so at its start.
+    pub(super) unreadable: Option<String>,
 }
 
 impl Earlier {
@@ -114,6 +117,7 @@ impl Earlier {
             record: None,
             pruned: false,
             dir: PathBuf::new(),
+            unreadable: None,
         }
     }
 
@@ -133,7 +137,10 @@ impl Earlier {
         let found = earlier_files(dir);
         // A record that cannot be read is replaced by the next one: the
         // files it covered then read as missing (said, not silent).
-        let mut record = RetiredRecord::read(dir).unwrap_or_default();
+        let (mut record, unreadable) = match RetiredRecord::read(dir) {
+            Ok(r) => (r, None),
+            Err(e) => (RetiredRecord::default(), Some(e)),
+        };
         let present: Vec<u64> = found.iter().map(|f| f.header.recording_id).collect();
         let pruned = record.retain(|id| present.contains(&id));
         let (units, empties) = earlier_units(found, &cfg.prefix, cfg.retention.scope);
@@ -144,6 +151,7 @@ impl Earlier {
             record: Some(record),
             pruned,
             dir: dir.to_path_buf(),
+            unreadable,
         })
     }
 

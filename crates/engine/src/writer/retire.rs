@@ -95,6 +95,9 @@ struct Finished {
 /// See the module docs.
 pub(super) struct Retire {
     rules: Retention,
+    /// Why the directory's retirement record could not be read at the
+    /// start (a new one replaces it): said in [`Retire::start`]'s notes.
+    record_unreadable: Option<String>,
     /// The kept count for the recording's file size (`None`: no count).
     kept: Option<u64>,
     /// The loop's finished files not yet retired, oldest first.
@@ -157,6 +160,7 @@ impl Retire {
             record,
             pruned,
             dir,
+            unreadable,
         } = earlier;
         let book = record.map(|record| Book {
             record,
@@ -168,6 +172,7 @@ impl Retire {
             ..RetireStats::default()
         };
         let mut r = Retire {
+            record_unreadable: unreadable,
             earlier_bytes: units.iter().map(|u| u.bytes).sum(),
             earlier: units,
             _budget_lock: lock,
@@ -236,9 +241,15 @@ impl Retire {
             let _ = std::fs::remove_file(&p);
         }
         let mut notes = Vec::new();
+        if let Some(e) = self.record_unreadable.take() {
+            notes.push(format!(
+                "{e}; a new record replaces it, so the earlier files it named now read as missing (`rtrec verify` says which)"
+            ));
+        }
         // The record that names them is durable before the first leaves.
+        // One write for all of them (a restart storm may leave many).
         let recorded = match &self.thread {
-            Some(t) => self.pending_ranges.drain(..).try_for_each(|r| t.record(r)),
+            Some(t) => t.record(self.pending_ranges.drain(..)),
             None => Ok(()),
         };
         if let Err(e) = recorded {
@@ -504,9 +515,10 @@ struct Book {
 }
 
 impl Book {
-    /// Adds `r` and makes the record durable (see the module docs).
-    fn add(&mut self, r: RetiredRange) -> std::io::Result<()> {
-        self.record.add(r);
+    /// Adds `ranges` and makes the record durable, in one write (see the
+    /// module docs).
+    fn add(&mut self, ranges: impl IntoIterator<Item = RetiredRange>) -> std::io::Result<()> {
+        ranges.into_iter().for_each(|r| self.record.add(r));
         let dir = sys::Dir::open_nofollow(&self.dir)?;
         if self.pruned {
             dir.sync()?;
@@ -584,10 +596,10 @@ impl Retirer {
         Retirer { shared, thread }
     }
 
-    /// Adds `r` to the directory's retirement record and makes it
-    /// durable, on the caller's thread (the loop's start).
-    fn record(&self, r: RetiredRange) -> std::io::Result<()> {
-        record(&self.shared, r)
+    /// Adds `ranges` to the directory's retirement record and makes it
+    /// durable in one write, on the caller's thread (the loop's start).
+    fn record(&self, ranges: impl IntoIterator<Item = RetiredRange>) -> std::io::Result<()> {
+        record(&self.shared, ranges)
     }
 
     /// Queues `files` (moved out; the vectors keep their capacity): the
@@ -688,7 +700,7 @@ fn drain(s: &Shared, q: &mut Queue) -> u64 {
     while let Some(job) = q.jobs.pop_front() {
         match job {
             Job::Claim(f, dirs) => q.claimed = sync_claim(&f, &dirs).is_ok(),
-            Job::Record(r) => q.claimed = record(s, r).is_ok(),
+            Job::Record(r) => q.claimed = record(s, [r]).is_ok(),
             Job::Retire(p) if q.claimed => {
                 let _ = std::fs::remove_file(&p);
                 s.deleted.fetch_add(1, Ordering::Relaxed);
@@ -708,7 +720,7 @@ fn drain(s: &Shared, q: &mut Queue) -> u64 {
 fn run_job(s: &Shared, pool: Option<&Pool>, job: Job, claimed: bool) -> Option<bool> {
     match job {
         Job::Claim(f, dirs) => Some(sync_claim(&f, &dirs).is_ok()),
-        Job::Record(r) => Some(record(s, r).is_ok()),
+        Job::Record(r) => Some(record(s, [r]).is_ok()),
         Job::Retire(p) if claimed => {
             retire_one(s, pool, p);
             None
@@ -720,12 +732,12 @@ fn run_job(s: &Shared, pool: Option<&Pool>, job: Job, claimed: bool) -> Option<b
     }
 }
 
-/// Adds `r` to the loop's retirement record and makes it durable (no
+/// Adds `ranges` to the loop's retirement record and makes it durable (no
 /// record: not a loop, nothing to name).
-fn record(s: &Shared, r: RetiredRange) -> std::io::Result<()> {
+fn record(s: &Shared, ranges: impl IntoIterator<Item = RetiredRange>) -> std::io::Result<()> {
     let mut b = s.book.lock().unwrap_or_else(|e| e.into_inner());
     match b.as_mut() {
-        Some(b) => b.add(r),
+        Some(b) => b.add(ranges),
         None => Ok(()),
     }
 }
