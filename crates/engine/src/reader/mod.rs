@@ -60,6 +60,7 @@
 //! | `report` | what `verify` says of a file ([`FileReport`]) and how a check adds a finding |
 //! | `hole` | a crash hole after the durable mark: the evidence of a missing write ([`SECTOR`]) and the frames after it, counted |
 //! | `retired` | the directory's retirement record (`.retired`): which files of earlier recordings a loop's budget retired ([`RetiredRecord`]), written durably before they leave |
+//! | `shipped` | the directory's shipping ledger (`.shipped`): which closed recordings `rtrec ship` has put in object storage, verified, and its multipart uploads under way ([`ShipLedger`]) |
 //! | `raw` | a raw file against its sidecar ([`raw_sidecar`]) |
 //! | `file` | one file's check ([`verify_file`], [`verify_source`], [`verify_bytes`]) |
 //! | `recording` | which files make a recording ([`recording_groups`], the one place files are grouped) and its check: its files against each other ([`check_continuity`], [`recording_files`]) |
@@ -81,6 +82,7 @@ mod raw;
 mod recording;
 mod report;
 mod retired;
+mod shipped;
 mod source;
 mod walk;
 
@@ -92,5 +94,6 @@ pub use recording::{
 };
 pub use report::{ByteRange, CrashHole, FileReport, FileStatus, Gap, Retired, MAX_LISTED};
 pub use retired::{RetiredRange, RetiredRecord, RETIRED_RECORD};
+pub use shipped::{LedgerEntry, ShipLedger, SHIP_LEDGER};
 pub use source::{open_regular, ByteSource, READ_BUF};
 pub use walk::{read_header, walk_frames, Frame, FrameWalker, Step, Stop, WalkEnd};
