@@ -5,6 +5,8 @@
 //! best of [`FLOOR_PASSES`].
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use rtrec_engine::Io;
 use rtrec_sys as sys;
@@ -163,6 +165,115 @@ pub(super) fn crc32c_cpu(size: u64, bytes: u64) -> u64 {
     })
 }
 
+/// CPU ns of the memcpy and of the CRC32C of `bytes` in `size`-byte
+/// pieces done as the recorder's two threads do them, the best of
+/// [`FLOOR_PASSES`] each: a "producer" thread copies the pieces into a
+/// ring of `ring_bytes` and a "writer" thread on another CPU computes
+/// their CRC32C, chunk by chunk behind it, so that the writer reads bytes
+/// another core wrote and the producer stores into lines the writer read
+/// a lap ago (issue 47, a fair floor).
+///
+/// Design choice: the hot floor ([`memcpy_cpu`], [`crc32c_cpu`]) reads a
+/// source one core has just touched, so its CRC32C runs from that core's
+/// cache while the recorder's writer reads data cold from the producer's
+/// core; a floor that never pays a cache line's move between cores
+/// charged that move to the recorder. Each side is timed with its own
+/// thread's CPU clock around its work on a chunk only (not its waits);
+/// both run on threads of their own (the caller's affinity is left as it
+/// is), pinned to two CPUs where the process may use two
+/// ([`sys::allowed_cpus`]), and share the chunks through a handover of
+/// counters (a chunk is copied, then checked, then copied over a lap
+/// later), each chunk behind its own uncontended lock so no `unsafe` is
+/// needed. Both floors are published for one release
+/// ([`Floor`](super::report::Floor)`::hot_ns_per_mib`).
+pub(super) fn fair_cpu(size: u64, bytes: u64, ring_bytes: usize) -> (u64, u64) {
+    let size = size as usize;
+    let pieces = (bytes / size as u64).max(1);
+    // A quarter of the ring per chunk (whole pieces, at least one), and at
+    // least two chunks, so the threads overlap as the recorder's do.
+    let per_chunk = (ring_bytes / 4 / size).max(1);
+    let chunks = (ring_bytes / (per_chunk * size)).max(2);
+    let ring: Vec<Mutex<Vec<u8>>> = (0..chunks)
+        .map(|_| Mutex::new(vec![0u8; per_chunk * size]))
+        .collect();
+    let turns = pieces.div_ceil(per_chunk as u64);
+    let cpus = sys::allowed_cpus().unwrap_or_default();
+    let (mut copy_best, mut crc_best) = (u64::MAX, u64::MAX);
+    for _ in 0..FLOOR_PASSES {
+        let (copied, checked) = (AtomicU64::new(0), AtomicU64::new(0));
+        let (copy_ns, crc_ns) = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                if let Some(&c) = cpus.get(1) {
+                    let _ = sys::pin_to_cpu(c);
+                }
+                let (mut ns, mut sum) = (0u64, 0u32);
+                for turn in 0..turns {
+                    wait_until(|| copied.load(Ordering::Acquire) > turn);
+                    let chunk = lock(&ring[(turn % chunks as u64) as usize]);
+                    let t0 = sys::thread_cpu_ns();
+                    for p in chunk.chunks_exact(size) {
+                        sum ^= crc32c::crc32c(std::hint::black_box(p));
+                    }
+                    ns += sys::thread_cpu_ns() - t0;
+                    drop(chunk);
+                    checked.store(turn + 1, Ordering::Release);
+                }
+                std::hint::black_box(sum);
+                ns
+            });
+            let producer = s.spawn(|| {
+                if let Some(&c) = cpus.first() {
+                    let _ = sys::pin_to_cpu(c);
+                }
+                let src = vec![0xa5u8; size];
+                let mut ns = 0u64;
+                for turn in 0..turns {
+                    wait_until(|| turn < checked.load(Ordering::Acquire) + chunks as u64);
+                    let mut chunk = lock(&ring[(turn % chunks as u64) as usize]);
+                    let t0 = sys::thread_cpu_ns();
+                    for p in chunk.chunks_exact_mut(size) {
+                        p.copy_from_slice(std::hint::black_box(&src));
+                    }
+                    std::hint::black_box(&*chunk);
+                    ns += sys::thread_cpu_ns() - t0;
+                    drop(chunk);
+                    copied.store(turn + 1, Ordering::Release);
+                }
+                ns
+            });
+            (
+                producer.join().unwrap_or(u64::MAX),
+                writer.join().unwrap_or(u64::MAX),
+            )
+        });
+        copy_best = copy_best.min(copy_ns);
+        crc_best = crc_best.min(crc_ns);
+    }
+    // Whole chunks were timed: scaled to the pieces asked for.
+    let scale = pieces as f64 / (turns * per_chunk as u64) as f64;
+    let scaled = |ns: u64| ((ns as f64 * scale) as u64).max(1);
+    (scaled(copy_best), scaled(crc_best))
+}
+
+/// A chunk of the fair floor's ring (never poisoned: its holders do not
+/// panic while holding it, and a poisoned one holds bytes all the same).
+fn lock(m: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Spins, then yields, until `ready` (the other thread's handover).
+fn wait_until(ready: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !ready() {
+        if spins < 1000 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// The least thread CPU time, ns, of [`FLOOR_PASSES`] runs of `f` (at
 /// least 1).
 fn best_of(mut f: impl FnMut()) -> u64 {
@@ -180,6 +291,17 @@ fn best_of(mut f: impl FnMut()) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fair_floor_times_both_sides_whatever_the_ring() {
+        // 64 B pieces in a 64 KiB ring, and 1 MiB pieces in a ring
+        // smaller than one (two chunks of one piece): both finish, both
+        // sides measured, the pieces asked for scaled in.
+        for (size, ring) in [(64u64, 64 << 10), (1 << 20, 64 << 10)] {
+            let (copy, crc) = fair_cpu(size, 4 << 20, ring);
+            assert!(copy >= 1 && crc >= 1, "{size}: {copy} {crc}");
+        }
+    }
 
     #[test]
     fn fios_block_is_the_recorders_mean_write_in_whole_units() {

@@ -44,11 +44,15 @@
 //!   beside it), with the throughput study's job for the back-end
 //!   ([`crate::throughput::fio_job`]) writing the same volume, the least
 //!   of [`FLOOR_PASSES`] runs of it (`floor::fio_cpu` says why); memcpy
-//!   of the same bytes in record-size pieces into a ring-sized buffer,
-//!   and CRC32C (the engine's `crc32c` crate) of them in
-//!   record-size pieces, each the best of [`FLOOR_PASSES`] timed with the
-//!   thread's CPU clock. Without fio the floor is memcpy + CRC32C alone
-//!   and its fio column is empty.
+//!   of the same bytes in record-size pieces into a ring-sized buffer on
+//!   one thread, and CRC32C (the engine's `crc32c` crate) of them in
+//!   record-size pieces on another thread pinned to another CPU, behind
+//!   it, as the recorder's producer and writer do (`floor::fair_cpu`: the
+//!   fair floor of issue 47), each the best of [`FLOOR_PASSES`] timed
+//!   with its thread's CPU clock. The floor before it (both on one
+//!   thread, the data hot in its cache) is published beside it for one
+//!   release (`hot_ns_per_mib`, `ratio_hot`). Without fio the floor is
+//!   memcpy + CRC32C alone and its fio column is empty.
 //! - **Like for like is the recorder's own write size**: rtrec writes
 //!   frames and packed blocks, not single 64 B records, so fio's block size
 //!   is the mean bytes of the cell's writes (file bytes ÷ the writer's

@@ -9,7 +9,7 @@ use super::report::{Cell, CostReport, Run};
 /// The study's tables.
 pub fn render(r: &CostReport) -> String {
     let mut t = format!(
-        "Cost on {}: CPU ns per MiB of payload recorded ({} per cell), beside the floor of the same bytes (fio's like-for-like job, its whole process with io_uring's workers, + memcpy + CRC32C); ratio = total ÷ floor\n\
+        "Cost on {}: CPU ns per MiB of payload recorded ({} per cell), beside the floor of the same bytes (fio's like-for-like job, its whole process with io_uring's workers, + memcpy + CRC32C, each on its own core as the recorder's threads run them); ratio = total ÷ floor; hot: the floor before issue 47 (memcpy and CRC32C on one core, cache hot) and the ratio over it, for one release\n\
          producer: {}; {} run(s) on {} CPUs\n",
         r.device_profile,
         rtrec_units::format_size(r.bytes_per_cell),
@@ -32,12 +32,13 @@ pub fn render(r: &CostReport) -> String {
 /// One run's table.
 fn render_run(i: usize, run: &Run) -> String {
     let mut t = format!(
-        "\nRun {i}: every cell at {} (device {})\n{:<14} {:>6} | {:>9} {:>9} {:>9} {:>9} | {:>9} {:>9} {:>8} {:>8} | {:>5} {:>4} {:>3}\n",
+        "\nRun {i}: every cell at {} (device {})\n{:<14} {:>6} | {:>9} {:>9} {:>9} {:>9} | {:>9} {:>9} {:>8} {:>8} | {:>5} {:>4} {:>3} | {:>9} {:>5}\n",
         rtrec_units::format_size_per_s(run.rate_bytes_per_s as u64),
         run.device_bytes_per_s
             .map_or("not measured".into(), |d| rtrec_units::format_size_per_s(d as u64)),
         "back-end", "record", "producer", "writer", "flusher", "total",
         "floor", "fio", "memcpy", "crc32c", "ratio", "goal", "met",
+        "hot floor", "ratio",
     );
     for c in &run.cells {
         t.push_str(&row(c));
@@ -68,7 +69,7 @@ fn render_run(i: usize, run: &Run) -> String {
 fn row(c: &Cell) -> String {
     let n = |v: f64| format!("{v:.0}");
     format!(
-        "{:<14} {:>6} | {:>9} {:>9} {:>9} {:>9} | {:>9} {:>9} {:>8} {:>8} | {:>5.2} {:>4} {:>3}\n",
+        "{:<14} {:>6} | {:>9} {:>9} {:>9} {:>9} | {:>9} {:>9} {:>8} {:>8} | {:>5.2} {:>4} {:>3} | {:>9} {:>5}\n",
         c.io.name(),
         rtrec_units::format_size(c.record_bytes),
         n(c.producer_ns_per_mib),
@@ -82,6 +83,8 @@ fn row(c: &Cell) -> String {
         c.ratio,
         c.goal,
         if c.met { "yes" } else { "no" },
+        c.floor.hot_ns_per_mib.map_or("-".into(), n),
+        c.ratio_hot.map_or("-".into(), |r| format!("{r:.2}")),
     )
 }
 

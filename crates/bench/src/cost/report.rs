@@ -82,6 +82,11 @@ pub struct Cell {
     pub floor: Floor,
     /// `total_ns_per_mib / floor.ns_per_mib`: the headline.
     pub ratio: f64,
+    /// `total_ns_per_mib / floor.hot_ns_per_mib`: the ratio over the floor
+    /// before issue 47 (published for one release); null in results from
+    /// before it.
+    #[serde(default)]
+    pub ratio_hot: Option<f64>,
     /// The goal for the record size ([`goal`](super::goal)).
     pub goal: f64,
     /// `ratio <= goal`.
@@ -111,12 +116,29 @@ pub struct Floor {
     pub fio_passes_ns_per_mib: Vec<f64>,
     /// fio's job (file name and time limit on its command line).
     pub fio_job: Option<String>,
-    /// memcpy in record-size pieces, ns per MiB (best of the passes).
+    /// memcpy in record-size pieces into a ring whose lines another core
+    /// read a lap ago, ns per MiB (best of the passes; the fair floor,
+    /// issue 47).
     pub memcpy_ns_per_mib: f64,
-    /// CRC32C in record-size pieces, ns per MiB (best of the passes).
+    /// CRC32C in record-size pieces of bytes another core wrote, ns per
+    /// MiB (best of the passes; the fair floor).
     pub crc32c_ns_per_mib: f64,
-    /// The sum of the three, ns per MiB.
+    /// The sum of the three, ns per MiB: the floor the ratio is over.
     pub ns_per_mib: f64,
+    /// memcpy as the floor measured it before issue 47: one thread,
+    /// its cache hot, ns per MiB; null in results from before it.
+    #[serde(default)]
+    pub memcpy_hot_ns_per_mib: Option<f64>,
+    /// CRC32C as the floor measured it before issue 47: of a source the
+    /// same thread had just read, ns per MiB; null in results from before
+    /// it.
+    #[serde(default)]
+    pub crc32c_hot_ns_per_mib: Option<f64>,
+    /// fio + the hot memcpy + the hot CRC32C: the floor before issue 47,
+    /// published beside the fair one for one release so that the change
+    /// is visible; null in results from before it.
+    #[serde(default)]
+    pub hot_ns_per_mib: Option<f64>,
 }
 
 /// One cell over the runs.
@@ -176,8 +198,12 @@ impl Cell {
                 memcpy_ns_per_mib: 0.0,
                 crc32c_ns_per_mib: 0.0,
                 ns_per_mib: floor,
+                memcpy_hot_ns_per_mib: None,
+                crc32c_hot_ns_per_mib: None,
+                hot_ns_per_mib: None,
             },
             ratio,
+            ratio_hot: None,
             goal: super::options::goal(record_bytes),
             met: ratio <= super::options::goal(record_bytes),
             steal_share: 0.0,
