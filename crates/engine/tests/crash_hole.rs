@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use rtrec_engine::format::{
-    decode_frame, encode_frame_header, FileHeader, FrameKind, FRAME_HEADER_LEN, HEADER_LEN,
-    PLAIN_FORMAT_VERSION,
+    decode_frame, encode_frame_header, FileHeader, FrameKind, FLAG_POOLED, FRAME_HEADER_LEN,
+    HEADER_LEN, PLAIN_FORMAT_VERSION,
 };
 use rtrec_engine::reader::{verify_bytes, verify_file, FileStatus};
 use rtrec_engine::recovery::cut_crash_hole;
@@ -161,6 +161,68 @@ fn an_earlier_lifes_frame_where_a_write_is_missing_is_a_crash_hole_too() {
         "{:?}",
         r.notes
     );
+}
+
+#[test]
+fn a_pool_files_earlier_life_under_a_torn_frame_is_a_crash_hole_only_after_the_mark() {
+    // Issue 44: a power cut after the mark kept the sectors of a frame of
+    // ours but one, which still holds the earlier life's payload (no frame
+    // header of it in the torn frame); the earlier life shows further on
+    // (a frame header of another generation after our data). In a pool
+    // file that is a missing write; in a file that never had another life,
+    // and below the mark, it stays damage.
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, frames) = recording(dir.path(), 30);
+    // A whole sector from the first sector boundary in frame 12 (frames
+    // are 340 bytes: it tears frame 12 and the one or two after it).
+    let torn = frames[12].start.div_ceil(512) * 512;
+    let build = |mark: usize, pooled: bool| {
+        let mut b = interrupted(&bytes, &frames, mark);
+        let mut h = FileHeader::decode(&b).unwrap();
+        if pooled {
+            h.flags |= FLAG_POOLED;
+        }
+        b[..HEADER_LEN].copy_from_slice(&h.encode());
+        let g = h.generation;
+        // The earlier life's payload bytes in one sector of frame 12 …
+        b[torn..torn + 512].fill(0x5a);
+        // … and one of its frame headers after our data, in the space
+        // `interrupted` left.
+        let at = frames.last().unwrap().start.div_ceil(512) * 512;
+        let payload = [0x5au8; 1000];
+        let mut head = [0u8; FRAME_HEADER_LEN];
+        encode_frame_header(&mut head, g ^ 2, FrameKind::Data, 9, 9, 9, &payload);
+        b[at..at + FRAME_HEADER_LEN].copy_from_slice(&head);
+        b[at + FRAME_HEADER_LEN..at + FRAME_HEADER_LEN + 1000].copy_from_slice(&payload);
+        b
+    };
+    let r = verify_bytes(Path::new("pooled.rtr"), &build(frames[5].end, true));
+    assert_eq!(r.status, FileStatus::Unfinished, "{:?}", r.notes);
+    let hole = r.crash_hole.expect("a crash hole");
+    let broken = frames.iter().position(|f| f.end > torn).unwrap();
+    assert_eq!(hole.start, frames[broken].start as u64);
+    assert!(
+        r.notes.iter().any(|n| n.contains("earlier life")),
+        "{:?}",
+        r.notes
+    );
+    // recover cuts it: the records before it stay, the rest is a loss.
+    let path = write(dir.path(), &build(frames[5].end, true));
+    let r = verify_file(&path).unwrap();
+    let cut = cut_crash_hole(&r).unwrap().expect("cut");
+    assert_eq!(cut.at, hole.start);
+    assert_eq!(
+        verify_file(&path).unwrap().status,
+        FileStatus::Unfinished,
+        "closed by recover's next step, not corrupt"
+    );
+    // Not a pool file: the same bytes are damage.
+    let r = verify_bytes(Path::new("fresh.rtr"), &build(frames[5].end, false));
+    assert_eq!(r.status, FileStatus::Corrupt, "{:?}", r.notes);
+    // Below the mark, even in a pool file: damage.
+    let r = verify_bytes(Path::new("pooled.rtr"), &build(frames[20].end, true));
+    assert_eq!(r.status, FileStatus::Corrupt, "{:?}", r.notes);
+    assert!(r.crash_hole.is_none());
 }
 
 #[test]

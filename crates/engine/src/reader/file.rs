@@ -220,7 +220,8 @@ impl<'r> FileCheck<'r> {
             Step::Damage { start, end, .. } if *start >= m => {
                 let (start, end) = (*start, *end);
                 let generation = self.header.generation;
-                if let Some(ev) = missing_write(walker.window(), start, end, generation)? {
+                let pooled = self.pooled;
+                if let Some(ev) = missing_write(walker.window(), start, end, generation, pooled)? {
                     return Ok(AtMark::Hole(start, end, ev));
                 }
             }

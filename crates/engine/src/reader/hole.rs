@@ -23,8 +23,8 @@ pub const SECTOR: u64 = 512;
 pub(super) enum Hole {
     /// Zeros where frames should be, from this offset to a sector's end.
     Zeros(u64),
-    /// A frame of another generation at this offset (an earlier life of
-    /// a recycled file).
+    /// A frame header of another generation at this offset (an earlier
+    /// life of a recycled file).
     EarlierLife(u64),
 }
 
@@ -33,13 +33,35 @@ pub(super) enum Hole {
 /// [`SECTOR`]-aligned sector of zeros, the zeros from `from` to its
 /// sector's end (a frame never written where it starts), or a frame of
 /// another generation, valid on its own (an earlier life of a recycled
-/// file showing through). A flipped byte leaves none of these, except
-/// in data that were all zeros (`docs/durability.md`).
+/// file showing through). In a pool file (`pooled`) whose range shows
+/// none of these, such a frame anywhere after it in the file is the
+/// evidence. A flipped byte leaves none of these, except in data that
+/// were all zeros (`docs/durability.md`).
+///
+/// Design choice (issue 44, a recycled file's old frames): the device
+/// writes whole sectors or none, so after the durable mark a power cut
+/// can leave any mix of this life's sectors and the earlier life's under
+/// them. A frame of ours whose payload lost a sector then fails its CRC
+/// over bytes of the earlier life, and the earlier frames in the same
+/// range are torn the same way, so none of them is valid on its own:
+/// the crash-state study's `loop-direct` cell read 2 of 30 such states
+/// as damage. Beyond the range, where this life wrote nothing, the
+/// earlier life's frames stand whole, as zeros stand in a fresh file's
+/// unwritten space: one of them, valid on its own with its own generation
+/// and CRC, proves the file had an earlier life, and then bad bytes after
+/// the durable mark are its sectors showing through. The frame must be
+/// whole: a header alone is not enough, since a flipped bit in our own
+/// frame's generation field forges one (`tests/reader_props.rs` found
+/// that). Only after the durable mark: below it, damage stays damage.
+/// No format step is needed for it: a salt in each frame's CRC would
+/// still fail on a frame some of whose sectors are old, and telling
+/// every sector's life apart would take a tag in each.
 pub(super) fn missing_write<S: ?Sized + ByteSource>(
     win: &mut Window<'_, S>,
     from: u64,
     to: u64,
     generation: u64,
+    pooled: bool,
 ) -> io::Result<Option<Hole>> {
     let s = SECTOR;
     // The zeros from `from` to its sector's end, then whole sectors.
@@ -53,22 +75,48 @@ pub(super) fn missing_write<S: ?Sized + ByteSource>(
         }
         sector = (b, b + s);
     }
-    // A frame of an earlier life: its own generation in its header.
+    if let Some(at) = earlier_life(win, from, to, generation)? {
+        return Ok(Some(Hole::EarlierLife(at)));
+    }
+    if pooled {
+        let size = win.size();
+        if let Some(at) = earlier_life(win, to, size, generation)? {
+            return Ok(Some(Hole::EarlierLife(at)));
+        }
+    }
+    Ok(None)
+}
+
+/// The offset of the first frame header of another generation than
+/// `generation` in `from..to` (one that decodes with its own generation:
+/// an earlier life of a recycled file), if any.
+fn earlier_life<S: ?Sized + ByteSource>(
+    win: &mut Window<'_, S>,
+    from: u64,
+    to: u64,
+    generation: u64,
+) -> io::Result<Option<u64>> {
     let mut pos = from;
     while pos + FRAME_HEADER_LEN as u64 <= to {
         let b = win.peek(pos, FRAME_HEADER_LEN)?;
         let b = &b[..b.len().min((to - pos) as usize)];
+        if b.len() < FRAME_HEADER_LEN {
+            break;
+        }
         let Some(i) = b.windows(FRAME_MAGIC.len()).position(|w| w == FRAME_MAGIC) else {
             pos += (b.len() + 1).saturating_sub(FRAME_MAGIC.len()).max(1) as u64;
             continue;
         };
         let at = pos + i as u64;
+        if at + FRAME_HEADER_LEN as u64 > to {
+            break;
+        }
         let gen_bytes = win.get(at + 4, 4)?;
-        if gen_bytes.len() == 4 {
-            let g = u32::from_le_bytes(gen_bytes.try_into().unwrap_or([0; 4]));
+        if let Ok(g) = <[u8; 4]>::try_from(gen_bytes) {
+            let g = u32::from_le_bytes(g);
             let size = win.size();
-            if g != generation as u32 && read_frame(win, at, size, g as u64)?.is_ok() {
-                return Ok(Some(Hole::EarlierLife(at)));
+            if g != generation as u32 && read_frame(win, at, size, u64::from(g))?.is_ok() {
+                return Ok(Some(at));
             }
         }
         pos = at + 1;
@@ -105,7 +153,9 @@ pub(super) fn crash_hole<S: ?Sized + ByteSource>(
     };
     let what = match ev {
         Hole::Zeros(at) => format!("zeros at offset {at}"),
-        Hole::EarlierLife(at) => format!("a frame of an earlier life of the file at offset {at}"),
+        Hole::EarlierLife(at) => {
+            format!("a frame header of an earlier life of the file at offset {at}")
+        }
     };
     r.note(format!(
         "crash hole of {} bytes at offset {start}, after the durable mark ({what}: a write a power cut left out); {} intact record(s) after it are not counted; `rtrec recover` cuts them",
