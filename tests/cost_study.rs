@@ -146,10 +146,14 @@ fn check_cell(c: &serde_json::Value) {
     // one, for one release: its parts, their sum and the ratio over it.
     assert!(part("memcpy_hot_ns_per_mib") > 0.0, "{c}");
     assert!(part("crc32c_hot_ns_per_mib") > 0.0, "{c}");
-    let hot = part("fio_ns_per_mib") + part("memcpy_hot_ns_per_mib") + part("crc32c_hot_ns_per_mib");
+    let hot =
+        part("fio_ns_per_mib") + part("memcpy_hot_ns_per_mib") + part("crc32c_hot_ns_per_mib");
     assert!((part("hot_ns_per_mib") - hot).abs() <= 1e-6 * hot, "{c}");
     let ratio_hot = f("total_ns_per_mib") / part("hot_ns_per_mib");
-    assert!((f("ratio_hot") - ratio_hot).abs() <= 1e-9 * ratio_hot, "{c}");
+    assert!(
+        (f("ratio_hot") - ratio_hot).abs() <= 1e-9 * ratio_hot,
+        "{c}"
+    );
     let goal = match c["record_bytes"].as_u64().unwrap() {
         1048576 => 1.5,
         16384 => 2.0,

@@ -179,7 +179,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", requires = "study")]
     pub crash_seed: Option<u64>,
 
-    /// With --study crash: only these cells of the matrix, comma-separated (default all: default, direct, uring, zero, append, stdin, flight, sync-default, sync-0, switch, switch-refill, switch-zero-uring, switch-append-stdin, switch-direct-sync-0, flight-append).
+    /// With --study crash: only these cells of the matrix, comma-separated (default all: default, direct, uring, zero, append, stdin, flight, sync-default, sync-0, switch, switch-refill, switch-zero-uring, switch-append-stdin, switch-direct-sync-0, flight-append, loop, loop-direct, loop-uring).
     #[arg(
         long,
         visible_alias = "crash-variants",

@@ -9,8 +9,8 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::Context;
 
-use super::content::{contents, names, Content};
-use super::matrix::{synthetic, Options, RECORD_BYTES};
+use super::content::{contents, names, recording_bytes, Content};
+use super::matrix::{synthetic, Options, LOOP_BOUND_BYTES, RECORD_BYTES};
 
 /// One broken rule: its kind and one sentence.
 type Broken = (&'static str, String);
@@ -73,19 +73,31 @@ fn fs_damage(fsck_n: &str) -> Option<String> {
 /// the records the finished recording holds below the durable point
 /// published before its crash point: ext4 ([`fsck`]), the directory read
 /// out and recovered ([`read_out`]), the records ([`contract`]), then
-/// `verify` and `export` ([`verify_and_export`]).
+/// `verify` and `export` ([`verify_and_export`]). A loop recording's
+/// (`looped`) records below the highest RETIRED claim the directory holds
+/// after `recover` are not owed (retired under a durable claim), and its
+/// directory is held to [`LOOP_BOUND_BYTES`] before and after `recover`.
 pub(super) fn check(
     o: &Options,
     image: &Path,
     work: &Path,
     promised: &BTreeSet<u64>,
     events: bool,
+    looped: bool,
 ) -> anyhow::Result<Checked> {
     let mut broken = Vec::new();
     let fs_repaired = fsck(image, &mut broken)?;
     let out = work.join("out");
-    let (dir, c) = read_out(o, image, &out, &mut broken)?;
-    contract(promised, &c, &mut broken);
+    let (dir, c, bytes_before) = read_out(o, image, &out, &mut broken)?;
+    let owed: BTreeSet<u64>;
+    let promised = if looped {
+        bound(bytes_before, recording_bytes(&dir), &mut broken);
+        owed = promised.range(c.claimed_upto..).copied().collect();
+        &owed
+    } else {
+        promised
+    };
+    contract(promised, &c, looped, &mut broken);
     if c.files > 0 {
         verify_and_export(o, &c, &dir, work, promised, events, &mut broken)?;
     }
@@ -122,15 +134,31 @@ fn fsck(image: &Path, broken: &mut Vec<Broken>) -> anyhow::Result<Option<String>
     Ok(fs_repaired)
 }
 
+/// A loop's directory against its stated bound ([`LOOP_BOUND_BYTES`]),
+/// before and after `recover`: `over-bound` past it.
+fn bound(before: u64, after: u64, broken: &mut Vec<Broken>) {
+    for (when, b) in [("before", before), ("after", after)] {
+        if b > LOOP_BOUND_BYTES {
+            broken.push((
+                "over-bound",
+                format!(
+                    "the loop's recording and pool files took {b} bytes {when} recover, over its bound of {LOOP_BOUND_BYTES}"
+                ),
+            ));
+        }
+    }
+}
+
 /// The recording directory read out of `image` into `out` (`debugfs
-/// rdump`, no mount), `rtrec recover` run on it (`recover-failed`), and
-/// what its files then hold (nothing when the image has no directory).
+/// rdump`, no mount), `rtrec recover` run on it (`recover-failed`), what
+/// its files then hold (nothing when the image has no directory), and
+/// the bytes of its recording and pool files before `recover`.
 fn read_out(
     o: &Options,
     image: &Path,
     out: &Path,
     broken: &mut Vec<Broken>,
-) -> anyhow::Result<(PathBuf, Content)> {
+) -> anyhow::Result<(PathBuf, Content, u64)> {
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir(out)?;
     run_out(
@@ -140,6 +168,7 @@ fn read_out(
             .arg(image),
     )?;
     let dir = out.join("rec");
+    let before = recording_bytes(&dir);
     let c = if dir.is_dir() {
         let r = run_out(Command::new(&o.rtrec).arg("recover").arg(&dir))?;
         if !r.status.success() {
@@ -152,14 +181,16 @@ fn read_out(
     } else {
         Content::default()
     };
-    Ok((dir, c))
+    Ok((dir, c, before))
 }
 
 /// The contract on the records `c` holds after `recover`: a recording with
 /// durable records is there (`hidden`), no accepted record holds wrong
 /// bytes (`wrong-bytes`), and every `promised` record is present or stored
-/// as a loss (`missing`).
-fn contract(promised: &BTreeSet<u64>, c: &Content, broken: &mut Vec<Broken>) {
+/// as a loss (`missing`; in a loop recording, `retired-unclaimed` when
+/// they all come before the first record present: a leading file gone
+/// with no durable claim over it).
+fn contract(promised: &BTreeSet<u64>, c: &Content, looped: bool, broken: &mut Vec<Broken>) {
     if !promised.is_empty() && c.files == 0 {
         broken.push((
             "hidden",
@@ -180,7 +211,17 @@ fn contract(promised: &BTreeSet<u64>, c: &Content, broken: &mut Vec<Broken>) {
         .copied()
         .filter(|q| !c.seqs.contains(q) && !c.lost.contains(q))
         .collect();
-    if !missing.is_empty() {
+    let first_present = c.seqs.first().copied().unwrap_or(u64::MAX);
+    if looped && !missing.is_empty() && missing.iter().all(|&q| q < first_present) {
+        broken.push((
+            "retired-unclaimed",
+            format!(
+                "{} records below the durable point gone with their file(s) and no durable claim over them (first {})",
+                missing.len(),
+                missing[0]
+            ),
+        ));
+    } else if !missing.is_empty() {
         broken.push((
             "missing",
             format!(

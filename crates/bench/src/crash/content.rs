@@ -5,10 +5,27 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use rtrec_engine::format::{FileHeader, FrameKind, LossPayload, LossReason};
+use rtrec_engine::format::{FileHeader, FrameKind, LossPayload, LossReason, RetiredPayload};
 use rtrec_engine::reader::walk_frames;
 
 use super::matrix::synthetic;
+
+/// Bytes of the recording files (`.rtr`) in `dir` and the pool's slots
+/// (`.rtp` in `dir/.pool`): what a loop's bound counts.
+pub(super) fn recording_bytes(dir: &Path) -> u64 {
+    let size = |d: &Path, ext: &str| -> u64 {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.flatten()
+                    .filter(|e| e.path().extension().and_then(|x| x.to_str()) == Some(ext))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    size(dir, "rtr") + size(&dir.join(".pool"), "rtp")
+}
 
 /// Names in `dir` (none if it cannot be read).
 pub(super) fn names(dir: &Path) -> BTreeSet<String> {
@@ -36,6 +53,10 @@ pub(super) struct Content {
     pub(super) wrong: u64,
     /// The `.rtr` files.
     pub(super) files: usize,
+    /// The first record no RETIRED claim of a loop covers (the highest
+    /// claim's `next_seq`; 0 without one): the records below it were
+    /// retired under a claim the directory holds.
+    pub(super) claimed_upto: u64,
 }
 
 /// What the `.rtr` files of `dir` hold (nothing if it cannot be read).
@@ -71,6 +92,11 @@ pub(super) fn contents(dir: &Path) -> Content {
                         &mut c.lost
                     };
                     into.extend(l.first_seq..l.first_seq + l.count);
+                }
+            }
+            FrameKind::Retired => {
+                if let Some(r) = RetiredPayload::decode(payload) {
+                    c.claimed_upto = c.claimed_upto.max(r.next_seq);
                 }
             }
             _ => {}

@@ -40,6 +40,11 @@ pub struct Cell {
     /// A flight recorder (the arguments in `FLIGHT` added): each event is a
     /// recording of its own.
     pub flight: bool,
+    /// A loop recording (the arguments in `LOOP` added): its older files
+    /// are retired (recycled into the pool or deleted) while it records,
+    /// and a record the loop retired under a claim the crash image holds
+    /// is not owed (issue 44).
+    pub looped: bool,
 }
 
 /// The flight recorder's arguments: an event every 700 ms, 200 ms before
@@ -53,14 +58,36 @@ pub(super) const FLIGHT: [&str; 6] = [
     "700ms",
 ];
 
+/// A loop recording's arguments: 1 MiB files (about 253 records of 4 KiB
+/// each), one finished file kept and two pool files, so a recording of
+/// 1,000 records retires two files and recycles them into the pool.
+pub const LOOP: [&str; 6] = [
+    "--file-size",
+    "1MiB",
+    "--keep-files",
+    "1",
+    "--pool-files",
+    "2",
+];
+
+/// The stated bound of a [`LOOP`] cell's directory, bytes of its
+/// recording and pool files (docs/unattended.md, "The bound": K + 1
+/// finished files, the file being written and the pool's spares, less
+/// the one the new file came from): (1 + 1 + 2) × 1 MiB. The small
+/// metadata files are not counted. It holds in every crash state, before
+/// and after `recover` (issue 44: a retirement waits for its claim within
+/// it, so the bound does not grow).
+pub const LOOP_BOUND_BYTES: u64 = 4 << 20;
+
 /// The matrix, in run order: the base cell (buffered ring, pool,
 /// synthetic records, `--sync-every 200ms`), each axis of the issue varied
 /// one at a time around it, then combinations where the moments meet: file
 /// switches (1 MiB files) with each allocation mode and back-end, the
 /// pool refilled while recording, a flight recorder on appended files,
-/// and no periodic sync across file switches.
+/// no periodic sync across file switches, and loop recordings that retire
+/// and recycle files with each write back-end (issue 44).
 #[rustfmt::skip]
-pub const CELLS: [Cell; 15] = [
+pub const CELLS: [Cell; 18] = [
     cell("default", "the base: buffered ring, pool, synthetic, --sync-every 200ms", &[], Source::Synthetic),
     cell("direct", "back-end --io direct", &["--io", "direct"], Source::Synthetic),
     cell("uring", "back-end --io uring", &["--io", "uring"], Source::Synthetic),
@@ -76,6 +103,9 @@ pub const CELLS: [Cell; 15] = [
     cell("switch-append-stdin", "1 MiB appended files, --stdin", &["--alloc", "append", "--file-size", "1MiB"], Source::Stdin),
     Cell { sync: Some("0"), ..cell("switch-direct-sync-0", "1 MiB files, --io direct, --sync-every 0", &["--file-size", "1MiB", "--io", "direct"], Source::Synthetic) },
     Cell { flight: true, ..cell("flight-append", "the flight recorder on appended files", &["--alloc", "append"], Source::Synthetic) },
+    Cell { looped: true, ..cell("loop", "a loop recording: 1 MiB files, one kept, retired files recycled into the pool", &[], Source::Synthetic) },
+    Cell { looped: true, ..cell("loop-direct", "a loop recording, --io direct", &["--io", "direct"], Source::Synthetic) },
+    Cell { looped: true, ..cell("loop-uring", "a loop recording, --io uring", &["--io", "uring"], Source::Synthetic) },
 ];
 
 const fn cell(
@@ -91,6 +121,7 @@ const fn cell(
         source,
         sync: Some("200ms"),
         flight: false,
+        looped: false,
     }
 }
 

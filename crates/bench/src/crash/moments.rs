@@ -6,10 +6,12 @@
 //!   4 KiB block boundary (a file's first block: a pool slot taken, a file
 //!   created, a file switch, a flight-recorder event file; the same block
 //!   written again is a header rewrite: the final header, or a mark in
-//!   it), an end frame, or a trigger frame (a flight-recorder event);
+//!   it), an end frame, a trigger frame (a flight-recorder event), or a
+//!   RETIRED frame (a loop's claim over the files it retires);
 //! - **what the study saw from outside** while polling: a durable point
 //!   published in `--status` (the status file replaced), a new `.rtr` name
-//!   or hidden temporary name in the directory, a change in the pool's
+//!   or hidden temporary name in the directory, a `.rtr` name gone from
+//!   it (a loop's retirement: unlinked or recycled), a change in the pool's
 //!   slots (taken or refilled), a flight-recorder event counted.
 //!
 //! Design choice: a moment matters until the flushes after it have made
@@ -30,7 +32,8 @@ const BLOCK: u64 = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Moment {
     /// What happened (`header`, `header-rewrite`, `end-frame`, `trigger`,
-    /// `published`, `name`, `hidden-name`, `pool`, `event`).
+    /// `retired-claim`, `published`, `name`, `name-gone`, `hidden-name`,
+    /// `pool`, `event`).
     pub kind: &'static str,
     /// The log entry it is at.
     pub at: usize,
@@ -76,8 +79,8 @@ pub fn in_log(log: &Log) -> std::io::Result<Vec<Moment>> {
     Ok(found)
 }
 
-/// End and trigger frames in `bytes`: the frame magic, then kind 3 or 4
-/// as a little-endian `u16` and the zero `u16` after it.
+/// End, trigger and RETIRED frames in `bytes`: the frame magic, then
+/// kind 3, 4 or 6 as a little-endian `u16` and the zero `u16` after it.
 fn frames(bytes: &[u8]) -> Vec<&'static str> {
     bytes
         .windows(12)
@@ -85,6 +88,7 @@ fn frames(bytes: &[u8]) -> Vec<&'static str> {
         .filter_map(|w| match u16::from_le_bytes([w[8], w[9]]) {
             3 => Some("end-frame"),
             4 => Some("trigger"),
+            6 => Some("retired-claim"),
             _ => None,
         })
         .collect()

@@ -15,7 +15,9 @@ use rtrec_emu::EmulatorStats;
 use rtrec_host::loopfs::{LoopFs, LoopFsOptions};
 
 use super::content::{contents, names};
-use super::matrix::{synthetic, Cell, Options, Source, FLIGHT, IMAGE_BYTES, JOURNAL_MIB, PERIOD};
+use super::matrix::{
+    synthetic, Cell, Options, Source, FLIGHT, IMAGE_BYTES, JOURNAL_MIB, LOOP, PERIOD,
+};
 use super::moments::Seen;
 
 /// What recording a cell gave.
@@ -103,6 +105,12 @@ impl Watch {
                 self.out.seen.push((now, "hidden-name"));
             }
         }
+        // A file a loop retired: unlinked, or renamed into the pool.
+        for n in self.names.difference(&names) {
+            if n.ends_with(".rtr") {
+                self.out.seen.push((now, "name-gone"));
+            }
+        }
         self.names = names;
         let slots = names_in_pool(&self.dir);
         if slots != self.slots {
@@ -148,7 +156,14 @@ pub(super) fn record(
         let _ = std::io::Read::read_to_string(&mut e, &mut err);
     }
     let mut out = watch.out;
-    out.stored = contents(&dir).seqs;
+    // A loop's finished recording holds only its kept files: every record
+    // it took is owed until a claim retires it (each crash state's own
+    // claims say which), so the synthetic source's every record is.
+    out.stored = if c.looped {
+        (0..o.count).collect()
+    } else {
+        contents(&dir).seqs
+    };
     // The emulator rewrites its stats every 200 ms: wait for the last.
     std::thread::sleep(Duration::from_millis(250));
     out.emulator = fs
@@ -198,6 +213,9 @@ fn command(o: &Options, c: &Cell, dir: &Path, status: &Path) -> Command {
         .stderr(Stdio::piped());
     if c.flight {
         cmd.args(FLIGHT);
+    }
+    if c.looped {
+        cmd.args(LOOP);
     }
     if let Some(every) = c.sync {
         cmd.args(["--sync-every", every]);

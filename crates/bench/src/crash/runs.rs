@@ -190,7 +190,14 @@ impl Drawn<'_> {
         let image = self.work.join("state.img");
         state.build(log, &image).context("building a crash image")?;
         let promised: BTreeSet<u64> = self.rec.stored.range(..durable).copied().collect();
-        let checked = check(self.o, &image, self.work, &promised, self.c.flight)?;
+        let checked = check(
+            self.o,
+            &image,
+            self.work,
+            &promised,
+            self.c.flight,
+            self.c.looped,
+        )?;
         r.states += 1;
         r.states_weighted += u64::from(weighted);
         if let Some(what) = checked.fs_repaired {
