@@ -45,7 +45,7 @@
 //!   ([`crate::throughput::fio_job`]) writing the same volume, the least
 //!   of [`FLOOR_PASSES`] runs of it (`floor::fio_cpu` says why); memcpy
 //!   of the same bytes in record-size pieces into a ring-sized buffer,
-//!   and CRC32C (the engine's `crc32c` crate) of them in
+//!   and CRC32C (the engine's, `rtrec_engine::crc`) of them in
 //!   record-size pieces, each the best of [`FLOOR_PASSES`] timed with the
 //!   thread's CPU clock. Without fio the floor is memcpy + CRC32C alone
 //!   and its fio column is empty.

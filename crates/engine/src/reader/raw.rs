@@ -192,7 +192,7 @@ fn check_chunks(
         }
         let b = win.get(start, (end - start) as usize)?;
         let full = b.len() as u64 == (start + RAW_CHUNK).min(mine.len) - start;
-        if !full || crc32c::crc32c(b) != *want {
+        if !full || crate::crc::crc32c(b) != *want {
             r.damage(start, end, "checksum mismatch against the sidecar".into());
         }
     }
