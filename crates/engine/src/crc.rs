@@ -4,7 +4,7 @@
 //!
 //! Design choice: on aarch64 it is computed here, with the CPU's CRC32C
 //! instructions (`crc32cx`/`crc32cb`, the ARMv8 CRC extension, present on
-//! every Cortex-A core and required from ARMv8.1) eight bytes at a time,
+//! every 64-bit Cortex-A core and required from ARMv8.1) eight bytes at a time,
 //! and with a 1 KiB table one byte at a time on a core without them. The
 //! `crc32c` crate, used on the other targets (SSE 4.2 on x86-64, a
 //! slice-by-8 table on armv7), carries 16 KiB of tables on aarch64 (its
