@@ -234,7 +234,7 @@ impl FileHeader {
         b[48..56].copy_from_slice(&self.valid_len.to_le_bytes());
         b[56..64].copy_from_slice(&self.recording_id.to_le_bytes());
         b[64..68].copy_from_slice(&self.index.to_le_bytes());
-        let crc = crc32c::crc32c(&b[0..68]);
+        let crc = crate::crc::crc32c(&b[0..68]);
         b[68..72].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -256,7 +256,7 @@ impl FileHeader {
         {
             return Err(DecodeError::Version(v));
         }
-        if crc32c::crc32c(&b[0..68]) != u32_at(b, 68) {
+        if crate::crc::crc32c(&b[0..68]) != u32_at(b, 68) {
             return Err(DecodeError::BadCrc);
         }
         Ok(FileHeader {
@@ -339,7 +339,7 @@ pub fn chain_seed(h: &FileHeader) -> u32 {
     b[0..8].copy_from_slice(&h.recording_id.to_le_bytes());
     b[8..16].copy_from_slice(&h.generation.to_le_bytes());
     b[16..20].copy_from_slice(&h.index.to_le_bytes());
-    crc32c::crc32c(&b)
+    crate::crc::crc32c(&b)
 }
 
 /// A new random recording id. Design choice: the standard library's
@@ -430,7 +430,7 @@ pub fn encode_frame_header(
     out[16..24].copy_from_slice(&seq.to_le_bytes());
     out[24..32].copy_from_slice(&ts_ns.to_le_bytes());
     out[32..36].copy_from_slice(&prev.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[0..36]), payload);
+    let crc = crate::crc::crc32c_append(crate::crc::crc32c(&out[0..36]), payload);
     out[36..40].copy_from_slice(&crc.to_le_bytes());
     crc
 }
@@ -475,9 +475,9 @@ pub fn decode_frame_header(
 }
 
 /// The CRC of a frame header's covered bytes (0..36), to which the payload
-/// is appended with `crc32c::crc32c_append`.
+/// is appended with [`crate::crc::crc32c_append`].
 pub fn frame_crc_start(h: &[u8; FRAME_HEADER_LEN]) -> u32 {
-    crc32c::crc32c(&h[0..36])
+    crate::crc::crc32c(&h[0..36])
 }
 
 /// Decodes the frame at the start of `b` (header and payload must both be
@@ -494,7 +494,7 @@ pub fn decode_frame(b: &[u8], generation: u64) -> Result<(FrameHeader, &[u8]), D
     let fh = decode_frame_header(h, generation)?;
     let end = FRAME_HEADER_LEN + fh.len as usize;
     let payload = b.get(FRAME_HEADER_LEN..end).ok_or(DecodeError::Short)?;
-    if crc32c::crc32c_append(frame_crc_start(h), payload) != fh.crc {
+    if crate::crc::crc32c_append(frame_crc_start(h), payload) != fh.crc {
         return Err(DecodeError::BadCrc);
     }
     Ok((fh, payload))
@@ -970,7 +970,7 @@ impl RawSummer {
     pub fn update(&mut self, mut b: &[u8]) {
         while !b.is_empty() {
             let n = ((RAW_CHUNK - self.in_chunk) as usize).min(b.len());
-            self.crc = crc32c::crc32c_append(self.crc, &b[..n]);
+            self.crc = crate::crc::crc32c_append(self.crc, &b[..n]);
             self.in_chunk += n as u64;
             self.sums.len += n as u64;
             b = &b[n..];
@@ -1052,7 +1052,7 @@ mod tests {
         assert_eq!(a.chunk_crcs.len(), 3);
         assert_eq!(
             a.chunk_crcs[2],
-            crc32c::crc32c(&data[2 * RAW_CHUNK as usize..])
+            crate::crc::crc32c(&data[2 * RAW_CHUNK as usize..])
         );
     }
 

@@ -53,6 +53,7 @@
 // `io` (it asks each back-end's row for its rules).
 //
 // Base types: they import no module of the data path.
+pub mod crc;
 pub mod error;
 mod strategy;
 

@@ -12,27 +12,32 @@ use crate::format_duration;
 
 /// Bins per decade.
 const PER_DECADE: f64 = 5.0;
+/// Bins of a u64 (20 decades).
+const BINS: usize = 20 * PER_DECADE as usize;
 /// Width of the longest bar, characters.
 const BAR: f64 = 40.0;
 
 /// The histogram of `(value_ns, count)` pairs, one line per bin from the
 /// smallest to the largest non-empty one; empty when there are no values.
 pub fn render(values: impl IntoIterator<Item = (u64, u64)>) -> String {
-    let bin = |ns: u64| ((ns.max(1) as f64).log10() * PER_DECADE).floor() as i64;
-    let mut bins: std::collections::BTreeMap<i64, u64> = Default::default();
+    // Design choice: one counter per possible bin, an array: a u64 of
+    // nanoseconds is below 10^20, so its bin is below BINS, and the
+    // record-only binary carries no ordered map for this (docs/embedded.md).
+    let bin = |ns: u64| ((ns.max(1) as f64).log10() * PER_DECADE).floor() as usize;
+    let mut bins = [0u64; BINS];
     for (v, n) in values {
-        if n > 0 {
-            *bins.entry(bin(v)).or_default() += n;
-        }
+        bins[bin(v).min(BINS - 1)] += n;
     }
-    let (Some((&lo, _)), Some((&hi, _))) = (bins.first_key_value(), bins.last_key_value()) else {
+    let (Some(lo), Some(hi)) = (
+        bins.iter().position(|&n| n > 0),
+        bins.iter().rposition(|&n| n > 0),
+    ) else {
         return String::new();
     };
-    let top = bins.values().copied().max().unwrap_or(1) as f64;
-    let edge = |b: i64| 10f64.powf(b as f64 / PER_DECADE).round() as u64;
+    let top = bins.iter().copied().max().unwrap_or(1) as f64;
+    let edge = |b: usize| 10f64.powf(b as f64 / PER_DECADE).round() as u64;
     let mut out = String::new();
-    for b in lo..=hi {
-        let n = bins.get(&b).copied().unwrap_or(0);
+    for (b, &n) in bins.iter().enumerate().take(hi + 1).skip(lo) {
         // A non-empty bin always shows at least one mark.
         let len = if n == 0 {
             0

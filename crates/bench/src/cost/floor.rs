@@ -151,7 +151,7 @@ pub(super) fn memcpy_cpu(size: u64, bytes: u64, ring_bytes: usize) -> u64 {
     })
 }
 
-/// CPU ns to compute the CRC32C (the engine's `crc32c` crate) of `bytes`
+/// CPU ns to compute the CRC32C (the engine's, [`rtrec_engine::crc`]) of `bytes`
 /// in `size`-byte pieces: the best of [`FLOOR_PASSES`].
 pub(super) fn crc32c_cpu(size: u64, bytes: u64) -> u64 {
     let src = vec![0xa5u8; size as usize];
@@ -159,7 +159,7 @@ pub(super) fn crc32c_cpu(size: u64, bytes: u64) -> u64 {
     best_of(|| {
         let mut sum = 0u32;
         for _ in 0..pieces {
-            sum ^= crc32c::crc32c(std::hint::black_box(&src));
+            sum ^= rtrec_engine::crc::crc32c(std::hint::black_box(&src));
         }
         std::hint::black_box(sum);
     })
@@ -212,7 +212,7 @@ pub(super) fn fair_cpu(size: u64, bytes: u64, ring_bytes: usize) -> (u64, u64) {
                     let chunk = lock(&ring[(turn % chunks as u64) as usize]);
                     let t0 = sys::thread_cpu_ns();
                     for p in chunk.chunks_exact(size) {
-                        sum ^= crc32c::crc32c(std::hint::black_box(p));
+                        sum ^= rtrec_engine::crc::crc32c(std::hint::black_box(p));
                     }
                     ns += sys::thread_cpu_ns() - t0;
                     drop(chunk);

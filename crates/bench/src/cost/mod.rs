@@ -45,7 +45,7 @@
 //!   ([`crate::throughput::fio_job`]) writing the same volume, the least
 //!   of [`FLOOR_PASSES`] runs of it (`floor::fio_cpu` says why); memcpy
 //!   of the same bytes in record-size pieces into a ring-sized buffer on
-//!   one thread, and CRC32C (the engine's `crc32c` crate) of them in
+//!   one thread, and CRC32C (the engine's, `rtrec_engine::crc`) of them in
 //!   record-size pieces on another thread pinned to another CPU, behind
 //!   it, as the recorder's producer and writer do (`floor::fair_cpu`: the
 //!   fair floor of issue 47), each the best of [`FLOOR_PASSES`] timed

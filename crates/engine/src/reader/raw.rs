@@ -56,10 +56,32 @@ pub(super) fn verify_raw(path: &Path, f: &File) -> io::Result<FileReport> {
 struct Sidecar {
     /// Its path, as findings name it.
     name: String,
-    /// The whole document.
-    meta: serde_json::Value,
+    /// What the sidecar says of the recording.
+    meta: SidecarFile,
     /// The chunk sums of each file of the recording.
     sums: Vec<RawFileSums>,
+}
+
+/// The fields of a sidecar that `verify` reads (the writer's
+/// `writer::raw` stores more). Design choice: read into this struct, not
+/// into a `serde_json::Value` that is then searched, so the record-only
+/// binary carries no JSON reader for untyped documents
+/// (docs/embedded.md). A field of the wrong type makes the sidecar
+/// unreadable, which leaves the file unverifiable as a missing field does.
+#[derive(serde::Deserialize)]
+struct SidecarFile {
+    /// The chunk the sums are of ([`RAW_CHUNK`]); absent before sums.
+    #[serde(default)]
+    chunk_bytes: Option<u64>,
+    /// Each file's sums; absent before sums.
+    #[serde(default)]
+    file_sums: Option<Vec<RawFileSums>>,
+    /// Whether the recording ended cleanly.
+    #[serde(default)]
+    complete: bool,
+    /// Why it did not.
+    #[serde(default)]
+    reason: String,
 }
 
 impl Sidecar {
@@ -75,7 +97,7 @@ impl Sidecar {
             return None;
         };
         let name = side.display().to_string();
-        let meta: serde_json::Value = match open_regular(&side).and_then(|s| {
+        let mut meta: SidecarFile = match open_regular(&side).and_then(|s| {
             if s.size()? > MAX_SIDECAR {
                 return Err(io::Error::other("it is too large to be a sidecar"));
             }
@@ -91,11 +113,10 @@ impl Sidecar {
                 return None;
             }
         };
-        let sums: Option<Vec<RawFileSums>> = (meta.get("chunk_bytes").and_then(|v| v.as_u64())
-            == Some(RAW_CHUNK))
-        .then(|| meta.get("file_sums").cloned())
-        .flatten()
-        .and_then(|v| serde_json::from_value(v).ok());
+        let sums = meta
+            .file_sums
+            .take()
+            .filter(|_| meta.chunk_bytes == Some(RAW_CHUNK));
         let Some(sums) = sums else {
             r.note(format!(
                 "the sidecar '{name}' holds no checksums (written by an older rtrec): unverifiable"
@@ -137,19 +158,8 @@ impl Sidecar {
     /// A recording the sidecar does not call complete was aborted, with
     /// its reason (when nothing else is wrong with the file).
     fn aborted(&self, r: &mut FileReport) {
-        let complete = self
-            .meta
-            .get("complete")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false);
-        if r.status == FileStatus::Raw && !complete {
-            let reason = self
-                .meta
-                .get("reason")
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string();
-            r.note(format!("the recording was aborted: {reason}"));
+        if r.status == FileStatus::Raw && !self.meta.complete {
+            r.note(format!("the recording was aborted: {}", self.meta.reason));
             r.status = FileStatus::Aborted;
         }
     }
@@ -182,7 +192,7 @@ fn check_chunks(
         }
         let b = win.get(start, (end - start) as usize)?;
         let full = b.len() as u64 == (start + RAW_CHUNK).min(mine.len) - start;
-        if !full || crc32c::crc32c(b) != *want {
+        if !full || crate::crc::crc32c(b) != *want {
             r.damage(start, end, "checksum mismatch against the sidecar".into());
         }
     }

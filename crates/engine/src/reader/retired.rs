@@ -163,7 +163,7 @@ impl RetiredRecord {
                 r.recording_id, r.first_index, r.next_index, r.wall_ns
             ));
         }
-        let crc = crc32c::crc32c(s.as_bytes());
+        let crc = crate::crc::crc32c(s.as_bytes());
         s.push_str(&format!("crc32c {crc:08x}\n"));
         s.into_bytes()
     }
@@ -186,7 +186,7 @@ impl RetiredRecord {
             .strip_prefix("crc32c ")
             .and_then(|h| u32::from_str_radix(h, 16).ok())
             .ok_or("has no CRC line")?;
-        if crc32c::crc32c(body.as_bytes()) != crc {
+        if crate::crc::crc32c(body.as_bytes()) != crc {
             return Err("is damaged (its CRC does not match)".into());
         }
         let mut lines = body.lines();

@@ -327,7 +327,7 @@ pub(super) fn read_frame<S: ?Sized + ByteSource>(
         if chunk.is_empty() {
             return Ok(Err(DecodeError::Short));
         }
-        crc = crc32c::crc32c_append(crc, chunk);
+        crc = crate::crc::crc32c_append(crc, chunk);
         if header.kind != FrameKind::Data {
             payload.extend_from_slice(chunk);
         }
