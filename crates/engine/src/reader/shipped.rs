@@ -330,7 +330,7 @@ impl ShipLedger {
             s.push_str(&e.line());
             s.push('\n');
         }
-        let crc = crc32c::crc32c(s.as_bytes());
+        let crc = crate::crc::crc32c(s.as_bytes());
         s.push_str(&format!("crc32c {crc:08x}\n"));
         s.into_bytes()
     }
@@ -353,7 +353,7 @@ impl ShipLedger {
             .strip_prefix("crc32c ")
             .and_then(|h| u32::from_str_radix(h, 16).ok())
             .ok_or("has no CRC line")?;
-        if crc32c::crc32c(body.as_bytes()) != crc {
+        if crate::crc::crc32c(body.as_bytes()) != crc {
             return Err("is damaged (its CRC does not match)".into());
         }
         let mut lines = body.lines();
@@ -444,7 +444,7 @@ mod tests {
         assert!(ShipLedger::decode(b"").is_err());
         assert!(ShipLedger::decode(b"rtrec-shipped-1\n").is_err());
         let body = "rtrec-shipped-1\npart u 0 x\n";
-        let bad = format!("{body}crc32c {:08x}\n", crc32c::crc32c(body.as_bytes()));
+        let bad = format!("{body}crc32c {:08x}\n", crate::crc::crc32c(body.as_bytes()));
         assert_eq!(
             ShipLedger::decode(bad.as_bytes()),
             Err("has a malformed line 'part u 0 x'".into())
