@@ -120,6 +120,15 @@ pub struct Retention {
     /// the digests of earlier configurations hold.
     #[serde(default, skip_serializing_if = "is_own")]
     pub scope: KeepScope,
+    /// A loop in a shipped directory: how far, in bytes, the directory
+    /// may exceed the budget to keep earlier recordings `rtrec ship` has
+    /// not sent yet (`--unshipped-headroom`). Given (even 0), the directory
+    /// counts as shipped although no `.shipped` ledger is there yet.
+    /// Beyond it they leave, counted (`retired_unshipped_files`). `None`:
+    /// not given, left out of the JSON then, so the digests of earlier
+    /// configurations hold (docs/unattended.md, "The budget knows").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unshipped_headroom: Option<u64>,
 }
 
 fn is_own(s: &KeepScope) -> bool {
