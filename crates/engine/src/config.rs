@@ -572,6 +572,9 @@ impl Config {
         if r.keep_events > 0 && self.flight.is_none() {
             return Err(ConfigError::KeepEventsNeedsFlight);
         }
+        if r.unshipped_headroom.is_some() && r.keep_bytes == 0 && r.keep_files == 0 {
+            return Err(ConfigError::HeadroomNeedsBudget);
+        }
         Ok(())
     }
 
@@ -686,6 +689,14 @@ mod tests {
         c.validate().unwrap();
         c.flight = None;
         assert_eq!(c.validate(), Err(ConfigError::KeepEventsNeedsFlight));
+        c.retention = Retention {
+            keep_for_ns: 1,
+            unshipped_headroom: Some(0),
+            ..Retention::default()
+        };
+        assert_eq!(c.validate(), Err(ConfigError::HeadroomNeedsBudget));
+        c.retention.keep_files = 2;
+        c.validate().unwrap();
         // No limit: the JSON (and so the digest) is as before.
         assert!(!serde_json::to_string(&Config::default())
             .unwrap()
