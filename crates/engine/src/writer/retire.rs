@@ -1042,6 +1042,26 @@ mod tests {
     }
 
     #[test]
+    fn a_headroom_the_card_cannot_hold_beside_the_budget_is_clamped_and_said() {
+        const MIB: u64 = 1 << 20;
+        let mut cfg = Config {
+            file_size: MIB,
+            ..Config::default()
+        };
+        cfg.retention.keep_files = 2;
+        cfg.retention.unshipped_headroom = Some(5 * MIB);
+        // Two kept, one being written, one spare and the metadata: 4 MiB
+        // and 64 KiB of 5 MiB and 64 KiB leave 1 MiB.
+        let room = 5 * MIB + sizing::BUDGET_METADATA_BYTES;
+        let note = fit_headroom(&mut cfg, 1, room, "5 MiB").unwrap();
+        assert_eq!(cfg.retention.unshipped_headroom, Some(MIB));
+        assert!(note.contains("clamped to 1 MiB"), "{note}");
+        // What fits is left as given.
+        assert_eq!(fit_headroom(&mut cfg, 1, room, "5 MiB"), None);
+        assert_eq!(cfg.retention.unshipped_headroom, Some(MIB));
+    }
+
+    #[test]
     fn files_leave_once_their_claim_is_synced() {
         let dir = tempfile::tempdir().unwrap();
         let (holder, mut files) = retired(dir.path());
