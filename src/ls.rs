@@ -22,13 +22,23 @@
 //!   other, which no budget retires unless a loop runs with `--keep-scope
 //!   dir`, and then it names each one it retired (docs/unattended.md,
 //!   "What the budget owns").
+//! - **Shipped** (`SHIPPED`, `--json`'s `shipped` and
+//!   `retired_unshipped_files`): in a directory `rtrec ship` sends (its
+//!   ledger `.shipped` is there), `yes` for a recording whose manifest is
+//!   in the bucket, `no` otherwise, and after a `+` the count of its
+//!   leading files a loop retired with no verified copy in the bucket
+//!   (`no+3`: gone before they were shipped); `-` and absent from the
+//!   JSON in a directory nobody ships. A ledger that does not decode is
+//!   said once on stderr and ships nothing (every recording `no`), as the
+//!   loop's budget reads it (docs/unattended.md, "The budget knows").
 //! - It only reads: it verifies each file as `verify` does (the records
 //!   and losses are verify's), looks at the name claims without removing
 //!   any, and changes nothing.
 
 use std::path::PathBuf;
 
-use rtrec_engine::recordings::{Directory, Summary, SCHEMA_VERSION};
+use rtrec_engine::reader::{ShipLedger, SHIP_LEDGER};
+use rtrec_engine::recordings::{Directory, Recording, Summary, SCHEMA_VERSION};
 use rtrec_units::{format_duration, format_size};
 
 use crate::error::usage;
@@ -56,9 +66,19 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
         return usage(format!("'{}' is not a directory", a.dir.display()));
     }
     let d = Directory::read(&a.dir)?;
+    let ledger = ledger(&a.dir);
+    let summary = |r: &Recording| {
+        let mut s = r.summary();
+        if let Some(l) = &ledger {
+            let (shipped, unshipped) = r.shipping(l);
+            s.shipped = Some(shipped);
+            s.retired_unshipped_files = Some(unshipped);
+        }
+        s
+    };
     let listed: Vec<Summary> = match &a.recording {
-        None => d.recordings.iter().map(|r| r.summary()).collect(),
-        Some(want) => vec![d.resolve(want).or_else(usage)?.summary()],
+        None => d.recordings.iter().map(summary).collect(),
+        Some(want) => vec![summary(d.resolve(want).or_else(usage)?)],
     };
     if a.json {
         let doc = serde_json::json!({
@@ -74,7 +94,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
         return Ok(0);
     }
     println!(
-        "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:>5}  {:>9}  FIRST FILE",
+        "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:<7}  {:>5}  {:>9}  FIRST FILE",
         "RECORDING",
         "START (UTC)",
         "DURATION",
@@ -82,6 +102,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
         "LOST",
         "STATE",
         "BUDGET",
+        "SHIPPED",
         "FILES",
         "SIZE"
     );
@@ -96,7 +117,7 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
             name
         };
         println!(
-            "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:>5}  {:>9}  {name}",
+            "{:<16}  {:<24}  {:>9}  {:>9}  {:>6}  {:<11}  {:<6}  {:<7}  {:>5}  {:>9}  {name}",
             l.id,
             l.start.as_deref().unwrap_or("-"),
             l.duration_s
@@ -105,9 +126,34 @@ pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
             l.lost,
             l.state.name(),
             l.budget,
+            shipped_cell(l),
             l.files,
             format_size(l.size_bytes),
         );
     }
     Ok(0)
+}
+
+/// The shipping ledger of `dir` when there is one (`None`: nobody ships
+/// it); one that does not decode is said on stderr and ships nothing.
+fn ledger(dir: &std::path::Path) -> Option<ShipLedger> {
+    std::fs::symlink_metadata(dir.join(SHIP_LEDGER)).ok()?;
+    Some(ShipLedger::read(dir).unwrap_or_else(|e| {
+        eprintln!("rtrec: {e}; no recording is listed as shipped");
+        ShipLedger::default()
+    }))
+}
+
+/// The `SHIPPED` cell (see the module docs).
+fn shipped_cell(s: &Summary) -> String {
+    match (s.shipped, s.retired_unshipped_files) {
+        (None, _) => "-".into(),
+        (Some(yes), n) => {
+            let word = if yes { "yes" } else { "no" };
+            match n.unwrap_or(0) {
+                0 => word.into(),
+                n => format!("{word}+{n}"),
+            }
+        }
+    }
 }

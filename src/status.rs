@@ -168,6 +168,18 @@ const SERIES: &[Series] = &[
         |s, _| vec![("", s.retired_unclaimed as f64)],
     ),
     (
+        "rtrec_retired_unshipped_files_total",
+        "counter",
+        "Files of earlier recordings not yet shipped (rtrec ship's ledger) that the loop's budget retired, beyond --unshipped-headroom or by the age limit.",
+        |s, _| vec![("", s.retired_unshipped as f64)],
+    ),
+    (
+        "rtrec_retired_unshipped_bytes_total",
+        "counter",
+        "Bytes on disk of those files.",
+        |s, _| vec![("", s.retired_unshipped_bytes as f64)],
+    ),
+    (
         "rtrec_ring_capacity_bytes",
         "gauge",
         "The ring's capacity (0 without a ring).",
@@ -275,6 +287,8 @@ mod tests {
             retired_files: 4,
             retired_bytes: 4 << 20,
             retired_unclaimed: 1,
+            retired_unshipped: 2,
+            retired_unshipped_bytes: 3 << 20,
             records_taken: 7,
             writer_failed: true,
             ..LiveSnapshot::default()
@@ -306,6 +320,8 @@ mod tests {
             format!("rtrec_retired_files_total{{{base}}} 4"),
             format!("rtrec_retired_bytes_total{{{base}}} 4194304"),
             format!("rtrec_retired_unclaimed_files{{{base}}} 1"),
+            format!("rtrec_retired_unshipped_files_total{{{base}}} 2"),
+            format!("rtrec_retired_unshipped_bytes_total{{{base}}} 3145728"),
             format!("rtrec_recording_done{{{base}}} 0"),
             format!("rtrec_records_taken_total{{{base}}} 7"),
             format!("rtrec_writer_failed{{{base}}} 1"),

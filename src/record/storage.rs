@@ -99,6 +99,10 @@ pub struct StorageArgs {
     /// Loop recording: which earlier recordings of the directory the budget covers. own: the loop's own, earlier loop recordings of the same --prefix (nothing else is ever retired); dir: every closed recording of the directory, each one retired that the loop does not own named at the start and in the summary (docs/unattended.md).
     #[arg(long, value_enum, default_value_t = KeepScope::Own, value_name = "SCOPE")]
     pub keep_scope: KeepScope,
+
+    /// Loop recording in a directory `rtrec ship` sends (its ledger .shipped is there; giving this option makes the directory shipped even before the first send): the directory may exceed the budget by up to SIZE to keep earlier recordings not yet shipped; shipped ones always leave first, and beyond SIZE unshipped ones leave too, each counted (retired_unshipped_files) and named. Default 0: the budget holds and unshipped files over it leave at once, counted. Clamped to the card at the start (docs/unattended.md, "The budget knows").
+    #[arg(long, value_parser = rtrec_units::value::size, value_name = "SIZE")]
+    pub unshipped_headroom: Option<Size>,
 }
 
 impl StorageArgs {
@@ -134,6 +138,7 @@ impl StorageArgs {
         cfg.retention.keep_files = self.keep_files.unwrap_or(0);
         cfg.retention.keep_for_ns = self.keep_for.map_or(0, Duration::ns);
         cfg.retention.scope = self.keep_scope;
+        cfg.retention.unshipped_headroom = self.unshipped_headroom.map(Size::bytes);
     }
 }
 

@@ -251,6 +251,15 @@ fn retired_line(s: &Summary) -> String {
     } else {
         String::new()
     };
+    let unshipped = if s.retired_unshipped_files > 0 {
+        format!(
+            "; of them, {} file(s) ({}) not yet shipped (beyond --unshipped-headroom, or older than --keep-for)",
+            s.retired_unshipped_files,
+            format_size(s.retired_unshipped_bytes)
+        )
+    } else {
+        String::new()
+    };
     let others = if s.retired_other_recordings.is_empty() {
         String::new()
     } else {
@@ -277,7 +286,7 @@ fn retired_line(s: &Summary) -> String {
         String::new()
     };
     format!(
-        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}{others}{empty}{late}\n",
+        "retired: {} file(s) ({}){seq}{events}; {} kept{earlier}{unshipped}{others}{empty}{late}\n",
         s.retired_files,
         format_size(s.retired_bytes),
         s.files.len()

@@ -27,15 +27,22 @@ pub fn rtrec(args: &[&str]) -> Output {
 #[allow(dead_code)] // Not every test crate feeds stdin.
 pub fn rtrec_stdin(args: &[&str], input: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+    let mut child = rtrec_piped(args);
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `rtrec ARGS` started with its stdin, stdout and stderr piped, for a
+/// test that feeds it while it runs.
+pub fn rtrec_piped(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_rtrec"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .env_remove("RUST_BACKTRACE")
         .spawn()
-        .expect("the rtrec binary runs");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+        .expect("the rtrec binary runs")
 }
 
 /// A command's exit code, stdout and stderr, for an assertion message.

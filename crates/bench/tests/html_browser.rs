@@ -396,6 +396,8 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         retired_earlier_bytes: 0,
         retired_late_files: 0,
         retired_unclaimed: 0,
+        retired_unshipped_files: 0,
+        retired_unshipped_bytes: 0,
         retired_empty_recordings: 0,
         retired_other_recordings: Vec::new(),
         io_resubmitted: 0,

@@ -120,6 +120,15 @@ pub struct Retention {
     /// the digests of earlier configurations hold.
     #[serde(default, skip_serializing_if = "is_own")]
     pub scope: KeepScope,
+    /// A loop in a shipped directory: how far, in bytes, the directory
+    /// may exceed the budget to keep earlier recordings `rtrec ship` has
+    /// not sent yet (`--unshipped-headroom`). Given (even 0), the directory
+    /// counts as shipped although no `.shipped` ledger is there yet.
+    /// Beyond it they leave, counted (`retired_unshipped_files`). `None`:
+    /// not given, left out of the JSON then, so the digests of earlier
+    /// configurations hold (docs/unattended.md, "The budget knows").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unshipped_headroom: Option<u64>,
 }
 
 fn is_own(s: &KeepScope) -> bool {
@@ -563,6 +572,9 @@ impl Config {
         if r.keep_events > 0 && self.flight.is_none() {
             return Err(ConfigError::KeepEventsNeedsFlight);
         }
+        if r.unshipped_headroom.is_some() && r.keep_bytes == 0 && r.keep_files == 0 {
+            return Err(ConfigError::HeadroomNeedsBudget);
+        }
         Ok(())
     }
 
@@ -677,6 +689,14 @@ mod tests {
         c.validate().unwrap();
         c.flight = None;
         assert_eq!(c.validate(), Err(ConfigError::KeepEventsNeedsFlight));
+        c.retention = Retention {
+            keep_for_ns: 1,
+            unshipped_headroom: Some(0),
+            ..Retention::default()
+        };
+        assert_eq!(c.validate(), Err(ConfigError::HeadroomNeedsBudget));
+        c.retention.keep_files = 2;
+        c.validate().unwrap();
         // No limit: the JSON (and so the digest) is as before.
         assert!(!serde_json::to_string(&Config::default())
             .unwrap()

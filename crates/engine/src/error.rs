@@ -201,6 +201,10 @@ pub enum ConfigError {
     /// `keep_events` without the flight recorder.
     #[error("--keep-events keeps flight-recorder events: it needs the flight recorder")]
     KeepEventsNeedsFlight,
+    /// `unshipped_headroom` without a size or count budget: there is no
+    /// budget for it to exceed.
+    #[error("--unshipped-headroom lets a loop's disk budget be exceeded to keep unshipped recordings: it needs --keep or --keep-files")]
+    HeadroomNeedsBudget,
     /// A packed frame's maximum latency outside 1 ns .. 60 s.
     #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
     BadMaxLatency,

@@ -169,6 +169,16 @@ pub struct Summary {
     /// durable (a file leaves only after what names it is on the disk).
     #[serde(default)]
     pub retired_unclaimed: u64,
+    /// A loop in a shipped directory (`rtrec ship`'s ledger `.shipped`
+    /// is there, or `--unshipped-headroom` was given): of
+    /// `retired_earlier_files`, those of recordings the ledger did not say
+    /// were shipped, retired beyond the headroom or by the age limit
+    /// (docs/unattended.md, "The budget knows"). 0 otherwise.
+    #[serde(default)]
+    pub retired_unshipped_files: u64,
+    /// Bytes those files took on disk.
+    #[serde(default)]
+    pub retired_unshipped_bytes: u64,
     /// A loop recording: empty recordings it owned (no record, no loss:
     /// restarts whose source ended at once), removed when it started, so
     /// they do not accumulate (`docs/unattended.md`, "What the budget
@@ -761,6 +771,8 @@ impl Recorder {
             retired_earlier_bytes: report.retired.earlier_bytes,
             retired_late_files: report.retired.late,
             retired_unclaimed: report.retired.unclaimed,
+            retired_unshipped_files: report.retired.unshipped_files,
+            retired_unshipped_bytes: report.retired.unshipped_bytes,
             retired_empty_recordings: report.retired.empty_recordings,
             retired_other_recordings: report.retired.others,
             io_resubmitted: report.io_resubmitted,

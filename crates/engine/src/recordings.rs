@@ -32,7 +32,7 @@ use crate::file::utc_iso;
 use crate::pool::{leftover_tmp, Pool};
 use crate::reader::{
     check_continuity_in, recording_files, recording_groups, verify_file, FileReport, FileStatus,
-    Scope,
+    LedgerEntry, Scope, ShipLedger,
 };
 use crate::recovery::Live;
 
@@ -228,6 +228,16 @@ pub struct Summary {
     pub files: usize,
     /// Their size on storage, bytes.
     pub size_bytes: u64,
+    /// In a directory `rtrec ship` sends (its ledger `.shipped` is
+    /// there): whether the recording is shipped (its manifest is in the
+    /// bucket, [`Recording::shipping`]); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shipped: Option<bool>,
+    /// In such a directory: of the leading files a loop retired, those the
+    /// ledger has no verified copy of in the bucket (gone before they were
+    /// shipped); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retired_unshipped_files: Option<u64>,
 }
 
 impl Recording {
@@ -250,6 +260,28 @@ impl Recording {
         self.files
             .first()
             .is_some_and(|f| f.index == Some(0) && f.opens_with_trigger)
+    }
+
+    /// What the directory's shipping `ledger` says of it: whether it is
+    /// shipped (its manifest is in the bucket), and how many of the
+    /// leading files a loop retired have no verified copy there (no
+    /// `file` line of the ledger names their recording and index).
+    pub fn shipping(&self, ledger: &ShipLedger) -> (bool, u64) {
+        let Some(id) = self.id else {
+            return (false, 0);
+        };
+        let retired = self.files.iter().find_map(|r| r.retired.as_ref());
+        let unshipped = retired.map_or(0, |r| {
+            (r.first_index..=r.last_index)
+                .filter(|&i| {
+                    !ledger.entries.iter().any(|e| {
+                        matches!(e, LedgerEntry::File { recording_id, index, .. }
+                            if *recording_id == id && *index == i)
+                    })
+                })
+                .count() as u64
+        });
+        (ledger.recording_shipped(id), unshipped)
     }
 
     /// What `ls` lists of it.
@@ -293,6 +325,8 @@ impl Recording {
                 .filter_map(|r| std::fs::metadata(&r.path).ok())
                 .map(|m| m.len())
                 .sum(),
+            shipped: None,
+            retired_unshipped_files: None,
         }
     }
 }

@@ -238,6 +238,8 @@ mod tests {
             retired_earlier_bytes: 0,
             retired_late_files: 0,
             retired_unclaimed: 0,
+            retired_unshipped_files: 0,
+            retired_unshipped_bytes: 0,
             retired_empty_recordings: 0,
             retired_other_recordings: Vec::new(),
             io_resubmitted: 0,

@@ -180,6 +180,12 @@ pub struct LiveStats {
     /// grows past its budget by these. Published by the writer at each
     /// switch.
     pub retired_unclaimed: AtomicU64,
+    /// A loop in a shipped directory: files of earlier recordings not yet
+    /// shipped that the budget retired (beyond `--unshipped-headroom`, or
+    /// by the age limit). Published by the writer at each switch.
+    pub retired_unshipped: AtomicU64,
+    /// Bytes those files took on disk.
+    pub retired_unshipped_bytes: AtomicU64,
     /// The writer thread's heartbeat: data records it took from the ring
     /// and handed on without a failure (written, gathered into the open
     /// frame, or kept by the flight recorder), published only by the
@@ -240,6 +246,10 @@ pub struct LiveSnapshot {
     pub retired_bytes: u64,
     /// [`LiveStats::retired_unclaimed`].
     pub retired_unclaimed: u64,
+    /// [`LiveStats::retired_unshipped`].
+    pub retired_unshipped: u64,
+    /// [`LiveStats::retired_unshipped_bytes`].
+    pub retired_unshipped_bytes: u64,
     /// [`LiveStats::records_taken`].
     pub records_taken: u64,
     /// [`LiveStats::writer_failed`].
@@ -271,6 +281,8 @@ impl LiveStats {
             retired_files: r(&self.retired_files),
             retired_bytes: r(&self.retired_bytes),
             retired_unclaimed: r(&self.retired_unclaimed),
+            retired_unshipped: r(&self.retired_unshipped),
+            retired_unshipped_bytes: r(&self.retired_unshipped_bytes),
             records_taken: r(&self.records_taken),
             writer_failed: self.writer_failed.load(Ordering::Acquire),
         }

@@ -43,6 +43,18 @@
 //! - Earlier units count by the bytes they take on disk (allocated
 //!   blocks), the loop's own finished files by their file size: the
 //!   budget is the kept count times the file size.
+//! - **The budget knows what was shipped** (issue 46): a directory is
+//!   shipped when `rtrec ship` keeps its ledger there (`.shipped`,
+//!   [`ShipLedger`]) or the loop was given `--unshipped-headroom`; each
+//!   unit then carries whether its recording is shipped
+//!   ([`Unit::shipped`]: its manifest is in the bucket), and
+//!   `super::retire` lets shipped ones leave first. The ledger is read
+//!   here, when the recording is created; while it records, the retire
+//!   thread reads it again ([`Shipped`]), never the writer.
+//! - A ledger that does not decode counts nothing as shipped (the worst
+//!   it does is keep or count a shipped recording as unshipped, never let
+//!   an unshipped one leave first), and the loop says why once, at its
+//!   start ([`Earlier::ledger_unreadable`]).
 //! - The listing reads one header per file when the recording is created
 //!   (never on the writer's thread while it records).
 
@@ -55,7 +67,7 @@ use crate::config::{Config, KeepScope};
 use crate::error::Error;
 use crate::file::{belongs_to, claimed_base, FRAMED_EXT};
 use crate::format::{FileHeader, FrameKind, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN};
-use crate::reader::{recording_files, RetiredRange, RetiredRecord};
+use crate::reader::{recording_files, RetiredRange, RetiredRecord, ShipLedger, SHIP_LEDGER};
 
 /// The budget lock's name in the recording directory (see the module
 /// docs).
@@ -83,6 +95,9 @@ pub(super) struct Unit {
     /// Its files as the retirement record names them (the recording id
     /// and the index range; the time is set when they are retired).
     pub(super) range: RetiredRange,
+    /// The directory's shipping ledger says its recording is shipped (its
+    /// manifest is in the bucket); `false` in a directory nobody ships.
+    pub(super) shipped: bool,
 }
 
 /// A loop's view of its directory when it starts (see the module docs).
@@ -105,6 +120,16 @@ pub(super) struct Earlier {
     /// Why the record found could not be read, when it could not: a new
     /// one replaces it, and the loop says so at its start.
     pub(super) unreadable: Option<String>,
+    /// The directory is shipped (see the module docs): its earlier
+    /// recordings leave shipped ones first, and an unshipped one retired
+    /// is counted.
+    pub(super) shipping: bool,
+    /// Why the shipping ledger found could not be read, when it could
+    /// not: nothing counts as shipped, and the loop says so at its start.
+    pub(super) ledger_unreadable: Option<String>,
+    /// The ledger's version as read ([`Shipped::stamp`]): the retire
+    /// thread reads it again only once it changed.
+    pub(super) ledger_stamp: Option<Stamp>,
 }
 
 impl Earlier {
@@ -118,6 +143,9 @@ impl Earlier {
             pruned: false,
             dir: PathBuf::new(),
             unreadable: None,
+            shipping: false,
+            ledger_unreadable: None,
+            ledger_stamp: None,
         }
     }
 
@@ -143,7 +171,14 @@ impl Earlier {
         };
         let present: Vec<u64> = found.iter().map(|f| f.header.recording_id).collect();
         let pruned = record.retain(|id| present.contains(&id));
-        let (units, empties) = earlier_units(found, &cfg.prefix, cfg.retention.scope);
+        let (mut units, empties) = earlier_units(found, &cfg.prefix, cfg.retention.scope);
+        // Stamped before it is read: a ledger replaced in between is read
+        // again by the retire thread.
+        let ledger_stamp = Shipped::stamp(dir);
+        let ledger = Shipped::read(dir);
+        for u in &mut units {
+            u.shipped = ledger.shipped(u.range.recording_id);
+        }
         Ok(Earlier {
             units,
             empties,
@@ -152,12 +187,79 @@ impl Earlier {
             pruned,
             dir: dir.to_path_buf(),
             unreadable,
+            shipping: ledger.present || cfg.retention.unshipped_headroom.is_some(),
+            ledger_unreadable: ledger.unreadable,
+            ledger_stamp,
         })
     }
 
     /// Bytes on disk of what the budget may retire.
     pub(super) fn bytes(&self) -> u64 {
         self.units.iter().map(|u| u.bytes).sum()
+    }
+}
+
+/// What identifies a version of the shipping ledger: inode, size, change
+/// time (s, ns).
+pub(super) type Stamp = (u64, u64, i64, i64);
+
+/// What the directory's shipping ledger says, as the loop reads it: at
+/// the start ([`Earlier::list`]) and, while it records, on the retire
+/// thread when the ledger's file changed ([`Shipped::stamp`]).
+#[derive(Debug, Default)]
+pub(super) struct Shipped {
+    /// A ledger is there (readable or not).
+    pub(super) present: bool,
+    /// The recordings it says are shipped, sorted.
+    pub(super) ids: Vec<u64>,
+    /// Why it could not be read, when it could not (then `ids` is empty).
+    pub(super) unreadable: Option<String>,
+}
+
+impl Shipped {
+    /// The ledger of `dir` (see the module docs for one that does not
+    /// decode).
+    pub(super) fn read(dir: &Path) -> Shipped {
+        let present = std::fs::symlink_metadata(dir.join(SHIP_LEDGER)).is_ok();
+        match ShipLedger::read(dir) {
+            Ok(l) => {
+                let mut ids: Vec<u64> = l
+                    .entries
+                    .iter()
+                    .filter_map(|e| match e {
+                        crate::reader::LedgerEntry::Recording { recording_id, .. } => {
+                            Some(*recording_id)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                Shipped {
+                    present,
+                    ids,
+                    unreadable: None,
+                }
+            }
+            Err(e) => Shipped {
+                present,
+                ids: Vec::new(),
+                unreadable: Some(e),
+            },
+        }
+    }
+
+    /// Whether recording `id` is shipped.
+    pub(super) fn shipped(&self, id: u64) -> bool {
+        self.ids.binary_search(&id).is_ok()
+    }
+
+    /// What identifies the ledger's current version without reading it:
+    /// its inode, size and change time (`None`: none there). The ledger is
+    /// replaced whole by a rename, so a new version is a new inode.
+    pub(super) fn stamp(dir: &Path) -> Option<Stamp> {
+        let m = std::fs::symlink_metadata(dir.join(SHIP_LEDGER)).ok()?;
+        Some((m.ino(), m.size(), m.ctime(), m.ctime_nsec()))
     }
 }
 
@@ -353,6 +455,7 @@ fn unit(found: Vec<Found>, name: String, own: bool) -> Unit {
         files: found.into_iter().map(|f| f.path).collect(),
         name,
         own,
+        shipped: false,
     }
 }
 

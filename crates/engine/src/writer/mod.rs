@@ -168,9 +168,7 @@ impl Writer {
         let earlier = Earlier::list(dir, &cfg)?;
         let choice = rotation::choose_files(dir, &mut cfg, &mut report, earlier.bytes())?;
         let mut start_notes = Vec::new();
-        if let Some(clamped) =
-            retire::fit_to_card(dir, &mut cfg, earlier.bytes(), choice.pool.as_ref())?
-        {
+        for clamped in retire::fit_to_card(dir, &mut cfg, earlier.bytes(), choice.pool.as_ref())? {
             report.warnings.push(clamped.clone());
             start_notes.push(clamped);
         }
@@ -297,6 +295,11 @@ impl Writer {
         self.live
             .retired_unclaimed
             .store(self.retire.unclaimed(), Ordering::Relaxed);
+        let (files, bytes) = self.retire.retired_unshipped();
+        self.live.retired_unshipped.store(files, Ordering::Relaxed);
+        self.live
+            .retired_unshipped_bytes
+            .store(bytes, Ordering::Relaxed);
     }
 
     /// Opens the next file ([`Writer::next_file`], [`Writer::install`])
@@ -946,6 +949,17 @@ impl Writer {
             self.report.warnings.push(format!(
                 "{} retired file(s) were kept: the RETIRED claim or the directory's retirement record naming them could not be made durable (a file leaves only after what names it is on the disk)",
                 self.report.retired.unclaimed
+            ));
+        }
+        let r = &self.report.retired;
+        if r.unshipped_files > 0 {
+            // The start said those it retired then, by name; this is the
+            // whole recording's count.
+            self.report.warnings.push(retire::unshipped_note(r, &[]));
+        }
+        if let Some(e) = &r.ledger_damaged {
+            self.report.warnings.push(format!(
+                "{e} (it read at the start); from then the disk budget counted no earlier recording as shipped"
             ));
         }
         let others = &self.report.retired.others;

@@ -75,6 +75,20 @@ pub struct RetireStats {
     /// own, by name: only with `--keep-scope dir` ([`crate::KeepScope`]).
     #[serde(default)]
     pub others: Vec<String>,
+    /// A shipped directory: of `earlier_files`, those of recordings the
+    /// shipping ledger did not say were shipped (retired beyond the
+    /// unshipped headroom, or by the age limit; docs/unattended.md, "The
+    /// budget knows").
+    #[serde(default)]
+    pub unshipped_files: u64,
+    /// Bytes those files took on disk.
+    #[serde(default)]
+    pub unshipped_bytes: u64,
+    /// Why the shipping ledger could not be read while recording (it read
+    /// at the start), the first time: nothing counted as shipped from
+    /// then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger_damaged: Option<String>,
 }
 
 /// What the writer did; merged into the recorder's summary.

@@ -19,7 +19,38 @@
 //! one budget (their files are counted apart: `earlier_files`,
 //! `earlier_bytes`).
 //!
+//! In a shipped directory (`rtrec ship` keeps its ledger `.shipped`
+//! there, or the loop was given `--unshipped-headroom`), the budget knows
+//! what was shipped (issue 46; docs/unattended.md, "The budget knows"):
+//! earlier recordings whose manifest is in the bucket leave first, oldest
+//! first among them, before any unshipped one; an unshipped one leaves
+//! only while the directory exceeds the budget by more than the headroom
+//! (or by the age limit), and each such file is counted
+//! (`unshipped_files`, `unshipped_bytes`) and said at the start and in
+//! the summary's warnings: never silently.
+//!
 //! Design choices:
+//! - **Headroom, then counted** (`--unshipped-headroom SIZE`, default 0):
+//!   a field engineer wants the recorder to keep recording whatever the
+//!   network does, and a card that fills stops the recording; so the
+//!   loop never waits for the shipper. It keeps unshipped files up to a
+//!   hard limit stated in bytes, fitted to the card at the start like the
+//!   budget (clamped, said), and beyond it retires them, counted. With
+//!   the default 0 an unshipped recording over the budget leaves at once,
+//!   counted: the budget the user gave is never exceeded unless asked.
+//! - **The running recording's own files are not "unshipped"**: no
+//!   shipper sends a recording still open, so its turnover is the loop's
+//!   (`files`); only earlier, closed recordings are counted.
+//! - **The ledger is read off the writer's path**: at the start by
+//!   [`Earlier::list`] (the creating thread); while recording by the
+//!   retire thread, which looks at the ledger's inode, size and change
+//!   time once a second and at each job and reads it again only when they
+//!   changed (the shipper replaces it whole by a rename); the writer, at
+//!   a switch, copies the thread's latest view into its units with a
+//!   `try_lock` (no wait, no syscall, no allocation; busy: the next
+//!   switch does). A view is at most about a second old: a recording
+//!   shipped just before a switch may still count as unshipped there,
+//!   never the other way round.
 //! - The writer only decides and hands over; no file is renamed, written
 //!   or deleted on its thread, and never on the producer's.
 //! - Nothing disappears before the record of why is durable: the claim
@@ -77,7 +108,7 @@ use crate::reader::{RetiredRange, RetiredRecord};
 use crate::sizing;
 use rtrec_units::format_size;
 
-use super::earlier::{Earlier, Unit};
+use super::earlier::{Earlier, Shipped, Stamp, Unit};
 use super::report::RetireStats;
 
 /// A finished file of the loop, until it is retired.
@@ -133,6 +164,17 @@ pub(super) struct Retire {
     /// The files of the empty recordings the loop owns, removed at
     /// [`Retire::start`].
     empties: Vec<PathBuf>,
+    /// The directory is shipped (see the module docs).
+    shipping: bool,
+    /// Why the shipping ledger could not be read at the start: said in
+    /// [`Retire::start`]'s notes.
+    ledger_unreadable: Option<String>,
+    /// The retire thread's view of the ledger last copied into
+    /// `earlier` (its generation).
+    shipped_seen: u64,
+    /// Before [`Retire::start`] returns: the unshipped recordings retired
+    /// at the start, by name, for its note.
+    unshipped_names: Option<Vec<String>>,
 }
 
 impl Retire {
@@ -161,7 +203,11 @@ impl Retire {
             pruned,
             dir,
             unreadable,
+            shipping,
+            ledger_unreadable,
+            ledger_stamp,
         } = earlier;
+        let ship_dir = shipping.then(|| (dir.clone(), ledger_stamp));
         let book = record.map(|record| Book {
             record,
             pruned,
@@ -188,8 +234,12 @@ impl Retire {
             pending: Vec::with_capacity(room),
             pending_ranges: Vec::with_capacity(room),
             stats,
-            thread: on.then(|| Retirer::start(pool, room, book)),
+            thread: on.then(|| Retirer::start(pool, room, book, ship_dir)),
             rules,
+            shipping,
+            ledger_unreadable,
+            shipped_seen: 0,
+            unshipped_names: Some(Vec::new()),
         };
         r.retire_earlier();
         r
@@ -198,22 +248,37 @@ impl Retire {
     /// Retires the directory's earlier recordings, oldest first, while
     /// they and the loop's finished files take more than the budget (the
     /// kept count times the file size), and those older than the age
-    /// limit.
+    /// limit. In a shipped directory the shipped ones go first, and an
+    /// unshipped one only beyond the headroom (see the module docs).
     fn retire_earlier(&mut self) {
+        self.sync_shipped();
         let budget = self.kept.map(|k| k.saturating_mul(self.file_size));
-        let own = self.finished.len() as u64 * self.file_size;
+        let headroom = match self.shipping {
+            true => self.rules.unshipped_headroom.unwrap_or(0),
+            false => 0,
+        };
+        // The loop's own finished files as this switch leaves them: those
+        // beyond the kept count leave in [`Retire::decide`] right after
+        // (counting them would retire an earlier recording the headroom
+        // keeps; without headroom the result is the same).
+        let finished = self.finished.len() as u64;
+        let own = self.kept.map_or(finished, |k| finished.min(k)) * self.file_size;
         let now = sys::realtime_ns();
         let age = self.rules.keep_for_ns;
-        while let Some(u) = self.earlier.front() {
-            let over = budget.is_some_and(|b| self.earlier_bytes + own > b);
-            let old = age > 0 && now.saturating_sub(u.newest_wall_ns) >= age;
-            if !(over || old) {
-                break;
-            }
-            let Some(u) = self.earlier.pop_front() else {
+        while let Some(i) = self.next_earlier(budget, headroom, own, now, age) {
+            let Some(u) = self.earlier.remove(i) else {
                 break;
             };
             self.earlier_bytes -= u.bytes;
+            if self.shipping && !u.shipped {
+                self.stats.unshipped_files += u.files.len() as u64;
+                self.stats.unshipped_bytes += u.bytes;
+                if let Some(names) = &mut self.unshipped_names {
+                    if names.last() != Some(&u.name) {
+                        names.push(u.name.clone());
+                    }
+                }
+            }
             self.pending_ranges.push(RetiredRange {
                 wall_ns: now,
                 ..u.range
@@ -225,6 +290,50 @@ impl Retire {
             }
             self.pending.extend(u.files);
         }
+    }
+
+    /// The position in `earlier` of the unit that leaves next, if one
+    /// does: with the directory's earlier bytes and the loop's own `own`
+    /// over `budget`, the oldest shipped unit, else (beyond `headroom`
+    /// too, or the oldest past the age limit `age` at `now`) the oldest.
+    fn next_earlier(
+        &self,
+        budget: Option<u64>,
+        headroom: u64,
+        own: u64,
+        now: u64,
+        age: u64,
+    ) -> Option<usize> {
+        let front = self.earlier.front()?;
+        let total = self.earlier_bytes + own;
+        let over = budget.is_some_and(|b| total > b);
+        let shipped = if over && self.shipping {
+            self.earlier.iter().position(|u| u.shipped)
+        } else {
+            None
+        };
+        let beyond = budget.is_some_and(|b| total > b.saturating_add(headroom));
+        let old = age > 0 && now.saturating_sub(front.newest_wall_ns) >= age;
+        shipped.or((beyond || old).then_some(0))
+    }
+
+    /// Copies the retire thread's latest view of the shipping ledger into
+    /// the earlier units (see the module docs: no wait, no syscall).
+    fn sync_shipped(&mut self) {
+        let Some(t) = self.thread.as_ref().filter(|_| self.shipping) else {
+            return;
+        };
+        let generation = t.shared.shipped_generation.load(Ordering::Acquire);
+        if generation == self.shipped_seen {
+            return;
+        }
+        let Ok(view) = t.shared.shipped.try_lock() else {
+            return;
+        };
+        for u in &mut self.earlier {
+            u.shipped = view.shipped(u.range.recording_id);
+        }
+        self.shipped_seen = generation;
     }
 
     /// Before the recording's first file (no record is taken yet, so on
@@ -245,6 +354,15 @@ impl Retire {
             notes.push(format!(
                 "{e}; a new record replaces it, so the earlier files it named now read as missing (`rtrec verify` says which)"
             ));
+        }
+        if let Some(e) = self.ledger_unreadable.take() {
+            notes.push(format!(
+                "{e}; the disk budget counts no earlier recording as shipped (the shipper sends again what it cannot find there)"
+            ));
+        }
+        let names = self.unshipped_names.take().unwrap_or_default();
+        if !names.is_empty() {
+            notes.push(unshipped_note(&self.stats, &names));
         }
         // The record that names them is durable before the first leaves.
         // One write for all of them (a restart storm may leave many).
@@ -405,10 +523,19 @@ impl Retire {
         (self.stats.files, self.stats.bytes)
     }
 
+    /// Files and bytes of unshipped earlier recordings retired so far (for
+    /// the live counters).
+    pub(super) fn retired_unshipped(&self) -> (u64, u64) {
+        (self.stats.unshipped_files, self.stats.unshipped_bytes)
+    }
+
     /// After the recording: the thread finishes what it was given and
     /// stops; returns what was retired.
     pub(super) fn finish(&mut self) -> RetireStats {
         if let Some(t) = self.thread.take() {
+            if let Ok(mut later) = t.shared.ledger_damaged.lock() {
+                self.stats.ledger_damaged = later.take();
+            }
             let (recycled, deleted, unclaimed) = t.stop();
             self.stats.recycled = recycled;
             self.stats.deleted = deleted;
@@ -418,13 +545,33 @@ impl Retire {
     }
 }
 
+/// The sentence that says the budget retired `stats`'s unshipped files:
+/// at the start, of the recordings `names`; in the summary's warnings
+/// (`names` empty), the whole recording's count.
+pub(super) fn unshipped_note(stats: &RetireStats, names: &[String]) -> String {
+    let of = match names {
+        [] => "earlier recordings".to_string(),
+        _ => format!("{} earlier recording(s)", names.len()),
+    };
+    let which = match names {
+        [] => String::new(),
+        _ => format!(": {}", names.join(", ")),
+    };
+    format!(
+        "the disk budget retired {} file(s) ({}) of {of} not yet shipped{which}; give --unshipped-headroom (or a larger --keep) to keep them longer for `rtrec ship`",
+        stats.unshipped_files,
+        format_size(stats.unshipped_bytes)
+    )
+}
+
 /// Fits a loop's budget to its card ([`sizing::fit_budget`]): the room
 /// is the free space of `dir`, plus `retirable` (what the budget may
 /// retire), plus the ready files of `pool`; the bound counts the file
 /// being written and the pool's target as spares. A budget whose bound
 /// does not fit is clamped to the kept count that does, in `cfg`, and the
 /// sentence that says so is returned (said at the start, and in the
-/// summary's warnings); not a loop, or an age limit alone: nothing.
+/// summary's warnings), and so is a clamped `--unshipped-headroom`
+/// ([`fit_headroom`]); not a loop, or an age limit alone: nothing.
 ///
 /// # Errors
 /// Not even one finished file fits beside the file being written and the
@@ -434,9 +581,9 @@ pub(super) fn fit_to_card(
     cfg: &mut Config,
     retirable: u64,
     pool: Option<&Pool>,
-) -> Result<Option<String>, Error> {
+) -> Result<Vec<String>, Error> {
     let Some(kept) = cfg.retention.kept_files(cfg.file_size) else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let free = std::fs::File::open(dir)
         .and_then(|d| sys::available_bytes(&d))
@@ -463,9 +610,9 @@ pub(super) fn fit_to_card(
         size(retirable),
         size(ready)
     );
-    match sizing::fit_budget(kept, fs, spares, room) {
-        sizing::BudgetFit::Fits => Ok(None),
-        sizing::BudgetFit::TooSmall => Err(Error::Usage(format!(
+    let fitted = match sizing::fit_budget(kept, fs, spares, room) {
+        sizing::BudgetFit::Fits => None,
+        sizing::BudgetFit::TooSmall => return Err(Error::Usage(format!(
             "'{}' holds {room_words}: too little for a loop of files of {} (one finished file, the file being written and the pool's {spares} spare file(s)); give a smaller --file-size or --pool-files",
             dir.display(),
             size(fs)
@@ -477,14 +624,41 @@ pub(super) fn fit_to_card(
             if cfg.retention.keep_files > 0 {
                 cfg.retention.keep_files = cfg.retention.keep_files.min(most as u32);
             }
-            Ok(Some(format!(
+            Some(format!(
                 "the disk budget ({budget}) is more than '{}' holds, {room_words}: it is clamped to {most} file(s) of {} ({}), so that with the file being written and the pool's {spares} spare file(s) the card never fills",
                 dir.display(),
                 size(fs),
                 size(most * fs)
-            )))
+            ))
         }
+    };
+    let mut notes: Vec<String> = fitted.into_iter().collect();
+    notes.extend(fit_headroom(cfg, spares, room, &room_words));
+    Ok(notes)
+}
+
+/// Clamps `--unshipped-headroom` in `cfg` to what `room` (described by
+/// `room_words`) leaves beside the fitted budget's bound (the kept
+/// files, the file being written, the pool's `spares` and the budget's
+/// metadata): the headroom is a hard limit, so it may not fill the card
+/// either. Returns the sentence that says so when it was clamped.
+fn fit_headroom(cfg: &mut Config, spares: u64, room: u64, room_words: &str) -> Option<String> {
+    let headroom = cfg.retention.unshipped_headroom?;
+    let fs = cfg.file_size;
+    let kept = cfg.retention.kept_files(fs)?;
+    let bound = (kept + 1 + spares)
+        .saturating_mul(fs)
+        .saturating_add(sizing::BUDGET_METADATA_BYTES);
+    let left = room.saturating_sub(bound);
+    if headroom <= left {
+        return None;
     }
+    cfg.retention.unshipped_headroom = Some(left);
+    Some(format!(
+        "--unshipped-headroom {} is more than the card holds beside the budget, {room_words}: it is clamped to {}, so that unshipped recordings kept over the budget never fill the card",
+        format_size(headroom),
+        format_size(left)
+    ))
 }
 
 /// What the thread and the writer share.
@@ -502,6 +676,14 @@ struct Shared {
     /// The directory's retirement record, for earlier recordings' files
     /// (`None`: not a loop).
     book: Mutex<Option<Book>>,
+    /// The shipping ledger as the thread last read it (a shipped
+    /// directory's; see the module docs).
+    shipped: Mutex<Shipped>,
+    /// Bumped each time the thread puts a new view in `shipped`.
+    shipped_generation: AtomicU64,
+    /// Why the ledger could not be read while recording, the first time
+    /// it could not (it read at the start): for the summary's warnings.
+    ledger_damaged: Mutex<Option<String>>,
 }
 
 /// The directory's retirement record as the loop keeps it: written whole
@@ -560,8 +742,15 @@ struct Retirer {
 
 impl Retirer {
     /// Starts the thread; its queue holds `room` jobs before it grows;
-    /// `book`: the directory's retirement record (a loop's).
-    fn start(pool: Option<Pool>, room: usize, book: Option<Book>) -> Retirer {
+    /// `book`: the directory's retirement record (a loop's); `ship_dir`:
+    /// a shipped directory and its ledger's stamp as read at the start,
+    /// whose ledger the thread reads again when it changes.
+    fn start(
+        pool: Option<Pool>,
+        room: usize,
+        book: Option<Book>,
+        ship_dir: Option<(PathBuf, Option<Stamp>)>,
+    ) -> Retirer {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::with_capacity(room + 1),
@@ -575,13 +764,26 @@ impl Retirer {
             deleted: AtomicU64::new(0),
             unclaimed: AtomicU64::new(0),
             book: Mutex::new(book),
+            shipped: Mutex::new(Shipped::default()),
+            shipped_generation: AtomicU64::new(0),
+            ledger_damaged: Mutex::new(None),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("rtrec-retire".into())
             .spawn(move || {
                 let _ = sys::set_thread_ioprio(3, 7);
-                while let Some((job, claimed)) = next_job(&s) {
+                let mut ledger = ship_dir.map(|(dir, stamp)| LedgerWatch { dir, stamp });
+                let wait = ledger.as_ref().map(|_| LEDGER_LOOK);
+                loop {
+                    if let Some(l) = &mut ledger {
+                        l.look(&s);
+                    }
+                    let (job, claimed) = match next_job(&s, wait) {
+                        Next::Job(job, claimed) => (job, claimed),
+                        Next::Idle => continue,
+                        Next::Stop => break,
+                    };
                     let synced = run_job(&s, pool.as_ref(), job, claimed);
                     let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
                     q.working = false;
@@ -676,19 +878,72 @@ impl Drop for Retirer {
     }
 }
 
-/// The next job and whether the latest claim before it is durable;
-/// `None` once stopped and the queue is empty.
-fn next_job(s: &Shared) -> Option<(Job, bool)> {
+/// How often the thread looks at a shipped directory's ledger while it
+/// has nothing else to do (see the module docs).
+const LEDGER_LOOK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What [`next_job`] found.
+enum Next {
+    /// A job, and whether the latest claim before it is durable.
+    Job(Job, bool),
+    /// Nothing within the wait asked for.
+    Idle,
+    /// Stopped, and the queue is empty.
+    Stop,
+}
+
+/// The next job; waits for one at most `wait` (`None`: until one comes
+/// or the thread is stopped).
+fn next_job(s: &Shared, wait: Option<std::time::Duration>) -> Next {
     let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
     loop {
         if let Some(j) = q.jobs.pop_front() {
             q.working = true;
-            return Some((j, q.claimed));
+            return Next::Job(j, q.claimed);
         }
         if s.stop.load(Ordering::Acquire) {
-            return None;
+            return Next::Stop;
         }
-        q = s.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+        q = match wait {
+            None => s.wake.wait(q).unwrap_or_else(|e| e.into_inner()),
+            Some(d) => {
+                let (q, t) = s.wake.wait_timeout(q, d).unwrap_or_else(|e| e.into_inner());
+                if t.timed_out() && q.jobs.is_empty() {
+                    return Next::Idle;
+                }
+                q
+            }
+        };
+    }
+}
+
+/// The retire thread's watch over a shipped directory's ledger.
+struct LedgerWatch {
+    dir: PathBuf,
+    /// The version last read ([`Shipped::stamp`]).
+    stamp: Option<Stamp>,
+}
+
+impl LedgerWatch {
+    /// Reads the ledger again when it changed since the last look, and
+    /// puts what it says in `s` for the writer (see the module docs). A
+    /// ledger that no longer decodes counts nothing as shipped; the first
+    /// such reason is kept for the summary.
+    fn look(&mut self, s: &Shared) {
+        let stamp = Shipped::stamp(&self.dir);
+        if stamp == self.stamp {
+            return;
+        }
+        self.stamp = stamp;
+        let view = Shipped::read(&self.dir);
+        if let Some(e) = &view.unreadable {
+            let mut d = s.ledger_damaged.lock().unwrap_or_else(|e| e.into_inner());
+            if d.is_none() {
+                *d = Some(e.clone());
+            }
+        }
+        *s.shipped.lock().unwrap_or_else(|e| e.into_inner()) = view;
+        s.shipped_generation.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -787,11 +1042,31 @@ mod tests {
     }
 
     #[test]
+    fn a_headroom_the_card_cannot_hold_beside_the_budget_is_clamped_and_said() {
+        const MIB: u64 = 1 << 20;
+        let mut cfg = Config {
+            file_size: MIB,
+            ..Config::default()
+        };
+        cfg.retention.keep_files = 2;
+        cfg.retention.unshipped_headroom = Some(5 * MIB);
+        // Two kept, one being written, one spare and the metadata: 4 MiB
+        // and 64 KiB of 5 MiB and 64 KiB leave 1 MiB.
+        let room = 5 * MIB + sizing::BUDGET_METADATA_BYTES;
+        let note = fit_headroom(&mut cfg, 1, room, "5 MiB").unwrap();
+        assert_eq!(cfg.retention.unshipped_headroom, Some(MIB));
+        assert!(note.contains("clamped to 1 MiB"), "{note}");
+        // What fits is left as given.
+        assert_eq!(fit_headroom(&mut cfg, 1, room, "5 MiB"), None);
+        assert_eq!(cfg.retention.unshipped_headroom, Some(MIB));
+    }
+
+    #[test]
     fn files_leave_once_their_claim_is_synced() {
         let dir = tempfile::tempdir().unwrap();
         let (holder, mut files) = retired(dir.path());
         let paths = files.clone();
-        let t = Retirer::start(None, 4, None);
+        let t = Retirer::start(None, 4, None, None);
         t.give(
             &mut Vec::new(),
             Some((holder, vec![dir.path().to_path_buf()])),
@@ -821,7 +1096,7 @@ mod tests {
             next_index: 3,
             wall_ns: 1,
         };
-        let t = Retirer::start(None, 4, book(dir.path()));
+        let t = Retirer::start(None, 4, book(dir.path()), None);
         t.give(&mut vec![range], None, &mut files.clone(), 0);
         assert_eq!(t.stop(), (0, 3, 0));
         assert!(files.iter().all(|p| !p.exists()));
@@ -829,7 +1104,7 @@ mod tests {
         assert_eq!(r.ranges, vec![range]);
         // A record that cannot be written keeps them, counted.
         let (_, files) = retired(dir.path());
-        let t = Retirer::start(None, 4, book(&dir.path().join("gone")));
+        let t = Retirer::start(None, 4, book(&dir.path().join("gone")), None);
         t.give(&mut vec![range], None, &mut files.clone(), 0);
         assert_eq!(t.stop(), (0, 0, 3));
         assert!(files.iter().all(|p| p.exists()));
@@ -841,7 +1116,7 @@ mod tests {
         let (holder, files) = retired(dir.path());
         let gone = vec![dir.path().join("no-such-directory")];
         // The thread's path.
-        let t = Retirer::start(None, 4, None);
+        let t = Retirer::start(None, 4, None, None);
         t.give(
             &mut Vec::new(),
             Some((holder.clone(), gone.clone())),
@@ -853,7 +1128,7 @@ mod tests {
         // The writer's catch-up of jobs the thread never took: the claim
         // is synced (and fails) before any file would be deleted.
         let t = Retirer {
-            shared: Retirer::start(None, 4, None).shared.clone(),
+            shared: Retirer::start(None, 4, None, None).shared.clone(),
             thread: None,
         };
         {
