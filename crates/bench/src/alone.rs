@@ -240,15 +240,23 @@ pub(crate) fn run_crash(
         rtrec: std::env::current_exe().context("finding the rtrec executable")?,
         parent: args.image_dir.clone().unwrap_or_else(std::env::temp_dir),
         only: args.crash_cells.clone(),
-        log_cost: !args.crash_no_log_cost,
+        log_cost: !args.crash_no_log_cost && args.crash_cycles.is_none(),
+        cycles: args.crash_cycles.unwrap_or(0),
     };
-    eprintln!(
-        "rtrec bench: crash study: {} states over {} cells on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
-        opts.states,
-        crash::selected(&opts.only).len(),
-        device.profile.name,
-        opts.atomic
-    );
+    if opts.cycles > 0 {
+        eprintln!(
+            "rtrec bench: crash study: {} power-cut cycles of a loop recording on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
+            opts.cycles, device.profile.name, opts.atomic
+        );
+    } else {
+        eprintln!(
+            "rtrec bench: crash study: {} states over {} cells on the emulated {} (seed {seed}, torn writes in units of {} bytes)",
+            opts.states,
+            crash::selected(&opts.only).len(),
+            device.profile.name,
+            opts.atomic
+        );
+    }
     let environment = target::environment(
         &target,
         Some(&device),

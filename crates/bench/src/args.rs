@@ -189,6 +189,10 @@ pub struct BenchArgs {
     )]
     pub crash_cells: Vec<String>,
 
+    /// With --study crash: instead of the matrix, N power cuts of one budgeted loop recording in a row, service-style: each cycle mounts the last cut's crash image as its card, runs `rtrec recover` on its directory, records (the loop cells' back-ends in turn, a random length), and is cut at a random point of its write log (half of them around its moments: retirements included); every cut is checked as a crash state is (issue 44: a year of power cuts compressed; the release check runs 1000).
+    #[arg(long, value_name = "N", requires = "study")]
+    pub crash_cycles: Option<u64>,
+
     /// With --study crash: do not record the first cell a second time with the write log off (its cost on the emulator's timing error is then not reported).
     #[arg(long, requires = "study")]
     pub crash_no_log_cost: bool,

@@ -63,6 +63,11 @@ pub struct LoopFsOptions {
     /// Serve the image through this emulated device (see
     /// [`crate::emufs`]) instead of straight from the disk under `parent`.
     pub emulator: Option<EmulatorCommand>,
+    /// Start from a sparse copy of this ext4 image (`size` and
+    /// `journal_mib` are then its own) instead of formatting a new one:
+    /// the crash study's power-cut cycles mount each cut's crash image as
+    /// the next cycle's card.
+    pub from_image: Option<PathBuf>,
 }
 
 impl Default for LoopFsOptions {
@@ -74,6 +79,7 @@ impl Default for LoopFsOptions {
             xfs: false,
             parent: None,
             emulator: None,
+            from_image: None,
         }
     }
 }
@@ -167,11 +173,22 @@ impl LoopFs {
         Ok(fs)
     }
 
-    /// Creates the image file (sparse, `opts.size` bytes) and formats it.
+    /// Creates the image file (sparse, `opts.size` bytes) and formats it,
+    /// or copies `opts.from_image` (sparse).
     fn make_image(&self, opts: &LoopFsOptions) -> Result<()> {
         self.journal.record(Change::RemoveFile {
             path: self.image.clone(),
         })?;
+        if let Some(from) = &opts.from_image {
+            return run(
+                "cp",
+                &[
+                    "--sparse=always".as_ref(),
+                    from.as_os_str(),
+                    self.image.as_os_str(),
+                ],
+            );
+        }
         OpenOptions::new()
             .write(true)
             .create_new(true)

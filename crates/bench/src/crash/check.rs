@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use anyhow::Context;
 
-use super::content::{contents, names, recording_bytes, Content};
+use super::content::{contents_but, names, recording_bytes, Content};
 use super::matrix::{synthetic, Options, LOOP_BOUND_BYTES, RECORD_BYTES};
 
 /// One broken rule: its kind and one sentence.
@@ -21,6 +21,9 @@ pub(super) struct Checked {
     pub(super) fs_repaired: Option<String>,
     /// Each broken rule: its kind and one sentence.
     pub(super) broken: Vec<(&'static str, String)>,
+    /// The records the state owed (promised, less those retired under a
+    /// claim it holds).
+    pub(super) owed: u64,
 }
 
 /// Runs `cmd` with no stdin: its output, whatever its exit status.
@@ -76,7 +79,10 @@ fn fs_damage(fsck_n: &str) -> Option<String> {
 /// `verify` and `export` ([`verify_and_export`]). A loop recording's
 /// (`looped`) records below the highest RETIRED claim the directory holds
 /// after `recover` are not owed (retired under a durable claim), and its
-/// directory is held to [`LOOP_BOUND_BYTES`] before and after `recover`.
+/// directory is held to [`LOOP_BOUND_BYTES`] before and after `recover`,
+/// and `verify` of it must exit 0 after `recover`. The records of the
+/// recordings `skip` (earlier power-cut cycles') are not this state's.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn check(
     o: &Options,
     image: &Path,
@@ -84,11 +90,12 @@ pub(super) fn check(
     promised: &BTreeSet<u64>,
     events: bool,
     looped: bool,
+    skip: &BTreeSet<u64>,
 ) -> anyhow::Result<Checked> {
     let mut broken = Vec::new();
     let fs_repaired = fsck(image, &mut broken)?;
     let out = work.join("out");
-    let (dir, c, bytes_before) = read_out(o, image, &out, &mut broken)?;
+    let (dir, c, bytes_before) = read_out(o, image, &out, skip, &mut broken)?;
     let owed: BTreeSet<u64>;
     let promised = if looped {
         bound(bytes_before, recording_bytes(&dir), &mut broken);
@@ -97,14 +104,16 @@ pub(super) fn check(
     } else {
         promised
     };
+    let owed_count = promised.len() as u64;
     contract(promised, &c, looped, &mut broken);
     if c.files > 0 {
-        verify_and_export(o, &c, &dir, work, promised, events, &mut broken)?;
+        verify_and_export(o, &c, &dir, work, promised, events, looped, &mut broken)?;
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(Checked {
         fs_repaired,
         broken,
+        owed: owed_count,
     })
 }
 
@@ -157,6 +166,7 @@ fn read_out(
     o: &Options,
     image: &Path,
     out: &Path,
+    skip: &BTreeSet<u64>,
     broken: &mut Vec<Broken>,
 ) -> anyhow::Result<(PathBuf, Content, u64)> {
     let _ = std::fs::remove_dir_all(out);
@@ -177,7 +187,7 @@ fn read_out(
                 format!("recover failed: {}", first_line(&r.stderr)),
             ));
         }
-        contents(&dir)
+        contents_but(&dir, skip)
     } else {
         Content::default()
     };
@@ -237,6 +247,7 @@ fn contract(promised: &BTreeSet<u64>, c: &Content, looped: bool, broken: &mut Ve
 /// After `recover`: no file corrupt or without its header ([`verify`]),
 /// and `export DIR` without flags (each event's files, with `events`)
 /// reads every durable record, byte-exact ([`export`], [`exported`]).
+#[allow(clippy::too_many_arguments)]
 fn verify_and_export(
     o: &Options,
     c: &Content,
@@ -244,9 +255,10 @@ fn verify_and_export(
     work: &Path,
     promised: &BTreeSet<u64>,
     events: bool,
+    clean: bool,
     broken: &mut Vec<Broken>,
 ) -> anyhow::Result<()> {
-    verify(o, dir, broken)?;
+    verify(o, dir, clean, broken)?;
     let out = work.join("export.bin");
     let (bytes, refused) = export(o, c, dir, &out, events)?;
     exported(&bytes, refused, promised, c, broken);
@@ -255,9 +267,23 @@ fn verify_and_export(
 }
 
 /// `rtrec verify --json` of `dir`: a file corrupt or not rtrec's is
-/// `corrupt-after-recover`, no report at all `no-verify-report`.
-fn verify(o: &Options, dir: &Path, broken: &mut Vec<Broken>) -> anyhow::Result<()> {
+/// `corrupt-after-recover`, no report at all `no-verify-report`; with
+/// `clean` (a loop's directory, issue 44), any exit but 0 is
+/// `verify-not-clean`.
+fn verify(o: &Options, dir: &Path, clean: bool, broken: &mut Vec<Broken>) -> anyhow::Result<()> {
     let v = run_out(Command::new(&o.rtrec).args(["verify", "--json"]).arg(dir))?;
+    if clean && !v.status.success() {
+        let text = run_out(Command::new(&o.rtrec).arg("verify").arg(dir))?;
+        let last = String::from_utf8_lossy(&text.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string();
+        broken.push((
+            "verify-not-clean",
+            format!("verify after recover exits {:?}: {last}", v.status.code()),
+        ));
+    }
     match serde_json::from_slice::<serde_json::Value>(&v.stdout) {
         Ok(report) => {
             for f in report["files"].as_array().into_iter().flatten() {

@@ -59,23 +59,51 @@ pub(super) struct Content {
     pub(super) claimed_upto: u64,
 }
 
+/// The recording ids of the `.rtr` files in `dir` (from their headers).
+pub(super) fn recording_ids(dir: &Path) -> BTreeSet<u64> {
+    rtr_files(dir)
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .filter_map(|b| FileHeader::decode(&b).ok())
+        .map(|h| h.recording_id)
+        .collect()
+}
+
+/// The `.rtr` files in `dir`.
+fn rtr_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("rtr"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What the `.rtr` files of `dir` hold (nothing if it cannot be read).
 pub(super) fn contents(dir: &Path) -> Content {
+    contents_but(dir, &BTreeSet::new())
+}
+
+/// What the `.rtr` files of `dir` hold but those of the recordings
+/// `skip` (earlier power-cut cycles' recordings, whose sequence numbers
+/// the current one's repeat).
+pub(super) fn contents_but(dir: &Path, skip: &BTreeSet<u64>) -> Content {
     let mut c = Content::default();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return c;
-    };
-    for p in entries.flatten().map(|e| e.path()) {
-        if p.extension().and_then(|x| x.to_str()) != Some("rtr") {
-            continue;
-        }
-        c.files += 1;
+    for p in rtr_files(dir) {
         let Ok(bytes) = std::fs::read(&p) else {
+            c.files += 1;
             continue;
         };
         let Ok(header) = FileHeader::decode(&bytes) else {
+            c.files += 1;
             continue;
         };
+        if skip.contains(&header.recording_id) {
+            continue;
+        }
+        c.files += 1;
         walk_frames(&bytes, &header, |_, h, payload| match h.kind {
             FrameKind::Data => {
                 if payload == synthetic(h.seq).as_slice() {

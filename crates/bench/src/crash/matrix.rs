@@ -151,6 +151,9 @@ pub struct Options {
     /// Also record the first cell once with the write log off, to report
     /// the log's cost on the emulator's timing error.
     pub log_cost: bool,
+    /// Power-cut cycles of one loop recording in a row instead of the
+    /// matrix (0: the matrix; [`super::cycles`]).
+    pub cycles: u64,
 }
 
 /// The cells `names` selects: none named or `all`, every one; else those

@@ -41,11 +41,13 @@
 //! The modules, lowest first: `moments` · `matrix` ([`Options`], the
 //! cells, the synthetic record) · `content` (what a directory's files
 //! hold) · `record` (one cell's recording, watched) · `check` (one crash
-//! state against the contract) · `report` (the result) · `runs` ([`run`]).
+//! state against the contract) · `report` (the result) · `cycles` (power
+//! cuts in a row, `--crash-cycles`) · `runs` ([`run`]).
 //! This file only joins them.
 
 mod check;
 mod content;
+mod cycles;
 mod matrix;
 pub mod moments;
 mod record;

@@ -14,7 +14,7 @@ use anyhow::Context;
 use rtrec_emu::EmulatorStats;
 use rtrec_host::loopfs::{LoopFs, LoopFsOptions};
 
-use super::content::{contents, names};
+use super::content::{contents, names, recording_ids};
 use super::matrix::{
     synthetic, Cell, Options, Source, FLIGHT, IMAGE_BYTES, JOURNAL_MIB, LOOP, PERIOD,
 };
@@ -137,16 +137,63 @@ pub(super) fn record(
     log_dir: Option<&Path>,
     work: &Path,
 ) -> anyhow::Result<Recorded> {
-    let fs = device(o, log_dir)?;
+    Ok(record_on(o, c, log_dir, work, None, o.count)?.0)
+}
+
+/// One power-cut cycle's recording ([`super::cycles`]): cell `c` with
+/// `count` records on an emulated device whose card starts as
+/// `from_image` (a fresh one when `None`), as a service starts: `rtrec
+/// recover` on the directory first. Also returns the recording ids the
+/// directory held before it recorded (the earlier cycles').
+pub(super) fn record_cycle(
+    o: &Options,
+    c: &Cell,
+    log_dir: &Path,
+    work: &Path,
+    from_image: Option<&Path>,
+    count: u64,
+) -> anyhow::Result<(Recorded, BTreeSet<u64>)> {
+    let (r, before) = record_on(o, c, Some(log_dir), work, Some(from_image), count)?;
+    Ok((r, before.unwrap_or_default()))
+}
+
+/// [`record`], or with `service` (`Some(from_image)`) a cycle's
+/// ([`record_cycle`]).
+fn record_on(
+    o: &Options,
+    c: &Cell,
+    log_dir: Option<&Path>,
+    work: &Path,
+    service: Option<Option<&Path>>,
+    count: u64,
+) -> anyhow::Result<(Recorded, Option<BTreeSet<u64>>)> {
+    let fs = device(o, log_dir, service.flatten())?;
     let dir = fs.path().join("rec");
-    std::fs::create_dir(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+    let mut before = None;
+    if service.is_some() {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+        let r = Command::new(&o.rtrec)
+            .arg("recover")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .context("running rtrec recover")?;
+        anyhow::ensure!(
+            r.status.success(),
+            "rtrec recover at a cycle's start failed: {}",
+            String::from_utf8_lossy(&r.stderr).trim()
+        );
+        before = Some(recording_ids(&dir));
+    } else {
+        std::fs::create_dir(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+    }
     let status = work.join("status.json");
     let _ = std::fs::remove_file(&status);
-    let mut cmd = command(o, c, &dir, &status);
+    let mut cmd = command(o, c, count, &dir, &status);
     let mut watch = Watch::new(status, dir.clone());
     watch.poll();
     let mut child = cmd.spawn().context("starting rtrec record")?;
-    let feeder = child.stdin.take().map(|pipe| feed(pipe, o.count));
+    let feeder = child.stdin.take().map(|pipe| feed(pipe, count));
     let exit = watch.until_exit(&mut child)?;
     if let Some(f) = feeder {
         let _ = f.join();
@@ -160,7 +207,7 @@ pub(super) fn record(
     // it took is owed until a claim retires it (each crash state's own
     // claims say which), so the synthetic source's every record is.
     out.stored = if c.looped {
-        (0..o.count).collect()
+        (0..count).collect()
     } else {
         contents(&dir).seqs
     };
@@ -177,12 +224,16 @@ pub(super) fn record(
         c.name,
         err.trim()
     );
-    Ok(out)
+    Ok((out, before))
 }
 
-/// The emulated device's ext4 image, its write log into `log_dir` when
-/// given.
-fn device(o: &Options, log_dir: Option<&Path>) -> anyhow::Result<LoopFs> {
+/// The emulated device's ext4 image (a copy of `from_image` when given),
+/// its write log into `log_dir` when given.
+fn device(
+    o: &Options,
+    log_dir: Option<&Path>,
+    from_image: Option<&Path>,
+) -> anyhow::Result<LoopFs> {
     let mut emulator = o.emulator.clone();
     if let Some(l) = log_dir {
         emulator.args.push("--write-log".into());
@@ -193,14 +244,16 @@ fn device(o: &Options, log_dir: Option<&Path>) -> anyhow::Result<LoopFs> {
         journal_mib: JOURNAL_MIB,
         parent: Some(o.parent.clone()),
         emulator: Some(emulator),
+        from_image: from_image.map(Path::to_path_buf),
         ..LoopFsOptions::default()
     })
     .context("making the emulated device's ext4 image")
 }
 
-/// `rtrec record` of cell `c` into `dir`, its live counters in `status`.
-fn command(o: &Options, c: &Cell, dir: &Path, status: &Path) -> Command {
-    let count = o.count.to_string();
+/// `rtrec record` of cell `c` (`count` records) into `dir`, its live
+/// counters in `status`.
+fn command(o: &Options, c: &Cell, count: u64, dir: &Path, status: &Path) -> Command {
+    let count = count.to_string();
     let mut cmd = Command::new(&o.rtrec);
     cmd.arg("record")
         .args(c.args)

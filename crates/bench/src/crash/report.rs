@@ -53,6 +53,12 @@ pub struct CellResult {
     pub durable_points: u64,
     /// Records the finished recording holds (the reference of "present").
     pub records_stored: u64,
+    /// Records owed over the states checked (below the durable point at
+    /// the crash point and not retired under a claim the state holds),
+    /// each checked present and byte-exact: what a cell's states vouched
+    /// for (0 in results from before it).
+    #[serde(default)]
+    pub records_owed: u64,
     /// The moments found, by kind ([`moments`](super::moments)).
     pub moments: std::collections::BTreeMap<String, u64>,
     /// The emulator's counters and timing error while it recorded, the

@@ -29,6 +29,11 @@ pub fn run(o: &Options) -> anyhow::Result<CrashReport> {
         ..CrashReport::default()
     };
     let started = std::time::Instant::now();
+    if o.cycles > 0 {
+        super::cycles::run_cycles(o, &mut report)?;
+        report.wall_s = started.elapsed().as_secs_f64();
+        return Ok(report);
+    }
     let cells = selected(&o.only);
     if o.log_cost {
         if let Some(c) = cells.first() {
@@ -197,9 +202,11 @@ impl Drawn<'_> {
             &promised,
             self.c.flight,
             self.c.looped,
+            &BTreeSet::new(),
         )?;
         r.states += 1;
         r.states_weighted += u64::from(weighted);
+        r.records_owed += checked.owed;
         if let Some(what) = checked.fs_repaired {
             r.fs_repaired += 1;
             if r.fs_repairs.len() < 10 {
