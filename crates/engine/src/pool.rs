@@ -1365,11 +1365,15 @@ pub struct Unfinished {
 }
 
 /// The header of `slot` when it shows a recording rather than a free slot.
+/// How the name [`recovered_name`] gives starts (a loop's budget owns
+/// such loop files: `writer::earlier`).
+pub(crate) const RECOVERED_PREFIX: &str = "recovered-";
+
 /// The name a recording found after a crash gets in its directory:
 /// `recovered-STAMP-ID-NNNN.rtr` (creation time, recording id, index).
 fn recovered_name(h: &FileHeader) -> String {
     format!(
-        "recovered-{}-{:016x}-{:04}.{}",
+        "{RECOVERED_PREFIX}{}-{:016x}-{:04}.{}",
         file::utc_stamp(h.created_ns / 1_000_000_000),
         h.recording_id,
         h.index,
