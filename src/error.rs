@@ -26,6 +26,10 @@ pub enum Error {
     /// Changing or restoring machine-wide state failed: exit code 1.
     #[error(transparent)]
     Host(#[from] rtrec_host::Error),
+    /// A command ran and failed for a reason it says in one sentence
+    /// (`rtrec ship`: the store could not be reached): exit code 1.
+    #[error("{0}")]
+    Failed(String),
     /// A file or stream operation failed: exit code 1 (a broken pipe on
     /// stdout ends the command quietly with 0, as `head` expects).
     #[error("{context}: {source}")]
@@ -60,7 +64,7 @@ impl Error {
             Error::Engine(e) => e.is_bad_input(),
             #[cfg(feature = "rtrec-bench")]
             Error::Bench(e) => e.is_bad_input(),
-            Error::Host(_) | Error::Io { .. } => false,
+            Error::Host(_) | Error::Io { .. } | Error::Failed(_) => false,
         };
         if bad_input {
             2
