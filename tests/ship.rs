@@ -413,7 +413,9 @@ fn a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again() {
     let Some(bin) = weed(name) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = record(tmp.path(), "rec", "30MiB", "64MiB");
-    let size = std::fs::metadata(&common::corpus::files(&dir)[0]).unwrap().len();
+    let size = std::fs::metadata(&common::corpus::files(&dir)[0])
+        .unwrap()
+        .len();
     let w = Weed::start(bin);
     // 4 MiB/s: a part every 1.25 s, time to kill between two.
     let mut child = ship_command(&dir, &format!("http://{}", w.s3), &["--bwlimit", "4MiB"])

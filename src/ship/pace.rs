@@ -40,10 +40,14 @@ impl Bucket {
     /// How long to wait before sending `bytes` (zero: at once), taking
     /// them from the bucket.
     pub fn take(&mut self, bytes: u64) -> Duration {
+        self.take_at(bytes, Instant::now())
+    }
+
+    /// [`Bucket::take`] at time `now`.
+    fn take_at(&mut self, bytes: u64, now: Instant) -> Duration {
         if self.rate == 0 {
             return Duration::ZERO;
         }
-        let now = Instant::now();
         let elapsed = now.duration_since(self.at).as_secs_f64();
         self.at = now;
         self.tokens = (self.tokens + elapsed * self.rate as f64).min(self.burst as f64);
@@ -80,11 +84,25 @@ mod tests {
     #[test]
     fn a_bucket_makes_a_sender_wait_for_what_it_owes() {
         let mut b = Bucket::new(1 << 20, 1 << 20);
-        assert_eq!(b.take(1 << 20), Duration::ZERO, "the burst goes at once");
-        let wait = b.take(2 << 20);
-        // Two MiB owed at one MiB a second, less what the clock gave back
-        // between the two calls.
-        assert!(wait > Duration::from_millis(1900) && wait <= Duration::from_secs(2));
+        let t0 = b.at;
+        assert_eq!(
+            b.take_at(1 << 20, t0),
+            Duration::ZERO,
+            "the burst goes at once"
+        );
+        assert_eq!(
+            b.take_at(2 << 20, t0),
+            Duration::from_secs(2),
+            "two MiB owed"
+        );
+        // Half a second later half a MiB came back; the debt is paid by
+        // t0 + 2 s, when one more MiB waits its own second.
+        let later = t0 + Duration::from_millis(500);
+        assert_eq!(b.take_at(0, later), Duration::from_millis(1500));
+        assert_eq!(
+            b.take_at(1 << 20, t0 + Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
     }
 
     #[test]
