@@ -225,17 +225,16 @@ impl Shipper {
         Ok(true)
     }
 
-    /// The multipart upload of `f`, begun anew or resumed from the ledger.
-    async fn multipart(
+    /// The upload of file `name` (`sum`) as `k`: the ledger's, when it
+    /// has one of this very file, else a new one entered in the ledger.
+    /// Returns its id, its part size, the parts acknowledged, and whether
+    /// it was resumed.
+    async fn begin(
         &mut self,
-        f: &File,
+        k: &Key,
         name: &str,
-        key: &str,
         sum: Sum,
-    ) -> Result<(), Failure> {
-        let k = Key::from(key);
-        let bucket = self.bucket_name.clone();
-        let cls = |e: object_store::Error, doing: &str| classify(&e, doing, &bucket);
+    ) -> Result<(String, u64, Vec<PartId>, bool), Failure> {
         // An upload the ledger has of this very file (same size and CRC),
         // with its acknowledged parts 1..=n in order; any other is
         // dropped (the server ends it itself: a bucket's lifecycle rule
@@ -263,16 +262,15 @@ impl Shipper {
                 resume = Some((upload_id.clone(), *part_size, ids));
             } else {
                 let id = upload_id.clone();
-                let _ = self.store.abort_multipart(&k, &id).await;
+                let _ = self.store.abort_multipart(k, &id).await;
                 self.ledger.end_upload(&id);
                 self.write_ledger()?;
             }
         }
-        let resumed = resume.is_some();
-        let (id, part_size, mut parts) = match resume {
-            Some(r) => {
+        match resume {
+            Some((id, part_size, parts)) => {
                 self.summary.uploads_resumed += 1;
-                r
+                Ok((id, part_size, parts, true))
             }
             None => {
                 let opts = PutMultipartOptions {
@@ -281,9 +279,15 @@ impl Shipper {
                 };
                 let id = self
                     .store
-                    .create_multipart_opts(&k, opts)
+                    .create_multipart_opts(k, opts)
                     .await
-                    .map_err(|e| cls(e, &format!("beginning the upload of '{key}'")))?;
+                    .map_err(|e| {
+                        classify(
+                            &e,
+                            &format!("beginning the upload of '{k}'"),
+                            &self.bucket_name,
+                        )
+                    })?;
                 self.note(LedgerEntry::Upload {
                     upload_id: id.clone(),
                     size: sum.size,
@@ -291,11 +295,25 @@ impl Shipper {
                     crc32c: sum.crc32c,
                     name: name.to_string(),
                 })?;
-                (id, self.part_size, Vec::new())
+                Ok((id, self.part_size, Vec::new(), false))
             }
-        };
-        let count = sum.size.div_ceil(part_size);
-        for n in parts.len() as u64..count {
+        }
+    }
+
+    /// The multipart upload of `f`, begun anew or resumed from the ledger.
+    async fn multipart(
+        &mut self,
+        f: &File,
+        name: &str,
+        key: &str,
+        sum: Sum,
+    ) -> Result<(), Failure> {
+        let k = Key::from(key);
+        let bucket = self.bucket_name.clone();
+        let cls = |e: object_store::Error, doing: &str| classify(&e, doing, &bucket);
+        let (id, part_size, mut parts, resumed) = self.begin(&k, name, sum).await?;
+        let (first, count) = (parts.len() as u64, sum.size.div_ceil(part_size));
+        for n in first..count {
             let off = n * part_size;
             let len = part_size.min(sum.size - off);
             let bytes =
@@ -308,7 +326,7 @@ impl Shipper {
                 Err(e) => return Err(cls(e, &doing)),
             };
             self.summary.bytes_shipped += len;
-            if resumed && n == parts.len() as u64 && self.summary.bytes_resent == 0 {
+            if resumed && n == first {
                 // The first part after a resume may have been in flight
                 // when the last run stopped.
                 self.summary.bytes_resent += len;
