@@ -632,6 +632,24 @@ fn a_recording_still_being_recorded_stays_home_until_it_closes() {
     assert_eq!(s["recordings_shipped"], 0, "{s}");
     assert_eq!(s["recordings_not_closed"], 1, "{s}");
     assert_eq!(s["bytes_shipped"], 0, "{s}");
+    // A service started while it records ships it once it closes (its
+    // claim released), and deletes its files after the manifest.
+    let json = tmp.path().join("watch.json");
+    let watch = ship_command(
+        &dir,
+        &format!("http://{}", w.s3),
+        &["--watch", "--interval", "1s"],
+    )
+    .args(["--after-ship", "delete", "--json", json.to_str().unwrap()])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !dir.join(".shipped").exists(),
+        "nothing shipped while it records"
+    );
     // SAFETY: a signal to our own child.
     unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
     // A stop signal ends the recording complete, with exit code 130.
@@ -640,14 +658,16 @@ fn a_recording_still_being_recorded_stays_home_until_it_closes() {
         matches!(code, Some(0 | 130)),
         "the recorder exited {code:?}"
     );
-    let (o, s) = ship(&w, &dir, &["--after-ship", "delete"]);
+    wait_for(120, "its files to leave", || {
+        common::corpus::files(&dir).is_empty()
+    });
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGTERM) };
+    let o = watch.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", show(&o));
+    let s: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(s["recordings_shipped"], 1, "{s}");
     assert_eq!(s["recordings_deleted"], 1, "{s}");
-    assert!(
-        common::corpus::files(&dir).is_empty(),
-        "its files left after the manifest"
-    );
     let ledger = std::fs::read_to_string(dir.join(".shipped")).unwrap();
     assert!(!ledger.contains("\nfile "), "{ledger}");
 }

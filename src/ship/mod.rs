@@ -244,9 +244,9 @@ impl Job<'_> {
     /// One pass, or (`--watch`) passes until a stop signal, waiting
     /// `--interval` between them and backing off after failures.
     async fn run(&self, s: &mut Shipper) -> std::result::Result<(), Failure> {
-        let mut failures = 0u32;
+        let (mut failures, mut seen) = (0u32, None);
         loop {
-            let wait = match self.pass(s).await {
+            let wait = match self.pass(s, &mut seen).await {
                 Ok(()) => {
                     failures = 0;
                     self.a.interval
@@ -281,8 +281,18 @@ impl Job<'_> {
         }
     }
 
-    /// Ships every closed recording of the directory not shipped yet.
-    async fn pass(&self, s: &mut Shipper) -> std::result::Result<(), Failure> {
+    /// Ships every closed recording of the directory not shipped yet;
+    /// reads the directory only when its queue changed since the last
+    /// pass that went through (`seen`, see [`Queue`]).
+    async fn pass(
+        &self,
+        s: &mut Shipper,
+        seen: &mut Option<Queue>,
+    ) -> std::result::Result<(), Failure> {
+        let queue = Queue::of(&self.a.dir, &s.ledger);
+        if queue.is_some() && queue == *seen {
+            return Ok(());
+        }
         let d = match Directory::read(&self.a.dir) {
             Ok(d) => d,
             // An empty directory is an empty queue (a service starts
@@ -308,6 +318,7 @@ impl Job<'_> {
             }
         }
         s.summary.recordings_not_closed = waiting;
+        *seen = queue;
         Ok(())
     }
 
@@ -396,6 +407,41 @@ impl Job<'_> {
             s.summary.recordings_deleted += 1;
         }
         Ok(())
+    }
+}
+
+/// What a pass would find to do, cheaply: the recording files the
+/// ledger does not list as shipped, each with whether a recorder holds
+/// it and, when none does, its size and modification time. A `--watch`
+/// pass reads (verifies) the directory only when this changed: a
+/// recording that closes (its claim released), a new file, a file
+/// `recover` closed; not every interval while a recorder writes.
+#[derive(Debug, PartialEq, Eq)]
+struct Queue(Vec<(String, bool, u64, i128)>);
+
+impl Queue {
+    /// The queue of `dir` (`None` when it cannot be listed: read it).
+    fn of(dir: &Path, ledger: &ShipLedger) -> Option<Queue> {
+        use std::os::unix::fs::MetadataExt;
+        let live = rtrec_engine::recovery::Live::of(dir).ok()?;
+        let mut q = Vec::new();
+        for p in rtrec_engine::reader::recording_files(dir).ok()? {
+            let name = p.file_name()?.to_str()?.to_string();
+            let m = std::fs::metadata(&p).ok()?;
+            if ledger
+                .file_shipped(&name)
+                .is_some_and(|(size, _)| size == m.len())
+            {
+                continue;
+            }
+            if live.is_live(&name) {
+                q.push((name, true, 0, 0));
+            } else {
+                let mtime = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
+                q.push((name, false, m.len(), mtime));
+            }
+        }
+        Some(Queue(q))
     }
 }
 
