@@ -27,12 +27,15 @@ pub struct Bucket {
 
 impl Bucket {
     /// A bucket of `rate` bytes a second (0: unlimited) holding at most
-    /// `burst` bytes, full.
+    /// `burst` bytes, empty: the first body waits its own time too, so a
+    /// run of any length averages `rate` (a full bucket would let the
+    /// first `burst` bytes go free: 8 MiB over a minute at 1.5 MiB/s is
+    /// 9 % over the cap).
     pub fn new(rate: u64, burst: u64) -> Bucket {
         Bucket {
             rate,
             burst,
-            tokens: burst as f64,
+            tokens: 0.0,
             at: Instant::now(),
         }
     }
@@ -85,24 +88,23 @@ mod tests {
     fn a_bucket_makes_a_sender_wait_for_what_it_owes() {
         let mut b = Bucket::new(1 << 20, 1 << 20);
         let t0 = b.at;
+        let mib = 1 << 20;
         assert_eq!(
-            b.take_at(1 << 20, t0),
-            Duration::ZERO,
-            "the burst goes at once"
+            b.take_at(mib, t0),
+            Duration::from_secs(1),
+            "it starts empty"
         );
-        assert_eq!(
-            b.take_at(2 << 20, t0),
-            Duration::from_secs(2),
-            "two MiB owed"
-        );
+        assert_eq!(b.take_at(mib, t0), Duration::from_secs(2), "two MiB owed");
         // Half a second later half a MiB came back; the debt is paid by
         // t0 + 2 s, when one more MiB waits its own second.
         let later = t0 + Duration::from_millis(500);
         assert_eq!(b.take_at(0, later), Duration::from_millis(1500));
-        assert_eq!(
-            b.take_at(1 << 20, t0 + Duration::from_secs(2)),
-            Duration::from_secs(1)
-        );
+        let paid = t0 + Duration::from_secs(2);
+        assert_eq!(b.take_at(mib, paid), Duration::from_secs(1));
+        // Idle for long, it holds one burst at most.
+        let idle = t0 + Duration::from_secs(100);
+        assert_eq!(b.take_at(mib, idle), Duration::ZERO);
+        assert_eq!(b.take_at(mib, idle), Duration::from_secs(1));
     }
 
     #[test]
