@@ -862,8 +862,9 @@ mod tests {
         // bench --study takes a list of names (s1,s2,s3,s4,rtrec or
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
-            checked, 12,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression"
+            checked,
+            12 + usize::from(cfg!(feature = "ship")),
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression, ship --after-ship"
         );
     }
 
