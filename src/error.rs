@@ -28,6 +28,7 @@ pub enum Error {
     Host(#[from] rtrec_host::Error),
     /// A command ran and failed for a reason it says in one sentence
     /// (`rtrec ship`: the store could not be reached): exit code 1.
+    #[cfg(feature = "ship")]
     #[error("{0}")]
     Failed(String),
     /// A file or stream operation failed: exit code 1 (a broken pipe on
@@ -64,7 +65,9 @@ impl Error {
             Error::Engine(e) => e.is_bad_input(),
             #[cfg(feature = "rtrec-bench")]
             Error::Bench(e) => e.is_bad_input(),
-            Error::Host(_) | Error::Io { .. } | Error::Failed(_) => false,
+            Error::Host(_) | Error::Io { .. } => false,
+            #[cfg(feature = "ship")]
+            Error::Failed(_) => false,
         };
         if bad_input {
             2
