@@ -11,8 +11,10 @@
 //!   `AWS_REGION` (`AWS_DEFAULT_REGION`), as the AWS CLI reads them. The
 //!   secret key is never a flag (a command line is visible to every user
 //!   of the machine): the environment, or `--secret-access-key-file`.
-//! - **TLS with rustls and ring** (no C library for the boards' cross
-//!   builds), the system's roots, plus `--ca-file`. An `http://`
+//! - **TLS with rustls and ring** (ring's few C and assembly files
+//!   build with the target's C compiler the cross builds already use;
+//!   aws-lc-rs, object_store's default, is a large C build that wants
+//!   cmake), the system's roots, plus `--ca-file`. An `http://`
 //!   endpoint is taken as given (a server on the local network).
 //! - **Bounded retries inside a request** (object_store's `RetryConfig`:
 //!   timeouts, 5xx and dropped connections, with exponential backoff and
