@@ -2,7 +2,7 @@
 # Checks a record-only rtrec (`cargo build --no-default-features`,
 # docs/embedded.md): it records, verifies and exports, and refuses what it
 # left out (bench, report, record --explain, record --device, completions,
-# man, the table exports, ls) with one sentence naming the cargo feature and exit code 2, never
+# man, the table exports, ls, ship) with one sentence naming the cargo feature and exit code 2, never
 # clap's "unrecognized subcommand".
 #
 #   scripts/record-only.sh BINARY                 # on this machine
@@ -53,4 +53,5 @@ refuse completions completions bash
 refuse man man record
 refuse tables export --format csv "$work/rec" -o -
 refuse tables ls "$work/rec"
-echo "record-only: 400 records recorded, verified clean and exported; bench, report, --explain, --device, completions, man, the table exports and ls refused in one sentence"
+refuse ship ship "$work/rec" --to s3://fleet/rec
+echo "record-only: 400 records recorded, verified clean and exported; bench, report, --explain, --device, completions, man, the table exports, ls and ship refused in one sentence"

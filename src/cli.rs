@@ -95,6 +95,8 @@ const EXAMPLES_EXPORT: &str = "Examples:\n  rtrec export ./run1 -o - | cmp - inp
 const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/data --planned 4GiB\n  rtrec doctor --json | jq '.checks[] | select(.status != \"pass\")'";
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
+#[cfg(feature = "ship")]
+const EXAMPLES_SHIP: &str = "Examples:\n  AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… rtrec ship rtrec-data --to s3://fleet/recordings --endpoint https://s3.example.net\n  rtrec ship /var/lib/rtrec/plant --to s3://fleet/rec --watch --bwlimit 2MiB --after-ship delete";
 #[cfg(feature = "bench")]
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
 #[cfg(feature = "completions")]
@@ -187,6 +189,10 @@ pub enum Command {
     #[cfg(feature = "tables")]
     #[command(after_help = EXAMPLES_INFO)]
     Info(InfoArgs),
+    /// Send the closed recordings of a directory to S3-compatible object storage, exactly once and verified (docs/ship.md).
+    #[cfg(feature = "ship")]
+    #[command(after_help = EXAMPLES_SHIP)]
+    Ship(Box<crate::ship::ShipArgs>),
     /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
@@ -246,7 +252,7 @@ pub enum Command {
 }
 
 /// A command that a build without some cargo features left out (`bench`,
-/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`, `info`): one sentence
+/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`, `info`, `ship`): one sentence
 /// naming the feature, exit code 2. Any other name is an unknown
 /// subcommand, in clap's words.
 ///
@@ -263,6 +269,7 @@ pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
         "man" => left_out("the man page generator", "man"),
         "ls" => left_out("`rtrec ls`", "tables"),
         "info" => left_out("`rtrec info`", "tables"),
+        "ship" => left_out("`rtrec ship`", "ship"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
         )),
@@ -855,8 +862,9 @@ mod tests {
         // bench --study takes a list of names (s1,s2,s3,s4,rtrec or
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
-            checked, 12,
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression"
+            checked,
+            12 + usize::from(cfg!(feature = "ship")),
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression, ship --after-ship"
         );
     }
 

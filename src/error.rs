@@ -26,6 +26,11 @@ pub enum Error {
     /// Changing or restoring machine-wide state failed: exit code 1.
     #[error(transparent)]
     Host(#[from] rtrec_host::Error),
+    /// A command ran and failed for a reason it says in one sentence
+    /// (`rtrec ship`: the store could not be reached): exit code 1.
+    #[cfg(feature = "ship")]
+    #[error("{0}")]
+    Failed(String),
     /// A file or stream operation failed: exit code 1 (a broken pipe on
     /// stdout ends the command quietly with 0, as `head` expects).
     #[error("{context}: {source}")]
@@ -61,6 +66,8 @@ impl Error {
             #[cfg(feature = "rtrec-bench")]
             Error::Bench(e) => e.is_bad_input(),
             Error::Host(_) | Error::Io { .. } => false,
+            #[cfg(feature = "ship")]
+            Error::Failed(_) => false,
         };
         if bad_input {
             2

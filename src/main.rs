@@ -27,6 +27,8 @@ mod record;
 mod recover;
 #[cfg(feature = "report")]
 mod report;
+#[cfg(feature = "ship")]
+mod ship;
 mod signals;
 mod status;
 mod trigger;
@@ -64,6 +66,8 @@ fn main() {
         #[cfg(feature = "tables")]
         cli::Command::Info(a) => info::run(&a),
         cli::Command::Events(a) => events::run(&a),
+        #[cfg(feature = "ship")]
+        cli::Command::Ship(a) => ship::run(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
         #[cfg(feature = "report")]
         cli::Command::Report(a) => report::run(&a),

@@ -1,0 +1,673 @@
+//! `rtrec ship` against a real S3 server (SeaweedFS, `weed mini`), no
+//! mocks: a multi-file recording with a multipart file round-trips and
+//! verifies, a second run sends nothing, a shipper killed mid-upload
+//! resumes with at most one part again, a server killed mid-upload and a
+//! connection stalled and reset are survived, wrong credentials are one
+//! sentence, and a recording still being recorded stays home.
+//!
+//! The server is the binary `scripts/seaweedfs.sh` builds (or
+//! `RTREC_WEED`); without it each test skips with one line naming the
+//! script, and fails instead when `RTREC_REQUIRE_FEATURES` names
+//! `seaweedfs` (or says `all`). `weed mini` takes its
+//! default ports (S3 on 8333) or the next free ones and says which: the
+//! tests take a file lock around each server (one at a time on the
+//! machine), read its ports from what it prints, and kill it on drop,
+//! also when a test panics.
+
+mod common;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::show;
+use serde_json::Value;
+
+/// The SeaweedFS version `scripts/seaweedfs.sh` builds.
+const WEED_VERSION: &str = "v0.0.0-20261109003541-7506e5f91cd6";
+/// The bucket the server creates.
+const BUCKET: &str = "fleet";
+/// The admin identity's key id and secret.
+const KEY: (&str, &str) = ("rtrec-test", "rtrec-secret");
+
+/// The weed binary, or `None` after the skip line (a panic when
+/// required).
+fn weed(test: &str) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = std::env::var_os("RTREC_WEED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(format!("target/seaweedfs/{WEED_VERSION}/weed")));
+    if path.is_file() {
+        return Some(path);
+    }
+    let required = std::env::var("RTREC_REQUIRE_FEATURES").unwrap_or_default();
+    let why = format!(
+        "no SeaweedFS server at '{}' (bash scripts/seaweedfs.sh builds it)",
+        path.display()
+    );
+    if required.split(',').any(|f| f == "seaweedfs" || f == "all") {
+        panic!("{test} needs SeaweedFS, and RTREC_REQUIRE_FEATURES forbids skipping it: {why}");
+    }
+    eprintln!("skipped {test}: {why}");
+    None
+}
+
+/// A `weed mini` serving S3 with bucket [`BUCKET`], killed on
+/// drop; its lock is held as long as it lives.
+struct Weed {
+    /// The binary.
+    bin: PathBuf,
+    /// Its data directory (kept across a restart).
+    dir: tempfile::TempDir,
+    /// The server.
+    child: Option<Child>,
+    /// Its S3 address (`127.0.0.1:PORT`).
+    s3: String,
+    /// Its filer's address (where `/buckets/BUCKET/KEY` reads an object).
+    filer: String,
+    /// The port lock (`flock`, released when closed).
+    _lock: File,
+}
+
+impl Weed {
+    /// Takes the lock and starts the server.
+    fn start(bin: PathBuf) -> Weed {
+        let lock = File::create(std::env::temp_dir().join("rtrec-test-seaweedfs.lock")).unwrap();
+        // SAFETY: flock on a descriptor this function owns.
+        assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+        let mut w = Weed {
+            bin,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+            s3: String::new(),
+            filer: String::new(),
+            _lock: lock,
+        };
+        w.up();
+        w
+    }
+
+    /// Starts the server on its directory (on the ports of its first
+    /// start, when it had one) and waits until the bucket answers.
+    fn up(&mut self) {
+        let config = self.dir.path().join("s3.json");
+        std::fs::write(
+            &config,
+            serde_json::json!({"identities": [
+                {"name": "admin", "credentials": [{"accessKey": KEY.0, "secretKey": KEY.1}],
+                 "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+                {"name": "reader", "credentials": [{"accessKey": "reader", "secretKey": "reader-secret"}],
+                 "actions": ["Read", "List"]}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let data = self.dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let log = self.dir.path().join("weed.log");
+        let mut ports = Vec::new();
+        if !self.s3.is_empty() {
+            let port = |a: &str| a.rsplit(':').next().unwrap().to_string();
+            ports.push(format!("-s3.port={}", port(&self.s3)));
+            ports.push(format!("-filer.port={}", port(&self.filer)));
+        }
+        let child = Command::new(&self.bin)
+            .arg("mini")
+            .args(&ports)
+            .arg(format!("-dir={}", data.display()))
+            .arg(format!("-s3.config={}", config.display()))
+            .env("AWS_ACCESS_KEY_ID", KEY.0)
+            .env("AWS_SECRET_ACCESS_KEY", KEY.1)
+            .env("S3_BUCKET", BUCKET)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(File::create(&log).unwrap())
+            .stderr(Stdio::from(
+                File::options().append(true).open(&log).unwrap(),
+            ))
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let t0 = Instant::now();
+        let give_up = |what: &str| {
+            assert!(
+                t0.elapsed() < Duration::from_secs(120),
+                "weed did not {what} in 120 s: {:?}",
+                std::fs::read_to_string(&log)
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        };
+        // "S3 Endpoint:     http://HOST:PORT", "Filer UI:   http://HOST:PORT"
+        let port_of = |text: &str, label: &str| {
+            let line = text.lines().find(|l| l.trim_start().starts_with(label))?;
+            Some(format!("127.0.0.1:{}", line.rsplit(':').next()?.trim()))
+        };
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let (Some(s3), Some(filer)) =
+                (port_of(&text, "S3 Endpoint:"), port_of(&text, "Filer UI:"))
+            {
+                (self.s3, self.filer) = (s3, filer);
+                break;
+            }
+            give_up("say its ports");
+        }
+        while http_get(&self.filer, &format!("/buckets/{BUCKET}/")).map(|r| r.0) != Some(200) {
+            give_up("serve the bucket");
+        }
+    }
+
+    /// Kills the server (SIGKILL), as a crash does.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Its ports close with it; the next start binds them again.
+        let t0 = Instant::now();
+        while TcpStream::connect(&self.s3).is_ok() && t0.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Weed {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `GET PATH` from a server's filer (at `filer`, where a bucket's
+/// objects are `/buckets/BUCKET/KEY`): status and body, or `None` when
+/// it does not answer.
+fn http_get(filer: &str, path: &str) -> Option<(u16, Vec<u8>)> {
+    let mut s = TcpStream::connect(filer).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).ok()?;
+    let end = all.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&all[..end]).to_string();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, all[end + 4..].to_vec()))
+}
+
+impl Weed {
+    /// The object `key` of the bucket, or `None` when absent.
+    fn object(&self, key: &str) -> Option<Vec<u8>> {
+        match http_get(&self.filer, &format!("/buckets/{BUCKET}/{key}")) {
+            Some((200, body)) => Some(body),
+            _ => None,
+        }
+    }
+}
+
+/// `rtrec ship DIR --to s3://fleet/PREFIX` with the admin's keys, at
+/// `endpoint`, the device `dev1`, 5 MiB parts, and `extra`.
+fn ship_command(dir: &Path, endpoint: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtrec"));
+    c.arg("ship")
+        .arg(dir)
+        .args([
+            "--to",
+            "s3://fleet/plant",
+            "--device",
+            "dev1",
+            "--part-size",
+            "5MiB",
+        ])
+        .args(["--endpoint", endpoint])
+        .args(extra)
+        .env("AWS_ACCESS_KEY_ID", KEY.0)
+        .env("AWS_SECRET_ACCESS_KEY", KEY.1)
+        .env_remove("AWS_ENDPOINT_URL")
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs `rtrec ship` to the server (see [`ship_command`]) and returns its
+/// output and its `--json` summary.
+fn ship(w: &Weed, dir: &Path, extra: &[&str]) -> (Output, Value) {
+    ship_to(dir, &format!("http://{}", w.s3), extra)
+}
+
+/// [`ship`] through `endpoint`.
+fn ship_to(dir: &Path, endpoint: &str, extra: &[&str]) -> (Output, Value) {
+    let json = dir.with_extension("summary.json");
+    let _ = std::fs::remove_file(&json);
+    let o = ship_command(dir, endpoint, extra)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default()).unwrap_or_default();
+    (o, v)
+}
+
+/// Records `total` of 64 KiB records in files of `file_size` into a new
+/// directory under `root`.
+fn record(root: &Path, name: &str, total: &str, file_size: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = common::rtrec(&[
+        "record",
+        "--quiet",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--period",
+        "500us",
+        "--size",
+        "64KiB",
+        "--total",
+        total,
+        "--file-size",
+        file_size,
+    ]);
+    assert!(o.status.success(), "{}", show(&o));
+    dir
+}
+
+/// The manifest of the recording the ledger of `dir` says is shipped.
+fn manifest(w: &Weed, dir: &Path) -> Value {
+    let ledger = std::fs::read_to_string(dir.join(".shipped")).unwrap();
+    let key = ledger
+        .lines()
+        .find_map(|l| l.strip_prefix("recording "))
+        .and_then(|l| l.splitn(3, ' ').nth(2))
+        .expect("a recording line in the ledger")
+        .to_string();
+    serde_json::from_slice(&w.object(&key).expect("the manifest is in the bucket")).unwrap()
+}
+
+/// Downloads every file the manifest lists into a new directory and
+/// checks each against the manifest and the original; returns the copy.
+fn download_and_compare(w: &Weed, m: &Value, original: &Path, into: &Path) -> PathBuf {
+    std::fs::create_dir_all(into).unwrap();
+    for f in m["files"].as_array().unwrap() {
+        let name = f["name"].as_str().unwrap();
+        let body = w
+            .object(f["key"].as_str().unwrap())
+            .expect("every listed file is there");
+        assert_eq!(
+            body.len() as u64,
+            f["size_bytes"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            format!("{:08x}", crc32c_of(&body)),
+            f["crc32c"].as_str().unwrap()
+        );
+        assert!(
+            body == std::fs::read(original.join(name)).unwrap(),
+            "{name} differs"
+        );
+        std::fs::write(into.join(name), body).unwrap();
+    }
+    into.to_path_buf()
+}
+
+/// CRC32C (Castagnoli), bitwise: the test's own, not the shipper's.
+fn crc32c_of(b: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &x in b {
+        crc ^= x as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// The number of `part` lines in the ledger of `dir`.
+fn parts_in_ledger(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join(".shipped"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("part "))
+        .count()
+}
+
+/// Waits until `cond` holds (panics after `secs`).
+fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "waited {secs} s for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_multi_file_recording_round_trips_verifies_and_a_second_run_sends_nothing() {
+    let name = "a_multi_file_recording_round_trips_verifies_and_a_second_run_sends_nothing";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    // A 24 MiB file (five parts of 5 MiB) and a smaller one (one PUT).
+    let dir = record(tmp.path(), "rec", "30MiB", "24MiB");
+    let w = Weed::start(bin);
+    let (o, s) = ship(&w, &dir, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(s["recordings_shipped"], 1, "{s}");
+    assert_eq!(s["files_shipped"], 3, "two files and the manifest: {s}");
+    let m = manifest(&w, &dir);
+    assert_eq!(m["schema_version"], 1);
+    assert_eq!(m["device"], "dev1");
+    assert_eq!(m["state"], "complete");
+    assert_eq!(m["files"].as_array().unwrap().len(), 2);
+    assert!(
+        m["files"][0]["size_bytes"].as_u64().unwrap() > 20 << 20,
+        "{m}"
+    );
+    let key = m["files"][0]["key"].as_str().unwrap();
+    assert!(
+        key.starts_with(&format!(
+            "plant/dev1/{}/{}/",
+            &m["start"].as_str().unwrap()[..10],
+            m["recording_id"].as_str().unwrap()
+        )),
+        "{key}"
+    );
+    // The downloaded copy is byte for byte the recording, and verifies.
+    let copy = download_and_compare(&w, &m, &dir, &tmp.path().join("copy"));
+    let v = common::rtrec(&["verify", copy.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", show(&v));
+    // Again: nothing to send. Without the ledger: found in the bucket,
+    // nothing sent either.
+    let (o2, s2) = ship(&w, &dir, &[]);
+    assert!(o2.status.success(), "{}", show(&o2));
+    assert_eq!(
+        (
+            s2["bytes_shipped"].as_u64(),
+            s2["recordings_shipped"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{s2}"
+    );
+    std::fs::remove_file(dir.join(".shipped")).unwrap();
+    let (o3, s3) = ship(&w, &dir, &[]);
+    assert!(o3.status.success(), "{}", show(&o3));
+    assert_eq!(s3["bytes_shipped"], 0, "{s3}");
+    assert_eq!(s3["files_already_there"], 2, "{s3}");
+    assert_eq!(s3["recordings_already_there"], 1, "{s3}");
+    assert!(std::fs::read_to_string(dir.join(".shipped"))
+        .unwrap()
+        .contains("\nrecording "));
+}
+
+#[test]
+fn a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again() {
+    let name = "a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = record(tmp.path(), "rec", "30MiB", "64MiB");
+    let size = std::fs::metadata(&common::corpus::files(&dir)[0])
+        .unwrap()
+        .len();
+    let w = Weed::start(bin);
+    // 4 MiB/s: a part every 1.25 s, time to kill between two.
+    let mut child = ship_command(&dir, &format!("http://{}", w.s3), &["--bwlimit", "4MiB"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(120, "two parts in the ledger", || {
+        parts_in_ledger(&dir) >= 2
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let acked = parts_in_ledger(&dir) as u64;
+    let (o, s) = ship(&w, &dir, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(s["uploads_resumed"], 1, "{s}");
+    let manifest_bytes = w
+        .object(&format!(
+            "plant/dev1/{}/{}/manifest.json",
+            &manifest(&w, &dir)["start"].as_str().unwrap()[..10],
+            manifest(&w, &dir)["recording_id"].as_str().unwrap()
+        ))
+        .unwrap()
+        .len() as u64;
+    // Only the parts not acknowledged were sent, the first of them
+    // counted as possibly sent before.
+    assert_eq!(
+        s["bytes_shipped"].as_u64().unwrap(),
+        size - acked * (5 << 20) + manifest_bytes,
+        "{s}"
+    );
+    assert!(s["bytes_resent"].as_u64().unwrap() <= 5 << 20, "{s}");
+    eprintln!(
+        "killed after {acked} parts; re-sent {} bytes",
+        s["bytes_resent"]
+    );
+    download_and_compare(&w, &manifest(&w, &dir), &dir, &tmp.path().join("copy"));
+    assert_eq!(
+        parts_in_ledger(&dir),
+        0,
+        "the finished upload leaves the ledger"
+    );
+}
+
+#[test]
+fn a_server_killed_mid_upload_and_restarted_is_waited_for_by_watch() {
+    let name = "a_server_killed_mid_upload_and_restarted_is_waited_for_by_watch";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = record(tmp.path(), "rec", "30MiB", "64MiB");
+    let mut w = Weed::start(bin);
+    let child = ship_command(
+        &dir,
+        &format!("http://{}", w.s3),
+        &["--watch", "--interval", "1s", "--bwlimit", "4MiB"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for(120, "a part in the ledger", || parts_in_ledger(&dir) >= 1);
+    w.kill();
+    std::thread::sleep(Duration::from_secs(3));
+    w.up();
+    let shipped = || {
+        std::fs::read_to_string(dir.join(".shipped"))
+            .unwrap_or_default()
+            .contains("\nrecording ")
+    };
+    wait_for(300, "the recording shipped after the restart", shipped);
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("trying again"), "the outage was said: {said}");
+    download_and_compare(&w, &manifest(&w, &dir), &dir, &tmp.path().join("copy"));
+}
+
+/// A TCP proxy to the server that, on each of the first `faults`
+/// connections to carry 2 MiB upstream, stalls 3 s and then resets it.
+/// Returns its address and the count of connections it reset.
+fn flaky_proxy(upstream: String, faults: u64) -> (String, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let resets = Arc::new(AtomicU64::new(0));
+    let r = resets.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(down) = c else { continue };
+            let Ok(up) = TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let r = r.clone();
+            let (down2, up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+            std::thread::spawn(move || pump(up2, down2, None));
+            std::thread::spawn(move || pump(down, up, Some((r, faults))));
+        }
+    });
+    (addr, resets)
+}
+
+/// Copies `src` → `dst`; with `fault` (the client → server direction)
+/// it stalls and resets as [`flaky_proxy`] says.
+fn pump(mut src: TcpStream, mut dst: TcpStream, fault: Option<(Arc<AtomicU64>, u64)>) {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut n_total = 0u64;
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        n_total += n as u64;
+        if let Some((resets, faults)) = &fault {
+            if n_total > 2 << 20 && resets.load(Ordering::SeqCst) < *faults {
+                resets.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_secs(3));
+                let _ = src.shutdown(Shutdown::Both);
+                let _ = dst.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+        if dst.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = dst.shutdown(Shutdown::Write);
+}
+
+#[test]
+fn a_connection_stalled_and_reset_mid_upload_is_survived_and_the_copy_is_exact() {
+    let name = "a_connection_stalled_and_reset_mid_upload_is_survived_and_the_copy_is_exact";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = record(tmp.path(), "rec", "16MiB", "64MiB");
+    let w = Weed::start(bin);
+    let (proxy, resets) = flaky_proxy(w.s3.clone(), 2);
+    // object_store retries within a request; what still fails is the
+    // next run's (a service's next pass).
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let (o, s) = ship_to(&dir, &format!("http://{proxy}"), &[]);
+        if o.status.success() {
+            assert_eq!(s["recordings_shipped"], 1, "{s}");
+            break;
+        }
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "a network failure is exit 1: {}",
+            show(&o)
+        );
+        assert!(runs < 4, "still failing after {runs} runs: {}", show(&o));
+    }
+    assert_eq!(
+        resets.load(Ordering::SeqCst),
+        2,
+        "the proxy reset two connections"
+    );
+    download_and_compare(&w, &manifest(&w, &dir), &dir, &tmp.path().join("copy"));
+}
+
+#[test]
+fn wrong_credentials_or_a_bucket_refusing_writes_are_one_sentence_and_exit_2() {
+    let name = "wrong_credentials_or_a_bucket_refusing_writes_are_one_sentence_and_exit_2";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = record(tmp.path(), "rec", "1MiB", "64MiB");
+    let w = Weed::start(bin);
+    for (id, secret, says) in [
+        (KEY.0, "not-the-secret", "refused"),
+        ("nobody", "nothing", "refused"),
+        ("reader", "reader-secret", "refused"),
+    ] {
+        let o = ship_command(&dir, &format!("http://{}", w.s3), &[])
+            .env("AWS_ACCESS_KEY_ID", id)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{id}: {}", show(&o));
+        assert_eq!(err.lines().count(), 1, "{id}: one sentence: {err}");
+        assert!(
+            err.contains(says) && err.contains("credentials"),
+            "{id}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{id}: {}", show(&o));
+    }
+    assert!(!dir.join(".shipped").exists(), "nothing was shipped");
+}
+
+#[test]
+fn a_recording_still_being_recorded_stays_home_until_it_closes() {
+    let name = "a_recording_still_being_recorded_stays_home_until_it_closes";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rec = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(["record", "--quiet", "--dir", dir.to_str().unwrap()])
+        .args(["--period", "10ms", "--size", "4KiB", "--duration", "10min"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(60, "the recorder's first file", || {
+        !common::corpus::files(&dir).is_empty()
+    });
+    let w = Weed::start(bin);
+    let (o, s) = ship(&w, &dir, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(s["recordings_shipped"], 0, "{s}");
+    assert_eq!(s["recordings_not_closed"], 1, "{s}");
+    assert_eq!(s["bytes_shipped"], 0, "{s}");
+    // A service started while it records ships it once it closes (its
+    // claim released), and deletes its files after the manifest.
+    let json = tmp.path().join("watch.json");
+    let watch = ship_command(
+        &dir,
+        &format!("http://{}", w.s3),
+        &["--watch", "--interval", "1s"],
+    )
+    .args(["--after-ship", "delete", "--json", json.to_str().unwrap()])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !dir.join(".shipped").exists(),
+        "nothing shipped while it records"
+    );
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    // A stop signal ends the recording complete, with exit code 130.
+    let code = rec.wait().unwrap().code();
+    assert!(
+        matches!(code, Some(0 | 130)),
+        "the recorder exited {code:?}"
+    );
+    wait_for(120, "its files to leave", || {
+        common::corpus::files(&dir).is_empty()
+    });
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGTERM) };
+    let o = watch.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let s: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(s["recordings_shipped"], 1, "{s}");
+    assert_eq!(s["recordings_deleted"], 1, "{s}");
+    let ledger = std::fs::read_to_string(dir.join(".shipped")).unwrap();
+    assert!(!ledger.contains("\nfile "), "{ledger}");
+}
