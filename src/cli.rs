@@ -96,6 +96,8 @@ const EXAMPLES_DOCTOR: &str = "Examples:\n  rtrec doctor\n  rtrec doctor /mnt/da
 #[cfg(feature = "report")]
 const EXAMPLES_REPORT: &str = "Examples:\n  rtrec bench --json result.json && rtrec report result.json -o report.html\n  rtrec record --total 10MiB --json summary.json && rtrec report summary.json -o summary.html\n  rtrec report result.json --box-plot -o boxplot.svg";
 #[cfg(feature = "ship")]
+const EXAMPLES_FETCH: &str = "Examples:\n  rtrec ls s3://fleet/recordings                      # what every device shipped there\n  rtrec fetch s3://fleet/recordings/plant-3/2026-12-07/5c2b4613d1412984 ./got --endpoint https://s3.example.net\n  rtrec verify ./got";
+#[cfg(feature = "ship")]
 const EXAMPLES_SHIP: &str = "Examples:\n  AWS_ACCESS_KEY_ID=… AWS_SECRET_ACCESS_KEY=… rtrec ship rtrec-data --to s3://fleet/recordings --endpoint https://s3.example.net\n  rtrec ship /var/lib/rtrec/plant --to s3://fleet/rec --watch --bwlimit 2MiB --after-ship delete";
 #[cfg(feature = "bench")]
 const EXAMPLES_BENCH: &str = "Examples:\n  rtrec bench --cases NONE,ALL --html report.html\n  rtrec bench --paper --json paper.json --export-markdown paper.md\n  rtrec bench --compare old.json new.json";
@@ -193,6 +195,10 @@ pub enum Command {
     #[cfg(feature = "ship")]
     #[command(after_help = EXAMPLES_SHIP)]
     Ship(Box<crate::ship::ShipArgs>),
+    /// Download one shipped recording from S3-compatible object storage into a directory, each file checked against its manifest (docs/ship.md, "The fleet side").
+    #[cfg(feature = "ship")]
+    #[command(after_help = EXAMPLES_FETCH)]
+    Fetch(crate::ship::fleet::FetchArgs),
     /// Write the records of a recording (a directory or its files, in sequence order) to one file: raw bytes, frames, CSV or JSON lines with times and gaps.
     #[command(after_help = EXAMPLES_EXPORT)]
     Export(ExportArgs),
@@ -252,7 +258,7 @@ pub enum Command {
 }
 
 /// A command that a build without some cargo features left out (`bench`,
-/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`, `info`, `ship`): one sentence
+/// `report`, `__bgload`, `__emulate`, `completions`, `man`, `ls`, `info`, `ship`, `fetch`): one sentence
 /// naming the feature, exit code 2. Any other name is an unknown
 /// subcommand, in clap's words.
 ///
@@ -270,6 +276,7 @@ pub fn left_out(args: &[String]) -> crate::error::Result<i32> {
         "ls" => left_out("`rtrec ls`", "tables"),
         "info" => left_out("`rtrec info`", "tables"),
         "ship" => left_out("`rtrec ship`", "ship"),
+        "fetch" => left_out("`rtrec fetch`", "ship"),
         other => crate::error::usage(format!(
             "unrecognized subcommand '{other}' (`rtrec --help` lists the commands)"
         )),

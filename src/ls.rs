@@ -46,7 +46,7 @@ use crate::error::usage;
 /// `rtrec ls`.
 #[derive(Debug, clap::Args)]
 pub struct LsArgs {
-    /// Recording directory.
+    /// Recording directory (or, with the feature `ship`, s3://BUCKET/PREFIX: the recordings shipped there, from their manifests).
     #[arg(value_name = "DIR", default_value = "rtrec-data")]
     pub dir: PathBuf,
     /// Print JSON (one object with `schema_version` and a `recordings`
@@ -62,6 +62,12 @@ pub struct LsArgs {
 
 /// Runs `rtrec ls`.
 pub fn run(a: &LsArgs) -> crate::error::Result<i32> {
+    // A bucket: what every device shipped there (docs/ship.md, "The
+    // fleet side").
+    #[cfg(feature = "ship")]
+    if let Some(url) = a.dir.to_str().filter(|d| d.starts_with("s3://")) {
+        return crate::ship::fleet::ls(url, a.json, a.recording.as_deref());
+    }
     if !a.dir.is_dir() {
         return usage(format!("'{}' is not a directory", a.dir.display()));
     }

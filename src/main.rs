@@ -68,6 +68,8 @@ fn main() {
         cli::Command::Events(a) => events::run(&a),
         #[cfg(feature = "ship")]
         cli::Command::Ship(a) => ship::run(&a),
+        #[cfg(feature = "ship")]
+        cli::Command::Fetch(a) => ship::fleet::fetch(&a),
         cli::Command::Doctor(a) => doctor::run(&a),
         #[cfg(feature = "report")]
         cli::Command::Report(a) => report::run(&a),

@@ -671,3 +671,143 @@ fn a_recording_still_being_recorded_stays_home_until_it_closes() {
     let ledger = std::fs::read_to_string(dir.join(".shipped")).unwrap();
     assert!(!ledger.contains("\nfile "), "{ledger}");
 }
+
+/// `rtrec` with the admin's keys and the server's endpoint in the
+/// environment (as `aws` takes them), and `args`.
+fn rtrec_s3(w: &Weed, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", KEY.0)
+        .env("AWS_SECRET_ACCESS_KEY", KEY.1)
+        .env("AWS_ENDPOINT_URL", format!("http://{}", w.s3))
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Replaces the object `key` with `body` through the filer (`PUT`).
+fn http_put(filer: &str, key: &str, body: &[u8]) -> u16 {
+    let mut s = TcpStream::connect(filer).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "PUT /buckets/{BUCKET}/{key} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    String::from_utf8_lossy(&all)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_fleet_lists_every_devices_recordings_and_fetch_brings_one_back_verified() {
+    let name = "the_fleet_lists_every_devices_recordings_and_fetch_brings_one_back_verified";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let a = record(tmp.path(), "a", "3MiB", "1MiB");
+    let b = record(tmp.path(), "b", "2MiB", "1MiB");
+    let w = Weed::start(bin);
+    let (o, _) = ship(&w, &a, &[]);
+    assert!(o.status.success(), "{}", show(&o));
+    // A second device: the same command but its name.
+    let o = Command::new(env!("CARGO_BIN_EXE_rtrec"))
+        .arg("ship")
+        .arg(&b)
+        .args(["--to", "s3://fleet/plant", "--device", "dev2"])
+        .args(["--endpoint", &format!("http://{}", w.s3)])
+        .env("AWS_ACCESS_KEY_ID", KEY.0)
+        .env("AWS_SECRET_ACCESS_KEY", KEY.1)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+
+    // Every device's recordings, from the manifests, with the counts the
+    // devices' own `ls` gives.
+    let l = rtrec_s3(&w, &["ls", "s3://fleet/plant", "--json"]);
+    assert!(l.status.success(), "{}", show(&l));
+    let v: Value = serde_json::from_slice(&l.stdout).unwrap();
+    let listed = v["recordings"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{v}");
+    for (dir, device) in [(&a, "dev1"), (&b, "dev2")] {
+        let local: Value =
+            serde_json::from_slice(&common::rtrec(&["ls", "--json", dir.to_str().unwrap()]).stdout)
+                .unwrap();
+        let here = &local["recordings"][0];
+        let there = listed
+            .iter()
+            .find(|m| m["device"] == device)
+            .unwrap_or_else(|| panic!("{device} listed: {v}"));
+        assert_eq!(there["recording_id"], here["id"], "{v}");
+        assert_eq!(there["records"], here["records"], "{v}");
+        assert_eq!(there["lost"], here["lost"], "{v}");
+    }
+    let text = rtrec_s3(&w, &["ls", "s3://fleet/plant"]);
+    assert!(text.status.success(), "{}", show(&text));
+    let table = String::from_utf8_lossy(&text.stdout).to_string();
+    let location = table
+        .lines()
+        .find(|l| l.starts_with("dev1 "))
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_else(|| panic!("a dev1 row: {table}"))
+        .to_string();
+    assert!(location.starts_with("s3://fleet/plant/dev1/"), "{table}");
+
+    // Fetched: the same bytes as the device's, and it verifies.
+    let got = tmp.path().join("got");
+    let f = rtrec_s3(&w, &["fetch", &location, got.to_str().unwrap()]);
+    assert!(f.status.success(), "{}", show(&f));
+    let mut names: Vec<String> = std::fs::read_dir(&a)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rtr"))
+        .collect();
+    names.sort();
+    assert!(!names.is_empty());
+    for n in &names {
+        assert_eq!(
+            std::fs::read(got.join(n)).unwrap(),
+            std::fs::read(a.join(n)).unwrap(),
+            "{n}"
+        );
+    }
+    let v = common::rtrec(&["verify", got.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", show(&v));
+    // Not over files already there.
+    let again = rtrec_s3(&w, &["fetch", &location, got.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2), "{}", show(&again));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already there"));
+
+    // An object changed in the bucket is refused, and nothing of it lands.
+    let key = format!(
+        "{}/{}",
+        location.trim_start_matches("s3://fleet/"),
+        names[0]
+    );
+    let mut body = std::fs::read(a.join(&names[0])).unwrap();
+    body[4096] ^= 1;
+    let put = http_put(&w.filer, &key, &body);
+    assert!((200..300).contains(&put), "the filer took the PUT: {put}");
+    let bad = tmp.path().join("bad");
+    let f = rtrec_s3(&w, &["fetch", &location, bad.to_str().unwrap()]);
+    assert_eq!(f.status.code(), Some(1), "{}", show(&f));
+    let err = String::from_utf8_lossy(&f.stderr);
+    assert!(err.contains("does not match its manifest"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!bad.join(&names[0]).exists());
+
+    // Not a recording: one sentence, exit 2.
+    let none = rtrec_s3(
+        &w,
+        &["fetch", "s3://fleet/plant/nobody", got.to_str().unwrap()],
+    );
+    assert_eq!(none.status.code(), Some(2), "{}", show(&none));
+}

@@ -27,6 +27,7 @@
 //! - **A tokio runtime only here**, on the calling thread
 //!   (current-thread): object_store is async, the rest of rtrec is not.
 
+pub mod fleet;
 pub mod manifest;
 pub mod pace;
 pub mod store;
