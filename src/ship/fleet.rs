@@ -298,7 +298,7 @@ pub fn fetch(a: &FetchArgs) -> Result<i32> {
         let data = rt
             .block_on(async { store.get(&Key::from(f.key.as_str())).await?.bytes().await })
             .map_err(|e| failed(&e, &format!("reading '{}'", f.key), &target.bucket))?;
-        let crc = format!("{:08x}", crc32c::crc32c(&data));
+        let crc = format!("{:08x}", rtrec_engine::crc::crc32c(&data));
         if data.len() as u64 != f.size_bytes || crc != f.crc32c {
             return Err(Error::Failed(format!(
                 "the object '{}' does not match its manifest ({} bytes with CRC32C {crc}, the manifest says {} with {}); nothing of it was written",

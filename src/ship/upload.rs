@@ -102,7 +102,7 @@ pub fn sum_of(path: &Path, chunk: u64) -> std::io::Result<Sum> {
     let mut off = 0;
     while off < size {
         let len = chunk.min(size - off);
-        crc = crc32c::crc32c_append(crc, &read_chunk(&f, off, len)?);
+        crc = rtrec_engine::crc::crc32c_append(crc, &read_chunk(&f, off, len)?);
         off += len;
     }
     Ok(Sum {
@@ -166,7 +166,7 @@ impl Shipper {
     /// # Errors
     /// The store's, classified; a copy that does not check out.
     pub async fn put_bytes(&mut self, key: &str, bytes: Vec<u8>) -> Result<(), Failure> {
-        let crc = crc32c::crc32c(&bytes);
+        let crc = rtrec_engine::crc::crc32c(&bytes);
         let size = bytes.len() as u64;
         tokio::time::sleep(self.pace.take(size)).await;
         let opts = PutOptions {
@@ -210,7 +210,7 @@ impl Shipper {
         if sum.size <= self.part_size {
             let bytes = read_chunk(&f, 0, sum.size)
                 .map_err(|e| local(format!("reading '{}'", path.display()), e))?;
-            if crc32c::crc32c(&bytes) != sum.crc32c {
+            if rtrec_engine::crc::crc32c(&bytes) != sum.crc32c {
                 return Err(changed(path));
             }
             self.put_bytes(key, bytes).await?;
