@@ -152,7 +152,7 @@ pub struct Options {
     /// the log's cost on the emulator's timing error.
     pub log_cost: bool,
     /// Power-cut cycles of one loop recording in a row instead of the
-    /// matrix (0: the matrix; [`super::cycles`]).
+    /// matrix (0: the matrix; `--crash-cycles`, the module `cycles`).
     pub cycles: u64,
 }
 
