@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What shipping beside a recording costs the recorder (issue 46, item 6),
-# measured in one run: the same recording (4 KiB every 1 ms for 30 s,
+# measured in one run: the same recording (4 KiB every 1 ms for 10 s,
 # as `record --rt` where permitted) alone, then with `rtrec ship`
 # uploading a backlog of closed recordings at full speed beside it, the
 # pair repeated ROUNDS times; then record()'s and write()'s maxima, the
@@ -48,10 +48,10 @@ sleep 2
 echo "ship-beside: SeaweedFS up; recording a backlog of ${backlog_mib} MiB" >&2
 mkdir -p "$work/backlog"
 for i in $(seq $(( backlog_mib / 64 ))); do
-  "$rtrec" record --quiet --dir "$work/backlog" --period 200us --size 64KiB --total 64MiB --file-size 64MiB --no-refill >/dev/null
+  "$rtrec" record --quiet --dir "$work/backlog" --period 1ms --size 64KiB --total 64MiB --file-size 64MiB --no-refill >/dev/null 2>&1
 done
-rec() { "$rtrec" record --quiet --rt --dir "$work/$1" --period 1ms --size 4KiB --duration 30s --json "$work/$1.json" >/dev/null 2>"$work/$1.err" \
-  || "$rtrec" record --quiet --dir "$work/$1" --period 1ms --size 4KiB --duration 30s --json "$work/$1.json" >/dev/null; }
+rec() { mkdir -p "$work/$1"; "$rtrec" record --quiet --rt --dir "$work/$1" --period 1ms --size 4KiB --duration 10s --json "$work/$1.json" >/dev/null 2>"$work/$1.err" \
+  || "$rtrec" record --quiet --dir "$work/$1" --period 1ms --size 4KiB --duration 10s --json "$work/$1.json" >/dev/null; }
 for r in $(seq "$rounds"); do
   echo "ship-beside: round $r: alone" >&2
   rec "alone-$r"
