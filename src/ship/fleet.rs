@@ -282,34 +282,7 @@ pub fn fetch(a: &FetchArgs) -> Result<i32> {
         .map_err(|e| Error::Failed(format!("'{key}' is not a manifest this rtrec reads: {e}")))?;
     let mut fetched = 0u64;
     for f in &m.files {
-        if f.name.contains('/') || f.name.starts_with('.') || f.name.is_empty() {
-            return Err(Error::Failed(format!(
-                "the manifest '{key}' names a file '{}' that is not a plain file name; nothing of it was written",
-                f.name
-            )));
-        }
-        let dest = a.dir.join(&f.name);
-        if dest.exists() {
-            return usage(format!(
-                "'{}' is already there; fetch into an empty directory",
-                dest.display()
-            ));
-        }
-        let data = rt
-            .block_on(async { store.get(&Key::from(f.key.as_str())).await?.bytes().await })
-            .map_err(|e| failed(&e, &format!("reading '{}'", f.key), &target.bucket))?;
-        let crc = format!("{:08x}", rtrec_engine::crc::crc32c(&data));
-        if data.len() as u64 != f.size_bytes || crc != f.crc32c {
-            return Err(Error::Failed(format!(
-                "the object '{}' does not match its manifest ({} bytes with CRC32C {crc}, the manifest says {} with {}); nothing of it was written",
-                f.key,
-                data.len(),
-                f.size_bytes,
-                f.crc32c
-            )));
-        }
-        write_whole(&a.dir, &f.name, &data)?;
-        fetched += data.len() as u64;
+        fetched += fetch_file(&rt, &store, &target, &key, f, &a.dir)?;
     }
     let d = rtrec_engine::recordings::Directory::read(&a.dir)?;
     let got = d
@@ -343,6 +316,46 @@ pub fn fetch(a: &FetchArgs) -> Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Fetches file `f` of the manifest `key` into `dir` ([`write_whole`])
+/// after checking it against the manifest: its bytes.
+fn fetch_file(
+    rt: &tokio::runtime::Runtime,
+    store: &store::Store,
+    target: &Target,
+    key: &Key,
+    f: &ListedFile,
+    dir: &Path,
+) -> Result<u64> {
+    if f.name.contains('/') || f.name.starts_with('.') || f.name.is_empty() {
+        return Err(Error::Failed(format!(
+            "the manifest '{key}' names a file '{}' that is not a plain file name; nothing of it was written",
+            f.name
+        )));
+    }
+    let dest = dir.join(&f.name);
+    if dest.exists() {
+        return usage(format!(
+            "'{}' is already there; fetch into an empty directory",
+            dest.display()
+        ));
+    }
+    let data = rt
+        .block_on(async { store.get(&Key::from(f.key.as_str())).await?.bytes().await })
+        .map_err(|e| failed(&e, &format!("reading '{}'", f.key), &target.bucket))?;
+    let crc = format!("{:08x}", rtrec_engine::crc::crc32c(&data));
+    if data.len() as u64 != f.size_bytes || crc != f.crc32c {
+        return Err(Error::Failed(format!(
+            "the object '{}' does not match its manifest ({} bytes with CRC32C {crc}, the manifest says {} with {}); nothing of it was written",
+            f.key,
+            data.len(),
+            f.size_bytes,
+            f.crc32c
+        )));
+    }
+    write_whole(dir, &f.name, &data)?;
+    Ok(data.len() as u64)
 }
 
 /// Writes `data` as `dir/name`: a hidden temporary name, `fsync`, rename,

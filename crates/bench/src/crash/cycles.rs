@@ -37,10 +37,10 @@ use anyhow::Context;
 use rtrec_emu::crashimg::{CrashState, SplitMix};
 use rtrec_emu::writelog::{Log, What};
 
-use super::check::check;
+use super::check::{check, Checked};
 use super::matrix::{selected, Options};
 use super::moments;
-use super::record::record_cycle;
+use super::record::{record_cycle, Recorded};
 use super::report::{CellResult, CrashReport, Violation};
 
 /// The cells whose back-ends the cycles take in turn.
@@ -85,74 +85,20 @@ pub(super) fn run_cycles(o: &Options, report: &mut CrashReport) -> anyhow::Resul
         let log = Log::open(&log_dir).context("reading the write log")?;
         let mut found = moments::in_log(&log).context("reading the write log")?;
         found.extend(moments::placed(&log, &rec.seen));
-        for (kind, n) in moments::counts(&found) {
-            *r.moments.entry(kind).or_insert(0) += n;
-        }
-        r.log_writes += log
-            .entries
-            .iter()
-            .filter(|e| matches!(e.what, What::Write { .. }))
-            .count() as u64;
-        r.log_flushes += log.flushes().len() as u64;
-        r.durable_points += rec.published.len() as u64;
-        r.records_stored += count;
-        // The cut: half of them around the moments, the rest anywhere.
-        let points = moments::weighted_points(&log, &found);
+        tally(&mut r, &log, &found, &rec, count);
         let seed = rng.next_u64();
-        let mut pick = SplitMix::new(seed);
-        let weighted = pick.below(2) == 0 && !points.is_empty();
-        let point = if weighted {
-            points[pick.below(points.len() as u64) as usize]
-        } else {
-            pick.below(log.entries.len() as u64 + 1) as usize
-        };
-        let state = CrashState::random(&log, point, seed, o.atomic);
-        let at = log.entries.get(point).map_or(u64::MAX, |e| e.time_ns);
-        let durable = rec
-            .published
-            .iter()
-            .filter(|(t, _)| *t < at)
-            .map(|(_, d)| *d)
-            .max()
-            .unwrap_or(0);
+        let cut = cut(&log, &found, &rec, seed, o.atomic);
         let image = work.path().join(format!("card-{}.img", k % 2));
-        state
+        cut.state
             .build(&log, &image)
             .context("building a crash image")?;
-        let promised: BTreeSet<u64> = rec.stored.range(..durable).copied().collect();
+        let promised: BTreeSet<u64> = rec.stored.range(..cut.durable).copied().collect();
         let checked = check(o, &image, work.path(), &promised, false, true, &before)?;
-        r.states += 1;
-        r.states_weighted += u64::from(weighted);
-        r.records_owed += checked.owed;
-        if let Some(what) = checked.fs_repaired {
-            r.fs_repaired += 1;
-            if r.fs_repairs.len() < 10 {
-                r.fs_repairs.push(format!(
-                    "cycle {k}, seed {seed}, {}: {what}",
-                    state.describe()
-                ));
-            }
-        }
-        let t0 = log.entries.first().map_or(0, |e| e.time_ns);
+        let name = format!("cycle {k} ({})", c.name);
+        count_state(&mut r, &checked, &cut, &name, seed);
         let broke = !checked.broken.is_empty();
         for (kind, what) in checked.broken {
-            let x = Violation {
-                cell: format!("cycle {k} ({})", c.name),
-                seed,
-                point,
-                at_ms: at.saturating_sub(t0).min(u64::MAX / 2) as f64 / 1e6,
-                durable_seq: durable,
-                state: state.describe(),
-                kind,
-                what,
-                log: log_dir.display().to_string(),
-            };
-            eprintln!(
-                "rtrec bench: crash VIOLATION {} seed {} point {} ({:.1} ms, durable_seq {}): {}: {} [{}]",
-                x.cell, x.seed, x.point, x.at_ms, x.durable_seq, x.kind, x.what, x.state
-            );
-            report.violations.push(x);
-            r.violations += 1;
+            violation(report, &mut r, &name, seed, &cut, kind, what, &log_dir);
         }
         if broke {
             keep_work = true;
@@ -181,4 +127,108 @@ pub(super) fn run_cycles(o: &Options, report: &mut CrashReport) -> anyhow::Resul
     report.fs_repaired += r.fs_repaired;
     report.cells.push(r);
     Ok(())
+}
+
+/// Adds one cycle's log and recording to `r`'s counts.
+fn tally(r: &mut CellResult, log: &Log, found: &[moments::Moment], rec: &Recorded, count: u64) {
+    for (kind, n) in moments::counts(found) {
+        *r.moments.entry(kind).or_insert(0) += n;
+    }
+    r.log_writes += log
+        .entries
+        .iter()
+        .filter(|e| matches!(e.what, What::Write { .. }))
+        .count() as u64;
+    r.log_flushes += log.flushes().len() as u64;
+    r.durable_points += rec.published.len() as u64;
+    r.records_stored += count;
+}
+
+/// Where a cycle is cut: the crash state, its point in the log, whether
+/// it was drawn around a moment, the time there from the log's first
+/// entry (ns) and the durable point published before it.
+struct Cut {
+    state: CrashState,
+    point: usize,
+    weighted: bool,
+    at: u64,
+    durable: u64,
+}
+
+/// The cut of seed `seed`: half of them around the moments `found`, the
+/// rest at any entry of `log` (as the matrix's states are drawn).
+fn cut(log: &Log, found: &[moments::Moment], rec: &Recorded, seed: u64, atomic: u64) -> Cut {
+    let points = moments::weighted_points(log, found);
+    let mut pick = SplitMix::new(seed);
+    let weighted = pick.below(2) == 0 && !points.is_empty();
+    let point = if weighted {
+        points[pick.below(points.len() as u64) as usize]
+    } else {
+        pick.below(log.entries.len() as u64 + 1) as usize
+    };
+    let at = log.entries.get(point).map_or(u64::MAX, |e| e.time_ns);
+    let t0 = log.entries.first().map_or(0, |e| e.time_ns);
+    let durable = rec
+        .published
+        .iter()
+        .filter(|(t, _)| *t < at)
+        .map(|(_, d)| *d)
+        .max()
+        .unwrap_or(0);
+    Cut {
+        state: CrashState::random(log, point, seed, atomic),
+        point,
+        weighted,
+        at: at.saturating_sub(t0),
+        durable,
+    }
+}
+
+/// Counts one checked cut in `r` (the first ten ext4 repairs named).
+fn count_state(r: &mut CellResult, checked: &Checked, cut: &Cut, name: &str, seed: u64) {
+    r.states += 1;
+    r.states_weighted += u64::from(cut.weighted);
+    r.records_owed += checked.owed;
+    if let Some(what) = &checked.fs_repaired {
+        r.fs_repaired += 1;
+        if r.fs_repairs.len() < 10 {
+            r.fs_repairs.push(format!(
+                "{name}, seed {seed}, {}: {what}",
+                cut.state.describe()
+            ));
+        }
+    }
+}
+
+/// Reports one broken rule of cycle `name`'s cut (its `at` from the log's
+/// start): a line on stderr, a [`Violation`] in `report`, one more in
+/// `r`.
+#[allow(clippy::too_many_arguments)]
+fn violation(
+    report: &mut CrashReport,
+    r: &mut CellResult,
+    name: &str,
+    seed: u64,
+    cut: &Cut,
+    kind: &'static str,
+    what: String,
+    log_dir: &std::path::Path,
+) {
+    let x = Violation {
+        cell: name.to_string(),
+        seed,
+        point: cut.point,
+        at_ms: cut.at.min(u64::MAX / 2) as f64 / 1e6,
+        durable_seq: cut.durable,
+        state: cut.state.describe(),
+        kind,
+        what,
+        log: log_dir.display().to_string(),
+    };
+    eprintln!(
+        "rtrec bench: crash VIOLATION {} seed {} point {} ({:.1} ms, durable_seq {}): {}: {} [{}]",
+        x.cell, x.seed, x.point, x.at_ms, x.durable_seq, x.kind, x.what, x.state
+    );
+    report.violations.push(x);
+    r.violations += 1;
 }
