@@ -87,7 +87,8 @@ pub(super) fn run_cycles(o: &Options, report: &mut CrashReport) -> anyhow::Resul
         found.extend(moments::placed(&log, &rec.seen));
         tally(&mut r, &log, &found, &rec, count);
         let seed = rng.next_u64();
-        let cut = cut(&log, &found, &rec, seed, o.atomic);
+        let points = moments::weighted_points(&log, &found);
+        let cut = cut(&log, &points, &rec, seed, o.atomic);
         let image = work.path().join(format!("card-{}.img", k % 2));
         cut.state
             .build(&log, &image)
@@ -147,18 +148,18 @@ fn tally(r: &mut CellResult, log: &Log, found: &[moments::Moment], rec: &Recorde
 /// Where a cycle is cut: the crash state, its point in the log, whether
 /// it was drawn around a moment, the time there from the log's first
 /// entry (ns) and the durable point published before it.
-struct Cut {
-    state: CrashState,
-    point: usize,
-    weighted: bool,
-    at: u64,
-    durable: u64,
+pub(super) struct Cut {
+    pub(super) state: CrashState,
+    pub(super) point: usize,
+    pub(super) weighted: bool,
+    pub(super) at: u64,
+    pub(super) durable: u64,
 }
 
-/// The cut of seed `seed`: half of them around the moments `found`, the
-/// rest at any entry of `log` (as the matrix's states are drawn).
-fn cut(log: &Log, found: &[moments::Moment], rec: &Recorded, seed: u64, atomic: u64) -> Cut {
-    let points = moments::weighted_points(log, found);
+/// The cut of seed `seed`: half of them at one of the weighted `points`
+/// ([`moments::weighted_points`]), the rest at any entry of `log`; the
+/// matrix's crash states are drawn the same way.
+pub(super) fn cut(log: &Log, points: &[usize], rec: &Recorded, seed: u64, atomic: u64) -> Cut {
     let mut pick = SplitMix::new(seed);
     let weighted = pick.below(2) == 0 && !points.is_empty();
     let point = if weighted {

@@ -7,11 +7,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::Context;
-use rtrec_emu::crashimg::{CrashState, SplitMix};
+use rtrec_emu::crashimg::SplitMix;
 use rtrec_emu::writelog::{Log, What};
 use rtrec_emu::EmulatorStats;
 
 use super::check::check;
+use super::cycles::{cut, Cut};
 use super::matrix::{selected, Cell, Options};
 use super::moments;
 use super::record::{record, Recorded};
@@ -174,24 +175,14 @@ impl Drawn<'_> {
         r: &mut CellResult,
         violations: &mut Vec<Violation>,
     ) -> anyhow::Result<()> {
-        let (log, points) = (self.log, &self.points);
-        let mut pick = SplitMix::new(seed);
-        let weighted = pick.below(2) == 0 && !points.is_empty();
-        let point = if weighted {
-            points[pick.below(points.len() as u64) as usize]
-        } else {
-            pick.below(log.entries.len() as u64 + 1) as usize
-        };
-        let state = CrashState::random(log, point, seed, self.o.atomic);
-        let at = log.entries.get(point).map_or(u64::MAX, |e| e.time_ns);
-        let durable = self
-            .rec
-            .published
-            .iter()
-            .filter(|(t, _)| *t < at)
-            .map(|(_, d)| *d)
-            .max()
-            .unwrap_or(0);
+        let log = self.log;
+        let Cut {
+            state,
+            point,
+            weighted,
+            at,
+            durable,
+        } = cut(log, &self.points, &self.rec, seed, self.o.atomic);
         let image = self.work.join("state.img");
         state.build(log, &image).context("building a crash image")?;
         let promised: BTreeSet<u64> = self.rec.stored.range(..durable).copied().collect();
@@ -214,13 +205,12 @@ impl Drawn<'_> {
                     .push(format!("seed {seed}, {}: {what}", state.describe()));
             }
         }
-        let t0 = log.entries.first().map_or(0, |e| e.time_ns);
         for (kind, what) in checked.broken {
             let x = Violation {
                 cell: self.c.name.to_string(),
                 seed,
                 point,
-                at_ms: at.saturating_sub(t0).min(u64::MAX / 2) as f64 / 1e6,
+                at_ms: at.min(u64::MAX / 2) as f64 / 1e6,
                 durable_seq: durable,
                 state: state.describe(),
                 kind,

@@ -163,9 +163,7 @@ impl RetiredRecord {
                 r.recording_id, r.first_index, r.next_index, r.wall_ns
             ));
         }
-        let crc = crate::crc::crc32c(s.as_bytes());
-        s.push_str(&format!("crc32c {crc:08x}\n"));
-        s.into_bytes()
+        seal(s)
     }
 
     /// Reads a record's bytes.
@@ -174,25 +172,7 @@ impl RetiredRecord {
     /// The words that complete "the retirement record '…' ": what does
     /// not check out.
     pub fn decode(b: &[u8]) -> Result<RetiredRecord, String> {
-        let text = std::str::from_utf8(b).map_err(|_| "is not text".to_string())?;
-        let body_end = text
-            .trim_end_matches('\n')
-            .rfind('\n')
-            .map(|i| i + 1)
-            .ok_or("has no CRC line")?;
-        let (body, last) = text.split_at(body_end);
-        let crc = last
-            .trim_end()
-            .strip_prefix("crc32c ")
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .ok_or("has no CRC line")?;
-        if crate::crc::crc32c(body.as_bytes()) != crc {
-            return Err("is damaged (its CRC does not match)".into());
-        }
-        let mut lines = body.lines();
-        if lines.next() != Some(FORMAT_LINE) {
-            return Err(format!("is not of the format {FORMAT_LINE}"));
-        }
+        let lines = unseal(b, FORMAT_LINE)?;
         let mut rec = RetiredRecord::default();
         for l in lines {
             let w: Vec<&str> = l.split(' ').collect();
@@ -214,6 +194,45 @@ impl RetiredRecord {
         }
         Ok(rec)
     }
+}
+
+/// `body` (its format line and entries, each line ending in a newline)
+/// sealed with its last line: `crc32c` and the CRC32C of every byte
+/// before it. The directory's small records (`.retired`, `.shipped`)
+/// share this checked text form.
+pub(super) fn seal(mut body: String) -> Vec<u8> {
+    let crc = crate::crc::crc32c(body.as_bytes());
+    body.push_str(&format!("crc32c {crc:08x}\n"));
+    body.into_bytes()
+}
+
+/// The entry lines of a record [`seal`] wrote, after its format line
+/// `format_line`.
+///
+/// # Errors
+/// The words that complete "the record '…' ": not text, no CRC line, a
+/// CRC that does not match, another format.
+pub(super) fn unseal<'a>(b: &'a [u8], format_line: &str) -> Result<std::str::Lines<'a>, String> {
+    let text = std::str::from_utf8(b).map_err(|_| "is not text".to_string())?;
+    let body_end = text
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map(|i| i + 1)
+        .ok_or("has no CRC line")?;
+    let (body, last) = text.split_at(body_end);
+    let crc = last
+        .trim_end()
+        .strip_prefix("crc32c ")
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or("has no CRC line")?;
+    if crate::crc::crc32c(body.as_bytes()) != crc {
+        return Err("is damaged (its CRC does not match)".into());
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some(format_line) {
+        return Err(format!("is not of the format {format_line}"));
+    }
+    Ok(lines)
 }
 
 #[cfg(test)]

@@ -52,6 +52,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use super::retired::{seal, unseal};
+
 /// The ledger's name in the recording directory (hidden: never a
 /// recording file).
 pub const SHIP_LEDGER: &str = ".shipped";
@@ -330,9 +332,7 @@ impl ShipLedger {
             s.push_str(&e.line());
             s.push('\n');
         }
-        let crc = crate::crc::crc32c(s.as_bytes());
-        s.push_str(&format!("crc32c {crc:08x}\n"));
-        s.into_bytes()
+        seal(s)
     }
 
     /// Reads a ledger's bytes.
@@ -341,25 +341,7 @@ impl ShipLedger {
     /// The words that complete "the shipping ledger '…' ": what does not
     /// check out.
     pub fn decode(b: &[u8]) -> Result<ShipLedger, String> {
-        let text = std::str::from_utf8(b).map_err(|_| "is not text".to_string())?;
-        let body_end = text
-            .trim_end_matches('\n')
-            .rfind('\n')
-            .map(|i| i + 1)
-            .ok_or("has no CRC line")?;
-        let (body, last) = text.split_at(body_end);
-        let crc = last
-            .trim_end()
-            .strip_prefix("crc32c ")
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .ok_or("has no CRC line")?;
-        if crate::crc::crc32c(body.as_bytes()) != crc {
-            return Err("is damaged (its CRC does not match)".into());
-        }
-        let mut lines = body.lines();
-        if lines.next() != Some(FORMAT_LINE) {
-            return Err(format!("is not of the format {FORMAT_LINE}"));
-        }
+        let lines = unseal(b, FORMAT_LINE)?;
         let mut ledger = ShipLedger::default();
         for l in lines {
             match LedgerEntry::parse(l) {
