@@ -5,230 +5,26 @@
 //! connection stalled and reset are survived, wrong credentials are one
 //! sentence, and a recording still being recorded stays home.
 //!
-//! The server is the binary `scripts/seaweedfs.sh` builds (or
-//! `RTREC_WEED`); without it each test skips with one line naming the
-//! script, and fails instead when `RTREC_REQUIRE_FEATURES` names
-//! `seaweedfs` (or says `all`). `weed mini` takes its
-//! default ports (S3 on 8333) or the next free ones and says which: the
-//! tests take a file lock around each server (one at a time on the
-//! machine), read its ports from what it prints, and kill it on drop,
-//! also when a test panics.
+//! The server and the proxy are `common::weed`'s.
 
 mod common;
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::show;
+use common::weed::{crc32c_of, ship_command as ship_command_to, weed, Proxy, Weed, BUCKET, KEY};
 use serde_json::Value;
 
-/// The SeaweedFS version `scripts/seaweedfs.sh` builds.
-const WEED_VERSION: &str = "v0.0.0-20261109003541-7506e5f91cd6";
-/// The bucket the server creates.
-const BUCKET: &str = "fleet";
-/// The admin identity's key id and secret.
-const KEY: (&str, &str) = ("rtrec-test", "rtrec-secret");
-
-/// The weed binary, or `None` after the skip line (a panic when
-/// required).
-fn weed(test: &str) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = std::env::var_os("RTREC_WEED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(format!("target/seaweedfs/{WEED_VERSION}/weed")));
-    if path.is_file() {
-        return Some(path);
-    }
-    let required = std::env::var("RTREC_REQUIRE_FEATURES").unwrap_or_default();
-    let why = format!(
-        "no SeaweedFS server at '{}' (bash scripts/seaweedfs.sh builds it)",
-        path.display()
-    );
-    if required.split(',').any(|f| f == "seaweedfs" || f == "all") {
-        panic!("{test} needs SeaweedFS, and RTREC_REQUIRE_FEATURES forbids skipping it: {why}");
-    }
-    eprintln!("skipped {test}: {why}");
-    None
-}
-
-/// A `weed mini` serving S3 with bucket [`BUCKET`], killed on
-/// drop; its lock is held as long as it lives.
-struct Weed {
-    /// The binary.
-    bin: PathBuf,
-    /// Its data directory (kept across a restart).
-    dir: tempfile::TempDir,
-    /// The server.
-    child: Option<Child>,
-    /// Its S3 address (`127.0.0.1:PORT`).
-    s3: String,
-    /// Its filer's address (where `/buckets/BUCKET/KEY` reads an object).
-    filer: String,
-    /// The port lock (`flock`, released when closed).
-    _lock: File,
-}
-
-impl Weed {
-    /// Takes the lock and starts the server.
-    fn start(bin: PathBuf) -> Weed {
-        let lock = File::create(std::env::temp_dir().join("rtrec-test-seaweedfs.lock")).unwrap();
-        // SAFETY: flock on a descriptor this function owns.
-        assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
-        let mut w = Weed {
-            bin,
-            dir: tempfile::tempdir().unwrap(),
-            child: None,
-            s3: String::new(),
-            filer: String::new(),
-            _lock: lock,
-        };
-        w.up();
-        w
-    }
-
-    /// Starts the server on its directory (on the ports of its first
-    /// start, when it had one) and waits until the bucket answers.
-    fn up(&mut self) {
-        let config = self.dir.path().join("s3.json");
-        std::fs::write(
-            &config,
-            serde_json::json!({"identities": [
-                {"name": "admin", "credentials": [{"accessKey": KEY.0, "secretKey": KEY.1}],
-                 "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
-                {"name": "reader", "credentials": [{"accessKey": "reader", "secretKey": "reader-secret"}],
-                 "actions": ["Read", "List"]}
-            ]})
-            .to_string(),
-        )
-        .unwrap();
-        let data = self.dir.path().join("data");
-        std::fs::create_dir_all(&data).unwrap();
-        let log = self.dir.path().join("weed.log");
-        let mut ports = Vec::new();
-        if !self.s3.is_empty() {
-            let port = |a: &str| a.rsplit(':').next().unwrap().to_string();
-            ports.push(format!("-s3.port={}", port(&self.s3)));
-            ports.push(format!("-filer.port={}", port(&self.filer)));
-        }
-        let child = Command::new(&self.bin)
-            .arg("mini")
-            .args(&ports)
-            .arg(format!("-dir={}", data.display()))
-            .arg(format!("-s3.config={}", config.display()))
-            .env("AWS_ACCESS_KEY_ID", KEY.0)
-            .env("AWS_SECRET_ACCESS_KEY", KEY.1)
-            .env("S3_BUCKET", BUCKET)
-            .current_dir(self.dir.path())
-            .stdin(Stdio::null())
-            .stdout(File::create(&log).unwrap())
-            .stderr(Stdio::from(
-                File::options().append(true).open(&log).unwrap(),
-            ))
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let t0 = Instant::now();
-        let give_up = |what: &str| {
-            assert!(
-                t0.elapsed() < Duration::from_secs(120),
-                "weed did not {what} in 120 s: {:?}",
-                std::fs::read_to_string(&log)
-            );
-            std::thread::sleep(Duration::from_millis(250));
-        };
-        // "S3 Endpoint:     http://HOST:PORT", "Filer UI:   http://HOST:PORT"
-        let port_of = |text: &str, label: &str| {
-            let line = text.lines().find(|l| l.trim_start().starts_with(label))?;
-            Some(format!("127.0.0.1:{}", line.rsplit(':').next()?.trim()))
-        };
-        loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if let (Some(s3), Some(filer)) =
-                (port_of(&text, "S3 Endpoint:"), port_of(&text, "Filer UI:"))
-            {
-                (self.s3, self.filer) = (s3, filer);
-                break;
-            }
-            give_up("say its ports");
-        }
-        while http_get(&self.filer, &format!("/buckets/{BUCKET}/")).map(|r| r.0) != Some(200) {
-            give_up("serve the bucket");
-        }
-    }
-
-    /// Kills the server (SIGKILL), as a crash does.
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        // Its ports close with it; the next start binds them again.
-        let t0 = Instant::now();
-        while TcpStream::connect(&self.s3).is_ok() && t0.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Weed {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// `GET PATH` from a server's filer (at `filer`, where a bucket's
-/// objects are `/buckets/BUCKET/KEY`): status and body, or `None` when
-/// it does not answer.
-fn http_get(filer: &str, path: &str) -> Option<(u16, Vec<u8>)> {
-    let mut s = TcpStream::connect(filer).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut all = Vec::new();
-    s.read_to_end(&mut all).ok()?;
-    let end = all.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&all[..end]).to_string();
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, all[end + 4..].to_vec()))
-}
-
-impl Weed {
-    /// The object `key` of the bucket, or `None` when absent.
-    fn object(&self, key: &str) -> Option<Vec<u8>> {
-        match http_get(&self.filer, &format!("/buckets/{BUCKET}/{key}")) {
-            Some((200, body)) => Some(body),
-            _ => None,
-        }
-    }
-}
-
-/// `rtrec ship DIR --to s3://fleet/PREFIX` with the admin's keys, at
-/// `endpoint`, the device `dev1`, 5 MiB parts, and `extra`.
+/// `rtrec ship DIR --to s3://fleet/plant` ([`ship_command_to`]) with
+/// `extra`.
 fn ship_command(dir: &Path, endpoint: &str, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtrec"));
-    c.arg("ship")
-        .arg(dir)
-        .args([
-            "--to",
-            "s3://fleet/plant",
-            "--device",
-            "dev1",
-            "--part-size",
-            "5MiB",
-        ])
-        .args(["--endpoint", endpoint])
-        .args(extra)
-        .env("AWS_ACCESS_KEY_ID", KEY.0)
-        .env("AWS_SECRET_ACCESS_KEY", KEY.1)
-        .env_remove("AWS_ENDPOINT_URL")
-        .env_remove("RUST_BACKTRACE")
-        .stdin(Stdio::null());
+    let mut c = ship_command_to(dir, endpoint, "plant");
+    c.args(extra);
     c
 }
 
@@ -252,25 +48,11 @@ fn ship_to(dir: &Path, endpoint: &str, extra: &[&str]) -> (Output, Value) {
 }
 
 /// Records `total` of 64 KiB records in files of `file_size` into a new
-/// directory under `root`.
+/// directory `name` under `root` ([`common::weed::record`]).
 fn record(root: &Path, name: &str, total: &str, file_size: &str) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    let o = common::rtrec(&[
-        "record",
-        "--quiet",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--period",
-        "500us",
-        "--size",
-        "64KiB",
-        "--total",
-        total,
-        "--file-size",
-        file_size,
-    ]);
-    assert!(o.status.success(), "{}", show(&o));
+    common::weed::record(&dir, total, file_size);
     dir
 }
 
@@ -311,22 +93,6 @@ fn download_and_compare(w: &Weed, m: &Value, original: &Path, into: &Path) -> Pa
         std::fs::write(into.join(name), body).unwrap();
     }
     into.to_path_buf()
-}
-
-/// CRC32C (Castagnoli), bitwise: the test's own, not the shipper's.
-fn crc32c_of(b: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &x in b {
-        crc ^= x as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// The number of `part` lines in the ledger of `dir`.
@@ -495,56 +261,6 @@ fn a_server_killed_mid_upload_and_restarted_is_waited_for_by_watch() {
     download_and_compare(&w, &manifest(&w, &dir), &dir, &tmp.path().join("copy"));
 }
 
-/// A TCP proxy to the server that, on each of the first `faults`
-/// connections to carry 2 MiB upstream, stalls 3 s and then resets it.
-/// Returns its address and the count of connections it reset.
-fn flaky_proxy(upstream: String, faults: u64) -> (String, Arc<AtomicU64>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    let resets = Arc::new(AtomicU64::new(0));
-    let r = resets.clone();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            let Ok(down) = c else { continue };
-            let Ok(up) = TcpStream::connect(&upstream) else {
-                continue;
-            };
-            let r = r.clone();
-            let (down2, up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
-            std::thread::spawn(move || pump(up2, down2, None));
-            std::thread::spawn(move || pump(down, up, Some((r, faults))));
-        }
-    });
-    (addr, resets)
-}
-
-/// Copies `src` → `dst`; with `fault` (the client → server direction)
-/// it stalls and resets as [`flaky_proxy`] says.
-fn pump(mut src: TcpStream, mut dst: TcpStream, fault: Option<(Arc<AtomicU64>, u64)>) {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut n_total = 0u64;
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        n_total += n as u64;
-        if let Some((resets, faults)) = &fault {
-            if n_total > 2 << 20 && resets.load(Ordering::SeqCst) < *faults {
-                resets.fetch_add(1, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_secs(3));
-                let _ = src.shutdown(Shutdown::Both);
-                let _ = dst.shutdown(Shutdown::Both);
-                return;
-            }
-        }
-        if dst.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
-    let _ = dst.shutdown(Shutdown::Write);
-}
-
 #[test]
 fn a_connection_stalled_and_reset_mid_upload_is_survived_and_the_copy_is_exact() {
     let name = "a_connection_stalled_and_reset_mid_upload_is_survived_and_the_copy_is_exact";
@@ -552,7 +268,8 @@ fn a_connection_stalled_and_reset_mid_upload_is_survived_and_the_copy_is_exact()
     let tmp = tempfile::tempdir().unwrap();
     let dir = record(tmp.path(), "rec", "16MiB", "64MiB");
     let w = Weed::start(bin);
-    let (proxy, resets) = flaky_proxy(w.s3.clone(), 2);
+    let proxy = Proxy::start(w.s3.clone(), 2);
+    let (proxy, resets) = (proxy.addr, proxy.resets);
     // object_store retries within a request; what still fails is the
     // next run's (a service's next pass).
     let mut runs = 0;

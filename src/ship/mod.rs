@@ -306,7 +306,16 @@ impl Job<'_> {
         let mut waiting = 0;
         for r in &d.recordings {
             let Some(id) = r.id else { continue };
-            if r.copy || s.ledger.recording_shipped(id) {
+            if r.copy {
+                continue;
+            }
+            if s.ledger.recording_shipped(id) {
+                // Files of a shipped recording still here under `delete`:
+                // a kill or power cut between its ledger line and the
+                // end of their deletion. They go now.
+                if self.a.after_ship == AfterShip::Delete {
+                    delete_files(s, r)?;
+                }
                 continue;
             }
             if !matches!(r.state, State::Complete | State::Recovered | State::Aborted) {

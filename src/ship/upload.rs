@@ -202,8 +202,18 @@ impl Shipper {
     /// The store's, classified; the file changing or failing to read.
     pub async fn ship_file(&mut self, path: &Path, key: &str, sum: Sum) -> Result<bool, Failure> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let resuming = self.ledger.upload_of(name).is_some();
-        if !resuming && self.holds(key, sum.size, sum.crc32c).await? {
+        // Asked also when the ledger has an upload of it: a kill or power
+        // cut after the upload was completed but before the ledger said
+        // so leaves one the server has finished (and forgotten).
+        if self.holds(key, sum.size, sum.crc32c).await? {
+            let done = match self.ledger.upload_of(name) {
+                Some((LedgerEntry::Upload { upload_id, .. }, _)) => Some(upload_id.clone()),
+                _ => None,
+            };
+            if let Some(id) = done {
+                self.ledger.end_upload(&id);
+                self.write_ledger()?;
+            }
             return Ok(false);
         }
         let f = File::open(path).map_err(|e| local(format!("opening '{}'", path.display()), e))?;

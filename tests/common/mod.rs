@@ -1,13 +1,15 @@
 //! Helpers shared by the command-line tests: running the binary, showing a
 //! command's output in a failure message, a seeded PRNG for randomised
 //! rounds, `rtrec record`'s command lines ([`record_args`]) and a short
-//! recording with a loss ([`samples`]), and a corpus of damaged
-//! recording directories every reader must agree on ([`corpus`]).
+//! recording with a loss ([`samples`]), a corpus of damaged
+//! recording directories every reader must agree on ([`corpus`]), and a
+//! real S3 server with a proxy in front of it ([`weed`]).
 #![allow(dead_code)] // each test file uses its own subset
 
 pub mod corpus;
 pub mod record_args;
 pub mod samples;
+pub mod weed;
 
 use std::process::{Command, Output, Stdio};
 
