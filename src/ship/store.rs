@@ -197,6 +197,21 @@ impl Failure {
 /// Classifies `e`, met while `doing` (e.g. "writing 'dev/…/rec.rtr'").
 pub fn classify(e: &object_store::Error, doing: &str, bucket: &str) -> Failure {
     let text = e.to_string();
+    // The causes too: a TLS failure is named only in the HTTP client's
+    // error under object_store's ("error sending request").
+    let mut chain = text.clone();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        chain.push_str(": ");
+        chain.push_str(&c.to_string());
+        cause = c.source();
+    }
+    if let Some(why) = untrusted(&chain) {
+        return Failure::Refused(format!(
+            "{doing} failed: the server's TLS certificate is not trusted ({why}); give the CA \
+             that signed it with --ca-file, or use the name the certificate holds"
+        ));
+    }
     let has = |s: &str| text.contains(s);
     if has("RequestTimeTooSkewed") {
         return Failure::Refused(format!(
@@ -225,6 +240,20 @@ pub fn classify(e: &object_store::Error, doing: &str, bucket: &str) -> Failure {
         )),
         _ => Failure::Later(format!("{doing} failed: {}", one_line(&text))),
     }
+}
+
+/// What rustls said of a server certificate it did not accept, from an
+/// error's text and its causes' (`None`: not that).
+fn untrusted(chain: &str) -> Option<String> {
+    let at = chain.find("invalid peer certificate")?;
+    let rest = &chain[at..];
+    Some(one_line(
+        rest.split(": ")
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(": ")
+            .as_str(),
+    ))
 }
 
 /// `s` on one line (object_store's errors chain their causes with
@@ -269,6 +298,15 @@ mod tests {
             classify(&denied, "writing 'k'", "b"),
             Failure::Refused(_)
         ));
+        let tls = classify(
+            &generic("error sending request: invalid peer certificate: UnknownIssuer"),
+            "reading 'k'",
+            "b",
+        );
+        assert!(
+            matches!(&tls, Failure::Refused(s) if s.contains("(invalid peer certificate: UnknownIssuer)") && s.contains("--ca-file")),
+            "{tls:?}"
+        );
         let down = classify(
             &generic("error sending request\nconnection refused"),
             "w",

@@ -65,11 +65,18 @@ pub struct Weed {
     pub filer: String,
     /// The port lock (`flock`, released when closed).
     _lock: File,
+    /// Arguments of `weed mini` beside the tests' own (TLS).
+    extra: Vec<String>,
 }
 
 impl Weed {
     /// Takes the lock and starts the server.
     pub fn start(bin: PathBuf) -> Weed {
+        Weed::start_with(bin, Vec::new())
+    }
+
+    /// [`Weed::start`] with `extra` arguments of `weed mini`.
+    pub fn start_with(bin: PathBuf, extra: Vec<String>) -> Weed {
         let lock = File::create(std::env::temp_dir().join("rtrec-test-seaweedfs.lock")).unwrap();
         // SAFETY: flock on a descriptor this function owns.
         assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
@@ -80,6 +87,7 @@ impl Weed {
             s3: String::new(),
             filer: String::new(),
             _lock: lock,
+            extra,
         };
         w.up();
         w
@@ -112,6 +120,7 @@ impl Weed {
         let child = Command::new(&self.bin)
             .arg("mini")
             .args(&ports)
+            .args(&self.extra)
             .arg(format!("-dir={}", data.display()))
             .arg(format!("-s3.config={}", config.display()))
             .env("AWS_ACCESS_KEY_ID", KEY.0)

@@ -103,11 +103,18 @@ pub const UNSHARE: Tool = Tool {
     package: "util-linux",
 };
 
+/// `openssl`: makes a private CA and a server certificate for the TLS
+/// shipping test.
+pub const OPENSSL: Tool = Tool {
+    command: "openssl",
+    package: "openssl",
+};
+
 /// Every program of this module: what the README lists and `.ci/run`
 /// installs.
-pub const ALL: [Tool; 15] = [
+pub const ALL: [Tool; 16] = [
     MKFS_EXT4, E2FSCK, DEBUGFS, MKFS_XFS, MOUNT, LOSETUP, STRACE, FFMPEG, FFPROBE, FIO, SETPRIV,
-    CHROMIUM, MKFS_VFAT, FUSEFAT, UNSHARE,
+    CHROMIUM, MKFS_VFAT, FUSEFAT, UNSHARE, OPENSSL,
 ];
 
 impl Tool {
