@@ -127,31 +127,22 @@ fn first_card(work: &Path) -> (PathBuf, PathBuf) {
 
 /// The crash state of `log` at `CLOCK_MONOTONIC` time `at` (every entry
 /// completed by then, those after the last flush landing as `seed`
-/// draws) into `image`, its journal replayed and repaired by `e2fsck`;
-/// whether `e2fsck` repaired more than the journal.
+/// draws) into `image`, checked and repaired by `e2fsck` as the next boot
+/// would ([`rtrec_emu::crashimg::fsck`]); whether ext4 itself needed a
+/// repair beyond its journal and summary counters.
 fn cut_at(log_dir: &Path, at: u64, seed: u64, image: &Path) -> bool {
     let log = Log::open(log_dir).unwrap();
     let point = log.entries.partition_point(|e| e.time_ns <= at);
     let state = CrashState::random(&log, point, seed, 512);
     state.build(&log, image).unwrap();
-    let e2fsck = |args: &[&str]| {
-        Command::new("e2fsck")
-            .args(args)
-            .arg(image)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
-    let replay = e2fsck(&["-y", "-E", "journal_only"]);
-    assert!(replay.status.code().unwrap_or(8) < 4, "{}", show(&replay));
-    let fsck = e2fsck(&["-fy"]);
+    let f = rtrec_emu::crashimg::fsck(image).unwrap();
     assert!(
-        fsck.status.code().unwrap_or(8) < 4,
+        f.code < 4,
         "seed {seed}: e2fsck could not repair the card ({}): {}",
         state.describe(),
-        show(&fsck)
+        f.said
     );
-    fsck.status.code() != Some(0)
+    f.damage.is_some()
 }
 
 /// The rules every cut must leave (see the module docs); `what` names
@@ -366,7 +357,7 @@ fn power_cuts_mid_shipping_lose_nothing_claim_nothing_unsent_and_resend_at_most_
     let resent = sent.saturating_sub(clean);
     eprintln!(
         "{name}: seed {seed}: {made} cuts ({at_ledger} at a ledger write, {repaired} needing \
-         e2fsck beyond its journal{}), {} objects present, 0 stray; sent up {sent} bytes against \
+         an ext4 repair beyond its journal and counters{}), {} objects present, 0 stray; sent up {sent} bytes against \
          a clean run's {clean}: {resent} again; {begun} uploads left begun",
         if done > 0 {
             ", shipping done before the last"

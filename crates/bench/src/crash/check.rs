@@ -43,35 +43,6 @@ fn first_line(b: &[u8]) -> String {
         .to_string()
 }
 
-/// Whether `e2fsck -fn`'s output asks to repair anything but the free
-/// block and inode counts (the superblock's and the groups' summaries,
-/// which ext4 does not keep current on storage and recomputes at mount).
-fn fs_damage(fsck_n: &str) -> Option<String> {
-    let mut summary = false;
-    let mut before = "";
-    for line in fsck_n.lines() {
-        if line.starts_with("Free blocks count wrong")
-            || line.starts_with("Free inodes count wrong")
-        {
-            summary = true;
-        } else if line.ends_with("? no") {
-            if !summary {
-                let what = if line.len() > "Fix? no".len() {
-                    line
-                } else {
-                    before
-                };
-                return Some(what.trim().to_string());
-            }
-            summary = false;
-        }
-        if !line.trim().is_empty() {
-            before = line;
-        }
-    }
-    None
-}
-
 /// Checks the crash image `image` against the contract, with `promised`
 /// the records the finished recording holds below the durable point
 /// published before its crash point: ext4 ([`fsck`]), the directory read
@@ -117,30 +88,20 @@ pub(super) fn check(
     })
 }
 
-/// The journal replay a mount would do, then a read-only full check: what
-/// it would still repair, beyond the summary counters the kernel
-/// recomputes at every mount, is ext4's own damage (returned); then the
-/// repair, `fs-damaged` when it leaves ext4 damaged.
+/// The journal replay a mount would do, then what a full check would
+/// repair ([`rtrec_emu::crashimg::fsck`]): `fs-damaged` when the repair
+/// leaves ext4 damaged; what it repaired, beyond the summary counters,
+/// returned.
 fn fsck(image: &Path, broken: &mut Vec<Broken>) -> anyhow::Result<Option<String>> {
-    run_out(
-        Command::new("e2fsck")
-            .args(["-E", "journal_only", "-y"])
-            .arg(image),
-    )?;
-    let look = run_out(Command::new("e2fsck").args(["-f", "-n"]).arg(image))?;
-    let fs_repaired = fs_damage(&String::from_utf8_lossy(&look.stdout));
-    let fsck = run_out(Command::new("e2fsck").args(["-f", "-y"]).arg(image))?;
-    let code = fsck.status.code().unwrap_or(8);
-    if code >= 4 {
+    let f = rtrec_emu::crashimg::fsck(image)
+        .with_context(|| format!("running e2fsck on '{}'", image.display()))?;
+    if f.code >= 4 {
         broken.push((
             "fs-damaged",
-            format!(
-                "e2fsck left ext4 damaged (exit {code}): {}",
-                first_line(&fsck.stdout)
-            ),
+            format!("e2fsck left ext4 damaged (exit {}): {}", f.code, f.said),
         ));
     }
-    Ok(fs_repaired)
+    Ok(f.damage)
 }
 
 /// A loop's directory against its stated bound ([`LOOP_BOUND_BYTES`]),
@@ -429,20 +390,4 @@ fn event_groups(dir: &Path) -> Vec<Vec<PathBuf>> {
         groups.entry(key).or_default().push(dir.join(&n));
     }
     groups.into_values().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_repairs_beyond_the_summary_counters_count_as_ext4_damage() {
-        let counters = "Pass 5: Checking group summary information\nFree blocks count wrong (227225, counted=225198).\nFix? no\n\nFree inodes count wrong (65525, counted=65521).\nFix? no\n";
-        assert_eq!(fs_damage(counters), None);
-        let orphan = format!("{counters}Inode 12 was part of the orphaned inode list.  FIXED.\nEntry 'x' in / (2) has deleted/unused inode 13.  Clear? no\n");
-        assert_eq!(
-            fs_damage(&orphan).as_deref(),
-            Some("Entry 'x' in / (2) has deleted/unused inode 13.  Clear? no")
-        );
-    }
 }
