@@ -28,23 +28,17 @@ rounds=${1:-2}
 backlog_mib=${2:-1024}
 rtrec=${RTREC:-target/release/rtrec}
 [ -x "$rtrec" ] || { echo "ship-beside: no $rtrec (cargo build --release)" >&2; exit 1; }
-weed=$(bash scripts/seaweedfs.sh --cached) || { echo "ship-beside: no SeaweedFS yet (bash scripts/seaweedfs.sh builds it)" >&2; exit 1; }
+. scripts/weed-mini.sh
+weed_init ship-beside
 work=$(mktemp -d /var/tmp/rtrec-ship-beside-XXXXXX)
 shm=$(mktemp -d /dev/shm/rtrec-ship-beside-XXXXXX)
-weed_pid=
 cleanup() {
-  [ -n "$weed_pid" ] && kill "$weed_pid" 2>/dev/null && wait "$weed_pid" 2>/dev/null
+  weed_down
   rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
 export AWS_ACCESS_KEY_ID=rtrec-bench AWS_SECRET_ACCESS_KEY=rtrec-bench-secret S3_BUCKET=fleet
-(cd "$shm" && exec nice -n 19 "$weed" mini -dir="$shm/data" >"$work/weed.log" 2>&1) &
-weed_pid=$!
-for _ in $(seq 120); do
-  (exec 3<>/dev/tcp/127.0.0.1/8333) 2>/dev/null && break
-  sleep 0.5
-done
-sleep 2
+weed_up "$shm" "$work/weed.log" nice -n 19
 echo "ship-beside: SeaweedFS up; recording a backlog of ${backlog_mib} MiB" >&2
 mkdir -p "$work/backlog"
 for i in $(seq $(( backlog_mib / 64 ))); do

@@ -21,26 +21,17 @@ devices=${1:-5}
 per=${2:-20}
 RANDOM=${3:-1}
 rtrec=${RTREC:-$PWD/target/release/rtrec}
-weed=$(bash scripts/seaweedfs.sh --cached) || { echo "ship-fleet: no SeaweedFS yet (bash scripts/seaweedfs.sh builds it)" >&2; exit 1; }
+. scripts/weed-mini.sh
+weed_init ship-fleet
 work=$(mktemp -d /var/tmp/rtrec-ship-fleet-XXXXXX)
-weed_pid=
 cleanup() {
-  [ -n "$weed_pid" ] && kill "$weed_pid" 2>/dev/null && wait "$weed_pid" 2>/dev/null
+  weed_down
   rm -rf "$work"
 }
 trap cleanup EXIT
 export AWS_ACCESS_KEY_ID=rtrec-fleet AWS_SECRET_ACCESS_KEY=rtrec-fleet-secret S3_BUCKET=fleet
 export AWS_ENDPOINT_URL=http://127.0.0.1:8333
-weed_up() {
-  (cd "$work" && exec "$weed" mini -dir="$work/weed" >>"$work/weed.log" 2>&1) &
-  weed_pid=$!
-  for _ in $(seq 120); do
-    (exec 3<>/dev/tcp/127.0.0.1/8333) 2>/dev/null && break
-    sleep 0.5
-  done
-  sleep 2
-}
-weed_up
+weed_up "$work/weed" "$work/weed.log"
 echo "ship-fleet: recording $devices × $per recordings" >&2
 for d in $(seq "$devices"); do
   mkdir -p "$work/dev$d"
@@ -74,7 +65,7 @@ for d in $(seq "$devices"); do
     if [ "$restarted" = 0 ] && [ "$d" = $(( (devices + 1) / 2 )) ] && [ "$n" = 2 ]; then
       kill -9 "$weed_pid"; wait "$weed_pid" 2>/dev/null || true
       sleep 1
-      weed_up
+      weed_up "$work/weed" "$work/weed.log"
       restarted=1
     fi
     if wait "$pid"; then
