@@ -56,10 +56,54 @@ pub struct Manifest {
     pub start_ns: Option<u64>,
     /// Wall time of its last record, ns since the epoch.
     pub end_ns: Option<u64>,
-    /// Its files, in index order.
+    /// Its files, in index order (none with `--no-rtr`, unless the
+    /// conversion was refused).
     pub files: Vec<ManifestFile>,
+    /// Its converted copy (`--convert`), or why there is none; absent
+    /// without `--convert` (a manifest as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub converted: Option<ManifestConverted>,
     /// When the manifest was written (ns since the epoch).
     pub shipped_ns: u64,
     /// The rtrec that shipped it.
     pub rtrec_version: &'static str,
+}
+
+/// The converted copy of a shipped recording (`--convert`), or the
+/// exporter's refusal.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ManifestConverted {
+    /// `mcap` or `parquet`.
+    pub format: &'static str,
+    /// The layout it was converted with (`--layout`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// Why the exporter refused to convert it (its sentence); there is no
+    /// object then, and the `.rtr` files are shipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The object, when converted (its fields inline).
+    #[serde(flatten)]
+    pub object: Option<ConvertedObject>,
+}
+
+/// The object of a converted copy.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ConvertedObject {
+    /// Its name (`RECORDING_ID.mcap` or `.parquet`; the last part of its
+    /// key, the name `rtrec fetch` gives it).
+    pub name: String,
+    /// Its object key.
+    pub key: String,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+    /// The CRC32C (Castagnoli) of all its bytes, 8 hex digits.
+    pub crc32c: String,
+    /// Records in it.
+    pub records: u64,
+    /// Gap rows in it (MCAP: messages on `TOPIC/gaps`; Parquet: rows
+    /// whose record columns are null).
+    pub gap_rows: u64,
+    /// Records missing in those gaps.
+    pub records_in_gaps: u64,
 }
