@@ -19,17 +19,23 @@ use rtrec_engine::recordings::Recording;
 
 use super::{open_parts, parse_layout, range, refused_or_gaps, write_walked, How, TableLayout};
 use crate::cli::{ExportArgs, ExportFormat};
+use crate::ship::convert::{ConvertFormat, Converted, Converter};
 
-/// What a conversion wrote, as the exporter's walk counted it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Converted {
-    /// Records written.
-    pub records: u64,
-    /// Gap rows (MCAP: messages on `TOPIC/gaps`; Parquet: rows whose
-    /// record columns are null).
-    pub gap_rows: u64,
-    /// Records missing in those gaps.
-    pub records_in_gaps: u64,
+/// `ship`'s [`crate::ship::convert::MakeConverter`]: the exporter set up
+/// for `--convert FORMAT [--layout L] [--allow-gaps]`.
+///
+/// # Errors
+/// A layout that does not parse: the exporter's sentence.
+pub fn for_ship(
+    format: ConvertFormat,
+    layout: Option<String>,
+    allow_gaps: bool,
+) -> crate::error::Result<Box<dyn Converter>> {
+    let format = match format {
+        ConvertFormat::Mcap => ExportFormat::Mcap,
+        ConvertFormat::Parquet => ExportFormat::Parquet,
+    };
+    Ok(Box::new(Convert::new(format, layout, allow_gaps)?))
 }
 
 /// A conversion's settings, checked before any recording is read.
@@ -77,7 +83,9 @@ impl Convert {
         }
         Ok(Convert { args, layout })
     }
+}
 
+impl Converter for Convert {
     /// Writes recording `r` converted to `out`. `Ok(Err(why))`: the
     /// exporter refuses it (corrupt, or gaps without `allow_gaps`), in its
     /// own sentence; nothing was written.
@@ -86,7 +94,7 @@ impl Convert {
     /// A file of `r` that cannot be read or changed since it was read, a
     /// record that does not fit the layout, a failed write (part of the
     /// copy may have been written: the caller throws it away).
-    pub fn write(
+    fn convert(
         &self,
         r: &Recording,
         out: &mut dyn Write,

@@ -107,7 +107,7 @@ use crate::error::usage;
 
 #[cfg(feature = "tables")]
 mod all;
-#[cfg(feature = "tables")]
+#[cfg(all(feature = "tables", feature = "ship"))]
 pub mod convert;
 #[cfg(feature = "tables")]
 mod layout;
@@ -124,6 +124,18 @@ pub mod range;
 pub(crate) mod rows;
 #[cfg(feature = "tables")]
 mod table;
+
+/// `ship --convert` in a build without the table exports: refused in one
+/// sentence (`ship`'s `MakeConverter`; with them it is
+/// `convert::for_ship`).
+#[cfg(all(not(feature = "tables"), feature = "ship"))]
+pub fn ship_converter_left_out(
+    _: crate::ship::convert::ConvertFormat,
+    _: Option<String>,
+    _: bool,
+) -> crate::error::Result<Box<dyn crate::ship::convert::Converter>> {
+    crate::error::left_out("--convert (the MCAP and Parquet exports)", "tables")
+}
 
 /// A parsed `--layout` (nothing in a build without the table exports).
 #[cfg(feature = "tables")]

@@ -3,7 +3,9 @@
 //! (docs/ship.md, "A converted copy", issue 46 item 2). This module owns
 //! the copy's way out: where it is written, its upload, and its entry in
 //! the manifest; the conversion itself is the exporter's
-//! ([`crate::export::convert`]).
+//! (`export::convert`), handed in by `main` as a [`Converter`]: `ship`
+//! sits below `cli` and `export` (which reads `cli`'s flags), so it
+//! names neither.
 //!
 //! Design choices:
 //! - **Written in `$TMPDIR`, never in the recording directory**: a copy
@@ -29,16 +31,67 @@
 //!   `--no-rtr`), its manifest's `converted` entry says why, and the
 //!   summary counts it (`conversions_refused`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rtrec_engine::recordings::Recording;
 
 use super::manifest::ManifestConverted;
 use super::store::Failure;
 use super::upload::{sum_of, Shipper};
-use super::ConvertFormat;
 use crate::error::{Error, Result};
-use crate::export::convert::{Convert, Converted};
+
+/// The formats of `--convert`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConvertFormat {
+    /// MCAP, as `rtrec export --format mcap` writes it (Foxglove, MCAP's tools).
+    Mcap,
+    /// Parquet, as `rtrec export --format parquet` writes it (pandas, polars, DuckDB).
+    Parquet,
+}
+
+impl ConvertFormat {
+    /// Its name in the manifest and its object's extension.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConvertFormat::Mcap => "mcap",
+            ConvertFormat::Parquet => "parquet",
+        }
+    }
+}
+
+/// What a conversion wrote, as the exporter's walk counted it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Converted {
+    /// Records written.
+    pub records: u64,
+    /// Gap rows (MCAP: messages on `TOPIC/gaps`; Parquet: rows whose
+    /// record columns are null).
+    pub gap_rows: u64,
+    /// Records missing in those gaps.
+    pub records_in_gaps: u64,
+}
+
+/// What converts a recording: the exporter, set up from `--convert`,
+/// `--layout` and `--allow-gaps`.
+pub trait Converter {
+    /// Writes recording `r` converted to `out`. `Ok(Err(why))`: the
+    /// exporter refuses it (corrupt, gaps without `--allow-gaps`), in its
+    /// own sentence; nothing was written.
+    ///
+    /// # Errors
+    /// A file of `r` that cannot be read, a record that does not fit the
+    /// layout, a failed write.
+    fn convert(
+        &self,
+        r: &Recording,
+        out: &mut dyn std::io::Write,
+    ) -> Result<std::result::Result<Converted, String>>;
+}
+
+/// Makes the [`Converter`] of `--convert FORMAT`, `--layout` and
+/// `--allow-gaps` (checked before anything is read), or refuses in one
+/// sentence; `main` gives the exporter's.
+pub type MakeConverter = fn(ConvertFormat, Option<String>, bool) -> Result<Box<dyn Converter>>;
 
 /// A run's conversion: the format and the exporter's settings.
 pub struct Conversion {
@@ -47,27 +100,25 @@ pub struct Conversion {
     /// `--layout`, as given.
     pub layout: Option<String>,
     /// The exporter, set up.
-    pub convert: Convert,
+    pub convert: Box<dyn Converter>,
 }
 
 impl Conversion {
     /// The conversion `--convert FORMAT [--layout L] [--allow-gaps]` asks
-    /// for, checked before anything is read.
+    /// for, made by `make`, checked before anything is read.
     ///
     /// # Errors
-    /// A layout that does not parse: the exporter's sentence.
+    /// `make`'s: a layout that does not parse (the exporter's sentence), a
+    /// build without the exporter.
     pub fn new(
+        make: MakeConverter,
         format: ConvertFormat,
         layout: Option<String>,
         allow_gaps: bool,
     ) -> Result<Conversion> {
-        let export = match format {
-            ConvertFormat::Mcap => crate::cli::ExportFormat::Mcap,
-            ConvertFormat::Parquet => crate::cli::ExportFormat::Parquet,
-        };
         Ok(Conversion {
             format,
-            convert: Convert::new(export, layout.clone(), allow_gaps)?,
+            convert: make(format, layout.clone(), allow_gaps)?,
             layout,
         })
     }
@@ -142,7 +193,7 @@ impl Conversion {
             .create_new(true)
             .open(path)
             .map_err(later)?;
-        match self.convert.write(r, &mut f) {
+        match self.convert.convert(r, &mut f) {
             Ok(Ok(c)) => Ok(Ok(c)),
             Ok(Err(why)) => Ok(Err(why)),
             // The copy's file (a full $TMPDIR): the next attempt may do.
@@ -161,7 +212,7 @@ impl Conversion {
     async fn send(
         &self,
         s: &mut Shipper,
-        path: &PathBuf,
+        path: &Path,
         key: &str,
         c: Converted,
     ) -> std::result::Result<Option<(super::manifest::ConvertedObject, bool)>, Failure> {

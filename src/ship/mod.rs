@@ -31,7 +31,6 @@
 //! - **A tokio runtime only here**, on the calling thread
 //!   (current-thread): object_store is async, the rest of rtrec is not.
 
-#[cfg(feature = "tables")]
 pub mod convert;
 pub mod fleet;
 pub mod manifest;
@@ -47,37 +46,12 @@ use rtrec_engine::reader::{LedgerEntry, ShipLedger};
 use rtrec_engine::recordings::{Directory, Recording, State};
 
 use crate::error::{usage, Error, Result};
-#[cfg(feature = "tables")]
-use convert::Conversion;
+use convert::{Conversion, ConvertFormat, MakeConverter};
 use manifest::{Manifest, ManifestConverted, ManifestFile, MANIFEST_SCHEMA_VERSION};
 use pace::{backoff, Bucket};
 use store::{Access, Failure, Target};
 use summary::{ShipSummary, SUMMARY_SCHEMA_VERSION};
 use upload::{sum_of, Shipper};
-
-/// The formats of `--convert`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ConvertFormat {
-    /// MCAP, as `rtrec export --format mcap` writes it (Foxglove, MCAP's tools).
-    Mcap,
-    /// Parquet, as `rtrec export --format parquet` writes it (pandas, polars, DuckDB).
-    Parquet,
-}
-
-impl ConvertFormat {
-    /// Its name in the manifest and its object's extension.
-    pub fn name(self) -> &'static str {
-        match self {
-            ConvertFormat::Mcap => "mcap",
-            ConvertFormat::Parquet => "parquet",
-        }
-    }
-}
-
-/// Without the table exports (feature `tables`) there is no conversion:
-/// `--convert` is refused in one sentence.
-#[cfg(not(feature = "tables"))]
-enum Conversion {}
 
 /// What to do with a recording's files once it is shipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -130,7 +104,7 @@ pub struct ShipArgs {
     /// What to do with a recording's files once it is shipped.
     #[arg(long, value_enum, default_value = "keep", value_name = "WHAT")]
     pub after_ship: AfterShip,
-    /// Ship a converted copy of each recording beside its .rtr files, as `rtrec export --format FORMAT` writes it (docs/ship.md, "A converted copy").
+    /// Ship a converted copy of each recording beside its .rtr files, as `rtrec export --format FORMAT` writes it (docs/ship.md, "A converted copy") [default: none, the .rtr files only].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub convert: Option<ConvertFormat>,
     /// With --convert: decode each record into named, typed fields, as `rtrec export --layout` takes it (e.g. `t:u32,x:f32`).
@@ -197,25 +171,17 @@ fn device_name(a: &ShipArgs) -> Result<String> {
     Ok(name)
 }
 
-/// `--convert`'s conversion, checked before anything is read.
-#[cfg(feature = "tables")]
-fn conversion(a: &ShipArgs) -> Result<Option<Conversion>> {
+/// `--convert`'s conversion (made by `make`), checked before anything is
+/// read.
+fn conversion(a: &ShipArgs, make: MakeConverter) -> Result<Option<Conversion>> {
     a.convert
-        .map(|f| Conversion::new(f, a.layout.clone(), a.allow_gaps))
+        .map(|f| Conversion::new(make, f, a.layout.clone(), a.allow_gaps))
         .transpose()
 }
 
-/// `--convert` in a build without the table exports: refused.
-#[cfg(not(feature = "tables"))]
-fn conversion(a: &ShipArgs) -> Result<Option<Conversion>> {
-    match a.convert {
-        Some(_) => crate::error::left_out("--convert (the MCAP and Parquet exports)", "tables"),
-        None => Ok(None),
-    }
-}
-
-/// Runs `rtrec ship`.
-pub fn run(a: &ShipArgs) -> Result<i32> {
+/// Runs `rtrec ship`; `make` gives `--convert`'s converter (the
+/// exporter's: see [`convert`]).
+pub fn run(a: &ShipArgs, make: MakeConverter) -> Result<i32> {
     let target = Target::parse(&a.to).or_else(usage)?;
     if !a.dir.is_dir() {
         return usage(format!("'{}' is not a directory", a.dir.display()));
@@ -229,7 +195,7 @@ pub fn run(a: &ShipArgs) -> Result<i32> {
         ca_file: a.ca_file.clone(),
         retry_timeout: Duration::from_secs(60),
     };
-    let conversion = conversion(a)?;
+    let conversion = conversion(a, make)?;
     let store = store::open(&target, &access).or_else(usage)?;
     let ledger = ShipLedger::read(&a.dir).or_else(usage)?;
     let dir = rtrec_sys::Dir::open_nofollow(&a.dir)
@@ -500,7 +466,6 @@ impl Job<'_> {
 
     /// With `--convert`: the converted copy of `r` shipped ([`convert`]);
     /// its manifest entry and whether it was sent.
-    #[cfg_attr(not(feature = "tables"), allow(unused_variables))]
     async fn converted(
         &self,
         s: &mut Shipper,
@@ -511,13 +476,8 @@ impl Job<'_> {
         let Some(c) = self.conversion else {
             return Ok(None);
         };
-        #[cfg(feature = "tables")]
-        {
-            let key_of = |name: &str| self.target.key(&[base, &[name]].concat());
-            c.ship(s, r, id_hex, key_of).await.map(Some)
-        }
-        #[cfg(not(feature = "tables"))]
-        match *c {}
+        let key_of = |name: &str| self.target.key(&[base, &[name]].concat());
+        c.ship(s, r, id_hex, key_of).await.map(Some)
     }
 }
 
