@@ -407,6 +407,22 @@ fn a_multi_file_recording_round_trips_verifies_and_a_second_run_sends_nothing() 
         .contains("\nrecording "));
 }
 
+/// Starts `rtrec ship` with `extra` at 4 MiB/s (a part every 1.25 s,
+/// time to kill between two), kills it once the ledger holds two
+/// acknowledged parts, and returns the parts it holds then.
+fn kill_after_two_parts(w: &Weed, dir: &Path, extra: &[&str]) -> u64 {
+    let slow = [extra, &["--bwlimit", "4MiB"]].concat();
+    let mut child = ship_command(dir, &format!("http://{}", w.s3), &slow)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(120, "two parts in the ledger", || parts_in_ledger(dir) >= 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    parts_in_ledger(dir) as u64
+}
+
 #[test]
 fn a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again() {
     let name = "a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again";
@@ -417,18 +433,7 @@ fn a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again() {
         .unwrap()
         .len();
     let w = Weed::start(bin);
-    // 4 MiB/s: a part every 1.25 s, time to kill between two.
-    let mut child = ship_command(&dir, &format!("http://{}", w.s3), &["--bwlimit", "4MiB"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(120, "two parts in the ledger", || {
-        parts_in_ledger(&dir) >= 2
-    });
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let acked = parts_in_ledger(&dir) as u64;
+    let acked = kill_after_two_parts(&w, &dir, &[]);
     let (o, s) = ship(&w, &dir, &[]);
     assert!(o.status.success(), "{}", show(&o));
     assert_eq!(s["uploads_resumed"], 1, "{s}");
@@ -1114,4 +1119,43 @@ fn convert_flags_are_checked_before_anything_is_sent() {
         assert_eq!(err.lines().count(), 1, "one sentence: {err}");
         assert!(err.contains("u33"), "{err}");
     }
+}
+
+#[cfg(feature = "tables")]
+#[test]
+fn a_converted_copy_killed_mid_upload_is_made_again_and_resumed_with_at_most_one_part_again() {
+    let name =
+        "a_converted_copy_killed_mid_upload_is_made_again_and_resumed_with_at_most_one_part_again";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    // 7 MiB of records: an MCAP of about 17 MB, four parts of 5 MiB.
+    let dir = record_samples(tmp.path(), "rec", 458_752);
+    let w = Weed::start(bin);
+    let convert = ["--convert", "mcap", "--layout", LAYOUT, "--no-rtr"];
+    let acked = kill_after_two_parts(&w, &dir, &convert);
+    let (o, s) = ship(&w, &dir, &convert);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(s["uploads_resumed"], 1, "{s}");
+    let m = manifest(&w, &dir);
+    let body = converted_copy(&w, &m, &dir, &["--format", "mcap", "--layout", LAYOUT]);
+    let manifest_bytes = serde_json::to_vec_pretty(&m).unwrap().len() as u64;
+    let sent = s["bytes_shipped"].as_u64().unwrap();
+    // The parts acknowledged before the kill were not sent again (the
+    // manifest's size is the test's re-encoding: within a few bytes).
+    let expected = body.len() as u64 - acked * (5 << 20) + manifest_bytes;
+    assert!(
+        sent.abs_diff(expected) < 64,
+        "{sent} sent, {expected} expected: {s}"
+    );
+    assert!(s["bytes_resent"].as_u64().unwrap() <= 5 << 20, "{s}");
+    assert_eq!(
+        parts_in_ledger(&dir),
+        0,
+        "the finished upload leaves the ledger"
+    );
+    eprintln!(
+        "copy of {} bytes killed after {acked} parts; re-sent {} bytes",
+        body.len(),
+        s["bytes_resent"]
+    );
 }
