@@ -568,7 +568,9 @@ struct How<'a> {
     format: ExportFormat,
     /// The compression `-o`'s name asks for.
     compress: output::Compress,
-    /// `--layout`.
+    /// `--layout` (read by the table writers only: a build without them
+    /// has none).
+    #[cfg_attr(not(feature = "tables"), allow(dead_code))]
     layout: Option<&'a TableLayout>,
     /// `--from`, `--to`, `--every`.
     selection: &'a range::Selection,
