@@ -1027,6 +1027,11 @@ fn a_converted_mcap_ships_beside_the_files_as_export_writes_it_and_a_refusal_is_
     assert_eq!(m["files"].as_array().unwrap().len(), 1, "{m}");
     let why = m["converted"]["refused"].as_str().unwrap_or_default();
     assert!(why.contains("--allow-gaps"), "{m}");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("is not converted to mcap") && said.contains(why),
+        "{said}"
+    );
     assert!(m["converted"].get("key").is_none(), "{m}");
 }
 
