@@ -870,8 +870,8 @@ mod tests {
         // throughput), checked by the bench itself with a suggestion.
         assert_eq!(
             checked,
-            12 + usize::from(cfg!(feature = "ship")),
-            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression, ship --after-ship"
+            12 + 2 * usize::from(cfg!(feature = "ship")),
+            "--mode, --alloc, --io, --flush, --framing, --on-pool-empty, --on-full, --keep-scope, bench --hold-rule, export --format, export --payload, export --mcap-compression, ship --after-ship, ship --convert"
         );
     }
 

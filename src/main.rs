@@ -35,6 +35,14 @@ mod trigger;
 mod tune;
 mod verify;
 
+/// `ship --convert`'s converter: the exporter's (`export::convert`), or
+/// a refusal in a build without the table exports.
+#[cfg(all(feature = "ship", feature = "tables"))]
+const SHIP_CONVERTER: ship::convert::MakeConverter = export::convert::for_ship;
+/// `ship --convert`'s converter: a refusal without the table exports.
+#[cfg(all(feature = "ship", not(feature = "tables")))]
+const SHIP_CONVERTER: ship::convert::MakeConverter = export::ship_converter_left_out;
+
 fn main() {
     let cli = cli::parse();
     // Commands that only report die quietly when their reader goes
@@ -67,7 +75,7 @@ fn main() {
         cli::Command::Info(a) => info::run(&a),
         cli::Command::Events(a) => events::run(&a),
         #[cfg(feature = "ship")]
-        cli::Command::Ship(a) => ship::run(&a),
+        cli::Command::Ship(a) => ship::run(&a, SHIP_CONVERTER),
         #[cfg(feature = "ship")]
         cli::Command::Fetch(a) => ship::fleet::fetch(&a),
         cli::Command::Doctor(a) => doctor::run(&a),

@@ -173,6 +173,22 @@ fn a_multi_file_recording_round_trips_verifies_and_a_second_run_sends_nothing() 
         .contains("\nrecording "));
 }
 
+/// Starts `rtrec ship` with `extra` at 4 MiB/s (a part every 1.25 s,
+/// time to kill between two), kills it once the ledger holds two
+/// acknowledged parts, and returns the parts it holds then.
+fn kill_after_two_parts(w: &Weed, dir: &Path, extra: &[&str]) -> u64 {
+    let slow = [extra, &["--bwlimit", "4MiB"]].concat();
+    let mut child = ship_command(dir, &format!("http://{}", w.s3), &slow)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(120, "two parts in the ledger", || parts_in_ledger(dir) >= 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    parts_in_ledger(dir) as u64
+}
+
 #[test]
 fn a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again() {
     let name = "a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again";
@@ -183,18 +199,7 @@ fn a_shipper_killed_mid_upload_resumes_with_at_most_one_part_sent_again() {
         .unwrap()
         .len();
     let w = Weed::start(bin);
-    // 4 MiB/s: a part every 1.25 s, time to kill between two.
-    let mut child = ship_command(&dir, &format!("http://{}", w.s3), &["--bwlimit", "4MiB"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(120, "two parts in the ledger", || {
-        parts_in_ledger(&dir) >= 2
-    });
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let acked = parts_in_ledger(&dir) as u64;
+    let acked = kill_after_two_parts(&w, &dir, &[]);
     let (o, s) = ship(&w, &dir, &[]);
     assert!(o.status.success(), "{}", show(&o));
     assert_eq!(s["uploads_resumed"], 1, "{s}");
@@ -527,4 +532,352 @@ fn the_fleet_lists_every_devices_recordings_and_fetch_brings_one_back_verified()
         &["fetch", "s3://fleet/plant/nobody", got.to_str().unwrap()],
     );
     assert_eq!(none.status.code(), Some(2), "{}", show(&none));
+}
+
+/// The layout of [`record_samples`]' records.
+#[cfg(feature = "tables")]
+const LAYOUT: &str = "t:u32,x:f32,y:f32,n:u32";
+
+/// Records `n` records of [`LAYOUT`] (16 bytes: the sample of
+/// `common::samples` and its index) from stdin in files of 1 MiB into a
+/// new directory under `root`: a multi-file recording in a moment.
+#[cfg(feature = "tables")]
+fn record_samples(root: &Path, name: &str, n: u32) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut input = Vec::with_capacity(n as usize * 16);
+    for i in 0..n {
+        input.extend(common::samples::sample(i));
+        input.extend(i.to_le_bytes());
+    }
+    let d = dir.to_str().unwrap();
+    let args = ["record", "--quiet", "--stdin", "--dir", d, "--size", "16B"];
+    let o = common::rtrec_stdin(&[&args[..], &["--file-size", "1MiB"]].concat(), &input);
+    assert!(o.status.success(), "{}", show(&o));
+    dir
+}
+
+/// The converted copy the manifest `m` lists, checked against its
+/// manifest entry (size, CRC32C) and against `rtrec export` of `dir`
+/// with `export_args` run here: byte for byte the same. Returns it.
+#[cfg(feature = "tables")]
+fn converted_copy(w: &Weed, m: &Value, dir: &Path, export_args: &[&str]) -> Vec<u8> {
+    let c = &m["converted"];
+    let body = w
+        .object(c["key"].as_str().expect("a converted object"))
+        .expect("the converted copy is in the bucket");
+    assert_eq!(body.len() as u64, c["size_bytes"].as_u64().unwrap(), "{m}");
+    assert_eq!(format!("{:08x}", crc32c_of(&body)), c["crc32c"], "{m}");
+    let local = dir.with_extension(c["format"].as_str().unwrap());
+    let _ = std::fs::remove_file(&local);
+    let o = common::rtrec(
+        &[
+            &[
+                "export",
+                dir.to_str().unwrap(),
+                "-o",
+                local.to_str().unwrap(),
+            ],
+            export_args,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", show(&o));
+    assert!(
+        body == std::fs::read(&local).unwrap(),
+        "the shipped copy is not what `rtrec export {export_args:?}` writes"
+    );
+    body
+}
+
+/// MCAP's Python reader's count of messages per topic in `path`, and the
+/// first record's JSON (`None` after a skip line when the reader is not
+/// installed).
+#[cfg(feature = "tables")]
+fn mcap_topics(test: &str, path: &Path) -> Option<Value> {
+    const READ: &str = r#"
+import json, sys
+from mcap.reader import make_reader
+topics, first = {}, None
+with open(sys.argv[1], "rb") as f:
+    for schema, channel, message in make_reader(f).iter_messages():
+        topics[channel.topic] = topics.get(channel.topic, 0) + 1
+        if first is None and channel.topic == "/rtrec/records":
+            first = json.loads(message.data)
+print(json.dumps({"topics": topics, "first": first}))
+"#;
+    let there = Command::new("python3")
+        .args(["-c", "import mcap.reader"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !there && !rtrec_host::tools::skip(test, "needs MCAP's Python reader (pip install mcap)") {
+        return None;
+    }
+    let o = Command::new("python3")
+        .args(["-c", READ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "MCAP's reader refused it: {}", show(&o));
+    Some(serde_json::from_slice(&o.stdout).unwrap())
+}
+
+#[cfg(feature = "tables")]
+#[test]
+fn a_converted_mcap_ships_beside_the_files_as_export_writes_it_and_a_refusal_is_in_the_manifest() {
+    let name = "a_converted_mcap_ships_beside_the_files_as_export_writes_it_and_a_refusal_is_in_the_manifest";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    // 3 MiB of records in 4 files; its MCAP is over 5 MiB (multipart).
+    let n = 196_608;
+    let dir = record_samples(tmp.path(), "rec", n);
+    let w = Weed::start(bin);
+    let convert = ["--convert", "mcap", "--layout", LAYOUT];
+    let (o, s) = ship(&w, &dir, &convert);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(s["recordings_shipped"], 1, "{s}");
+    assert_eq!(s["converted_shipped"], 1, "{s}");
+    assert_eq!(
+        s["files_shipped"], 6,
+        "4 files, the copy, the manifest: {s}"
+    );
+    let m = manifest(&w, &dir);
+    assert_eq!(m["files"].as_array().unwrap().len(), 4, "{m}");
+    let c = &m["converted"];
+    assert_eq!(
+        (c["format"].as_str(), c["layout"].as_str()),
+        (Some("mcap"), Some(LAYOUT))
+    );
+    assert_eq!(
+        (c["records"].as_u64(), c["gap_rows"].as_u64()),
+        (Some(n as u64), Some(0))
+    );
+    let body = converted_copy(&w, &m, &dir, &["--format", "mcap", "--layout", LAYOUT]);
+    assert!(body.len() > 5 << 20, "{} bytes: not multipart", body.len());
+    let copy = tmp.path().join("copy.mcap");
+    std::fs::write(&copy, &body).unwrap();
+    if let Some(v) = mcap_topics(name, &copy) {
+        assert_eq!(v["topics"]["/rtrec/records"], n, "{v}");
+        let first = &v["first"];
+        assert_eq!(
+            (first["t"].as_u64(), first["n"].as_u64()),
+            (Some(0), Some(0)),
+            "{v}"
+        );
+    }
+    // No copy is left behind, in the directory or in $TMPDIR.
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(m["recording_id"].as_str().unwrap())
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Again: nothing sent; without the ledger: converted again, found in
+    // the bucket, nothing sent either.
+    let (_, s2) = ship(&w, &dir, &convert);
+    assert_eq!(
+        (
+            s2["bytes_shipped"].as_u64(),
+            s2["recordings_shipped"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{s2}"
+    );
+    std::fs::remove_file(dir.join(".shipped")).unwrap();
+    let (o3, s3) = ship(&w, &dir, &convert);
+    assert!(o3.status.success(), "{}", show(&o3));
+    assert_eq!(
+        (
+            s3["bytes_shipped"].as_u64(),
+            s3["recordings_already_there"].as_u64()
+        ),
+        (Some(0), Some(1)),
+        "{s3}"
+    );
+
+    // `fetch` brings the copy too, checked; `ls` reads the manifest.
+    let location = format!(
+        "s3://fleet/{}",
+        m["files"][0]["key"]
+            .as_str()
+            .unwrap()
+            .rsplit_once('/')
+            .unwrap()
+            .0
+    );
+    let got = tmp.path().join("got");
+    let f = rtrec_s3(&w, &["fetch", &location, got.to_str().unwrap()]);
+    assert!(f.status.success(), "{}", show(&f));
+    assert!(std::fs::read(got.join(c["name"].as_str().unwrap())).unwrap() == body);
+    let l = rtrec_s3(&w, &["ls", "s3://fleet/plant", "--json"]);
+    assert!(l.status.success(), "{}", show(&l));
+    let v: Value = serde_json::from_slice(&l.stdout).unwrap();
+    assert_eq!(
+        v["recordings"][0]["converted"]["crc32c"], c["crc32c"],
+        "{v}"
+    );
+
+    // A recording with a gap: the exporter refuses it without
+    // --allow-gaps; its .rtr files ship all the same (also with
+    // --no-rtr) and the manifest says why.
+    let gap = tmp.path().join("gap");
+    std::fs::create_dir_all(&gap).unwrap();
+    common::samples::recording_with_a_loss(&gap)
+        .finish()
+        .unwrap();
+    let (o, s) = ship(&w, &gap, &["--convert", "mcap", "--no-rtr"]);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(
+        (
+            s["conversions_refused"].as_u64(),
+            s["converted_shipped"].as_u64()
+        ),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    let m = manifest(&w, &gap);
+    assert_eq!(m["files"].as_array().unwrap().len(), 1, "{m}");
+    let why = m["converted"]["refused"].as_str().unwrap_or_default();
+    assert!(why.contains("--allow-gaps"), "{m}");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("is not converted to mcap") && said.contains(why),
+        "{said}"
+    );
+    assert!(m["converted"].get("key").is_none(), "{m}");
+}
+
+#[cfg(feature = "tables")]
+#[test]
+fn a_parquet_copy_alone_ships_with_no_rtr_and_fetch_brings_it_back() {
+    let name = "a_parquet_copy_alone_ships_with_no_rtr_and_fetch_brings_it_back";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let gap = tmp.path().join("gap");
+    std::fs::create_dir_all(&gap).unwrap();
+    common::samples::recording_with_a_loss(&gap)
+        .finish()
+        .unwrap();
+    let w = Weed::start(bin);
+    let args = [
+        "--convert",
+        "parquet",
+        "--layout",
+        "t:u32,x:f32,y:f32",
+        "--allow-gaps",
+        "--no-rtr",
+    ];
+    let (o, s) = ship(&w, &gap, &args);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(
+        (s["converted_shipped"].as_u64(), s["files_shipped"].as_u64()),
+        (Some(1), Some(2)),
+        "the copy and the manifest: {s}"
+    );
+    let m = manifest(&w, &gap);
+    assert_eq!(m["files"], serde_json::json!([]), "{m}");
+    assert_eq!(
+        (
+            m["converted"]["records"].as_u64(),
+            m["converted"]["gap_rows"].as_u64()
+        ),
+        (Some(9), Some(1)),
+        "{m}"
+    );
+    let export = [
+        "--format",
+        "parquet",
+        "--layout",
+        "t:u32,x:f32,y:f32",
+        "--allow-gaps",
+    ];
+    let body = converted_copy(&w, &m, &gap, &export);
+    let key = m["converted"]["key"].as_str().unwrap();
+    let location = format!("s3://fleet/{}", key.rsplit_once('/').unwrap().0);
+    let got = tmp.path().join("got");
+    let f = rtrec_s3(&w, &["fetch", &location, got.to_str().unwrap()]);
+    assert!(f.status.success(), "{}", show(&f));
+    assert!(
+        String::from_utf8_lossy(&f.stdout).contains("without its .rtr files"),
+        "{}",
+        show(&f)
+    );
+    assert!(std::fs::read(got.join(m["converted"]["name"].as_str().unwrap())).unwrap() == body);
+}
+
+#[test]
+fn convert_flags_are_checked_before_anything_is_sent() {
+    // No server needed: refused before the store is reached.
+    let tmp = tempfile::tempdir().unwrap();
+    let o = ship_command(tmp.path(), "http://127.0.0.1:9", &["--layout", "t:u32"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--layout without --convert: {}",
+        show(&o)
+    );
+    let o = ship_command(tmp.path(), "http://127.0.0.1:9", &["--convert", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    #[cfg(feature = "tables")]
+    {
+        let o = ship_command(
+            tmp.path(),
+            "http://127.0.0.1:9",
+            &["--convert", "mcap", "--layout", "t:u33"],
+        )
+        .output()
+        .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+        assert!(err.contains("u33"), "{err}");
+    }
+}
+
+#[cfg(feature = "tables")]
+#[test]
+fn a_converted_copy_killed_mid_upload_is_made_again_and_resumed_with_at_most_one_part_again() {
+    let name =
+        "a_converted_copy_killed_mid_upload_is_made_again_and_resumed_with_at_most_one_part_again";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    // 7 MiB of records: an MCAP of about 17 MB, four parts of 5 MiB.
+    let dir = record_samples(tmp.path(), "rec", 458_752);
+    let w = Weed::start(bin);
+    let convert = ["--convert", "mcap", "--layout", LAYOUT, "--no-rtr"];
+    let acked = kill_after_two_parts(&w, &dir, &convert);
+    let (o, s) = ship(&w, &dir, &convert);
+    assert!(o.status.success(), "{}", show(&o));
+    assert_eq!(s["uploads_resumed"], 1, "{s}");
+    let m = manifest(&w, &dir);
+    let body = converted_copy(&w, &m, &dir, &["--format", "mcap", "--layout", LAYOUT]);
+    let manifest_bytes = serde_json::to_vec_pretty(&m).unwrap().len() as u64;
+    let sent = s["bytes_shipped"].as_u64().unwrap();
+    // The parts acknowledged before the kill were not sent again (the
+    // manifest's size is the test's re-encoding: within a few bytes).
+    let expected = body.len() as u64 - acked * (5 << 20) + manifest_bytes;
+    assert!(
+        sent.abs_diff(expected) < 64,
+        "{sent} sent, {expected} expected: {s}"
+    );
+    assert!(s["bytes_resent"].as_u64().unwrap() <= 5 << 20, "{s}");
+    assert_eq!(
+        parts_in_ledger(&dir),
+        0,
+        "the finished upload leaves the ledger"
+    );
+    eprintln!(
+        "copy of {} bytes killed after {acked} parts; re-sent {} bytes",
+        body.len(),
+        s["bytes_resent"]
+    );
 }

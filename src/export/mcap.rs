@@ -150,14 +150,15 @@ struct Channels {
     gaps: u16,
 }
 
-/// Writes the recording in `parts` as MCAP to `out`; returns the records.
+/// Writes the recording in `parts` as MCAP to `out`; returns the walk's
+/// counts (records, gaps).
 ///
 /// # Errors
 ///
 /// A layout field named like a fixed key, a record that does not fit the
 /// layout (the tables' sentence) or is not text for `text`, or a failed
 /// write. The output then has no summary or footer.
-pub fn write(o: &Options, parts: &[Part], out: &mut dyn Write) -> crate::error::Result<u64> {
+pub fn write(o: &Options, parts: &[Part], out: &mut dyn Write) -> crate::error::Result<Walked> {
     let lines = parts[0].header.flags & FLAG_LINES != 0;
     let body = match (o.layout, o.payload) {
         (Some(l), _) => {
@@ -186,7 +187,7 @@ pub fn write(o: &Options, parts: &[Part], out: &mut dyn Write) -> crate::error::
             w.write_metadata(&metadata(o, parts, walked))
                 .and_then(|()| w.finish())
                 .map_err(mcap_error)?;
-            Ok(walked.records)
+            Ok(walked)
         });
     if done.is_err() {
         // Without the summary and footer `finish` (or dropping the

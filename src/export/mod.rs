@@ -77,6 +77,9 @@
 //! (an existing one only replaced with `--force`); `--all` writes every
 //! recording of the inputs as one table with a `recording` column.
 //!
+//! **As a library call** ([`convert`]): `rtrec ship --convert` writes a
+//! recording's MCAP or Parquet through the same checks and writers.
+//!
 //! **Which recording.** A directory that holds several recordings (every
 //! second run of the README's command leaves two in `./rtrec-data`)
 //! exports the newest (the latest first record), and says which and how
@@ -104,6 +107,8 @@ use crate::error::usage;
 
 #[cfg(feature = "tables")]
 mod all;
+#[cfg(all(feature = "tables", feature = "ship"))]
+pub mod convert;
 #[cfg(feature = "tables")]
 mod layout;
 #[cfg(feature = "tables")]
@@ -119,6 +124,18 @@ pub mod range;
 pub(crate) mod rows;
 #[cfg(feature = "tables")]
 mod table;
+
+/// `ship --convert` in a build without the table exports: refused in one
+/// sentence (`ship`'s `MakeConverter`; with them it is
+/// `convert::for_ship`).
+#[cfg(all(not(feature = "tables"), feature = "ship"))]
+pub fn ship_converter_left_out(
+    _: crate::ship::convert::ConvertFormat,
+    _: Option<String>,
+    _: bool,
+) -> crate::error::Result<Box<dyn crate::ship::convert::Converter>> {
+    crate::error::left_out("--convert (the MCAP and Parquet exports)", "tables")
+}
 
 /// A parsed `--layout` (nothing in a build without the table exports).
 #[cfg(feature = "tables")]
@@ -551,7 +568,9 @@ struct How<'a> {
     format: ExportFormat,
     /// The compression `-o`'s name asks for.
     compress: output::Compress,
-    /// `--layout`.
+    /// `--layout` (read by the table writers only: a build without them
+    /// has none).
+    #[cfg_attr(not(feature = "tables"), allow(dead_code))]
     layout: Option<&'a TableLayout>,
     /// `--from`, `--to`, `--every`.
     selection: &'a range::Selection,
@@ -607,38 +626,50 @@ fn write_format(
     parts: &[Part],
     out: &mut dyn Write,
 ) -> crate::error::Result<u64> {
+    match how.format {
+        #[cfg(feature = "tables")]
+        ExportFormat::Csv
+        | ExportFormat::Jsonl
+        | ExportFormat::Mcap
+        | ExportFormat::Numpy
+        | ExportFormat::Parquet => write_walked(a, how, parts, out).map(|w| w.records),
+        format => write_copy(format, how.selection, parts, out),
+    }
+}
+
+/// A table format (CSV, JSON lines, MCAP, NumPy, Parquet) of `parts`
+/// to `out`; returns what the walk wrote (records, gap rows).
+#[cfg(feature = "tables")]
+fn write_walked(
+    a: &ExportArgs,
+    how: &How,
+    parts: &[Part],
+    out: &mut dyn Write,
+) -> crate::error::Result<rows::Walked> {
     let (format, layout, selection) = (how.format, how.layout, how.selection);
+    let lost = sum(parts, |r| {
+        r.lost_records + r.unstored_drops + r.missing_records
+    });
     match format {
-        #[cfg(feature = "tables")]
-        ExportFormat::Csv | ExportFormat::Jsonl => {
-            write_table(a, format, layout, selection, parts, out)
-        }
-        #[cfg(feature = "tables")]
         ExportFormat::Mcap => {
             mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, out))
         }
-        #[cfg(feature = "tables")]
         ExportFormat::Numpy => {
             let hint = numpy::Hint {
                 records: sum(parts, |r| r.records) / selection.every,
-                lost: sum(parts, |r| {
-                    r.lost_records + r.unstored_drops + r.missing_records
-                }),
+                lost,
             };
             numpy::write(layout, selection, parts, &hint, out)
         }
-        #[cfg(feature = "tables")]
         ExportFormat::Parquet => {
             let meta = parquet::Meta {
                 recording: format!("{:016x}", parts[0].header.recording_id),
                 records: sum(parts, |r| r.records),
-                lost: sum(parts, |r| {
-                    r.lost_records + r.unstored_drops + r.missing_records
-                }),
+                lost,
             };
             parquet::write(layout, selection, parts, &meta, out)
         }
-        _ => write_copy(format, selection, parts, out),
+        _ => write_table(a, format, layout, selection, parts, out),
     }
 }
 
@@ -692,7 +723,8 @@ fn write_copy(
     Ok(records)
 }
 
-/// CSV or JSON lines: a row per record and per gap; returns the records.
+/// CSV or JSON lines: a row per record and per gap; returns the walk's
+/// counts.
 #[cfg(feature = "tables")]
 fn write_table(
     a: &ExportArgs,
@@ -701,7 +733,7 @@ fn write_table(
     selection: &range::Selection,
     parts: &[Part],
     out: &mut dyn Write,
-) -> crate::error::Result<u64> {
+) -> crate::error::Result<rows::Walked> {
     let lines = parts[0].header.flags & FLAG_LINES != 0;
     let payload = a.payload.unwrap_or(if lines {
         PayloadEncoding::Text
@@ -710,8 +742,7 @@ fn write_table(
     });
     let mut t = table::Table::new(format, payload, layout)?;
     t.header(out)?;
-    let walked = range::walk_selected(parts, selection, &mut |item| t.row(&item, out))?;
-    Ok(walked.records)
+    range::walk_selected(parts, selection, &mut |item| t.row(&item, out))
 }
 
 /// `exported N records from M files (B bytes, recorded T0 to T1) to OUT`.

@@ -73,7 +73,7 @@ pub struct Hint {
 }
 
 /// Writes the header line and a row per record and gap of `parts`; returns
-/// the records.
+/// the walk's counts (records, gap rows).
 ///
 /// # Errors
 ///
@@ -85,7 +85,7 @@ pub fn write(
     parts: &[Part],
     hint: &Hint,
     out: &mut dyn Write,
-) -> crate::error::Result<u64> {
+) -> crate::error::Result<super::rows::Walked> {
     if let Some(l) = layout {
         refuse_fixed_names(l)?;
     }
@@ -146,7 +146,7 @@ pub fn write(
         Ok(())
     })?;
     out.write_all(&batch)?;
-    Ok(walked.records)
+    Ok(walked)
 }
 
 /// Fills a stamp (see the module docs).

@@ -258,7 +258,7 @@ impl Write for OnThisThread<'_> {
 }
 
 /// Writes the table of the records `selection` keeps of `parts` to `out`;
-/// returns the records.
+/// returns the walk's counts (records, gap rows).
 ///
 /// # Errors
 ///
@@ -270,7 +270,7 @@ pub fn write(
     parts: &[Part],
     meta: &Meta,
     out: &mut dyn Write,
-) -> crate::error::Result<u64> {
+) -> crate::error::Result<super::rows::Walked> {
     if let Some(l) = layout {
         refuse_fixed_names(l)?;
     }
@@ -326,7 +326,7 @@ pub fn write(
         write_group(&mut w, &cols, layout.is_some())?;
     }
     w.close().map_err(pq)?;
-    Ok(walked.records)
+    Ok(walked)
 }
 
 /// Adds one item's row to `cols`.

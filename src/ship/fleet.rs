@@ -20,6 +20,10 @@
 //!   does not match is refused in one sentence and removed, and the
 //!   fetched recording must then verify clean (exit 1 otherwise, with
 //!   `verify`'s verdict).
+//! - **A converted copy is fetched and checked too** (`ship --convert`):
+//!   its size and CRC32C against the manifest, as a file's; a recording
+//!   shipped with `--no-rtr` is its copy alone (there is nothing for
+//!   `verify` to read).
 //! - **Credentials and endpoint as `ship` takes them** (flags, else
 //!   `AWS_*`); `ls s3://` reads the environment only (`ls` has no room for
 //!   them), as `aws s3 ls` does.
@@ -62,6 +66,10 @@ pub struct Listed {
     pub end_ns: Option<u64>,
     /// Its files.
     pub files: Vec<ListedFile>,
+    /// Its converted copy (`ship --convert`), or why there is none; absent
+    /// from manifests shipped without it (and those of older rtrecs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converted: Option<ListedConverted>,
     /// The manifest's own key (set by the lister).
     #[serde(default)]
     pub manifest_key: String,
@@ -78,6 +86,32 @@ pub struct ListedFile {
     pub size_bytes: u64,
     /// Its CRC32C, 8 hex digits.
     pub crc32c: String,
+}
+
+/// A listed recording's converted copy (see
+/// [`super::manifest::ManifestConverted`]).
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+pub struct ListedConverted {
+    /// `mcap` or `parquet`.
+    pub format: String,
+    /// The layout it was converted with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// Why the exporter refused to convert it (then no object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The object, when converted: as a recording file's.
+    #[serde(flatten)]
+    pub object: Option<ListedFile>,
+    /// Records in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<u64>,
+    /// Gap rows in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_rows: Option<u64>,
+    /// Records missing in those gaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_in_gaps: Option<u64>,
 }
 
 /// The flags `fetch` takes to reach the store (as `ship`'s).
@@ -284,6 +318,16 @@ pub fn fetch(a: &FetchArgs) -> Result<i32> {
     for f in &m.files {
         fetched += fetch_file(&rt, &store, &target, &key, f, &a.dir)?;
     }
+    let copy = m.converted.as_ref().and_then(|c| c.object.as_ref());
+    if let Some(f) = copy {
+        fetched += fetch_file(&rt, &store, &target, &key, f, &a.dir)?;
+    }
+    if m.files.is_empty() {
+        return copy_alone(a, &m, &key, fetched);
+    }
+    let copy_note = copy.map_or(String::new(), |f| {
+        format!(" and its converted copy '{}'", f.name)
+    });
     let d = rtrec_engine::recordings::Directory::read(&a.dir)?;
     let got = d
         .recordings
@@ -298,7 +342,7 @@ pub fn fetch(a: &FetchArgs) -> Result<i32> {
         )));
     };
     println!(
-        "fetched recording {} of {} ({} file(s), {}) into '{}': {} records, {} lost, {}",
+        "fetched recording {} of {} ({} file(s){copy_note}, {}) into '{}': {} records, {} lost, {}",
         m.recording_id,
         m.device,
         m.files.len(),
@@ -315,6 +359,26 @@ pub fn fetch(a: &FetchArgs) -> Result<i32> {
         );
         return Ok(1);
     }
+    Ok(0)
+}
+
+/// A recording shipped with `--no-rtr`: its converted copy is all there
+/// is, checked against the manifest (size and CRC32C); there is no
+/// recording for `verify` to read.
+fn copy_alone(a: &FetchArgs, m: &Listed, key: &Key, fetched: u64) -> Result<i32> {
+    let Some(f) = m.converted.as_ref().and_then(|c| c.object.as_ref()) else {
+        return Err(Error::Failed(format!(
+            "the manifest '{key}' lists no file and no converted copy"
+        )));
+    };
+    println!(
+        "fetched the converted copy of recording {} of {} ('{}', {}; shipped without its .rtr files) into '{}'",
+        m.recording_id,
+        m.device,
+        f.name,
+        rtrec_units::format_size(fetched),
+        a.dir.display()
+    );
     Ok(0)
 }
 

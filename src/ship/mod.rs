@@ -6,7 +6,7 @@
 //! deletion), the watch loop and the summary. The client and what its
 //! errors mean are [`store`]'s, one file's upload [`upload`]'s, the
 //! manifest's schema [`manifest`]'s, pacing [`pace`]'s, the figures
-//! [`summary`]'s.
+//! [`summary`]'s, a converted copy's (`--convert`) `convert`'s.
 //!
 //! Design choices:
 //! - **Closed recordings only**, in the engine's words
@@ -24,9 +24,14 @@
 //! - **Out of the recorder's way**: idle I/O class and nice 19 for the
 //!   whole process (set before any thread starts, so every thread has
 //!   them), chunks dropped from the page cache once read.
+//! - **A converted copy beside the `.rtr` files by default**
+//!   (`--convert mcap|parquet`; `--no-rtr` ships it instead of them): the
+//!   `.rtr` files are what `rtrec fetch` verifies and what the loop's
+//!   budget counts as shipped, so leaving them out is a flag of its own.
 //! - **A tokio runtime only here**, on the calling thread
 //!   (current-thread): object_store is async, the rest of rtrec is not.
 
+pub mod convert;
 pub mod fleet;
 pub mod manifest;
 pub mod pace;
@@ -41,7 +46,8 @@ use rtrec_engine::reader::{LedgerEntry, ShipLedger};
 use rtrec_engine::recordings::{Directory, Recording, State};
 
 use crate::error::{usage, Error, Result};
-use manifest::{Manifest, ManifestFile, MANIFEST_SCHEMA_VERSION};
+use convert::{Conversion, ConvertFormat, MakeConverter};
+use manifest::{Manifest, ManifestConverted, ManifestFile, MANIFEST_SCHEMA_VERSION};
 use pace::{backoff, Bucket};
 use store::{Access, Failure, Target};
 use summary::{ShipSummary, SUMMARY_SCHEMA_VERSION};
@@ -98,6 +104,18 @@ pub struct ShipArgs {
     /// What to do with a recording's files once it is shipped.
     #[arg(long, value_enum, default_value = "keep", value_name = "WHAT")]
     pub after_ship: AfterShip,
+    /// Ship a converted copy of each recording beside its .rtr files, as `rtrec export --format FORMAT` writes it (docs/ship.md, "A converted copy") [default: none, the .rtr files only].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub convert: Option<ConvertFormat>,
+    /// With --convert: decode each record into named, typed fields, as `rtrec export --layout` takes it (e.g. `t:u32,x:f32`).
+    #[arg(long, value_name = "LAYOUT", requires = "convert")]
+    pub layout: Option<String>,
+    /// With --convert: convert recordings with gaps too (gaps are rows of the copy, counted in its manifest); else such a recording ships without a copy, the reason in its manifest.
+    #[arg(long, requires = "convert")]
+    pub allow_gaps: bool,
+    /// With --convert: ship the converted copy instead of the .rtr files (a recording the exporter refuses still ships its .rtr files).
+    #[arg(long, requires = "convert")]
+    pub no_rtr: bool,
     /// Write the run's summary as JSON to FILE (docs/ship.md, "Summary").
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -153,8 +171,17 @@ fn device_name(a: &ShipArgs) -> Result<String> {
     Ok(name)
 }
 
-/// Runs `rtrec ship`.
-pub fn run(a: &ShipArgs) -> Result<i32> {
+/// `--convert`'s conversion (made by `make`), checked before anything is
+/// read.
+fn conversion(a: &ShipArgs, make: MakeConverter) -> Result<Option<Conversion>> {
+    a.convert
+        .map(|f| Conversion::new(make, f, a.layout.clone(), a.allow_gaps))
+        .transpose()
+}
+
+/// Runs `rtrec ship`; `make` gives `--convert`'s converter (the
+/// exporter's: see [`convert`]).
+pub fn run(a: &ShipArgs, make: MakeConverter) -> Result<i32> {
     let target = Target::parse(&a.to).or_else(usage)?;
     if !a.dir.is_dir() {
         return usage(format!("'{}' is not a directory", a.dir.display()));
@@ -168,6 +195,7 @@ pub fn run(a: &ShipArgs) -> Result<i32> {
         ca_file: a.ca_file.clone(),
         retry_timeout: Duration::from_secs(60),
     };
+    let conversion = conversion(a, make)?;
     let store = store::open(&target, &access).or_else(usage)?;
     let ledger = ShipLedger::read(&a.dir).or_else(usage)?;
     let dir = rtrec_sys::Dir::open_nofollow(&a.dir)
@@ -203,6 +231,7 @@ pub fn run(a: &ShipArgs) -> Result<i32> {
         a,
         target: &target,
         device: &device,
+        conversion: conversion.as_ref(),
     };
     let outcome = rt.block_on(job.run(&mut s));
     drop(stop);
@@ -239,6 +268,8 @@ struct Job<'a> {
     target: &'a Target,
     /// The device's name.
     device: &'a str,
+    /// `--convert`'s conversion.
+    conversion: Option<&'a Conversion>,
 }
 
 impl Job<'_> {
@@ -332,8 +363,9 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Ships one closed recording: its files, its manifest, the ledger's
-    /// line, then (`--after-ship delete`) its files leave.
+    /// Ships one closed recording: its converted copy (`--convert`), its
+    /// files (not with `--no-rtr` once the copy is there), its manifest,
+    /// the ledger's line, then (`--after-ship delete`) its files leave.
     async fn ship_recording(
         &self,
         s: &mut Shipper,
@@ -348,38 +380,15 @@ impl Job<'_> {
         let date = rtrec_engine::utc_iso(started)[..10].to_string();
         let base = [self.device, date.as_str(), id_hex.as_str()];
         let manifest_key = self.target.key(&[&base[..], &["manifest.json"]].concat());
-        let mut files = Vec::new();
-        let mut sent_any = false;
-        for f in &r.files {
-            let name = f.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let key = self.target.key(&[&base[..], &[name]].concat());
-            let sum = sum_of(&f.path, s.part_size)
-                .map_err(|e| Failure::Later(format!("reading '{}': {e}", f.path.display())))?;
-            let known = s.ledger.file_shipped(name) == Some((sum.size, sum.crc32c));
-            if !known {
-                if s.ship_file(&f.path, &key, sum).await? {
-                    s.summary.files_shipped += 1;
-                    sent_any = true;
-                } else {
-                    s.summary.files_already_there += 1;
-                }
-                s.note(LedgerEntry::File {
-                    recording_id: id,
-                    index: f.index.unwrap_or(0),
-                    size: sum.size,
-                    crc32c: sum.crc32c,
-                    wall_ns: rtrec_sys::realtime_ns(),
-                    name: name.to_string(),
-                })?;
-            }
-            files.push(ManifestFile {
-                name: name.to_string(),
-                key,
-                index: f.index,
-                size_bytes: sum.size,
-                crc32c: format!("{:08x}", sum.crc32c),
-            });
-        }
+        let (converted, mut sent_any) = match self.converted(s, r, &id_hex, &base).await? {
+            Some((c, sent)) => (Some(c), sent),
+            None => (None, false),
+        };
+        let copy_only = self.a.no_rtr && converted.as_ref().is_some_and(|c| c.object.is_some());
+        let files = match copy_only {
+            true => Vec::new(),
+            false => self.ship_files(s, r, id, &base, &mut sent_any).await?,
+        };
         let manifest = Manifest {
             schema_version: MANIFEST_SCHEMA_VERSION,
             device: self.device.to_string(),
@@ -394,6 +403,7 @@ impl Job<'_> {
             start_ns: sm.start_ns,
             end_ns: r.files.iter().rev().find_map(|f| f.last_record_wall_ns),
             files,
+            converted,
             shipped_ns: rtrec_sys::realtime_ns(),
             rtrec_version: env!("CARGO_PKG_VERSION"),
         };
@@ -417,6 +427,66 @@ impl Job<'_> {
             s.summary.recordings_deleted += 1;
         }
         Ok(())
+    }
+    /// The files of `r` into the bucket (those the ledger does not hold
+    /// already), each then in the ledger; returns their manifest entries.
+    /// Sets `sent_any` when one was sent.
+    async fn ship_files(
+        &self,
+        s: &mut Shipper,
+        r: &Recording,
+        id: u64,
+        base: &[&str],
+        sent_any: &mut bool,
+    ) -> std::result::Result<Vec<ManifestFile>, Failure> {
+        let mut files = Vec::new();
+        for f in &r.files {
+            let name = f.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let key = self.target.key(&[base, &[name]].concat());
+            let sum = sum_of(&f.path, s.part_size)
+                .map_err(|e| Failure::Later(format!("reading '{}': {e}", f.path.display())))?;
+            let known = s.ledger.file_shipped(name) == Some((sum.size, sum.crc32c));
+            if !known {
+                if s.ship_file(&f.path, &key, sum).await? {
+                    s.summary.files_shipped += 1;
+                    *sent_any = true;
+                } else {
+                    s.summary.files_already_there += 1;
+                }
+                s.note(LedgerEntry::File {
+                    recording_id: id,
+                    index: f.index.unwrap_or(0),
+                    size: sum.size,
+                    crc32c: sum.crc32c,
+                    wall_ns: rtrec_sys::realtime_ns(),
+                    name: name.to_string(),
+                })?;
+            }
+            files.push(ManifestFile {
+                name: name.to_string(),
+                key,
+                index: f.index,
+                size_bytes: sum.size,
+                crc32c: format!("{:08x}", sum.crc32c),
+            });
+        }
+        Ok(files)
+    }
+
+    /// With `--convert`: the converted copy of `r` shipped ([`convert`]);
+    /// its manifest entry and whether it was sent.
+    async fn converted(
+        &self,
+        s: &mut Shipper,
+        r: &Recording,
+        id_hex: &str,
+        base: &[&str],
+    ) -> std::result::Result<Option<(ManifestConverted, bool)>, Failure> {
+        let Some(c) = self.conversion else {
+            return Ok(None);
+        };
+        let key_of = |name: &str| self.target.key(&[base, &[name]].concat());
+        c.ship(s, r, id_hex, key_of).await.map(Some)
     }
 }
 
@@ -457,7 +527,8 @@ impl Queue {
 
 impl Shipper {
     /// Whether the bucket holds a manifest of this recording listing the
-    /// same files (names, sizes and CRC32C): the recording is there whole.
+    /// same files (names, sizes and CRC32C) and the same converted copy
+    /// (or none): the recording is there whole.
     async fn holds_manifest(&self, key: &str, m: &Manifest) -> std::result::Result<bool, Failure> {
         use object_store::ObjectStoreExt;
         let got = match self.store.get(&object_store::path::Path::from(key)).await {
@@ -469,7 +540,9 @@ impl Shipper {
             got.map_err(|e| store::classify(&e, &format!("reading '{key}'"), &self.bucket_name))?;
         let theirs: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         let ours = serde_json::to_value(&m.files).unwrap_or_default();
-        Ok(theirs.get("files") == Some(&ours))
+        let copy = serde_json::to_value(&m.converted).unwrap_or_default();
+        let their_copy = theirs.get("converted").unwrap_or(&serde_json::Value::Null);
+        Ok(theirs.get("files") == Some(&ours) && *their_copy == copy)
     }
 }
 

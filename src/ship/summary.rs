@@ -32,6 +32,13 @@ pub struct ShipSummary {
     pub files_shipped: u64,
     /// Files found in the bucket with the same size and CRC32C, not sent.
     pub files_already_there: u64,
+    /// Converted copies (`--convert`) this run sent and verified (also
+    /// counted in `files_shipped`).
+    pub converted_shipped: u64,
+    /// Recordings the exporter refused to convert (gaps without
+    /// `--allow-gaps`, a record that does not fit `--layout`): shipped
+    /// without a copy, the reason in their manifest.
+    pub conversions_refused: u64,
     /// Bytes sent in object and part bodies.
     pub bytes_shipped: u64,
     /// Of these, bytes a previous run may have sent already: the first
