@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use rtrec_engine::pool::WritersLock;
 use rtrec_units::format_size;
+use serde::Serialize;
 
 /// What the recording's files hold on disk, after [`finish`].
 pub struct DiskUse {
@@ -40,6 +41,41 @@ pub struct DiskUse {
     /// The recording directory, which the hints name (`rtrec pool trim
     /// DIR`: the command's default directory may not be this one).
     pub dir: PathBuf,
+}
+
+/// [`DiskUse`] as `--json`'s `disk` object (`docs/record-schema.md`). The
+/// fields are in the order of their names, as the `serde_json::Value` this
+/// was built as before wrote them, so the text is the same.
+#[derive(Serialize)]
+pub struct DiskJson<'a> {
+    /// [`DiskUse::given_back_bytes`].
+    given_back_bytes: u64,
+    /// [`DiskUse::held_bytes`].
+    held_bytes: u64,
+    /// [`DiskUse::kept`], one object each.
+    kept: Vec<KeptJson<'a>>,
+    /// [`DiskUse::pool`]; `null` without a pool.
+    pool: Option<PoolJson>,
+}
+
+/// A kept tail in [`DiskJson`].
+#[derive(Serialize)]
+struct KeptJson<'a> {
+    /// The file.
+    file: &'a Path,
+    /// Its unused tail, bytes.
+    tail_bytes: u64,
+    /// Its valid length, bytes.
+    valid_len: u64,
+}
+
+/// The pool in [`DiskJson`].
+#[derive(Serialize)]
+struct PoolJson {
+    /// Bytes its ready files hold on disk.
+    disk_bytes: u64,
+    /// How many ready files.
+    ready_files: u32,
 }
 
 /// Gives back the unused tails of `files` when `writing` says no other
@@ -68,20 +104,24 @@ pub fn finish(dir: &Path, files: &[PathBuf], writing: Option<WritersLock>) -> Di
 impl DiskUse {
     /// The `--json` object: the same figures as [`DiskUse::lines`], in
     /// bytes (`docs/record-schema.md`, `disk`).
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "held_bytes": self.held_bytes,
-            "given_back_bytes": self.given_back_bytes,
-            "kept": self.kept.iter().map(|(path, valid, tail)| serde_json::json!({
-                "file": path,
-                "valid_len": valid,
-                "tail_bytes": tail,
-            })).collect::<Vec<_>>(),
-            "pool": self.pool.map(|(bytes, files)| serde_json::json!({
-                "disk_bytes": bytes,
-                "ready_files": files,
-            })),
-        })
+    pub fn json(&self) -> DiskJson<'_> {
+        DiskJson {
+            given_back_bytes: self.given_back_bytes,
+            held_bytes: self.held_bytes,
+            kept: self
+                .kept
+                .iter()
+                .map(|(file, valid_len, tail_bytes)| KeptJson {
+                    file,
+                    tail_bytes: *tail_bytes,
+                    valid_len: *valid_len,
+                })
+                .collect(),
+            pool: self.pool.map(|(disk_bytes, ready_files)| PoolJson {
+                disk_bytes,
+                ready_files,
+            }),
+        }
     }
 
     /// The summary's lines.

@@ -21,38 +21,40 @@ use crate::cli::EventsArgs;
 use crate::verify::verify_paths;
 
 /// One flight-recorder event: an entry of the `--json` document's
-/// `events` (docs/recordings-schema.md).
+/// `events` (docs/recordings-schema.md). The fields are in the order of
+/// their names, as the `serde_json::Value` the document was built as
+/// before wrote them, so the text is the same.
 #[derive(Debug, Serialize)]
 struct Event {
+    /// The event's files, in order.
+    files: Vec<PathBuf>,
     /// The event's recording id, 16 hex digits (as `rtrec ls` shows it).
     id: String,
-    /// Wall-clock time of the trigger, ns since the epoch.
-    trigger_wall_ns: u64,
-    /// The same, as `YYYY-mm-ddTHH:MM:SS.mmmZ` (UTC).
-    trigger_time: String,
-    /// `CLOCK_MONOTONIC` ns of the trigger (the records' clock).
-    trigger_mono_ns: u64,
-    /// Span of pre-trigger data captured, ns.
-    pre_ns: u64,
-    /// Pre-trigger records captured.
-    pre_records: u64,
+    /// Dropped records stored as loss frames.
+    lost_records: u64,
+    /// Records missing without a loss frame.
+    missing_records: u64,
     /// Span of post-trigger data captured, ns (absent while unfinished).
     #[serde(skip_serializing_if = "Option::is_none")]
     post_ns: Option<u64>,
     /// Post-trigger records captured (absent while unfinished).
     #[serde(skip_serializing_if = "Option::is_none")]
     post_records: Option<u64>,
-    /// The event's files, in order.
-    files: Vec<PathBuf>,
+    /// Span of pre-trigger data captured, ns.
+    pre_ns: u64,
+    /// Pre-trigger records captured.
+    pre_records: u64,
     /// Data records in its files.
     records: u64,
-    /// Dropped records stored as loss frames.
-    lost_records: u64,
-    /// Records missing without a loss frame.
-    missing_records: u64,
     /// The recording's state, as `rtrec ls` says it (the engine's one
     /// precedence, docs/recordings.md).
     state: State,
+    /// `CLOCK_MONOTONIC` ns of the trigger (the records' clock).
+    trigger_mono_ns: u64,
+    /// `trigger_wall_ns` as `YYYY-mm-ddTHH:MM:SS.mmmZ` (UTC).
+    trigger_time: String,
+    /// Wall-clock time of the trigger, ns since the epoch.
+    trigger_wall_ns: u64,
 }
 
 /// The events among the recordings (those whose file 0 opens with a
@@ -98,7 +100,16 @@ pub fn run(a: &EventsArgs) -> crate::error::Result<i32> {
     let list = events(&d.recordings);
     let clean = list.iter().all(|e| e.state.is_clean());
     if a.json {
-        let doc = serde_json::json!({ "schema_version": SCHEMA_VERSION, "events": list });
+        // Keys in the order of their names, as before (see `Event`).
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            events: &'a [Event],
+            schema_version: u32,
+        }
+        let doc = Doc {
+            events: &list,
+            schema_version: SCHEMA_VERSION,
+        };
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if list.is_empty() {
         println!("no flight-recorder events");

@@ -1,12 +1,14 @@
 //! `record --json`: the engine's summary and what the recording adds to it
 //! ([`Extra`]), written as the one typed document of
-//! `rtrec_engine::result` (docs/record-schema.md).
+//! `rtrec_engine::result` (docs/record-schema.md), each section straight
+//! from its owner's type ([`Section`]).
 
 use std::io::Write;
 use std::path::Path;
 
 use rtrec_engine::result::{RecordResult, ResidentSample};
 use rtrec_engine::{RingSizing, Summary};
+use serde::Serialize;
 
 use super::session::Timeline;
 use super::source::Total;
@@ -42,6 +44,31 @@ pub struct Extra<'a> {
     pub cost: &'a super::cost::Cost,
 }
 
+/// A section of the document, serialised from its owner's type as it
+/// stands. Design choice: no `serde_json::Value` is built first (the
+/// board's record-only binary has no room for serde_json's value
+/// serialiser, docs/embedded.md); a section's keys are therefore in its
+/// type's order, where a value sorted them (the same document to a JSON
+/// reader).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Section<'a> {
+    /// `isolation`.
+    Isolation(&'a crate::isolation::Applied),
+    /// `explain`.
+    Explain(&'a crate::explain::Explanation),
+    /// `device`.
+    Device(&'a crate::device::DeviceReport),
+    /// `ring`.
+    Ring(&'a RingSizing),
+    /// `disk`.
+    Disk(crate::disk::DiskJson<'a>),
+    /// `context`.
+    Context(&'a super::context::Context),
+    /// `cost`.
+    Cost(&'a super::cost::Cost),
+}
+
 /// `--json`: the summary and the sections `extra` holds, as the one typed
 /// document of `rtrec_engine::result` (docs/record-schema.md).
 pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::Result<()> {
@@ -59,7 +86,7 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
         context,
         cost,
     } = *extra;
-    let mut r = RecordResult::new(s.clone());
+    let mut r = RecordResult::<Section<'_>>::new(s.clone());
     r.resident_after_events = rss
         .unwrap_or_default()
         .iter()
@@ -68,22 +95,22 @@ pub fn write_json(path: &Path, s: &Summary, extra: &Extra<'_>) -> crate::error::
             resident_bytes,
         })
         .collect();
-    r.isolation = isolation.map(serde_json::to_value).transpose()?;
-    r.explain = explained.map(serde_json::to_value).transpose()?;
+    r.isolation = isolation.map(Section::Isolation);
+    r.explain = explained.map(Section::Explain);
     r.explain_baseline = baseline;
-    r.device = device.map(serde_json::to_value).transpose()?;
+    r.device = device.map(Section::Device);
     r.timeline_lateness_ns = timeline.lateness_ns.clone();
     r.total_bytes = total.map(|t| t.asked_bytes);
     r.total_records = total.map(|t| t.records);
-    r.ring = ring.map(serde_json::to_value).transpose()?;
-    r.disk = Some(disk.json());
+    r.ring = ring.map(Section::Ring);
+    r.disk = Some(Section::Disk(disk.json()));
     r.device_bytes_written = written.device_bytes;
     r.process_write_bytes = written.process_bytes;
     r.write_amplification = written.amplification;
-    r.context = Some(serde_json::to_value(context)?);
+    r.context = Some(Section::Context(context));
     // Feature `cost` (Cargo.toml): without it the section is absent.
     if cfg!(feature = "cost") {
-        r.cost = Some(serde_json::to_value(cost)?);
+        r.cost = Some(Section::Cost(cost));
     }
     let v = r;
     let text = serde_json::to_string_pretty(&v)? + "\n";

@@ -943,14 +943,16 @@ pub const RAW_CHUNK: u64 = 1 << 20;
 
 /// What a raw recording's sidecar stores about one of its files so that
 /// `verify` can check it: its length and the CRC32C of each [`RAW_CHUNK`].
+/// (Fields in the order of their names, as the sidecar has always had
+/// them.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RawFileSums {
-    /// The file's name (no directory).
-    pub name: String,
-    /// Bytes written to it.
-    pub len: u64,
     /// CRC32C of each chunk, in order.
     pub chunk_crcs: Vec<u32>,
+    /// Bytes written to it.
+    pub len: u64,
+    /// The file's name (no directory).
+    pub name: String,
 }
 
 /// Checksums a raw file's bytes chunk by chunk as they are written (or

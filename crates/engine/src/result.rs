@@ -16,6 +16,12 @@
 //!   the tracer or the emulator into a recorder that has neither; a
 //!   reader that has them (the report) reads the section with the owner's
 //!   type.
+//! - The sections' type is a parameter (`V`, [`serde_json::Value`] unless
+//!   said): a reader takes them as values, and `rtrec record --json`
+//!   serialises each straight from its owner's type, with no value built
+//!   first (the board's record-only binary has no room for serde_json's
+//!   value serialiser: docs/embedded.md, "Under 1 MB,
+//!   position-independent").
 //! - Missing optional sections are left out, not `null`.
 
 use serde::{Deserialize, Serialize};
@@ -37,9 +43,10 @@ pub enum ResultKind {
     Record,
 }
 
-/// `rtrec record --json`: one recording's result.
+/// `rtrec record --json`: one recording's result, its optional sections
+/// of type `V` (see the module docs).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RecordResult {
+pub struct RecordResult<V = serde_json::Value> {
     /// Always `"record"` (absent in version 0).
     #[serde(default)]
     pub kind: ResultKind,
@@ -78,12 +85,12 @@ pub struct RecordResult {
     /// `--io-class` / `--io-weight`: what was applied (schema in
     /// `docs/record-schema.md`); left out without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<serde_json::Value>,
+    pub isolation: Option<V>,
     /// `--explain`: the attribution of the slow `write()` calls, an
     /// `rtrec_trace::Explanation`; left out without `--explain` or when
     /// tracing was not possible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explain: Option<serde_json::Value>,
+    pub explain: Option<V>,
     /// `--explain-baseline`: the producer's loop copied each record into a
     /// buffer instead of calling `record()`, so nothing was recorded and
     /// the summary's counts are of an empty recording; `explain` is the
@@ -94,18 +101,18 @@ pub struct RecordResult {
     /// `--device`: the emulated device and how the recording fared on it
     /// (schema in `docs/record-schema.md`); left out without `--device`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<serde_json::Value>,
+    pub device: Option<V>,
     /// Ring mode: how the ring was sized, a
     /// [`crate::sizing::RingSizing`] (docs/embedded.md); left out in
     /// direct mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ring: Option<serde_json::Value>,
+    pub ring: Option<V>,
     /// What the recording and the pool hold on disk when it ended, and the
     /// unused tail given back or kept (`disk:` lines of the summary;
     /// schema in `docs/record-schema.md`); left out when the command did
     /// not measure it (the C library, the bench).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disk: Option<serde_json::Value>,
+    pub disk: Option<V>,
     /// Bytes written to the recording directory's block device from just
     /// before the recorder was created to the end (the device's sectors
     /// written: every writer of the device, metadata and journal
@@ -122,12 +129,12 @@ pub struct RecordResult {
     /// asked for and granted (schema in `docs/record-schema.md`); left out
     /// by the C library.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<serde_json::Value>,
+    pub context: Option<V>,
     /// What the recording cost in CPU: each thread's and the process's
     /// time and each per MiB of payload (`rtrec record`; absent from the
     /// C library's summaries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<serde_json::Value>,
+    pub cost: Option<V>,
     /// `device_bytes_written` (else `process_write_bytes`) per byte of
     /// payload (`bytes_written`); left out without payload or counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,12 +150,12 @@ pub struct ResidentSample {
     pub resident_bytes: u64,
 }
 
-impl RecordResult {
+impl<V> RecordResult<V> {
     /// The result of a recording whose summary is `summary`, with no
     /// optional section; the writer of the document adds those it has.
     /// The `write()` and `record()` samples (`Config::keep_write_samples`)
     /// move into `timeline_write_ns` and `timeline_record_ns`.
-    pub fn new(mut summary: Summary) -> RecordResult {
+    pub fn new(mut summary: Summary) -> RecordResult<V> {
         RecordResult {
             kind: ResultKind::Record,
             schema_version: RECORD_SCHEMA_VERSION,
@@ -172,7 +179,9 @@ impl RecordResult {
             cost: None,
         }
     }
+}
 
+impl RecordResult {
     /// Reads a document written by `rtrec record --json`, of this version
     /// or an earlier one.
     ///
@@ -261,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_result_reads_back_as_written_with_its_kind_and_version() {
-        let mut r = RecordResult::new(summary());
+        let mut r = RecordResult::<serde_json::Value>::new(summary());
         r.resident_after_events.push(ResidentSample {
             events: 1,
             resident_bytes: 4 << 20,
@@ -294,7 +303,8 @@ mod tests {
 
     #[test]
     fn a_newer_version_or_another_document_is_one_sentence() {
-        let mut v = serde_json::to_value(RecordResult::new(summary())).unwrap();
+        let mut v =
+            serde_json::to_value(RecordResult::<serde_json::Value>::new(summary())).unwrap();
         v["schema_version"] = (RECORD_SCHEMA_VERSION + 1).into();
         let e = RecordResult::from_json(v.to_string().as_bytes()).unwrap_err();
         assert!(e.starts_with("written by a newer rtrec"), "{e}");

@@ -14,6 +14,37 @@ use crate::format;
 
 use super::report::WriterReport;
 
+/// The sidecar's document (`BASE.meta.json`; what `verify` reads of it:
+/// `crate::reader::raw`). Design choice: written from this struct, not
+/// from a `serde_json::Value` (the board's record-only binary has no room
+/// for serde_json's value serialiser, docs/embedded.md); its fields are in
+/// the order of their names, as that value wrote them. Inside `config` the
+/// keys are in [`Config`]'s order (the value sorted them): the same
+/// document to a JSON reader.
+#[derive(serde::Serialize)]
+struct Sidecar<'a> {
+    /// The recording's payload bytes.
+    bytes_written: u64,
+    /// [`format::RAW_CHUNK`].
+    chunk_bytes: u64,
+    /// Whether the recording ended complete.
+    complete: bool,
+    /// The recording's configuration.
+    config: &'a Config,
+    /// Each closed file's sums, in order.
+    file_sums: &'a [format::RawFileSums],
+    /// The recording's files, in order.
+    files: &'a [std::path::PathBuf],
+    /// The sidecar's format.
+    format: &'static str,
+    /// Why the recording is not complete (empty when it is).
+    reason: &'a str,
+    /// Records dropped.
+    records_dropped: u64,
+    /// Records written.
+    records_written: u64,
+}
+
 /// The chunk sums of the file being written and of the files closed.
 #[derive(Default)]
 pub(super) struct RawSums {
@@ -49,18 +80,18 @@ impl RawSums {
         reason: &str,
         cfg: &Config,
     ) -> io::Result<()> {
-        let meta = serde_json::json!({
-            "format": "rtrec-raw-sidecar-2",
-            "files": report.files,
-            "chunk_bytes": format::RAW_CHUNK,
-            "file_sums": self.closed,
-            "complete": complete,
-            "reason": reason,
-            "records_written": report.records_written,
-            "records_dropped": dropped,
-            "bytes_written": report.bytes_written,
-            "config": cfg,
-        });
+        let meta = Sidecar {
+            bytes_written: report.bytes_written,
+            chunk_bytes: format::RAW_CHUNK,
+            complete,
+            config: cfg,
+            file_sums: &self.closed,
+            files: &report.files,
+            format: "rtrec-raw-sidecar-2",
+            reason,
+            records_dropped: dropped,
+            records_written: report.records_written,
+        };
         sys::create_new(path).and_then(|mut f| {
             use std::io::Write;
             f.write_all(
