@@ -428,6 +428,59 @@ fn http_put(filer: &str, key: &str, body: &[u8]) -> u16 {
         .unwrap_or(0)
 }
 
+/// The Python package opens the recording at `location` from the bucket
+/// (`rtrec.fetch` into `into`): the same id, records and payload bytes
+/// as the device's directory `device` gives it. Skipped (one line)
+/// without python3 and numpy, a failure when required.
+fn python_fetches(w: &Weed, location: &str, into: &Path, device: &Path) {
+    let have = Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        rtrec_host::tools::skip(
+            "the_fleet_… (Python's rtrec.fetch)",
+            "needs python3 with numpy (python3 -m pip install numpy)",
+        );
+        return;
+    }
+    let script = r#"
+import hashlib, json, sys
+import rtrec
+def digest(rec):
+    h, n = hashlib.sha256(), 0
+    for x in rec.records():
+        if isinstance(x, rtrec.Record):
+            h.update(x.payload)
+            n += 1
+    return rec.info["id"], n, h.hexdigest()
+there = rtrec.fetch(sys.argv[1], sys.argv[2])
+here = rtrec.open(sys.argv[3])
+print(json.dumps({"there": digest(there), "here": digest(here)}))
+"#;
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(location)
+        .arg(into)
+        .arg(device)
+        .env(
+            "PYTHONPATH",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("python"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("RTREC", env!("CARGO_BIN_EXE_rtrec"))
+        .env("AWS_ACCESS_KEY_ID", KEY.0)
+        .env("AWS_SECRET_ACCESS_KEY", KEY.1)
+        .env("AWS_ENDPOINT_URL", format!("http://{}", w.s3))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "python: {}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["there"], v["here"], "{v}");
+    assert!(v["there"][1].as_u64().unwrap() > 0, "{v}");
+}
+
 #[test]
 fn the_fleet_lists_every_devices_recordings_and_fetch_brings_one_back_verified() {
     let name = "the_fleet_lists_every_devices_recordings_and_fetch_brings_one_back_verified";
@@ -503,6 +556,7 @@ fn the_fleet_lists_every_devices_recordings_and_fetch_brings_one_back_verified()
     }
     let v = common::rtrec(&["verify", got.to_str().unwrap()]);
     assert!(v.status.success(), "{}", show(&v));
+    python_fetches(&w, &location, &tmp.path().join("py"), &a);
     // Not over files already there.
     let again = rtrec_s3(&w, &["fetch", &location, got.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(2), "{}", show(&again));

@@ -14,6 +14,8 @@ and an entry in ``.gaps``, never a silently shorter array::
     a = rec.to_numpy("t:u32,x:f32,y:f32")         # a["seq"], a["x"], a["lost"], a.gaps
     df = rec.to_pandas("<Iff")                    # needs pandas; nullable=True: <NA> in lost rows
     pf, gaps = rec.to_polars("<Iff")              # needs polars
+    rec = rtrec.fetch("s3://fleet/plant/dev1/2026-12-07/5c2b4613d1412984", "got")
+                                                  # from the bucket, verified (rtrec fetch)
 
 Design (decided): a thin, pure-Python layer over the ``rtrec`` command,
 not a second reader. Verification (every frame's CRC-32C), gap detection
@@ -40,6 +42,7 @@ from ._recording import (
     Records,
     Verification,
     VerifyError,
+    fetch,
     ls,
     open,
     verify,
@@ -47,5 +50,5 @@ from ._recording import (
 
 __all__ = [
     "NOT_LOST", "Gap", "GapError", "Record", "Recording", "Records", "RtrecError",
-    "RtrecNotFound", "Verification", "VerifyError", "find_rtrec", "ls", "open", "verify",
+    "RtrecNotFound", "Verification", "VerifyError", "fetch", "find_rtrec", "ls", "open", "verify",
 ]

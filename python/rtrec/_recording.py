@@ -177,6 +177,39 @@ def open(path, recording=None):  # noqa: A001 (the package's verb, as in rtrec.o
     return Recording._listed(p, sources[-1])
 
 
+def fetch(url, directory, endpoint=None, region=None, ca_file=None):
+    """Downloads the recording at ``url`` from object storage into
+    ``directory`` (new, or empty of its files) and opens it.
+
+    ``url`` is ``s3://BUCKET/…/RECORDING_ID``, as ``rtrec ls
+    s3://BUCKET/PREFIX`` lists it. ``rtrec fetch`` does the download: each
+    file is checked against the manifest's size and CRC32C before it takes
+    its name, then the record and loss counts against the manifest's, so
+    what opens is what the device shipped (docs/ship.md, "The fleet
+    side"). Credentials come from ``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY`` as rtrec reads them; the endpoint from
+    ``endpoint`` or ``AWS_ENDPOINT_URL``.
+
+    Args:
+        url: the recording's location in the bucket.
+        directory: where its files go.
+        endpoint, region, ca_file: ``rtrec fetch``'s ``--endpoint``,
+            ``--region`` and ``--ca-file``.
+
+    Raises:
+        RtrecError: rtrec's sentence: no such recording, a file that does
+            not match its manifest (nothing of it is written), a name
+            already in ``directory``, refused credentials.
+    """
+    args = ["fetch", str(url), os.fspath(directory)]
+    for flag, value in (("--endpoint", endpoint), ("--region", region), ("--ca-file", ca_file)):
+        if value is not None:
+            args += [flag, os.fspath(value)]
+    _binary.run(args)
+    rid = str(url).rstrip("/").rsplit("/", 1)[-1]
+    return open(directory, recording=rid)
+
+
 def _id_of_file(path):
     """The recording id (16 hex digits) in a file's header, by rtrec."""
     _, doc = _binary.run_json(["verify", "--json", os.fspath(path)], ok=(0, 1))
