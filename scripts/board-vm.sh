@@ -471,21 +471,28 @@ read_dir() {
   echo "$work/tmp/host/$(basename "$1")"
 }
 
+# boot_to_end NAME MODE WHAT: boots MODE with its console streamed here,
+# waits until the guest powers off (a failure naming WHAT after
+# PLAN_TIMEOUT) and reads its markers into m.
+boot_to_end() {
+  boot "$1" "$2"
+  tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -u 's/\r$//; s/^/  | /' &
+  tailpid=$!
+  local ok=yes
+  wait_exit "$PLAN_TIMEOUT" || ok=timeout
+  wait "$tailpid" 2>/dev/null || true
+  tailpid=
+  [ $ok = yes ] || fail "$3 did not end within $PLAN_TIMEOUT s (console: $log)"
+  m=$(markers)
+}
+
 # -------------------------------------------------------------------- ship
 # --ship: the board records, ships and ships again (plan.sh ship); then the
 # host lists the bucket, fetches every recording, verifies it and compares
 # its files with the card's.
 if [ $ship = 1 ]; then
   step "booting the board with the full binary: record, ship to http://10.0.2.2:$s3port, ship again (its console below; times in it are the emulator's)"
-  boot ship ship
-  tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -u 's/\r$//; s/^/  | /' &
-  tailpid=$!
-  ok=yes
-  wait_exit "$PLAN_TIMEOUT" || ok=timeout
-  wait "$tailpid" 2>/dev/null || true
-  tailpid=
-  [ $ok = yes ] || fail "the board did not end within $PLAN_TIMEOUT s (console: $log)"
-  m=$(markers)
+  boot_to_end ship ship "the board"
   grep -qx 'ship ok' <<<"$m" || fail "the board's shipping failed: $(grep -E ' fail|^init fail|^ship fail' <<<"$m" | paste -sd';')"
   phase "record and ship in the guest"
   # ship_field RUN KEY: KEY of the board's RUN-th ship summary (--json).
@@ -513,7 +520,7 @@ if [ $ship = 1 ]; then
   for loc in $locations; do
     d=$fetched/${loc##*/}
     f=$("$host_rtrec" fetch "$loc" "$d" 2>&1) || { echo "$f" >&2; fail "rtrec fetch $loc failed"; }
-    out "  fetch: $f"
+    out "  fetch: ${f//"$PWD"\//}"
     v=$("$host_rtrec" verify "$d") || { echo "$v" >&2; fail "rtrec verify of the fetched $loc is not clean"; }
     out "  verify: $(tail -n 1 <<<"$v")"
     for x in "$d"/*.rtr; do
@@ -536,15 +543,7 @@ fi
 
 # ---------------------------------------------------------------- the plan
 step "booting the board: the plan (its console below; times in it are the emulator's)"
-boot plan plan
-tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -u 's/\r$//; s/^/  | /' &
-tailpid=$!
-ok=yes
-wait_exit "$PLAN_TIMEOUT" || ok=timeout
-wait "$tailpid" 2>/dev/null || true
-tailpid=
-[ $ok = yes ] || fail "the plan did not end within $PLAN_TIMEOUT s (console: $log)"
-m=$(markers)
+boot_to_end plan plan "the plan"
 grep -qx 'plan ok' <<<"$m" || fail "the plan failed: $(grep -E ' fail|MISMATCH|^init fail|^plan fail' <<<"$m" | paste -sd';')"
 phase "plan in the guest"
 

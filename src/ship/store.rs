@@ -363,9 +363,7 @@ mod tests {
         let https = open(&t, &access("https://127.0.0.1:9"));
         std::fs::remove_file(&key).unwrap();
         assert!(http.is_ok(), "{:?}", http.err());
-        let e = https
-            .err()
-            .expect("an https client without CA certificates");
+        let e = https.expect_err("an https client without CA certificates");
         assert!(
             e.contains("no CA certificates") && e.contains("--ca-file"),
             "{e}"
