@@ -34,10 +34,17 @@ target=${1:-}
 # the engine's unit tests) and stop before running any of it. CI runs that
 # beside its test suite under SCHED_IDLE, then this script again in full,
 # which finds the builds done (.ci/run, "The ARM builds").
-build_only=0
-[ "${2:-}" = --build-only ] && build_only=1
+# --no-tests: the binary and the C library only, no test built or run
+# (scripts/board-vm.sh --ship boots that binary). The same cargo call as
+# the other modes, so that all share one build: building the binary alone
+# would unify the dependencies' features differently and build them again.
+build_only=0 no_tests=0
+case "${2:-}" in
+  --build-only) build_only=1 ;;
+  --no-tests) no_tests=1 ;;
+esac
 cross_target "$target" || {
-  echo "usage: scripts/cross.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf [--build-only]" >&2
+  echo "usage: scripts/cross.sh aarch64-unknown-linux-gnu|armv7-unknown-linux-gnueabihf [--build-only | --no-tests]" >&2
   exit 2
 }
 
@@ -88,6 +95,10 @@ step "building rtrec and the C library"
 out=$tdir/$target/release
 "${cargo[@]}" build -q "${opts[@]}" -p rtrec -p rtrec-ffi
 file "$out/rtrec" "$out/librtrec.so" | sed "s|$tdir/||"
+if [ $no_tests = 1 ]; then
+  step "built (--no-tests)"
+  exit 0
+fi
 if [ $build_only = 1 ]; then
   "${cargo[@]}" test -q --no-run "${opts[@]}" -p rtrec-engine --lib
   step "built (--build-only)"

@@ -10,6 +10,9 @@
 #   plan.sh cut CYCLE     one power-cut cycle: recover, then record until the
 #                         host cuts the power, publishing the durable point
 #   plan.sh after-cuts    the boot after the last cut: recover and verify
+#   plan.sh ship          (scripts/board-vm.sh --ship, with the full
+#                         binary) record two recordings, ship them to the
+#                         host's SeaweedFS (/etc/ship.env), ship again
 #
 # It talks to the host through the serial console: a line the host reads
 # starts with "@@rtrec-board " and ends with "@@" (a marker); every other
@@ -26,6 +29,7 @@ set -u
 CARD=/card
 BOARD=$CARD/board   # the plan's recordings
 CUTS=$CARD/cuts     # the power-cut cycles' recording directory (one, as an unattended recorder has)
+SHIP=$CARD/ship     # --ship: the recordings the board ships
 DEV=mmcblk0
 QUEUE=/sys/block/$DEV/queue
 EMULATED="emulated time, TCG: not a board's"
@@ -412,9 +416,71 @@ after_cuts() {
   if [ -z "$FAILED" ]; then mark "after-cuts ok"; else mark "after-cuts fail$FAILED"; fi
 }
 
+# net_up: the guest's end of qemu's user-mode network (its DHCP is not
+# needed: the addresses are fixed), the host being 10.0.2.2.
+net_up() {
+  ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 &&
+    ip route add default via 10.0.2.2 || return 1
+  ip addr show eth0
+  ip route
+}
+
+# ship_record: what the board ships: a recording of several files (300
+# records of 16 KiB every 20 ms in 1 MiB files: 5 files), and one file
+# larger than a part (6 MiB through --stdin into one file, sent with
+# --part-size 5MiB as a multipart upload of two parts).
+ship_record() {
+  mkdir -p "$SHIP"
+  summary_of rtrec record --dir "$SHIP" --period 20ms --size 16KiB --count 300 --file-size 1MiB || return 1
+  head -c 6291456 /dev/urandom >/tmp/stdin.bin
+  rtrec record --stdin --size 64KiB --file-size 8MiB --dir "$SHIP" --quiet </tmp/stdin.bin || return 1
+  rm -f /tmp/stdin.bin
+  expect_accounted "$SHIP" 396 || return 1
+  ls -l "$SHIP"
+}
+
+# ship_run N: `rtrec ship` of SHIP to the host's server; its last line and
+# its --json counts as markers (shipN summary …, shipN json KEY=VALUE).
+ship_run() {
+  # shellcheck disable=SC1091 # written by scripts/board-vm.sh
+  . /etc/ship.env
+  rtrec ship "$SHIP" --to "s3://$BUCKET/$PREFIX" --endpoint "$ENDPOINT" \
+    --secret-access-key-file /etc/ship.secret --device "$PREFIX" --part-size 5MiB \
+    --json "/tmp/ship$1.json" >"/tmp/ship$1.txt" 2>&1
+  rc=$?
+  cat "/tmp/ship$1.txt"
+  [ $rc = 0 ] || { say "rtrec ship exited $rc"; return 1; }
+  cat "/tmp/ship$1.json"
+  mark "ship$1 summary $(tail -n 1 "/tmp/ship$1.txt")"
+  for k in recordings_shipped recordings_already_there files_shipped files_already_there bytes_shipped \
+    bytes_resent uploads_resumed failures_retried seconds mib_per_s cpu_seconds; do
+    mark "ship$1 json $k=$(sed -n "s/^ *\"$k\": \([^,]*\),\{0,1\}$/\1/p" "/tmp/ship$1.json")"
+  done
+}
+
+# ship_again: the second run sends nothing (the ledger, DIR/.shipped).
+ship_again() {
+  ship_run 2 || return 1
+  grep -q '"bytes_shipped": 0,' /tmp/ship2.json && grep -q '"recordings_shipped": 0,' /tmp/ship2.json ||
+    { say "the second ship run sent something again"; return 1; }
+  cat "$SHIP/.shipped"
+}
+
+# ship: record, ship, ship again (scripts/board-vm.sh --ship).
+ship() {
+  mark "ship clock $(date -u +%Y-%m-%dT%H:%M:%SZ) (the board's, from its RTC: S3 signatures need it within 15 minutes)"
+  step net net_up
+  step record ship_record
+  step ship ship_run 1
+  step ship-again ship_again
+  sync
+  if [ -z "$FAILED" ]; then mark "ship ok"; else mark "ship fail$FAILED"; fi
+}
+
 case "${1:-}" in
   plan) plan ;;
   cut) cut_cycle "${2:-?}" ;;
   after-cuts) after_cuts ;;
-  *) echo "usage: plan.sh plan | cut CYCLE | after-cuts" >&2; exit 2 ;;
+  ship) ship ;;
+  *) echo "usage: plan.sh plan | cut CYCLE | after-cuts | ship" >&2; exit 2 ;;
 esac

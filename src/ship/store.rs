@@ -15,7 +15,11 @@
 //!   build with the target's C compiler the cross builds already use;
 //!   aws-lc-rs, object_store's default, is a large C build that wants
 //!   cmake), the system's roots, plus `--ca-file`. An `http://`
-//!   endpoint is taken as given (a server on the local network).
+//!   endpoint is taken as given (a server on the local network), and
+//!   without the system's roots: reqwest's platform verifier refuses to
+//!   build a client, TLS used or not, on a system that has none (a
+//!   board's minimal image; found on the emulated board,
+//!   `scripts/board-vm.sh --ship`).
 //! - **Bounded retries inside a request** (object_store's `RetryConfig`:
 //!   timeouts, 5xx and dropped connections, with exponential backoff and
 //!   jitter); what still fails is [`Failure::Later`] and the shipper's own
@@ -131,9 +135,16 @@ pub fn open(target: &Target, a: &Access) -> Result<Store, String> {
         .or_else(|| env("AWS_REGION"))
         .or_else(|| env("AWS_DEFAULT_REGION"))
         .unwrap_or_else(|| "us-east-1".into());
+    let endpoint = a.endpoint.clone().or_else(|| env("AWS_ENDPOINT_URL"));
+    let http = endpoint
+        .as_deref()
+        .is_some_and(|e| e.starts_with("http://"));
     let mut options = ClientOptions::new()
         .with_connect_timeout(Duration::from_secs(10))
-        .with_timeout(Duration::from_secs(120));
+        .with_timeout(Duration::from_secs(120))
+        // Plain HTTP verifies no certificate: the system's roots are not
+        // asked for (a board may have none).
+        .with_no_system_certificates(http);
     if let Some(f) = &a.ca_file {
         let pem = std::fs::read(f)
             .map_err(|e| format!("cannot read the CA file '{}': {e}", f.display()))?;
@@ -167,12 +178,32 @@ pub fn open(target: &Target, a: &Access) -> Result<Store, String> {
     if let Some(t) = env("AWS_SESSION_TOKEN") {
         b = b.with_token(t);
     }
-    if let Some(e) = a.endpoint.clone().or_else(|| env("AWS_ENDPOINT_URL")) {
-        b = b.with_allow_http(e.starts_with("http://")).with_endpoint(e);
+    if let Some(e) = endpoint {
+        b = b.with_allow_http(http).with_endpoint(e);
     }
-    b.build()
-        .map(Arc::new)
-        .map_err(|e| format!("cannot set up the S3 client: {e}"))
+    b.build().map(Arc::new).map_err(|e| {
+        let why = with_causes(&e);
+        if why.contains("No CA certificates were loaded") {
+            "cannot set up the S3 client: this system has no CA certificates to verify the \
+             server's with (install them, e.g. Debian's ca-certificates, or give --ca-file)"
+                .to_string()
+        } else {
+            format!("cannot set up the S3 client: {why}")
+        }
+    })
+}
+
+/// `e`'s text followed by its causes' (object_store names only the HTTP
+/// client's error, not why the client failed).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// What an error from the store means for the shipper.
@@ -317,6 +348,63 @@ mod tests {
             Failure::Later(
                 "w failed: Generic S3 error: error sending request connection refused".into()
             )
+        );
+    }
+
+    /// The child's marker: set, it builds the clients without CA certificates.
+    const NO_ROOTS: &str = "RTREC_TEST_NO_SYSTEM_ROOTS";
+
+    #[test]
+    fn a_system_without_ca_certificates_ships_over_http_and_says_so_for_https() {
+        // The system's roots are the process's (rustls-native-certs reads
+        // SSL_CERT_FILE and SSL_CERT_DIR, else /etc/ssl): pointed at
+        // nothing in a child process, this test binary running the test
+        // below, so that no other test sees the change.
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "ship::store::tests::clients_built_without_system_roots",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env(NO_ROOTS, "1")
+            .env("SSL_CERT_FILE", "/nonexistent/rtrec-test-roots.pem")
+            .env("SSL_CERT_DIR", "/nonexistent/rtrec-test-roots")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    #[ignore = "run by a_system_without_ca_certificates_ships_over_http_and_says_so_for_https, in a child process without the system's roots"]
+    fn clients_built_without_system_roots() {
+        assert!(
+            std::env::var_os(NO_ROOTS).is_some(),
+            "run only by its parent test"
+        );
+        let t = Target::parse("s3://fleet/board").unwrap();
+        let key = std::env::temp_dir().join(format!("rtrec-test-key-{}", std::process::id()));
+        std::fs::write(&key, "secret\n").unwrap();
+        let access = |endpoint: &str| Access {
+            endpoint: Some(endpoint.into()),
+            access_key_id: Some("id".into()),
+            secret_access_key_file: Some(key.clone()),
+            retry_timeout: Duration::from_secs(1),
+            ..Access::default()
+        };
+        let http = open(&t, &access("http://127.0.0.1:9"));
+        let https = open(&t, &access("https://127.0.0.1:9"));
+        std::fs::remove_file(&key).unwrap();
+        assert!(http.is_ok(), "{:?}", http.err());
+        let e = https.expect_err("an https client without CA certificates");
+        assert!(
+            e.contains("no CA certificates") && e.contains("--ca-file"),
+            "{e}"
         );
     }
 }
