@@ -230,14 +230,7 @@ pub fn classify(e: &object_store::Error, doing: &str, bucket: &str) -> Failure {
     let text = e.to_string();
     // The causes too: a TLS failure is named only in the HTTP client's
     // error under object_store's ("error sending request").
-    let mut chain = text.clone();
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        chain.push_str(": ");
-        chain.push_str(&c.to_string());
-        cause = c.source();
-    }
-    if let Some(why) = untrusted(&chain) {
+    if let Some(why) = untrusted(&with_causes(e)) {
         return Failure::Refused(format!(
             "{doing} failed: the server's TLS certificate is not trusted ({why}); give the CA \
              that signed it with --ca-file, or use the name the certificate holds"
