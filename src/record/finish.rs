@@ -216,8 +216,20 @@ fn failed_sentence(summary: &Summary) -> String {
         .error
         .as_ref()
         .map_or("unknown error", |f| f.message.as_str());
+    // Said as stored only as far as it was: a card that failed may have
+    // taken no loss frame at all.
+    let stored = if summary.losses_stored >= summary.records_dropped {
+        "stored as a loss".to_string()
+    } else if summary.losses_stored == 0 {
+        "NOT stored in the recording: counted here only".to_string()
+    } else {
+        format!(
+            "{} of them stored as a loss, the rest counted here only",
+            summary.losses_stored
+        )
+    };
     let counts = format!(
-        "{} of {} records were written, {} dropped (stored as a loss)",
+        "{} of {} records were written, {} dropped ({stored})",
         summary.records_written, summary.records_offered, summary.records_dropped
     );
     if summary.end_complete {

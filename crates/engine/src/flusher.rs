@@ -277,10 +277,7 @@ impl Flusher {
             .store(HEADER_LEN as u64, Ordering::Release);
         if self.thread.is_none() {
             sync_new(&file, &dirs)?;
-            self.shared
-                .live
-                .durable_seq
-                .fetch_max(closed_seq, Ordering::AcqRel);
+            self.shared.live.publish_durable(closed_seq);
         }
         {
             let mut g = self.shared.file.lock().unwrap_or_else(|e| e.into_inner());
@@ -441,6 +438,9 @@ impl Worker<'_> {
         match r {
             Ok(()) => true,
             Err(err) => {
+                // A failed sync or flush: no durable point past the last
+                // one (`LiveStats::freeze_durable`).
+                self.s.live.freeze_durable();
                 self.stats
                     .error
                     .get_or_insert_with(|| Failure::from_io(&err));
@@ -479,7 +479,7 @@ impl Worker<'_> {
         if self.note(r) {
             let closed = self.s.closed_seq.load(Ordering::Acquire);
             self.durable = self.durable.max(closed);
-            self.s.live.durable_seq.fetch_max(closed, Ordering::AcqRel);
+            self.s.live.publish_durable(closed);
         }
     }
 
@@ -535,7 +535,7 @@ impl Worker<'_> {
             return;
         }
         self.durable = seq;
-        self.s.live.durable_seq.fetch_max(seq, Ordering::AcqRel);
+        self.s.live.publish_durable(seq);
         if let Some(m) = self.file_mark.clone() {
             self.mark("begin", format_args!("durable mark {frames_end}"));
             let r = m.advance(f, frames_end);

@@ -733,6 +733,15 @@ impl Recorder {
         // Records the writer had accepted but could not store (ring mode,
         // after a write failure) are drops for the same reason.
         self.drops.writer_failed += report.discarded;
+        // The live counters too: the last `--status` line, written after
+        // this, says what the summary says (the producer never counted
+        // these).
+        self.live
+            .records_dropped
+            .fetch_add(report.discarded, Ordering::Relaxed);
+        self.live
+            .drops_writer_failed
+            .fetch_add(report.discarded, Ordering::Relaxed);
         let dropped = self.drops.total();
         let queued = match self.cfg.mode {
             Mode::Ring => self.next_seq - (dropped - report.discarded),

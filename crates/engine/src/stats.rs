@@ -144,8 +144,12 @@ pub struct LiveStats {
     pub written_seq: AtomicU64,
     /// Every record with a smaller sequence number is on storage (or its
     /// loss is): the last durable point, published by the flush thread
-    /// after each sync and by the writer after closing a file.
+    /// after each sync and by the writer after closing a file, through
+    /// [`LiveStats::publish_durable`].
     pub durable_seq: AtomicU64,
+    /// A sync failed ([`LiveStats::freeze_durable`]): the durable point
+    /// moves no further.
+    pub durable_frozen: AtomicBool,
     /// Records dropped because the ring was full (part of
     /// `records_dropped`).
     pub drops_ring_full: AtomicU64,
@@ -257,6 +261,23 @@ pub struct LiveSnapshot {
 }
 
 impl LiveStats {
+    /// Publishes that every record before `seq` is durable (or its loss
+    /// is), unless a sync has failed.
+    pub fn publish_durable(&self, seq: u64) {
+        if !self.durable_frozen.load(Ordering::Acquire) {
+            self.durable_seq.fetch_max(seq, Ordering::AcqRel);
+        }
+    }
+
+    /// A sync failed: the durable point stays where the last successful
+    /// one put it. Design choice: for good, for the rest of the recording.
+    /// A later sync that succeeds says nothing of the pages the failed one
+    /// did not write (Linux may have marked them clean after the error:
+    /// PostgreSQL's "fsyncgate"), so no later point is promised.
+    pub fn freeze_durable(&self) {
+        self.durable_frozen.store(true, Ordering::Release);
+    }
+
     /// Reads every counter (each on its own: the snapshot is not one
     /// instant, but each number is one the recording really had).
     pub fn snapshot(&self) -> LiveSnapshot {

@@ -746,10 +746,20 @@ impl Writer {
                 return Err(self.fail(Failure::from_error(&e)));
             }
         };
-        let r = self.close_current(true, true, "", (0, 0)).and_then(|()| {
-            self.install(next)
-                .map_err(|e| self.fail(Failure::from_error(&e)))
-        });
+        let r = match self.close_current(true, true, "", (0, 0)) {
+            Ok(()) => self
+                .install(next)
+                .map_err(|e| self.fail(Failure::from_error(&e))),
+            Err(f) => {
+                // The old file is gone from `cur` and its close failed:
+                // the next one takes the closing frames (the loss frame
+                // of what is dropped from now on, the aborted end frame),
+                // so the drops are stored, not only counted. The durable
+                // point stays frozen (`close_current`).
+                let _ = self.install(next);
+                Err(f)
+            }
+        };
         let r = r.and_then(|()| self.claim_retired());
         self.mark(format_args!("end writer switch to file {index}"));
         r
@@ -910,6 +920,9 @@ impl Writer {
             .stop(&cur.file)
             .and_then(|()| file::close(&mut cur, self.cfg.framing, whole))
             .map_err(|e| {
+                // Its sync (or truncate, or final header) failed: what it
+                // held past the last durable point is not known durable.
+                self.live.freeze_durable();
                 let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
                 self.fail(f)
             })?;
@@ -1015,9 +1028,7 @@ impl Writer {
                 .and_then(|d| sys::fsync(&d))
                 .is_ok()
         {
-            self.live
-                .durable_seq
-                .fetch_max(self.next_seq, Ordering::AcqRel);
+            self.live.publish_durable(self.next_seq);
         }
         if let Err(e) = closed {
             // Already kept when it was the first failure.
