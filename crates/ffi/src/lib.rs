@@ -74,3 +74,52 @@ pub use recorder::{
 pub use recover::{rtrec_dir_recover, rtrec_recover_report};
 pub use summary::{rtrec_latency, rtrec_summary, rtrec_summary_attach_timer};
 pub use timer::{rtrec_timer, rtrec_timer_create, rtrec_timer_destroy, rtrec_timer_wait};
+
+/// The tests of what the crate root ties together: the published sizes of
+/// every extensible struct, which live in four modules, against the docs.
+/// (Here, not in `error`, so that no module imports the crate root back.)
+#[cfg(test)]
+mod tests {
+    use crate::error::Extensible;
+    use crate::{rtrec_config, rtrec_pool_state, rtrec_recover_report, rtrec_summary};
+
+    /// Issue 42, finding 12f: docs/c-api.md's table of published sizes is
+    /// what the library accepts, struct by struct and version by version
+    /// (the docs once said 184 where the library had grown to 208).
+    #[test]
+    fn the_published_sizes_in_c_api_md_are_the_ones_the_library_accepts() {
+        let doc = include_str!("../../../docs/c-api.md");
+        let table = doc
+            .split("The published sizes (LP64 Linux):")
+            .nth(1)
+            .expect("c-api.md has the table of published sizes");
+        let mut published: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+        for line in table.lines().skip_while(|l| !l.starts_with('|')) {
+            if !line.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let (Some(name), Some(size)) = (cells.get(1), cells.get(3)) else {
+                continue;
+            };
+            if let (Some(n), Ok(size)) = (name.strip_prefix('`'), size.parse::<usize>()) {
+                let n = n.trim_end_matches('`').to_string();
+                published.entry(n).or_default().push(size);
+            }
+        }
+        let library: Vec<(&str, &[usize])> = vec![
+            (rtrec_config::NAME, rtrec_config::SIZES),
+            (rtrec_summary::NAME, rtrec_summary::SIZES),
+            (rtrec_pool_state::NAME, rtrec_pool_state::SIZES),
+            (rtrec_recover_report::NAME, rtrec_recover_report::SIZES),
+        ];
+        assert_eq!(published.len(), library.len(), "{published:?}");
+        for (name, sizes) in library {
+            assert_eq!(
+                published.get(name).map(Vec::as_slice),
+                Some(sizes),
+                "c-api.md's sizes of {name}"
+            );
+        }
+    }
+}
