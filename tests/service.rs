@@ -28,7 +28,12 @@
 //!   (three freezes), and the manager's SIGABRT ends the service; after
 //!   `recover`, `verify` exits 0 (finding 3).
 //!
-//! The last two need root and a loop device (skipped otherwise, failed
+//! - a source that is missing: `Restart=always` restarts the service,
+//!   each start running the unit's `ExecStartPre=` lines, until the
+//!   unit's `StartLimitBurst=` within `StartLimitIntervalSec=` refuses
+//!   the next start; the restarts leave at most one recording (finding 4).
+//!
+//! The card tests need root and a loop device (skipped otherwise, failed
 //! under `RTREC_REQUIRE_PRIVILEGED=1`).
 
 mod common;
@@ -572,6 +577,118 @@ fn the_shipped_unit_passes_systemd_analyze_verify_with_start_limits() {
     println!("systemd-analyze verify: {}", show(&o));
     assert!(o.status.success(), "{}", show(&o));
     assert!(o.stderr.is_empty(), "warnings: {}", show(&o));
+}
+
+/// The value of `key=` in the shipped unit (its first line with it).
+fn unit_value(key: &str) -> String {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/rtrec-recorder@.service"),
+    )
+    .unwrap();
+    let prefix = format!("{key}=");
+    unit.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("the unit has no {key}="))
+        .to_string()
+}
+
+/// A unit's time span (`5s`, `10min`) as seconds.
+fn unit_seconds(v: &str) -> f64 {
+    let (n, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: f64 = n.parse().unwrap();
+    match unit {
+        "" | "s" => n,
+        "min" => n * 60.0,
+        "h" => n * 3600.0,
+        other => panic!("a time unit this test does not know: {other}"),
+    }
+}
+
+/// Issue 42, Deliver 2 (finding 4): the shipped unit's restart policy
+/// as systemd documents it, run. A service whose source is missing
+/// (`cat` of a tty that is not there: rtrec records nothing and exits 0
+/// at once) is restarted by `Restart=always` after `RestartSec=`, each
+/// start running the unit's `ExecStartPre=` lines (mkdir, `rtrec
+/// recover`) and `ExecStart=` under the manager, until it has started
+/// `StartLimitBurst=` times within `StartLimitIntervalSec=`: the next
+/// start is refused (systemd.unit(5): "start-limit-hit") and the restarts
+/// end. The manager keeps a clock of its own for the waits (`RestartSec=`
+/// is counted, not slept), so the test takes the starts' own time only.
+/// And the empty recordings of the restarts do not pile up in the
+/// directory.
+#[test]
+fn a_service_that_fails_fast_is_restarted_until_the_units_start_limit_and_then_stops() {
+    let restart_sec = unit_seconds(&unit_value("RestartSec"));
+    let interval = unit_seconds(&unit_value("StartLimitIntervalSec"));
+    let burst: usize = unit_value("StartLimitBurst").parse().unwrap();
+    assert_eq!(unit_value("Restart"), "always");
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/rtrec-recorder@.service"),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("card/rec");
+    let pre: Vec<String> = unit
+        .lines()
+        .filter_map(|l| l.strip_prefix("ExecStartPre="))
+        .map(|l| {
+            l.replace("%f", dir.to_str().unwrap())
+                .replace("/usr/bin/rtrec", env!("CARGO_BIN_EXE_rtrec"))
+        })
+        .collect();
+    assert!(!pre.is_empty(), "the unit has ExecStartPre= lines");
+    let args = "--lines --keep 1GiB";
+    // The manager's clock (s): each start's own time, plus RestartSec=.
+    let (mut clock, mut starts, mut refused) = (0.0f64, Vec::<f64>::new(), false);
+    for _ in 0..burst + 5 {
+        if starts.iter().filter(|&&t| clock - t < interval).count() >= burst {
+            println!(
+                "  +{clock:7.1} s  (manager) start request repeated too quickly: start-limit-hit"
+            );
+            refused = true;
+            break;
+        }
+        starts.push(clock);
+        let t0 = Instant::now();
+        for cmd in &pre {
+            let words: Vec<&str> = cmd.split_whitespace().collect();
+            let o = Command::new(words[0]).args(&words[1..]).output().unwrap();
+            assert!(o.status.success(), "ExecStartPre={cmd}: {}", show(&o));
+        }
+        let mut m = Manager::start(
+            tmp.path(),
+            &dir,
+            "cat /dev/rtrec-no-such-tty",
+            args,
+            Duration::from_secs(30),
+        );
+        let (st, err) = m.wait(Duration::from_secs(60));
+        let st = st.expect("the service ended by itself");
+        println!(
+            "  +{clock:7.1} s  start {}: exit {:?} after {:.2} s {}",
+            starts.len(),
+            st.code(),
+            t0.elapsed().as_secs_f64(),
+            err.trim()
+        );
+        clock += t0.elapsed().as_secs_f64() + restart_sec;
+    }
+    assert!(refused, "the start limit never stopped the restarts");
+    assert_eq!(starts.len(), burst, "{starts:?}");
+    let recordings: serde_json::Value = serde_json::from_slice(
+        &Command::new(env!("CARGO_BIN_EXE_rtrec"))
+            .args(["ls", "--json"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap_or_default();
+    let n = recordings["recordings"].as_array().map_or(0, Vec::len);
+    assert!(
+        n <= 1,
+        "{n} recordings left by {burst} empty starts: {recordings}"
+    );
 }
 
 /// Unmounts the card put back by the test when dropped (the journal's
