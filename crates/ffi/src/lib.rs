@@ -123,3 +123,29 @@ mod tests {
         }
     }
 }
+
+/// The installed file's name the docs give is this library's version
+/// (docs/embedded.md once said `librtrec.so.0.1.0` after 0.3.0 shipped).
+#[cfg(test)]
+#[test]
+fn the_docs_name_the_installed_library_by_its_version() {
+    let want = format!("librtrec.so.{}", env!("CARGO_PKG_VERSION"));
+    for (doc, text) in [
+        ("c-api.md", include_str!("../../../docs/c-api.md")),
+        ("embedded.md", include_str!("../../../docs/embedded.md")),
+    ] {
+        for (at, _) in text.match_indices("librtrec.so.") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                .collect();
+            let name = name.trim_end_matches('.');
+            // The SONAME (major only) and the full version are both fine.
+            let major = format!("librtrec.so.{}", env!("CARGO_PKG_VERSION_MAJOR"));
+            assert!(
+                name == want || name == major || name.ends_with(".X.Y.Z"),
+                "docs/{doc} names {name}; the library is {want}"
+            );
+        }
+    }
+}
