@@ -139,10 +139,23 @@ fn taken(s: &rtrec_engine::LiveSnapshot) -> u64 {
     }
 }
 
-/// The `STATUS=` line once writing failed for good.
+/// The `STATUS=` line once writing failed for good. The durable point is
+/// a sequence number, not a count (`durable_seq`: every record before it
+/// is on storage, or its loss is), so it is said as one: "1051 durable"
+/// beside "1043 records written" read as more durable than written when 8
+/// were dropped and stored as a loss.
 pub fn failed_status(s: &rtrec_engine::LiveSnapshot) -> String {
     format!(
-        "STATUS=failed: writing failed after {} records written ({} durable); the recording ends and rtrec exits 1",
+        "STATUS=failed: writing failed after {} records written (durable before seq {}: records or stored losses); the recording ends and rtrec exits 1",
+        s.records_written, s.durable_seq
+    )
+}
+
+/// The `STATUS=` line of a ping (the durable point said as in
+/// [`failed_status`]).
+pub fn recording_status(s: &rtrec_engine::LiveSnapshot) -> String {
+    format!(
+        "STATUS=recording: {} records written, durable before seq {}",
         s.records_written, s.durable_seq
     )
 }
@@ -179,10 +192,7 @@ pub fn spawn(live: Arc<LiveStats>, done: Arc<AtomicBool>) -> Option<std::thread:
             }
             waited = Duration::ZERO;
             if p.moved(taken(&s), s.records_queued) {
-                n.send(&format!(
-                    "WATCHDOG=1\nSTATUS=recording: {} records written, {} durable",
-                    s.records_written, s.durable_seq
-                ));
+                n.send(&format!("WATCHDOG=1\n{}", recording_status(&s)));
             } else {
                 n.send(&format!(
                     "STATUS=stuck: the writer makes no progress ({} records wait): no watchdog ping",
@@ -222,6 +232,30 @@ mod tests {
         assert!(!p.moved(20, 30), "queued at the last look, still waiting");
         assert!(!p.moved(20, 30), "and still: no ping while it hangs");
         assert!(p.moved(30, 30), "moving again");
+    }
+
+    #[test]
+    fn the_status_lines_say_the_durable_point_as_a_sequence_number_not_a_count() {
+        // The card-full run of tests/service.rs: 1,043 written, 8 dropped
+        // and stored as a loss, so the durable point is seq 1,051.
+        let s = rtrec_engine::LiveSnapshot {
+            records_written: 1043,
+            records_dropped: 8,
+            durable_seq: 1051,
+            ..Default::default()
+        };
+        let failed = failed_status(&s);
+        assert!(!failed.contains("1051 durable"), "{failed}");
+        assert!(
+            failed.contains(
+                "after 1043 records written (durable before seq 1051: records or stored losses)"
+            ),
+            "{failed}"
+        );
+        assert_eq!(
+            recording_status(&s),
+            "STATUS=recording: 1043 records written, durable before seq 1051"
+        );
     }
 
     #[test]
