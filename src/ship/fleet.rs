@@ -30,14 +30,13 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use futures_util::TryStreamExt as _;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore as _, ObjectStoreExt as _};
 use serde::Deserialize;
 
-use super::store::{self, classify, Access, Failure, Target};
+use super::store::{self, classify, AccessArgs, Failure, Target};
 use crate::error::{usage, Error, Result};
 
 /// A manifest as a fleet reads it (schema version 1's fields).
@@ -112,40 +111,6 @@ pub struct ListedConverted {
     /// Records missing in those gaps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records_in_gaps: Option<u64>,
-}
-
-/// The flags `fetch` takes to reach the store (as `ship`'s).
-#[derive(Debug, Clone, clap::Args)]
-pub struct AccessArgs {
-    /// The S3 endpoint URL (else AWS_ENDPOINT_URL; none: AWS).
-    #[arg(long, value_name = "URL")]
-    pub endpoint: Option<String>,
-    /// The region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
-    #[arg(long, value_name = "REGION")]
-    pub region: Option<String>,
-    /// The access key id (else AWS_ACCESS_KEY_ID).
-    #[arg(long, value_name = "ID")]
-    pub access_key_id: Option<String>,
-    /// A file holding the secret access key (else AWS_SECRET_ACCESS_KEY; never a flag).
-    #[arg(long, value_name = "FILE")]
-    pub secret_access_key_file: Option<PathBuf>,
-    /// A PEM file of CA certificates trusted beside the system's.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
-}
-
-impl AccessArgs {
-    /// The store's [`Access`].
-    fn access(&self) -> Access {
-        Access {
-            endpoint: self.endpoint.clone(),
-            region: self.region.clone(),
-            access_key_id: self.access_key_id.clone(),
-            secret_access_key_file: self.secret_access_key_file.clone(),
-            ca_file: self.ca_file.clone(),
-            retry_timeout: Duration::from_secs(60),
-        }
-    }
 }
 
 /// `rtrec fetch`.

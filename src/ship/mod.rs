@@ -49,7 +49,7 @@ use crate::error::{usage, Error, Result};
 use convert::{Conversion, ConvertFormat, MakeConverter};
 use manifest::{Manifest, ManifestConverted, ManifestFile, MANIFEST_SCHEMA_VERSION};
 use pace::{backoff, Bucket};
-use store::{Access, Failure, Target};
+use store::{AccessArgs, Failure, Target};
 use summary::{ShipSummary, SUMMARY_SCHEMA_VERSION};
 use upload::{sum_of, Shipper};
 
@@ -71,21 +71,9 @@ pub struct ShipArgs {
     /// Where to: s3://BUCKET/PREFIX (keys PREFIX/DEVICE/YYYY-MM-DD/RECORDING_ID/FILE).
     #[arg(long, value_name = "s3://BUCKET/PREFIX")]
     pub to: String,
-    /// The S3 endpoint URL (else AWS_ENDPOINT_URL; none: AWS); http:// is allowed.
-    #[arg(long, value_name = "URL")]
-    pub endpoint: Option<String>,
-    /// The region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
-    #[arg(long, value_name = "REGION")]
-    pub region: Option<String>,
-    /// The access key id (else AWS_ACCESS_KEY_ID).
-    #[arg(long, value_name = "ID")]
-    pub access_key_id: Option<String>,
-    /// A file holding the secret access key (else AWS_SECRET_ACCESS_KEY; never a flag's value).
-    #[arg(long, value_name = "FILE")]
-    pub secret_access_key_file: Option<PathBuf>,
-    /// PEM CA certificates trusted beside the system's (a private CA's endpoint).
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
+    /// How to reach the store.
+    #[command(flatten)]
+    pub access: AccessArgs,
     /// The device's name in the keys [default: /etc/machine-id, else the host name].
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
@@ -187,14 +175,7 @@ pub fn run(a: &ShipArgs, make: MakeConverter) -> Result<i32> {
         return usage(format!("'{}' is not a directory", a.dir.display()));
     }
     let device = device_name(a)?;
-    let access = Access {
-        endpoint: a.endpoint.clone(),
-        region: a.region.clone(),
-        access_key_id: a.access_key_id.clone(),
-        secret_access_key_file: a.secret_access_key_file.clone(),
-        ca_file: a.ca_file.clone(),
-        retry_timeout: Duration::from_secs(60),
-    };
+    let access = a.access.access();
     let conversion = conversion(a, make)?;
     let store = store::open(&target, &access).or_else(usage)?;
     let ledger = ShipLedger::read(&a.dir).or_else(usage)?;

@@ -91,7 +91,7 @@ pub struct Access {
     pub access_key_id: Option<String>,
     /// A file holding the secret access key (else `AWS_SECRET_ACCESS_KEY`).
     pub secret_access_key_file: Option<PathBuf>,
-    /// A PEM file of CA certificates trusted beside the system's.
+    /// PEM CA certificates trusted beside the system's (a private CA's endpoint).
     pub ca_file: Option<PathBuf>,
     /// What a request may take in all, retries included.
     pub retry_timeout: Duration,
@@ -103,6 +103,30 @@ pub type Store = Arc<AmazonS3>;
 /// The environment variable `name`, when set and not empty.
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The HTTP client's options: timeouts, and the certificates trusted —
+/// `ca_file`'s beside the system's; over plain HTTP (`http`) none are
+/// asked for, since nothing is verified (a board may have none).
+fn client_options(ca_file: Option<&std::path::Path>, http: bool) -> Result<ClientOptions, String> {
+    let mut options = ClientOptions::new()
+        .with_connect_timeout(Duration::from_secs(10))
+        .with_timeout(Duration::from_secs(120))
+        .with_no_system_certificates(http);
+    if let Some(f) = ca_file {
+        let pem = std::fs::read(f)
+            .map_err(|e| format!("cannot read the CA file '{}': {e}", f.display()))?;
+        let certs = Certificate::from_pem_bundle(&pem).map_err(|e| {
+            format!(
+                "the CA file '{}' holds no PEM certificate: {e}",
+                f.display()
+            )
+        })?;
+        for c in certs {
+            options = options.with_root_certificate(c);
+        }
+    }
+    Ok(options)
 }
 
 /// Builds the client for `target`.
@@ -139,25 +163,7 @@ pub fn open(target: &Target, a: &Access) -> Result<Store, String> {
     let http = endpoint
         .as_deref()
         .is_some_and(|e| e.starts_with("http://"));
-    let mut options = ClientOptions::new()
-        .with_connect_timeout(Duration::from_secs(10))
-        .with_timeout(Duration::from_secs(120))
-        // Plain HTTP verifies no certificate: the system's roots are not
-        // asked for (a board may have none).
-        .with_no_system_certificates(http);
-    if let Some(f) = &a.ca_file {
-        let pem = std::fs::read(f)
-            .map_err(|e| format!("cannot read the CA file '{}': {e}", f.display()))?;
-        let certs = Certificate::from_pem_bundle(&pem).map_err(|e| {
-            format!(
-                "the CA file '{}' holds no PEM certificate: {e}",
-                f.display()
-            )
-        })?;
-        for c in certs {
-            options = options.with_root_certificate(c);
-        }
-    }
+    let options = client_options(a.ca_file.as_deref(), http)?;
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(200),
@@ -284,6 +290,41 @@ fn untrusted(chain: &str) -> Option<String> {
 /// newlines in some versions).
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The flags that reach the store, the same for `ship` and `fetch` (one
+/// definition, flattened into both).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AccessArgs {
+    /// The S3 endpoint URL (else AWS_ENDPOINT_URL; none: AWS); http:// is allowed.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// The region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// The access key id (else AWS_ACCESS_KEY_ID).
+    #[arg(long, value_name = "ID")]
+    pub access_key_id: Option<String>,
+    /// A file holding the secret access key (else AWS_SECRET_ACCESS_KEY; never a flag's value).
+    #[arg(long, value_name = "FILE")]
+    pub secret_access_key_file: Option<PathBuf>,
+    /// PEM CA certificates trusted beside the system's (a private CA's endpoint).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl AccessArgs {
+    /// The store's [`Access`].
+    pub fn access(&self) -> Access {
+        Access {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            access_key_id: self.access_key_id.clone(),
+            secret_access_key_file: self.secret_access_key_file.clone(),
+            ca_file: self.ca_file.clone(),
+            retry_timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 #[cfg(test)]
