@@ -525,9 +525,7 @@ fn lost_events(inst: &Path) -> u64 {
 /// Hypervisor steal time of all CPUs so far, ns (`/proc/stat`, in
 /// `USER_HZ` = 100 ticks per second).
 fn steal_ns() -> u64 {
-    rtrec_host::machine::cpu_ticks()
-        .get(7)
-        .map_or(0, |ticks| ticks * 10_000_000)
+    rtrec_host::procstat::stat().map_or(0, |s| s.all.steal * rtrec_host::procstat::TICK_NS)
 }
 
 /// Reads `trace_pipe` until told to stop and it is empty: writes the text
