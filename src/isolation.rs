@@ -23,11 +23,11 @@
 //! class that cannot be applied (not root, no BFQ cgroup support) is one
 //! warning and the recording goes on without it, as `--rt` does.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rtrec_host::cgroup::{self, Group};
 use rtrec_host::features::{self, Feature};
+use rtrec_host::iosched;
 use rtrec_host::Journal;
 use serde::Serialize;
 
@@ -129,7 +129,7 @@ impl Isolation {
             return None;
         }
         let mut applied = Applied {
-            scheduler: scheduler_of(dir),
+            scheduler: iosched::scheduler_of(dir),
             ..Applied::default()
         };
         let bfq = features::detect(Feature::Bfq);
@@ -259,23 +259,6 @@ fn join_group(w: u32) -> Result<(Journal, Group, PathBuf, &'static str), String>
             Err(why)
         }
     }
-}
-
-/// The scheduler in force (`[bfq]` of `queue/scheduler`) of the block
-/// device holding `dir`, or of its whole disk for a partition.
-fn scheduler_of(dir: &Path) -> Option<String> {
-    let (maj, min) = rtrec_sys::major_minor(std::fs::metadata(dir).ok()?.dev());
-    let base = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
-    [
-        base.join("queue/scheduler"),
-        base.join("../queue/scheduler"),
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok())
-    .and_then(|t| {
-        let s = t.split_whitespace().find(|w| w.starts_with('['))?;
-        Some(s.trim_matches(['[', ']']).to_string())
-    })
 }
 
 #[cfg(test)]

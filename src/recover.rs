@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use rtrec_engine::pool::Leftover;
+use rtrec_engine::recovery::Leftover;
 use rtrec_engine::recovery::{recover_dir, Closed, Recovery};
 use rtrec_units::format_size;
 

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use rtrec_host::machine;
+use rtrec_host::{machine, procstat};
 use rtrec_units::format_size;
 
 use super::verdict::{read_trim, Area, Facts, Finding, Spec};
@@ -460,17 +460,6 @@ fn judge_machine(evidence: Option<String>) -> Finding {
     }
 }
 
-/// The `cpu` line of `/proc/stat`: (total jiffies, steal jiffies).
-pub fn cpu_times(stat: &str) -> Option<(u64, u64)> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    Some((v.iter().take(8).sum(), *v.get(7)?))
-}
-
 const STEAL_TIME: Spec = Spec::new(
     GROUP,
     "steal-time",
@@ -479,12 +468,8 @@ const STEAL_TIME: Spec = Spec::new(
 );
 /// `steal-time`: under 1 % over a short sample (200 ms) and since boot.
 fn steal_time(_: &Facts) -> Finding {
-    let read = || {
-        fs::read_to_string("/proc/stat")
-            .ok()
-            .as_deref()
-            .and_then(cpu_times)
-    };
+    // (total ticks, steal ticks) of the `cpu` line.
+    let read = || procstat::stat().map(|s| (s.all.total(), s.all.steal));
     let Some((t0, s0)) = read() else {
         return Finding::skip("?", "/proc/stat cannot be read");
     };
@@ -517,13 +502,6 @@ fn steal_time(_: &Facts) -> Finding {
 mod tests {
     use super::*;
     use crate::doctor::verdict::Status;
-
-    #[test]
-    fn cpu_times_sum_the_first_eight_fields_and_take_steal() {
-        let s = "cpu  10 0 20 100 5 1 2 7 0 0\ncpu0 1 2 3\n";
-        assert_eq!(cpu_times(s), Some((145, 7)));
-        assert_eq!(cpu_times("intr 1"), None);
-    }
 
     #[test]
     fn preempt_mode_comes_from_the_command_line_then_debugfs_then_the_build() {

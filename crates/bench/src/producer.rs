@@ -31,6 +31,7 @@
 //!   what the kernel applied, not what was asked.
 
 use rtrec_engine::rt::{self, RtSetup};
+use rtrec_host::procstat::{self, Task};
 use serde::{Deserialize, Serialize};
 
 /// The SCHED_FIFO priority of the timed thread by default: `rtrec record
@@ -172,17 +173,8 @@ fn policy_name(p: u32) -> &'static str {
 /// The calling thread's `(policy, rt_priority)` from
 /// `/proc/thread-self/stat`.
 pub fn read_policy() -> Option<(u32, u32)> {
-    parse_policy(&std::fs::read_to_string("/proc/thread-self/stat").ok()?)
-}
-
-/// Fields 41 (`policy`) and 40 (`rt_priority`) of a `stat` line; the
-/// command name may hold spaces and parentheses, so fields count from the
-/// last `)`.
-fn parse_policy(stat: &str) -> Option<(u32, u32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state).
-    Some((f.get(41 - 3)?.parse().ok()?, f.get(40 - 3)?.parse().ok()?))
+    let stat = procstat::task_stat(Task::ThisThread)?;
+    Some((stat.policy()?, stat.rt_priority()?))
 }
 
 /// Applies `req` to the calling thread (nothing with `--no-rt`) and says
@@ -336,8 +328,9 @@ mod tests {
         fields[40 - 3] = "80".into();
         fields[41 - 3] = "1".into();
         let line = format!("1234 (a b) c) {}", fields.join(" "));
-        assert_eq!(parse_policy(&line), Some((1, 80)));
-        assert_eq!(parse_policy("1234 (x"), None);
+        let stat = procstat::parse_task_stat(&line).unwrap();
+        assert_eq!((stat.policy(), stat.rt_priority()), (Some(1), Some(80)));
+        assert_eq!(procstat::parse_task_stat("1234 (x"), None);
         let (policy, _) = read_policy().expect("this thread's stat");
         assert_eq!(policy_name(policy), "SCHED_OTHER");
     }

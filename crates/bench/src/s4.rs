@@ -507,10 +507,7 @@ fn device_bytes(group: &Path, majmin: &str) -> Option<u64> {
 }
 
 fn majmin(dev: &str) -> String {
-    let name = dev.trim_start_matches("/dev/");
-    fs::read_to_string(format!("/sys/block/{name}/dev"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
+    rtrec_host::machine::device_number(dev).unwrap_or_default()
 }
 
 /// One weighted group per job, `rtrec-<pid>-TAG-i`, journaled.

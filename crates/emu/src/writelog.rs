@@ -262,30 +262,18 @@ impl Log {
 /// # Errors
 /// Reading, seeking or writing.
 pub fn copy_sparse(src: &File, dst: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
     let len = src.metadata()?.len();
     dst.set_len(0)?;
     dst.set_len(len)?;
-    let fd = src.as_raw_fd();
     let mut at = 0u64;
     let mut buf = vec![0u8; 1 << 20];
     while at < len {
-        // SAFETY: lseek on a descriptor we own; no memory is passed.
-        let data = unsafe { libc::lseek(fd, at as libc::off_t, libc::SEEK_DATA) };
-        if data < 0 {
-            let e = std::io::Error::last_os_error();
-            // ENXIO: no data after `at`.
-            if e.raw_os_error() == Some(libc::ENXIO) {
-                break;
-            }
-            return Err(e);
-        }
-        // SAFETY: as above.
-        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-        if hole < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let (mut from, to) = (data as u64, (hole as u64).min(len));
+        let Some(data) = rtrec_sys::seek_data(src, at)? else {
+            // No data after `at`.
+            break;
+        };
+        let hole = rtrec_sys::seek_hole(src, data)?;
+        let (mut from, to) = (data, hole.min(len));
         while from < to {
             let n = ((to - from) as usize).min(buf.len());
             src.read_exact_at(&mut buf[..n], from)?;

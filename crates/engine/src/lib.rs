@@ -74,11 +74,18 @@ pub mod config;
 // Files: naming and creation, the pool they come from, and the flush
 // thread that writes them back.
 mod file;
+// The name claims of a directory, listed for the writer and recovery.
+mod claims;
 mod flusher;
 pub mod pool;
 
 // Reading files back (file names and format only).
 pub mod reader;
+
+// After a crash: what `rtrec recover` repairs, read with the reader, and
+// the pool's crash repairs that a recording's start runs too (so below
+// the writer).
+pub mod recovery;
 
 // The writing side, from the writer up to the producer's handle: the
 // ring the producer fills, the writer (one recording's files, through
@@ -95,10 +102,8 @@ mod writer_thread;
 pub mod recorder;
 pub mod result;
 
-// After a crash: what `rtrec recover` repairs, read with the reader.
-pub mod recovery;
 // A recording as every command reads it: one reader of a directory
-// (reader, pool, recovery's name claims).
+// (reader, pool, recovery, the name claims).
 pub mod recordings;
 // Settling a configuration before a recorder is created: the sizing and
 // refusals `rtrec record` and the C API share (imports config, sizing,

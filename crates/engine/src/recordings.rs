@@ -29,11 +29,12 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::file::utc_iso;
-use crate::pool::{leftover_tmp, Pool};
+use crate::pool::Pool;
 use crate::reader::{
     check_continuity_in, recording_files, recording_groups, verify_file, FileReport, FileStatus,
     LedgerEntry, Scope, ShipLedger,
 };
+use crate::recovery::leftover_tmp;
 use crate::recovery::Live;
 
 /// The version of the JSON documents `rtrec ls --json`, `verify --json`

@@ -7,6 +7,8 @@
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use crate::change::{Change, EntryId};
 use crate::error::{io_err, Result};
@@ -22,12 +24,25 @@ use crate::kernfs::{device_name, iosched_tunable_path, scheduler_path, write_fil
 pub fn read_scheduler(device: &str) -> io::Result<String> {
     let name = device_name(device).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let text = fs::read_to_string(scheduler_path(name))?;
-    let in_use = match (text.find('['), text.find(']')) {
-        (Some(open), Some(close)) if open < close => &text[open + 1..close],
-        // A queue without a choice of scheduler shows just "none".
-        _ => text.trim(),
-    };
-    Ok(in_use.to_string())
+    // A queue without a choice of scheduler shows just "none".
+    Ok(bracketed(&text).unwrap_or(text.trim()).to_string())
+}
+
+/// The scheduler in force, bracketed in a `queue/scheduler` text
+/// (`mq-deadline [bfq] none`).
+fn bracketed(text: &str) -> Option<&str> {
+    match (text.find('['), text.find(']')) {
+        (Some(open), Some(close)) if open < close => Some(&text[open + 1..close]),
+        _ => None,
+    }
+}
+
+/// The scheduler in force (bracketed in `queue/scheduler`) of the block
+/// device holding `path`, or of its whole disk for a partition; `None`
+/// when it cannot be read or none is bracketed.
+pub fn scheduler_of(path: &Path) -> Option<String> {
+    let dev = fs::metadata(path).ok()?.dev();
+    rtrec_sys::blockdev::queue_attribute(dev, "scheduler", |t| Some(bracketed(t)?.to_string()))
 }
 
 /// Sets the I/O scheduler of `device` to `scheduler`, recording the old one.

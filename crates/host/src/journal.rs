@@ -52,6 +52,7 @@ use serde::{Deserialize, Serialize};
 use crate::change::{Change, EntryId};
 use crate::error::{io_err, Error, Result};
 use crate::lockfile::{held_by_process, unpoisoned as lock};
+use crate::procstat::{self, Task};
 use crate::undo;
 
 /// Environment variable naming the journal directory (default
@@ -145,14 +146,8 @@ pub(crate) fn existing_dir(dir: &Path) -> Result<Option<PathBuf>> {
 /// Start time (field 22 of `/proc/<pid>/stat`, in clock ticks since boot)
 /// and state letter of a process; `None` if there is no such process.
 fn proc_stat(pid: u32) -> Option<(u64, char)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 2 is the command in parentheses and may itself hold spaces and
-    // parentheses; the fields after the last ')' start with field 3.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let starttime = fields.nth(22 - 4)?.parse().ok()?;
-    Some((starttime, state))
+    let stat = procstat::task_stat(Task::Process(pid))?;
+    Some((stat.starttime()?, stat.state()?))
 }
 
 /// Whether the process that wrote a journal still runs. A zombie counts as

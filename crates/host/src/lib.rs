@@ -24,6 +24,7 @@
 //! | [`tools`] | external programs, their Debian packages, the rule for a test whose program is missing |
 //! | `kernfs` | paths and writes of `/proc/sys`, `/sys/block`, tracefs files |
 //! | [`mounts`] | the mount table, unmounting |
+//! | [`procstat`] | `/proc/stat` and `/proc/<pid>/stat`: the one reader of each, their fields named |
 //! | [`machine`] | facts of the machine, read only: block device of a path, journal size, CPU, clocks, memory, user-mode emulation |
 //! | [`loopdev`] | `losetup`, backing files of loop devices |
 //! | `undo` | how each kind of change is put back (dispatch) |
@@ -65,6 +66,7 @@ pub mod loopdev;
 pub mod loopfs;
 pub mod machine;
 pub mod mounts;
+pub mod procstat;
 pub mod restore;
 pub mod signals;
 pub mod status;

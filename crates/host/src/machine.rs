@@ -33,9 +33,10 @@ fn first_line(path: impl AsRef<Path>) -> Option<String> {
 /// `/sys/dev/block/MAJ:MIN`; `None` on tmpfs, network or overlay
 /// filesystems.
 pub fn block_device_of(path: &Path) -> Option<String> {
-    let dev = fs::metadata(path).ok()?.dev();
-    let (maj, min) = rtrec_sys::major_minor(dev);
-    let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    let sys = fs::canonicalize(rtrec_sys::blockdev::sysfs_dir(
+        fs::metadata(path).ok()?.dev(),
+    ))
+    .ok()?;
     let disk = if sys.join("partition").exists() {
         sys.parent()?.to_path_buf()
     } else {
@@ -57,8 +58,7 @@ pub fn device_bytes_written(path: &Path) -> Option<u64> {
 /// (`/sys/dev/block/MAJ:MIN/stat`).
 fn device_stat(path: &Path) -> Option<String> {
     let dev = fs::metadata(path).ok()?.dev();
-    let (maj, min) = rtrec_sys::major_minor(dev);
-    fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/stat")).ok()
+    fs::read_to_string(rtrec_sys::blockdev::sysfs_dir(dev).join("stat")).ok()
 }
 
 /// Read requests completed so far by the block device holding `path`:
@@ -73,6 +73,15 @@ pub fn device_reads(path: &Path) -> Option<u64> {
 /// The sectors written of a block device's `stat` text (its 7th field).
 fn sectors_written(stat: &str) -> Option<u64> {
     stat.split_whitespace().nth(6)?.parse().ok()
+}
+
+/// The device number of block device `name` (`vda`, `/dev/vda`) as
+/// `MAJ:MIN`, from `/sys/block/NAME/dev`; `None` when it cannot be read.
+pub fn device_number(name: &str) -> Option<String> {
+    let name = name.trim_start_matches("/dev/");
+    fs::read_to_string(format!("/sys/block/{name}/dev"))
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Bytes this process (all its threads, and those that ended) caused to
@@ -200,27 +209,6 @@ pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
 /// `tsc`, `arch_sys_counter`, `hpet`, `kvm-clock`).
 pub fn clocksource() -> Option<String> {
     first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-}
-
-/// The machine's aggregate CPU times (`/proc/stat`'s first line, `cpu`:
-/// user nice system idle iowait irq softirq steal …), in `USER_HZ` ticks;
-/// empty when it cannot be read.
-pub fn cpu_ticks() -> Vec<u64> {
-    std::fs::read_to_string("/proc/stat").map_or_else(|_| Vec::new(), |s| parse_cpu_ticks(&s))
-}
-
-/// The `cpu` line's fields of a `/proc/stat` text (see [`cpu_ticks`]); a
-/// field that is not a number counts 0.
-pub fn parse_cpu_ticks(stat: &str) -> Vec<u64> {
-    stat.lines()
-        .next()
-        .filter(|l| l.starts_with("cpu "))
-        .map_or_else(Vec::new, |l| {
-            l.split_whitespace()
-                .skip(1)
-                .map(|x| x.parse().unwrap_or(0))
-                .collect()
-        })
 }
 
 /// A field of `/proc/meminfo`, bytes (`MemTotal`, `MemAvailable`).
@@ -457,16 +445,6 @@ mod tests {
         assert!(!runs_natively("x86_64", "aarch64"));
         assert!(!runs_natively("x86_64", "arm"));
         assert!(!runs_natively("armv7l", "aarch64"));
-    }
-
-    #[test]
-    fn the_cpu_line_is_read_field_by_field() {
-        let stat = "cpu  10 0 20 100 5 1 2 7 0 0\ncpu0 1 2 3\n";
-        assert_eq!(
-            parse_cpu_ticks(stat),
-            vec![10, 0, 20, 100, 5, 1, 2, 7, 0, 0]
-        );
-        assert!(parse_cpu_ticks("intr 1\n").is_empty());
     }
 
     #[test]

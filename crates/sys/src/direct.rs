@@ -7,7 +7,8 @@
 //!   file keeps one descriptor (the flush thread's and the writer's), and a
 //!   header rewrite at close switches it back to buffered first.
 //! - **The block size comes from sysfs** (`/sys/dev/block/MAJ:MIN/queue/
-//!   logical_block_size`, or the parent disk's for a partition) for the
+//!   logical_block_size`, or the parent disk's for a partition, read by
+//!   [`crate::blockdev::queue_attribute`]) for the
 //!   file system's device; where there is none (a virtual device), 4096,
 //!   which every common device divides.
 
@@ -47,22 +48,14 @@ pub fn set_direct(fd: impl AsFd, on: bool) -> io::Result<()> {
 /// The errno of `fstat`.
 pub fn logical_block_size(fd: impl AsFd) -> io::Result<u32> {
     let st = rustix::fs::fstat(fd)?;
-    let (maj, min) = (
-        rustix::fs::major(st.st_dev as u64),
-        rustix::fs::minor(st.st_dev as u64),
-    );
-    let base = format!("/sys/dev/block/{maj}:{min}");
-    for p in [
-        format!("{base}/queue/logical_block_size"),
-        format!("{base}/../queue/logical_block_size"),
-    ] {
-        if let Some(n) = std::fs::read_to_string(&p)
+    let size = crate::blockdev::queue_attribute(st.st_dev as u64, "logical_block_size", |s| {
+        s.trim()
+            .parse::<u32>()
             .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
             .filter(|n| n.is_power_of_two() && *n >= 512)
-        {
-            return Ok(n);
-        }
+    });
+    if let Some(n) = size {
+        return Ok(n);
     }
     Ok(FALLBACK_LOGICAL_BLOCK)
 }

@@ -118,6 +118,28 @@ pub fn seek_to(fd: impl AsFd, offset: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// `lseek(fd, offset, SEEK_DATA)`: where the next data at or after
+/// `offset` starts; `None` when there is none (`ENXIO`). See lseek(2).
+///
+/// # Errors
+/// The errno of `lseek` but `ENXIO`.
+pub fn seek_data(fd: impl AsFd, offset: u64) -> io::Result<Option<u64>> {
+    match rustix::fs::seek(fd, rustix::fs::SeekFrom::Data(offset)) {
+        Ok(at) => Ok(Some(at)),
+        Err(rustix::io::Errno::NXIO) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `lseek(fd, offset, SEEK_HOLE)`: where the next hole at or after
+/// `offset` starts (the end of the file counts as one). See lseek(2).
+///
+/// # Errors
+/// The errno of `lseek`.
+pub fn seek_hole(fd: impl AsFd, offset: u64) -> io::Result<u64> {
+    Ok(rustix::fs::seek(fd, rustix::fs::SeekFrom::Hole(offset))?)
+}
+
 /// `openat(dir, name, O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0644)`
 /// relative to the directory of `path` (opened with `O_NOFOLLOW`, see
 /// [`Dir`]): create a new file, refusing to follow a symlink or to reuse an

@@ -11,6 +11,7 @@
 //!
 //! Modules, by concern: [`dir`] (directory handles: creating, opening and
 //! renaming files relative to a directory, never through a symlink),
+//! [`blockdev`] (a device's sysfs directory and queue attributes),
 //! [`direct`] (`O_DIRECT`, the device's logical block size, aligned buffers),
 //! [`uring`] (io_uring writes from a registered buffer to a fixed file),
 //! [`file`](mod@file) (create, allocate, write, rename, lock),
@@ -19,7 +20,8 @@
 //! a thread), [`process`] (signals to and from processes, ids, memory),
 //! [`mount`] (unmounting, device numbers), [`hidden`] (kernel features
 //! hidden by `RTREC_HIDE_FEATURES`, refused as a kernel without them
-//! refuses). Everything but `hidden` is re-exported at the crate root.
+//! refuses). Everything but `hidden` and `blockdev` is re-exported at the
+//! crate root.
 //!
 //! Design choices:
 //! - Calls that `rustix` covers go through it; `libc` is used directly only
@@ -35,6 +37,7 @@
 //!   so it is in no library or binary, only in test builds that ask for it.
 #![deny(missing_docs)]
 
+pub mod blockdev;
 pub mod dir;
 pub mod direct;
 pub mod errno;

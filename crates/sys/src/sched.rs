@@ -86,10 +86,19 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::ErrorKind::InvalidInput.into());
     }
-    // SAFETY: cpu_set_t is plain data; CPU_SET is in range (checked above).
+    set_affinity([cpu])
+}
+
+/// `sched_setaffinity(0, {cpus})` for the calling thread; every CPU number
+/// must be below `CPU_SETSIZE`.
+fn set_affinity(cpus: impl IntoIterator<Item = usize>) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; the callers keep every CPU_SET
+    // index below CPU_SETSIZE.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
+        for c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
         cvt(libc::sched_setaffinity(
             0,
             std::mem::size_of::<libc::cpu_set_t>(),
@@ -97,6 +106,21 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// `sched_setaffinity(0, {every CPU but avoid})`: the calling thread on
+/// every CPU of the machine (as `available_parallelism` counts them, up
+/// to `CPU_SETSIZE`) but `avoid`, or on all of them when there is only
+/// one. See sched_setaffinity(2).
+///
+/// # Errors
+/// The errno of `sched_setaffinity`.
+pub fn run_anywhere_but(avoid: Option<u32>) -> io::Result<()> {
+    let n = std::thread::available_parallelism().map_or(1, usize::from);
+    // Every index is below `n` ≤ CPU_SETSIZE (capped).
+    set_affinity(
+        (0..n.min(libc::CPU_SETSIZE as usize)).filter(|&c| n == 1 || Some(c as u32) != avoid),
+    )
 }
 
 /// The CPUs the calling thread may run on (its affinity mask, from

@@ -950,19 +950,10 @@ fn config_has(config: &str, key: &str) -> bool {
 /// Steal counters of every CPU now, ns (`/proc/stat`'s `cpuN` lines,
 /// column 8, in `USER_HZ` = 100 ticks per second).
 pub fn read_steal() -> Vec<u64> {
-    let Ok(s) = std::fs::read_to_string("/proc/stat") else {
-        return Vec::new();
-    };
-    s.lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(|l| {
-            l.split_whitespace()
-                .nth(8)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-                * 10_000_000
-        })
-        .collect()
+    use rtrec_host::procstat::{stat, TICK_NS};
+    stat().map_or_else(Vec::new, |s| {
+        s.per_cpu.iter().map(|cpu| cpu.steal * TICK_NS).collect()
+    })
 }
 
 #[cfg(test)]

@@ -525,9 +525,7 @@ fn lost_events(inst: &Path) -> u64 {
 /// Hypervisor steal time of all CPUs so far, ns (`/proc/stat`, in
 /// `USER_HZ` = 100 ticks per second).
 fn steal_ns() -> u64 {
-    rtrec_host::machine::cpu_ticks()
-        .get(7)
-        .map_or(0, |ticks| ticks * 10_000_000)
+    rtrec_host::procstat::stat().map_or(0, |s| s.all.steal * rtrec_host::procstat::TICK_NS)
 }
 
 /// Reads `trace_pipe` until told to stop and it is empty: writes the text
@@ -652,19 +650,6 @@ fn for_slow_calls(e: &Event, keep: &[i32], producer: Option<i32>) -> bool {
 /// producer's `avoid` when there is another, so that it never competes
 /// with the thread it watches. Best effort.
 fn background(avoid: Option<u32>) {
-    let p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `p` is a valid sched_param; pid 0 is the calling thread.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
-    let n = std::thread::available_parallelism().map_or(1, usize::from);
-    // SAFETY: cpu_set_t is plain data; every CPU_SET index is below
-    // `n` ≤ CPU_SETSIZE (capped).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for c in
-            (0..n.min(libc::CPU_SETSIZE as usize)).filter(|&c| n == 1 || Some(c as u32) != avoid)
-        {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = rtrec_sys::set_normal_policy();
+    let _ = rtrec_sys::run_anywhere_but(avoid);
 }

@@ -167,9 +167,8 @@ fn config(io: Io, size: u64, rate: f64, records: u64, rt: &RtRequest) -> Config 
 
 /// The machine's (steal, all) ticks from `/proc/stat`'s `cpu` line.
 fn steal_ticks() -> (u64, u64) {
-    let cpu = rtrec_host::machine::cpu_ticks();
-    let field = |i: usize| cpu.get(i).copied().unwrap_or(0);
-    (field(7), (0..8).map(field).sum())
+    let cpu = rtrec_host::procstat::stat().unwrap_or_default().all;
+    (cpu.steal, cpu.total())
 }
 
 /// Steal between two [`steal_ticks`], a fraction of all (0 when no tick

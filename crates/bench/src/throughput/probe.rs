@@ -12,16 +12,13 @@ use rtrec_engine::pool::Pool;
 use rtrec_engine::{
     Alloc, Config, Framing, Io, PeriodicTimer, PoolConfig, Recorder, Summary, Workload,
 };
+use rtrec_host::procstat::{self, Task, TICK_NS};
 use rtrec_sys as sys;
 
 use super::judge::holds;
 use super::options::{Options, KEEP_FILES, POOL_FILES};
 use super::report::{Probe, ProbeLoad};
 use crate::producer::{self, RtReport, RtRequest};
-
-/// `/proc/stat` and `/proc/self/stat` count in USER_HZ ticks, 100 a second
-/// on Linux whatever the kernel's own HZ.
-const TICK_NS: u64 = 10_000_000;
 
 /// The highest rate, payload bytes/s, whose recording of `ns` fits in the
 /// free space of `work`. With the files reclaimed as the probe goes (see
@@ -302,28 +299,14 @@ impl CpuSample {
     /// softirq steal; guest time is inside user) and `/proc/self/stat`'s
     /// utime and stime; a file that cannot be read counts 0.
     fn now() -> Self {
-        let cpu = rtrec_host::machine::cpu_ticks();
-        let field = |i: usize| cpu.get(i).copied().unwrap_or(0);
-        let me = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        // The fields after the command name, which may hold spaces: state
-        // is the first, utime the 12th and stime the 13th.
-        let after: Vec<&str> = me
-            .rsplit_once(')')
-            .map_or("", |(_, r)| r)
-            .split_whitespace()
-            .collect();
-        let ticks = |i: usize| {
-            after
-                .get(i)
-                .and_then(|x| x.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
+        let cpu = procstat::stat().unwrap_or_default().all;
+        let me = procstat::task_stat(Task::This).unwrap_or_default();
         CpuSample {
-            process_ns: (ticks(11) + ticks(12)) * TICK_NS,
+            process_ns: (me.utime().unwrap_or(0) + me.stime().unwrap_or(0)) * TICK_NS,
             kernel_threads_ns: kernel_threads_ticks() * TICK_NS,
-            busy_ns: (field(0) + field(1) + field(2) + field(5) + field(6)) * TICK_NS,
-            steal_ns: field(7) * TICK_NS,
-            total_ns: (0..8).map(field).sum::<u64>() * TICK_NS,
+            busy_ns: cpu.busy() * TICK_NS,
+            steal_ns: cpu.steal * TICK_NS,
+            total_ns: cpu.total() * TICK_NS,
         }
     }
 
@@ -349,24 +332,12 @@ impl CpuSample {
 /// children, from `/proc/*/stat` (a thread that ends between two samples
 /// takes its time with it).
 fn kernel_threads_ticks() -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    dir.filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|stat| {
-            let (head, rest) = stat.rsplit_once(')')?;
-            let pid: u64 = head.split_whitespace().next()?.parse().ok()?;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let ppid: u64 = f.get(1)?.parse().ok()?;
-            let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-            (pid == 2 || ppid == 2).then(|| ticks(11) + ticks(12))
+    procstat::every_process_stat()
+        .iter()
+        .filter_map(|t| {
+            let (pid, ppid) = (t.pid()?, t.ppid()?);
+            let ticks = t.utime().unwrap_or(0) + t.stime().unwrap_or(0);
+            (pid == 2 || ppid == 2).then_some(ticks)
         })
         .sum()
 }

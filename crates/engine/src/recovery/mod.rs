@@ -14,7 +14,7 @@
 //!    or removed ([`Pool::reclaim_stranded`](crate::pool::Pool::reclaim_stranded)),
 //!    files left under a temporary name removed (none holds a record:
 //!    [`recover_leftovers`]);
-//! 2. the name claims are looked at (`claims`): a recording whose claim
+//! 2. the name claims are looked at (the crate's `claims`): a recording whose claim
 //!    a recorder holds locked is alive and skipped, file by file; a dead
 //!    claim is held locked until the end;
 //! 3. a file before the last whose header still says `OPEN` over the
@@ -59,19 +59,21 @@
 //! frames).
 //!
 //! The parts, each declared after those it uses: `hole` (the crash-hole
-//! cut), `close` (the end frame and the last steps), `claims` (who is
-//! alive); this module takes the steps in order.
+//! cut), `close` (the end frame and the last steps), `slots` (the pool's
+//! side: step 1); who is alive is the crate's `claims`, shared with a
+//! loop's disk budget. This module takes the steps in order.
 
-mod claims;
 mod close;
 mod hole;
+mod slots;
 
 use std::path::{Path, PathBuf};
 
 use rtrec_sys as sys;
 
+use crate::claims::Claims;
 use crate::error::Error;
-use crate::pool::{give_back_tails, recording_now, recover_leftovers, Leftover, Pool, WritersLock};
+use crate::pool::{give_back_tails, Pool, WritersLock};
 use crate::reader::{
     check_continuity, recording_files, recording_groups, verify_file, FileReport, FileStatus,
     RetiredRecord, RETIRED_RECORD,
@@ -83,7 +85,7 @@ pub use close::Closed;
 /// holds its name claim): for `rtrec ls` to say "in progress". It only
 /// looks: the dead claims it locks while looking are released when it is
 /// dropped, never removed (that is [`recover_dir`]'s).
-pub struct Live(claims::Claims);
+pub struct Live(Claims);
 
 impl Live {
     /// Looks at the claims of `dir`.
@@ -92,7 +94,7 @@ impl Live {
     /// `dir` cannot be opened or listed.
     pub fn of(dir: &Path) -> Result<Live, Error> {
         let d = sys::Dir::open_nofollow(dir).map_err(|e| Error::io("opening", dir, e))?;
-        claims::Claims::take(&d)
+        Claims::take(&d)
             .map(Live)
             .map_err(|e| Error::io("listing", dir, e))
     }
@@ -104,8 +106,9 @@ impl Live {
     }
 }
 pub use hole::{cut_crash_hole, Cut};
+pub(crate) use slots::RECOVERED_PREFIX;
+pub use slots::{leftover_tmp, recording_now, recover_leftovers, Leftover};
 
-use claims::Claims;
 use close::{close_continued, close_file, finish_file, finish_header, Before};
 
 /// What [`recover_dir`] did, step by step.

@@ -69,9 +69,10 @@ use std::fs::File;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::claims::claimed_bases;
 use crate::config::{Config, KeepScope};
 use crate::error::Error;
-use crate::file::{belongs_to, claimed_base, FRAMED_EXT};
+use crate::file::{belongs_to, FRAMED_EXT};
 use crate::format::{FileHeader, FrameKind, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN};
 use crate::reader::{recording_files, RetiredRange, RetiredRecord, ShipLedger, SHIP_LEDGER};
 
@@ -298,7 +299,7 @@ fn lock_budget(dir: &Path) -> Result<File, Error> {
 /// its names ([`named_by`]), or a loop file `recover` moved back from the
 /// pool under `recovered-…` (see the module docs).
 fn owns(base: &str, prefix: &str) -> bool {
-    named_by(base, prefix) || base.starts_with(crate::pool::RECOVERED_PREFIX)
+    named_by(base, prefix) || base.starts_with(crate::recovery::RECOVERED_PREFIX)
 }
 
 /// True when `base` is a recording name of `prefix`:
@@ -407,18 +408,7 @@ fn is_empty(f: &Found) -> bool {
 /// The framed files of `dir` that no claim names, whose header decodes
 /// and is not a pool slot's.
 fn earlier_files(dir: &Path) -> Vec<Found> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let claims: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(claimed_base)
-                .map(String::from)
-        })
-        .collect();
+    let claims = claimed_bases(dir);
     let mut out = Vec::new();
     for path in recording_files(dir).unwrap_or_default() {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

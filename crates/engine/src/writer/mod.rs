@@ -59,9 +59,14 @@
 //! | `retire` | a loop recording's disk budget and the flight recorder's event limit: which finished files leave at a switch, the claim the next file opens with, the thread that recycles or deletes them |
 //! | `losses` | which loss frame a gap or a failure needs, and the drop counts |
 //! | `raw` | raw framing's chunk sums and the sidecar |
+//! | `completion` | the completion bookkeeping: reaping the back-end's writes, pacing what it holds, counting frames written, rolling a failed write back |
+//! | `close` | closing a file (at a switch or the end) and the recording's end, [`Writer::finish`] |
 //!
 //! Design choice: each part is a type of its own that never imports the
-//! writer, and the policy stays here — when a packed frame is sealed, which
+//! writer — but `completion` and `close`, which are the coordinator's own
+//! steps (they move its chain, sequence numbers and report) in `impl
+//! Writer` blocks of their own files, so that this one keeps a frame's
+//! way through the parts — and the policy stays here — when a packed frame is sealed, which
 //! frames wait for the writes in flight, when to rotate, which loss to
 //! store, how a failure is rolled back. The writer holds one of each part
 //! and the state every frame needs (the current file, the chain, the next
@@ -69,7 +74,6 @@
 //! in one place and the mechanics of each step in its part.
 
 use std::fs::File;
-use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -80,13 +84,12 @@ use crate::config::{Alloc, Config, Flush, Framing, Mode};
 use crate::error::{Error, Failure, FailureKind};
 use crate::file::{self, OpenFile};
 use crate::flusher::{FileMark, Flusher};
-use crate::format::{
-    self, EndPayload, FrameKind, LossPayload, PackedInfo, FRAME_HEADER_LEN, HEADER_LEN,
-};
+use crate::format::{self, FrameKind, LossPayload, PackedInfo, FRAME_HEADER_LEN, HEADER_LEN};
 use crate::io::{self as backend, Backend};
-use crate::sizing::END_PAYLOAD_MAX;
 use crate::stats::LiveStats;
 
+mod close;
+mod completion;
 mod earlier;
 mod ledger;
 mod losses;
@@ -439,144 +442,6 @@ impl Writer {
         r
     }
 
-    /// Asynchronous back-ends: reaps the completions that came (all, waiting
-    /// for them, when `all`), counts the frames now wholly written, and
-    /// handles a failed write.
-    fn reap(&mut self, all: bool) -> Step {
-        if !self.ledger.is_async() {
-            return Ok(());
-        }
-        let r = self.ledger.reap(all, file_of(&self.cur));
-        self.reaped(r)
-    }
-
-    /// After reaping (`r`: how the wait went): counts the frames the
-    /// completed offset passed, or handles the first failed write.
-    fn reaped(&mut self, r: io::Result<()>) -> Step {
-        match self.ledger.outcome(r) {
-            Ok(done) => {
-                self.count_completed(done);
-                Ok(())
-            }
-            Err((off, e)) => Err(self.async_failed(off, Failure::from_io(&e))),
-        }
-    }
-
-    /// Counts the ledger's frames that end at or before `done`.
-    fn count_completed(&mut self, done: u64) {
-        let now = sys::monotonic_ns();
-        while let Some(p) = self.ledger.pop_written(done) {
-            let dt = now.saturating_sub(p.t0);
-            self.count_written(p.records, p.bytes, dt, p.seq_after, p.end);
-        }
-        if let Some(done) = self.ledger.advance(done) {
-            self.flusher.advance(done);
-        }
-    }
-
-    /// Asynchronous back-ends: a write at file offset `off` failed with `e`.
-    /// Waits for the other writes in flight; the frames before `off` are
-    /// written, the rest are rolled back and their records discarded
-    /// (stored as the closing loss), as after a failed `write()`.
-    fn async_failed(&mut self, off: u64, e: Failure) -> Failure {
-        let (off, e) = self.ledger.first_failure(off, e);
-        self.count_completed(off);
-        let mut back = off;
-        if let Some(undone) = self.ledger.undo() {
-            back = undone.start;
-            self.chain = undone.chain;
-            self.next_seq = undone.first_seq;
-            self.losses.discard(undone.records);
-            self.losses.failed_through(undone.last_seq);
-        }
-        self.roll_back(back, e)
-    }
-
-    /// After a failed write: the current file's end goes back to `to`
-    /// (when it is before it), the back-end writes there next, and the
-    /// failure `e`, naming the file, is kept.
-    fn roll_back(&mut self, to: u64, e: Failure) -> Failure {
-        let mut f = e;
-        if let Some(cur) = self.cur.as_mut() {
-            f = f.context(&format!("writing '{}'", cur.path.display()));
-            if to < cur.offset {
-                cur.offset = to;
-            }
-            let _ = self.ledger.rollback(&cur.file, cur.offset);
-        }
-        self.fail(f)
-    }
-
-    /// Asynchronous back-ends: waits for all writes in flight and counts them
-    /// (before a frame that must follow them, and at the end).
-    fn settle(&mut self) -> Step {
-        self.reap(true)
-    }
-
-    /// Ring mode: the writer thread calls [`Writer::pace`] after every
-    /// frame and when idle, so the back-end may hold a frame's partial
-    /// last block for the next frame ([`crate::io::Backend::hold_tail`];
-    /// inline mode writes every frame through to its last byte).
-    ///
-    /// Not with packed framing: a packed frame's records have already
-    /// waited up to `max_latency_ns` in the open frame, and a held block
-    /// could add as much again to the span a kill or power cut loses.
-    pub(crate) fn hold_tails(&mut self) {
-        if self.cfg.framing != Framing::Packed {
-            self.ledger.hold_tails();
-        }
-    }
-
-    /// Ring mode, after each frame and when idle, at the time `now`
-    /// gives (`CLOCK_MONOTONIC` ns, read only when needed): whether the
-    /// writer is `behind` and whether another frame is `waiting` in the
-    /// ring. What the back-end holds is written when the writer has caught
-    /// up, or when a held partial last block has waited `max_latency_ns`
-    /// ([`Ledger::pace`] says when and why), and the frames it ends are
-    /// counted.
-    pub(crate) fn pace(&mut self, behind: bool, waiting: bool, now: impl FnOnce() -> u64) -> Step {
-        if !self
-            .ledger
-            .pace(behind, waiting, now, self.cfg.max_latency_ns)
-        {
-            return Ok(());
-        }
-        let r = self.ledger.flush(file_of(&self.cur));
-        self.reaped(r)
-    }
-
-    /// Ring mode, nothing to write: waits for a write in flight, if any,
-    /// and counts what completed; false (nothing waited) otherwise, so the
-    /// writer thread sleeps its poll interval.
-    pub(crate) fn wait_in_flight(&mut self) -> Result<bool, Failure> {
-        let Some(r) = self.ledger.wait_in_flight() else {
-            return Ok(false);
-        };
-        self.reaped(r)?;
-        Ok(true)
-    }
-
-    /// Counts records as written by one `write()` that took `dt` ns; every
-    /// record before `seq_after` is written, in frames that end at `end`.
-    fn count_written(&mut self, records: u64, bytes: u64, dt: u64, seq_after: u64, end: u64) {
-        self.report.write_lat.record(dt);
-        if self.report.write_samples.len() < self.report.write_samples.capacity() {
-            self.report.write_samples.push(dt);
-        }
-        self.report.records_written += records;
-        self.report.bytes_written += bytes;
-        // Everything before `seq_after` is now written (packed framing: the
-        // open frame was just written whole).
-        self.flusher.publish(seq_after, end);
-        self.live
-            .records_written
-            .store(self.report.records_written, Ordering::Relaxed);
-        self.live
-            .bytes_written
-            .store(self.report.bytes_written, Ordering::Relaxed);
-        self.live.max_write_ns.fetch_max(dt, Ordering::Relaxed);
-    }
-
     /// Packed framing: adds a record to the open frame, writing the frame
     /// first when the record does not fit in it (or its file), and after
     /// when the frame's first record has waited `max_latency_ns`.
@@ -869,186 +734,6 @@ impl Writer {
             self.flusher.advance(cur.offset);
         }
         Ok(())
-    }
-
-    /// Closes the current file: the open frame and the writes in flight
-    /// first, then the end frame (framed files), then the file itself.
-    fn close_current(
-        &mut self,
-        complete: bool,
-        continued: bool,
-        reason: &str,
-        post: (u64, u64),
-    ) -> Step {
-        self.seal()?;
-        self.settle()?;
-        if self.cfg.framing.has_frames() {
-            let end = EndPayload {
-                complete,
-                continued,
-                interrupted: false,
-                records_written: self.report.records_written,
-                records_dropped: self.losses.dropped(),
-                bytes_written: self.report.bytes_written,
-                post_ns: post.0,
-                post_records: post.1,
-                reason: reason.to_string(),
-            };
-            let mut bytes = end.encode();
-            bytes.truncate(END_PAYLOAD_MAX);
-            let seq = self.next_seq;
-            self.put(FrameKind::End, seq, sys::monotonic_ns(), &bytes)?;
-            // The last file's end frame is in it: what a failure after
-            // this point leaves the file saying (`Summary::end_complete`).
-            self.report.end_complete = complete && !continued;
-        }
-        let Some(mut cur) = self.cur.take() else {
-            return Err(self.fail(Failure::closed()));
-        };
-        self.report.file_bytes += cur.offset;
-        self.retire.closed(cur.offset, self.next_seq);
-        if self.cfg.framing == Framing::Raw {
-            self.raw.close_file(&cur.path);
-        }
-        // No durable mark after the final header (the flusher may be about
-        // to write one).
-        self.flusher.closing();
-        let whole = self
-            .files
-            .keeps_whole(self.retire.loops(), self.cfg.file_size);
-        self.ledger
-            .stop(&cur.file)
-            .and_then(|()| file::close(&mut cur, self.cfg.framing, whole))
-            .map_err(|e| {
-                // Its sync (or truncate, or final header) failed: what it
-                // held past the last durable point is not known durable.
-                self.live.freeze_durable();
-                let f = Failure::from_io(&e).context(&format!("closing '{}'", cur.path.display()));
-                self.fail(f)
-            })?;
-        // Synced: durable once its name is too. The flusher publishes that
-        // after syncing the directories for the next file, `finish` after
-        // syncing the directory itself.
-        Ok(())
-    }
-
-    /// Ends the recording: stores drops up to `end_seq`, writes the end frame,
-    /// truncates, syncs, stops the flusher, writes the raw sidecar.
-    ///
-    /// After a write failure the records from the failed one to `end_seq`
-    /// are stored as one loss frame (reason `writer-failed`) and the end
-    /// frame is marked aborted with the failure's sentence, whatever
-    /// `complete` says.
-    pub(crate) fn finish(mut self, end_seq: u64, complete: bool, reason: &str) -> WriterReport {
-        // The writes in flight first: a failure among them is stored below.
-        if !self.failed() {
-            let _ = self.settle();
-        }
-        let failed = self.failed();
-        if failed {
-            self.files.release_reserve();
-        }
-        self.store_closing_loss(end_seq, failed);
-        let (complete, reason) = if failed && self.report.error.is_some() {
-            (false, self.failure_reason())
-        } else {
-            (complete, reason.to_string())
-        };
-        self.close_last(complete, &reason);
-        self.report.cpu_ns = sys::thread_cpu_ns();
-        self.report.flush = self.flusher.stop();
-        self.report.retired = self.retire.finish();
-        if self.report.retired.unclaimed > 0 {
-            self.report.warnings.push(format!(
-                "{} retired file(s) were kept: the RETIRED claim or the directory's retirement record naming them could not be made durable (a file leaves only after what names it is on the disk)",
-                self.report.retired.unclaimed
-            ));
-        }
-        let r = &self.report.retired;
-        if r.unshipped_files > 0 {
-            // The start said those it retired then, by name; this is the
-            // whole recording's count.
-            self.report.warnings.push(retire::unshipped_note(r, &[]));
-        }
-        if let Some(e) = &r.ledger_damaged {
-            self.report.warnings.push(format!(
-                "{e} (it read at the start); from then the disk budget counted no earlier recording as shipped"
-            ));
-        }
-        let others = &self.report.retired.others;
-        if !others.is_empty() {
-            // Said where a person looks: the summary's warnings, the C
-            // library's log callback.
-            self.report.warnings.push(format!(
-                "the disk budget (--keep-scope dir) retired {} recording(s) this loop does not own: {}",
-                others.len(),
-                others.join(", ")
-            ));
-        }
-        self.report.io_resubmitted = self.ledger.resubmitted();
-        self.files.finish_pool(&self.cfg, &mut self.report);
-        if self.cfg.framing == Framing::Raw {
-            self.write_sidecar(complete, &reason);
-        }
-        self.losses.report_into(&mut self.report);
-        self.report.durable_seq = self.live.durable_seq.load(Ordering::Acquire);
-        self.report
-    }
-
-    /// [`Writer::finish`]'s step for the records up to `end_seq` that were
-    /// not written: stored as one loss frame while a file is open (reason
-    /// `writer-failed` after a failure), counted as dropped in any case.
-    fn store_closing_loss(&mut self, end_seq: u64, failed: bool) {
-        if self.cur.is_some() {
-            if let Some(gap) = Losses::at_end(self.next_seq, end_seq, failed) {
-                let _ = self.store_loss(gap, sys::monotonic_ns(), !failed);
-            }
-        }
-        if end_seq > self.next_seq {
-            // Could not be stored (no file was left open): still counted.
-            self.losses.drop_records(end_seq - self.next_seq);
-            self.next_seq = end_seq;
-        }
-    }
-
-    /// [`Writer::finish`]'s step for the last file: closed with the end
-    /// frame, the reserve released, the directory synced (the last file's
-    /// name: the flusher may not have got to it), then the durable point
-    /// moved to the end.
-    fn close_last(&mut self, complete: bool, reason: &str) {
-        self.report.end_complete = false;
-        let closed = if self.cur.is_some() {
-            self.close_current(complete, false, reason, (0, 0))
-        } else {
-            Ok(())
-        };
-        self.files.release_reserve();
-        if closed.is_ok()
-            && File::open(self.files.dir())
-                .and_then(|d| sys::fsync(&d))
-                .is_ok()
-        {
-            self.live.publish_durable(self.next_seq);
-        }
-        if let Err(e) = closed {
-            // Already kept when it was the first failure.
-            self.fail(e);
-        }
-    }
-
-    /// Raw framing: writes the sidecar with every file's chunk sums.
-    fn write_sidecar(&mut self, complete: bool, reason: &str) {
-        let path = self
-            .files
-            .dir()
-            .join(format!("{}.meta.json", self.files.base()));
-        let dropped = self.losses.dropped();
-        if let Err(e) =
-            self.raw
-                .write_sidecar(&path, &self.report, dropped, complete, reason, &self.cfg)
-        {
-            self.fail(Failure::from_io(&e).context(&format!("writing '{}'", path.display())));
-        }
     }
 }
 
