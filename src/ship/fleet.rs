@@ -31,9 +31,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+#[cfg(feature = "tables")]
 use futures_util::TryStreamExt as _;
 use object_store::path::Path as Key;
-use object_store::{ObjectStore as _, ObjectStoreExt as _};
+#[cfg(feature = "tables")]
+use object_store::ObjectStore as _;
+use object_store::ObjectStoreExt as _;
 use serde::Deserialize;
 
 use super::store::{self, classify, AccessArgs, Failure, Target};
@@ -143,6 +146,9 @@ fn failed(e: &object_store::Error, doing: &str, bucket: &str) -> Error {
     }
 }
 
+// `rtrec ls` is in the `tables` build only (src/main.rs): so is its
+// listing of a bucket.
+#[cfg(feature = "tables")]
 /// Every manifest under `target`'s prefix, in key order; those that do
 /// not parse are named on stderr.
 async fn manifests(store: &store::Store, target: &Target) -> Result<Vec<Listed>> {
@@ -178,6 +184,8 @@ async fn manifests(store: &store::Store, target: &Target) -> Result<Vec<Listed>>
     Ok(out)
 }
 
+// Only `rtrec ls` (the tables build) uses it.
+#[cfg(feature = "tables")]
 /// `rtrec ls s3://BUCKET/PREFIX [--json]`: every shipped recording under
 /// the prefix, from its manifest.
 pub fn ls(url: &str, json: bool, recording: Option<&str>) -> Result<i32> {
@@ -237,6 +245,8 @@ pub fn ls(url: &str, json: bool, recording: Option<&str>) -> Result<i32> {
     Ok(0)
 }
 
+// Only `rtrec ls` (the tables build) uses it.
+#[cfg(feature = "tables")]
 impl AccessArgs {
     /// No flags: the environment alone.
     fn default_env() -> AccessArgs {
