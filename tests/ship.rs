@@ -935,3 +935,60 @@ fn a_converted_copy_killed_mid_upload_is_made_again_and_resumed_with_at_most_one
         s["bytes_resent"]
     );
 }
+
+/// A refused conversion is said and counted once a recording, however
+/// often an outage makes `--watch` try the recording again (it was
+/// counted at every attempt).
+#[cfg(feature = "tables")]
+#[test]
+fn a_refused_conversion_retried_through_an_outage_is_said_and_counted_once() {
+    let name = "a_refused_conversion_retried_through_an_outage_is_said_and_counted_once";
+    let Some(bin) = weed(name) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let gap = tmp.path().join("gap");
+    std::fs::create_dir_all(&gap).unwrap();
+    common::samples::recording_with_a_loss(&gap)
+        .finish()
+        .unwrap();
+    let mut w = Weed::start(bin);
+    // The server is down when the service starts: each pass converts
+    // (refused: a gap without --allow-gaps), then fails to reach it.
+    w.kill();
+    let json = tmp.path().join("watch.json");
+    let watch = ship_command(
+        &gap,
+        &format!("http://{}", w.s3),
+        &["--watch", "--interval", "1s", "--convert", "mcap"],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Passes fail while it is down (a refused connection, retried by the
+    // client for a while); the summary, written at the end, counts them.
+    std::thread::sleep(Duration::from_secs(6));
+    w.up();
+    wait_for(120, "the recording shipped after the outage", || {
+        std::fs::read_to_string(gap.join(".shipped"))
+            .unwrap_or_default()
+            .contains("\nrecording ")
+    });
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGTERM) };
+    let o = watch.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let said = String::from_utf8_lossy(&o.stderr);
+    let s: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        s["failures_retried"].as_u64().unwrap_or(0) >= 1,
+        "the outage made no pass fail, so nothing was tried again: {s}\n{said}"
+    );
+    assert_eq!(s["conversions_refused"], 1, "{s}\n{said}");
+    assert_eq!(
+        said.matches("is not converted to mcap").count(),
+        1,
+        "{said}"
+    );
+    assert!(manifest(&w, &gap)["converted"]["refused"].is_string());
+}

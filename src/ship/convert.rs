@@ -152,11 +152,14 @@ impl Conversion {
                     .await
             }
             Ok(Err(why)) => {
-                // Said at once, and kept in the manifest and the summary.
-                eprintln!(
-                    "rtrec ship: recording {id_hex} is not converted to {ext}: {why}; its .rtr files ship"
-                );
-                s.summary.conversions_refused += 1;
+                // Said at once, and kept in the manifest and the summary;
+                // once a recording, however often it is tried.
+                if s.refused.insert(id_hex.to_string()) {
+                    eprintln!(
+                        "rtrec ship: recording {id_hex} is not converted to {ext}: {why}; its .rtr files ship"
+                    );
+                    s.summary.conversions_refused += 1;
+                }
                 entry.refused = Some(why);
                 Ok(None)
             }

@@ -206,6 +206,7 @@ pub fn run(a: &ShipArgs, make: MakeConverter) -> Result<i32> {
             device: device.clone(),
             ..ShipSummary::default()
         },
+        refused: Default::default(),
     };
     let (t0, cpu0) = (Instant::now(), rtrec_sys::process_cpu_ns());
     let job = Job {

@@ -56,6 +56,11 @@ pub struct Shipper {
     pub part_size: u64,
     /// The run's figures.
     pub summary: ShipSummary,
+    /// Recordings (ids in hex) whose conversion the exporter refused in
+    /// this run: a recording tried again after an outage is refused
+    /// again, but said and counted once (`conversions_refused` counts
+    /// recordings, not attempts).
+    pub refused: std::collections::BTreeSet<String>,
 }
 
 /// A file's size and CRC32C, and its modification time (to see it
