@@ -779,11 +779,7 @@ fn a_converted_mcap_ships_beside_the_files_as_export_writes_it_and_a_refusal_is_
     // A recording with a gap: the exporter refuses it without
     // --allow-gaps; its .rtr files ship all the same (also with
     // --no-rtr) and the manifest says why.
-    let gap = tmp.path().join("gap");
-    std::fs::create_dir_all(&gap).unwrap();
-    common::samples::recording_with_a_loss(&gap)
-        .finish()
-        .unwrap();
+    let gap = gap_recording(tmp.path());
     let (o, s) = ship(&w, &gap, &["--convert", "mcap", "--no-rtr"]);
     assert!(o.status.success(), "{}", show(&o));
     assert_eq!(
@@ -812,11 +808,7 @@ fn a_parquet_copy_alone_ships_with_no_rtr_and_fetch_brings_it_back() {
     let name = "a_parquet_copy_alone_ships_with_no_rtr_and_fetch_brings_it_back";
     let Some(bin) = weed(name) else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let gap = tmp.path().join("gap");
-    std::fs::create_dir_all(&gap).unwrap();
-    common::samples::recording_with_a_loss(&gap)
-        .finish()
-        .unwrap();
+    let gap = gap_recording(tmp.path());
     let w = Weed::start(bin);
     let args = [
         "--convert",
@@ -936,6 +928,18 @@ fn a_converted_copy_killed_mid_upload_is_made_again_and_resumed_with_at_most_one
     );
 }
 
+/// A recording with a gap (a loss frame) in a new directory `gap` under
+/// `root`: the exporter refuses to convert it without `--allow-gaps`.
+#[cfg(feature = "tables")]
+fn gap_recording(root: &Path) -> PathBuf {
+    let gap = root.join("gap");
+    std::fs::create_dir_all(&gap).unwrap();
+    common::samples::recording_with_a_loss(&gap)
+        .finish()
+        .unwrap();
+    gap
+}
+
 /// A refused conversion is said and counted once a recording, however
 /// often an outage makes `--watch` try the recording again (it was
 /// counted at every attempt).
@@ -945,11 +949,7 @@ fn a_refused_conversion_retried_through_an_outage_is_said_and_counted_once() {
     let name = "a_refused_conversion_retried_through_an_outage_is_said_and_counted_once";
     let Some(bin) = weed(name) else { return };
     let tmp = tempfile::tempdir().unwrap();
-    let gap = tmp.path().join("gap");
-    std::fs::create_dir_all(&gap).unwrap();
-    common::samples::recording_with_a_loss(&gap)
-        .finish()
-        .unwrap();
+    let gap = gap_recording(tmp.path());
     let mut w = Weed::start(bin);
     // The server is down when the service starts: each pass converts
     // (refused: a gap without --allow-gaps), then fails to reach it.
