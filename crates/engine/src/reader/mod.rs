@@ -63,7 +63,7 @@
 //! | `shipped` | the directory's shipping ledger (`.shipped`): which closed recordings `rtrec ship` has put in object storage, verified, and its multipart uploads under way ([`ShipLedger`]) |
 //! | `raw` | a raw file against its sidecar ([`raw_sidecar`]) |
 //! | `file` | one file's check ([`verify_file`], [`verify_source`], [`verify_bytes`]) |
-//! | `recording` | which files make a recording ([`recording_groups`], the one place files are grouped) and its check: its files against each other ([`check_continuity`], [`recording_files`]) |
+//! | `recording` | which files make a recording ([`group_files`], the one place files are grouped; [`recording_groups`] for verified reports) and its check: its files against each other ([`check_continuity`], [`recording_files`]) |
 //!
 //! Design choices: the walk reads through one fixed window ([`READ_BUF`])
 //! with positioned reads, so memory does not grow with the file or a frame
@@ -90,7 +90,8 @@ pub use file::{verify_bytes, verify_file, verify_source};
 pub use hole::SECTOR;
 pub use raw::raw_sidecar;
 pub use recording::{
-    check_continuity, check_continuity_in, recording_files, recording_groups, Scope,
+    check_continuity, check_continuity_in, group_files, recording_files, recording_groups,
+    GroupKey, Scope,
 };
 pub use report::{ByteRange, CrashHole, FileReport, FileStatus, Gap, Retired, MAX_LISTED};
 pub use retired::{RetiredRange, RetiredRecord, RETIRED_RECORD};

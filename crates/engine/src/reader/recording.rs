@@ -35,52 +35,62 @@ pub fn recording_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// The files of each recording among `reports`, as indexes into it, each
-/// group in file index order; groups ordered by directory, then id (copies
-/// after their source). Files belong to one recording when they sit in
-/// the same directory, carry the same recording id (names are not
-/// trusted) and are all copies (header flag `COPY`) or all not: a copy
-/// made by `rtrec export --framed` is a recording of its own. Files that
-/// belong to none (not rtrec files, unused pool slots) are left out.
+/// What places a file in a recording ([`group_files`]): its directory,
+/// its recording id, whether it is a copy (header flag `COPY`), and its
+/// index in the recording.
+pub type GroupKey = (Option<PathBuf>, u64, bool, u32);
+
+/// Groups `items` into recordings by `key` (`None`: the item belongs to
+/// none), as indexes into `items`, each group in file index order; groups
+/// ordered by directory, then id (copies after their source). Files
+/// belong to one recording when they sit in the same directory, carry the
+/// same recording id (names are not trusted) and are all copies or all
+/// not: a copy made by `rtrec export --framed` is a recording of its own.
 ///
-/// This is the one place files are grouped into recordings: the checks
-/// below, `rtrec ls`, `verify`, `events`, `export`, `recover` and the
-/// Python package (through `ls --json`) all take its groups.
-pub fn recording_groups(reports: &[FileReport]) -> Vec<Vec<usize>> {
-    let key = |r: &FileReport| {
-        (
-            r.path.parent().map(Path::to_path_buf),
-            r.recording_id,
-            r.copy,
-            r.index,
-        )
-    };
-    let mut order: Vec<usize> = (0..reports.len())
-        .filter(|&i| {
-            let r = &reports[i];
-            r.recording_id.is_some()
-                && r.index.is_some()
-                && !r.slot
-                && r.status != FileStatus::NotRtrec
-        })
+/// This is the one place files are grouped into recordings: the verified
+/// reports of [`recording_groups`] (the checks below, `rtrec ls`,
+/// `verify`, `events`, `export`, `recover` and the Python package through
+/// `ls --json`), and the headers a loop's budget reads at its start
+/// (`writer::earlier`, which cannot afford to verify every frame of every
+/// earlier recording) take their groups from it.
+pub fn group_files<T>(items: &[T], key: impl Fn(&T) -> Option<GroupKey>) -> Vec<Vec<usize>> {
+    let mut order: Vec<(GroupKey, usize)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| key(t).map(|k| (k, i)))
         .collect();
-    order.sort_by_key(|&i| key(&reports[i]));
+    // Stable: two files claiming one place keep their input order.
+    order.sort_by(|a, b| a.0.cmp(&b.0));
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for i in order {
-        let (d, id, c, _) = key(&reports[i]);
+    let mut last = None;
+    for ((dir, id, copy, _), i) in order {
+        let k = Some((dir, id, copy));
         match groups.last_mut() {
-            Some(g)
-                if {
-                    let (gd, gid, gc, _) = key(&reports[g[0]]);
-                    (gd, gid, gc) == (d, id, c)
-                } =>
-            {
-                g.push(i)
+            Some(g) if last == k => g.push(i),
+            _ => {
+                groups.push(vec![i]);
+                last = k;
             }
-            _ => groups.push(vec![i]),
         }
     }
     groups
+}
+
+/// The files of each recording among `reports` ([`group_files`]); files
+/// that belong to none (not rtrec files, unused pool slots, no header)
+/// are left out.
+pub fn recording_groups(reports: &[FileReport]) -> Vec<Vec<usize>> {
+    group_files(reports, |r| {
+        if r.slot || r.status == FileStatus::NotRtrec {
+            return None;
+        }
+        Some((
+            r.path.parent().map(Path::to_path_buf),
+            r.recording_id?,
+            r.copy,
+            r.index?,
+        ))
+    })
 }
 
 /// What the inputs of a recording's check are.

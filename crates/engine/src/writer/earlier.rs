@@ -64,7 +64,7 @@
 //! - The listing reads one header per file when the recording is created
 //!   (never on the writer's thread while it records).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -73,8 +73,12 @@ use crate::claims::claimed_bases;
 use crate::config::{Config, KeepScope};
 use crate::error::Error;
 use crate::file::{belongs_to, FRAMED_EXT};
-use crate::format::{FileHeader, FrameKind, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN};
-use crate::reader::{recording_files, RetiredRange, RetiredRecord, ShipLedger, SHIP_LEDGER};
+use crate::format::{
+    FileHeader, FrameKind, FLAG_COPY, FLAG_LOOP, FLAG_OPEN, FLAG_SLOT, HEADER_LEN,
+};
+use crate::reader::{
+    group_files, recording_files, RetiredRange, RetiredRecord, ShipLedger, SHIP_LEDGER,
+};
 
 /// The budget lock's name in the recording directory (see the module
 /// docs).
@@ -330,17 +334,25 @@ pub(crate) fn named_by(base: &str, prefix: &str) -> bool {
 /// budget covers, in units the loop may retire, oldest first, and the
 /// empty ones it owns (see the module docs).
 fn earlier_units(found: Vec<Found>, prefix: &str, scope: KeepScope) -> (VecDeque<Unit>, Vec<Unit>) {
-    let mut groups: HashMap<u64, Vec<Found>> = HashMap::new();
-    for f in found {
-        groups.entry(f.header.recording_id).or_default().push(f);
-    }
-    let mut groups: Vec<Vec<Found>> = groups
-        .into_values()
+    // Grouped as every reader groups ([`group_files`]), from the headers.
+    let by = group_files(&found, |f| {
+        Some((
+            None,
+            f.header.recording_id,
+            f.header.flags & FLAG_COPY != 0,
+            f.header.index,
+        ))
+    });
+    let mut found: Vec<Option<Found>> = found.into_iter().map(Some).collect();
+    let mut groups: Vec<Vec<Found>> = by
+        .iter()
+        .map(|g| {
+            g.iter()
+                .filter_map(|&i| found[i].take())
+                .collect::<Vec<Found>>()
+        })
         .filter(|g| g.iter().all(|f| f.header.flags & FLAG_OPEN == 0))
         .collect();
-    for g in &mut groups {
-        g.sort_by_key(|f| f.header.index);
-    }
     groups.sort_by_key(|g| {
         (
             g.iter().map(|f| f.header.created_ns).min(),
