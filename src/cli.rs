@@ -1039,7 +1039,7 @@ mod tests {
             .to_string();
         for shown in [
             "[default: 5ms]",
-            "[default: 16KiB]",
+            "[default: 16KiB; with --layout, its size]",
             "[default: 2MiB]",
             "[default: 1s]",
             "[default: 50ms]",

@@ -16,9 +16,10 @@ use std::path::Path;
 use crate::file::RAW_EXT;
 use crate::format::{
     DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, Interrupted, LossPayload,
-    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_COPY, FLAG_POOLED, FLAG_SLOT,
-    FORMAT_VERSION, HEADER_LEN, OLDEST_READ_VERSION,
+    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_COPY, FLAG_LAYOUT, FLAG_POOLED,
+    FLAG_SLOT, FORMAT_VERSION, HEADER_LEN, OLDEST_READ_VERSION,
 };
+use crate::layout::Layout;
 
 use super::hole::{crash_hole, missing_write, Hole};
 use super::raw::verify_raw;
@@ -338,6 +339,17 @@ impl<'r> FileCheck<'r> {
                 "the frame here does not follow the frame before it (frames reordered, duplicated, deleted or spliced in)".into(),
             );
         }
+        if h.kind == FrameKind::Layout {
+            // Not the file's first frame for the rules below: it comes
+            // before the retired claim and the trigger.
+            return self.layout(f);
+        }
+        if off == HEADER_LEN as u64 && self.header.has_layout() {
+            self.r.corrupt(
+                off,
+                "the file's header says it opens with its layout, but its first frame is not a layout frame".into(),
+            );
+        }
         let first = self.r.first_seq.is_none();
         if first {
             self.r.first_seq = Some(h.seq);
@@ -401,6 +413,33 @@ impl<'r> FileCheck<'r> {
             },
             FrameKind::End => self.end(f),
             FrameKind::Retired => self.retired(f, first),
+            FrameKind::Layout => self.layout(f),
+        }
+    }
+
+    /// The layout frame: exactly the first frame of a file whose header
+    /// says it has one ([`FLAG_LAYOUT`]), its text a layout this rtrec
+    /// reads. Whether every file of the recording carries the same one is
+    /// the recording's check.
+    fn layout(&mut self, f: &Frame) {
+        let off = f.off;
+        if off != HEADER_LEN as u64 || self.header.flags & FLAG_LAYOUT == 0 {
+            return self.r.corrupt(
+                off,
+                format!("a layout frame at offset {off}: only the first frame of a file whose header says it has a layout can be one"),
+            );
+        }
+        let text = std::str::from_utf8(&f.payload).ok();
+        match text.map(|t| (t, Layout::parse_stored(t))) {
+            Some((t, Ok(_))) => self.r.layout = Some(t.to_string()),
+            Some((_, Err(why))) => self.r.corrupt(
+                off,
+                format!("the layout frame at offset {off} holds no layout this rtrec reads: {why}"),
+            ),
+            None => self.r.corrupt(
+                off,
+                format!("the layout frame at offset {off} is not UTF-8"),
+            ),
         }
     }
 

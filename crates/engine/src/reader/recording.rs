@@ -334,6 +334,8 @@ struct Before {
     stored: Option<EndPayload>,
     /// A loop recording: its claim of what was retired before it.
     claim: Option<RetiredPayload>,
+    /// Its layout (format version 6), `None` without one.
+    layout: Option<String>,
 }
 
 impl Before {
@@ -343,6 +345,7 @@ impl Before {
             next_seq: p.next_seq,
             stored: p.stored.clone(),
             claim: p.retired_claim,
+            layout: p.layout.clone(),
         }
     }
 }
@@ -358,6 +361,7 @@ fn check_next(p: &Before, r: &mut FileReport, last: bool) {
         );
         return;
     }
+    same_layout(p, r);
     if idx != p.index + 1 {
         return missing_files(p, r, idx);
     }
@@ -383,6 +387,29 @@ fn check_next(p: &Before, r: &mut FileReport, last: bool) {
     continues_sequence(p, r);
     continues_counters(p, r);
     claims_grow(p, r);
+}
+
+/// `r` carries the layout `p` does (format version 6): a recording has
+/// one layout, and a file whose layout differs, or that has none beside
+/// one that has, is damage (never read by the other's layout).
+fn same_layout(p: &Before, r: &mut FileReport) {
+    // A file that holds no frame (opened when a crash came) has nothing
+    // to read by any layout.
+    let empty = r.layout.is_none() && r.valid_len <= crate::format::HEADER_LEN as u64;
+    if p.layout != r.layout && !empty {
+        let say = |l: &Option<String>| {
+            l.as_ref()
+                .map_or("no layout".into(), |t| format!("the layout '{t}'"))
+        };
+        r.corrupt(
+            0,
+            format!(
+                "the file carries {}, the file before it {}: a recording has one layout",
+                say(&r.layout),
+                say(&p.layout)
+            ),
+        );
+    }
 }
 
 /// A loop recording: `r`'s claim of what was retired covers at least
