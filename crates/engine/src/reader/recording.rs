@@ -666,6 +666,32 @@ mod tests {
     }
 
     #[test]
+    fn a_file_whose_layout_differs_from_the_file_before_is_corrupt() {
+        let stored = || Some("t:u32,x:f32,y:f32".to_string());
+        for other in [Some("t:u32,x:f32,_:pad4".to_string()), None, stored()] {
+            let mut v = kept();
+            for r in &mut v {
+                (r.layout, r.valid_len) = (stored(), 1000);
+            }
+            v[1].layout = other.clone();
+            check_continuity(&mut v);
+            assert!(v[0].is_clean(), "{:?}", v[0].notes);
+            if other == stored() {
+                assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[1].notes);
+                continue;
+            }
+            assert_eq!(v[1].status, FileStatus::Corrupt, "{:?}", v[1].notes);
+            assert!(
+                v[1].notes
+                    .iter()
+                    .any(|n| n.contains("a recording has one layout")),
+                "{:?}",
+                v[1].notes
+            );
+        }
+    }
+
+    #[test]
     fn a_copy_is_a_recording_of_its_own() {
         let mut v = kept();
         let mut c = v[1].clone();
