@@ -352,19 +352,7 @@ impl<'r> FileCheck<'r> {
         }
         let first = self.r.first_seq.is_none();
         if first {
-            self.r.first_seq = Some(h.seq);
-            self.r.opens_with_trigger = h.kind == FrameKind::Trigger;
-            if self.header.index == 0 && h.kind != FrameKind::Trigger {
-                // A recording starts at sequence 0.
-                self.exp = Some(0);
-            }
-            let idx = self.header.index;
-            if self.header.is_loop() && idx > 0 && h.kind != FrameKind::Retired {
-                self.r.corrupt(
-                    off,
-                    format!("file {idx} of a loop recording does not open with its RETIRED frame"),
-                );
-            }
+            self.first_frame(off, h);
         }
         match h.kind {
             FrameKind::Data => self.records(off, h, 1, 0, h.len as u64),
@@ -414,6 +402,25 @@ impl<'r> FileCheck<'r> {
             FrameKind::End => self.end(f),
             FrameKind::Retired => self.retired(f, first),
             FrameKind::Layout => self.layout(f),
+        }
+    }
+
+    /// The rules of a file's first frame (after its layout frame, if it
+    /// has one): where its sequence starts, a trigger first in an event's
+    /// file, a loop file's RETIRED claim.
+    fn first_frame(&mut self, off: u64, h: &FrameHeader) {
+        self.r.first_seq = Some(h.seq);
+        self.r.opens_with_trigger = h.kind == FrameKind::Trigger;
+        if self.header.index == 0 && h.kind != FrameKind::Trigger {
+            // A recording starts at sequence 0.
+            self.exp = Some(0);
+        }
+        let idx = self.header.index;
+        if self.header.is_loop() && idx > 0 && h.kind != FrameKind::Retired {
+            self.r.corrupt(
+                off,
+                format!("file {idx} of a loop recording does not open with its RETIRED frame"),
+            );
         }
     }
 
