@@ -410,7 +410,7 @@ pub struct ExportArgs {
         feature = "tables",
         doc = "With --format csv, jsonl or mcap: how each record's bytes are written [default: \
                text for a recording of lines, else hex (csv, jsonl) or base64 (mcap, which \
-               takes text or base64)]."
+               takes text or base64)]; the bytes even of a recording that stores a layout."
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_enum, value_name = "ENCODING", conflicts_with = "layout")]
@@ -421,7 +421,8 @@ pub struct ExportArgs {
                (MCAP: JSON messages Foxglove can plot), e.g. `t:u32,x:f32,y:f32` (little-endian; \
                `>` first for big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 padN), or \
                Python struct notation such as `<Iff` (columns f0, f1, …). Every record must be \
-               the layout's size."
+               the layout's size [default: the layout the recording stores (`record --layout`); \
+               `none`, or --payload, for the records' bytes]."
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     #[arg(long, value_name = "LAYOUT")]
@@ -1039,7 +1040,7 @@ mod tests {
             .to_string();
         for shown in [
             "[default: 5ms]",
-            "[default: 16KiB]",
+            "[default: 16KiB; with --layout, its size]",
             "[default: 2MiB]",
             "[default: 1s]",
             "[default: 50ms]",

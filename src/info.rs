@@ -215,6 +215,25 @@ pub fn run(a: &InfoArgs) -> crate::error::Result<i32> {
     Ok(0)
 }
 
+/// The `layout` row: the layout the recording stores (`record
+/// --layout`), its record size, and whether every record fits it; `-`
+/// without one.
+fn layout_row(i: &Info) -> String {
+    let Some(text) = &i.summary.layout else {
+        return "-".to_string();
+    };
+    let Ok(l) = rtrec_engine::layout::Layout::parse(text) else {
+        return text.clone();
+    };
+    let size = l.size() as u64;
+    let fit = match (i.record_size_min, i.record_size_max) {
+        (Some(a), Some(b)) if a == size && b == size => "every record fits it",
+        (Some(_), Some(_)) => "some records are of another size, which an export by it refuses",
+        _ => "no record yet",
+    };
+    format!("{text} ({size} B a record; {fit})")
+}
+
 /// The text form: one fact a line.
 fn text(i: &Info) -> String {
     let s = &i.summary;
@@ -243,6 +262,7 @@ fn text(i: &Info) -> String {
         _ => "-".to_string(),
     };
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+    let layout = layout_row(i);
     let rows = [
         ("recording", s.id.clone()),
         (
@@ -279,6 +299,7 @@ fn text(i: &Info) -> String {
             or_dash(i.rate_per_s.map(|r| format!("{r:.3} records/s"))),
         ),
         ("record size", sizes),
+        ("layout", layout),
         ("budget", s.budget.to_string()),
         ("durable", i.durable.sentence()),
     ];

@@ -12,6 +12,7 @@ and an entry in ``.gaps``, never a silently shorter array::
     for item in rec.records():                    # Record(seq, wall_ns, mono_ns, exact, payload) / Gap
         ...
     a = rec.to_numpy("t:u32,x:f32,y:f32")         # a["seq"], a["x"], a["lost"], a.gaps
+    a = rec.to_numpy()                            # by rec.layout, stored by `rtrec record --layout`
     df = rec.to_pandas("<Iff")                    # needs pandas; nullable=True: <NA> in lost rows
     pf, gaps = rec.to_polars("<Iff")              # needs polars
     rec = rtrec.fetch("s3://fleet/plant/dev1/2026-12-07/5c2b4613d1412984", "got")

@@ -260,6 +260,16 @@ class Recording:
             return ls(directory, self._pick)[0]
         return next((r for r in ls(directory) if r["id"] == self.id and not r.get("copy")), None)
 
+    @property
+    def layout(self):
+        """The layout the recording stores (``rtrec record --layout``): its
+        canonical text, e.g. ``"t:u32,x:f32,y:f32"``, from ``rtrec ls
+        --json``'s ``layout`` (docs/recordings-schema.md); ``None`` when it
+        stores none. :meth:`to_numpy`, :meth:`to_pandas` and
+        :meth:`to_polars` decode by it unless told another."""
+        entry = self.info
+        return entry.get("layout") if entry else None
+
     def _args(self):
         args = [os.fspath(p) for p in self._inputs]
         if self.path.is_dir():
@@ -362,9 +372,11 @@ class Recording:
 
         Fields: ``seq`` (u8), ``wall_ns`` and ``mono_ns`` (i8, ns),
         ``exact`` (bool), ``lost`` (bool: True for a record that is not in
-        the recording), ``len`` (u4), then ``payload`` (bytes objects), or
-        with ``layout`` its columns with their types (``rtrec export
-        --layout`` grammar, docs/export.md), in native byte order.
+        the recording), ``len`` (u4), then the layout's columns with their
+        types (``rtrec export --layout`` grammar, docs/export.md), in
+        native byte order: the recording's own layout (:attr:`layout`,
+        stored by ``rtrec record --layout``) unless ``layout`` names
+        another; without either, ``payload`` (bytes objects).
 
         A lost row has its ``seq``; ``len`` 0; ``payload`` b""; integer fields 0, float
         fields NaN; its times interpolated evenly by sequence number
@@ -379,7 +391,10 @@ class Recording:
         ``np.frombuffer`` per chunk; see :mod:`rtrec._rows`).
 
         Args:
-            layout: e.g. ``"t:u32,x:f32,y:f32"`` or ``"<Iff"``.
+            layout: e.g. ``"t:u32,x:f32,y:f32"`` or ``"<Iff"``; ``None``
+                (default): the recording's own (:attr:`layout`), if it
+                stores one; ``"none"``: the bytes as ``payload`` even
+                then.
             on_gap: ``"rows"`` (default); ``"skip"``: the records only
                 (``lost`` all False), the gaps still in ``.gaps``;
                 ``"raise"`` refuses a recording with lost records

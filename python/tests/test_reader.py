@@ -4,6 +4,7 @@ refuses a damaged recording with rtrec's own words."""
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,29 @@ def test_a_layout_decodes_into_its_dtype(synthetic):
     assert (b["wall_ns"] == a["wall_ns"]).all()
     rows = export_rows(synthetic)
     assert [r["mono_ns"] for r in rows] == a["mono_ns"].tolist()
+
+
+def test_a_stored_layout_is_the_default_and_an_explicit_one_overrides_it(tmp_path):
+    d = tmp_path / "stored"
+    d.mkdir()
+    recs = b"".join(struct.pack("<Iff", i, i * 0.5, -i * 0.25) for i in range(50))
+    run("record", "--stdin", "--size", "12B", "--layout", "t:u32,x:f32,y:f32", "--dir", d, "--quiet", stdin=recs)
+    rec = rtrec.open(d)
+    assert rec.layout == "t:u32,x:f32,y:f32"
+    a = rec.to_numpy()
+    b = rec.to_numpy("t:u32,x:f32,y:f32")
+    assert a.dtype == b.dtype and (a == b).all() and len(a) == 50
+    assert a["t"].tolist() == list(range(50)) and a["y"][3] == np.float32(-0.75)
+    c = rec.to_numpy("<Iff")
+    assert c.dtype.names[-3:] == ("f0", "f1", "f2") and (c["f1"] == a["x"]).all()
+    raw = rec.to_numpy("none")
+    assert raw["payload"][1] == recs[12:24]
+    assert [r.payload for r in rec.records()][:2] == [recs[:12], recs[12:24]]
+
+
+def test_a_recording_without_a_layout_has_none(synthetic):
+    rec = rtrec.open(synthetic)
+    assert rec.layout is None and "payload" in rec.to_numpy().dtype.names
 
 
 def test_a_loss_is_a_row_and_a_gap_never_a_shorter_array(lossy):

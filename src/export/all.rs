@@ -67,6 +67,26 @@ pub fn recordings(format: ExportFormat, d: &Directory) -> Result<Vec<&Recording>
     Ok(recs)
 }
 
+/// The layout the recordings store (`rtrec record --layout`), when they
+/// all store the same one (or none does).
+///
+/// # Errors
+/// Recordings of different layouts (or some with one, some without):
+/// one table cannot decode them all; `--layout` names the one to use.
+pub fn stored_layout<'r>(recs: &[&'r Recording]) -> Result<Option<&'r str>> {
+    let first = recs.first().and_then(|r| r.layout());
+    match recs.iter().find(|r| r.layout() != first) {
+        None => Ok(first),
+        Some(r) => usage(format!(
+            "recordings {} and {} store different layouts ({} and {}): one table decodes them by one layout, give it with --layout",
+            recs[0].id_hex(),
+            r.id_hex(),
+            first.map_or("none".into(), |l| format!("'{l}'")),
+            r.layout().map_or("none".into(), |l| format!("'{l}'"))
+        )),
+    }
+}
+
 /// The table of `each`, with its `recording` column; its payload
 /// encoding as one export's (text only when every recording is of lines).
 ///

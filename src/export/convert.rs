@@ -17,7 +17,10 @@ use std::path::PathBuf;
 
 use rtrec_engine::recordings::Recording;
 
-use super::{open_parts, parse_layout, range, refused_or_gaps, write_walked, How, TableLayout};
+use super::{
+    layout_for, open_parts, parse_layout, range, refused_or_gaps, stored, write_walked, How,
+    TableLayout,
+};
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::ship::convert::{ConvertFormat, Converted, Converter};
 
@@ -105,10 +108,13 @@ impl Converter for Convert {
         }
         let selection =
             range::Selection::of(None, None, None).map_err(crate::error::Error::Usage)?;
+        let format = self.args.format.unwrap_or(ExportFormat::Mcap);
+        // The recording's own layout unless the conversion names one.
+        let layout = layout_for(self.layout.as_ref(), stored(&self.args, r.layout()), format)?;
         let how = How {
-            format: self.args.format.unwrap_or(ExportFormat::Mcap),
+            format,
             compress: super::output::Compress::None,
-            layout: self.layout.as_ref(),
+            layout: layout.as_ref(),
             selection: &selection,
         };
         let mut out = std::io::BufWriter::new(out);

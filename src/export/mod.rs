@@ -408,18 +408,18 @@ fn check_flags(
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let (format, compress) = output::format_of(a)?;
     output::check_free(&a.output, a.force)?;
-    let layout = parse_layout(a, format)?;
+    let explicit = parse_layout(a, format)?;
     let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
     check_flags(a, format, &selection)?;
     #[cfg(feature = "tables")]
     if format == ExportFormat::Mcap {
         // Its flags checked before any input is read.
-        mcap::Options::of(a, layout.as_ref())?;
+        mcap::Options::of(a, explicit.as_ref())?;
     }
-    let how = How {
+    let mut how = How {
         format,
         compress,
-        layout: layout.as_ref(),
+        layout: explicit.as_ref(),
         selection: &selection,
     };
     let d = read_inputs(&a.inputs)?;
@@ -433,6 +433,8 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     }
     let slots = d.slots.len();
     let chosen = choose_recording(a, &d)?;
+    let layout = layout_for(how.layout, stored(a, chosen.layout()), format)?;
+    how.layout = layout.as_ref();
     let live = chosen.live;
     let parts = open_parts(chosen)?;
     if format == ExportFormat::Framed && parts.len() > 1 {
@@ -460,7 +462,17 @@ pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
 fn run_all(a: &ExportArgs, how: &How, d: &Directory) -> crate::error::Result<i32> {
     let mut each = Vec::new();
     let mut warnings = Vec::new();
-    for r in all::recordings(how.format, d)? {
+    let recordings = all::recordings(how.format, d)?;
+    let layout = layout_for(
+        how.layout,
+        stored(a, all::stored_layout(&recordings)?),
+        how.format,
+    )?;
+    let how = &How {
+        layout: layout.as_ref(),
+        ..*how
+    };
+    for r in recordings {
         let parts = open_parts(r.clone())?;
         match refused_or_gaps(a, &parts) {
             Ok(gaps) => warnings.extend(gaps.map(|g| format!("{}: {g}", r.id_hex()))),
@@ -530,11 +542,17 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
     Ok(gaps)
 }
 
-/// `--layout`, parsed, for a table format; refused for the others.
+/// `--layout none`: the records' bytes, not the layout the recording
+/// stores (not a layout in either spelling: `n` is no struct code).
+const NO_LAYOUT: &str = "none";
+
+/// `--layout`, parsed, for a table format (`none`: no layout); refused
+/// for the others.
 #[cfg(feature = "tables")]
 fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Option<TableLayout>> {
     match (&a.layout, format) {
         (None, _) => Ok(None),
+        (Some(l), _) if l == NO_LAYOUT => Ok(None),
         (
             Some(l),
             ExportFormat::Csv
@@ -545,6 +563,60 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
         ) => Ok(Some(layout::Layout::parse(l).or_else(usage)?)),
         (Some(_), _) => usage("--layout applies to --format csv, jsonl, mcap, numpy or parquet"),
     }
+}
+
+/// The layout the recording stores, unless the export asks for the
+/// records' bytes (`--layout none`, or `--payload`, which names how the
+/// bytes are written).
+fn stored<'r>(a: &ExportArgs, layout: Option<&'r str>) -> Option<&'r str> {
+    let bytes = a.payload.is_some() || a.layout.as_deref() == Some(NO_LAYOUT);
+    layout.filter(|_| !bytes)
+}
+
+/// The layout the export decodes by (docs/export.md, "The recording's
+/// own layout"): `--layout` when given (said on stderr when it is not the
+/// recording's own, `stored`), else, for a table format, the one the
+/// recording stores; none for the raw and framed copies.
+///
+/// Design choice: the stored layout is the default and `--layout` always
+/// wins, so a recording made with a wrong layout can still be read by the
+/// right one; the line on stderr makes the override visible.
+#[cfg(feature = "tables")]
+fn layout_for(
+    explicit: Option<&TableLayout>,
+    stored: Option<&str>,
+    format: ExportFormat,
+) -> crate::error::Result<Option<TableLayout>> {
+    let table = matches!(
+        format,
+        ExportFormat::Csv
+            | ExportFormat::Jsonl
+            | ExportFormat::Mcap
+            | ExportFormat::Numpy
+            | ExportFormat::Parquet
+    );
+    match (explicit, stored) {
+        (Some(l), Some(s)) if l.canonical() != s => {
+            eprintln!(
+                "rtrec: --layout '{}' overrides the recording's own layout '{s}'",
+                l.spec
+            );
+            Ok(Some(l.clone()))
+        }
+        (Some(l), _) => Ok(Some(l.clone())),
+        (None, Some(s)) if table => Ok(Some(layout::Layout::parse_stored(s).or_else(usage)?)),
+        (None, _) => Ok(None),
+    }
+}
+
+/// Without the table exports there is no layout to decode by.
+#[cfg(not(feature = "tables"))]
+fn layout_for(
+    _: Option<&TableLayout>,
+    _: Option<&str>,
+    _: ExportFormat,
+) -> crate::error::Result<Option<TableLayout>> {
+    Ok(None)
 }
 
 /// The table exports are left out of this build: refused in one sentence.
@@ -563,6 +635,7 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
 }
 
 /// What an export writes: its format, compression, layout and selection.
+#[derive(Clone, Copy)]
 struct How<'a> {
     /// The format.
     format: ExportFormat,

@@ -299,8 +299,7 @@ pub fn decode(
     data: &[u8],
     values: &mut Vec<Value>,
 ) -> crate::error::Result<()> {
-    layout
-        .decode(data, values)
+    super::layout::decode(layout, data, values)
         .or_else(|why| usage(format!("record {seq} {why}; nothing was exported")))
 }
 

@@ -34,15 +34,21 @@ pub struct SourceArgs {
     /// Size of each record (e.g. 16KiB). With --stdin, stdin is cut into records of exactly this
     /// size (unless --lines); a shorter last piece at the end of the stream, or when the recording is
     /// stopped, is stored as a shorter record. Pick a multiple of the stream's own unit so that
-    /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800).
+    /// records start on its boundaries (MPEG-TS: a multiple of 188, e.g. 18800). [default: 16KiB; with --layout, its size]
     #[arg(
         long,
         value_parser = rtrec_units::value::record_size,
-        default_value_t = DEFAULT_RECORD_SIZE,
         allow_hyphen_values = true,
         value_name = "SIZE"
     )]
-    pub size: Size,
+    pub size: Option<Size>,
+
+    /// The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32, or Python struct
+    /// notation <Iff; the grammar of `export --layout`, docs/export.md): `export`, `info` and the
+    /// Python package decode the records by it without being told again. A record of another size
+    /// is still recorded, and counted (the summary's "layout misfits").
+    #[arg(long, value_name = "SPEC", conflicts_with = "lines")]
+    pub layout: Option<String>,
 
     /// Stop after this many payload bytes (e.g. 100MiB): the whole records that fit, rounded down (a total is never exceeded; at least one record). Without --total, --count or --duration: until Ctrl-C (or the end of stdin).
     #[arg(long, value_parser = rtrec_units::value::size, conflicts_with = "count", value_name = "SIZE")]
@@ -118,7 +124,8 @@ impl SourceArgs {
     /// A stop condition that allows no record, or a record too large for
     /// this machine's address space: one sentence naming the flag.
     pub fn apply(&self, cfg: &mut Config) -> Result<SourcePlan> {
-        let size = self.size.bytes();
+        cfg.layout = self.checked_layout()?;
+        let size = self.record_size().bytes();
         let source = match (self.stdin, self.lines) {
             (false, _) => Source::Synthetic {
                 period_ns: self.period.ns(),
@@ -138,7 +145,7 @@ impl SourceArgs {
             let (flag, value) = if self.lines {
                 ("--max-line", self.max_line)
             } else {
-                ("--size", self.size)
+                ("--size", self.record_size())
             };
             return usage(format!(
                 "{flag} {value}: a record is at most {} (what one frame's length field carries)",
@@ -154,9 +161,40 @@ impl SourceArgs {
         })
     }
 
+    /// `--layout` parsed, as the canonical text the files store, checked
+    /// against `--size` when both are given.
+    ///
+    /// # Errors
+    /// A layout that does not parse, or a `--size` that is not its size:
+    /// one sentence.
+    fn checked_layout(&self) -> Result<Option<String>> {
+        let Some(spec) = &self.layout else {
+            return Ok(None);
+        };
+        let l = rtrec_engine::layout::Layout::parse_stored(spec)
+            .or_else(|why| usage(format!("--layout: {why}")))?;
+        match self.size {
+            Some(s) if s.bytes() != l.size() as u64 => usage(format!(
+                "--size {s} is not the size of the layout '{spec}' ({} bytes): leave --size out, or give the layout of the records you record",
+                l.size()
+            )),
+            _ => Ok(Some(l.canonical())),
+        }
+    }
+
+    /// `--size`, else the layout's size (`--layout`), else
+    /// [`DEFAULT_RECORD_SIZE`].
+    pub fn record_size(&self) -> Size {
+        let of_layout = || {
+            let l = rtrec_engine::layout::Layout::parse(self.layout.as_deref()?).ok()?;
+            Some(Size::from_bytes(l.size() as u64))
+        };
+        self.size.or_else(of_layout).unwrap_or(DEFAULT_RECORD_SIZE)
+    }
+
     /// Records to offer, from `--duration`, `--total` or `--count`.
     fn count(&self) -> Result<Option<u64>> {
-        let (period_ns, size) = (self.period.ns(), self.size.bytes());
+        let (period_ns, size) = (self.period.ns(), self.record_size().bytes());
         Ok(match (self.total, self.count) {
             // --duration: the periods that fit in it (the synthetic source
             // releases one record per period, so a duration is a count).
@@ -222,7 +260,7 @@ pub struct Total {
 
 impl Total {
     fn of(a: &SourceArgs) -> Option<Total> {
-        let record_bytes = a.size.bytes().max(1);
+        let record_bytes = a.record_size().bytes().max(1);
         a.total.map(|t| Total {
             asked_bytes: t.bytes(),
             records: t.bytes() / record_bytes,

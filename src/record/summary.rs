@@ -19,6 +19,7 @@ pub fn print_summary(s: &Summary, to_stderr: bool) {
     }
     out += &counts_lines(s);
     out += &drops_line(s);
+    out += &layout_line(s);
     if s.config.mode == Mode::Ring {
         out += &on_full_line(s);
     }
@@ -212,6 +213,19 @@ fn drops_line(s: &Summary) -> String {
         "dropped {} (ring full {}, too large {}, writer failed {}; {} stored as loss frames){missed}\n",
         s.records_dropped, s.drops.ring_full, s.drops.too_large, s.drops.writer_failed, s.losses_stored
     )
+}
+
+/// The layout stored with the recording (`--layout`), and the records
+/// that do not fit it: recorded all the same, counted at record time.
+fn layout_line(s: &Summary) -> String {
+    let Some(l) = &s.config.layout else {
+        return String::new();
+    };
+    let misfits = match s.layout_misfits {
+        0 => "every record fits it".to_string(),
+        n => format!("{n} record(s) of another size were recorded as they came (an export by the layout refuses them; --layout at export, or --format raw, reads them)"),
+    };
+    format!("layout: '{l}' stored with the recording; {misfits}\n")
 }
 
 /// `write()`, `record()` and the lateness: min, mean, p50, p99, p99.9, max.

@@ -377,6 +377,7 @@ fn made_up_recording() -> rtrec_engine::result::RecordResult {
         records_dropped: 0,
         durable_seq: n,
         drops: Default::default(),
+        layout_misfits: 0,
         losses_stored: 0,
         bytes_written: n << 14,
         file_bytes: (n << 14) + n * 32,

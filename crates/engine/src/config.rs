@@ -12,7 +12,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
-use crate::format::{framed_len, packed_len, FLAG_LINES, FLAG_LOOP, MAX_PAYLOAD};
+use crate::format::{framed_len, packed_len, FLAG_LAYOUT, FLAG_LINES, FLAG_LOOP, MAX_PAYLOAD};
 use crate::io;
 pub use crate::io::{DEFAULT_IO_BLOCK, DEFAULT_IO_DEPTH};
 use crate::sizing::{self, Sizes, Spans, Workload, ENTRY_HEADER_LEN, MIB, RESERVED_BYTES};
@@ -287,6 +287,15 @@ pub struct Config {
     /// limit ([`Retention`]); left out of the JSON when no limit is set.
     #[serde(default, skip_serializing_if = "Retention::is_off")]
     pub retention: Retention,
+    /// The records' layout ([`crate::layout`]): its canonical text, stored
+    /// as the first frame of every file (format version 6,
+    /// [`crate::format::FLAG_LAYOUT`]); readers decode the records by it.
+    /// A record of another size is still recorded, and counted
+    /// ([`crate::Summary::layout_misfits`]). `None`, the default: no
+    /// layout, the files stay as before. Left out of the JSON (and so of
+    /// the digest) when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
 
 /// An open `trace_marker` file: [`TraceMarker::mark`] writes one short
@@ -379,6 +388,7 @@ impl Default for Config {
             io_block: DEFAULT_IO_BLOCK,
             io_depth: DEFAULT_IO_DEPTH,
             retention: Retention::default(),
+            layout: None,
         }
     }
 }
@@ -445,7 +455,12 @@ impl Config {
     pub(crate) fn header_flags(&self) -> u32 {
         let lines = if self.lines { FLAG_LINES } else { 0 };
         let looped = if self.retention.loops() { FLAG_LOOP } else { 0 };
-        lines | looped
+        let layout = if self.layout.is_some() {
+            FLAG_LAYOUT
+        } else {
+            0
+        };
+        lines | looped | layout
     }
 
     /// The most bytes a record of `len` can take in the file (packed: a
@@ -548,6 +563,7 @@ impl Config {
             }
         }
         self.check_retention()?;
+        self.check_layout()?;
         if self.writer_poll_us == 0 || self.writer_poll_us > 1_000_000 {
             return Err(ConfigError::BadPollInterval);
         }
@@ -576,6 +592,33 @@ impl Config {
             return Err(ConfigError::HeadroomNeedsBudget);
         }
         Ok(())
+    }
+
+    /// [`Config::validate`]'s rules of the layout: it parses as stored
+    /// ([`Layout::parse_stored`](crate::layout::Layout::parse_stored)), is
+    /// already canonical (what the files store is what was checked), and
+    /// needs frames to be stored in.
+    fn check_layout(&self) -> Result<(), ConfigError> {
+        let Some(text) = &self.layout else {
+            return Ok(());
+        };
+        let l = crate::layout::Layout::parse_stored(text).map_err(ConfigError::BadLayout)?;
+        if l.canonical() != *text {
+            return Err(ConfigError::BadLayout(format!(
+                "layout '{text}' is not in its canonical form '{}'",
+                l.canonical()
+            )));
+        }
+        if !self.framing.has_frames() {
+            return Err(ConfigError::LayoutNeedsFraming);
+        }
+        Ok(())
+    }
+
+    /// The layout's record size, when there is a valid layout.
+    pub fn layout_size(&self) -> Option<usize> {
+        let text = self.layout.as_deref()?;
+        crate::layout::Layout::parse(text).ok().map(|l| l.size())
     }
 
     /// A 64-bit FNV-1a digest of the configuration's JSON form, stored in

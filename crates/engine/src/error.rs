@@ -205,6 +205,14 @@ pub enum ConfigError {
     /// budget for it to exceed.
     #[error("--unshipped-headroom lets a loop's disk budget be exceeded to keep unshipped recordings: it needs --keep or --keep-files")]
     HeadroomNeedsBudget,
+    /// A layout that does not parse (the sentence says why).
+    #[error("{0}")]
+    BadLayout(String),
+    /// A layout with raw files, which have no frame to store it in.
+    #[error(
+        "a layout is stored in the recording's frames: it needs framed or packed files, not raw"
+    )]
+    LayoutNeedsFraming,
     /// A packed frame's maximum latency outside 1 ns .. 60 s.
     #[error("the maximum latency of a packed frame must be more than 0 and at most 60 s")]
     BadMaxLatency,

@@ -11,7 +11,7 @@
 //!   8  version      2  FORMAT_VERSION
 //!  10  header_len   2  72
 //!  12  flags        4  FLAG_POOLED | FLAG_SLOT | FLAG_LINES | FLAG_OPEN | FLAG_LOOP
-//!                         | FLAG_COPY
+//!                         | FLAG_COPY | FLAG_LAYOUT
 //!  16  generation   8  changes every time the file is (re)used
 //!  24  created_ns   8  CLOCK_REALTIME at creation
 //!  32  created_mono 8  CLOCK_MONOTONIC at creation (frame timestamps use it)
@@ -25,7 +25,7 @@
 //! frame header (40 bytes) followed by `len` payload bytes
 //!   0  magic        4  b"RFRM"
 //!   4  gen          4  low 32 bits of the file's generation
-//!   8  kind         2  1 data, 2 loss, 3 end, 4 trigger, 5 packed, 6 retired
+//!   8  kind         2  1 data, 2 loss, 3 end, 4 trigger, 5 packed, 6 retired, 7 layout
 //!  10  flags        2  reserved, 0
 //!  12  len          4  payload length
 //!  16  seq          8  record sequence number (data; packed: the first one), next sequence (others)
@@ -70,7 +70,12 @@ use std::fmt;
 pub const FILE_MAGIC: [u8; 8] = *b"RTREC\0\r\n";
 /// Bytes that open every frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"RFRM";
-/// The newest format version, read and written. Version 5 added loop
+/// The newest format version, read and written. Version 6 added the
+/// layout frame ([`FLAG_LAYOUT`], [`FrameKind::Layout`]) and is written
+/// ONLY for the files of a recording that has a layout (`rtrec record
+/// --layout`): an older rtrec refuses such a file in one sentence (a newer
+/// format version) instead of reading its records without their layout,
+/// and keeps reading every other recording. Version 5 added loop
 /// recordings ([`FLAG_LOOP`], [`FrameKind::Retired`]) and is written ONLY
 /// for them: every other recording is still written as
 /// [`PLAIN_FORMAT_VERSION`] (4), so older readers keep reading it
@@ -81,10 +86,13 @@ pub const FRAME_MAGIC: [u8; 4] = *b"RFRM";
 /// files without a mark: the layout is the same). Older versions (1: no
 /// recording id, no frame chain; 2: no packed frames) are not read: their
 /// files get one sentence naming both versions.
-pub const FORMAT_VERSION: u16 = 5;
-/// The version a recording that is not a loop recording is written with
-/// (see [`FORMAT_VERSION`]).
+pub const FORMAT_VERSION: u16 = 6;
+/// The version a recording that is neither a loop recording nor has a
+/// layout is written with (see [`FORMAT_VERSION`]).
 pub const PLAIN_FORMAT_VERSION: u16 = 4;
+/// The version a loop recording without a layout is written with
+/// ([`FLAG_LOOP`]).
+pub const LOOP_FORMAT_VERSION: u16 = 5;
 /// The oldest format version this rtrec reads ([`FORMAT_VERSION`] up to
 /// here).
 pub const OLDEST_READ_VERSION: u16 = 3;
@@ -145,12 +153,18 @@ pub const FLAG_LOOP: u32 = 16;
 /// (flags are not validated), and see a second file claiming the same
 /// place.
 pub const FLAG_COPY: u32 = 32;
+/// Header flag (format version 6): the file opens with a
+/// [`FrameKind::Layout`] frame, the recording's layout (`rtrec record
+/// --layout`: its fields' names and types, [`crate::layout`]). Every file
+/// of such a recording carries it, so a missing first file, or a loop's
+/// retired ones, do not take the layout with them.
+pub const FLAG_LAYOUT: u32 = 64;
 
 /// The file header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileHeader {
     /// [`FLAG_POOLED`], [`FLAG_SLOT`], [`FLAG_LINES`], [`FLAG_OPEN`],
-    /// [`FLAG_LOOP`], [`FLAG_COPY`].
+    /// [`FLAG_LOOP`], [`FLAG_COPY`], [`FLAG_LAYOUT`].
     pub flags: u32,
     /// Changes each time the file is (re)used; frames carry its low 32 bits.
     pub generation: u64,
@@ -273,15 +287,24 @@ impl FileHeader {
 }
 
 impl FileHeader {
-    /// The format version this header is written with: [`FORMAT_VERSION`]
-    /// for a file of a loop recording ([`FLAG_LOOP`]), else
-    /// [`PLAIN_FORMAT_VERSION`].
+    /// The format version this header is written with: the oldest that
+    /// reads it. [`FORMAT_VERSION`] (6) for a file that carries a layout
+    /// ([`FLAG_LAYOUT`]), [`LOOP_FORMAT_VERSION`] (5) for a file of a loop
+    /// recording ([`FLAG_LOOP`]), else [`PLAIN_FORMAT_VERSION`] (4).
     pub fn version(&self) -> u16 {
-        if self.flags & FLAG_LOOP != 0 {
+        if self.flags & FLAG_LAYOUT != 0 {
             FORMAT_VERSION
+        } else if self.flags & FLAG_LOOP != 0 {
+            LOOP_FORMAT_VERSION
         } else {
             PLAIN_FORMAT_VERSION
         }
+    }
+
+    /// True for a file that opens with the recording's layout
+    /// ([`FLAG_LAYOUT`]).
+    pub fn has_layout(&self) -> bool {
+        self.flags & FLAG_LAYOUT != 0
     }
 
     /// True for a file of a loop recording ([`FLAG_LOOP`]).
@@ -375,6 +398,15 @@ pub enum FrameKind {
     /// its first; payload is a [`RetiredPayload`], `seq` the file's first
     /// sequence number.
     Retired = 6,
+    /// The recording's layout (format version 6): the first frame of
+    /// every file whose header has [`FLAG_LAYOUT`]; payload is the
+    /// layout's canonical text, UTF-8
+    /// ([`Layout::canonical`](crate::layout::Layout::canonical)), `seq`
+    /// the file's first sequence number. Design choice: a frame, not a
+    /// header field or a sidecar, so the layout is checksummed and chained
+    /// like everything else, travels with each file (a copy, a shipped
+    /// object) and needs no change to the 72-byte header.
+    Layout = 7,
 }
 
 impl FrameKind {
@@ -386,6 +418,7 @@ impl FrameKind {
             4 => Some(FrameKind::Trigger),
             5 => Some(FrameKind::Packed),
             6 => Some(FrameKind::Retired),
+            7 => Some(FrameKind::Layout),
             _ => None,
         }
     }

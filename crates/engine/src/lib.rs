@@ -55,6 +55,7 @@
 // Base types: they import no module of the data path.
 pub mod crc;
 pub mod error;
+pub mod layout;
 mod strategy;
 
 pub mod format;

@@ -105,6 +105,12 @@ pub struct Summary {
     pub durable_seq: u64,
     /// Drops by reason.
     pub drops: Drops,
+    /// A recording with a layout ([`Config::layout`]): records whose
+    /// length is not the layout's size. They are recorded all the same
+    /// (never dropped for it): a reader decoding by the layout will refuse
+    /// them, so they are counted here, at record time. 0 without a layout.
+    #[serde(default)]
+    pub layout_misfits: u64,
     /// Dropped records whose loss frame is in a file.
     pub losses_stored: u64,
     /// Payload bytes stored.
@@ -319,6 +325,11 @@ pub struct Recorder {
     pending_triggers: u64,
     triggers: u64,
     drops: Drops,
+    /// The layout's record size, when the recording has one.
+    layout_size: Option<usize>,
+    /// Records of another size than the layout's (a plain counter: only
+    /// the producer's thread touches it).
+    layout_misfits: u64,
     waits: Waits,
     record_lat: Latency,
     record_samples: Vec<u64>,
@@ -387,6 +398,7 @@ impl Recorder {
         };
         // Reserved now: record() pushes within it and never allocates.
         let record_samples = Vec::with_capacity(cfg.keep_write_samples);
+        let layout_size = cfg.layout_size();
         Ok(Recorder {
             cfg,
             inner,
@@ -395,6 +407,8 @@ impl Recorder {
             pending_triggers: 0,
             triggers: 0,
             drops: Drops::default(),
+            layout_size,
+            layout_misfits: 0,
             waits: Waits::default(),
             record_lat: Latency::new(),
             record_samples,
@@ -466,6 +480,9 @@ impl Recorder {
         self.settle_record_time();
         let seq = self.next_seq;
         self.next_seq += 1;
+        if self.layout_size.is_some_and(|n| n != data.len()) {
+            self.layout_misfits += 1;
+        }
         let r = if data.len() > self.cfg.max_record {
             Err(RecordError::TooLarge)
         } else {
@@ -762,6 +779,7 @@ impl Recorder {
             records_dropped: dropped,
             durable_seq: report.durable_seq,
             drops: self.drops,
+            layout_misfits: self.layout_misfits,
             losses_stored: report.lost_stored,
             bytes_written: report.bytes_written,
             file_bytes: report.file_bytes,

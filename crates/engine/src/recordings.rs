@@ -199,6 +199,11 @@ pub struct Summary {
     pub created_ns: Option<u64>,
     /// From its first record to its last, seconds.
     pub duration_s: Option<f64>,
+    /// Its layout (`rtrec record --layout`, format version 6): the
+    /// canonical text its files carry, which `export`, `info` and the
+    /// Python package decode the records by; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
     /// Records intact.
     pub records: u64,
     /// Payload bytes of those records.
@@ -285,6 +290,12 @@ impl Recording {
         (ledger.recording_shipped(id), unshipped)
     }
 
+    /// Its layout (`rtrec record --layout`): the canonical text its files
+    /// carry (verify has checked that they all carry the same one).
+    pub fn layout(&self) -> Option<&str> {
+        self.files.iter().find_map(|r| r.layout.as_deref())
+    }
+
     /// What `ls` lists of it.
     pub fn summary(&self) -> Summary {
         let g = &self.files;
@@ -304,6 +315,7 @@ impl Recording {
             duration_s: start_ns
                 .zip(end_ns)
                 .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9),
+            layout: self.layout().map(str::to_string),
             records: sum(|r| r.records),
             bytes: sum(|r| r.bytes),
             lost: dropped + missing + cut,

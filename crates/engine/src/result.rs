@@ -228,6 +228,7 @@ mod tests {
             records_dropped: 0,
             durable_seq: 3,
             drops: Default::default(),
+            layout_misfits: 0,
             losses_stored: 0,
             bytes_written: 3 << 14,
             file_bytes: 50_000,

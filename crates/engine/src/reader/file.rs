@@ -16,9 +16,10 @@ use std::path::Path;
 use crate::file::RAW_EXT;
 use crate::format::{
     DecodeError, EndPayload, FileHeader, FrameHeader, FrameKind, Interrupted, LossPayload,
-    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_COPY, FLAG_POOLED, FLAG_SLOT,
-    FORMAT_VERSION, HEADER_LEN, OLDEST_READ_VERSION,
+    LossReason, PackedInfo, RetiredPayload, TriggerPayload, FLAG_COPY, FLAG_LAYOUT, FLAG_POOLED,
+    FLAG_SLOT, FORMAT_VERSION, HEADER_LEN, OLDEST_READ_VERSION,
 };
+use crate::layout::Layout;
 
 use super::hole::{crash_hole, missing_write, Hole};
 use super::raw::verify_raw;
@@ -338,21 +339,20 @@ impl<'r> FileCheck<'r> {
                 "the frame here does not follow the frame before it (frames reordered, duplicated, deleted or spliced in)".into(),
             );
         }
+        if h.kind == FrameKind::Layout {
+            // Not the file's first frame for the rules below: it comes
+            // before the retired claim and the trigger.
+            return self.layout(f);
+        }
+        if off == HEADER_LEN as u64 && self.header.has_layout() {
+            self.r.corrupt(
+                off,
+                "the file's header says it opens with its layout, but its first frame is not a layout frame".into(),
+            );
+        }
         let first = self.r.first_seq.is_none();
         if first {
-            self.r.first_seq = Some(h.seq);
-            self.r.opens_with_trigger = h.kind == FrameKind::Trigger;
-            if self.header.index == 0 && h.kind != FrameKind::Trigger {
-                // A recording starts at sequence 0.
-                self.exp = Some(0);
-            }
-            let idx = self.header.index;
-            if self.header.is_loop() && idx > 0 && h.kind != FrameKind::Retired {
-                self.r.corrupt(
-                    off,
-                    format!("file {idx} of a loop recording does not open with its RETIRED frame"),
-                );
-            }
+            self.first_frame(off, h);
         }
         match h.kind {
             FrameKind::Data => self.records(off, h, 1, 0, h.len as u64),
@@ -401,6 +401,52 @@ impl<'r> FileCheck<'r> {
             },
             FrameKind::End => self.end(f),
             FrameKind::Retired => self.retired(f, first),
+            FrameKind::Layout => self.layout(f),
+        }
+    }
+
+    /// The rules of a file's first frame (after its layout frame, if it
+    /// has one): where its sequence starts, a trigger first in an event's
+    /// file, a loop file's RETIRED claim.
+    fn first_frame(&mut self, off: u64, h: &FrameHeader) {
+        self.r.first_seq = Some(h.seq);
+        self.r.opens_with_trigger = h.kind == FrameKind::Trigger;
+        if self.header.index == 0 && h.kind != FrameKind::Trigger {
+            // A recording starts at sequence 0.
+            self.exp = Some(0);
+        }
+        let idx = self.header.index;
+        if self.header.is_loop() && idx > 0 && h.kind != FrameKind::Retired {
+            self.r.corrupt(
+                off,
+                format!("file {idx} of a loop recording does not open with its RETIRED frame"),
+            );
+        }
+    }
+
+    /// The layout frame: exactly the first frame of a file whose header
+    /// says it has one ([`FLAG_LAYOUT`]), its text a layout this rtrec
+    /// reads. Whether every file of the recording carries the same one is
+    /// the recording's check.
+    fn layout(&mut self, f: &Frame) {
+        let off = f.off;
+        if off != HEADER_LEN as u64 || self.header.flags & FLAG_LAYOUT == 0 {
+            return self.r.corrupt(
+                off,
+                format!("a layout frame at offset {off}: only the first frame of a file whose header says it has a layout can be one"),
+            );
+        }
+        let text = std::str::from_utf8(&f.payload).ok();
+        match text.map(|t| (t, Layout::parse_stored(t))) {
+            Some((t, Ok(_))) => self.r.layout = Some(t.to_string()),
+            Some((_, Err(why))) => self.r.corrupt(
+                off,
+                format!("the layout frame at offset {off} holds no layout this rtrec reads: {why}"),
+            ),
+            None => self.r.corrupt(
+                off,
+                format!("the layout frame at offset {off} is not UTF-8"),
+            ),
         }
     }
 

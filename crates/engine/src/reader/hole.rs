@@ -198,7 +198,10 @@ impl After {
                             self.next(l.first_seq.saturating_add(l.count));
                         }
                     }
-                    FrameKind::Trigger | FrameKind::End | FrameKind::Retired => {}
+                    FrameKind::Trigger
+                    | FrameKind::End
+                    | FrameKind::Retired
+                    | FrameKind::Layout => {}
                 }
             }
             Step::Damage { end, .. } => self.reach = self.reach.max(*end),

@@ -344,6 +344,8 @@ struct Before {
     stored: Option<EndPayload>,
     /// A loop recording: its claim of what was retired before it.
     claim: Option<RetiredPayload>,
+    /// Its layout (format version 6), `None` without one.
+    layout: Option<String>,
 }
 
 impl Before {
@@ -353,6 +355,7 @@ impl Before {
             next_seq: p.next_seq,
             stored: p.stored.clone(),
             claim: p.retired_claim,
+            layout: p.layout.clone(),
         }
     }
 }
@@ -368,6 +371,7 @@ fn check_next(p: &Before, r: &mut FileReport, last: bool) {
         );
         return;
     }
+    same_layout(p, r);
     if idx != p.index + 1 {
         return missing_files(p, r, idx);
     }
@@ -393,6 +397,29 @@ fn check_next(p: &Before, r: &mut FileReport, last: bool) {
     continues_sequence(p, r);
     continues_counters(p, r);
     claims_grow(p, r);
+}
+
+/// `r` carries the layout `p` does (format version 6): a recording has
+/// one layout, and a file whose layout differs, or that has none beside
+/// one that has, is damage (never read by the other's layout).
+fn same_layout(p: &Before, r: &mut FileReport) {
+    // A file that holds no frame (opened when a crash came) has nothing
+    // to read by any layout.
+    let empty = r.layout.is_none() && r.valid_len <= crate::format::HEADER_LEN as u64;
+    if p.layout != r.layout && !empty {
+        let say = |l: &Option<String>| {
+            l.as_ref()
+                .map_or("no layout".into(), |t| format!("the layout '{t}'"))
+        };
+        r.corrupt(
+            0,
+            format!(
+                "the file carries {}, the file before it {}: a recording has one layout",
+                say(&r.layout),
+                say(&p.layout)
+            ),
+        );
+    }
 }
 
 /// A loop recording: `r`'s claim of what was retired covers at least
@@ -646,6 +673,32 @@ mod tests {
         v.pop();
         check_continuity_in(&mut v, Scope::Between);
         assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[1].notes);
+    }
+
+    #[test]
+    fn a_file_whose_layout_differs_from_the_file_before_is_corrupt() {
+        let stored = || Some("t:u32,x:f32,y:f32".to_string());
+        for other in [Some("t:u32,x:f32,_:pad4".to_string()), None, stored()] {
+            let mut v = kept();
+            for r in &mut v {
+                (r.layout, r.valid_len) = (stored(), 1000);
+            }
+            v[1].layout = other.clone();
+            check_continuity(&mut v);
+            assert!(v[0].is_clean(), "{:?}", v[0].notes);
+            if other == stored() {
+                assert!(v.iter().all(|r| r.is_clean()), "{:?}", v[1].notes);
+                continue;
+            }
+            assert_eq!(v[1].status, FileStatus::Corrupt, "{:?}", v[1].notes);
+            assert!(
+                v[1].notes
+                    .iter()
+                    .any(|n| n.contains("a recording has one layout")),
+                "{:?}",
+                v[1].notes
+            );
+        }
     }
 
     #[test]

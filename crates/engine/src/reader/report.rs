@@ -210,6 +210,10 @@ pub struct FileReport {
     /// retired: which (set by the recording's check).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retired: Option<Retired>,
+    /// The recording's layout, from the file's layout frame (format
+    /// version 6, header flag `LAYOUT`): its canonical text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
     /// Flight-recorder triggers in the file.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<TriggerPayload>,
@@ -276,6 +280,7 @@ impl FileReport {
             loop_recording: false,
             retired_claim: None,
             retired: None,
+            layout: None,
             triggers: Vec::new(),
             valid_len: 0,
             frame_bytes: 0,

@@ -29,7 +29,7 @@ use super::hole::{cut_crash_hole, tail_at, Cut, Tail};
 
 /// What the files before the closed one said: the end frame counters of
 /// the file before it (absolute: they count the whole recording so far).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Before {
     pub(super) records: u64,
     pub(super) bytes: u64,
@@ -39,6 +39,8 @@ pub(super) struct Before {
     /// A loop recording: the file before's RETIRED claim (what was
     /// retired before it began; none for the recording's first file).
     pub(super) claim: Option<RetiredPayload>,
+    /// The file before's layout (format version 6), if it had one.
+    pub(super) layout: Option<String>,
 }
 
 /// One file `rtrec recover` closed, or finished closing.
@@ -135,6 +137,7 @@ pub(super) fn close_file(r: &FileReport, before: Before, give_back: bool) -> io:
         ..EndPayload::default()
     };
     let seq = r.next_seq.unwrap_or(before.next_seq);
+    let (tail, at) = layout_if_missing(&f, &header, r, (tail, at), seq, &before.layout)?;
     let (tail, at) = claim_if_missing(&f, &header, r, tail, at, seq, before.claim)?;
     let end_at = append_end(&f, &header, &tail, at, seq, &end)?;
     let (given_back_bytes, kept_tail_bytes) = finish(&f, &header, end_at, size, give_back)?;
@@ -231,11 +234,12 @@ fn claim_if_missing(
     seq: u64,
     before: Option<RetiredPayload>,
 ) -> io::Result<(Tail, u64)> {
+    // Nothing in the file but, with a layout, its layout frame.
     let missing = header.flags & FLAG_LOOP != 0
         && header.index > 0
         && r.retired_claim.is_none()
         && !r.opens_with_trigger
-        && at == HEADER_LEN as u64;
+        && r.first_seq.is_none();
     if !missing {
         return Ok((tail, at));
     }
@@ -248,6 +252,35 @@ fn claim_if_missing(
         seq,
         &before.unwrap_or_default().encode(),
     )
+}
+
+/// A file whose header says it opens with the recording's layout
+/// (format version 6) and that was interrupted before its layout frame
+/// was written gets it first, from the file before (`layout`), so the
+/// closed file reads as its recording's. The recording's first file has
+/// no file before it: it is left as it is, and verify says so.
+fn layout_if_missing(
+    f: &File,
+    header: &FileHeader,
+    r: &FileReport,
+    (tail, at): (Tail, u64),
+    seq: u64,
+    layout: &Option<String>,
+) -> io::Result<(Tail, u64)> {
+    match layout {
+        Some(text) if header.has_layout() && r.layout.is_none() && at == HEADER_LEN as u64 => {
+            append_frame(
+                f,
+                header,
+                &tail,
+                at,
+                FrameKind::Layout,
+                seq,
+                text.as_bytes(),
+            )
+        }
+        _ => Ok((tail, at)),
+    }
 }
 
 /// Writes one frame of `kind` (next sequence `seq`, `payload`) at `at`,

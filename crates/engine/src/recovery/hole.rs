@@ -153,7 +153,9 @@ pub(super) fn tail_at(f: &File, header: &FileHeader, at: u64) -> io::Result<Opti
                 LossPayload::decode(&fr.payload).map_or(h.seq, |l| l.first_seq + l.count),
                 0,
             ),
-            FrameKind::Trigger | FrameKind::End | FrameKind::Retired => (h.seq, 0),
+            FrameKind::Trigger | FrameKind::End | FrameKind::Retired | FrameKind::Layout => {
+                (h.seq, 0)
+            }
         };
         tail.last_ts = tail.last_ts.max(h.ts_ns.saturating_add(span));
         if fr.end() <= mark {

@@ -532,5 +532,6 @@ fn before(p: &FileReport) -> Before {
         dropped: e.map_or(p.lost_records, |e| e.records_dropped),
         next_seq: p.next_seq.unwrap_or(0),
         claim: p.retired_claim,
+        layout: p.layout.clone(),
     }
 }

@@ -412,7 +412,10 @@ fn is_empty(f: &Found) -> bool {
     }
     let mut only_end = true;
     let (_, end) = crate::reader::walk_frames(&bytes, &f.header, |_, h, _| {
-        only_end &= matches!(h.kind, FrameKind::End | FrameKind::Retired);
+        only_end &= matches!(
+            h.kind,
+            FrameKind::End | FrameKind::Retired | FrameKind::Layout
+        );
     });
     only_end && end == crate::reader::WalkEnd::EndFrame
 }

@@ -271,7 +271,27 @@ impl Writer {
             .flusher
             .switch(f.file.clone(), dirs, self.next_seq, mark);
         self.cur = Some(f);
+        // A failure is the recording's, kept by `fail` like a failed
+        // record's: the file takes the closing frames after it.
+        let _ = self.put_layout();
         r.map_err(|e| Error::io("syncing", self.files.dir(), e))
+    }
+
+    /// Writes the recording's layout ([`Config::layout`]) as the first
+    /// frame of the file just installed (format version 6: every file of
+    /// the recording opens with it, so no file depends on another for
+    /// it), when it has one. On the writer's thread at a file's open,
+    /// never in `record()`.
+    fn put_layout(&mut self) -> Step {
+        // Taken and put back: the frame is written from the configuration
+        // without a copy.
+        let Some(text) = self.cfg.layout.take() else {
+            return Ok(());
+        };
+        let (seq, now) = (self.next_seq, sys::monotonic_ns());
+        let r = self.put(FrameKind::Layout, seq, now, text.as_bytes());
+        self.cfg.layout = Some(text);
+        r
     }
 
     /// Flight recorder: opens the first file of event `event`, whose records

@@ -1,0 +1,344 @@
+//! The record layout grammar: the names and types of a fixed-size binary
+//! record's fields, as `rtrec record --layout` stores it with a recording
+//! (docs/format.md, "The layout frame") and `rtrec export --layout` reads
+//! it. This module owns parsing, the canonical text a recording stores and
+//! the size; decoding a record into values is the export's.
+//!
+//! Two spellings of one thing:
+//! - **Named**: `t:u32,x:f32,y:f32` — `NAME:TYPE` pairs, comma-separated,
+//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64` and `pad` N
+//!   bytes as `_:pad4`; little-endian unless the whole layout starts with
+//!   `>` (big-endian) or `<` (little, explicit).
+//! - **Python's `struct` notation**: `<Iff` (no colon): the byte-order
+//!   prefixes `<`, `>`, `!`, `=` (standard sizes, no alignment: `@` and
+//!   native alignment are refused), the codes `b B h H i I l L q Q f d`
+//!   and `x` for a pad byte, with repeat counts (`3f`); the fields are
+//!   named `f0`, `f1`, ….
+//!
+//! Design choice: the engine holds the grammar (not the export) so that
+//! the record-only build, `rtrec record` and the C API check a layout at
+//! the start and store one canonical text ([`Layout::canonical`]), which
+//! every reader parses back the same way.
+
+use std::fmt;
+
+/// A field's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Unsigned integer of N bytes (1, 2, 4, 8).
+    U(usize),
+    /// Signed integer of N bytes.
+    I(usize),
+    /// IEEE float of N bytes (4, 8).
+    F(usize),
+    /// N bytes skipped.
+    Pad(usize),
+}
+
+impl fmt::Display for Kind {
+    /// The type's name in the named spelling (`u32`, `f64`, `pad4`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Kind::U(n) => write!(f, "u{}", 8 * n),
+            Kind::I(n) => write!(f, "i{}", 8 * n),
+            Kind::F(n) => write!(f, "f{}", 8 * n),
+            Kind::Pad(n) => write!(f, "pad{n}"),
+        }
+    }
+}
+
+impl Kind {
+    /// Bytes the field takes.
+    pub fn size(self) -> usize {
+        match self {
+            Kind::U(n) | Kind::I(n) | Kind::F(n) | Kind::Pad(n) => n,
+        }
+    }
+}
+
+/// One named field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// Its column name.
+    pub name: String,
+    /// Its type.
+    pub kind: Kind,
+}
+
+/// A parsed layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The fields in order, pads included (they have no column).
+    pub fields: Vec<Field>,
+    /// Big-endian.
+    pub big_endian: bool,
+    /// The layout as the user wrote it (for messages).
+    pub spec: String,
+}
+
+/// The longest canonical layout text a recording stores (its layout frame
+/// is a marker frame: at most
+/// [`MAX_MARKER_PAYLOAD`](crate::format::MAX_MARKER_PAYLOAD) bytes).
+pub const MAX_LAYOUT_LEN: usize = 4096;
+
+impl Layout {
+    /// Parses either spelling (see the module docs).
+    ///
+    /// # Errors
+    ///
+    /// One sentence naming what is wrong.
+    pub fn parse(spec: &str) -> Result<Layout, String> {
+        let s = spec.trim();
+        let (big_endian, body) = match s.as_bytes().first() {
+            Some(b'>' | b'!') => (true, &s[1..]),
+            Some(b'<' | b'=') => (false, &s[1..]),
+            Some(b'@') => {
+                return Err(format!(
+                    "layout '{spec}': '@' means native alignment, which rtrec does not model; use '<' or '>'"
+                ))
+            }
+            _ => (false, s),
+        };
+        let fields = if body.contains(':') {
+            named(body, spec)?
+        } else {
+            struct_codes(body, spec)?
+        };
+        if fields.iter().all(|f| matches!(f.kind, Kind::Pad(_))) {
+            return Err(format!("layout '{spec}' has no field"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(f) = fields
+            .iter()
+            .filter(|f| !matches!(f.kind, Kind::Pad(_)))
+            .find(|f| !seen.insert(f.name.as_str()))
+        {
+            return Err(format!(
+                "layout '{spec}' names the field '{}' twice",
+                f.name
+            ));
+        }
+        Ok(Layout {
+            fields,
+            big_endian,
+            spec: spec.to_string(),
+        })
+    }
+
+    /// The canonical text of the layout, which a recording stores (its
+    /// layout frame) and readers parse back to the same fields: the named
+    /// spelling, `>` first when big-endian, pads as `_:padN`
+    /// (`<Iff` is `f0:u32,f1:f32,f2:f32`). Two layouts are the same when
+    /// their canonical texts are.
+    pub fn canonical(&self) -> String {
+        let fields: Vec<String> = self
+            .fields
+            .iter()
+            .map(|f| {
+                let name = if f.name.is_empty() { "_" } else { &f.name };
+                format!("{name}:{}", f.kind)
+            })
+            .collect();
+        let order = if self.big_endian { ">" } else { "" };
+        format!("{order}{}", fields.join(","))
+    }
+
+    /// Parses the layout a recording stores ([`Layout::canonical`]'s
+    /// text), refusing one longer than [`MAX_LAYOUT_LEN`].
+    ///
+    /// # Errors
+    ///
+    /// One sentence naming what is wrong.
+    pub fn parse_stored(spec: &str) -> Result<Layout, String> {
+        let l = Layout::parse(spec)?;
+        if l.canonical().len() > MAX_LAYOUT_LEN {
+            return Err(format!(
+                "layout '{spec}' is longer than {MAX_LAYOUT_LEN} bytes once written out"
+            ));
+        }
+        Ok(l)
+    }
+
+    /// Bytes a record must have.
+    pub fn size(&self) -> usize {
+        self.fields.iter().map(|f| f.kind.size()).sum()
+    }
+
+    /// The fields that have a column (pads left out).
+    pub fn columns(&self) -> impl Iterator<Item = &Field> {
+        self.fields
+            .iter()
+            .filter(|f| !matches!(f.kind, Kind::Pad(_)))
+    }
+
+    /// Whether `record` is the layout's size.
+    ///
+    /// # Errors
+    ///
+    /// The sentence for a record that is not (`is 10 bytes, but the layout
+    /// '<Iff' is 12 bytes`).
+    pub fn fits(&self, record: &[u8]) -> Result<(), String> {
+        if record.len() == self.size() {
+            return Ok(());
+        }
+        Err(format!(
+            "is {} bytes, but the layout '{}' is {} bytes",
+            record.len(),
+            self.spec,
+            self.size()
+        ))
+    }
+}
+
+/// `NAME:TYPE,…`.
+fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
+    body.split(',')
+        .map(|part| {
+            let (name, ty) = part.trim().split_once(':').ok_or_else(|| {
+                format!("layout '{spec}': '{part}' is not NAME:TYPE (for example t:u32,x:f32)")
+            })?;
+            let name = name.trim();
+            let valid = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(format!(
+                    "layout '{spec}': the field name '{name}' is not letters, digits and '_'"
+                ));
+            }
+            let kind = match ty.trim() {
+                "u8" => Kind::U(1),
+                "u16" => Kind::U(2),
+                "u32" => Kind::U(4),
+                "u64" => Kind::U(8),
+                "i8" => Kind::I(1),
+                "i16" => Kind::I(2),
+                "i32" => Kind::I(4),
+                "i64" => Kind::I(8),
+                "f32" => Kind::F(4),
+                "f64" => Kind::F(8),
+                t => match t.strip_prefix("pad").and_then(|n| n.parse::<usize>().ok()) {
+                    Some(n) if n > 0 => Kind::Pad(n),
+                    _ => return Err(format!(
+                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64, or padN)"
+                    )),
+                },
+            };
+            Ok(Field {
+                name: name.to_string(),
+                kind,
+            })
+        })
+        .collect()
+}
+
+/// Python `struct` codes with repeat counts.
+fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
+    let mut fields = Vec::new();
+    let mut count = String::new();
+    for c in body.chars().filter(|c| !c.is_whitespace()) {
+        if c.is_ascii_digit() {
+            count.push(c);
+            continue;
+        }
+        let n: usize = if count.is_empty() {
+            1
+        } else {
+            // Bounded: a count makes as many fields.
+            count
+                .parse()
+                .ok()
+                .filter(|&n| n <= MAX_LAYOUT_LEN)
+                .ok_or_else(|| format!("layout '{spec}': the count '{count}' is too large"))?
+        };
+        count.clear();
+        let kind = match c {
+            'x' => {
+                fields.push(Field {
+                    name: String::new(),
+                    kind: Kind::Pad(n),
+                });
+                continue;
+            }
+            'b' => Kind::I(1),
+            'B' => Kind::U(1),
+            'h' => Kind::I(2),
+            'H' => Kind::U(2),
+            'i' | 'l' => Kind::I(4),
+            'I' | 'L' => Kind::U(4),
+            'q' => Kind::I(8),
+            'Q' => Kind::U(8),
+            'f' => Kind::F(4),
+            'd' => Kind::F(8),
+            c => {
+                return Err(format!(
+                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q f d x)"
+                ))
+            }
+        };
+        for _ in 0..n {
+            let name = format!(
+                "f{}",
+                fields
+                    .iter()
+                    .filter(|f| !matches!(f.kind, Kind::Pad(_)))
+                    .count()
+            );
+            fields.push(Field { name, kind });
+        }
+    }
+    if !count.is_empty() {
+        return Err(format!("layout '{spec}' ends in a count without a code"));
+    }
+    Ok(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_spellings_have_one_canonical_text_that_parses_back_the_same() {
+        let (named, code) = (
+            Layout::parse("t:u32,x:f32,y:f32").unwrap(),
+            Layout::parse("<Iff").unwrap(),
+        );
+        assert_eq!(
+            (named.canonical().as_str(), code.canonical().as_str()),
+            ("t:u32,x:f32,y:f32", "f0:u32,f1:f32,f2:f32")
+        );
+        let be = Layout::parse("!2hx2B").unwrap();
+        assert_eq!(be.canonical(), ">f0:i16,f1:i16,_:pad1,f2:u8,f3:u8");
+        for l in [named, code, be] {
+            let back = Layout::parse_stored(&l.canonical()).unwrap();
+            assert_eq!(back.canonical(), l.canonical());
+            assert_eq!(back.size(), l.size());
+        }
+    }
+
+    #[test]
+    fn a_wrong_layout_is_one_sentence() {
+        for (bad, says) in [
+            ("t:u33", "is not a type"),
+            ("t", "not a struct code"),
+            ("", "no field"),
+            ("@I", "native alignment"),
+            ("Iz", "not a struct code"),
+            ("a:u8,a:u8", "twice"),
+            ("a b:u8", "not letters"),
+            ("I3", "count without a code"),
+            ("_:pad4", "no field"),
+        ] {
+            let e = Layout::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let l = Layout::parse("t:u32").unwrap();
+        let e = l.fits(&[1, 2, 3]).unwrap_err();
+        assert_eq!(e, "is 3 bytes, but the layout 't:u32' is 4 bytes");
+        let long = format!("a:u8,{}", vec!["_:pad1"; 700].join(","));
+        assert!(Layout::parse_stored(&long)
+            .unwrap_err()
+            .contains("longer than 4096"));
+    }
+}
