@@ -37,10 +37,13 @@ fn allocates_nothing(io: Io) {
     if !rtrec_host::features::require_io(test, io.name(), dir.path()) {
         return;
     }
+    // With a stored layout (16 KiB records): the size check and the
+    // misfit count (the 20,000-byte records) are on the hot path too.
     let cfg = Config {
         ring_bytes: 256 * 1024,
         max_record: 16384,
         io,
+        layout: Some("t:u64,_:pad16376".into()),
         ..Config::default()
     };
     let mut rec = Recorder::create(dir.path(), cfg).unwrap();
@@ -61,6 +64,7 @@ fn allocates_nothing(io: Io) {
     assert_eq!(during, 0, "{io}: record() allocated {during} times");
     assert!(dropped >= 5, "the test must also exercise the drop path");
     assert_eq!(s.records_dropped, dropped);
+    assert_eq!(s.layout_misfits, 5, "{io}: the 20,000-byte records");
 }
 
 /// BPF program: kill the process on every system call.
@@ -87,6 +91,8 @@ fn child(control: bool, block: bool) -> ! {
         max_record: 16384,
         on_full: if block { OnFull::Block } else { OnFull::Drop },
         io,
+        // A stored layout: its size check runs in every record() too.
+        layout: Some("t:u64,_:pad16376".into()),
         ..Config::default()
     };
     let rec = Recorder::create(dir.path(), cfg).unwrap();
