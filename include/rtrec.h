@@ -16,7 +16,7 @@
  * functions only, no inline functions and no function-like macros, so
  * everything a program calls is a symbol of the library (versioned
  * in librtrec.so, built or installed, by the node of the version that
- * added it: RTREC_0.2, RTREC_0.3; see crates/ffi/rtrec.map).
+ * added it: RTREC_0.2, RTREC_0.3, RTREC_0.4; see crates/ffi/rtrec.map).
  *
  * Handles: rtrec_recorder and rtrec_timer pointers are handles, not
  * addresses. A handle that was finished, aborted or destroyed, or is of the
@@ -89,7 +89,7 @@
 /**
  * Minor version of this header.
  */
-#define RTREC_VERSION_MINOR 3
+#define RTREC_VERSION_MINOR 4
 
 /**
  * Patch version of this header.
@@ -537,6 +537,18 @@ typedef struct rtrec_config {
      * ones are retired when a new event starts). 0: all.
      */
     uint32_t keep_events;
+    /**
+     * The records' layout (struct version 8, library 0.4), a C string in
+     * `rtrec export --layout`'s grammar (`"t:u32,x:f32,y:f32"`, or
+     * Python struct notation `"<Iff"`; docs/export.md): stored with the
+     * recording, so that `rtrec export`, `rtrec info` and the Python
+     * package decode its records without being told again
+     * (docs/format.md, "The layout frame"). A record of another size is
+     * still recorded, and counted. NULL: none (the files stay as a
+     * recording without a layout). Read once, when the recorder is
+     * created; `rtrec_layout_size()` checks a spec first.
+     */
+    const char *layout;
 } rtrec_config;
 
 /**
@@ -889,6 +901,20 @@ typedef struct rtrec_recover_report {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * The size in bytes of a record of layout `spec` (`rtrec_config.layout`'s
+ * grammar), so that a program can check a layout, and size its records
+ * by it, before it creates a recorder (library 0.4).
+ *
+ * Returns the size (at least 1), or `-EINVAL` (`spec` is NULL, not
+ * UTF-8, or not a layout: `rtrec_last_error()` says why).
+ *
+ * # Safety
+ *
+ * `spec` is NULL or a valid C string.
+ */
+int rtrec_layout_size(const char *spec);
 
 /**
  * Fills `*cfg` with the engine's defaults: ring mode, the default

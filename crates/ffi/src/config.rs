@@ -414,6 +414,16 @@ pub struct rtrec_config {
     /// Flight recorder: keep the newest this many event recordings (older
     /// ones are retired when a new event starts). 0: all.
     pub keep_events: u32,
+    /// The records' layout (struct version 8, library 0.4), a C string in
+    /// `rtrec export --layout`'s grammar (`"t:u32,x:f32,y:f32"`, or
+    /// Python struct notation `"<Iff"`; docs/export.md): stored with the
+    /// recording, so that `rtrec export`, `rtrec info` and the Python
+    /// package decode its records without being told again
+    /// (docs/format.md, "The layout frame"). A record of another size is
+    /// still recorded, and counted. NULL: none (the files stay as a
+    /// recording without a layout). Read once, when the recorder is
+    /// created; `rtrec_layout_size()` checks a spec first.
+    pub layout: *const c_char,
 }
 
 // SAFETY: repr(C), `size_t struct_size` first, only integers and a raw
@@ -428,7 +438,9 @@ unsafe impl Extensible for rtrec_config {
     ///
     /// Version 7 (208 bytes) added the retention fields (`keep_bytes` ..
     /// `keep_events`); a version 6 caller gets none (0: no limit).
-    const SIZES: &'static [usize] = &[184, size_of::<rtrec_config>()];
+    /// Version 8 (216 bytes, library 0.4) added `layout`; an older caller
+    /// gets none.
+    const SIZES: &'static [usize] = &[184, 208, size_of::<rtrec_config>()];
 }
 
 /// A C flag (`0` or `1`) as a bool; `-EINVAL` for any other value (kept
@@ -543,6 +555,8 @@ impl rtrec_config {
             keep_for_ns: c.retention.keep_for_ns,
             keep_files: c.retention.keep_files,
             keep_events: c.retention.keep_events,
+            // A pointer the caller owns: the defaults have none.
+            layout: std::ptr::null(),
         })
     }
 
@@ -590,6 +604,8 @@ impl rtrec_config {
         let writer_priority = self.writer_priority()?;
         // SAFETY: forwarded from the caller.
         let prefix = unsafe { self.prefix() }?;
+        // SAFETY: forwarded from the caller.
+        let layout = unsafe { self.layout() }?;
         self.check_reserved_and_pin()?;
         let pool = self.pool()?;
         let flight = self.flight()?;
@@ -639,8 +655,24 @@ impl rtrec_config {
                 // covers its own loop recordings only.
                 ..Retention::default()
             },
+            layout,
             ..d
         })
+    }
+
+    /// `layout`: NULL is none; else a spec that parses, stored in its
+    /// canonical form (what the files carry is what was checked).
+    ///
+    /// # Safety
+    ///
+    /// `layout` is NULL or a valid C string.
+    unsafe fn layout(&self) -> Result<Option<String>, Fail> {
+        if self.layout.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: non-NULL, and a C string by the caller's contract.
+        let spec = unsafe { CStr::from_ptr(self.layout) };
+        layout_of(spec).map(|l| Some(l.canonical()))
     }
 
     /// `writer_priority`: 0 is none, else SCHED_FIFO 1-99.
@@ -752,6 +784,39 @@ impl rtrec_config {
         // SAFETY: forwarded from the caller.
         unsafe { read_struct(p, defaults)?.engine_config() }
     }
+}
+
+/// `spec` parsed by the engine's layout grammar, or `-EINVAL` with its
+/// sentence (prefixed by the field's name).
+fn layout_of(spec: &CStr) -> Result<rtrec_engine::layout::Layout, Fail> {
+    let spec = spec
+        .to_str()
+        .map_err(|_| Fail::inval("rtrec_config.layout is not valid UTF-8"))?;
+    rtrec_engine::layout::Layout::parse(spec)
+        .map_err(|e| Fail::inval(format!("rtrec_config.layout: {e}")))
+}
+
+/// The size in bytes of a record of layout `spec` (`rtrec_config.layout`'s
+/// grammar), so that a program can check a layout, and size its records
+/// by it, before it creates a recorder (library 0.4).
+///
+/// Returns the size (at least 1), or `-EINVAL` (`spec` is NULL, not
+/// UTF-8, or not a layout: `rtrec_last_error()` says why).
+///
+/// # Safety
+///
+/// `spec` is NULL or a valid C string.
+#[no_mangle]
+pub unsafe extern "C" fn rtrec_layout_size(spec: *const c_char) -> c_int {
+    guard(|| {
+        if spec.is_null() {
+            return Err(Fail::inval("layout spec is NULL"));
+        }
+        // SAFETY: non-NULL, and a C string by the caller's contract.
+        let l = layout_of(unsafe { CStr::from_ptr(spec) })?;
+        c_int::try_from(l.size())
+            .map_err(|_| Fail::inval("the layout's record is larger than 2 GiB"))
+    })
 }
 
 /// Fills `*cfg` with the engine's defaults: ring mode, the default
@@ -877,12 +942,32 @@ mod tests {
         // Version 6: the size of version 5 (176) plus `pin` and
         // `reserved2`; version 7: the retention fields. No tail padding.
         assert_eq!(offset_of!(rtrec_config, reserved2) + size_of::<u32>(), 184);
-        assert_eq!(size_of::<rtrec_config>(), 208);
         assert_eq!(
             offset_of!(rtrec_config, keep_events) + size_of::<u32>(),
+            208
+        );
+        // Version 8: `layout`.
+        assert_eq!(size_of::<rtrec_config>(), 216);
+        assert_eq!(
+            offset_of!(rtrec_config, layout) + size_of::<*const c_char>(),
             size_of::<rtrec_config>()
         );
-        for size in [0, 8, 88, 89, 136, 176, 183, 185, 207, 209, 2000, usize::MAX] {
+        for size in [
+            0,
+            8,
+            88,
+            89,
+            136,
+            176,
+            183,
+            185,
+            207,
+            209,
+            215,
+            217,
+            2000,
+            usize::MAX,
+        ] {
             let mut c = init();
             c.struct_size = size;
             assert_eq!(

@@ -61,8 +61,8 @@ pub mod summary;
 pub mod timer;
 
 pub use config::{
-    rtrec_alloc, rtrec_config, rtrec_config_init, rtrec_flush, rtrec_framing, rtrec_mode,
-    rtrec_pool_empty,
+    rtrec_alloc, rtrec_config, rtrec_config_init, rtrec_flush, rtrec_framing, rtrec_layout_size,
+    rtrec_mode, rtrec_pool_empty,
 };
 pub use error::rtrec_last_error;
 pub use log::{rtrec_log_fn, rtrec_log_level, rtrec_set_log, rtrec_version};

@@ -19,7 +19,7 @@ use crate::error::guard;
 /// 1.0, a new minor may too: see "Versions" in docs/c-api.md).
 pub const RTREC_VERSION_MAJOR: u32 = 0;
 /// Minor version of this header.
-pub const RTREC_VERSION_MINOR: u32 = 3;
+pub const RTREC_VERSION_MINOR: u32 = 4;
 /// Patch version of this header.
 pub const RTREC_VERSION_PATCH: u32 = 0;
 

@@ -69,10 +69,20 @@ fn run_misuse(mut cmd: Command) {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "ok\n", "{}", show(&o));
     assert!(o.stderr.is_empty(), "{}", show(&o));
     // Every recording it left is complete or (destroyed) aborted; the
-    // failed creates left none: one file for each of its 8 recordings.
+    // failed creates left none: one file for each of its 9 recordings,
+    // the last with the layout it gave, in its canonical form.
     use rtrec_engine::reader::{recording_files, verify_file, FileStatus};
     let files = recording_files(dir.path()).unwrap();
-    assert_eq!(files.len(), 8, "{files:?}");
+    assert_eq!(files.len(), 9, "{files:?}");
+    let layouts: Vec<Option<String>> = files
+        .iter()
+        .map(|f| verify_file(f).unwrap().layout)
+        .collect();
+    assert_eq!(
+        layouts.iter().flatten().collect::<Vec<_>>(),
+        ["f0:u32,f1:f32,f2:f32"],
+        "{layouts:?}"
+    );
     for f in files {
         let r = verify_file(&f).unwrap();
         assert!(

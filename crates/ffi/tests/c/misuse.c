@@ -218,6 +218,29 @@ int main(int argc, char **argv)
     CHECK(z.filled == 1 && z.warnings == 0 && z.pool_taken + z.pool_fallbacks == 1);
     free(z.file_names);
 
+    /* A layout (struct version 8, library 0.4): rtrec_layout_size()
+     * checks a spec; the recorder stores it in its canonical form, and a
+     * record of another size is still recorded. */
+    CHECK(rtrec_layout_size("t:u32,x:f32,y:f32") == 12);
+    CHECK(rtrec_layout_size("<Iff") == 12);
+    CHECK(rtrec_layout_size("t:u33") == -EINVAL && strstr(rtrec_last_error(), "u33") != NULL);
+    CHECK(rtrec_layout_size(NULL) == -EINVAL);
+    rtrec_config laid = small();
+    laid.layout = "t:u33";
+    int files_before = visible_entries(dir);
+    CHECK(rtrec_recorder_create(dir, &laid, &rec) == -EINVAL);
+    CHECK(strstr(rtrec_last_error(), "rtrec_config.layout") != NULL);
+    CHECK(visible_entries(dir) == files_before);
+    laid.layout = "<Iff";
+    CHECK(rtrec_recorder_create(dir, &laid, &rec) == 0);
+    unsigned char r12[12] = { 0 };
+    CHECK(rtrec_recorder_record(rec, r12, sizeof r12) == 0);
+    CHECK(rtrec_recorder_record(rec, r12, 8) == 0);
+    rtrec_summary l = { .struct_size = sizeof l };
+    CHECK(rtrec_recorder_finish(rec, &l) == 0);
+    CHECK(l.records_written == 2 && l.records_dropped == 0);
+    free(l.file_names);
+
     if (failures == 0)
         printf("ok\n");
     return failures != 0;
