@@ -836,6 +836,12 @@ typedef struct rtrec_summary {
      * written in the end, or its failure is the recording's error.
      */
     uint64_t io_resubmitted;
+    /**
+     * Records whose size was not the stored layout's (version 5,
+     * library 0.4; `rtrec_config.layout`): recorded as they came, and
+     * counted here. 0 without a layout.
+     */
+    uint64_t layout_misfits;
 } rtrec_summary;
 
 /**

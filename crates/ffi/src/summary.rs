@@ -172,6 +172,10 @@ pub struct rtrec_summary {
     /// worker thread started) and the library submitted again; each was
     /// written in the end, or its failure is the recording's error.
     pub io_resubmitted: u64,
+    /// Records whose size was not the stored layout's (version 5,
+    /// library 0.4; `rtrec_config.layout`): recorded as they came, and
+    /// counted here. 0 without a layout.
+    pub layout_misfits: u64,
 }
 
 impl Default for rtrec_summary {
@@ -196,12 +200,14 @@ const SUMMARY_SIZE_VER1: usize =
 const SUMMARY_SIZE_VER2: usize = offset_of!(rtrec_summary, durable_seq) + size_of::<u64>();
 /// Size of version 3 (`filled`, `warnings`, `file_names`).
 const SUMMARY_SIZE_VER3: usize = offset_of!(rtrec_summary, file_names_len) + size_of::<usize>();
+/// Size of version 4 (the retired counts, `io_resubmitted`).
+const SUMMARY_SIZE_VER4: usize = offset_of!(rtrec_summary, io_resubmitted) + size_of::<u64>();
 
 // SAFETY: repr(C), `size_t struct_size` first, integers and one raw
 // pointer; sizes ascending, the last ours.
 unsafe impl Extensible for rtrec_summary {
     const NAME: &'static str = "rtrec_summary";
-    /// Versions 0..4: 280, 344, 360, 384 and 432 bytes on LP64. A
+    /// Versions 0..5: 280, 344, 360, 384, 432 and 440 bytes on LP64. A
     /// program compiled against an older one gets its fields only (the
     /// fields are unchanged; they were only appended to).
     const SIZES: &'static [usize] = &[
@@ -209,6 +215,7 @@ unsafe impl Extensible for rtrec_summary {
         SUMMARY_SIZE_VER1,
         SUMMARY_SIZE_VER2,
         SUMMARY_SIZE_VER3,
+        SUMMARY_SIZE_VER4,
         size_of::<rtrec_summary>(),
     ];
 }
@@ -254,6 +261,7 @@ impl From<&Summary> for rtrec_summary {
             retired_earlier_bytes: s.retired_earlier_bytes,
             retired_events: s.retired_events,
             io_resubmitted: s.io_resubmitted,
+            layout_misfits: s.layout_misfits,
         }
     }
 }
@@ -369,12 +377,12 @@ mod tests {
     fn every_version_of_the_summary_is_free_of_padding() {
         assert_eq!(
             rtrec_summary::SIZES,
-            &[280, 344, 360, 384, 432],
+            &[280, 344, 360, 384, 432, 440],
             "published sizes never change"
         );
         assert_eq!(
             size_of::<rtrec_summary>(),
-            offset_of!(rtrec_summary, io_resubmitted) + size_of::<u64>()
+            offset_of!(rtrec_summary, layout_misfits) + size_of::<u64>()
         );
     }
 

@@ -238,7 +238,7 @@ int main(int argc, char **argv)
     CHECK(rtrec_recorder_record(rec, r12, 8) == 0);
     rtrec_summary l = { .struct_size = sizeof l };
     CHECK(rtrec_recorder_finish(rec, &l) == 0);
-    CHECK(l.records_written == 2 && l.records_dropped == 0);
+    CHECK(l.records_written == 2 && l.records_dropped == 0 && l.layout_misfits == 1);
     free(l.file_names);
 
     if (failures == 0)
