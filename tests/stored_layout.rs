@@ -223,3 +223,41 @@ fn a_recording_without_a_layout_is_written_and_read_as_before() {
     let info = rtrec(&["info", tmp.path().to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&info.stdout).contains("layout       -\n"));
 }
+
+/// A power cut before a layout recording's first sync can leave its first
+/// file's header on storage without the layout frame after it (and so
+/// without any record: the frame comes first). `recover` cannot know the
+/// layout (no file before it holds one); it closes the file as one
+/// without a layout, and `verify` finds it clean (it was corrupt after
+/// recover: the header claimed a layout frame the file did not hold).
+#[test]
+fn a_first_file_cut_before_its_layout_frame_was_durable_is_recovered_clean() {
+    use rtrec_engine::format::{FileHeader, FLAG_OPEN, HEADER_LEN};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    record(&dir, &["--size", "12B", "--layout", LAYOUT], &records(50));
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "rtr"))
+        .unwrap();
+    // The state the cut leaves: the first header (OPEN, durable mark at
+    // the header's end), nothing durable after it.
+    let mut b = std::fs::read(&file).unwrap();
+    let h = FileHeader::decode(&b[..HEADER_LEN]).unwrap();
+    assert!(h.has_layout());
+    let cut = FileHeader {
+        flags: h.flags | FLAG_OPEN,
+        valid_len: HEADER_LEN as u64,
+        ..h
+    };
+    b[..HEADER_LEN].copy_from_slice(&cut.encode());
+    b[HEADER_LEN..].fill(0);
+    std::fs::write(&file, &b).unwrap();
+    let o = rtrec(&["recover", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = rtrec(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(versions(&dir), [4], "closed as a file without a layout");
+}

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use rtrec_sys as sys;
 
 use crate::format::{
-    encode_frame_header, EndPayload, FileHeader, FrameKind, Interrupted, RetiredPayload, FLAG_LOOP,
-    FLAG_OPEN, FLAG_POOLED, FRAME_HEADER_LEN, HEADER_LEN,
+    encode_frame_header, EndPayload, FileHeader, FrameKind, Interrupted, RetiredPayload,
+    FLAG_LAYOUT, FLAG_LOOP, FLAG_OPEN, FLAG_POOLED, FRAME_HEADER_LEN, HEADER_LEN,
 };
 use crate::reader::{read_header, verify_file, FileReport, FileStatus};
 
@@ -137,6 +137,7 @@ pub(super) fn close_file(r: &FileReport, before: Before, give_back: bool) -> io:
         ..EndPayload::default()
     };
     let seq = r.next_seq.unwrap_or(before.next_seq);
+    let header = lost_layout_forgotten(header, r, at, &before.layout);
     let (tail, at) = layout_if_missing(&f, &header, r, (tail, at), seq, &before.layout)?;
     let (tail, at) = claim_if_missing(&f, &header, r, tail, at, seq, before.claim)?;
     let end_at = append_end(&f, &header, &tail, at, seq, &end)?;
@@ -258,7 +259,7 @@ fn claim_if_missing(
 /// (format version 6) and that was interrupted before its layout frame
 /// was written gets it first, from the file before (`layout`), so the
 /// closed file reads as its recording's. The recording's first file has
-/// no file before it: it is left as it is, and verify says so.
+/// no file before it ([`lost_layout_forgotten`]).
 fn layout_if_missing(
     f: &File,
     header: &FileHeader,
@@ -280,6 +281,29 @@ fn layout_if_missing(
             )
         }
         _ => Ok((tail, at)),
+    }
+}
+
+/// The recording's first file, interrupted before its layout frame was on
+/// storage (a power cut before its first sync: the frame is the file's
+/// first, so none of its records was durable either), cannot get its
+/// layout back: no file before it holds it. It holds nothing to decode,
+/// so it is closed as a file without a layout (flag `LAYOUT` cleared; the
+/// header's version follows the flags) rather than left claiming a layout
+/// it does not hold, which `verify` calls corrupt after `recover`.
+fn lost_layout_forgotten(
+    header: FileHeader,
+    r: &FileReport,
+    at: u64,
+    before: &Option<String>,
+) -> FileHeader {
+    if header.has_layout() && r.layout.is_none() && at == HEADER_LEN as u64 && before.is_none() {
+        FileHeader {
+            flags: header.flags & !FLAG_LAYOUT,
+            ..header
+        }
+    } else {
+        header
     }
 }
 
