@@ -222,13 +222,13 @@ fn layout_row(i: &Info) -> String {
     let Some(text) = &i.summary.layout else {
         return "-".to_string();
     };
-    let Ok(l) = rtrec_engine::layout::Layout::parse(text) else {
+    let Ok(l) = rtrec_engine::layout::Layout::parse_stored(text) else {
         return text.clone();
     };
     let size = l.size() as u64;
     let fit = match (i.record_size_min, i.record_size_max) {
         (Some(a), Some(b)) if a == size && b == size => "every record fits it",
-        (Some(_), Some(_)) => "some records are of another size, which an export by it refuses",
+        (Some(_), Some(_)) => "some records are of another size",
         _ => "no record yet",
     };
     format!("{text} ({size} B a record; {fit})")

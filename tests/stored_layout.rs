@@ -155,7 +155,7 @@ fn a_record_of_another_size_is_recorded_and_counted_at_record_time() {
     assert_eq!(doc["layout_misfits"], 1, "{}", show(&o));
     assert_eq!(doc["config"]["layout"], "f0:u32,f1:f32,f2:f32");
     assert!(
-        show(&o).contains("1 record(s) of another size were recorded"),
+        show(&o).contains("1 record(s) of another size, recorded as they came"),
         "{}",
         show(&o)
     );

@@ -43,10 +43,18 @@ pub struct SourceArgs {
     )]
     pub size: Option<Size>,
 
-    /// The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32, or Python struct
-    /// notation <Iff; the grammar of `export --layout`, docs/export.md): `export`, `info` and the
-    /// Python package decode the records by it without being told again. A record of another size
-    /// is still recorded, and counted (the summary's "layout misfits").
+    #[cfg_attr(
+        feature = "tables",
+        doc = "The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32, or Python \
+               struct notation <Iff; the grammar of `export --layout`, docs/export.md): `export`, \
+               `info` and the Python package decode the records by it without being told again. \
+               A record of another size is still recorded, and counted (the summary's \"layout \
+               misfits\")."
+    )]
+    #[cfg_attr(
+        not(feature = "tables"),
+        doc = "The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32)."
+    )]
     #[arg(long, value_name = "SPEC", conflicts_with = "lines")]
     pub layout: Option<String>,
 
@@ -171,11 +179,10 @@ impl SourceArgs {
         let Some(spec) = &self.layout else {
             return Ok(None);
         };
-        let l = rtrec_engine::layout::Layout::parse_stored(spec)
-            .or_else(|why| usage(format!("--layout: {why}")))?;
+        let l = parse_layout(spec).or_else(|why| usage(format!("--layout: {why}")))?;
         match self.size {
             Some(s) if s.bytes() != l.size() as u64 => usage(format!(
-                "--size {s} is not the size of the layout '{spec}' ({} bytes): leave --size out, or give the layout of the records you record",
+                "--size {s} is not the size of the layout '{spec}' ({} bytes): leave --size out",
                 l.size()
             )),
             _ => Ok(Some(l.canonical())),
@@ -186,7 +193,7 @@ impl SourceArgs {
     /// [`DEFAULT_RECORD_SIZE`].
     pub fn record_size(&self) -> Size {
         let of_layout = || {
-            let l = rtrec_engine::layout::Layout::parse(self.layout.as_deref()?).ok()?;
+            let l = parse_layout(self.layout.as_deref()?).ok()?;
             Some(Size::from_bytes(l.size() as u64))
         };
         self.size.or_else(of_layout).unwrap_or(DEFAULT_RECORD_SIZE)
@@ -282,4 +289,21 @@ impl Total {
             )
         })
     }
+}
+
+/// `--layout`'s spec, parsed and checked as a recording stores it: both
+/// spellings in the full build; in the record-only build (docs/embedded.md)
+/// the named one only, so that it links no parser of Python's `struct`
+/// notation (the board binary's 1 MB budget), and `<Iff` is one sentence.
+fn parse_layout(spec: &str) -> std::result::Result<rtrec_engine::layout::Layout, String> {
+    use rtrec_engine::layout::Layout;
+    #[cfg(feature = "tables")]
+    let l = {
+        let l = Layout::parse(spec)?;
+        Layout::parse_stored(&l.canonical())?;
+        l
+    };
+    #[cfg(not(feature = "tables"))]
+    let l = Layout::parse_stored(spec)?;
+    Ok(l)
 }

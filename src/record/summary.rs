@@ -223,7 +223,9 @@ fn layout_line(s: &Summary) -> String {
     };
     let misfits = match s.layout_misfits {
         0 => "every record fits it".to_string(),
-        n => format!("{n} record(s) of another size were recorded as they came (an export by the layout refuses them; --layout at export, or --format raw, reads them)"),
+        n => format!(
+            "{n} record(s) of another size, recorded as they came (export them with --format raw)"
+        ),
     };
     format!("layout: '{l}' stored with the recording; {misfits}\n")
 }

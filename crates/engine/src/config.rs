@@ -618,7 +618,9 @@ impl Config {
     /// The layout's record size, when there is a valid layout.
     pub fn layout_size(&self) -> Option<usize> {
         let text = self.layout.as_deref()?;
-        crate::layout::Layout::parse(text).ok().map(|l| l.size())
+        crate::layout::Layout::parse_stored(text)
+            .ok()
+            .map(|l| l.size())
     }
 
     /// A 64-bit FNV-1a digest of the configuration's JSON form, stored in

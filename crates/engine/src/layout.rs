@@ -88,6 +88,15 @@ impl Layout {
     ///
     /// One sentence naming what is wrong.
     pub fn parse(spec: &str) -> Result<Layout, String> {
+        Layout::parse_as(spec, true)
+    }
+
+    /// [`Layout::parse`] of the named spelling only (`struct_notation`
+    /// false): what a recording stores is always named, and a build that
+    /// reaches only this (the board's record-only binary, which never
+    /// calls [`Layout::parse`]) links no code of Python's `struct`
+    /// notation.
+    fn parse_as(spec: &str, struct_notation: bool) -> Result<Layout, String> {
         let s = spec.trim();
         let (big_endian, body) = match s.as_bytes().first() {
             Some(b'>' | b'!') => (true, &s[1..]),
@@ -101,17 +110,27 @@ impl Layout {
         };
         let fields = if body.contains(':') {
             named(body, spec)?
-        } else {
+        } else if struct_notation {
             struct_codes(body, spec)?
+        } else {
+            return Err(format!(
+                "layout '{spec}': this build takes NAME:TYPE fields (e.g. t:u32,x:f32)"
+            ));
         };
         if fields.iter().all(|f| matches!(f.kind, Kind::Pad(_))) {
             return Err(format!("layout '{spec}' has no field"));
         }
-        let mut seen = std::collections::HashSet::new();
-        if let Some(f) = fields
+        // A scan, not a set: a layout is a few fields (at most 4 KiB of
+        // text), and no hash table is compiled for it.
+        let named: Vec<&Field> = fields
             .iter()
             .filter(|f| !matches!(f.kind, Kind::Pad(_)))
-            .find(|f| !seen.insert(f.name.as_str()))
+            .collect();
+        if let Some(f) = named
+            .iter()
+            .enumerate()
+            .find(|(i, f)| named[..*i].iter().any(|g| g.name == f.name))
+            .map(|(_, f)| f)
         {
             return Err(format!(
                 "layout '{spec}' names the field '{}' twice",
@@ -131,26 +150,25 @@ impl Layout {
     /// (`<Iff` is `f0:u32,f1:f32,f2:f32`). Two layouts are the same when
     /// their canonical texts are.
     pub fn canonical(&self) -> String {
-        let fields: Vec<String> = self
-            .fields
-            .iter()
-            .map(|f| {
-                let name = if f.name.is_empty() { "_" } else { &f.name };
-                format!("{name}:{}", f.kind)
-            })
-            .collect();
-        let order = if self.big_endian { ">" } else { "" };
-        format!("{order}{}", fields.join(","))
+        use std::fmt::Write as _;
+        let mut out = String::from(if self.big_endian { ">" } else { "" });
+        for (i, f) in self.fields.iter().enumerate() {
+            let name = if f.name.is_empty() { "_" } else { &f.name };
+            let comma = if i == 0 { "" } else { "," };
+            let _ = write!(out, "{comma}{name}:{}", f.kind);
+        }
+        out
     }
 
     /// Parses the layout a recording stores ([`Layout::canonical`]'s
-    /// text), refusing one longer than [`MAX_LAYOUT_LEN`].
+    /// text: the named spelling only), refusing one longer than
+    /// [`MAX_LAYOUT_LEN`].
     ///
     /// # Errors
     ///
     /// One sentence naming what is wrong.
     pub fn parse_stored(spec: &str) -> Result<Layout, String> {
-        let l = Layout::parse(spec)?;
+        let l = Layout::parse_as(spec, false)?;
         if l.canonical().len() > MAX_LAYOUT_LEN {
             return Err(format!(
                 "layout '{spec}' is longer than {MAX_LAYOUT_LEN} bytes once written out"

@@ -347,7 +347,7 @@ impl<'r> FileCheck<'r> {
         if off == HEADER_LEN as u64 && self.header.has_layout() {
             self.r.corrupt(
                 off,
-                "the file's header says it opens with its layout, but its first frame is not a layout frame".into(),
+                "the header says a layout frame comes first; it does not".into(),
             );
         }
         let first = self.r.first_seq.is_none();
@@ -431,21 +431,19 @@ impl<'r> FileCheck<'r> {
     fn layout(&mut self, f: &Frame) {
         let off = f.off;
         if off != HEADER_LEN as u64 || self.header.flags & FLAG_LAYOUT == 0 {
-            return self.r.corrupt(
-                off,
-                format!("a layout frame at offset {off}: only the first frame of a file whose header says it has a layout can be one"),
-            );
+            return self
+                .r
+                .corrupt(off, format!("a misplaced layout frame at offset {off}"));
         }
-        let text = std::str::from_utf8(&f.payload).ok();
-        match text.map(|t| (t, Layout::parse_stored(t))) {
-            Some((t, Ok(_))) => self.r.layout = Some(t.to_string()),
-            Some((_, Err(why))) => self.r.corrupt(
+        // One sentence for both ways it can fail (not UTF-8, not a layout).
+        let text = std::str::from_utf8(&f.payload)
+            .map_err(|_| "not UTF-8".to_string())
+            .and_then(|t| Layout::parse_stored(t).map(|_| t));
+        match text {
+            Ok(t) => self.r.layout = Some(t.to_string()),
+            Err(why) => self.r.corrupt(
                 off,
                 format!("the layout frame at offset {off} holds no layout this rtrec reads: {why}"),
-            ),
-            None => self.r.corrupt(
-                off,
-                format!("the layout frame at offset {off} is not UTF-8"),
             ),
         }
     }

@@ -54,13 +54,20 @@ pub type GroupKey = (Option<PathBuf>, u64, bool, u32);
 /// (`writer::earlier`, which cannot afford to verify every frame of every
 /// earlier recording) take their groups from it.
 pub fn group_files<T>(items: &[T], key: impl Fn(&T) -> Option<GroupKey>) -> Vec<Vec<usize>> {
-    let mut order: Vec<(GroupKey, usize)> = items
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| key(t).map(|k| (k, i)))
-        .collect();
-    // Stable: two files claiming one place keep their input order.
-    order.sort_by(|a, b| a.0.cmp(&b.0));
+    grouped(
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| key(t).map(|k| (k, i)))
+            .collect(),
+    )
+}
+
+/// [`group_files`]'s grouping of `(key, index)` pairs: not generic, so one
+/// sort is compiled for every caller (the board binary's budget).
+fn grouped(mut order: Vec<(GroupKey, usize)>) -> Vec<Vec<usize>> {
+    // By key, then input order: two files claiming one place keep it.
+    order.sort_unstable();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut last = None;
     for ((dir, id, copy, _), i) in order {
