@@ -64,6 +64,18 @@ elif cross_target "$target"; then
   # for nothing (docs/embedded.md, "Footprint").
   extra="-Zlocation-detail=none"
   [ "$arch" = armhf ] && extra+=" -C target-feature=+thumb-mode"
+  # aarch64: linked by LLVM's lld (Debian 12's lld-19, of LLVM 19 as
+  # rustc 1.85 is, pinned in scripts/debian-rust.sh) instead of
+  # binutils' ld. Design choice: ld pads the file so that RELRO ends on a
+  # 64 KiB boundary (the largest page an aarch64 kernel may use), so the
+  # binary grew in 64 KiB steps and every few KB of code took it past its
+  # 1,000,000-byte budget; lld keeps the segments 64 KiB apart in memory
+  # (right on 4, 16 and 64 KiB kernels) without padding the file, which
+  # then grows with its code (docs/embedded.md, "Linked by lld").
+  if [ "$arch" = arm64 ]; then
+    debs+=("lld-19=$LLD_DEB_VERSION")
+    extra+=" -C link-arg=-fuse-ld=lld -C link-arg=-B/usr/lib/llvm-19/bin"
+  fi
   cross_env "$target" "$extra"
   run=(env "QEMU_LD_PREFIX=/usr/$gnu" "$qemu")
   cc=$gnu-gcc strip=$gnu-strip

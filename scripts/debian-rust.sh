@@ -24,6 +24,9 @@ rust_minor=${RUST_DEB_VERSION%%+*}
 RUST_DEBS=("rustc-web=$RUST_DEB_VERSION" "cargo-web=$RUST_DEB_VERSION"
   "libstd-rust-web-dev=$RUST_DEB_VERSION" "libstd-rust-web-${rust_minor%.*}=$RUST_DEB_VERSION")
 
+# The aarch64 board build's linker (scripts/board-build.sh): Debian 12's
+# lld of LLVM 19 (it brings libllvm19 at exactly this version).
+LLD_DEB_VERSION="1:19.1.7-3~deb12u1"
 # The ARM targets' C cross compiler (the linker), C library and qemu-user.
 GCC_DEB_VERSION="4:12.2.0-3"
 LIBC_DEB_VERSION="2.36-8cross1"
