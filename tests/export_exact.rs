@@ -1,6 +1,6 @@
 //! Every value arrives as recorded (docs/export.md, "Every value as
 //! recorded"): random layouts and records — NaN, ±inf, subnormals, −0.0,
-//! the extremes of every integer width, f32 and f64, either byte order,
+//! the extremes of every integer width, f32 and f64, bools, either byte order,
 //! both layout spellings — with gaps at the start, middle and end, are
 //! exported as CSV, JSON lines, MCAP and Parquet and read back by the
 //! readers people use (`tests/export_exact_read.py`: pandas with the
@@ -43,7 +43,7 @@ struct Ty {
     numpy: &'static str,
 }
 
-const TYPES: [Ty; 10] = [
+const TYPES: [Ty; 11] = [
     Ty {
         named: "u8",
         code: 'B',
@@ -103,6 +103,12 @@ const TYPES: [Ty; 10] = [
         code: 'd',
         size: 8,
         numpy: "f8",
+    },
+    Ty {
+        named: "bool",
+        code: '?',
+        size: 1,
+        numpy: "b1",
     },
 ];
 
@@ -195,6 +201,10 @@ impl Layout {
 /// wrong: NaN (quiet, signalling, negative), ±inf, subnormals, ±0, the
 /// largest, 0.1 (which an f32 prints widened), integer extremes.
 fn value_bits(t: &Ty, rng: &mut Rng) -> u64 {
+    if t.named == "bool" {
+        // A bool's only bytes; any other is refused (tests/export_tables.rs).
+        return rng.below(2);
+    }
     let random = rng.below(u64::MAX) ^ (rng.below(u64::MAX) << 1);
     let special: &[u64] = match t.named {
         "f32" => &[
@@ -259,6 +269,7 @@ fn canon(t: &Ty, le: &[u8]) -> String {
         "f64" if f64::from_bits(u).is_nan() => "nan".into(),
         "f32" => format!("{u:08x}"),
         "f64" => format!("{u:016x}"),
+        "bool" => (u == 1).to_string(),
         n if n.starts_with('i') => {
             let shift = 64 - 8 * t.size as u32;
             (((u << shift) as i64) >> shift).to_string()

@@ -26,13 +26,18 @@ NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float(
 # so gap rows leave integers integers; floats at their own width).
 PANDAS = {"u1": "UInt8", "u2": "UInt16", "u4": "UInt32", "u8": "UInt64",
           "i1": "Int8", "i2": "Int16", "i4": "Int32", "i8": "Int64",
-          "f4": "float32", "f8": "float64"}
+          "f4": "float32", "f8": "float64", "b1": "boolean"}
 FIXED_DTYPES = {"seq": "UInt64", "mono_ns": "UInt64", "len": "UInt32",
                 "count": "UInt64", "exact": "boolean"}
 
 
 def canon(value, code):
-    """The canonical text of one value read as NumPy type ``code``."""
+    """The canonical text of one value read as NumPy type ``code``: a bool
+    must arrive as a bool (``true``/``false``), never as a number or text."""
+    if code == "b1":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{value!r} ({type(value).__name__}) in a bool column")
+        return "true" if value else "false"
     if code[0] == "f":
         v = np.array([value], dtype="f8").astype(code)[0]
         if np.isnan(v):
@@ -48,7 +53,7 @@ def json_value(value, code):
     float that is not finite)."""
     if isinstance(value, str):
         if code[0] != "f":
-            raise ValueError(f"string {value!r} in an integer column")
+            raise ValueError(f"string {value!r} in a {code} column")
         return NON_FINITE[value]
     return value
 
@@ -90,9 +95,9 @@ def read_csv_polars(path, cols):
 
     df = pl.read_csv(path, infer_schema_length=None)
     for n, c in cols:
-        want = pl.Float64 if c[0] == "f" else None
+        want = {"f": pl.Float64, "b": pl.Boolean}.get(c[0])
         if want is not None and df.schema[n] != want:
-            raise ValueError(f"polars read float column {n} as {df.schema[n]}")
+            raise ValueError(f"polars read {c} column {n} as {df.schema[n]}")
     columns = {n: df[n].to_list() for n, _ in cols}
     return read_frame(df["seq"].to_list(), df["kind"].to_list(), df["count"].to_list(), columns, cols)
 
@@ -102,8 +107,9 @@ def read_csv_duckdb(path, cols):
 
     rel = duckdb.sql(f"select * from read_csv('{path}')")
     for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
-        if c[0] == "f" and str(t) != "DOUBLE":
-            raise ValueError(f"DuckDB read float column {n} as {t}")
+        want = {"f": "DOUBLE", "b": "BOOLEAN"}.get(c[0])
+        if want is not None and str(t) != want:
+            raise ValueError(f"DuckDB read {c} column {n} as {t}")
     names = rel.columns
     rows = rel.fetchall()
     get = {n: [r[names.index(n)] for r in rows] for n in names}
@@ -131,7 +137,7 @@ def read_mcap(path, cols):
 # (pyarrow's names): the width and signedness kept, floats at their width.
 ARROW = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
          "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
-         "f4": "float", "f8": "double"}
+         "f4": "float", "f8": "double", "b1": "bool"}
 
 
 def read_parquet_pyarrow(path, cols):
@@ -156,7 +162,7 @@ def read_parquet_polars(path, cols):
     df = pl.read_parquet(path)
     want = {"u1": pl.UInt8, "u2": pl.UInt16, "u4": pl.UInt32, "u8": pl.UInt64,
             "i1": pl.Int8, "i2": pl.Int16, "i4": pl.Int32, "i8": pl.Int64,
-            "f4": pl.Float32, "f8": pl.Float64}
+            "f4": pl.Float32, "f8": pl.Float64, "b1": pl.Boolean}
     for n, c in cols:
         if df.schema[n] != want[c]:
             raise ValueError(f"polars read column {n} ({c}) as {df.schema[n]}")
@@ -170,7 +176,7 @@ def read_parquet_duckdb(path, cols):
     rel = duckdb.sql(f"select * from read_parquet('{path}')")
     want = {"u1": "UTINYINT", "u2": "USMALLINT", "u4": "UINTEGER", "u8": "UBIGINT",
             "i1": "TINYINT", "i2": "SMALLINT", "i4": "INTEGER", "i8": "BIGINT",
-            "f4": "FLOAT", "f8": "DOUBLE"}
+            "f4": "FLOAT", "f8": "DOUBLE", "b1": "BOOLEAN"}
     for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
         if str(t) != want[c]:
             raise ValueError(f"DuckDB read column {n} ({c}) as {t}")
@@ -222,7 +228,7 @@ def read_case(case):
 
     def to_polars():
         df, _ = rtrec.open(case["dir"]).to_polars(case["layout"])
-        columns = {n: df[n].fill_null(0).to_numpy() for n, _ in cols}
+        columns = {n: df[n].fill_null(False if c == "b1" else 0).to_numpy() for n, c in cols}
         return from_array(df["seq"].to_list(), df["lost"].to_list(), columns, cols)
 
     readers = {

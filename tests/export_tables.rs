@@ -196,6 +196,65 @@ fn a_record_that_does_not_fit_the_layout_is_one_sentence_and_leaves_no_file() {
 }
 
 #[test]
+fn a_bool_field_whose_byte_is_not_0_or_1_is_refused_in_one_sentence_in_every_table_format() {
+    // A bool is exported as recorded or not at all: a byte 2 printed as
+    // `true` would read back as 1 (docs/export.md, "Every value as
+    // recorded").
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let cfg = Config {
+        max_record: 2,
+        file_size: 1 << 20,
+        ..Config::default()
+    };
+    let mut rec = Recorder::create(&dir, cfg).unwrap();
+    for r in [[5u8, 1], [6, 0], [7, 2]] {
+        rec.record(&r).unwrap();
+    }
+    rec.finish().unwrap();
+    let ok = rtrec(&[
+        "export",
+        "--format",
+        "csv",
+        "--layout",
+        "n:u8,ok:bool",
+        s(&dir),
+        "-o",
+        "-",
+        "--to",
+        "1",
+    ]);
+    let csv = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        csv.contains(",5,true") && csv.contains(",6,false"),
+        "{}",
+        show(&ok)
+    );
+    for format in ["csv", "jsonl", "mcap", "parquet", "numpy"] {
+        let out = tmp.path().join(format!("out.{format}"));
+        let o = rtrec(&[
+            "export",
+            "--format",
+            format,
+            "--layout",
+            "n:u8,ok:bool",
+            s(&dir),
+            "-o",
+            s(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{format}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{format}: {err}");
+        assert!(
+            err.contains("record 2 holds 2 in its bool field 'ok' (a bool is 0 or 1)"),
+            "{format}: {err}"
+        );
+        assert!(!out.exists(), "a failed {format} export left its file");
+    }
+}
+
+#[test]
 fn ls_lists_each_recording_with_its_state_and_export_takes_the_newest() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");

@@ -450,8 +450,9 @@ class Recording:
         for name, col in cols.items():
             if name == "seq":
                 continue
-            if nullable and name not in fixed and col.dtype.kind in "iuf":
-                cls = pd.arrays.FloatingArray if col.dtype.kind == "f" else pd.arrays.IntegerArray
+            if nullable and name not in fixed and col.dtype.kind in "iufb":
+                cls = {"f": pd.arrays.FloatingArray, "b": pd.arrays.BooleanArray}.get(
+                    col.dtype.kind, pd.arrays.IntegerArray)
                 col = cls(col, cols["lost"].copy())
             data[name] = col
         df = pd.DataFrame(data, copy=False)

@@ -29,6 +29,8 @@ pub enum Value {
     F32(f32),
     /// A 64-bit float.
     F64(f64),
+    /// A bool (a byte that is 0 or 1: [`Kind::Bool`]).
+    Bool(bool),
 }
 
 /// The JSON strings of the floats JSON numbers cannot hold (docs/export.md,
@@ -58,6 +60,9 @@ impl fmt::Display for Value {
             Value::I(v) => write!(f, "{v}"),
             Value::F32(v) if v.is_finite() => write!(f, "{:?}", f32_digits(v)),
             Value::F64(v) if v.is_finite() => write!(f, "{v:?}"),
+            // The spelling pandas, polars, DuckDB and pyarrow all read as
+            // a bool column.
+            Value::Bool(b) => write!(f, "{b}"),
             _ => f.write_str(match self.non_finite() {
                 Some(i) => ["NaN", "1e999", "-1e999"][i],
                 None => unreachable!("finite floats are written above"),
@@ -72,7 +77,7 @@ impl Value {
         let v = match self {
             Value::F32(v) => f64::from(v),
             Value::F64(v) => v,
-            Value::U(_) | Value::I(_) => return None,
+            Value::U(_) | Value::I(_) | Value::Bool(_) => return None,
         };
         if v.is_nan() {
             Some(0)
@@ -94,6 +99,7 @@ impl Value {
         let f = match self {
             Value::U(v) => return v.into(),
             Value::I(v) => return v.into(),
+            Value::Bool(b) => return b.into(),
             Value::F32(v) => f32_digits(v),
             Value::F64(v) => v,
         };
@@ -122,12 +128,38 @@ pub fn f32_digits(v: f32) -> f64 {
     }
 }
 
+/// Whether `record` is what [`decode`] accepts — the layout's size, and
+/// every bool field's byte 0 or 1 — without decoding the rest (for
+/// exports that write the bytes, not the values: `--format numpy`).
+///
+/// # Errors
+///
+/// [`decode`]'s sentence.
+pub fn check(layout: &Layout, record: &[u8]) -> Result<(), String> {
+    layout.fits(record)?;
+    let mut at = 0;
+    for f in &layout.fields {
+        if f.kind == Kind::Bool && record[at] > 1 {
+            return Err(bool_refused(record[at], &f.name));
+        }
+        at += f.kind.size();
+    }
+    Ok(())
+}
+
+/// The sentence for a bool field holding `x` (neither 0 nor 1).
+fn bool_refused(x: u8, name: &str) -> String {
+    format!("holds {x} in its bool field '{name}' (a bool is 0 or 1)")
+}
+
 /// Decodes `record` into `out` (cleared first), one value per column of
 /// `layout`.
 ///
 /// # Errors
 ///
-/// The sentence for a record that is not the layout's size.
+/// The sentence for a record that is not the layout's size, or for a
+/// bool field whose byte is neither 0 nor 1 (exported as recorded or not
+/// at all: docs/export.md, "Every value as recorded").
 pub fn decode(layout: &Layout, record: &[u8], out: &mut Vec<Value>) -> Result<(), String> {
     layout.fits(record)?;
     out.clear();
@@ -141,6 +173,14 @@ pub fn decode(layout: &Layout, record: &[u8], out: &mut Vec<Value>) -> Result<()
         if matches!(f.kind, Kind::Pad(_)) {
             continue;
         }
+        if f.kind == Kind::Bool {
+            out.push(Value::Bool(match b[0] {
+                0 => false,
+                1 => true,
+                x => return Err(bool_refused(x, &f.name)),
+            }));
+            continue;
+        }
         let mut raw = [0u8; 8];
         raw[..n].copy_from_slice(b);
         if layout.big_endian {
@@ -148,7 +188,7 @@ pub fn decode(layout: &Layout, record: &[u8], out: &mut Vec<Value>) -> Result<()
         }
         let u = u64::from_le_bytes(raw);
         out.push(match f.kind {
-            Kind::Pad(_) => continue,
+            Kind::Pad(_) | Kind::Bool => continue,
             Kind::U(_) => Value::U(u),
             Kind::I(n) => {
                 let shift = 64 - 8 * n as u32;
@@ -214,6 +254,23 @@ mod tests {
             decode(&l, &rec, &mut v).unwrap();
             assert_eq!(v, vec![Value::U(7)], "{spec}");
         }
+    }
+
+    #[test]
+    fn a_bool_is_0_or_1_and_any_other_byte_is_refused() {
+        let l = Layout::parse("n:u8,ok:bool,f:bool").unwrap();
+        let mut v = Vec::new();
+        decode(&l, &[7, 1, 0], &mut v).unwrap();
+        assert_eq!(v, vec![Value::U(7), Value::Bool(true), Value::Bool(false)]);
+        assert_eq!(
+            (v[1].to_string(), v[2].to_json().to_string()),
+            ("true".into(), "false".into())
+        );
+        let e = decode(&l, &[7, 2, 0], &mut v).unwrap_err();
+        assert_eq!(e, "holds 2 in its bool field 'ok' (a bool is 0 or 1)");
+        assert_eq!(check(&l, &[7, 2, 0]), Err(e));
+        assert_eq!(check(&l, &[255, 1, 0]), Ok(()));
+        assert!(check(&l, &[7, 1]).unwrap_err().contains("is 2 bytes"));
     }
 
     #[test]

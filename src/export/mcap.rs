@@ -363,6 +363,7 @@ fn record_schema(l: &Layout) -> Json {
                 "description": format!("f{} (\"NaN\", \"Infinity\" or \"-Infinity\" when not finite)", 8 * n),
             }),
             Kind::I(n) => json!({"type": "integer", "description": format!("i{}", 8 * n)}),
+            Kind::Bool => json!({"type": "boolean", "description": "bool"}),
             Kind::U(n) | Kind::Pad(n) => {
                 json!({"type": "integer", "description": format!("u{}", 8 * n)})
             }

@@ -178,6 +178,9 @@ fn header(layout: Option<&Layout>, hint: &Hint) -> serde_json::Value {
                 Kind::U(n) => Some(('u', n)),
                 Kind::I(n) => Some(('i', n)),
                 Kind::F(n) => Some(('f', n)),
+                // NumPy's bool: one byte, 0 or 1 (the export refuses any
+                // other byte before a row is written).
+                Kind::Bool => Some(('b', 1)),
                 Kind::Pad(_) => None,
             };
             if let Some((c, n)) = code {
@@ -207,7 +210,7 @@ mod tests {
 
     #[test]
     fn the_header_describes_the_row_numpy_reads() {
-        let l = Layout::parse(">H2xf").unwrap();
+        let l = Layout::parse(">H2xf?").unwrap();
         let h = header(
             Some(&l),
             &Hint {
@@ -215,10 +218,10 @@ mod tests {
                 lost: 1,
             },
         );
-        assert_eq!(h["record_bytes"], 8);
+        assert_eq!(h["record_bytes"], 9);
         assert_eq!(
             h["fields"],
-            serde_json::json!([["f0", ">u2", 0], ["f1", ">f4", 4]])
+            serde_json::json!([["f0", ">u2", 0], ["f1", ">f4", 4], ["f2", ">b1", 8]])
         );
         assert_eq!(h["reasons"][2], "too_large");
         let mut s = [0u8; STAMP_BYTES];

@@ -111,6 +111,7 @@ enum FieldCol {
     I64(Opt<i64>),
     F32(Opt<f32>),
     F64(Opt<f64>),
+    Bool(Opt<bool>),
 }
 
 impl FieldCol {
@@ -119,6 +120,7 @@ impl FieldCol {
             Kind::U(8) | Kind::I(8) => FieldCol::I64(Opt::new()),
             Kind::F(4) => FieldCol::F32(Opt::new()),
             Kind::F(_) => FieldCol::F64(Opt::new()),
+            Kind::Bool => FieldCol::Bool(Opt::new()),
             _ => FieldCol::I32(Opt::new()),
         }
     }
@@ -133,6 +135,7 @@ impl FieldCol {
             Kind::I(n) => format!("int32 {{}} (INTEGER({},true))", n * 8),
             Kind::F(4) => "float {}".to_string(),
             Kind::F(_) => "double {}".to_string(),
+            Kind::Bool => "boolean {}".to_string(),
             Kind::Pad(_) => unreachable!("pads are no column"),
         };
         format!("optional {};", ty.replace("{}", name))
@@ -161,6 +164,10 @@ impl FieldCol {
                 Value::F64(f) => f,
                 _ => unreachable!("an 8-byte float field decodes to an f64"),
             })),
+            FieldCol::Bool(c) => c.push(v.map(|v| match v {
+                Value::Bool(b) => b,
+                _ => unreachable!("a bool field decodes to a bool"),
+            })),
         }
     }
 
@@ -170,6 +177,7 @@ impl FieldCol {
             FieldCol::I64(c) => c.clear(),
             FieldCol::F32(c) => c.clear(),
             FieldCol::F64(c) => c.clear(),
+            FieldCol::Bool(c) => c.clear(),
         }
     }
 }
@@ -421,6 +429,9 @@ fn write_group<W: Write + Send>(
                 (true, Some(FieldCol::F64(c))) => {
                     put::<DoubleType>(&mut col, &c.values, Some(&c.defs))?
                 }
+                (true, Some(FieldCol::Bool(c))) => {
+                    put::<BoolType>(&mut col, &c.values, Some(&c.defs))?
+                }
                 (true, None) => unreachable!("a column per layout field"),
             },
             i if i == 6 + n_mid => {
@@ -458,11 +469,12 @@ mod tests {
 
     #[test]
     fn the_schema_parses_with_every_field_type() {
-        let l = Layout::parse("<BHIQbhiqfd2x").unwrap();
+        let l = Layout::parse("<BHIQbhiqfd2x?").unwrap();
         let s = schema(Some(&l));
         let t = parse_message_type(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
-        // 6 fixed, 10 fields (the pad is no column), count and reason.
-        assert_eq!(t.get_fields().len(), 18, "{s}");
+        // 6 fixed, 11 fields (the pad is no column), count and reason.
+        assert_eq!(t.get_fields().len(), 19, "{s}");
+        assert!(s.contains("optional boolean f10;"), "{s}");
         assert!(s.contains("optional int32 f0 (INTEGER(8,false));"), "{s}");
         assert!(s.contains("optional int64 f3 (INTEGER(64,false));"), "{s}");
         assert!(s.contains("optional int32 f5 (INTEGER(16,true));"), "{s}");

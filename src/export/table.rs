@@ -303,15 +303,15 @@ pub fn decode(
         .or_else(|why| usage(format!("record {seq} {why}; nothing was exported")))
 }
 
-/// Refuses record `seq` when it is not the layout's size, in [`decode`]'s
-/// sentence (for exports that write the bytes, not the values).
+/// Refuses record `seq` when [`decode`] would (not the layout's size, a
+/// bool that is not 0 or 1), in its sentence, for exports that write the
+/// bytes, not the values.
 ///
 /// # Errors
 ///
-/// A record that is not the layout's size.
+/// A record [`decode`] refuses.
 pub fn fits(layout: &Layout, seq: u64, data: &[u8]) -> crate::error::Result<()> {
-    layout
-        .fits(data)
+    super::layout::check(layout, data)
         .or_else(|why| usage(format!("record {seq} {why}; nothing was exported")))
 }
 

@@ -6,12 +6,12 @@
 //!
 //! Two spellings of one thing:
 //! - **Named**: `t:u32,x:f32,y:f32` — `NAME:TYPE` pairs, comma-separated,
-//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64` and `pad` N
-//!   bytes as `_:pad4`; little-endian unless the whole layout starts with
+//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool` and
+//!   `pad` N bytes as `_:pad4`; little-endian unless the whole layout starts with
 //!   `>` (big-endian) or `<` (little, explicit).
 //! - **Python's `struct` notation**: `<Iff` (no colon): the byte-order
 //!   prefixes `<`, `>`, `!`, `=` (standard sizes, no alignment: `@` and
-//!   native alignment are refused), the codes `b B h H i I l L q Q f d`
+//!   native alignment are refused), the codes `b B h H i I l L q Q f d ?`
 //!   and `x` for a pad byte, with repeat counts (`3f`); the fields are
 //!   named `f0`, `f1`, ….
 //!
@@ -33,6 +33,10 @@ pub enum Kind {
     F(usize),
     /// N bytes skipped.
     Pad(usize),
+    /// One byte that is 0 (false) or 1 (true), C's `_Bool` and Python
+    /// `struct`'s `?`. Design choice: any other byte is not a bool; the
+    /// exports refuse it rather than print it as `true` and lose the byte.
+    Bool,
 }
 
 impl fmt::Display for Kind {
@@ -43,6 +47,7 @@ impl fmt::Display for Kind {
             Kind::I(n) => write!(f, "i{}", 8 * n),
             Kind::F(n) => write!(f, "f{}", 8 * n),
             Kind::Pad(n) => write!(f, "pad{n}"),
+            Kind::Bool => f.write_str("bool"),
         }
     }
 }
@@ -52,6 +57,7 @@ impl Kind {
     pub fn size(self) -> usize {
         match self {
             Kind::U(n) | Kind::I(n) | Kind::F(n) | Kind::Pad(n) => n,
+            Kind::Bool => 1,
         }
     }
 }
@@ -236,10 +242,11 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                 "i64" => Kind::I(8),
                 "f32" => Kind::F(4),
                 "f64" => Kind::F(8),
+                "bool" => Kind::Bool,
                 t => match t.strip_prefix("pad").and_then(|n| n.parse::<usize>().ok()) {
                     Some(n) if n > 0 => Kind::Pad(n),
                     _ => return Err(format!(
-                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64, or padN)"
+                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool, or padN)"
                     )),
                 },
             };
@@ -289,9 +296,10 @@ fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
             'Q' => Kind::U(8),
             'f' => Kind::F(4),
             'd' => Kind::F(8),
+            '?' => Kind::Bool,
             c => {
                 return Err(format!(
-                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q f d x)"
+                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q f d ? x)"
                 ))
             }
         };
@@ -326,9 +334,12 @@ mod tests {
             (named.canonical().as_str(), code.canonical().as_str()),
             ("t:u32,x:f32,y:f32", "f0:u32,f1:f32,f2:f32")
         );
+        let flags = Layout::parse("<H?x?").unwrap();
+        assert_eq!(flags.canonical(), "f0:u16,f1:bool,_:pad1,f2:bool");
+        assert_eq!(flags.size(), 5);
         let be = Layout::parse("!2hx2B").unwrap();
         assert_eq!(be.canonical(), ">f0:i16,f1:i16,_:pad1,f2:u8,f3:u8");
-        for l in [named, code, be] {
+        for l in [named, code, be, flags] {
             let back = Layout::parse_stored(&l.canonical()).unwrap();
             assert_eq!(back.canonical(), l.canonical());
             assert_eq!(back.size(), l.size());
