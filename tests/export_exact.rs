@@ -1,6 +1,6 @@
 //! Every value arrives as recorded (docs/export.md, "Every value as
 //! recorded"): random layouts and records — NaN, ±inf, subnormals, −0.0,
-//! the extremes of every integer width, f32 and f64, bools, either byte order,
+//! the extremes of every integer width, f32 and f64, bools, arrays, either byte order,
 //! both layout spellings — with gaps at the start, middle and end, are
 //! exported as CSV, JSON lines, MCAP and Parquet and read back by the
 //! readers people use (`tests/export_exact_read.py`: pandas with the
@@ -112,11 +112,11 @@ const TYPES: [Ty; 11] = [
     },
 ];
 
-/// A random layout: its spec, the type of each column (None: a pad of
-/// that many bytes), big-endian or not.
+/// A random layout: its spec, the type of each field and its array
+/// length if it is one (Err: a pad of that many bytes), big-endian or not.
 struct Layout {
     spec: String,
-    fields: Vec<Result<&'static Ty, usize>>,
+    fields: Vec<Result<(&'static Ty, Option<usize>), usize>>,
     big: bool,
 }
 
@@ -129,18 +129,21 @@ impl Layout {
             fields.push(if rng.below(8) == 0 {
                 Err(1 + rng.below(3) as usize)
             } else {
-                Ok(&TYPES[rng.below(TYPES.len() as u64) as usize])
+                // Arrays in the named spelling only (`struct` has none).
+                let array = (named && rng.below(4) == 0).then(|| 1 + rng.below(4) as usize);
+                Ok((&TYPES[rng.below(TYPES.len() as u64) as usize], array))
             });
         }
         if fields.iter().all(Result::is_err) {
-            fields.push(Ok(&TYPES[8]));
+            fields.push(Ok((&TYPES[8], None)));
         }
         let mut spec = String::from(if big { ">" } else { "<" });
         for (i, f) in fields.iter().enumerate() {
             match (named, f) {
-                (true, Ok(t)) => spec.push_str(&format!("c{i}:{},", t.named)),
+                (true, Ok((t, None))) => spec.push_str(&format!("c{i}:{},", t.named)),
+                (true, Ok((t, Some(n)))) => spec.push_str(&format!("c{i}:{}[{n}],", t.named)),
                 (true, Err(n)) => spec.push_str(&format!("_p{i}:pad{n},")),
-                (false, Ok(t)) => spec.push(t.code),
+                (false, Ok((t, _))) => spec.push(t.code),
                 (false, Err(n)) => spec.push_str(&format!("{n}x")),
             }
         }
@@ -151,7 +154,7 @@ impl Layout {
     fn size(&self) -> usize {
         self.fields
             .iter()
-            .map(|f| f.map_or_else(|n| n, |t| t.size))
+            .map(|f| f.map_or_else(|n| n, |(t, a)| t.size * a.unwrap_or(1)))
             .sum()
     }
 
@@ -161,16 +164,21 @@ impl Layout {
         let mut k = 0;
         let mut out = Vec::new();
         for (i, f) in self.fields.iter().enumerate() {
-            if let Ok(t) = f {
-                out.push((
-                    if named {
-                        format!("c{i}")
-                    } else {
-                        format!("f{k}")
-                    },
-                    t.numpy,
-                ));
-                k += 1;
+            match f {
+                // An array's columns: NAME_0, NAME_1, … (docs/export.md).
+                Ok((t, Some(n))) => out.extend((0..*n).map(|j| (format!("c{i}_{j}"), t.numpy))),
+                Ok((t, None)) => {
+                    out.push((
+                        if named {
+                            format!("c{i}")
+                        } else {
+                            format!("f{k}")
+                        },
+                        t.numpy,
+                    ));
+                    k += 1;
+                }
+                Err(_) => {}
             }
         }
         out
@@ -182,14 +190,16 @@ impl Layout {
         for f in &self.fields {
             match f {
                 Err(n) => bytes.extend((0..*n).map(|_| rng.below(256) as u8)),
-                Ok(t) => {
-                    let le = value_bits(t, rng).to_le_bytes();
-                    values.push(canon(t, &le[..t.size]));
-                    let mut b = le[..t.size].to_vec();
-                    if self.big {
-                        b.reverse();
+                Ok((t, array)) => {
+                    for _ in 0..array.unwrap_or(1) {
+                        let le = value_bits(t, rng).to_le_bytes();
+                        values.push(canon(t, &le[..t.size]));
+                        let mut b = le[..t.size].to_vec();
+                        if self.big {
+                            b.reverse();
+                        }
+                        bytes.extend(b);
                     }
-                    bytes.extend(b);
                 }
             }
         }

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-pub use rtrec_engine::layout::{Kind, Layout};
+pub use rtrec_engine::layout::{Field, Kind, Layout};
 
 /// A decoded value.
 ///
@@ -139,10 +139,12 @@ pub fn check(layout: &Layout, record: &[u8]) -> Result<(), String> {
     layout.fits(record)?;
     let mut at = 0;
     for f in &layout.fields {
-        if f.kind == Kind::Bool && record[at] > 1 {
-            return Err(bool_refused(record[at], &f.name));
+        for i in 0..f.count() {
+            if f.kind == Kind::Bool && record[at] > 1 {
+                return Err(bool_refused(record[at], &f.column_name(i)));
+            }
+            at += f.kind.size();
         }
-        at += f.kind.size();
     }
     Ok(())
 }
@@ -166,39 +168,47 @@ pub fn decode(layout: &Layout, record: &[u8], out: &mut Vec<Value>) -> Result<()
     let mut at = 0;
     for f in &layout.fields {
         let n = f.kind.size();
-        let b = &record[at..at + n];
-        at += n;
         // A pad may be longer than any value (`_:pad56`): skipped
         // before the 8-byte buffer below.
         if matches!(f.kind, Kind::Pad(_)) {
+            at += n;
             continue;
         }
-        if f.kind == Kind::Bool {
-            out.push(Value::Bool(match b[0] {
-                0 => false,
-                1 => true,
-                x => return Err(bool_refused(x, &f.name)),
-            }));
-            continue;
+        for i in 0..f.count() {
+            let b = &record[at..at + n];
+            at += n;
+            out.push(value(f, i, b, layout.big_endian)?);
         }
-        let mut raw = [0u8; 8];
-        raw[..n].copy_from_slice(b);
-        if layout.big_endian {
-            raw[..n].reverse();
-        }
-        let u = u64::from_le_bytes(raw);
-        out.push(match f.kind {
-            Kind::Pad(_) | Kind::Bool => continue,
-            Kind::U(_) => Value::U(u),
-            Kind::I(n) => {
-                let shift = 64 - 8 * n as u32;
-                Value::I(((u << shift) as i64) >> shift)
-            }
-            Kind::F(4) => Value::F32(f32::from_bits(u as u32)),
-            Kind::F(_) => Value::F64(f64::from_bits(u)),
-        });
     }
     Ok(())
+}
+
+/// Element `i` of field `f` (not a pad) from its bytes `b`.
+fn value(f: &Field, i: usize, b: &[u8], big_endian: bool) -> Result<Value, String> {
+    if f.kind == Kind::Bool {
+        return match b[0] {
+            0 => Ok(Value::Bool(false)),
+            1 => Ok(Value::Bool(true)),
+            x => Err(bool_refused(x, &f.column_name(i))),
+        };
+    }
+    let n = b.len();
+    let mut raw = [0u8; 8];
+    raw[..n].copy_from_slice(b);
+    if big_endian {
+        raw[..n].reverse();
+    }
+    let u = u64::from_le_bytes(raw);
+    Ok(match f.kind {
+        Kind::Pad(_) | Kind::Bool => unreachable!("pads and bools are taken above"),
+        Kind::U(_) => Value::U(u),
+        Kind::I(n) => {
+            let shift = 64 - 8 * n as u32;
+            Value::I(((u << shift) as i64) >> shift)
+        }
+        Kind::F(4) => Value::F32(f32::from_bits(u as u32)),
+        Kind::F(_) => Value::F64(f64::from_bits(u)),
+    })
 }
 
 #[cfg(test)]
@@ -220,7 +230,7 @@ mod tests {
         decode(&code, &rec, &mut b).unwrap();
         assert_eq!(a, vec![Value::U(7), Value::F32(1.5), Value::F32(-2.25)]);
         assert_eq!(a, b);
-        let cols: Vec<&str> = code.columns().map(|f| f.name.as_str()).collect();
+        let cols: Vec<String> = code.columns().map(|f| f.name).collect();
         assert_eq!(cols, ["f0", "f1", "f2"]);
     }
 
@@ -271,6 +281,34 @@ mod tests {
         assert_eq!(check(&l, &[7, 2, 0]), Err(e));
         assert_eq!(check(&l, &[255, 1, 0]), Ok(()));
         assert!(check(&l, &[7, 1]).unwrap_err().contains("is 2 bytes"));
+    }
+
+    #[test]
+    fn an_array_is_a_value_per_element_in_column_order() {
+        let l = Layout::parse(">n:u8,acc:i16[3],ok:bool[2]").unwrap();
+        let mut rec = vec![9];
+        for v in [-1i16, 2, -3] {
+            rec.extend_from_slice(&v.to_be_bytes());
+        }
+        rec.extend_from_slice(&[0, 1]);
+        let mut v = Vec::new();
+        decode(&l, &rec, &mut v).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Value::U(9),
+                Value::I(-1),
+                Value::I(2),
+                Value::I(-3),
+                Value::Bool(false),
+                Value::Bool(true)
+            ]
+        );
+        assert_eq!(v.len(), l.columns().count());
+        *rec.last_mut().unwrap() = 7;
+        let e = decode(&l, &rec, &mut v).unwrap_err();
+        assert_eq!(e, "holds 7 in its bool field 'ok_1' (a bool is 0 or 1)");
+        assert_eq!(check(&l, &rec), Err(e));
     }
 
     #[test]

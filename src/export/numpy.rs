@@ -183,10 +183,18 @@ fn header(layout: Option<&Layout>, hint: &Hint) -> serde_json::Value {
                 Kind::Bool => Some(('b', 1)),
                 Kind::Pad(_) => None,
             };
-            if let Some((c, n)) = code {
-                fields.push(serde_json::json!([f.name, format!("{order}{c}{n}"), at]));
+            match code {
+                // An array's elements: a column each, at its own offset
+                // (the columns of `Layout::columns`).
+                Some((c, n)) => {
+                    for i in 0..f.count() {
+                        let name = f.column_name(i);
+                        fields.push(serde_json::json!([name, format!("{order}{c}{n}"), at]));
+                        at += n;
+                    }
+                }
+                None => at += f.kind.size(),
             }
-            at += f.kind.size();
         }
     }
     serde_json::json!({
@@ -210,7 +218,7 @@ mod tests {
 
     #[test]
     fn the_header_describes_the_row_numpy_reads() {
-        let l = Layout::parse(">H2xf?").unwrap();
+        let l = Layout::parse(">a:u16,_:pad2,b:f32,c:bool,d:u8[2]").unwrap();
         let h = header(
             Some(&l),
             &Hint {
@@ -218,10 +226,16 @@ mod tests {
                 lost: 1,
             },
         );
-        assert_eq!(h["record_bytes"], 9);
+        assert_eq!(h["record_bytes"], 11);
         assert_eq!(
             h["fields"],
-            serde_json::json!([["f0", ">u2", 0], ["f1", ">f4", 4], ["f2", ">b1", 8]])
+            serde_json::json!([
+                ["a", ">u2", 0],
+                ["b", ">f4", 4],
+                ["c", ">b1", 8],
+                ["d_0", ">u1", 9],
+                ["d_1", ">u1", 10]
+            ])
         );
         assert_eq!(h["reasons"][2], "too_large");
         let mut s = [0u8; STAMP_BYTES];

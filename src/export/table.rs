@@ -126,16 +126,16 @@ impl<'a> Table<'a> {
         if self.format != ExportFormat::Csv {
             return Ok(());
         }
-        let mut cols: Vec<&str> = match self.recording {
-            Some(_) => vec!["recording"],
+        let mut cols: Vec<String> = match self.recording {
+            Some(_) => vec!["recording".into()],
             None => Vec::new(),
         };
-        cols.extend_from_slice(&FIXED[..6]);
+        cols.extend(FIXED[..6].iter().map(|c| c.to_string()));
         match self.layout {
-            Some(l) => cols.extend(l.columns().map(|f| f.name.as_str())),
-            None => cols.push("payload"),
+            Some(l) => cols.extend(l.columns().map(|c| c.name)),
+            None => cols.push("payload".into()),
         }
-        cols.extend(["count", "reason"]);
+        cols.extend(["count".into(), "reason".into()]);
         writeln!(out, "{}", cols.join(","))?;
         Ok(())
     }

@@ -6,14 +6,20 @@
 //!
 //! Two spellings of one thing:
 //! - **Named**: `t:u32,x:f32,y:f32` — `NAME:TYPE` pairs, comma-separated,
-//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool` and
-//!   `pad` N bytes as `_:pad4`; little-endian unless the whole layout starts with
+//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool`, each
+//!   also as an array of N (`acc:f32[3]`), and `pad` N bytes as `_:pad4`; little-endian unless the whole layout starts with
 //!   `>` (big-endian) or `<` (little, explicit).
 //! - **Python's `struct` notation**: `<Iff` (no colon): the byte-order
 //!   prefixes `<`, `>`, `!`, `=` (standard sizes, no alignment: `@` and
 //!   native alignment are refused), the codes `b B h H i I l L q Q f d ?`
 //!   and `x` for a pad byte, with repeat counts (`3f`); the fields are
 //!   named `f0`, `f1`, ….
+//!
+//! Design choice: **an array is N columns** (`acc:f32[3]` is the columns
+//! `acc_0`, `acc_1`, `acc_2`, [`Layout::columns`]) in every table format,
+//! so each element is a column every reader types and plots alike; the
+//! stored text keeps the array (`acc:f32[3]`). Python's `struct` notation
+//! has no arrays (`3f` is three fields).
 //!
 //! Design choice: the engine holds the grammar (not the export) so that
 //! the record-only build, `rtrec record` and the C API check a layout at
@@ -65,11 +71,44 @@ impl Kind {
 /// One named field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
-    /// Its column name.
+    /// Its name (an array's columns add `_0`, `_1`, …).
+    pub name: String,
+    /// Its type (of each element of an array).
+    pub kind: Kind,
+    /// `Some(n)`: an array of `n` elements (`acc:f32[3]`); `None`: one
+    /// value.
+    pub array: Option<usize>,
+}
+
+impl Field {
+    /// Values it holds: an array's length, else 1.
+    pub fn count(&self) -> usize {
+        self.array.unwrap_or(1)
+    }
+
+    /// The column name of its element `i`: its name, or for an array
+    /// `NAME_I`.
+    pub fn column_name(&self, i: usize) -> String {
+        match self.array {
+            Some(_) => format!("{}_{i}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// One column of a layout: a field, or one element of an array field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// Its name: the field's, or for an array's element `NAME_I`.
     pub name: String,
     /// Its type.
     pub kind: Kind,
 }
+
+/// The longest array a field may be, and the most values (pads included)
+/// a layout may have: a layout's text is at most [`MAX_LAYOUT_LEN`]
+/// bytes, and its columns are bounded alike.
+pub const MAX_ARRAY: usize = 4096;
 
 /// A parsed layout.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,11 +182,33 @@ impl Layout {
                 f.name
             ));
         }
-        Ok(Layout {
+        let l = Layout {
             fields,
             big_endian,
             spec: spec.to_string(),
-        })
+        };
+        let columns: usize = l.fields.iter().map(Field::count).sum();
+        if columns > MAX_ARRAY {
+            return Err(format!(
+                "layout '{spec}' has {columns} values, more than the {MAX_ARRAY} a layout may have"
+            ));
+        }
+        // An array's columns against every other name (`a:u8[2],a_1:u8`).
+        if fields_with_arrays(&l) {
+            let cols: Vec<Column> = l.columns().collect();
+            if let Some(c) = cols
+                .iter()
+                .enumerate()
+                .find(|(i, c)| cols[..*i].iter().any(|d| d.name == c.name))
+                .map(|(_, c)| c)
+            {
+                return Err(format!(
+                    "layout '{spec}' has two columns named '{}'",
+                    c.name
+                ));
+            }
+        }
+        Ok(l)
     }
 
     /// The canonical text of the layout, which a recording stores (its
@@ -162,6 +223,9 @@ impl Layout {
             let name = if f.name.is_empty() { "_" } else { &f.name };
             let comma = if i == 0 { "" } else { "," };
             let _ = write!(out, "{comma}{name}:{}", f.kind);
+            if let Some(n) = f.array {
+                let _ = write!(out, "[{n}]");
+            }
         }
         out
     }
@@ -185,14 +249,21 @@ impl Layout {
 
     /// Bytes a record must have.
     pub fn size(&self) -> usize {
-        self.fields.iter().map(|f| f.kind.size()).sum()
+        self.fields.iter().map(|f| f.kind.size() * f.count()).sum()
     }
 
-    /// The fields that have a column (pads left out).
-    pub fn columns(&self) -> impl Iterator<Item = &Field> {
+    /// The columns, in order: each field's, an array's one per element
+    /// (`acc_0`, `acc_1`, …), pads left out.
+    pub fn columns(&self) -> impl Iterator<Item = Column> + '_ {
         self.fields
             .iter()
             .filter(|f| !matches!(f.kind, Kind::Pad(_)))
+            .flat_map(|f| {
+                (0..f.count()).map(move |i| Column {
+                    name: f.column_name(i),
+                    kind: f.kind,
+                })
+            })
     }
 
     /// Whether `record` is the layout's size.
@@ -222,6 +293,7 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                 format!("layout '{spec}': '{part}' is not NAME:TYPE (for example t:u32,x:f32)")
             })?;
             let name = name.trim();
+            let (ty, array) = array_of(ty.trim(), spec)?;
             let valid = !name.is_empty()
                 && name
                     .chars()
@@ -250,12 +322,36 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                     )),
                 },
             };
+            if array.is_some() && matches!(kind, Kind::Pad(_)) {
+                return Err(format!(
+                    "layout '{spec}': a pad is not an array (write _:padN with N its bytes)"
+                ));
+            }
             Ok(Field {
                 name: name.to_string(),
                 kind,
+                array,
             })
         })
         .collect()
+}
+
+/// Whether any field of `l` is an array.
+fn fields_with_arrays(l: &Layout) -> bool {
+    l.fields.iter().any(|f| f.array.is_some())
+}
+
+/// A type with an optional `[N]` after it: the type, and N.
+fn array_of<'t>(ty: &'t str, spec: &str) -> Result<(&'t str, Option<usize>), String> {
+    let Some((ty, n)) = ty.strip_suffix(']').and_then(|t| t.split_once('[')) else {
+        return Ok((ty, None));
+    };
+    match n.parse::<usize>() {
+        Ok(n) if (1..=MAX_ARRAY).contains(&n) => Ok((ty, Some(n))),
+        _ => Err(format!(
+            "layout '{spec}': '[{n}]' is not an array length (1 to {MAX_ARRAY})"
+        )),
+    }
 }
 
 /// Python `struct` codes with repeat counts.
@@ -283,6 +379,7 @@ fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                 fields.push(Field {
                     name: String::new(),
                     kind: Kind::Pad(n),
+                    array: None,
                 });
                 continue;
             }
@@ -311,7 +408,11 @@ fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                     .filter(|f| !matches!(f.kind, Kind::Pad(_)))
                     .count()
             );
-            fields.push(Field { name, kind });
+            fields.push(Field {
+                name,
+                kind,
+                array: None,
+            });
         }
     }
     if !count.is_empty() {
@@ -334,12 +435,17 @@ mod tests {
             (named.canonical().as_str(), code.canonical().as_str()),
             ("t:u32,x:f32,y:f32", "f0:u32,f1:f32,f2:f32")
         );
+        let arr = Layout::parse(">t:u32,acc:f32[3],ok:bool[2]").unwrap();
+        assert_eq!(arr.canonical(), ">t:u32,acc:f32[3],ok:bool[2]");
+        assert_eq!(arr.size(), 4 + 12 + 2);
+        let cols: Vec<String> = arr.columns().map(|c| c.name).collect();
+        assert_eq!(cols, ["t", "acc_0", "acc_1", "acc_2", "ok_0", "ok_1"]);
         let flags = Layout::parse("<H?x?").unwrap();
         assert_eq!(flags.canonical(), "f0:u16,f1:bool,_:pad1,f2:bool");
         assert_eq!(flags.size(), 5);
         let be = Layout::parse("!2hx2B").unwrap();
         assert_eq!(be.canonical(), ">f0:i16,f1:i16,_:pad1,f2:u8,f3:u8");
-        for l in [named, code, be, flags] {
+        for l in [named, code, be, flags, arr] {
             let back = Layout::parse_stored(&l.canonical()).unwrap();
             assert_eq!(back.canonical(), l.canonical());
             assert_eq!(back.size(), l.size());
@@ -358,6 +464,12 @@ mod tests {
             ("a b:u8", "not letters"),
             ("I3", "count without a code"),
             ("_:pad4", "no field"),
+            ("a:u8[0]", "not an array length"),
+            ("a:u8[x]", "not an array length"),
+            ("a:u8[4097]", "not an array length"),
+            ("_:pad2[2]", "a pad is not an array"),
+            ("a:u8[2],a_1:u8", "two columns named 'a_1'"),
+            ("a:u8[4000],b:u8[97]", "more than the 4096"),
         ] {
             let e = Layout::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
