@@ -165,23 +165,6 @@ impl Layout {
         if fields.iter().all(|f| matches!(f.kind, Kind::Pad(_))) {
             return Err(format!("layout '{spec}' has no field"));
         }
-        // A scan, not a set: a layout is a few fields (at most 4 KiB of
-        // text), and no hash table is compiled for it.
-        let named: Vec<&Field> = fields
-            .iter()
-            .filter(|f| !matches!(f.kind, Kind::Pad(_)))
-            .collect();
-        if let Some(f) = named
-            .iter()
-            .enumerate()
-            .find(|(i, f)| named[..*i].iter().any(|g| g.name == f.name))
-            .map(|(_, f)| f)
-        {
-            return Err(format!(
-                "layout '{spec}' names the field '{}' twice",
-                f.name
-            ));
-        }
         let l = Layout {
             fields,
             big_endian,
@@ -193,20 +176,21 @@ impl Layout {
                 "layout '{spec}' has {columns} values, more than the {MAX_ARRAY} a layout may have"
             ));
         }
-        // An array's columns against every other name (`a:u8[2],a_1:u8`).
-        if fields_with_arrays(&l) {
-            let cols: Vec<Column> = l.columns().collect();
-            if let Some(c) = cols
-                .iter()
-                .enumerate()
-                .find(|(i, c)| cols[..*i].iter().any(|d| d.name == c.name))
-                .map(|(_, c)| c)
-            {
-                return Err(format!(
-                    "layout '{spec}' has two columns named '{}'",
-                    c.name
-                ));
-            }
+        // Every column's name once: two fields of one name, or an array's
+        // element and another field (`a:u8[2],a_1:u8`). A scan, not a set:
+        // a layout is a few fields (at most 4 KiB of text), and no hash
+        // table is compiled for it.
+        let cols: Vec<Column> = l.columns().collect();
+        if let Some(c) = cols
+            .iter()
+            .enumerate()
+            .find(|(i, c)| cols[..*i].iter().any(|d| d.name == c.name))
+            .map(|(_, c)| c)
+        {
+            return Err(format!(
+                "layout '{spec}' names the column '{}' twice",
+                c.name
+            ));
         }
         Ok(l)
     }
@@ -336,11 +320,6 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
         .collect()
 }
 
-/// Whether any field of `l` is an array.
-fn fields_with_arrays(l: &Layout) -> bool {
-    l.fields.iter().any(|f| f.array.is_some())
-}
-
 /// A type with an optional `[N]` after it: the type, and N.
 fn array_of<'t>(ty: &'t str, spec: &str) -> Result<(&'t str, Option<usize>), String> {
     let Some((ty, n)) = ty.strip_suffix(']').and_then(|t| t.split_once('[')) else {
@@ -468,7 +447,7 @@ mod tests {
             ("a:u8[x]", "not an array length"),
             ("a:u8[4097]", "not an array length"),
             ("_:pad2[2]", "a pad is not an array"),
-            ("a:u8[2],a_1:u8", "two columns named 'a_1'"),
+            ("a:u8[2],a_1:u8", "names the column 'a_1' twice"),
             ("a:u8[4000],b:u8[97]", "more than the 4096"),
         ] {
             let e = Layout::parse(bad).unwrap_err();
