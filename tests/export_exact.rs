@@ -1,6 +1,7 @@
 //! Every value arrives as recorded (docs/export.md, "Every value as
 //! recorded"): random layouts and records — NaN, ±inf, subnormals, −0.0,
-//! the extremes of every integer width, f32 and f64, bools, arrays, either byte order,
+//! the extremes of every integer width, f32 and f64, bools, text (empty,
+//! quotes, commas, line breaks, digits), arrays, either byte order,
 //! both layout spellings — with gaps at the start, middle and end, are
 //! exported as CSV, JSON lines, MCAP and Parquet and read back by the
 //! readers people use (`tests/export_exact_read.py`: pandas with the
@@ -43,7 +44,7 @@ struct Ty {
     numpy: &'static str,
 }
 
-const TYPES: [Ty; 11] = [
+const TYPES: [Ty; 12] = [
     Ty {
         named: "u8",
         code: 'B',
@@ -110,6 +111,13 @@ const TYPES: [Ty; 11] = [
         size: 1,
         numpy: "b1",
     },
+    // Text: `5s` in `struct` notation (one field of 5 bytes).
+    Ty {
+        named: "s5",
+        code: 's',
+        size: 5,
+        numpy: "S5",
+    },
 ];
 
 /// A random layout: its spec, the type of each field and its array
@@ -143,6 +151,7 @@ impl Layout {
                 (true, Ok((t, None))) => spec.push_str(&format!("c{i}:{},", t.named)),
                 (true, Ok((t, Some(n)))) => spec.push_str(&format!("c{i}:{}[{n}],", t.named)),
                 (true, Err(n)) => spec.push_str(&format!("_p{i}:pad{n},")),
+                (false, Ok((t, _))) if t.code == 's' => spec.push_str(&format!("{}s", t.size)),
                 (false, Ok((t, _))) => spec.push(t.code),
                 (false, Err(n)) => spec.push_str(&format!("{n}x")),
             }
@@ -190,6 +199,15 @@ impl Layout {
         for f in &self.fields {
             match f {
                 Err(n) => bytes.extend((0..*n).map(|_| rng.below(256) as u8)),
+                Ok((t, array)) if t.code == 's' => {
+                    for _ in 0..array.unwrap_or(1) {
+                        let text = random_text(rng, t.size);
+                        values.push(text.clone());
+                        let mut b = text.into_bytes();
+                        b.resize(t.size, 0);
+                        bytes.extend(b);
+                    }
+                }
                 Ok((t, array)) => {
                     for _ in 0..array.unwrap_or(1) {
                         let le = value_bits(t, rng).to_le_bytes();
@@ -205,6 +223,23 @@ impl Layout {
         }
         (bytes, values)
     }
+}
+
+/// Random UTF-8 text of at most `max` bytes, often what CSV and type
+/// guessing get wrong: empty, a comma, a quote, a line break, digits with a
+/// leading zero, a two-byte character, words a reader takes for others.
+fn random_text(rng: &mut Rng, max: usize) -> String {
+    const PIECES: [&str; 12] = [
+        "", ",", "\"", "\n", "007", "\u{e9}", "a", "NaN", "true", " ", "1e5", "x;y",
+    ];
+    let mut s = String::new();
+    for _ in 0..rng.below(4) {
+        let p = PIECES[rng.below(PIECES.len() as u64) as usize];
+        if s.len() + p.len() <= max {
+            s.push_str(p);
+        }
+    }
+    s
 }
 
 /// Random bits for a value of `t`, often one of the values exports get

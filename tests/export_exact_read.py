@@ -34,6 +34,13 @@ FIXED_DTYPES = {"seq": "UInt64", "mono_ns": "UInt64", "len": "UInt32",
 def canon(value, code):
     """The canonical text of one value read as NumPy type ``code``: a bool
     must arrive as a bool (``true``/``false``), never as a number or text."""
+    if code[0] == "S":
+        # Text: NumPy gives bytes (its zero padding dropped), the rest str.
+        if isinstance(value, (bytes, np.bytes_)):
+            value = bytes(value).decode()
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} ({type(value).__name__}) in a text column")
+        return value
     if code == "b1":
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{value!r} ({type(value).__name__}) in a bool column")
@@ -51,7 +58,7 @@ def canon(value, code):
 def json_value(value, code):
     """A JSON field's value as rtrec writes it (a number, or a string for a
     float that is not finite)."""
-    if isinstance(value, str):
+    if isinstance(value, str) and code[0] != "S":
         if code[0] != "f":
             raise ValueError(f"string {value!r} in a {code} column")
         return NON_FINITE[value]
@@ -71,8 +78,18 @@ def from_json_rows(rows, cols):
 def read_csv_pandas(path, cols):
     import pandas as pd
 
-    dtype = dict(FIXED_DTYPES, **{n: PANDAS[c] for n, c in cols})
-    df = pd.read_csv(path, dtype=dtype, parse_dates=["wall_time"])
+    dtype = dict(FIXED_DTYPES, **{n: PANDAS.get(c, "string") for n, c in cols})
+    text = [n for n, c in cols if c[0] == "S"]
+    if text:
+        # docs/export.md: with text columns, pandas' own NA words ("NaN",
+        # "NA", "null", "", …) are NA in the other columns only.
+        with open(path) as f:
+            header = f.readline().strip().split(",")
+        na = {n: ["", "NaN"] for n in header if n not in text}
+        df = pd.read_csv(path, dtype=dtype, parse_dates=["wall_time"],
+                         keep_default_na=False, na_values=na)
+    else:
+        df = pd.read_csv(path, dtype=dtype, parse_dates=["wall_time"])
     recs = df[df.kind == "record"]
     gaps = df[df.kind == "gap"]
     out = [[int(s), [canon(recs[n].iloc[i], c) for n, c in cols]] for i, s in enumerate(recs.seq)]
@@ -93,7 +110,9 @@ def read_frame(seqs, kinds, counts, columns, cols):
 def read_csv_polars(path, cols):
     import polars as pl
 
-    df = pl.read_csv(path, infer_schema_length=None)
+    # docs/export.md: text columns named as text (polars guesses "007" an integer).
+    df = pl.read_csv(path, infer_schema_length=None,
+                     schema_overrides={n: pl.String for n, c in cols if c[0] == "S"})
     for n, c in cols:
         want = {"f": pl.Float64, "b": pl.Boolean}.get(c[0])
         if want is not None and df.schema[n] != want:
@@ -105,7 +124,10 @@ def read_csv_polars(path, cols):
 def read_csv_duckdb(path, cols):
     import duckdb
 
-    rel = duckdb.sql(f"select * from read_csv('{path}')")
+    text = {n: "VARCHAR" for n, c in cols if c[0] == "S"}
+    # docs/export.md: text as VARCHAR, and a quoted "" the empty text (not NULL).
+    rel = duckdb.sql(f"select * from read_csv('{path}'"
+                     + (f", types={text}, allow_quoted_nulls=false)" if text else ")"))
     for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
         want = {"f": "DOUBLE", "b": "BOOLEAN"}.get(c[0])
         if want is not None and str(t) != want:
@@ -137,7 +159,7 @@ def read_mcap(path, cols):
 # (pyarrow's names): the width and signedness kept, floats at their width.
 ARROW = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
          "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
-         "f4": "float", "f8": "double", "b1": "bool"}
+         "f4": "float", "f8": "double", "b1": "bool", "S5": "string"}
 
 
 def read_parquet_pyarrow(path, cols):
@@ -162,7 +184,7 @@ def read_parquet_polars(path, cols):
     df = pl.read_parquet(path)
     want = {"u1": pl.UInt8, "u2": pl.UInt16, "u4": pl.UInt32, "u8": pl.UInt64,
             "i1": pl.Int8, "i2": pl.Int16, "i4": pl.Int32, "i8": pl.Int64,
-            "f4": pl.Float32, "f8": pl.Float64, "b1": pl.Boolean}
+            "f4": pl.Float32, "f8": pl.Float64, "b1": pl.Boolean, "S5": pl.String}
     for n, c in cols:
         if df.schema[n] != want[c]:
             raise ValueError(f"polars read column {n} ({c}) as {df.schema[n]}")
@@ -176,7 +198,7 @@ def read_parquet_duckdb(path, cols):
     rel = duckdb.sql(f"select * from read_parquet('{path}')")
     want = {"u1": "UTINYINT", "u2": "USMALLINT", "u4": "UINTEGER", "u8": "UBIGINT",
             "i1": "TINYINT", "i2": "SMALLINT", "i4": "INTEGER", "i8": "BIGINT",
-            "f4": "FLOAT", "f8": "DOUBLE", "b1": "BOOLEAN"}
+            "f4": "FLOAT", "f8": "DOUBLE", "b1": "BOOLEAN", "S5": "VARCHAR"}
     for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
         if str(t) != want[c]:
             raise ValueError(f"DuckDB read column {n} ({c}) as {t}")
@@ -223,12 +245,15 @@ def read_case(case):
     def to_pandas_nullable():
         df = rtrec.open(case["dir"]).to_pandas(case["layout"], nullable=True)
         na = {"f": np.nan}
-        columns = {n: df[n].array.to_numpy(dtype=c, na_value=na.get(c[0], 0)) for n, c in cols}
+        columns = {n: df[n].array.to_numpy(dtype=object if c[0] == "S" else c,
+                                           na_value="" if c[0] == "S" else na.get(c[0], 0))
+                   for n, c in cols}
         return from_array(df["seq"].tolist(), df["lost"].tolist(), columns, cols)
 
     def to_polars():
         df, _ = rtrec.open(case["dir"]).to_polars(case["layout"])
-        columns = {n: df[n].fill_null(False if c == "b1" else 0).to_numpy() for n, c in cols}
+        fill = {"b": False, "S": ""}
+        columns = {n: df[n].fill_null(fill.get(c[0], 0)).to_numpy() for n, c in cols}
         return from_array(df["seq"].to_list(), df["lost"].to_list(), columns, cols)
 
     readers = {

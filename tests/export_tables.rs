@@ -255,6 +255,75 @@ fn a_bool_field_whose_byte_is_not_0_or_1_is_refused_in_one_sentence_in_every_tab
 }
 
 #[test]
+fn a_text_field_that_is_not_utf8_padded_with_zeros_is_refused_in_one_sentence_in_every_table_format(
+) {
+    // Text leaves as recorded or not at all: bytes after its end, or not
+    // UTF-8, would be dropped or replaced (docs/export.md, "--layout").
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, (bad, says)) in [
+        (*b"ab\0c", "bytes after the zero that ends its text"),
+        (*b"a\xff\0\0", "bytes that are not UTF-8 text"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = tmp.path().join(format!("d{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        let cfg = Config {
+            max_record: 4,
+            file_size: 1 << 20,
+            ..Config::default()
+        };
+        let mut rec = Recorder::create(&dir, cfg).unwrap();
+        for r in [*b"id\0\0", *b"\0\0\0\0", bad] {
+            rec.record(&r).unwrap();
+        }
+        rec.finish().unwrap();
+        let ok = rtrec(&[
+            "export",
+            "--format",
+            "csv",
+            "--layout",
+            "name:s4",
+            s(&dir),
+            "-o",
+            "-",
+            "--to",
+            "1",
+        ]);
+        let csv = String::from_utf8_lossy(&ok.stdout);
+        assert!(
+            csv.contains(",\"id\",") && csv.contains(",\"\",,"),
+            "{}",
+            show(&ok)
+        );
+        for format in ["csv", "jsonl", "mcap", "parquet", "numpy"] {
+            let out = tmp.path().join(format!("out{i}.{format}"));
+            let o = rtrec(&[
+                "export",
+                "--format",
+                format,
+                "--layout",
+                "<4s",
+                s(&dir),
+                "-o",
+                s(&out),
+            ]);
+            assert_eq!(o.status.code(), Some(2), "{format}: {}", show(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(err.trim().lines().count(), 1, "{format}: {err}");
+            assert!(
+                err.contains(&format!(
+                    "record 2 holds {says} in its string field 'f0' (read it as u8[4] to see them)"
+                )),
+                "{format}: {err}"
+            );
+            assert!(!out.exists(), "a failed {format} export left its file");
+        }
+    }
+}
+
+#[test]
 fn ls_lists_each_recording_with_its_state_and_export_takes_the_newest() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");

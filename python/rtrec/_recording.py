@@ -432,7 +432,8 @@ class Recording:
                 (``UInt32``, ``Int64``, ``Float32``, …) with ``<NA>`` in
                 lost rows, so a recorded NaN and a lost value differ and
                 integers stay integers (default: NumPy types, 0 and NaN in
-                lost rows, ``lost`` says which).
+                lost rows, ``lost`` says which). Text fields (``sN``) are
+                ``str`` (pandas' ``string`` with ``nullable``).
 
         Raises:
             ImportError: pandas is not installed.
@@ -450,7 +451,13 @@ class Recording:
         for name, col in cols.items():
             if name == "seq":
                 continue
-            if nullable and name not in fixed and col.dtype.kind in "iufb":
+            if col.dtype.kind == "S":
+                # Text (a layout's sN): str, as the other exports give it.
+                col = np.char.decode(col, "utf-8").astype(object)
+                if nullable:
+                    col = pd.array(col, dtype="string")
+                    col[cols["lost"]] = pd.NA
+            elif nullable and name not in fixed and col.dtype.kind in "iufb":
                 cls = {"f": pd.arrays.FloatingArray, "b": pd.arrays.BooleanArray}.get(
                     col.dtype.kind, pd.arrays.IntegerArray)
                 col = cls(col, cols["lost"].copy())
@@ -483,6 +490,8 @@ class Recording:
         for name, col in cols.items():
             if name == "seq":
                 continue
+            if col.dtype.kind == "S":
+                col = np.char.decode(col, "utf-8")  # text (sN): polars' String
             s = pl.Series(name, list(col) if col.dtype.kind == "O" else col)
             if name not in fixed and lost.any():
                 s = pl.select(pl.when(pl.lit(lost)).then(None).otherwise(s).alias(name)).to_series()

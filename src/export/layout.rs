@@ -31,6 +31,16 @@ pub enum Value {
     F64(f64),
     /// A bool (a byte that is 0 or 1: [`Kind::Bool`]).
     Bool(bool),
+    /// Text ([`Kind::Str`]): where it is in the record, its bytes without
+    /// the zero padding (UTF-8, checked by [`decode`]); [`Value::text`]
+    /// reads it. Design choice: a place, not a copy, so a value stays
+    /// `Copy` and decoding a record allocates nothing.
+    Str {
+        /// Offset of its first byte in the record.
+        at: usize,
+        /// Its bytes.
+        len: usize,
+    },
 }
 
 /// The JSON strings of the floats JSON numbers cannot hold (docs/export.md,
@@ -63,6 +73,7 @@ impl fmt::Display for Value {
             // The spelling pandas, polars, DuckDB and pyarrow all read as
             // a bool column.
             Value::Bool(b) => write!(f, "{b}"),
+            Value::Str { .. } => unreachable!("text is written with its record (Value::text)"),
             _ => f.write_str(match self.non_finite() {
                 Some(i) => ["NaN", "1e999", "-1e999"][i],
                 None => unreachable!("finite floats are written above"),
@@ -77,7 +88,7 @@ impl Value {
         let v = match self {
             Value::F32(v) => f64::from(v),
             Value::F64(v) => v,
-            Value::U(_) | Value::I(_) | Value::Bool(_) => return None,
+            Value::U(_) | Value::I(_) | Value::Bool(_) | Value::Str { .. } => return None,
         };
         if v.is_nan() {
             Some(0)
@@ -91,8 +102,9 @@ impl Value {
     /// As a JSON value: a number, or for a float that is not finite one of
     /// [`JSON_NON_FINITE`] (never `null`, which would lose which one).
     ///
-    /// An f32 is written with the digits of [`f32_digits`].
-    pub fn to_json(self) -> serde_json::Value {
+    /// An f32 is written with the digits of [`f32_digits`]; text is read
+    /// from `record`, the record the value was decoded from.
+    pub fn to_json(self, record: &[u8]) -> serde_json::Value {
         if let Some(i) = self.non_finite() {
             return JSON_NON_FINITE[i].into();
         }
@@ -100,10 +112,22 @@ impl Value {
             Value::U(v) => return v.into(),
             Value::I(v) => return v.into(),
             Value::Bool(b) => return b.into(),
+            Value::Str { .. } => return self.text(record).into(),
             Value::F32(v) => f32_digits(v),
             Value::F64(v) => v,
         };
         serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into)
+    }
+}
+
+impl Value {
+    /// The text of a [`Value::Str`] decoded from `record` ("" for any
+    /// other value).
+    pub fn text(self, record: &[u8]) -> &str {
+        match self {
+            Value::Str { at, len } => std::str::from_utf8(&record[at..at + len]).unwrap_or(""),
+            _ => "",
+        }
     }
 }
 
@@ -140,13 +164,42 @@ pub fn check(layout: &Layout, record: &[u8]) -> Result<(), String> {
     let mut at = 0;
     for f in &layout.fields {
         for i in 0..f.count() {
-            if f.kind == Kind::Bool && record[at] > 1 {
-                return Err(bool_refused(record[at], &f.column_name(i)));
+            let n = f.kind.size();
+            match f.kind {
+                Kind::Bool if record[at] > 1 => {
+                    return Err(bool_refused(record[at], &f.column_name(i)))
+                }
+                Kind::Str(_) => {
+                    text_of(&record[at..at + n], at).map_err(|why| refused(why, f, i))?;
+                }
+                _ => {}
             }
-            at += f.kind.size();
+            at += n;
         }
     }
     Ok(())
+}
+
+/// Where the text of a [`Kind::Str`] field's bytes `b` (at `at` in the
+/// record) is, or why they are not text: UTF-8, then only zero bytes.
+fn text_of(b: &[u8], at: usize) -> Result<Value, &'static str> {
+    let len = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    if b[len..].iter().any(|&c| c != 0) {
+        return Err("bytes after the zero that ends its text");
+    }
+    if std::str::from_utf8(&b[..len]).is_err() {
+        return Err("bytes that are not UTF-8 text");
+    }
+    Ok(Value::Str { at, len })
+}
+
+/// The sentence for a string field's bytes that are not text (`why`).
+fn refused(why: &str, f: &Field, i: usize) -> String {
+    format!(
+        "holds {why} in its string field '{}' (read it as u8[{}] to see them)",
+        f.column_name(i),
+        f.kind.size()
+    )
 }
 
 /// The sentence for a bool field holding `x` (neither 0 nor 1).
@@ -176,8 +229,11 @@ pub fn decode(layout: &Layout, record: &[u8], out: &mut Vec<Value>) -> Result<()
         }
         for i in 0..f.count() {
             let b = &record[at..at + n];
+            out.push(match f.kind {
+                Kind::Str(_) => text_of(b, at).map_err(|why| refused(why, f, i))?,
+                _ => value(f, i, b, layout.big_endian)?,
+            });
             at += n;
-            out.push(value(f, i, b, layout.big_endian)?);
         }
     }
     Ok(())
@@ -200,7 +256,9 @@ fn value(f: &Field, i: usize, b: &[u8], big_endian: bool) -> Result<Value, Strin
     }
     let u = u64::from_le_bytes(raw);
     Ok(match f.kind {
-        Kind::Pad(_) | Kind::Bool => unreachable!("pads and bools are taken above"),
+        Kind::Pad(_) | Kind::Bool | Kind::Str(_) => {
+            unreachable!("pads, bools and text are taken above")
+        }
         Kind::U(_) => Value::U(u),
         Kind::I(n) => {
             let shift = 64 - 8 * n as u32;
@@ -273,7 +331,7 @@ mod tests {
         decode(&l, &[7, 1, 0], &mut v).unwrap();
         assert_eq!(v, vec![Value::U(7), Value::Bool(true), Value::Bool(false)]);
         assert_eq!(
-            (v[1].to_string(), v[2].to_json().to_string()),
+            (v[1].to_string(), v[2].to_json(&[]).to_string()),
             ("true".into(), "false".into())
         );
         let e = decode(&l, &[7, 2, 0], &mut v).unwrap_err();
@@ -312,6 +370,33 @@ mod tests {
     }
 
     #[test]
+    fn text_is_utf8_padded_with_zeros_and_anything_else_is_refused() {
+        let l = Layout::parse("n:u8,name:s6").unwrap();
+        let mut v = Vec::new();
+        let rec = [1, b'a', b',', 0xc3, 0xa9, 0, 0];
+        decode(&l, &rec, &mut v).unwrap();
+        assert_eq!(v[1], Value::Str { at: 1, len: 4 });
+        assert_eq!(v[1].text(&rec), "a,\u{e9}");
+        assert_eq!(v[1].to_json(&rec), serde_json::json!("a,\u{e9}"));
+        decode(&l, &[1, 0, 0, 0, 0, 0, 0], &mut v).unwrap();
+        assert_eq!(v[1], Value::Str { at: 1, len: 0 });
+        for (rec, says) in [
+            (
+                [1, b'a', 0, b'b', 0, 0, 0],
+                "bytes after the zero that ends its text",
+            ),
+            ([1, 0xff, 0, 0, 0, 0, 0], "bytes that are not UTF-8 text"),
+        ] {
+            let e = decode(&l, &rec, &mut v).unwrap_err();
+            assert_eq!(
+                e,
+                format!("holds {says} in its string field 'name' (read it as u8[6] to see them)")
+            );
+            assert_eq!(check(&l, &rec), Err(e));
+        }
+    }
+
+    #[test]
     fn a_record_of_another_size_is_one_sentence() {
         let l = Layout::parse("t:u32").unwrap();
         let e = decode(&l, &[1, 2, 3], &mut Vec::new()).unwrap_err();
@@ -321,7 +406,7 @@ mod tests {
     #[test]
     fn floats_are_written_shortest_for_their_width_and_non_finite_by_name() {
         let csv = |v: Value| v.to_string();
-        let json = |v: Value| v.to_json().to_string();
+        let json = |v: Value| v.to_json(&[]).to_string();
         assert_eq!(csv(Value::F32(0.1)), "0.1");
         assert_eq!(json(Value::F32(0.1)), "0.1");
         assert_eq!(csv(Value::F64(1e308)), "1e308");

@@ -264,7 +264,7 @@ fn messages(
                     Body::Fields(l) => {
                         decode(l, seq, data, &mut values)?;
                         for (f, v) in l.columns().zip(&values) {
-                            m.insert(f.name.clone(), v.to_json());
+                            m.insert(f.name.clone(), v.to_json(data));
                         }
                     }
                     Body::Base64 => {
@@ -364,6 +364,9 @@ fn record_schema(l: &Layout) -> Json {
             }),
             Kind::I(n) => json!({"type": "integer", "description": format!("i{}", 8 * n)}),
             Kind::Bool => json!({"type": "boolean", "description": "bool"}),
+            Kind::Str(n) => {
+                json!({"type": "string", "description": format!("s{n}: UTF-8 text of at most {n} bytes")})
+            }
             Kind::U(n) | Kind::Pad(n) => {
                 json!({"type": "integer", "description": format!("u{}", 8 * n)})
             }

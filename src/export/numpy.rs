@@ -181,6 +181,9 @@ fn header(layout: Option<&Layout>, hint: &Hint) -> serde_json::Value {
                 // NumPy's bool: one byte, 0 or 1 (the export refuses any
                 // other byte before a row is written).
                 Kind::Bool => Some(('b', 1)),
+                // NumPy's fixed-length bytes: the text, its zero padding
+                // dropped by NumPy (the export refuses any other bytes).
+                Kind::Str(n) => Some(('S', n)),
                 Kind::Pad(_) => None,
             };
             match code {

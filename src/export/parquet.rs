@@ -112,6 +112,7 @@ enum FieldCol {
     F32(Opt<f32>),
     F64(Opt<f64>),
     Bool(Opt<bool>),
+    Str(Opt<ByteArray>),
 }
 
 impl FieldCol {
@@ -121,6 +122,7 @@ impl FieldCol {
             Kind::F(4) => FieldCol::F32(Opt::new()),
             Kind::F(_) => FieldCol::F64(Opt::new()),
             Kind::Bool => FieldCol::Bool(Opt::new()),
+            Kind::Str(_) => FieldCol::Str(Opt::new()),
             _ => FieldCol::I32(Opt::new()),
         }
     }
@@ -136,6 +138,7 @@ impl FieldCol {
             Kind::F(4) => "float {}".to_string(),
             Kind::F(_) => "double {}".to_string(),
             Kind::Bool => "boolean {}".to_string(),
+            Kind::Str(_) => "binary {} (STRING)".to_string(),
             Kind::Pad(_) => unreachable!("pads are no column"),
         };
         format!("optional {};", ty.replace("{}", name))
@@ -143,7 +146,7 @@ impl FieldCol {
 
     /// Adds a record's value (its bits, in the column's physical type), or
     /// a gap's null.
-    fn push(&mut self, v: Option<Value>) {
+    fn push(&mut self, v: Option<Value>, record: &[u8]) {
         match self {
             FieldCol::I32(c) => c.push(v.map(|v| match v {
                 // An unsigned field's bits (its logical type says unsigned).
@@ -168,6 +171,7 @@ impl FieldCol {
                 Value::Bool(b) => b,
                 _ => unreachable!("a bool field decodes to a bool"),
             })),
+            FieldCol::Str(c) => c.push(v.map(|v| ByteArray::from(v.text(record)))),
         }
     }
 
@@ -178,6 +182,7 @@ impl FieldCol {
             FieldCol::F32(c) => c.clear(),
             FieldCol::F64(c) => c.clear(),
             FieldCol::Bool(c) => c.clear(),
+            FieldCol::Str(c) => c.clear(),
         }
     }
 }
@@ -356,7 +361,7 @@ fn push_row(
                 Some(l) => {
                     decode(l, seq, data, values)?;
                     for (c, v) in cols.fields.iter_mut().zip(values.iter()) {
-                        c.push(Some(*v));
+                        c.push(Some(*v), data);
                     }
                 }
                 None => cols.payload.push(Some(ByteArray::from(data.to_vec()))),
@@ -382,7 +387,7 @@ fn push_row(
             cols.exact.push(None);
             cols.len.push(None);
             if layout.is_some() {
-                cols.fields.iter_mut().for_each(|c| c.push(None));
+                cols.fields.iter_mut().for_each(|c| c.push(None, &[]));
             } else {
                 cols.payload.push(None);
             }
@@ -432,6 +437,9 @@ fn write_group<W: Write + Send>(
                 (true, Some(FieldCol::Bool(c))) => {
                     put::<BoolType>(&mut col, &c.values, Some(&c.defs))?
                 }
+                (true, Some(FieldCol::Str(c))) => {
+                    put::<ByteArrayType>(&mut col, &c.values, Some(&c.defs))?
+                }
                 (true, None) => unreachable!("a column per layout field"),
             },
             i if i == 6 + n_mid => {
@@ -469,11 +477,12 @@ mod tests {
 
     #[test]
     fn the_schema_parses_with_every_field_type() {
-        let l = Layout::parse("<BHIQbhiqfd2x?").unwrap();
+        let l = Layout::parse("<BHIQbhiqfd2x?4s").unwrap();
         let s = schema(Some(&l));
         let t = parse_message_type(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
-        // 6 fixed, 11 fields (the pad is no column), count and reason.
-        assert_eq!(t.get_fields().len(), 19, "{s}");
+        // 6 fixed, 12 fields (the pad is no column), count and reason.
+        assert_eq!(t.get_fields().len(), 20, "{s}");
+        assert!(s.contains("optional binary f11 (STRING);"), "{s}");
         assert!(s.contains("optional boolean f10;"), "{s}");
         assert!(s.contains("optional int32 f0 (INTEGER(8,false));"), "{s}");
         assert!(s.contains("optional int64 f3 (INTEGER(64,false));"), "{s}");

@@ -165,8 +165,8 @@ impl<'a> Table<'a> {
                     len: data.len(),
                 };
                 match self.format {
-                    ExportFormat::Csv => self.csv_record(&r, payload),
-                    _ => self.json_record(&r, payload),
+                    ExportFormat::Csv => self.csv_record(&r, payload, data),
+                    _ => self.json_record(&r, payload, data),
                 }
             }
             Item::Gap {
@@ -221,7 +221,7 @@ impl<'a> Table<'a> {
         }))
     }
 
-    fn csv_record(&mut self, r: &Stamp, payload: Option<String>) {
+    fn csv_record(&mut self, r: &Stamp, payload: Option<String>, data: &[u8]) {
         use std::fmt::Write as _;
         let _ = write!(
             self.line,
@@ -239,14 +239,25 @@ impl<'a> Table<'a> {
             }
             None => {
                 for v in &self.values {
-                    let _ = write!(self.line, ",{v}");
+                    match v {
+                        // Always quoted: an empty text is `""`, never the
+                        // empty cell of a gap row (docs/export.md).
+                        Value::Str { .. } => {
+                            self.line.push_str(",\"");
+                            self.line.push_str(&v.text(data).replace('"', "\"\""));
+                            self.line.push('"');
+                        }
+                        _ => {
+                            let _ = write!(self.line, ",{v}");
+                        }
+                    }
                 }
             }
         }
         self.line.push_str(",,");
     }
 
-    fn json_record(&mut self, r: &Stamp, payload: Option<String>) {
+    fn json_record(&mut self, r: &Stamp, payload: Option<String>, data: &[u8]) {
         let mut m = serde_json::Map::new();
         m.insert("kind".into(), "record".into());
         m.insert("seq".into(), r.seq.into());
@@ -260,7 +271,7 @@ impl<'a> Table<'a> {
             }
             (None, Some(l)) => {
                 for (f, v) in l.columns().zip(&self.values) {
-                    m.insert(f.name.clone(), v.to_json());
+                    m.insert(f.name.clone(), v.to_json(data));
                 }
             }
             (None, None) => {}

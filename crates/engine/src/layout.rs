@@ -7,13 +7,15 @@
 //! Two spellings of one thing:
 //! - **Named**: `t:u32,x:f32,y:f32` — `NAME:TYPE` pairs, comma-separated,
 //!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool`, each
-//!   also as an array of N (`acc:f32[3]`), and `pad` N bytes as `_:pad4`; little-endian unless the whole layout starts with
+//!   also as an array of N (`acc:f32[3]`), text of N bytes as `sN`
+//!   (`name:s16`), and `pad` N bytes as `_:pad4`; little-endian unless the whole layout starts with
 //!   `>` (big-endian) or `<` (little, explicit).
 //! - **Python's `struct` notation**: `<Iff` (no colon): the byte-order
 //!   prefixes `<`, `>`, `!`, `=` (standard sizes, no alignment: `@` and
 //!   native alignment are refused), the codes `b B h H i I l L q Q f d ?`
-//!   and `x` for a pad byte, with repeat counts (`3f`); the fields are
-//!   named `f0`, `f1`, ….
+//!   and `x` for a pad byte, with repeat counts (`3f`), and `Ns` for text
+//!   of N bytes (one field, as in `struct`); the fields are named `f0`,
+//!   `f1`, ….
 //!
 //! Design choice: **an array is N columns** (`acc:f32[3]` is the columns
 //! `acc_0`, `acc_1`, `acc_2`, [`Layout::columns`]) in every table format,
@@ -43,6 +45,11 @@ pub enum Kind {
     /// `struct`'s `?`. Design choice: any other byte is not a bool; the
     /// exports refuse it rather than print it as `true` and lose the byte.
     Bool,
+    /// Text of N bytes: UTF-8, padded with zero bytes to N (C's
+    /// `char name[N]`, Python `struct`'s `Ns`, NumPy's `SN`). Design
+    /// choice: bytes that are not UTF-8, or not zero after the text's
+    /// end, are refused by the exports (read such a field as `u8[N]`).
+    Str(usize),
 }
 
 impl fmt::Display for Kind {
@@ -54,6 +61,7 @@ impl fmt::Display for Kind {
             Kind::F(n) => write!(f, "f{}", 8 * n),
             Kind::Pad(n) => write!(f, "pad{n}"),
             Kind::Bool => f.write_str("bool"),
+            Kind::Str(n) => write!(f, "s{n}"),
         }
     }
 }
@@ -62,7 +70,7 @@ impl Kind {
     /// Bytes the field takes.
     pub fn size(self) -> usize {
         match self {
-            Kind::U(n) | Kind::I(n) | Kind::F(n) | Kind::Pad(n) => n,
+            Kind::U(n) | Kind::I(n) | Kind::F(n) | Kind::Pad(n) | Kind::Str(n) => n,
             Kind::Bool => 1,
         }
     }
@@ -299,10 +307,10 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                 "f32" => Kind::F(4),
                 "f64" => Kind::F(8),
                 "bool" => Kind::Bool,
-                t => match t.strip_prefix("pad").and_then(|n| n.parse::<usize>().ok()) {
-                    Some(n) if n > 0 => Kind::Pad(n),
+                t => match sized(t, "pad").map(Kind::Pad).or_else(|| sized(t, "s").map(Kind::Str)) {
+                    Some(k) => k,
                     _ => return Err(format!(
-                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool, or padN)"
+                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool, sN or padN)"
                     )),
                 },
             };
@@ -320,6 +328,13 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
         .collect()
 }
 
+/// `N` of a type `PREFIXN` (`pad4`, `s16`), at least 1.
+fn sized(t: &str, prefix: &str) -> Option<usize> {
+    t.strip_prefix(prefix)
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+}
+
 /// A type with an optional `[N]` after it: the type, and N.
 fn array_of<'t>(ty: &'t str, spec: &str) -> Result<(&'t str, Option<usize>), String> {
     let Some((ty, n)) = ty.strip_suffix(']').and_then(|t| t.split_once('[')) else {
@@ -331,6 +346,16 @@ fn array_of<'t>(ty: &'t str, spec: &str) -> Result<(&'t str, Option<usize>), Str
             "layout '{spec}': '[{n}]' is not an array length (1 to {MAX_ARRAY})"
         )),
     }
+}
+
+/// The name `struct` notation gives the field after `fields`: `f0`, `f1`,
+/// … counting the fields that are not pads.
+fn next_name(fields: &[Field]) -> String {
+    let k = fields
+        .iter()
+        .filter(|f| !matches!(f.kind, Kind::Pad(_)))
+        .count();
+    format!("f{k}")
 }
 
 /// Python `struct` codes with repeat counts.
@@ -362,6 +387,15 @@ fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                 });
                 continue;
             }
+            // `8s`: one field of 8 bytes, not eight (`struct`'s rule).
+            's' => {
+                fields.push(Field {
+                    name: next_name(&fields),
+                    kind: Kind::Str(n),
+                    array: None,
+                });
+                continue;
+            }
             'b' => Kind::I(1),
             'B' => Kind::U(1),
             'h' => Kind::I(2),
@@ -375,20 +409,13 @@ fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
             '?' => Kind::Bool,
             c => {
                 return Err(format!(
-                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q f d ? x)"
+                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q f d ? s x)"
                 ))
             }
         };
         for _ in 0..n {
-            let name = format!(
-                "f{}",
-                fields
-                    .iter()
-                    .filter(|f| !matches!(f.kind, Kind::Pad(_)))
-                    .count()
-            );
             fields.push(Field {
-                name,
+                name: next_name(&fields),
                 kind,
                 array: None,
             });
@@ -419,12 +446,15 @@ mod tests {
         assert_eq!(arr.size(), 4 + 12 + 2);
         let cols: Vec<String> = arr.columns().map(|c| c.name).collect();
         assert_eq!(cols, ["t", "acc_0", "acc_1", "acc_2", "ok_0", "ok_1"]);
+        let text = Layout::parse("<H8sx?").unwrap();
+        assert_eq!(text.canonical(), "f0:u16,f1:s8,_:pad1,f2:bool");
+        assert_eq!(text.size(), 12);
         let flags = Layout::parse("<H?x?").unwrap();
         assert_eq!(flags.canonical(), "f0:u16,f1:bool,_:pad1,f2:bool");
         assert_eq!(flags.size(), 5);
         let be = Layout::parse("!2hx2B").unwrap();
         assert_eq!(be.canonical(), ">f0:i16,f1:i16,_:pad1,f2:u8,f3:u8");
-        for l in [named, code, be, flags, arr] {
+        for l in [named, code, be, flags, arr, text] {
             let back = Layout::parse_stored(&l.canonical()).unwrap();
             assert_eq!(back.canonical(), l.canonical());
             assert_eq!(back.size(), l.size());
