@@ -195,24 +195,53 @@ fn a_record_that_does_not_fit_the_layout_is_one_sentence_and_leaves_no_file() {
     }
 }
 
+/// Records `records` (each `size` bytes) into a new directory `name`.
+fn recorded(tmp: &Path, name: &str, size: usize, records: &[&[u8]]) -> std::path::PathBuf {
+    let dir = tmp.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    let cfg = Config {
+        max_record: size,
+        file_size: 1 << 20,
+        ..Config::default()
+    };
+    let mut rec = Recorder::create(&dir, cfg).unwrap();
+    for r in records {
+        rec.record(r).unwrap();
+    }
+    rec.finish().unwrap();
+    dir
+}
+
+/// Every table format refuses `dir` under `layout`: exit 2, the one
+/// sentence `says`, no file left.
+fn refused_in_every_table_format(tmp: &Path, dir: &Path, layout: &str, says: &str) {
+    for format in ["csv", "jsonl", "mcap", "parquet", "numpy"] {
+        let out = tmp.join(format!("out.{format}"));
+        let o = rtrec(&[
+            "export",
+            "--format",
+            format,
+            "--layout",
+            layout,
+            s(dir),
+            "-o",
+            s(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{format}: {}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{format}: {err}");
+        assert!(err.contains(says), "{format}: {err}");
+        assert!(!out.exists(), "a failed {format} export left its file");
+    }
+}
+
 #[test]
 fn a_bool_field_whose_byte_is_not_0_or_1_is_refused_in_one_sentence_in_every_table_format() {
     // A bool is exported as recorded or not at all: a byte 2 printed as
     // `true` would read back as 1 (docs/export.md, "Every value as
     // recorded").
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("d");
-    std::fs::create_dir(&dir).unwrap();
-    let cfg = Config {
-        max_record: 2,
-        file_size: 1 << 20,
-        ..Config::default()
-    };
-    let mut rec = Recorder::create(&dir, cfg).unwrap();
-    for r in [[5u8, 1], [6, 0], [7, 2]] {
-        rec.record(&r).unwrap();
-    }
-    rec.finish().unwrap();
+    let dir = recorded(tmp.path(), "d", 2, &[&[5, 1], &[6, 0], &[7, 2]]);
     let ok = rtrec(&[
         "export",
         "--format",
@@ -231,27 +260,12 @@ fn a_bool_field_whose_byte_is_not_0_or_1_is_refused_in_one_sentence_in_every_tab
         "{}",
         show(&ok)
     );
-    for format in ["csv", "jsonl", "mcap", "parquet", "numpy"] {
-        let out = tmp.path().join(format!("out.{format}"));
-        let o = rtrec(&[
-            "export",
-            "--format",
-            format,
-            "--layout",
-            "n:u8,ok:bool",
-            s(&dir),
-            "-o",
-            s(&out),
-        ]);
-        assert_eq!(o.status.code(), Some(2), "{format}: {}", show(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(err.trim().lines().count(), 1, "{format}: {err}");
-        assert!(
-            err.contains("record 2 holds 2 in its bool field 'ok' (a bool is 0 or 1)"),
-            "{format}: {err}"
-        );
-        assert!(!out.exists(), "a failed {format} export left its file");
-    }
+    refused_in_every_table_format(
+        tmp.path(),
+        &dir,
+        "n:u8,ok:bool",
+        "record 2 holds 2 in its bool field 'ok' (a bool is 0 or 1)",
+    );
 }
 
 #[test]
@@ -261,24 +275,18 @@ fn a_text_field_that_is_not_utf8_padded_with_zeros_is_refused_in_one_sentence_in
     // UTF-8, would be dropped or replaced (docs/export.md, "--layout").
     let tmp = tempfile::tempdir().unwrap();
     for (i, (bad, says)) in [
-        (*b"ab\0c", "bytes after the zero that ends its text"),
-        (*b"a\xff\0\0", "bytes that are not UTF-8 text"),
+        (b"ab\0c", "bytes after the zero that ends its text"),
+        (b"a\xff\0\0", "bytes that are not UTF-8 text"),
     ]
     .into_iter()
     .enumerate()
     {
-        let dir = tmp.path().join(format!("d{i}"));
-        std::fs::create_dir(&dir).unwrap();
-        let cfg = Config {
-            max_record: 4,
-            file_size: 1 << 20,
-            ..Config::default()
-        };
-        let mut rec = Recorder::create(&dir, cfg).unwrap();
-        for r in [*b"id\0\0", *b"\0\0\0\0", bad] {
-            rec.record(&r).unwrap();
-        }
-        rec.finish().unwrap();
+        let dir = recorded(
+            tmp.path(),
+            &format!("d{i}"),
+            4,
+            &[b"id\0\0", b"\0\0\0\0", bad],
+        );
         let ok = rtrec(&[
             "export",
             "--format",
@@ -297,29 +305,14 @@ fn a_text_field_that_is_not_utf8_padded_with_zeros_is_refused_in_one_sentence_in
             "{}",
             show(&ok)
         );
-        for format in ["csv", "jsonl", "mcap", "parquet", "numpy"] {
-            let out = tmp.path().join(format!("out{i}.{format}"));
-            let o = rtrec(&[
-                "export",
-                "--format",
-                format,
-                "--layout",
-                "<4s",
-                s(&dir),
-                "-o",
-                s(&out),
-            ]);
-            assert_eq!(o.status.code(), Some(2), "{format}: {}", show(&o));
-            let err = String::from_utf8_lossy(&o.stderr);
-            assert_eq!(err.trim().lines().count(), 1, "{format}: {err}");
-            assert!(
-                err.contains(&format!(
-                    "record 2 holds {says} in its string field 'f0' (read it as u8[4] to see them)"
-                )),
-                "{format}: {err}"
-            );
-            assert!(!out.exists(), "a failed {format} export left its file");
-        }
+        refused_in_every_table_format(
+            tmp.path(),
+            &dir,
+            "<4s",
+            &format!(
+                "record 2 holds {says} in its string field 'f0' (read it as u8[4] to see them)"
+            ),
+        );
     }
 }
 
