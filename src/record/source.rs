@@ -43,18 +43,11 @@ pub struct SourceArgs {
     )]
     pub size: Option<Size>,
 
-    #[cfg_attr(
-        feature = "tables",
-        doc = "The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32, or Python \
-               struct notation <Iff; the grammar of `export --layout`, docs/export.md): `export`, \
-               `info` and the Python package decode the records by it without being told again. \
-               A record of another size is still recorded, and counted (the summary's \"layout \
-               misfits\")."
-    )]
-    #[cfg_attr(
-        not(feature = "tables"),
-        doc = "The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32)."
-    )]
+    /// The records' layout, stored with the recording (e.g. t:u32,x:f32,y:f32, or Python
+    /// struct notation <Iff; the grammar of `export --layout`, docs/export.md): `export`,
+    /// `info` and the Python package decode the records by it without being told again.
+    /// A record of another size is still recorded, and counted (the summary's "layout
+    /// misfits").
     #[arg(long, value_name = "SPEC", conflicts_with = "lines")]
     pub layout: Option<String>,
 
@@ -291,19 +284,11 @@ impl Total {
     }
 }
 
-/// `--layout`'s spec, parsed and checked as a recording stores it: both
-/// spellings in the full build; in the record-only build (docs/embedded.md)
-/// the named one only, so that it links no parser of Python's `struct`
-/// notation (the board binary's 1 MB budget), and `<Iff` is one sentence.
+/// `--layout`'s spec, parsed (either spelling) and checked as a recording
+/// stores it (its canonical text within the layout frame's bound).
 fn parse_layout(spec: &str) -> std::result::Result<rtrec_engine::layout::Layout, String> {
     use rtrec_engine::layout::Layout;
-    #[cfg(feature = "tables")]
-    let l = {
-        let l = Layout::parse(spec)?;
-        Layout::parse_stored(&l.canonical())?;
-        l
-    };
-    #[cfg(not(feature = "tables"))]
-    let l = Layout::parse_stored(spec)?;
+    let l = Layout::parse(spec)?;
+    Layout::parse_stored(&l.canonical())?;
     Ok(l)
 }

@@ -144,11 +144,9 @@ impl Layout {
         Layout::parse_as(spec, true)
     }
 
-    /// [`Layout::parse`] of the named spelling only (`struct_notation`
-    /// false): what a recording stores is always named, and a build that
-    /// reaches only this (the board's record-only binary, which never
-    /// calls [`Layout::parse`]) links no code of Python's `struct`
-    /// notation.
+    /// [`Layout::parse`], of the named spelling only when
+    /// `struct_notation` is false: what a recording stores is always
+    /// named ([`Layout::parse_stored`]).
     fn parse_as(spec: &str, struct_notation: bool) -> Result<Layout, String> {
         let s = spec.trim();
         let (big_endian, body) = match s.as_bytes().first() {
@@ -167,7 +165,7 @@ impl Layout {
             struct_codes(body, spec)?
         } else {
             return Err(format!(
-                "layout '{spec}': this build takes NAME:TYPE fields (e.g. t:u32,x:f32)"
+                "layout '{spec}': a stored layout is NAME:TYPE fields (e.g. t:u32,x:f32)"
             ));
         };
         if fields.iter().all(|f| matches!(f.kind, Kind::Pad(_))) {
