@@ -212,6 +212,25 @@ fn recorded(tmp: &Path, name: &str, size: usize, records: &[&[u8]]) -> std::path
     dir
 }
 
+/// The CSV of `dir`'s records 0 and 1 under `layout` (the export must
+/// succeed).
+fn first_two_as_csv(dir: &Path, layout: &str) -> String {
+    let o = rtrec(&[
+        "export",
+        "--format",
+        "csv",
+        "--layout",
+        layout,
+        s(dir),
+        "-o",
+        "-",
+        "--to",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// Every table format refuses `dir` under `layout`: exit 2, the one
 /// sentence `says`, no file left.
 fn refused_in_every_table_format(tmp: &Path, dir: &Path, layout: &str, says: &str) {
@@ -242,24 +261,8 @@ fn a_bool_field_whose_byte_is_not_0_or_1_is_refused_in_one_sentence_in_every_tab
     // recorded").
     let tmp = tempfile::tempdir().unwrap();
     let dir = recorded(tmp.path(), "d", 2, &[&[5, 1], &[6, 0], &[7, 2]]);
-    let ok = rtrec(&[
-        "export",
-        "--format",
-        "csv",
-        "--layout",
-        "n:u8,ok:bool",
-        s(&dir),
-        "-o",
-        "-",
-        "--to",
-        "1",
-    ]);
-    let csv = String::from_utf8_lossy(&ok.stdout);
-    assert!(
-        csv.contains(",5,true") && csv.contains(",6,false"),
-        "{}",
-        show(&ok)
-    );
+    let csv = first_two_as_csv(&dir, "n:u8,ok:bool");
+    assert!(csv.contains(",5,true") && csv.contains(",6,false"), "{csv}");
     refused_in_every_table_format(
         tmp.path(),
         &dir,
@@ -287,24 +290,8 @@ fn a_text_field_that_is_not_utf8_padded_with_zeros_is_refused_in_one_sentence_in
             4,
             &[b"id\0\0", b"\0\0\0\0", bad],
         );
-        let ok = rtrec(&[
-            "export",
-            "--format",
-            "csv",
-            "--layout",
-            "name:s4",
-            s(&dir),
-            "-o",
-            "-",
-            "--to",
-            "1",
-        ]);
-        let csv = String::from_utf8_lossy(&ok.stdout);
-        assert!(
-            csv.contains(",\"id\",") && csv.contains(",\"\",,"),
-            "{}",
-            show(&ok)
-        );
+        let csv = first_two_as_csv(&dir, "name:s4");
+        assert!(csv.contains(",\"id\",") && csv.contains(",\"\",,"), "{csv}");
         refused_in_every_table_format(
             tmp.path(),
             &dir,

@@ -118,9 +118,7 @@ impl Value {
         };
         serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into)
     }
-}
 
-impl Value {
     /// The text of a [`Value::Str`] decoded from `record` ("" for any
     /// other value).
     pub fn text(self, record: &[u8]) -> &str {
