@@ -1,7 +1,7 @@
 //! Names the build that leaves commands out: `cfg(commands_left_out)` is
 //! set when any of the cargo features that bring a command (`bench`,
-//! `report`, `emu`, `completions`, `man`, `tables`: `ls`, `info` and the table exports; `ship`; `bench` brings
-//! `trace`) is off,
+//! `report`, `emu`, `completions`, `man`, `tables`: `ls`, `info` and the table exports; `arrow`: the
+//! Arrow IPC export; `ship`; `bench` brings `trace`) is off,
 //! as in the record-only build (docs/embedded.md). The `LeftOut`
 //! subcommand, its dispatch and its one sentence are compiled under it,
 //! so the list of features is written once, here.
@@ -16,6 +16,7 @@ fn main() {
         "completions",
         "man",
         "tables",
+        "arrow",
         "ship",
     ]
     .into_iter()

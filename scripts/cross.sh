@@ -93,7 +93,10 @@ opts=(--release --target "$target" --target-dir "$tdir")
 
 step "building rtrec and the C library"
 out=$tdir/$target/release
-"${cargo[@]}" build -q "${opts[@]}" -p rtrec -p rtrec-ffi
+# Every command but the Arrow IPC export (Cargo.toml, `full-no-arrow`:
+# its crates would add about a minute of CI per target; tables are made on
+# the host).
+"${cargo[@]}" build -q "${opts[@]}" -p rtrec -p rtrec-ffi --no-default-features --features rtrec/full-no-arrow
 file "$out/rtrec" "$out/librtrec.so" | sed "s|$tdir/||"
 if [ $no_tests = 1 ]; then
   step "built (--no-tests)"

@@ -572,6 +572,23 @@ pub enum ExportFormat {
     )]
     #[cfg_attr(not(feature = "tables"), doc = "Tables only (feature `tables`).")]
     Parquet,
+    #[cfg_attr(
+        feature = "arrow",
+        doc = "Apache Arrow IPC, the file format (.arrow, Feather v2) for pyarrow and polars: \
+               the Parquet export's columns with Arrow's own types, uncompressed, for a reader \
+               to map; binary, so -o - only into a pipe."
+    )]
+    #[cfg_attr(not(feature = "arrow"), doc = "Arrow only (feature `arrow`).")]
+    Arrow,
+    #[cfg_attr(
+        feature = "arrow",
+        doc = "Apache Arrow IPC, the stream format (.arrows): --format arrow's table read as it \
+               arrives (pyarrow.ipc.open_stream, polars.read_ipc_stream, the Python package's \
+               to_arrow()); binary, so -o - only into a pipe."
+    )]
+    #[cfg_attr(not(feature = "arrow"), doc = "Arrow only (feature `arrow`).")]
+    #[value(name = "arrow-stream")]
+    ArrowStream,
 }
 
 /// `rtrec export --mcap-compression`: MCAP's chunk compressions.

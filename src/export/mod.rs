@@ -69,6 +69,11 @@
 //! pandas, polars, DuckDB and every Arrow reader. Binary: `-o -` is
 //! refused while stdout is a terminal.
 //!
+//! **Arrow IPC** (`--format arrow` and `arrow-stream`, [`arrow`], feature
+//! `arrow`): the Parquet export's table as Arrow's IPC file or stream,
+//! each field in its own Arrow type, for pyarrow and polars to map or read
+//! as it arrives (the Python package's `to_arrow()`). Binary, as Parquet.
+//!
 //! **Part of it, where it goes, all of it** ([`range`], [`output`],
 //! [`all`]): `--from`/`--to` (a sequence number or a time) and
 //! `--every N` select records, their gaps kept as rows; `-o`'s extension
@@ -107,6 +112,8 @@ use crate::error::usage;
 
 #[cfg(feature = "tables")]
 mod all;
+#[cfg(feature = "arrow")]
+mod arrow;
 #[cfg(all(feature = "tables", feature = "ship"))]
 pub mod convert;
 #[cfg(feature = "tables")]
@@ -374,13 +381,18 @@ fn check_flags(
     }
     if matches!(
         format,
-        ExportFormat::Mcap | ExportFormat::Numpy | ExportFormat::Parquet
+        ExportFormat::Mcap
+            | ExportFormat::Numpy
+            | ExportFormat::Parquet
+            | ExportFormat::Arrow
+            | ExportFormat::ArrowStream
     ) && a.output.as_os_str() == "-"
         && std::io::IsTerminal::is_terminal(&std::io::stdout())
     {
         let what = match format {
             ExportFormat::Mcap => "MCAP",
             ExportFormat::Parquet => "Parquet",
+            ExportFormat::Arrow | ExportFormat::ArrowStream => "Arrow IPC",
             _ => "--format numpy",
         };
         return usage(format!("{what} is binary and stdout is a terminal: write it to a file with -o FILE, or pipe it into a program"));
@@ -407,6 +419,10 @@ fn check_flags(
 /// Runs `rtrec export`.
 pub fn run(a: &ExportArgs) -> crate::error::Result<i32> {
     let (format, compress) = output::format_of(a)?;
+    #[cfg(not(feature = "arrow"))]
+    if matches!(format, ExportFormat::Arrow | ExportFormat::ArrowStream) {
+        return crate::error::left_out("the Arrow IPC export", "arrow");
+    }
     output::check_free(&a.output, a.force)?;
     let explicit = parse_layout(a, format)?;
     let selection = range::Selection::of(a.from, a.to, a.every).or_else(usage)?;
@@ -542,6 +558,10 @@ fn refused_or_gaps(a: &ExportArgs, parts: &[Part]) -> Result<Option<String>, Str
     Ok(gaps)
 }
 
+/// Where `--layout` applies.
+const LAYOUT_FORMATS: &str =
+    "--layout applies to --format csv, jsonl, mcap, numpy, parquet, arrow or arrow-stream";
+
 /// `--layout none`: the records' bytes, not the layout the recording
 /// stores (not a layout in either spelling: `n` is no struct code).
 const NO_LAYOUT: &str = "none";
@@ -559,9 +579,11 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
             | ExportFormat::Jsonl
             | ExportFormat::Mcap
             | ExportFormat::Numpy
-            | ExportFormat::Parquet,
+            | ExportFormat::Parquet
+            | ExportFormat::Arrow
+            | ExportFormat::ArrowStream,
         ) => Ok(Some(layout::Layout::parse(l).or_else(usage)?)),
-        (Some(_), _) => usage("--layout applies to --format csv, jsonl, mcap, numpy or parquet"),
+        (Some(_), _) => usage(LAYOUT_FORMATS),
     }
 }
 
@@ -594,6 +616,8 @@ fn layout_for(
             | ExportFormat::Mcap
             | ExportFormat::Numpy
             | ExportFormat::Parquet
+            | ExportFormat::Arrow
+            | ExportFormat::ArrowStream
     );
     match (explicit, stored) {
         (Some(l), Some(s)) if l.canonical() != s => {
@@ -629,7 +653,10 @@ fn parse_layout(a: &ExportArgs, format: ExportFormat) -> crate::error::Result<Op
         (_, ExportFormat::Mcap) => crate::error::left_out("the MCAP export", "tables"),
         (_, ExportFormat::Numpy) => crate::error::left_out("the numpy export", "tables"),
         (_, ExportFormat::Parquet) => crate::error::left_out("the Parquet export", "tables"),
-        (true, _) => usage("--layout applies to --format csv, jsonl, mcap, numpy or parquet"),
+        (_, ExportFormat::Arrow | ExportFormat::ArrowStream) => {
+            crate::error::left_out("the Arrow IPC export", "arrow")
+        }
+        (true, _) => usage(LAYOUT_FORMATS),
         (false, _) => Ok(None),
     }
 }
@@ -706,11 +733,15 @@ fn write_format(
         | ExportFormat::Mcap
         | ExportFormat::Numpy
         | ExportFormat::Parquet => write_walked(a, how, parts, out).map(|w| w.records),
+        #[cfg(feature = "arrow")]
+        ExportFormat::Arrow | ExportFormat::ArrowStream => {
+            write_walked(a, how, parts, out).map(|w| w.records)
+        }
         format => write_copy(format, how.selection, parts, out),
     }
 }
 
-/// A table format (CSV, JSON lines, MCAP, NumPy, Parquet) of `parts`
+/// A table format (CSV, JSON lines, MCAP, NumPy, Parquet, Arrow) of `parts`
 /// to `out`; returns what the walk wrote (records, gap rows).
 #[cfg(feature = "tables")]
 fn write_walked(
@@ -723,6 +754,12 @@ fn write_walked(
     let lost = sum(parts, |r| {
         r.lost_records + r.unstored_drops + r.missing_records
     });
+    // The Parquet and Arrow files' `rtrec.recording` metadata.
+    let meta = || parquet::Meta {
+        recording: format!("{:016x}", parts[0].header.recording_id),
+        records: sum(parts, |r| r.records),
+        lost,
+    };
     match format {
         ExportFormat::Mcap => {
             mcap::Options::of(a, layout).and_then(|o| mcap::write(&o, parts, out))
@@ -734,13 +771,15 @@ fn write_walked(
             };
             numpy::write(layout, selection, parts, &hint, out)
         }
-        ExportFormat::Parquet => {
-            let meta = parquet::Meta {
-                recording: format!("{:016x}", parts[0].header.recording_id),
-                records: sum(parts, |r| r.records),
-                lost,
+        ExportFormat::Parquet => parquet::write(layout, selection, parts, &meta(), out),
+        #[cfg(feature = "arrow")]
+        ExportFormat::Arrow | ExportFormat::ArrowStream => {
+            let ipc = if format == ExportFormat::Arrow {
+                arrow::Ipc::File
+            } else {
+                arrow::Ipc::Stream
             };
-            parquet::write(layout, selection, parts, &meta, out)
+            arrow::write(ipc, layout, selection, parts, &meta(), out)
         }
         _ => write_table(a, format, layout, selection, parts, out),
     }

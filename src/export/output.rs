@@ -4,8 +4,9 @@
 //!
 //! Design choices:
 //! - **The name says the format** when `--format` does not: `.csv`,
-//!   `.jsonl` (or `.ndjson`), `.mcap`, `.parquet`, `.rtr` (framed), `.raw` or `.bin`
-//!   (raw); any other name is raw, as before. A name that says one format
+//!   `.jsonl` (or `.ndjson`), `.mcap`, `.parquet`, `.arrow` (or `.feather`:
+//!   Arrow's IPC file), `.arrows` (its stream), `.rtr` (framed), `.raw` or
+//!   `.bin` (raw); any other name is raw, as before. A name that says one format
 //!   while `--format` (or `--raw`, `--framed`) says another is refused:
 //!   one of the two is a mistake. `.npy` is refused: NumPy's `.npy` is
 //!   not what `--format numpy` writes (a JSON header line and rows for
@@ -13,8 +14,8 @@
 //! - **`.gz` and `.zst` compress** raw, CSV, JSON lines and numpy exports,
 //!   with the compressors already in the tree (flate2, zstd); MCAP
 //!   compresses its own chunks (`--mcap-compression`), Parquet its own
-//!   pages, and a framed copy
-//!   must stay a file `verify` reads, so both refuse them.
+//!   pages, Arrow IPC stays uncompressed for its readers to map, and a
+//!   framed copy must stay a file `verify` reads, so these refuse them.
 //! - **Whole or absent**: the export is written to `.NAME.export-PID` in
 //!   the output's directory, made durable, then renamed to NAME (and the
 //!   directory synced, as PostgreSQL's `durable_rename`); a failed export
@@ -51,6 +52,8 @@ fn format_of_ext(ext: &str) -> Result<Option<ExportFormat>, &'static str> {
         "jsonl" | "ndjson" => ExportFormat::Jsonl,
         "mcap" => ExportFormat::Mcap,
         "parquet" => ExportFormat::Parquet,
+        "arrow" | "feather" => ExportFormat::Arrow,
+        "arrows" => ExportFormat::ArrowStream,
         "rtr" => ExportFormat::Framed,
         "raw" | "bin" => ExportFormat::Raw,
         "npy" => return Err("NumPy's .npy, which rtrec does not write (`--format numpy` writes a JSON header line and rows for np.frombuffer, docs/export.md); name the file otherwise"),
@@ -68,6 +71,8 @@ fn flag(f: ExportFormat) -> &'static str {
         ExportFormat::Mcap => "--format mcap",
         ExportFormat::Numpy => "--format numpy",
         ExportFormat::Parquet => "--format parquet",
+        ExportFormat::Arrow => "--format arrow",
+        ExportFormat::ArrowStream => "--format arrow-stream",
     }
 }
 
@@ -120,6 +125,7 @@ pub fn format_of(a: &ExportArgs) -> crate::error::Result<(ExportFormat, Compress
         match format {
             ExportFormat::Mcap => return usage(format!("-o '{name}': MCAP compresses its own chunks (--mcap-compression); name the file .mcap")),
             ExportFormat::Parquet => return usage(format!("-o '{name}': Parquet compresses its own pages (Snappy); name the file .parquet")),
+            ExportFormat::Arrow | ExportFormat::ArrowStream => return usage(format!("-o '{name}': Arrow IPC stays uncompressed for its readers to map (Parquet is the compact table); leave out the compression suffix")),
             ExportFormat::Framed => return usage(format!("-o '{name}': a framed copy stays uncompressed, a file `rtrec verify` reads; leave out the compression suffix")),
             _ => {}
         }

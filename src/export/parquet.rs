@@ -75,6 +75,21 @@ pub struct Meta {
     pub lost: u64,
 }
 
+impl Meta {
+    /// The `rtrec.recording` metadata: a JSON object with the recording's
+    /// id, the layout's spec (null without one), and the records and
+    /// losses verification counted (the Parquet and Arrow exports').
+    pub fn doc(&self, layout: Option<&Layout>) -> String {
+        serde_json::json!({
+            "recording": self.recording,
+            "layout": layout.map(|l| l.spec.as_str()),
+            "records": self.records,
+            "lost": self.lost,
+        })
+        .to_string()
+    }
+}
+
 /// A nullable column's values and definition levels (1: a value, 0: null).
 struct Opt<T> {
     values: Vec<T>,
@@ -288,12 +303,6 @@ pub fn write(
         refuse_fixed_names(l)?;
     }
     let schema = parse_message_type(&schema(layout)).map_err(pq)?;
-    let doc = serde_json::json!({
-        "recording": meta.recording,
-        "layout": layout.map(|l| l.spec.as_str()),
-        "records": meta.records,
-        "lost": meta.lost,
-    });
     let mut props = WriterProperties::builder().set_compression(Compression::SNAPPY);
     // The three counters that rise row by row take a delta encoding: a
     // few bits a row where plain takes 8 bytes.
@@ -307,7 +316,7 @@ pub fn write(
         .set_created_by(format!("rtrec {}", env!("CARGO_PKG_VERSION")))
         .set_key_value_metadata(Some(vec![KeyValue::new(
             "rtrec.recording".to_string(),
-            doc.to_string(),
+            meta.doc(layout),
         )]))
         .build();
     let mut w = SerializedFileWriter::new(OnThisThread(out), Arc::new(schema), Arc::new(props))
