@@ -3,13 +3,14 @@
 //! the extremes of every integer width, f32 and f64, bools, text (empty,
 //! quotes, commas, line breaks, digits), arrays, either byte order,
 //! both layout spellings — with gaps at the start, middle and end, are
-//! exported as CSV, JSON lines, MCAP and Parquet and read back by the
+//! exported as CSV, JSON lines, MCAP, Parquet and Arrow IPC and read back by the
 //! readers people use (`tests/export_exact_read.py`: pandas with the
 //! documented dtype recipe, polars and DuckDB on the CSV, Python's json on
 //! the JSON lines, MCAP's Python reader with each message checked against
 //! its channel's JSON Schema, pyarrow, polars and DuckDB on the Parquet
-//! file (each column's type checked too), and the rtrec package's
-//! `to_numpy`, `to_pandas` (NumPy and nullable dtypes) and `to_polars`).
+//! file, pyarrow and polars on the Arrow IPC file and stream (each
+//! column's type checked too), and the rtrec package's `to_numpy`,
+//! `to_pandas` (NumPy and nullable dtypes), `to_polars` and `to_arrow`).
 //! Each
 //! reader's every value must have the recorded bits (NaN as NaN: its
 //! payload is not kept), and its gaps must be the lost records.
@@ -364,12 +365,19 @@ fn round(rng: &mut Rng, root: &Path, k: u64) -> Round {
     let mut case = json!({
         "dir": dir, "layout": layout.spec, "columns": layout.columns(),
     });
-    for format in ["csv", "jsonl", "mcap", "parquet"] {
+    // Arrow IPC's file (.arrow) and stream (.arrows) where the build has
+    // them (feature `arrow`).
+    let arrow: &[&str] = if cfg!(feature = "arrow") {
+        &["arrow", "arrow-stream"]
+    } else {
+        &[]
+    };
+    for format in ["csv", "jsonl", "mcap", "parquet"].iter().chain(arrow) {
         let out = root.join(format!("r{k}.{format}"));
         let o = rtrec(&[
             "export",
             "--format",
-            format,
+            *format,
             "--allow-gaps",
             "--layout",
             &layout.spec,
@@ -378,7 +386,7 @@ fn round(rng: &mut Rng, root: &Path, k: u64) -> Round {
             out.to_str().unwrap(),
         ]);
         assert_eq!(o.status.code(), Some(0), "{}: {}", layout.spec, show(&o));
-        case[format] = json!(out);
+        case[*format] = json!(out);
     }
     Round {
         layout,

@@ -3,8 +3,9 @@ to, for tests/export_exact.rs: CSV with pandas (the documented dtype
 recipe), polars and DuckDB; JSON lines with Python's json and the
 documented non-finite spellings; MCAP with MCAP's Python reader (each
 message checked against its channel's own JSON Schema); Parquet with
-pyarrow, polars and DuckDB (each column's type checked); and the rtrec
-package's to_numpy and to_pandas.
+pyarrow, polars and DuckDB, and Arrow IPC (file and stream) with pyarrow
+and polars (each column's type checked); and the rtrec package's
+to_numpy, to_pandas, to_polars and to_arrow.
 
 Usage: export_exact_read.py CASES.json, a list of cases. A case names the export files, the
 layout (spec and columns with their NumPy types) and the recording.
@@ -178,10 +179,41 @@ def read_parquet_pyarrow(path, cols):
     return read_frame(d["seq"], d["kind"], d["count"], d, cols)
 
 
-def read_parquet_polars(path, cols):
+def check_arrow_types(t, cols, what):
+    """Each layout column's Arrow type, wall_time's, and the layout in the
+    schema's metadata (pyarrow's table ``t``)."""
+    for n, c in cols:
+        if str(t.schema.field(n).type) != ARROW[c]:
+            raise ValueError(f"{what} read column {n} ({c}) as {t.schema.field(n).type}")
+    if str(t.schema.field("wall_time").type) != "timestamp[ns, tz=UTC]":
+        raise ValueError(f"wall_time is {t.schema.field('wall_time').type}")
+    meta = json.loads(t.schema.metadata[b"rtrec.recording"])
+    if meta.get("layout") is None:
+        raise ValueError(f"no layout in the schema's metadata: {meta}")
+
+
+def read_arrow_pyarrow(path, cols, stream):
+    import pyarrow.ipc as ipc
+
+    with open(path, "rb") as f:
+        t = (ipc.open_stream(f) if stream else ipc.open_file(f)).read_all()
+    check_arrow_types(t, cols, "pyarrow")
+    d = t.to_pydict()
+    return read_frame(d["seq"], d["kind"], d["count"], d, cols)
+
+
+def read_arrow_polars(path, cols, stream):
     import polars as pl
 
-    df = pl.read_parquet(path)
+    df = pl.read_ipc_stream(path) if stream else pl.read_ipc(path)
+    return from_polars(df, cols)
+
+
+def from_polars(df, cols):
+    """The records and gaps of a polars frame of the export's table (each
+    layout column's polars type checked)."""
+    import polars as pl
+
     want = {"u1": pl.UInt8, "u2": pl.UInt16, "u4": pl.UInt32, "u8": pl.UInt64,
             "i1": pl.Int8, "i2": pl.Int16, "i4": pl.Int32, "i8": pl.Int64,
             "f4": pl.Float32, "f8": pl.Float64, "b1": pl.Boolean, "S5": pl.String}
@@ -190,6 +222,12 @@ def read_parquet_polars(path, cols):
             raise ValueError(f"polars read column {n} ({c}) as {df.schema[n]}")
     columns = {n: df[n].to_list() for n, _ in cols}
     return read_frame(df["seq"].to_list(), df["kind"].to_list(), df["count"].to_list(), columns, cols)
+
+
+def read_parquet_polars(path, cols):
+    import polars as pl
+
+    return from_polars(pl.read_parquet(path), cols)
 
 
 def read_parquet_duckdb(path, cols):
@@ -270,6 +308,20 @@ def read_case(case):
         "to_pandas nullable": to_pandas_nullable,
         "to_polars": to_polars,
     }
+    if "arrow" in case:  # the build has the Arrow IPC export
+        def to_arrow():
+            t = rtrec.open(case["dir"]).to_arrow(case["layout"])
+            check_arrow_types(t, cols, "to_arrow")
+            d = t.to_pydict()
+            return read_frame(d["seq"], d["kind"], d["count"], d, cols)
+
+        readers.update({
+            "arrow pyarrow": lambda: read_arrow_pyarrow(case["arrow"], cols, False),
+            "arrow polars": lambda: read_arrow_polars(case["arrow"], cols, False),
+            "arrow-stream pyarrow": lambda: read_arrow_pyarrow(case["arrow-stream"], cols, True),
+            "arrow-stream polars": lambda: read_arrow_polars(case["arrow-stream"], cols, True),
+            "to_arrow": to_arrow,
+        })
     out = {}
     for name, reader in readers.items():
         try:

@@ -62,6 +62,22 @@ fn the_extension_names_the_format_and_gz_or_zst_compress_it() {
     );
     let mcap = exported(&["export", s(&dir), "-o", s(&at("a.mcap"))], &at("a.mcap"));
     assert_eq!(&mcap[..8], b"\x89MCAP0\r\n");
+    // Arrow IPC: the file format's magic at both ends, the stream's
+    // continuation marker first (feature `arrow`).
+    if cfg!(feature = "arrow") {
+        for name in ["a.arrow", "a.feather"] {
+            let f = exported(&["export", s(&dir), "-o", s(&at(name))], &at(name));
+            assert!(
+                f.starts_with(b"ARROW1\0\0") && f.ends_with(b"ARROW1"),
+                "{name}"
+            );
+        }
+        let st = exported(
+            &["export", s(&dir), "-o", s(&at("a.arrows"))],
+            &at("a.arrows"),
+        );
+        assert!(st.starts_with(&[0xff; 4]) && !st.ends_with(b"ARROW1"));
+    }
     let raw = exported(&["export", s(&dir), "-o", s(&at("a.bin"))], &at("a.bin"));
     assert_eq!(raw, input);
     let other = exported(&["export", s(&dir), "-o", s(&at("a.dat"))], &at("a.dat"));
@@ -127,6 +143,12 @@ fn a_name_that_contradicts_the_format_is_one_sentence_and_no_file() {
         ("x.npy", &[][..], "NumPy's .npy, which rtrec does not write"),
         ("x.mcap.zst", &[][..], "MCAP compresses its own chunks"),
         ("x.rtr.gz", &[][..], "a framed copy stays uncompressed"),
+        ("x.arrow.gz", &[][..], "Arrow IPC stays uncompressed"),
+        (
+            "x.arrows",
+            &["--format", "csv"][..],
+            "names --format arrow-stream but --format csv was given",
+        ),
     ] {
         let o_path = out.join(name);
         let mut args = vec!["export", s(&dir), "-o", s(&o_path)];

@@ -12,6 +12,13 @@ use std::path::Path;
 
 use rtrec_engine::{Config, Recorder};
 
+/// The Arrow IPC exports, where the build has them (feature `arrow`).
+const ARROW: &[&str] = if cfg!(feature = "arrow") {
+    &["arrow", "arrow-stream"]
+} else {
+    &[]
+};
+
 mod common;
 use common::samples::{recording_with_a_loss, sample};
 use common::{rtrec, show};
@@ -144,9 +151,9 @@ fn a_record_that_does_not_fit_the_layout_is_one_sentence_and_leaves_no_file() {
     let dir = tmp.path().join("d");
     std::fs::create_dir(&dir).unwrap();
     recording_with_a_loss(&dir).finish().unwrap();
-    // Parquet too: its writer has begun the file (its magic) before the
-    // first record is decoded.
-    for format in ["csv", "parquet"] {
+    // Parquet and Arrow IPC too: their writers have begun the file (its
+    // magic, Arrow's schema) before the first record is decoded.
+    for format in ["csv", "parquet"].iter().chain(ARROW) {
         let out = tmp.path().join(format!("out.{format}"));
         let o = rtrec(&[
             "export",
@@ -234,7 +241,10 @@ fn first_two_as_csv(dir: &Path, layout: &str) -> String {
 /// Every table format refuses `dir` under `layout`: exit 2, the one
 /// sentence `says`, no file left.
 fn refused_in_every_table_format(tmp: &Path, dir: &Path, layout: &str, says: &str) {
-    for format in ["csv", "jsonl", "mcap", "parquet", "numpy"] {
+    for format in ["csv", "jsonl", "mcap", "parquet", "numpy"]
+        .iter()
+        .chain(ARROW)
+    {
         let out = tmp.join(format!("out.{format}"));
         let o = rtrec(&[
             "export",

@@ -6,9 +6,9 @@
 //! many as `rtrec ls` counts) and a gap, a damaged copy refused by verify.
 //!
 //! Nothing is installed here but the package itself (`--no-deps` into a
-//! temporary `--target`): without python3, pytest, numpy, pandas or polars the
-//! test skips with one line naming `python3 -m pip install pytest numpy pandas
-//! polars`, and
+//! temporary `--target`): without python3, pytest, numpy, pandas, polars or
+//! pyarrow the test skips with one line naming `python3 -m pip install
+//! pytest numpy pandas polars pyarrow`, and
 //! fails instead under `RTREC_REQUIRE_PRIVILEGED=1` (CI installs them).
 
 use std::path::Path;
@@ -19,11 +19,11 @@ use rtrec_host::tools;
 mod common;
 use common::show;
 
-const INSTALL: &str = "python3 -m pip install pytest numpy pandas polars";
+const INSTALL: &str = "python3 -m pip install pytest numpy pandas polars pyarrow";
 
 fn have_python_modules() -> bool {
     Command::new("python3")
-        .args(["-c", "import pytest, numpy, pandas, polars"])
+        .args(["-c", "import pytest, numpy, pandas, polars, pyarrow"])
         .output()
         .is_ok_and(|o| o.status.success())
 }
@@ -33,7 +33,7 @@ fn the_pip_installed_package_passes_its_tests_against_this_rtrec() {
     if !have_python_modules() {
         tools::skip(
             "the_pip_installed_package_passes_its_tests_against_this_rtrec",
-            &format!("needs python3 with pytest, numpy, pandas and polars ({INSTALL})"),
+            &format!("needs python3 with pytest, numpy, pandas, polars and pyarrow ({INSTALL})"),
         );
         return;
     }

@@ -94,7 +94,12 @@ fn a_recording_with_a_layout_exports_without_the_flag_as_with_it_in_every_format
         ("parquet", "parquet"),
         ("mcap", "mcap"),
         ("numpy", "npr"),
-    ] {
+        ("arrow", "arrow"),
+        ("arrow-stream", "arrows"),
+    ]
+    .into_iter()
+    .filter(|(f, _)| cfg!(feature = "arrow") || !f.starts_with("arrow"))
+    {
         let out = tmp.path().join(format!("out.{ext}"));
         let (stored, err) = export(&dir, format, &[], &out);
         assert!(!err.contains("overrides"), "{format}: {err}");
