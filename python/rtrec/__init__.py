@@ -15,6 +15,7 @@ and an entry in ``.gaps``, never a silently shorter array::
     a = rec.to_numpy()                            # by rec.layout, stored by `rtrec record --layout`
     df = rec.to_pandas("<Iff")                    # needs pandas; nullable=True: <NA> in lost rows
     pf, gaps = rec.to_polars("<Iff")              # needs polars
+    t = rec.to_arrow("<Iff")                      # needs pyarrow: the Arrow IPC export's table
     rec = rtrec.fetch("s3://fleet/plant/dev1/2026-12-07/5c2b4613d1412984", "got")
                                                   # from the bucket, verified (rtrec fetch)
 

@@ -3,7 +3,8 @@ gaps one at a time, and the whole of it as a NumPy array or a DataFrame.
 
 Everything comes from the ``rtrec`` binary (``rtrec ls --json``, ``rtrec
 verify --json``, ``rtrec export --format jsonl`` for :meth:`records`,
-``rtrec export --format numpy`` for the arrays and frames); see the
+``rtrec export --format numpy`` for the arrays and frames, ``--format
+arrow-stream`` for :meth:`Recording.to_arrow`); see the
 package docstring for why.
 """
 
@@ -497,6 +498,40 @@ class Recording:
                 s = pl.select(pl.when(pl.lit(lost)).then(None).otherwise(s).alias(name)).to_series()
             series.append(s)
         return pl.DataFrame(series), gaps
+
+    def to_arrow(self, layout=None, on_gap="rows"):
+        """The recording as a ``pyarrow.Table``, read from ``rtrec export
+        --format arrow-stream`` (Arrow's IPC stream, no text between):
+        the export's table as it is, a row per record and per gap in
+        sequence order, each layout field in its own Arrow type
+        (``uint16`` stays ``uint16``), ``wall_time`` as ``timestamp[ns,
+        tz=UTC]``, a gap row's record columns null (Arrow's nulls keep
+        every column's type), ``kind`` saying which, and the recording's
+        id, layout and counts in ``table.schema.metadata[b"rtrec.recording"]``
+        (docs/export.md, "Arrow IPC").
+
+        Args:
+            layout: as :meth:`to_numpy`.
+            on_gap: ``"rows"`` (default): gap rows with ``count`` and
+                ``reason``; ``"skip"``: the record rows only;
+                ``"raise"``: :class:`GapError` for a recording with lost
+                records.
+
+        Raises:
+            ImportError: pyarrow is not installed.
+        """
+        try:
+            import pyarrow.compute as pc
+            import pyarrow.ipc
+        except ImportError as e:
+            raise ImportError("to_arrow needs pyarrow: python3 -m pip install pyarrow") from e
+        allow = _allow(on_gap, ("rows", "skip"))
+        extra = ["--format", "arrow-stream", *(["--layout", layout] if layout is not None else [])]
+        with self._export(extra, allow) as out:
+            table = pyarrow.ipc.open_stream(out).read_all()
+        if on_gap == "skip":
+            table = table.filter(pc.equal(table["kind"], "record"))
+        return table
 
 
 def _failed(err, code, allow_gaps):

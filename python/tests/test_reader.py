@@ -2,6 +2,7 @@
 every loss as a row and a gap, decodes layouts into their dtypes, and
 refuses a damaged recording with rtrec's own words."""
 
+import json
 import os
 import shutil
 import struct
@@ -241,3 +242,31 @@ def test_a_missing_file_is_lost_rows_and_a_gap_never_an_absence(split, which):
         rec.to_numpy(on_gap="raise")
     with pytest.raises(rtrec.GapError):
         list(rec.records(on_gap="raise"))
+
+
+def test_arrow_is_the_exports_table_with_every_type_its_own(lossy):
+    pa = pytest.importorskip("pyarrow")
+    rec = rtrec.open(lossy)
+    t = rec.to_arrow("a:u16,b:i16,x:f32")
+    assert [t.schema.field(n).type for n in ("seq", "a", "b", "x")] == [
+        pa.uint64(), pa.uint16(), pa.int16(), pa.float32()]
+    assert str(t.schema.field("wall_time").type) == "timestamp[ns, tz=UTC]"
+    rows = export_rows(lossy, "--layout", "a:u16,b:i16,x:f32")
+    assert t.num_rows == len(rows) == 20
+    got = t.to_pylist()
+    for r, want in zip(got, rows):
+        assert (r["kind"], r["seq"]) == (want["kind"], want["seq"])
+        if want["kind"] == "gap":
+            assert (r["count"], r["reason"], r["a"], r["x"], r["wall_time"]) == (1, "too_large", None, None, None)
+            continue
+        a, b, x = struct.unpack("<Hhf", sample(r["seq"]))
+        assert (r["a"], r["b"], r["x"], r["len"]) == (a, b, x, 8)
+        assert r["mono_ns"] == want["mono_ns"]
+    meta = json.loads(t.schema.metadata[b"rtrec.recording"])
+    assert (meta["records"], meta["lost"], meta["layout"]) == (19, 1, "a:u16,b:i16,x:f32")
+    kept = rec.to_arrow("a:u16,b:i16,x:f32", on_gap="skip")
+    assert kept.num_rows == 19 and set(kept["kind"].to_pylist()) == {"record"}
+    with pytest.raises(rtrec.GapError):
+        rec.to_arrow("a:u16,b:i16,x:f32", on_gap="raise")
+    with pytest.raises(ValueError, match="on_gap"):
+        rec.to_arrow(on_gap="yield")
