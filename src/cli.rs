@@ -419,7 +419,7 @@ pub struct ExportArgs {
         feature = "tables",
         doc = "With --format csv, jsonl, mcap or numpy: decode each record into named, typed columns \
                (MCAP: JSON messages Foxglove can plot), e.g. `t:u32,x:f32,y:f32` (little-endian; \
-               `>` first for big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool, sN (text of N bytes) and padN; \
+               `>` first for big-endian; types u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64 bool, sN (text of N bytes) and padN; \
                an array as `acc:f32[3]`, columns acc_0, acc_1, …), or \
                Python struct notation such as `<Iff` (columns f0, f1, …). Every record must be \
                the layout's size [default: the layout the recording stores (`record --layout`); \

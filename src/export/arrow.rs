@@ -18,7 +18,7 @@
 //! | `mono_ns` | uint64 | `CLOCK_MONOTONIC` ns | null |
 //! | `exact` | bool | false when interpolated in a packed frame | null |
 //! | `len` | uint32 | its bytes | null |
-//! | the layout's fields, or `payload` | each field's type; binary | its values; its bytes | null |
+//! | the layout's fields, or `payload` | each field's type (`f16` as float16); binary | its values; its bytes | null |
 //! | `count` | uint64 | null | how many (null: unknown) |
 //! | `reason` | utf8 | null | `ring_full`, `missing`, … |
 //!
@@ -49,9 +49,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, BooleanBuilder, Float32Builder, Float64Builder, Int16Builder,
-    Int32Builder, Int64Builder, Int8Builder, StringBuilder, TimestampNanosecondBuilder,
-    UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder,
+    ArrayBuilder, BinaryBuilder, BooleanBuilder, Float16Builder, Float32Builder, Float64Builder,
+    Int16Builder, Int32Builder, Int64Builder, Int8Builder, StringBuilder,
+    TimestampNanosecondBuilder, UInt16Builder, UInt32Builder, UInt64Builder, UInt8Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -83,6 +83,7 @@ fn data_type(kind: Kind) -> DataType {
         Kind::I(2) => DataType::Int16,
         Kind::I(4) => DataType::Int32,
         Kind::I(_) => DataType::Int64,
+        Kind::F(2) => DataType::Float16,
         Kind::F(4) => DataType::Float32,
         Kind::F(_) => DataType::Float64,
         Kind::Bool => DataType::Boolean,
@@ -101,6 +102,7 @@ enum FieldCol {
     I16(Int16Builder),
     I32(Int32Builder),
     I64(Int64Builder),
+    F16(Float16Builder),
     F32(Float32Builder),
     F64(Float64Builder),
     Bool(BooleanBuilder),
@@ -118,6 +120,7 @@ impl FieldCol {
             DataType::Int16 => FieldCol::I16(Int16Builder::new()),
             DataType::Int32 => FieldCol::I32(Int32Builder::new()),
             DataType::Int64 => FieldCol::I64(Int64Builder::new()),
+            DataType::Float16 => FieldCol::F16(Float16Builder::new()),
             DataType::Float32 => FieldCol::F32(Float32Builder::new()),
             DataType::Float64 => FieldCol::F64(Float64Builder::new()),
             DataType::Boolean => FieldCol::Bool(BooleanBuilder::new()),
@@ -146,6 +149,10 @@ impl FieldCol {
             FieldCol::I16(b) => b.append_option(v.map(|v| i(v) as i16)),
             FieldCol::I32(b) => b.append_option(v.map(|v| i(v) as i32)),
             FieldCol::I64(b) => b.append_option(v.map(i)),
+            FieldCol::F16(b) => b.append_option(v.map(|v| match v {
+                Value::F16(f) => f,
+                _ => unreachable!("a 2-byte float field decodes to an f16"),
+            })),
             FieldCol::F32(b) => b.append_option(v.map(|v| match v {
                 Value::F32(f) => f,
                 _ => unreachable!("a 4-byte float field decodes to an f32"),
@@ -173,6 +180,7 @@ impl FieldCol {
             FieldCol::I16(b) => Arc::new(b.finish()),
             FieldCol::I32(b) => Arc::new(b.finish()),
             FieldCol::I64(b) => Arc::new(b.finish()),
+            FieldCol::F16(b) => Arc::new(b.finish()),
             FieldCol::F32(b) => Arc::new(b.finish()),
             FieldCol::F64(b) => Arc::new(b.finish()),
             FieldCol::Bool(b) => Arc::new(b.finish()),
@@ -405,11 +413,11 @@ mod tests {
 
     #[test]
     fn every_field_type_has_its_own_arrow_type() {
-        let l = Layout::parse("<BHIQbhiqfd2x?4s").unwrap();
+        let l = Layout::parse("<BHIQbhiqfd2x?4se").unwrap();
         let s = schema(Some(&l), "{}".into());
-        // 6 fixed, 12 fields (the pad is no column), count and reason.
-        assert_eq!(s.fields().len(), 20);
-        let types: Vec<String> = s.fields()[6..18]
+        // 6 fixed, 13 fields (the pad is no column), count and reason.
+        assert_eq!(s.fields().len(), 21);
+        let types: Vec<String> = s.fields()[6..19]
             .iter()
             .map(|f| f.data_type().to_string())
             .collect();
@@ -417,10 +425,10 @@ mod tests {
             types,
             [
                 "UInt8", "UInt16", "UInt32", "UInt64", "Int8", "Int16", "Int32", "Int64",
-                "Float32", "Float64", "Boolean", "Utf8"
+                "Float32", "Float64", "Boolean", "Utf8", "Float16"
             ]
         );
-        assert!(s.fields()[6..18].iter().all(|f| f.is_nullable()));
+        assert!(s.fields()[6..19].iter().all(|f| f.is_nullable()));
         assert_eq!(s.metadata()["rtrec.recording"], "{}");
         assert_eq!(schema(None, "{}".into()).fields().len(), 9);
     }

@@ -16,15 +16,18 @@ pub use rtrec_engine::layout::{Field, Kind, Layout};
 
 /// A decoded value.
 ///
-/// Design choice: **a float keeps its width** (`F32` apart from `F64`), so
-/// it is printed shortest-round-trip for its own width: an f32 `0.1` is
-/// `0.1`, never its widened `0.10000000149011612`.
+/// Design choice: **a float keeps its width** (`F16`, `F32` and `F64`
+/// apart), so it is printed shortest-round-trip for its own width: an f32
+/// `0.1` is `0.1`, never its widened `0.10000000149011612`, and an f16
+/// `0.1` (0.0999755859375) is `0.1`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value {
     /// An unsigned integer.
     U(u64),
     /// A signed integer.
     I(i64),
+    /// A 16-bit float (IEEE binary16).
+    F16(half::f16),
     /// A 32-bit float.
     F32(f32),
     /// A 64-bit float.
@@ -68,6 +71,7 @@ impl fmt::Display for Value {
         match *self {
             Value::U(v) => write!(f, "{v}"),
             Value::I(v) => write!(f, "{v}"),
+            Value::F16(v) if v.is_finite() => write!(f, "{:?}", f16_digits(v)),
             Value::F32(v) if v.is_finite() => write!(f, "{:?}", f32_digits(v)),
             Value::F64(v) if v.is_finite() => write!(f, "{v:?}"),
             // The spelling pandas, polars, DuckDB and pyarrow all read as
@@ -86,6 +90,7 @@ impl Value {
     /// For a float that is not finite, which: 0 NaN, 1 +inf, 2 -inf.
     fn non_finite(self) -> Option<usize> {
         let v = match self {
+            Value::F16(v) => v.to_f64(),
             Value::F32(v) => f64::from(v),
             Value::F64(v) => v,
             Value::U(_) | Value::I(_) | Value::Bool(_) | Value::Str { .. } => return None,
@@ -113,6 +118,7 @@ impl Value {
             Value::I(v) => return v.into(),
             Value::Bool(b) => return b.into(),
             Value::Str { .. } => return self.text(record).into(),
+            Value::F16(v) => f16_digits(v),
             Value::F32(v) => f32_digits(v),
             Value::F64(v) => v,
         };
@@ -148,6 +154,25 @@ pub fn f32_digits(v: f32) -> f64 {
         Ok(d) if d as f32 == v && short.parse::<f32>() == Ok(v) => d,
         _ => f64::from(v),
     }
+}
+
+/// The f64 whose shortest round-trip digits are how the f16 `v` is
+/// written: the fewest significant digits (1 to 5) that read back to `v`
+/// both ways readers take them, a decimal rounded to f16 directly and
+/// through f32 (pandas and polars read an f16 column's text as f32, as
+/// docs/export.md's recipes do); `v` itself, exactly, if none does.
+///
+/// Design choice: as [`f32_digits`], an f16's own shortest digits (`0.1`
+/// for the f16 0.0999755859375), never its widened 13 digits.
+pub fn f16_digits(v: half::f16) -> f64 {
+    let wide = v.to_f64();
+    for p in 0..5 {
+        let d: f64 = format!("{wide:.p$e}").parse().unwrap_or(wide);
+        if half::f16::from_f64(d) == v && half::f16::from_f32(d as f32) == v {
+            return d;
+        }
+    }
+    wide
 }
 
 /// Whether `record` is what [`decode`] accepts — the layout's size, and
@@ -262,6 +287,7 @@ fn value(f: &Field, i: usize, b: &[u8], big_endian: bool) -> Result<Value, Strin
             let shift = 64 - 8 * n as u32;
             Value::I(((u << shift) as i64) >> shift)
         }
+        Kind::F(2) => Value::F16(half::f16::from_bits(u as u16)),
         Kind::F(4) => Value::F32(f32::from_bits(u as u32)),
         Kind::F(_) => Value::F64(f64::from_bits(u)),
     })
@@ -433,7 +459,31 @@ mod tests {
             let w = Value::F32(v as f32);
             assert_eq!((csv(w), json(w)), (c.into(), j.into()));
         }
+        let h = |x: f32| Value::F16(half::f16::from_f32(x));
+        assert_eq!((csv(h(0.1)), json(h(0.1))), ("0.1".into(), "0.1".into()));
+        assert_eq!(csv(h(65504.0)), "65500.0");
+        assert_eq!(csv(h(-0.0)), "-0.0");
+        assert_eq!(
+            (csv(h(f32::NAN)), json(h(f32::INFINITY))),
+            ("NaN".into(), "\"Infinity\"".into())
+        );
         assert_eq!(json(Value::U(u64::MAX)), "18446744073709551615");
         assert_eq!(csv(Value::I(i64::MIN)), "-9223372036854775808");
+    }
+
+    #[test]
+    fn every_f16_reads_back_from_its_digits_directly_and_through_f32() {
+        for bits in 0..=u16::MAX {
+            let v = half::f16::from_bits(bits);
+            if !v.is_finite() {
+                continue;
+            }
+            let text = Value::F16(v).to_string();
+            let d: f64 = text.parse().unwrap();
+            assert_eq!(half::f16::from_f64(d).to_bits(), bits, "{text}");
+            assert_eq!(half::f16::from_f32(d as f32).to_bits(), bits, "{text}");
+            let j: f64 = Value::F16(v).to_json(&[]).as_f64().unwrap();
+            assert_eq!(half::f16::from_f64(j).to_bits(), bits, "{text}");
+        }
     }
 }

@@ -28,8 +28,8 @@
 //! - **Every value with its bits.** Integers are stored with their width
 //!   and signedness as logical types (an unsigned 32-bit field is an INT32
 //!   holding its bits, annotated `INTEGER(32,false)`, which pyarrow reads
-//!   back as `uint32`), floats as FLOAT or DOUBLE (NaN payloads, infinities
-//!   and `-0.0` included): nothing goes through text.
+//!   back as `uint32`), floats as FLOAT16 (an f16), FLOAT or DOUBLE (NaN
+//!   payloads, infinities and `-0.0` included): nothing goes through text.
 //! - **A gap is a row** (as in every export: docs/export.md), its record
 //!   columns null, so a reader that drops nulls sees exactly the records,
 //!   and one that counts `kind == 'gap'` rows sees every loss.
@@ -48,7 +48,8 @@ use std::sync::Arc;
 
 use parquet::basic::{Compression, Encoding};
 use parquet::data_type::{
-    BoolType, ByteArray, ByteArrayType, DataType, DoubleType, FloatType, Int32Type, Int64Type,
+    BoolType, ByteArray, ByteArrayType, DataType, DoubleType, FixedLenByteArray,
+    FixedLenByteArrayType, FloatType, Int32Type, Int64Type,
 };
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -124,6 +125,8 @@ impl<T> Opt<T> {
 enum FieldCol {
     I32(Opt<i32>),
     I64(Opt<i64>),
+    /// f16: Parquet's FLOAT16, two little-endian bytes.
+    F16(Opt<FixedLenByteArray>),
     F32(Opt<f32>),
     F64(Opt<f64>),
     Bool(Opt<bool>),
@@ -134,6 +137,7 @@ impl FieldCol {
     fn of(kind: Kind) -> FieldCol {
         match kind {
             Kind::U(8) | Kind::I(8) => FieldCol::I64(Opt::new()),
+            Kind::F(2) => FieldCol::F16(Opt::new()),
             Kind::F(4) => FieldCol::F32(Opt::new()),
             Kind::F(_) => FieldCol::F64(Opt::new()),
             Kind::Bool => FieldCol::Bool(Opt::new()),
@@ -150,6 +154,7 @@ impl FieldCol {
             Kind::U(n) => format!("int32 {{}} (INTEGER({},false))", n * 8),
             Kind::I(4) => "int32 {}".to_string(),
             Kind::I(n) => format!("int32 {{}} (INTEGER({},true))", n * 8),
+            Kind::F(2) => "fixed_len_byte_array(2) {} (FLOAT16)".to_string(),
             Kind::F(4) => "float {}".to_string(),
             Kind::F(_) => "double {}".to_string(),
             Kind::Bool => "boolean {}".to_string(),
@@ -174,6 +179,10 @@ impl FieldCol {
                 Value::I(i) => i,
                 _ => unreachable!("an integer field decodes to an integer"),
             })),
+            FieldCol::F16(c) => c.push(v.map(|v| match v {
+                Value::F16(f) => FixedLenByteArray::from(f.to_le_bytes().to_vec()),
+                _ => unreachable!("a 2-byte float field decodes to an f16"),
+            })),
             FieldCol::F32(c) => c.push(v.map(|v| match v {
                 Value::F32(f) => f,
                 _ => unreachable!("a 4-byte float field decodes to an f32"),
@@ -194,6 +203,7 @@ impl FieldCol {
         match self {
             FieldCol::I32(c) => c.clear(),
             FieldCol::I64(c) => c.clear(),
+            FieldCol::F16(c) => c.clear(),
             FieldCol::F32(c) => c.clear(),
             FieldCol::F64(c) => c.clear(),
             FieldCol::Bool(c) => c.clear(),
@@ -437,6 +447,9 @@ fn write_group<W: Write + Send>(
                 (true, Some(FieldCol::I64(c))) => {
                     put::<Int64Type>(&mut col, &c.values, Some(&c.defs))?
                 }
+                (true, Some(FieldCol::F16(c))) => {
+                    put::<FixedLenByteArrayType>(&mut col, &c.values, Some(&c.defs))?
+                }
                 (true, Some(FieldCol::F32(c))) => {
                     put::<FloatType>(&mut col, &c.values, Some(&c.defs))?
                 }
@@ -486,11 +499,15 @@ mod tests {
 
     #[test]
     fn the_schema_parses_with_every_field_type() {
-        let l = Layout::parse("<BHIQbhiqfd2x?4s").unwrap();
+        let l = Layout::parse("<BHIQbhiqfd2x?4se").unwrap();
         let s = schema(Some(&l));
         let t = parse_message_type(&s).unwrap_or_else(|e| panic!("{e}\n{s}"));
-        // 6 fixed, 12 fields (the pad is no column), count and reason.
-        assert_eq!(t.get_fields().len(), 20, "{s}");
+        // 6 fixed, 13 fields (the pad is no column), count and reason.
+        assert_eq!(t.get_fields().len(), 21, "{s}");
+        assert!(
+            s.contains("optional fixed_len_byte_array(2) f12 (FLOAT16);"),
+            "{s}"
+        );
         assert!(s.contains("optional binary f11 (STRING);"), "{s}");
         assert!(s.contains("optional boolean f10;"), "{s}");
         assert!(s.contains("optional int32 f0 (INTEGER(8,false));"), "{s}");

@@ -6,13 +6,13 @@
 //!
 //! Two spellings of one thing:
 //! - **Named**: `t:u32,x:f32,y:f32` — `NAME:TYPE` pairs, comma-separated,
-//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool`, each
+//!   with the types `u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64 bool`, each
 //!   also as an array of N (`acc:f32[3]`), text of N bytes as `sN`
 //!   (`name:s16`), and `pad` N bytes as `_:pad4`; little-endian unless the whole layout starts with
 //!   `>` (big-endian) or `<` (little, explicit).
 //! - **Python's `struct` notation**: `<Iff` (no colon): the byte-order
 //!   prefixes `<`, `>`, `!`, `=` (standard sizes, no alignment: `@` and
-//!   native alignment are refused), the codes `b B h H i I l L q Q f d ?`
+//!   native alignment are refused), the codes `b B h H i I l L q Q e f d ?`
 //!   and `x` for a pad byte, with repeat counts (`3f`), and `Ns` for text
 //!   of N bytes (one field, as in `struct`); the fields are named `f0`,
 //!   `f1`, ….
@@ -37,7 +37,7 @@ pub enum Kind {
     U(usize),
     /// Signed integer of N bytes.
     I(usize),
-    /// IEEE float of N bytes (4, 8).
+    /// IEEE float of N bytes (2: binary16, `f16`; 4; 8).
     F(usize),
     /// N bytes skipped.
     Pad(usize),
@@ -302,13 +302,14 @@ fn named(body: &str, spec: &str) -> Result<Vec<Field>, String> {
                 "i16" => Kind::I(2),
                 "i32" => Kind::I(4),
                 "i64" => Kind::I(8),
+                "f16" => Kind::F(2),
                 "f32" => Kind::F(4),
                 "f64" => Kind::F(8),
                 "bool" => Kind::Bool,
                 t => match sized(t, "pad").map(Kind::Pad).or_else(|| sized(t, "s").map(Kind::Str)) {
                     Some(k) => k,
                     _ => return Err(format!(
-                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool, sN or padN)"
+                        "layout '{spec}': '{t}' is not a type (u8 i8 u16 i16 u32 i32 u64 i64 f16 f32 f64 bool, sN or padN)"
                     )),
                 },
             };
@@ -402,12 +403,13 @@ fn struct_codes(body: &str, spec: &str) -> Result<Vec<Field>, String> {
             'I' | 'L' => Kind::U(4),
             'q' => Kind::I(8),
             'Q' => Kind::U(8),
+            'e' => Kind::F(2),
             'f' => Kind::F(4),
             'd' => Kind::F(8),
             '?' => Kind::Bool,
             c => {
                 return Err(format!(
-                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q f d ? s x)"
+                    "layout '{spec}': '{c}' is not a struct code this export reads (b B h H i I l L q Q e f d ? s x)"
                 ))
             }
         };
@@ -450,9 +452,13 @@ mod tests {
         let flags = Layout::parse("<H?x?").unwrap();
         assert_eq!(flags.canonical(), "f0:u16,f1:bool,_:pad1,f2:bool");
         assert_eq!(flags.size(), 5);
+        let half = Layout::parse("<e2e").unwrap();
+        assert_eq!(half.canonical(), "f0:f16,f1:f16,f2:f16");
+        assert_eq!(half.size(), 6);
+        assert_eq!(Layout::parse("h:f16[2]").unwrap().size(), 4);
         let be = Layout::parse("!2hx2B").unwrap();
         assert_eq!(be.canonical(), ">f0:i16,f1:i16,_:pad1,f2:u8,f3:u8");
-        for l in [named, code, be, flags, arr, text] {
+        for l in [named, code, be, flags, arr, text, half] {
             let back = Layout::parse_stored(&l.canonical()).unwrap();
             assert_eq!(back.canonical(), l.canonical());
             assert_eq!(back.size(), l.size());
