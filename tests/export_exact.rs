@@ -1,6 +1,6 @@
 //! Every value arrives as recorded (docs/export.md, "Every value as
 //! recorded"): random layouts and records — NaN, ±inf, subnormals, −0.0,
-//! the extremes of every integer width, f32 and f64, bools, text (empty,
+//! the extremes of every integer width, f16, f32 and f64, bools, text (empty,
 //! quotes, commas, line breaks, digits), arrays, either byte order,
 //! both layout spellings — with gaps at the start, middle and end, are
 //! exported as CSV, JSON lines, MCAP, Parquet and Arrow IPC and read back by the
@@ -35,7 +35,9 @@ mod common;
 use common::{rtrec, show, Rng};
 
 const INSTALL: &str = "python3 -m pip install numpy pandas mcap polars duckdb jsonschema pyarrow";
-const ROUNDS: u64 = 12;
+/// One round per layout type at least: round K's first field is of type
+/// `TYPES[K]`, so every type is drawn whatever the seed.
+const ROUNDS: u64 = TYPES.len() as u64;
 
 /// A layout type: its named spelling, `struct` code, size and NumPy type.
 struct Ty {
@@ -45,7 +47,7 @@ struct Ty {
     numpy: &'static str,
 }
 
-const TYPES: [Ty; 12] = [
+const TYPES: [Ty; 13] = [
     Ty {
         named: "u8",
         code: 'B',
@@ -119,6 +121,13 @@ const TYPES: [Ty; 12] = [
         size: 5,
         numpy: "S5",
     },
+    // IEEE binary16: `e` in `struct` notation.
+    Ty {
+        named: "f16",
+        code: 'e',
+        size: 2,
+        numpy: "f2",
+    },
 ];
 
 /// A random layout: its spec, the type of each field and its array
@@ -130,11 +139,12 @@ struct Layout {
 }
 
 impl Layout {
-    fn random(rng: &mut Rng) -> Layout {
+    /// A random layout whose first field is of type `first`.
+    fn random(rng: &mut Rng, first: &'static Ty) -> Layout {
         let big = rng.below(2) == 0;
         let named = rng.below(2) == 0;
-        let mut fields = Vec::new();
-        for _ in 0..1 + rng.below(6) {
+        let mut fields = vec![Ok((first, None))];
+        for _ in 0..rng.below(6) {
             fields.push(if rng.below(8) == 0 {
                 Err(1 + rng.below(3) as usize)
             } else {
@@ -142,9 +152,6 @@ impl Layout {
                 let array = (named && rng.below(4) == 0).then(|| 1 + rng.below(4) as usize);
                 Ok((&TYPES[rng.below(TYPES.len() as u64) as usize], array))
             });
-        }
-        if fields.iter().all(Result::is_err) {
-            fields.push(Ok((&TYPES[8], None)));
         }
         let mut spec = String::from(if big { ">" } else { "<" });
         for (i, f) in fields.iter().enumerate() {
@@ -271,6 +278,10 @@ fn value_bits(t: &Ty, rng: &mut Rng) -> u64 {
             0x3f80_0000,
             0x15ae_43fd,
         ],
+        "f16" => &[
+            0x7e00, 0xfe01, 0x7c01, 0x7c00, 0xfc00, 1, 0x03ff, 0x8001, 0x8000, 0, 0x7bff, 0xfbff,
+            0x0400, 0x2e66, 0x3c00, 0x3555,
+        ],
         "f64" => &[
             0x7ff8_0000_0000_0000,
             0xfff8_0000_0000_0001,
@@ -311,6 +322,8 @@ fn canon(t: &Ty, le: &[u8]) -> String {
     raw[..le.len()].copy_from_slice(le);
     let u = u64::from_le_bytes(raw);
     match t.named {
+        "f16" if u & 0x7c00 == 0x7c00 && u & 0x03ff != 0 => "nan".into(),
+        "f16" => format!("{u:04x}"),
         "f32" if f32::from_bits(u as u32).is_nan() => "nan".into(),
         "f64" if f64::from_bits(u).is_nan() => "nan".into(),
         "f32" => format!("{u:08x}"),
@@ -333,7 +346,7 @@ struct Round {
 
 /// Records round `k` into `root/rK` and exports it in every format.
 fn round(rng: &mut Rng, root: &Path, k: u64) -> Round {
-    let layout = Layout::random(rng);
+    let layout = Layout::random(rng, &TYPES[k as usize % TYPES.len()]);
     let dir = root.join(format!("r{k}"));
     std::fs::create_dir(&dir).unwrap();
     let n = 1 + rng.below(30);

@@ -24,10 +24,11 @@ import numpy as np
 # docs/export.md, "Every value as recorded": the JSON spellings.
 NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 # docs/export.md: the pandas dtype of each layout type (nullable integers,
-# so gap rows leave integers integers; floats at their own width).
+# so gap rows leave integers integers; floats at their own width, an f16
+# as float32, which holds it exactly and which pandas reads text into).
 PANDAS = {"u1": "UInt8", "u2": "UInt16", "u4": "UInt32", "u8": "UInt64",
           "i1": "Int8", "i2": "Int16", "i4": "Int32", "i8": "Int64",
-          "f4": "float32", "f8": "float64", "b1": "boolean"}
+          "f2": "float32", "f4": "float32", "f8": "float64", "b1": "boolean"}
 FIXED_DTYPES = {"seq": "UInt64", "mono_ns": "UInt64", "len": "UInt32",
                 "count": "UInt64", "exact": "boolean"}
 
@@ -160,7 +161,7 @@ def read_mcap(path, cols):
 # (pyarrow's names): the width and signedness kept, floats at their width.
 ARROW = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
          "i1": "int8", "i2": "int16", "i4": "int32", "i8": "int64",
-         "f4": "float", "f8": "double", "b1": "bool", "S5": "string"}
+         "f2": "halffloat", "f4": "float", "f8": "double", "b1": "bool", "S5": "string"}
 
 
 def read_parquet_pyarrow(path, cols):
@@ -216,7 +217,7 @@ def from_polars(df, cols):
 
     want = {"u1": pl.UInt8, "u2": pl.UInt16, "u4": pl.UInt32, "u8": pl.UInt64,
             "i1": pl.Int8, "i2": pl.Int16, "i4": pl.Int32, "i8": pl.Int64,
-            "f4": pl.Float32, "f8": pl.Float64, "b1": pl.Boolean, "S5": pl.String}
+            "f2": pl.Float16, "f4": pl.Float32, "f8": pl.Float64, "b1": pl.Boolean, "S5": pl.String}
     for n, c in cols:
         if df.schema[n] != want[c]:
             raise ValueError(f"polars read column {n} ({c}) as {df.schema[n]}")
@@ -236,7 +237,7 @@ def read_parquet_duckdb(path, cols):
     rel = duckdb.sql(f"select * from read_parquet('{path}')")
     want = {"u1": "UTINYINT", "u2": "USMALLINT", "u4": "UINTEGER", "u8": "UBIGINT",
             "i1": "TINYINT", "i2": "SMALLINT", "i4": "INTEGER", "i8": "BIGINT",
-            "f4": "FLOAT", "f8": "DOUBLE", "b1": "BOOLEAN", "S5": "VARCHAR"}
+            "f2": "FLOAT", "f4": "FLOAT", "f8": "DOUBLE", "b1": "BOOLEAN", "S5": "VARCHAR"}
     for (n, c), t in zip(cols, rel.select(*[f'"{n}"' for n, _ in cols]).types):
         if str(t) != want[c]:
             raise ValueError(f"DuckDB read column {n} ({c}) as {t}")
