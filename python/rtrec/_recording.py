@@ -430,7 +430,8 @@ class Recording:
 
         Args:
             nullable: the layout's columns as pandas' nullable types
-                (``UInt32``, ``Int64``, ``Float32``, …) with ``<NA>`` in
+                (``UInt32``, ``Int64``, ``Float32``, …; an ``f16`` field as
+                ``Float32``, which holds it exactly) with ``<NA>`` in
                 lost rows, so a recorded NaN and a lost value differ and
                 integers stay integers (default: NumPy types, 0 and NaN in
                 lost rows, ``lost`` says which). Text fields (``sN``) are
@@ -461,6 +462,10 @@ class Recording:
             elif nullable and name not in fixed and col.dtype.kind in "iufb":
                 cls = {"f": pd.arrays.FloatingArray, "b": pd.arrays.BooleanArray}.get(
                     col.dtype.kind, pd.arrays.IntegerArray)
+                if col.dtype == np.float16:
+                    # pandas has no nullable float16: Float32 holds every
+                    # f16 exactly.
+                    col = col.astype(np.float32)
                 col = cls(col, cols["lost"].copy())
             data[name] = col
         df = pd.DataFrame(data, copy=False)
