@@ -102,6 +102,9 @@ fn files_line(f: &FileSizing) -> String {
         (false, Some(SizeFrom::Default)) => {
             "the default for a recording of open-ended length; --file-size sets another".into()
         }
+        (false, Some(SizeFrom::Rotating)) => {
+            "rotating media: 10 s of data at the recording's rate, so the disk seeks for a file switch at most every 10 s; --file-size sets another".into()
+        }
         (false, Some(SizeFrom::KnownLength)) => "exactly what the recording's length needs".into(),
         (false, _) => "--file-size".into(),
     };

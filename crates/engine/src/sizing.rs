@@ -34,14 +34,20 @@
 //!     written);
 //!   - otherwise (an open-ended recording: no count, total or duration,
 //!     or records of varying size) the open-ended default,
-//!     [`open_ended_file_size`]: 64 MiB ([`DEFAULT_FILE_SIZE`]), or a
-//!     quarter of the file system's free space when that is less
-//!     ("small card"), rounded down to 1 MiB, never below 1 MiB
-//!     ([`MIN_DEFAULT_FILE_SIZE`]: below it the recording refuses and
-//!     names `--file-size`). [`Config::settle`](crate::Config::settle)
-//!     gives 64 MiB and marks it [`FileSizeBasis::OpenEnded`]; the writer
-//!     fits it to the directory's free space when the recorder is created,
-//!     and `rtrec doctor` calls the same function.
+//!     [`default_file_size`]: 64 MiB ([`DEFAULT_FILE_SIZE`]); on rotating
+//!     media (the directory's device says `queue/rotational` 1) with the
+//!     rate known, 10 s of data ([`ROTATING_FILE_SPAN_NS`]) when that is
+//!     more, up to 256 MiB ([`MAX_ROTATING_FILE_SIZE`]; issue 47: a
+//!     switch costs a disk 240–290 ms of seeks and flushes). Then
+//!     [`fitted_file_size`]: a quarter of the file system's free space
+//!     when that is less ("small card"), rounded down to 1 MiB, never
+//!     below 1 MiB ([`MIN_DEFAULT_FILE_SIZE`]: below it the recording
+//!     refuses and names `--file-size`).
+//!     [`Config::settle`](crate::Config::settle) gives 64 MiB and marks
+//!     it [`FileSizeBasis::OpenEnded`] with the period; the writer looks
+//!     at the device and fits it to the directory's free space when the
+//!     recorder is created, and `rtrec doctor` calls
+//!     [`open_ended_file_size`], the rule for an unknown rate.
 //! - **The pool's file size** (a directory's `.pool/`, [`crate::pool`]):
 //!   set only by an explicit size (`record --file-size`, `rtrec pool
 //!   prepare --file-size`, the C API's `file_size`) or by an open-ended
@@ -108,6 +114,20 @@ pub const DEFAULT_FILE_SHARE: u64 = 4;
 /// the recording switches files more often than once a second (each
 /// switch renames, writes a header and syncs a directory), and says so.
 pub const MIN_FILE_SPAN_NS: u64 = 1_000_000_000;
+
+/// On rotating media the open-ended default holds at least this much
+/// data at the known rate: 10 s ([`rotating_file_size`]). A file switch
+/// there costs seeks and cache flushes (240–290 ms of a 5400 rpm disk's
+/// time, `docs/bench.md`, "`hdd-5400`: what a durable point and a file
+/// switch cost"), so a switch every 10 s leaves the disk 97 % of its time
+/// for the data, where 64 MiB files at 20 MiB/s took 7–9 % of it.
+pub const ROTATING_FILE_SPAN_NS: u64 = 10_000_000_000;
+
+/// The largest file [`rotating_file_size`] gives: 256 MiB, the size the
+/// budget of `docs/bench.md` measured to keep a 20 MiB/s disk at 0.90
+/// with a durable point every second. Past it, a file's retention and
+/// recovery granularity grows and the switches' share is small anyway.
+pub const MAX_ROTATING_FILE_SIZE: u64 = 256 * MIB;
 
 /// The ring when the record rate is unknown (and [`crate::Config`]'s
 /// default): 16 MiB, a second of data at 16 MB/s.
@@ -213,6 +233,10 @@ pub enum SizeFrom {
     /// `rtrec pool prepare --file-size`.
     #[serde(rename = "pool prepare")]
     PoolPrepare,
+    /// The open-ended default on rotating media: 10 s of data at the
+    /// known rate ([`default_file_size`]).
+    #[serde(rename = "rotating media")]
+    Rotating,
     /// The open-ended default fitted to a small file system: a quarter of
     /// its free space ([`open_ended_file_size`]).
     #[serde(rename = "small card")]
@@ -230,6 +254,7 @@ impl SizeFrom {
             SizeFrom::FileSize => "--file-size",
             SizeFrom::Default => "default",
             SizeFrom::PoolPrepare => "pool prepare",
+            SizeFrom::Rotating => "rotating media",
             SizeFrom::SmallCard => "small card",
             SizeFrom::KnownLength => "known length",
         }
@@ -249,10 +274,15 @@ pub enum FileSizeBasis {
     /// [`crate::Config`] built with one): the pool takes it.
     #[default]
     Given,
-    /// The open-ended default: fitted to the free space when the recorder
-    /// is created ([`open_ended_file_size`]); a pool whose size was given
-    /// keeps its own.
-    OpenEnded,
+    /// The open-ended default: chosen from the device and the rate
+    /// ([`default_file_size`]) and fitted to the free space
+    /// ([`fitted_file_size`]) when the recorder is created; a pool whose
+    /// size was given keeps its own.
+    OpenEnded {
+        /// One record every this many ns when the rate is known: on
+        /// rotating media the files hold at least 10 s of it.
+        period_ns: Option<u64>,
+    },
     /// Exactly what a recording of known length (or one flight-recorder
     /// event) needs: never creates, shrinks or resizes a pool.
     Known {
@@ -297,9 +327,50 @@ pub struct NoRoomForDefault {
 /// # Errors
 /// A quarter of the free space is less than [`MIN_DEFAULT_FILE_SIZE`].
 pub fn open_ended_file_size(free_bytes: u64) -> Result<FileSizing, NoRoomForDefault> {
+    fitted_file_size(free_bytes, DEFAULT_FILE_SIZE, SizeFrom::Default)
+}
+
+/// The open-ended default of a recording on a device whose seeks cost
+/// (`rotating`: its queue says rotational), writing `bytes_per_s` when
+/// the rate is known: [`ROTATING_FILE_SPAN_NS`] of data rounded up to 1
+/// MiB, at least [`DEFAULT_FILE_SIZE`] and at most
+/// [`MAX_ROTATING_FILE_SIZE`], from [`SizeFrom::Rotating`]; else
+/// [`DEFAULT_FILE_SIZE`] from [`SizeFrom::Default`]. Design choice: the
+/// rule needs the rate, so a recording of unknown rate (stdin, the C API)
+/// and any recording on flash keep the 64 MiB default, and only a
+/// recording fast enough to switch more often than every 10 s changes
+/// (above 6.4 MiB/s). Either is then fitted to the free space
+/// ([`fitted_file_size`]).
+pub fn default_file_size(rotating: bool, bytes_per_s: Option<u64>) -> (u64, SizeFrom) {
+    match bytes_per_s {
+        Some(rate) if rotating => {
+            let span = (rate as u128 * ROTATING_FILE_SPAN_NS as u128 / 1_000_000_000) as u64;
+            let size = span.div_ceil(MIB).saturating_mul(MIB);
+            if size > DEFAULT_FILE_SIZE {
+                (size.min(MAX_ROTATING_FILE_SIZE), SizeFrom::Rotating)
+            } else {
+                (DEFAULT_FILE_SIZE, SizeFrom::Default)
+            }
+        }
+        _ => (DEFAULT_FILE_SIZE, SizeFrom::Default),
+    }
+}
+
+/// `want` (a default of [`default_file_size`], from `from`) fitted to a
+/// file system with `free_bytes` free: `min(want, free / 4)` rounded down
+/// to 1 MiB, from `from` when it is all of `want`, else
+/// [`SizeFrom::SmallCard`].
+///
+/// # Errors
+/// A quarter of the free space is less than [`MIN_DEFAULT_FILE_SIZE`].
+pub fn fitted_file_size(
+    free_bytes: u64,
+    want: u64,
+    from: SizeFrom,
+) -> Result<FileSizing, NoRoomForDefault> {
     let quarter = free_bytes / DEFAULT_FILE_SHARE / MIB * MIB;
-    let (file_size, from) = if quarter >= DEFAULT_FILE_SIZE {
-        (DEFAULT_FILE_SIZE, SizeFrom::Default)
+    let (file_size, from) = if quarter >= want {
+        (want, from)
     } else if quarter >= MIN_DEFAULT_FILE_SIZE {
         (quarter, SizeFrom::SmallCard)
     } else {
@@ -420,7 +491,12 @@ pub fn sizes(
             known,
         ),
         (None, Some(n)) if w.fixed_size => (file_of(n), known),
-        _ => (DEFAULT_FILE_SIZE, FileSizeBasis::OpenEnded),
+        _ => (
+            DEFAULT_FILE_SIZE,
+            FileSizeBasis::OpenEnded {
+                period_ns: w.period(),
+            },
+        ),
     };
     let pre_bytes = match (flight, w.period()) {
         (Some(s), Some(p)) => (s.pre_ns / p + 2).saturating_mul(entry),
@@ -593,6 +669,39 @@ mod tests {
     }
 
     #[test]
+    fn rotating_media_get_ten_seconds_of_data_a_file_between_64_and_256_mib() {
+        // Flash, or a rate that is not known: the 64 MiB default.
+        assert_eq!(
+            default_file_size(false, Some(20 * MIB)),
+            (DEFAULT_FILE_SIZE, SizeFrom::Default)
+        );
+        assert_eq!(
+            default_file_size(true, None),
+            (DEFAULT_FILE_SIZE, SizeFrom::Default)
+        );
+        // Slower than 6.4 MiB/s: 64 MiB last 10 s already.
+        assert_eq!(
+            default_file_size(true, Some(6 * MIB)),
+            (DEFAULT_FILE_SIZE, SizeFrom::Default)
+        );
+        // The hdd-5400 profile's rate: 10 s of it, rounded up to 1 MiB.
+        assert_eq!(
+            default_file_size(true, Some(20 * MIB + 1)),
+            (201 * MIB, SizeFrom::Rotating)
+        );
+        assert_eq!(
+            default_file_size(true, Some(1 << 30)),
+            (MAX_ROTATING_FILE_SIZE, SizeFrom::Rotating)
+        );
+        assert_eq!(default_file_size(true, Some(u64::MAX)).0, MAX_ROTATING_FILE_SIZE);
+        // Fitted to the free space as the 64 MiB default is.
+        let fit = fitted_file_size(1 << 30, 200 * MIB, SizeFrom::Rotating).unwrap();
+        assert_eq!((fit.file_size, fit.from), (200 * MIB, Some(SizeFrom::Rotating)));
+        let fit = fitted_file_size(400 * MIB, 200 * MIB, SizeFrom::Rotating).unwrap();
+        assert_eq!((fit.file_size, fit.from), (100 * MIB, Some(SizeFrom::SmallCard)));
+    }
+
+    #[test]
     fn only_an_exact_need_is_a_known_length() {
         let exact = Workload {
             records: Some(1),
@@ -609,7 +718,7 @@ mod tests {
         };
         assert_eq!(
             sizes(&lines, 100, 132, None, CAP).file_size_basis,
-            FileSizeBasis::OpenEnded
+            FileSizeBasis::OpenEnded { period_ns: None }
         );
     }
 
@@ -652,6 +761,7 @@ mod tests {
             (SizeFrom::Default, "\"default\""),
             (SizeFrom::PoolPrepare, "\"pool prepare\""),
             (SizeFrom::SmallCard, "\"small card\""),
+            (SizeFrom::Rotating, "\"rotating media\""),
         ] {
             assert_eq!(serde_json::to_string(&from).unwrap(), name);
             assert_eq!(format!("\"{}\"", from.name()), name);

@@ -1176,7 +1176,7 @@ mod tests {
         // open-ended default (a C recording runs until finish, so its
         // default size may set a directory's pool: `sizing`'s rule).
         let open_ended = Config {
-            file_size_basis: rtrec_engine::FileSizeBasis::OpenEnded,
+            file_size_basis: rtrec_engine::FileSizeBasis::OpenEnded { period_ns: None },
             ..Config::default()
         };
         // SAFETY: prefix is NULL.

@@ -34,3 +34,16 @@ pub fn queue_attribute<T>(dev: u64, name: &str, parse: impl Fn(&str) -> Option<T
     .iter()
     .find_map(|p| parse(&std::fs::read_to_string(p).ok()?))
 }
+
+/// Whether the file system holding `fd` sits on rotating media: its
+/// device's `queue/rotational` (the kernel's answer, which a loop device
+/// inherits from its backing file's device). `None` when the file system
+/// has no block device (tmpfs, FUSE, NFS) or sysfs does not say.
+pub fn rotational(fd: impl std::os::fd::AsFd) -> Option<bool> {
+    let dev = rustix::fs::fstat(fd).ok()?.st_dev;
+    queue_attribute(dev, "rotational", |s| match s.trim() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    })
+}

@@ -334,10 +334,13 @@ pub(super) fn choose_files(
             let sizing = given(SizeFrom::FileSize);
             (pool_of(dir, cfg, &sizing, report)?, sizing)
         }
-        (Alloc::Pool, FileSizeBasis::OpenEnded) => {
-            open_ended_in_pool(dir, existing, cfg, report, retirable)?
+        (Alloc::Pool, FileSizeBasis::OpenEnded { period_ns }) => {
+            open_ended_in_pool(dir, existing, cfg, period_ns, report, retirable)?
         }
-        (_, FileSizeBasis::OpenEnded) => (FileChoice::own(), fitted(dir, retirable)?),
+        (_, FileSizeBasis::OpenEnded { period_ns }) => (
+            FileChoice::own(),
+            fitted(dir, cfg, period_ns, retirable)?,
+        ),
         (_, FileSizeBasis::Known { .. }) => (FileChoice::own(), given(SizeFrom::KnownLength)),
         (_, FileSizeBasis::Given) => (FileChoice::own(), given(SizeFrom::FileSize)),
     };
@@ -379,16 +382,30 @@ fn recover_pool(p: &Pool, report: &mut WriterReport) -> Result<(), Error> {
     Ok(())
 }
 
-/// The open-ended default fitted to the free space of `dir`, counted with
-/// `retirable`: the bytes a loop's budget retires before its first file
-/// (issue 42, finding 6: after a kill on a full card the rule refused at
-/// every start, although the budget would have freed the room).
-fn fitted(dir: &Path, retirable: u64) -> Result<FileSizing, Error> {
-    let free = File::open(dir)
-        .and_then(|d| sys::available_bytes(&d))
+/// The open-ended default for `dir`'s device and `cfg`'s rate (one record
+/// every `period_ns`, each at most `cfg.max_record`:
+/// [`sizing::default_file_size`]; on rotating media 10 s of data), fitted
+/// to the free space of `dir`, counted with `retirable`: the bytes a
+/// loop's budget retires before its first file (issue 42, finding 6:
+/// after a kill on a full card the rule refused at every start, although
+/// the budget would have freed the room).
+fn fitted(
+    dir: &Path,
+    cfg: &Config,
+    period_ns: Option<u64>,
+    retirable: u64,
+) -> Result<FileSizing, Error> {
+    let d = File::open(dir).map_err(|e| Error::io("opening", dir, e))?;
+    let free = sys::available_bytes(&d)
         .map_err(|e| Error::io("reading the free space of", dir, e))?
         .saturating_add(retirable);
-    sizing::open_ended_file_size(free).map_err(|n| Error::NoRoomForDefault {
+    let rotating = sys::blockdev::rotational(&d).unwrap_or(false);
+    let rate = period_ns.filter(|&p| p > 0).map(|p| {
+        (cfg.stored_len(cfg.max_record) as u128 * 1_000_000_000 / p as u128).min(u64::MAX as u128)
+            as u64
+    });
+    let (want, from) = sizing::default_file_size(rotating, rate);
+    sizing::fitted_file_size(free, want, from).map_err(|n| Error::NoRoomForDefault {
         dir: dir.to_path_buf(),
         free_bytes: n.free_bytes,
         min_file_bytes: sizing::MIN_DEFAULT_FILE_SIZE,
@@ -421,6 +438,7 @@ fn open_ended_in_pool(
     dir: &Path,
     existing: Option<Pool>,
     cfg: &Config,
+    period_ns: Option<u64>,
     report: &mut WriterReport,
     retirable: u64,
 ) -> Result<(FileChoice, FileSizing), Error> {
@@ -429,7 +447,7 @@ fn open_ended_in_pool(
             return Ok(pooled(p, None));
         }
     }
-    let sizing = fitted(dir, retirable)?;
+    let sizing = fitted(dir, cfg, period_ns, retirable)?;
     Ok((pool_of(dir, cfg, &sizing, report)?, sizing))
 }
 
