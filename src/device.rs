@@ -215,6 +215,11 @@ impl Trial {
         if let Err(e) = rtrec_host::loopdev::set_direct_io(fs.device()) {
             eprintln!("rtrec: warning: direct I/O on the loop device: {e}");
         }
+        // A disk that seeks is rotational to the kernel, as the real one
+        // (the recorder sizes its files by it: `rtrec_engine::sizing`).
+        if !device.profile.is_native() {
+            rtrec_host::loopdev::set_rotational(fs.device(), device.profile.rotating())?;
+        }
         let dir = fs.path().join("recording");
         std::fs::create_dir(&dir).context(format!("creating '{}'", dir.display()))?;
         if !quiet {

@@ -119,6 +119,12 @@ impl Target {
                 if let Err(e) = loopdev::set_direct_io(fs.device()) {
                     warnings.push(Warning::LoopDirectIo(e.to_string()));
                 }
+                // An emulated disk is rotational to the kernel, as the real
+                // one: the recorder sizes its files by it.
+                if let Some(d) = device.filter(|d| !d.profile.is_native()) {
+                    loopdev::set_rotational(fs.device(), d.profile.rotating())
+                        .context("telling the kernel whether the emulated device seeks")?;
+                }
                 let work = make_work_dir(fs.path())?;
                 warnings.extend(conditions(&work));
                 Ok(Target {

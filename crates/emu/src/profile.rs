@@ -271,6 +271,14 @@ impl Profile {
             && self.cache_bytes == 0
     }
 
+    /// Whether the device seeks (a request off the sequential path costs
+    /// `seek`): what the kernel calls rotational. The emulated device's
+    /// loop device says so (`queue/rotational`), so the recorder and
+    /// `doctor` see a disk as they would on the real one.
+    pub fn rotating(&self) -> bool {
+        self.seek_ns > 0
+    }
+
     /// Draining a full write cache to the medium, ns (0 without a cache).
     pub fn cache_drain_ns(&self) -> u64 {
         crate::rate::transfer_ns(self.cache_bytes, self.write_bytes_per_s)

@@ -58,6 +58,24 @@ pub fn set_direct_io(device: &Path) -> Result<()> {
     run("losetup", &["--direct-io=on".as_ref(), device.as_os_str()])
 }
 
+/// Sets the loop device's `queue/rotational`: an emulated device tells the
+/// kernel what it emulates (a disk that seeks, or flash), as the real one
+/// would; the recorder sizes its files by it (`rtrec_engine::sizing`). A
+/// loop device is given its backing device's value at each attach, so
+/// this lasts as long as the device and leaves nothing to undo.
+///
+/// # Errors
+/// [`Error::Io`] when the attribute cannot be written.
+pub fn set_rotational(device: &Path, rotational: bool) -> Result<()> {
+    let name = device
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let path = format!("/sys/block/{name}/queue/rotational");
+    std::fs::write(&path, if rotational { "1" } else { "0" })
+        .map_err(crate::error::io_err(format_args!("writing {path}")))
+}
+
 /// Detaches `device` if it is still backed by `image` (the undo of a loop
 /// device); a detached device, or one now serving another file, is left
 /// alone.
