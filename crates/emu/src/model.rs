@@ -94,6 +94,9 @@ pub struct DeviceModel {
     dirty_at_ns: u64,
     /// GC pauses served so far.
     pub gc_pauses: u64,
+    /// Requests so far that did not start where the previous one ended
+    /// (a disk pays `seek` for each; on flash they cost nothing extra).
+    pub seeks: u64,
 }
 
 impl DeviceModel {
@@ -107,6 +110,7 @@ impl DeviceModel {
             dirty: 0,
             dirty_at_ns: 0,
             gc_pauses: 0,
+            seeks: 0,
         }
     }
 
@@ -130,6 +134,7 @@ impl DeviceModel {
         if seq {
             0
         } else {
+            self.seeks += 1;
             self.profile.seek_ns
         }
     }

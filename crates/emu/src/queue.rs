@@ -253,6 +253,7 @@ fn serve(shared: &(Mutex<State>, Condvar), mut model: DeviceModel, timing: &Mute
         let mut t = timing.lock().unwrap_or_else(|p| p.into_inner());
         t.record(kind, asked, served);
         t.set_gc_pauses(model.gc_pauses);
+        t.set_seeks(model.seeks);
     }
 }
 

@@ -30,6 +30,11 @@ pub struct EmulatorStats {
     pub flushes: u64,
     /// Garbage-collection pauses served.
     pub gc_pauses: u64,
+    /// Requests that did not start where the previous one ended: each
+    /// costs a disk's `seek` (issue 47: what a durable point and a file
+    /// switch cost a disk, counted).
+    #[serde(default)]
+    pub seeks: u64,
     /// Bytes read.
     pub bytes_read: u64,
     /// Bytes written.
@@ -178,6 +183,11 @@ impl Timing {
     /// GC pauses so far (the model counts them).
     pub fn set_gc_pauses(&mut self, n: u64) {
         self.stats.gc_pauses = n;
+    }
+
+    /// The model's count of requests off the sequential path so far.
+    pub fn set_seeks(&mut self, n: u64) {
+        self.stats.seeks = n;
     }
 
     /// The stats now, with mean and p99 worked out.
