@@ -693,12 +693,21 @@ mod tests {
             default_file_size(true, Some(1 << 30)),
             (MAX_ROTATING_FILE_SIZE, SizeFrom::Rotating)
         );
-        assert_eq!(default_file_size(true, Some(u64::MAX)).0, MAX_ROTATING_FILE_SIZE);
+        assert_eq!(
+            default_file_size(true, Some(u64::MAX)).0,
+            MAX_ROTATING_FILE_SIZE
+        );
         // Fitted to the free space as the 64 MiB default is.
         let fit = fitted_file_size(1 << 30, 200 * MIB, SizeFrom::Rotating).unwrap();
-        assert_eq!((fit.file_size, fit.from), (200 * MIB, Some(SizeFrom::Rotating)));
+        assert_eq!(
+            (fit.file_size, fit.from),
+            (200 * MIB, Some(SizeFrom::Rotating))
+        );
         let fit = fitted_file_size(400 * MIB, 200 * MIB, SizeFrom::Rotating).unwrap();
-        assert_eq!((fit.file_size, fit.from), (100 * MIB, Some(SizeFrom::SmallCard)));
+        assert_eq!(
+            (fit.file_size, fit.from),
+            (100 * MIB, Some(SizeFrom::SmallCard))
+        );
     }
 
     #[test]

@@ -215,6 +215,7 @@ mod tests {
             fio_bytes_per_s: fio.map(|f| f * f64::from(1 << 20)),
             fraction_of_fio: fio.map(|f| held / f),
             fio_job: None,
+            file_bytes: None,
             max_lateness_ns: Some(1000),
             missed_periods: Some(0),
             cpu_s_per_gib: None,

@@ -177,6 +177,12 @@ pub struct Row {
     pub fraction_of_fio: Option<f64>,
     /// The fio job file of that comparison (null without fio).
     pub fio_job: Option<String>,
+    /// The size of the probes' files, bytes (the engine's open-ended
+    /// default at the device's rate on the probes' device: on rotating
+    /// media 10 s of data); null in a report from before issue 47, whose
+    /// files were 64 MiB (or 64 records).
+    #[serde(default)]
+    pub file_bytes: Option<u64>,
     /// The longest lateness of the producer at the sustained rate, ns
     /// (reported, not judged by default).
     pub max_lateness_ns: Option<u64>,

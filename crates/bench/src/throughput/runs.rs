@@ -8,7 +8,7 @@ use std::path::Path;
 use super::fio::{device_bandwidth, fio_for};
 use super::judge::{spread, verdicts};
 use super::options::{usable_backends, Options, DEVICE_BLOCK};
-use super::probe::{probe, probe_dir, room_bps};
+use super::probe::{probe, probe_dir, room_bps, study_file_bytes, Sizes};
 use super::report::{Probe, Run, ThroughputReport};
 use super::search::search;
 use crate::producer;
@@ -85,28 +85,34 @@ fn run_once(work: &Path, o: &Options) -> anyhow::Result<Run> {
                 None if has_fio => fio_for(work, io, size, fio_ns, device),
                 None => (None, None),
             };
+            let sizes = Sizes {
+                record: size,
+                file: study_file_bytes(work, size, device),
+            };
             let mut prober =
                 |bps: f64, ns: u64, phase: &'static str| -> anyhow::Result<Option<Probe>> {
                     // Ctrl-C or SIGTERM ends the study between probes.
                     anyhow::ensure!(!crate::signal::interrupted(), "interrupted");
-                    if bps > room_bps(work, size, ns) {
+                    if bps > room_bps(work, sizes, ns) {
                         return Ok(None);
                     }
-                    probe(work, io, size, bps / size as f64, ns, phase, o).map(Some)
+                    probe(work, io, sizes, bps / size as f64, ns, phase, o).map(Some)
                 };
-            let room = |ns: u64| room_bps(work, size, ns);
+            let room = |ns: u64| room_bps(work, sizes, ns);
             let row = search(io, size, o, device, &room, &mut prober);
             // A pool's directory lives across its probes (see `probe`).
             let _ = std::fs::remove_dir_all(probe_dir(work, io, size));
             let mut row = row?;
             row.fio_bytes_per_s = fio_bps;
             row.fio_job = job;
+            row.file_bytes = Some(sizes.file);
             row.fraction_of_fio = fio_bps
                 .filter(|&f| f > 0.0)
                 .map(|f| row.sustained_bytes_per_s / f);
             eprintln!(
-                "rtrec bench: {io} {}: {:.0} records/s ({}, {:.2} of the device, {} of fio's {}); limit: {}",
+                "rtrec bench: {io} {} (files of {}): {:.0} records/s ({}, {:.2} of the device, {} of fio's {}); limit: {}",
                 rtrec_units::format_size(size),
+                rtrec_units::format_size(sizes.file),
                 row.sustained_hz,
                 rtrec_units::format_size_per_s(row.sustained_bytes_per_s as u64),
                 row.fraction_of_device,

@@ -198,6 +198,7 @@ fn row(
         fio_bytes_per_s: None,
         fraction_of_fio: None,
         fio_job: None,
+        file_bytes: None,
         max_lateness_ns: at_rate.iter().map(|p| p.max_lateness_ns).max(),
         missed_periods: (!at_rate.is_empty())
             .then(|| at_rate.iter().map(|p| p.missed_periods).sum()),

@@ -6,6 +6,9 @@ use rtrec_engine::{Alloc, Io};
 use super::*;
 use crate::producer::RtRequest;
 
+/// The confirmation's probe length of these tests: [`clean`]'s.
+const FULL: u64 = 5_000_000_000;
+
 /// A probe at 1,000 records/s of 16 KiB into a 16 MiB ring that lost
 /// nothing, was never late and ended with an empty ring.
 fn clean() -> Probe {
@@ -39,17 +42,53 @@ fn a_late_release_does_not_fail_a_probe_that_lost_nothing() {
         missed_periods: 8,
         ..clean()
     };
-    assert!(holds(&clean(), HoldRule::Drops));
-    assert!(holds(&late, HoldRule::Drops));
-    assert!(!holds(&late, HoldRule::Max));
-    assert!(holds(&late, HoldRule::P99));
+    assert!(holds(&clean(), HoldRule::Drops, FULL));
+    assert!(holds(&late, HoldRule::Drops, FULL));
+    assert!(!holds(&late, HoldRule::Max, FULL));
+    assert!(holds(&late, HoldRule::P99, FULL));
     assert!(!holds(
         &Probe {
             p99_lateness_ns: 2_000_000,
             ..late
         },
-        HoldRule::P99
+        HoldRule::P99,
+        FULL
     ));
+}
+
+#[test]
+fn a_short_screen_is_judged_against_what_a_full_probe_offers() {
+    // hdd-5400, `direct` at 18.6 MiB/s of 1 MiB records: the 2 s screen
+    // ended with 6 MiB queued (its first file and first mark), 16 % of its
+    // own 37 MiB; a 10 s probe offers 186 MiB, of which 5 % is 9.3 MiB.
+    let screen = Probe {
+        rate_hz: 18.6,
+        period_ns: 53_763_440,
+        duration_ns: 2_000_000_000,
+        phase: "coarse".into(),
+        ring_bytes: 42 << 20,
+        record_bytes: 1 << 20,
+        offered_bytes: 37 << 20,
+        backlog_bytes_at_end: 6 << 20,
+        ..clean()
+    };
+    assert!(holds(&screen, HoldRule::Drops, 10_000_000_000));
+    // Judged on its own offer, as before, it fails; so does a backlog past
+    // the full probe's 5 %.
+    assert!(!holds(&screen, HoldRule::Drops, 2_000_000_000));
+    let behind = Probe {
+        backlog_bytes_at_end: 10 << 20,
+        ..screen.clone()
+    };
+    assert!(!holds(&behind, HoldRule::Drops, 10_000_000_000));
+    // A full-length probe is judged on its own offer whatever `full_ns`.
+    let full = Probe {
+        duration_ns: 10_000_000_000,
+        offered_bytes: 186 << 20,
+        backlog_bytes_at_end: 10 << 20,
+        ..screen
+    };
+    assert!(!holds(&full, HoldRule::Drops, 10_000_000_000));
 }
 
 #[test]
@@ -59,24 +98,25 @@ fn a_drop_an_error_or_a_ring_over_half_full_fails_it() {
             dropped: 1,
             ..clean()
         },
-        HoldRule::Drops
+        HoldRule::Drops,
+        FULL
     ));
     let error = Probe {
         writer_error: Some("ENOSPC".into()),
         ..clean()
     };
-    assert!(!holds(&error, HoldRule::Drops));
+    assert!(!holds(&error, HoldRule::Drops, FULL));
     // 5 % of the 78 MiB offered is 3.9 MiB: within it holds, past it not.
     let small = Probe {
         backlog_bytes_at_end: 250 * 16384,
         ..clean()
     };
-    assert!(holds(&small, HoldRule::Drops));
+    assert!(holds(&small, HoldRule::Drops, FULL));
     let behind = Probe {
         backlog_bytes_at_end: 251 * 16384,
         ..clean()
     };
-    assert!(!holds(&behind, HoldRule::Drops));
+    assert!(!holds(&behind, HoldRule::Drops, FULL));
     // A big probe in a small ring: half the ring is the limit.
     let big = Probe {
         offered_bytes: 1 << 40,
@@ -86,12 +126,12 @@ fn a_drop_an_error_or_a_ring_over_half_full_fails_it() {
         backlog_bytes_at_end: 8 << 20,
         ..big.clone()
     };
-    assert!(holds(&half, HoldRule::Drops));
+    assert!(holds(&half, HoldRule::Drops, FULL));
     let over = Probe {
         backlog_bytes_at_end: (8 << 20) + 16384,
         ..big
     };
-    assert!(!holds(&over, HoldRule::Drops));
+    assert!(!holds(&over, HoldRule::Drops, FULL));
     // A slow rate: the last records still queued are not falling behind.
     let slow = Probe {
         record_bytes: 1 << 20,
@@ -100,13 +140,14 @@ fn a_drop_an_error_or_a_ring_over_half_full_fails_it() {
         backlog_bytes_at_end: 1 << 20,
         ..clean()
     };
-    assert!(holds(&slow, HoldRule::Drops));
+    assert!(holds(&slow, HoldRule::Drops, FULL));
     assert!(!holds(
         &Probe {
             backlog_bytes_at_end: 5 << 20,
             ..slow
         },
-        HoldRule::Drops
+        HoldRule::Drops,
+        FULL
     ));
 }
 
@@ -141,7 +182,7 @@ fn searched_on(device: f64, limit: f64, hiccups: &[usize], k: u32) -> Row {
             dropped: u64::from(bps > limit || hiccups.contains(&i)),
             ..clean()
         };
-        p.held = holds(&p, o.rule);
+        p.held = holds(&p, o.rule, o.probe_ns);
         Ok(Some(p))
     };
     search(

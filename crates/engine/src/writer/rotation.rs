@@ -337,10 +337,9 @@ pub(super) fn choose_files(
         (Alloc::Pool, FileSizeBasis::OpenEnded { period_ns }) => {
             open_ended_in_pool(dir, existing, cfg, period_ns, report, retirable)?
         }
-        (_, FileSizeBasis::OpenEnded { period_ns }) => (
-            FileChoice::own(),
-            fitted(dir, cfg, period_ns, retirable)?,
-        ),
+        (_, FileSizeBasis::OpenEnded { period_ns }) => {
+            (FileChoice::own(), fitted(dir, cfg, period_ns, retirable)?)
+        }
         (_, FileSizeBasis::Known { .. }) => (FileChoice::own(), given(SizeFrom::KnownLength)),
         (_, FileSizeBasis::Given) => (FileChoice::own(), given(SizeFrom::FileSize)),
     };
