@@ -116,14 +116,14 @@ pub const DEFAULT_FILE_SHARE: u64 = 4;
 pub const MIN_FILE_SPAN_NS: u64 = 1_000_000_000;
 
 /// On rotating media the open-ended default holds at least this much
-/// data at the known rate: 10 s ([`rotating_file_size`]). A file switch
+/// data at the known rate: 10 s ([`default_file_size`]). A file switch
 /// there costs seeks and cache flushes (240–290 ms of a 5400 rpm disk's
 /// time, `docs/bench.md`, "`hdd-5400`: what a durable point and a file
 /// switch cost"), so a switch every 10 s leaves the disk 97 % of its time
 /// for the data, where 64 MiB files at 20 MiB/s took 7–9 % of it.
 pub const ROTATING_FILE_SPAN_NS: u64 = 10_000_000_000;
 
-/// The largest file [`rotating_file_size`] gives: 256 MiB, the size the
+/// The largest file [`default_file_size`] gives: 256 MiB, the size the
 /// budget of `docs/bench.md` measured to keep a 20 MiB/s disk at 0.90
 /// with a durable point every second. Past it, a file's retention and
 /// recovery granularity grows and the switches' share is small anyway.
